@@ -1,0 +1,87 @@
+"""Attention masks (000 §8.2.4; 001 §19.6.2, §19.7.2).
+
+Every mask here is **bool, True = may attend**, the convention of
+``F.scaled_dot_product_attention``. ``additive()`` turns one into the 0 / -inf float form
+that is added to the scores (the form of ``nn.Transformer.generate_square_subsequent_mask``).
+
+Shapes: a causal mask is ``(T_q, T_k)``; batch masks are ``(B, 1, T_q, T_k)`` so they
+broadcast over heads ``(B, h, T_q, T_k)``.
+"""
+import torch
+
+
+def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
+    """``(T_q, T_k)`` bool, True where key j is not in query i's future.
+
+    With ``T_k > T_q`` (queries are the last ``T_q`` positions, as when decoding with a
+    KV cache) the last query sees every key: the mask is aligned bottom-right.
+    """
+    t_k = t_q if t_k is None else t_k
+    if t_q < 0 or t_k < t_q:
+        raise ValueError(f"causal mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
+    return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
+
+
+def additive(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
+    """Bool mask -> float mask: 0 where True (attend), -inf where False (blocked)."""
+    if mask.dtype != torch.bool:
+        raise TypeError(f"additive() expects a bool mask, got {mask.dtype}")
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
+
+
+def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tensor:
+    """``(B, T)`` bool, True at real tokens, for sequences of the given ``lengths``."""
+    lengths = torch.as_tensor(lengths, device=device)
+    if lengths.dim() != 1 or lengths.is_floating_point():
+        raise ValueError(f"lengths must be a 1-D integer sequence, got {lengths.dtype} of shape "
+                         f"{tuple(lengths.shape)}")
+    if (lengths < 0).any():
+        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    t = int(lengths.max()) if max_len is None else max_len
+    if (lengths > t).any():
+        raise ValueError(f"a length exceeds max_len={t}: lengths {lengths.tolist()}")
+    return torch.arange(t, device=lengths.device)[None, :] < lengths[:, None]
+
+
+def padding_mask_from_ids(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
+    """``(B, T)`` bool, True where ``ids != pad_id``."""
+    if ids.dim() != 2:
+        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
+    return ids != pad_id
+
+
+def key_padding(keep: torch.Tensor, t_q: int = 1) -> torch.Tensor:
+    """Key padding ``(B, T_k)`` -> attention mask ``(B, 1, T_q, T_k)`` (padded keys blocked)."""
+    if keep.dim() != 2 or keep.dtype != torch.bool:
+        raise ValueError(f"keep must be a (B, T_k) bool mask, got {keep.dtype} {tuple(keep.shape)}")
+    return keep[:, None, None, :].expand(-1, 1, t_q, -1)
+
+
+def self_attention_mask(keep: torch.Tensor, causal: bool = False) -> torch.Tensor:
+    """Self-attention mask ``(B, 1, T, T)`` for a padded batch ``keep: (B, T)``.
+
+    Padded keys are blocked for every query; with ``causal`` future keys are blocked too.
+    Padded *queries* still attend to the real keys (their outputs are ignored by the loss).
+    """
+    t = keep.shape[-1]
+    mask = key_padding(keep, t)
+    if causal:
+        mask = mask & causal_mask(t, device=keep.device)
+    return mask
+
+
+def cross_attention_mask(src_keep: torch.Tensor, t_q: int) -> torch.Tensor:
+    """Cross-attention mask ``(B, 1, T_q, S)``: decoder queries may not attend to padded source keys."""
+    return key_padding(src_keep, t_q)
+
+
+def combine(*masks: torch.Tensor) -> torch.Tensor:
+    """Logical AND of bool masks (broadcast): a key is visible only if every mask allows it."""
+    out = None
+    for m in masks:
+        if m is None:
+            continue
+        if m.dtype != torch.bool:
+            raise TypeError(f"combine() expects bool masks, got {m.dtype}")
+        out = m if out is None else out & m
+    return out
