@@ -4,6 +4,17 @@ Heads are one reshape, not a loop: ``(B, T, h·d_head) -> (B, h, T, d_head)``. T
 attention itself is ``F.scaled_dot_product_attention``; set ``keep_weights = True`` (or use
 ``record_attention(model)``) to compute it with the reference implementation instead and
 keep the weights ``(B, h, T_q, T_k)`` in ``last_weights`` for plotting.
+
+Also here:
+
+- ``copy_to_torch`` / ``copy_from_torch`` / ``to_torch``: move weights to and from
+  ``nn.MultiheadAttention`` (its packed ``in_proj_weight`` = ``[W_q; W_k; W_v]``), and
+  ``to_torch_attn_mask``: our masks (bool True = may attend) in torch's polarity
+  (bool True = may NOT attend).
+- ``mha_param_count`` and ``kv_cache_bytes``: the analytic counts that notebook 03 checks
+  against ``numel()`` and against the module's own K/V shapes.
+- ``head_stats``: per-head mean attention distance and entropy, to describe heads by
+  measured numbers.
 """
 from contextlib import contextmanager
 
@@ -16,13 +27,21 @@ from transformer_nb.masks import causal_mask
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
-    """``(B, T, n_heads·d_head) -> (B, n_heads, T, d_head)``."""
+    """``(B, T, n_heads·d_head) -> (B, n_heads, T, d_head)``: head i gets features ``i·d_head ... (i+1)·d_head - 1``."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 3:
+        raise ValueError(f"split_heads expects a (B, T, n_heads·d_head) tensor, got "
+                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
     b, t, d = x.shape
-    return x.view(b, t, n_heads, d // n_heads).transpose(1, 2)
+    if n_heads <= 0 or d % n_heads:
+        raise ValueError(f"cannot split {d} features into n_heads={n_heads} equal heads")
+    return x.reshape(b, t, n_heads, d // n_heads).transpose(1, 2)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
-    """``(B, h, T, d_head) -> (B, T, h·d_head)``."""
+    """``(B, h, T, d_head) -> (B, T, h·d_head)`` (the concatenation of the heads; inverse of ``split_heads``)."""
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"merge_heads expects a (B, h, T, d_head) tensor, got "
+                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
     b, h, t, dh = x.shape
     return x.transpose(1, 2).reshape(b, t, h * dh)
 
@@ -36,18 +55,23 @@ class MultiHeadAttention(nn.Module):
       ``rope``: optional callable ``rope(q, k) -> (q, k)`` on ``(B, h, T, d_head)`` tensors.
       Returns ``(B, T_q, d_model)``.
     - ``n_kv_heads``: number of key/value heads; 1 is MQA, ``1 < n_kv_heads < n_heads`` is GQA.
+      Query head ``i`` uses key/value head ``i // (n_heads // n_kv_heads)``.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
                  bias: bool = True, dropout: float = 0.0):
         super().__init__()
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+        if d_model <= 0:
+            raise ValueError(f"d_model must be a positive integer, got {d_model}")
         if n_heads <= 0 or d_model % n_heads:
             raise ValueError(f"n_heads={n_heads} must divide d_model={d_model} "
                              f"(each head gets d_model / n_heads dimensions)")
         if n_kv_heads <= 0 or n_heads % n_kv_heads:
             raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
                              f"(each key/value head is shared by a whole group of query heads)")
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_head = d_model // n_heads
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)
@@ -58,8 +82,14 @@ class MultiHeadAttention(nn.Module):
         self.keep_weights = False
         self.last_weights = None
 
+    def extra_repr(self) -> str:
+        return f"d_model={self.d_model}, n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, d_head={self.d_head}"
+
     def _check(self, query, key, value):
         for name, t in (("query", query), ("key", key), ("value", value)):
+            if not isinstance(t, torch.Tensor):
+                raise TypeError(f"{name} must be a torch.Tensor of shape (B, T, d_model={self.d_model}), "
+                                f"got {type(t).__name__}")
             if t.dim() != 3 or t.shape[-1] != self.d_model:
                 raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(t.shape)}")
         if key.shape[1] != value.shape[1]:
@@ -68,21 +98,37 @@ class MultiHeadAttention(nn.Module):
         if not (query.shape[0] == key.shape[0] == value.shape[0]):
             raise ValueError(f"batch sizes differ: query {query.shape[0]}, key {key.shape[0]}, value {value.shape[0]}")
 
+    def _check_mask(self, mask, b, t_q, t_k):
+        try:
+            check_mask(mask, (b, self.n_heads, t_q, t_k))
+        except ValueError as err:
+            if isinstance(mask, torch.Tensor) and mask.dim() == 2 and tuple(mask.shape) == (b, t_k):
+                raise ValueError(f"{err}. This looks like a (B, T_k) key-padding mask: turn it into an attention "
+                                 f"mask with masks.key_padding(keep, T_q), shape (B, 1, T_q, T_k)") from None
+            raise
+
+    def kv_heads(self, key: torch.Tensor, value: torch.Tensor | None = None):
+        """Project and split keys and values: ``(B, T_k, d_model) -> (B, n_kv_heads, T_k, d_head)`` each.
+
+        These two tensors are exactly what a KV cache stores for one layer.
+        """
+        value = key if value is None else value
+        return split_heads(self.k_proj(key), self.n_kv_heads), split_heads(self.v_proj(value), self.n_kv_heads)
+
     def forward(self, query, key=None, value=None, mask=None, is_causal: bool = False, rope=None):
         key = query if key is None else key
         value = key if value is None else value
         self._check(query, key, value)
         b, t_q, t_k = query.shape[0], query.shape[1], key.shape[1]
         q = split_heads(self.q_proj(query), self.n_heads)          # (B, h, T_q, d_head)
-        k = split_heads(self.k_proj(key), self.n_kv_heads)         # (B, kv, T_k, d_head)
-        v = split_heads(self.v_proj(value), self.n_kv_heads)
+        k, v = self.kv_heads(key, value)                           # (B, kv, T_k, d_head)
         if rope is not None:
             q, k = rope(q, k)
         if self.n_kv_heads != self.n_heads:                        # GQA/MQA: share each K/V head
             k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
             v = v.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
         if mask is not None:
-            check_mask(mask, (b, self.n_heads, t_q, t_k))
+            self._check_mask(mask, b, t_q, t_k)
         if is_causal:
             causal = causal_mask(t_q, t_k, device=query.device)
             if mask is None:
@@ -95,7 +141,8 @@ class MultiHeadAttention(nn.Module):
         if self.keep_weights:
             out, w = scaled_dot_product_attention(q, k, v, mask)
             self.last_weights = w.detach()
-            out = F.dropout(out, p) if p else out
+            if p:  # dropout acts on the attention weights, as in F.scaled_dot_product_attention
+                out = F.dropout(w, p) @ v
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         return self.out_proj(merge_heads(out))
@@ -112,3 +159,141 @@ def record_attention(model: nn.Module):
     finally:
         for m in mods:
             m.keep_weights = False
+
+
+# --------------------------------------------------------------------------- counting
+
+def mha_param_count(d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True) -> int:
+    """Parameters of ``MultiHeadAttention(d_model, n_heads, n_kv_heads, bias)``.
+
+    W_Q and W_O are ``d_model × d_model``; W_K and W_V are ``d_model × (n_kv_heads·d_head)``.
+    With ``n_kv_heads == n_heads`` this is ``4·d_model² (+ 4·d_model)``, whatever ``n_heads`` is.
+    """
+    n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
+    if d_model <= 0 or n_heads <= 0 or d_model % n_heads or n_kv_heads <= 0 or n_heads % n_kv_heads:
+        raise ValueError(f"need n_heads | d_model and n_kv_heads | n_heads, got d_model={d_model}, "
+                         f"n_heads={n_heads}, n_kv_heads={n_kv_heads}")
+    d_kv = n_kv_heads * (d_model // n_heads)
+    weights = 2 * d_model * d_model + 2 * d_model * d_kv
+    biases = 2 * d_model + 2 * d_kv
+    return weights + (biases if bias else 0)
+
+
+def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, batch: int = 1,
+                   bytes_per_value: int = 2) -> int:
+    """Bytes a KV cache holds: ``2 (K and V) · layers · kv_heads · d_head · seq_len · batch · bytes``.
+
+    002's formula ``2·L·h·d_k·n`` counts *values* for one sequence; multiply by the batch and
+    by the bytes per value (2 for fp16/bf16) to get memory.
+    """
+    for name, v in (("n_layers", n_layers), ("n_kv_heads", n_kv_heads), ("d_head", d_head),
+                    ("seq_len", seq_len), ("batch", batch), ("bytes_per_value", bytes_per_value)):
+        if not isinstance(v, int) or v < 0:
+            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
+
+
+# --------------------------------------------------------------------------- describing heads
+
+def head_stats(weights: torch.Tensor) -> dict:
+    """Per-head summaries of self-attention weights ``(..., T, T)`` (rows = queries, sum to 1).
+
+    - ``distance``: mean over queries i of ``Σ_j w_ij·|i - j|`` (0 = attends to itself,
+      small = local; uniform attention over T tokens gives ``(T² - 1) / (3T)``).
+    - ``entropy``: mean over queries of ``-Σ_j w_ij·ln w_ij`` in nats (0 = one key,
+      ``ln T`` = uniform, i.e. global).
+    Returns tensors of shape ``(...)``.
+    """
+    if not isinstance(weights, torch.Tensor) or weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(f"head_stats expects self-attention weights of shape (..., T, T), got "
+                         f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}")
+    t = weights.shape[-1]
+    pos = torch.arange(t, device=weights.device, dtype=weights.dtype)
+    dist = (pos[:, None] - pos[None, :]).abs()                       # (T, T): |i - j|
+    distance = (weights * dist).sum(-1).mean(-1)
+    entropy = -(weights * weights.clamp_min(1e-30).log()).sum(-1).mean(-1)
+    return {"distance": distance, "entropy": entropy}
+
+
+def uniform_distance(t: int) -> float:
+    """Mean ``|i - j|`` over all ``t × t`` pairs: the ``distance`` of a head that attends uniformly."""
+    return (t * t - 1) / (3 * t)
+
+
+# --------------------------------------------------------------------------- torch interop
+
+def _check_torch_pair(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+    if not isinstance(theirs, nn.MultiheadAttention):
+        raise TypeError(f"expected an nn.MultiheadAttention, got {type(theirs).__name__}")
+    if ours.n_kv_heads != ours.n_heads:
+        raise ValueError(f"nn.MultiheadAttention has no shared key/value heads; this module has "
+                         f"n_kv_heads={ours.n_kv_heads} < n_heads={ours.n_heads} (GQA/MQA)")
+    if (theirs.embed_dim, theirs.num_heads) != (ours.d_model, ours.n_heads):
+        raise ValueError(f"shapes differ: nn.MultiheadAttention(embed_dim={theirs.embed_dim}, "
+                         f"num_heads={theirs.num_heads}) vs MultiHeadAttention(d_model={ours.d_model}, "
+                         f"n_heads={ours.n_heads})")
+    if not theirs._qkv_same_embed_dim or theirs.bias_k is not None:
+        raise ValueError("only nn.MultiheadAttention with kdim = vdim = embed_dim and add_bias_kv=False "
+                         "has the same parameters as MultiHeadAttention")
+    if (theirs.in_proj_bias is not None) != (ours.q_proj.bias is not None):
+        raise ValueError(f"bias settings differ: nn.MultiheadAttention bias={theirs.in_proj_bias is not None}, "
+                         f"MultiHeadAttention bias={ours.q_proj.bias is not None}")
+
+
+@torch.no_grad()
+def copy_to_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> nn.MultiheadAttention:
+    """Copy our weights into ``theirs``: ``in_proj_weight = [W_q; W_k; W_v]`` (rows), ``out_proj`` as is."""
+    _check_torch_pair(ours, theirs)
+    theirs.in_proj_weight.copy_(torch.cat([ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]))
+    theirs.out_proj.weight.copy_(ours.out_proj.weight)
+    if theirs.in_proj_bias is not None:
+        theirs.in_proj_bias.copy_(torch.cat([ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]))
+        theirs.out_proj.bias.copy_(ours.out_proj.bias)
+    return theirs
+
+
+@torch.no_grad()
+def copy_from_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> MultiHeadAttention:
+    """Copy ``theirs``' weights into ours (the inverse of ``copy_to_torch``)."""
+    _check_torch_pair(ours, theirs)
+    w_q, w_k, w_v = theirs.in_proj_weight.chunk(3, dim=0)
+    ours.q_proj.weight.copy_(w_q)
+    ours.k_proj.weight.copy_(w_k)
+    ours.v_proj.weight.copy_(w_v)
+    ours.out_proj.weight.copy_(theirs.out_proj.weight)
+    if theirs.in_proj_bias is not None:
+        b_q, b_k, b_v = theirs.in_proj_bias.chunk(3)
+        ours.q_proj.bias.copy_(b_q)
+        ours.k_proj.bias.copy_(b_k)
+        ours.v_proj.bias.copy_(b_v)
+        ours.out_proj.bias.copy_(theirs.out_proj.bias)
+    return ours
+
+
+def to_torch(ours: MultiHeadAttention) -> nn.MultiheadAttention:
+    """A new ``nn.MultiheadAttention(batch_first=True)`` holding the same weights as ``ours``."""
+    theirs = nn.MultiheadAttention(ours.d_model, ours.n_heads, bias=ours.q_proj.bias is not None,
+                                   batch_first=True, device=ours.q_proj.weight.device,
+                                   dtype=ours.q_proj.weight.dtype)
+    return copy_to_torch(ours, theirs)
+
+
+def to_torch_attn_mask(mask: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Our attention mask -> ``nn.MultiheadAttention``'s ``attn_mask``.
+
+    Ours: bool **True = may attend** (or additive float), broadcastable to ``(B, h, T_q, T_k)``.
+    Torch's ``attn_mask``: ``(T_q, T_k)`` or ``(B·h, T_q, T_k)``, bool **True = may NOT attend**
+    (float masks are additive in both). A ``(B, T_k)`` key-padding mask is passed to torch
+    separately as ``key_padding_mask=~keep`` (True = padding, ignore).
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    flip = (lambda m: ~m) if mask.dtype == torch.bool else (lambda m: m)
+    if mask.dim() == 2:
+        return flip(mask)
+    if mask.dim() != 4:
+        raise ValueError(f"mask must be (T_q, T_k) or (B, h or 1, T_q, T_k), got {tuple(mask.shape)}")
+    b, h, t_q, t_k = mask.shape
+    if h not in (1, n_heads):
+        raise ValueError(f"mask has {h} heads; expected 1 or n_heads={n_heads}")
+    return flip(mask.expand(b, n_heads, t_q, t_k).reshape(b * n_heads, t_q, t_k))
