@@ -1,0 +1,89 @@
+# transformer-nb -- `make help` lists the targets.
+SHELL := /bin/bash
+.SHELLFLAGS := -euo pipefail -c
+.DEFAULT_GOAL := help
+MAKE_START := $(shell date +%s)
+
+PYTHON          ?= python3
+VENV            ?= .venv
+TORCH_SPEC      ?= torch==2.13.0
+TORCH_INDEX_URL ?=
+NB              ?=
+LAB_ARGS        ?=
+
+BIN       := $(VENV)/bin
+INSTALLED := $(VENV)/.installed
+NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
+NB_NAME    = $(basename $(notdir $(NB)))
+# Tools run with the venv first on PATH, so kernels and subprocesses use the venv's python.
+RUN       := PATH="$(abspath $(BIN)):$$PATH"
+
+# The WikiText-2 copy beside the project, unless the caller chose TNB_DATA_DIR.
+ifeq ($(origin TNB_DATA_DIR),undefined)
+ifneq ($(wildcard ../shared/data),)
+export TNB_DATA_DIR := $(abspath ../shared/data)
+endif
+endif
+
+NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
+
+.PHONY: help venv install lab test refresh refresh-all book slides clean distclean
+
+help:
+	@echo "make lab                  install, then JupyterLab on notebooks/"
+	@echo "make test                 unit tests + every notebook under nbval (quick profile)"
+	@echo "make refresh NB=NAME      re-execute one notebook from notebooks/py/NAME.py (full profile)"
+	@echo "make refresh-all          the same for every notebook"
+	@echo "make book                 execute all notebooks (full) into build/book/ as HTML"
+	@echo "make slides NB=NAME       reveal.js slides of a stored notebook into build/slides/"
+	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC))"
+	@echo "make clean | distclean    remove build outputs | and .venv"
+
+venv install: $(INSTALLED)
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+# torch first, so pip keeps the chosen build (CPU/CUDA) instead of pulling its default one.
+$(INSTALLED): pyproject.toml | $(BIN)/python
+	$(BIN)/python -m pip install --progress-bar off $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) "$(TORCH_SPEC)"
+	$(BIN)/python -m pip install --progress-bar off -e ".[test]"
+	@touch $@
+
+# Served from the repo root (so jupytext.toml pairs each notebook with its twin), opened on notebooks/.
+lab: $(INSTALLED)
+	$(RUN) $(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
+	  $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+test: $(INSTALLED)
+	@rm -rf build/test-cache && mkdir -p build/test-cache
+	@status=0; \
+	$(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" \
+	  $(BIN)/python -m pytest tests $(NOTEBOOKS) $(NBVAL) --durations=0 --durations-min=1 \
+	  || status=$$?; \
+	if [ $$status -eq 5 ]; then status=0; fi; \
+	echo "make test finished in $$(( $$(date +%s) - $(MAKE_START) )) s (install included), exit $$status"; \
+	exit $$status
+
+refresh: $(INSTALLED)
+	@if [ -z "$(NB)" ]; then echo "usage: make refresh NB=01_scaled_attention" >&2; exit 2; fi
+	$(RUN) $(BIN)/python tools/refresh.py $(NB_NAME)
+
+refresh-all: $(INSTALLED)
+	$(RUN) $(BIN)/python tools/refresh.py --all
+
+book: $(INSTALLED)
+	rm -rf build/book
+	$(RUN) $(BIN)/python tools/refresh.py --all --out build/book --html
+
+slides: $(INSTALLED)
+	@if [ -z "$(NB)" ]; then echo "usage: make slides NB=01_scaled_attention" >&2; exit 2; fi
+	$(RUN) $(BIN)/jupyter nbconvert --to slides --output-dir build/slides notebooks/$(NB_NAME).ipynb
+	@echo "open build/slides/$(NB_NAME).slides.html"
+
+clean:
+	rm -rf build .pytest_cache
+	find . -path ./.venv -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
+
+distclean: clean   # the repo's own .venv only, never an environment named with VENV=
+	rm -rf .venv *.egg-info

@@ -1,0 +1,232 @@
+"""The notebook harness in one place: how a stored notebook is stamped, and how it is checked.
+
+`tools/refresh.py` imports this module to stamp the notebooks it executes; the harness tests
+(`test_notebook_twins_in_sync.py`, `test_notebook_outputs_fresh.py`,
+`test_notebooks_executed_cleanly.py`) call the `*_problems` functions below. Each of those
+returns a list of human-readable problems (empty = fine) that names the notebook, what is
+wrong and the command that fixes it.
+
+The module is also a tiny pytest plugin (loaded with `-p notebook_harness`, see
+pyproject.toml) that prints the wall time of each notebook run under nbval.
+
+Layout assumed: ROOT/notebooks/NAME.ipynb and its twin ROOT/notebooks/py/NAME.py; the
+package modules recorded in a stamp are paths relative to ROOT.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+from itertools import zip_longest
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+STAMP_KEY = "transformer_nb"  # nb.metadata[STAMP_KEY] = {"code_digest", "modules", "profile"}
+PACKAGE = "transformer_nb"
+RAISES = "raises-exception"
+
+
+# --------------------------------------------------------------------------- paths
+
+def notebooks_in(root: Path = ROOT) -> list[Path]:
+    """The stored notebooks, in book order (their names start with NN_)."""
+    return sorted((Path(root) / "notebooks").glob("*.ipynb"))
+
+
+def twins_in(root: Path = ROOT) -> list[Path]:
+    return sorted((Path(root) / "notebooks" / "py").glob("*.py"))
+
+
+def twin_of(ipynb: Path) -> Path:
+    return Path(ipynb).parent / "py" / (Path(ipynb).stem + ".py")
+
+
+def ipynb_of(twin: Path) -> Path:
+    return Path(twin).parent.parent / (Path(twin).stem + ".ipynb")
+
+
+def root_of(ipynb: Path) -> Path:
+    return Path(ipynb).resolve().parent.parent
+
+
+def fix(name: str) -> str:
+    return f"Fix: make refresh NB={name}"
+
+
+# --------------------------------------------------------------------------- cells
+
+def load(ipynb: Path) -> dict:
+    return json.loads(Path(ipynb).read_text(encoding="utf-8"))
+
+
+def source(cell) -> str:
+    src = cell.get("source", "")
+    return "".join(src) if isinstance(src, list) else src
+
+
+def tags(cell) -> list[str]:
+    return sorted(cell.get("metadata", {}).get("tags", []))
+
+
+def code_digest(nb) -> str:
+    """sha256 over every code cell's source and tags, in order."""
+    h = hashlib.sha256()
+    for cell in nb["cells"]:
+        if cell["cell_type"] == "code":
+            h.update(json.dumps([source(cell), tags(cell)]).encode("utf-8") + b"\n")
+    return h.hexdigest()
+
+
+def file_sha256(path: Path) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def module_hashes(files, root: Path) -> dict[str, str]:
+    """{"transformer_nb/x.py": sha256} for module files that must lie under `root`."""
+    root = Path(root).resolve()
+    out = {}
+    for f in files:
+        path = Path(f).resolve()
+        if not path.is_relative_to(root):
+            raise ValueError(
+                f"{PACKAGE} was imported from {path}, not from this checkout ({root}); "
+                f"install the checkout in editable mode: make install (pip install -e .)"
+            )
+        out[path.relative_to(root).as_posix()] = file_sha256(path)
+    return dict(sorted(out.items()))
+
+
+def make_stamp(nb, module_files, root: Path, profile: str = "full") -> dict:
+    return {
+        "code_digest": code_digest(nb),
+        "modules": module_hashes(module_files, root),
+        "profile": profile,
+    }
+
+
+# --------------------------------------------------------------------------- checks
+
+def twin_problems(ipynb: Path, twin: Path) -> list[str]:
+    """The twin .py, read with jupytext, has the same cells (type, source, tags) as the ipynb."""
+    name = Path(ipynb).stem
+    if not Path(twin).exists():
+        return [f"notebooks/{name}.ipynb has no text twin notebooks/py/{name}.py. Write the twin "
+                f"(e.g. jupytext --to py:percent -o notebooks/py/{name}.py notebooks/{name}.ipynb), "
+                f"then run make refresh NB={name}; the twin is the file you edit."]
+    if not Path(ipynb).exists():
+        return [f"notebooks/py/{name}.py has no notebook notebooks/{name}.ipynb. {fix(name)}"]
+    import jupytext
+
+    def key(cell):
+        text = "\n".join(line.rstrip() for line in source(cell).splitlines()).rstrip()
+        return cell["cell_type"], text, tags(cell)
+
+    stored = [key(c) for c in load(ipynb)["cells"]]
+    text = [key(c) for c in jupytext.read(twin)["cells"]]
+    if stored == text:
+        return []
+    problems = []
+    for i, (a, b) in enumerate(zip(stored, text), start=1):
+        if a != b:
+            problems.append(f"cell {i} ({a[0]}) differs in {_difference(a, b)}")
+        if len(problems) == 3:
+            break
+    if len(stored) != len(text) and len(problems) < 3:
+        problems.append(f"the notebook has {len(stored)} cells, the twin has {len(text)}")
+    return [f"notebooks/{name}.ipynb is out of sync with its twin notebooks/py/{name}.py:\n  "
+            + "\n  ".join(problems)
+            + f"\nThe twin is the source of truth: edit notebooks/py/{name}.py, then run make refresh "
+              f"NB={name}. If you edited the .ipynb in JupyterLab without jupytext pairing, copy the "
+              f"change into the twin first."]
+
+
+def _difference(a, b) -> str:
+    """Where two (type, source, tags) keys differ, quoting the first differing source line."""
+    if a[0] != b[0]:
+        return f"cell type: notebook has {a[0]}, twin has {b[0]}"
+    if a[2] != b[2]:
+        return f"tags: notebook has {a[2]}, twin has {b[2]}"
+    lines = zip_longest(a[1].splitlines(), b[1].splitlines(), fillvalue="<no line>")
+    j, (x, y) = next((j, xy) for j, xy in enumerate(lines, start=1) if xy[0] != xy[1])
+    return f"source, line {j}: notebook has {x[:70]!r}, twin has {y[:70]!r}"
+
+
+def stamp_problems(ipynb: Path) -> list[str]:
+    """The stored outputs were produced by tools/refresh.py from the current code and modules."""
+    name = Path(ipynb).stem
+    nb = load(ipynb)
+    stamp = nb.get("metadata", {}).get(STAMP_KEY)
+    if not stamp:
+        return [f"notebooks/{name}.ipynb has no refresh stamp (metadata.{STAMP_KEY}): its outputs "
+                f"were not produced by tools/refresh.py. {fix(name)}"]
+    problems = []
+    if stamp.get("code_digest") != code_digest(nb):
+        problems.append(f"notebooks/{name}.ipynb: its code cells changed since the outputs were "
+                        f"stored (code_digest differs). {fix(name)}")
+    root = root_of(ipynb)
+    for rel, digest in sorted(stamp.get("modules", {}).items()):
+        path = root / rel
+        if not path.exists():
+            problems.append(f"notebooks/{name}.ipynb: its outputs were computed with {rel}, "
+                            f"which no longer exists. {fix(name)}")
+        elif file_sha256(path) != digest:
+            problems.append(f"notebooks/{name}.ipynb: stale outputs, {rel} changed since they were "
+                            f"stored. {fix(name)}")
+    return problems
+
+
+def execution_problems(ipynb: Path) -> list[str]:
+    """A clean top-to-bottom run: counts 1..n, no stored errors, refreshed in the full profile."""
+    name = Path(ipynb).stem
+    nb = load(ipynb)
+    problems, expected = [], 1
+    for i, cell in enumerate(nb["cells"], start=1):
+        if cell["cell_type"] != "code" or not source(cell).strip():
+            continue
+        count = cell.get("execution_count")
+        if count is None:
+            problems.append(f"cell {i} has never been executed (execution_count is null)")
+        elif count != expected:
+            problems.append(f"cell {i} has execution_count {count}, expected {expected} "
+                            f"(not a clean top-to-bottom run)")
+        expected += 1
+        if RAISES not in tags(cell):
+            for out in cell.get("outputs", []):
+                if out.get("output_type") == "error":
+                    problems.append(f"cell {i} stores an error output "
+                                    f"({out.get('ename')}: {out.get('evalue', '')[:80]}) "
+                                    f"and is not tagged {RAISES}")
+    profile = nb.get("metadata", {}).get(STAMP_KEY, {}).get("profile", "no stamp")
+    if profile != "full":
+        problems.append(f"outputs were not refreshed in the full profile (stamp profile: {profile})")
+    return [f"notebooks/{name}.ipynb: {p}. {fix(name)}" for p in problems]
+
+
+# --------------------------------------------------------------------------- pytest helpers
+
+def parametrize_notebooks(paths: list[Path]):
+    """pytest params over notebook names; one clean skip when there are none yet."""
+    import pytest
+
+    names = sorted({Path(p).stem for p in paths})
+    if not names:
+        return [pytest.param(None, marks=pytest.mark.skip(reason="no notebooks yet"))]
+    return names
+
+
+_seconds: dict[str, float] = {}
+
+
+def pytest_runtest_logreport(report):
+    path = report.nodeid.split("::", 1)[0]
+    if path.endswith(".ipynb"):
+        _seconds[path] = _seconds.get(path, 0.0) + report.duration
+
+
+def pytest_terminal_summary(terminalreporter):
+    if not _seconds:
+        return
+    tr = terminalreporter
+    tr.write_sep("=", "notebook wall time under nbval (budget: CONTRIBUTING.md, the profile)")
+    for path, seconds in _seconds.items():
+        tr.write_line(f"{seconds:8.1f} s  {path}")
+    tr.write_line(f"{sum(_seconds.values()):8.1f} s  all notebooks")

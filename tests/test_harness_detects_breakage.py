@@ -1,0 +1,203 @@
+"""The notebook harness catches what it is meant to catch.
+
+A tiny project (notebooks/py/99_tiny.py plus a stand-in `transformer_nb` package) is
+refreshed once with the real tools/refresh.py; each test then breaks one thing in a copy
+and asserts that the matching harness check names the notebook, the cause and the fix.
+"""
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import pytest
+
+import notebook_harness as h
+
+REFRESH = h.ROOT / "tools" / "refresh.py"
+NAME = "99_tiny"
+TWIN = '''# %% [markdown]
+# # 99 · Tiny
+# A notebook for testing the harness.
+
+# %%
+import os
+import transformer_nb
+print(os.environ["TNB_PROFILE"], transformer_nb.VALUE)
+
+# %% tags=["nbval-check-output"]
+print(transformer_nb.helpers.double(21))
+
+# %% tags=["raises-exception"]
+transformer_nb.helpers.double(None)
+
+# %%
+import ipywidgets
+ipywidgets.IntSlider(value=3)
+'''
+
+
+def run_refresh(root, *args, profile=None):
+    env = {k: v for k, v in os.environ.items() if k != "TNB_PROFILE"}
+    env["PYTHONPATH"] = str(root)  # the kernel imports the stand-in package, not the real one
+    if profile:
+        env["TNB_PROFILE"] = profile
+    return subprocess.run([sys.executable, str(REFRESH), *map(str, args)], env=env,
+                          capture_output=True, text=True, timeout=300)
+
+
+@pytest.fixture(scope="module")
+def refreshed(tmp_path_factory):
+    root = tmp_path_factory.mktemp("project")
+    (root / "notebooks" / "py").mkdir(parents=True)
+    (root / "notebooks" / "py" / f"{NAME}.py").write_text(TWIN)
+    (root / "transformer_nb").mkdir()
+    (root / "transformer_nb" / "__init__.py").write_text("from . import helpers\nVALUE = 1\n")
+    (root / "transformer_nb" / "helpers.py").write_text("def double(x):\n    return 2 * x\n")
+    result = run_refresh(root, root / "notebooks" / "py" / f"{NAME}.py")
+    assert result.returncode == 0, result.stdout + result.stderr
+    return root
+
+
+@pytest.fixture
+def project(refreshed, tmp_path):
+    """A fresh copy of the refreshed project, to break."""
+    shutil.copytree(refreshed, tmp_path / "p")
+    return tmp_path / "p"
+
+
+def paths(root):
+    return root / "notebooks" / f"{NAME}.ipynb", root / "notebooks" / "py" / f"{NAME}.py"
+
+
+def edit(ipynb, change):
+    nb = json.loads(ipynb.read_text())
+    change(nb)
+    ipynb.write_text(json.dumps(nb, indent=1))
+
+
+def code_cells(nb):
+    return [c for c in nb["cells"] if c["cell_type"] == "code"]
+
+
+def all_problems(root):
+    ipynb, twin = paths(root)
+    return h.twin_problems(ipynb, twin) + h.stamp_problems(ipynb) + h.execution_problems(ipynb)
+
+
+def assert_flags(problems, *words):
+    text = "\n".join(problems)
+    print(text)  # shown with -s: the message a developer would read
+    for word in (f"{NAME}.ipynb", f"make refresh NB={NAME}", *words):
+        assert word in text, f"{word!r} not in:\n{text}"
+
+
+def test_refreshed_notebook_passes_every_check(refreshed):
+    ipynb, _ = paths(refreshed)
+    assert all_problems(refreshed) == []
+    nb = json.loads(ipynb.read_text())
+    stamp = nb["metadata"]["transformer_nb"]
+    assert stamp["profile"] == "full"
+    assert sorted(stamp["modules"]) == ["transformer_nb/__init__.py", "transformer_nb/helpers.py"]
+    cells = code_cells(nb)
+    assert [c["execution_count"] for c in cells] == [1, 2, 3, 4]  # the modules cell is gone
+    assert "".join(cells[0]["outputs"][0]["text"]) == "full 1\n"
+    assert cells[2]["outputs"][0]["ename"] == "TypeError"  # allowed: tagged raises-exception
+    assert not any("execution" in c["metadata"] for c in cells)
+    assert "widgets" in nb["metadata"]
+
+
+def test_refresh_that_changes_nothing_leaves_no_diff(refreshed):
+    ipynb, twin = paths(refreshed)  # same place: tracebacks hold absolute paths
+    before = ipynb.read_bytes()
+    result = run_refresh(refreshed, twin)
+    assert result.returncode == 0, result.stderr
+    assert ipynb.read_bytes() == before
+
+
+def test_refresh_refuses_the_quick_profile(project):
+    result = run_refresh(project, paths(project)[1], profile="quick")
+    assert result.returncode == 2
+    assert "refusing to run with TNB_PROFILE=quick" in result.stderr
+
+
+def test_refresh_fails_loudly_on_an_error_and_keeps_the_stored_notebook(project):
+    ipynb, twin = paths(project)
+    before = ipynb.read_bytes()
+    twin.write_text(TWIN + "\n# %%\nundefined_name + 1\n")
+    result = run_refresh(project, twin)
+    assert result.returncode == 1
+    assert "NameError" in result.stderr and f"{NAME} FAILED" in result.stderr
+    assert ipynb.read_bytes() == before
+
+
+def test_edited_twin_is_out_of_sync(project):
+    _, twin = paths(project)
+    twin.write_text(TWIN.replace("double(21)", "double(22)"))
+    assert_flags(h.twin_problems(*paths(project)), "cell 3 (code) differs in source, line 1",
+                 "twin has 'print(transformer_nb.helpers.double(22))'")
+
+
+def test_changed_tags_in_twin_are_out_of_sync(project):
+    _, twin = paths(project)
+    twin.write_text(TWIN.replace('# %% tags=["nbval-check-output"]', "# %%"))
+    assert_flags(h.twin_problems(*paths(project)), "cell 3 (code) differs in tags")
+
+
+def test_missing_twin_and_missing_notebook_are_flagged(project):
+    ipynb, twin = paths(project)
+    twin.unlink()
+    assert_flags(h.twin_problems(ipynb, twin), "has no text twin", f"notebooks/py/{NAME}.py")
+    twin.write_text(TWIN)
+    ipynb.unlink()
+    assert_flags(h.twin_problems(ipynb, twin), "has no notebook")
+
+
+def test_code_edited_without_refresh_is_stale(project):
+    ipynb, _ = paths(project)
+    edit(ipynb, lambda nb: code_cells(nb)[1].update(source="print(transformer_nb.helpers.double(22))"))
+    assert_flags(h.stamp_problems(ipynb), "code cells changed")
+
+
+def test_changed_module_is_stale(project):
+    ipynb, _ = paths(project)
+    (project / "transformer_nb" / "helpers.py").write_text("def double(x):\n    return x + x\n")
+    assert_flags(h.stamp_problems(ipynb), "transformer_nb/helpers.py changed")
+
+
+def test_deleted_module_is_stale(project):
+    ipynb, _ = paths(project)
+    (project / "transformer_nb" / "helpers.py").unlink()
+    assert_flags(h.stamp_problems(ipynb), "transformer_nb/helpers.py, which no longer exists")
+
+
+def test_missing_stamp_is_flagged(project):
+    ipynb, _ = paths(project)
+    edit(ipynb, lambda nb: nb["metadata"].pop("transformer_nb"))
+    assert_flags(h.stamp_problems(ipynb), "has no refresh stamp")
+    assert_flags(h.execution_problems(ipynb), "not refreshed in the full profile")
+
+
+def test_cleared_execution_count_is_flagged(project):
+    ipynb, _ = paths(project)
+    edit(ipynb, lambda nb: code_cells(nb)[1].update(execution_count=None))
+    assert_flags(h.execution_problems(ipynb), "cell 3 has never been executed")
+
+
+def test_out_of_order_execution_counts_are_flagged(project):
+    ipynb, _ = paths(project)
+    edit(ipynb, lambda nb: code_cells(nb)[1].update(execution_count=7))
+    assert_flags(h.execution_problems(ipynb), "cell 3 has execution_count 7, expected 2")
+
+
+def test_stored_error_output_is_flagged(project):
+    ipynb, _ = paths(project)
+    error = {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}
+    edit(ipynb, lambda nb: code_cells(nb)[1]["outputs"].append(error))
+    assert_flags(h.execution_problems(ipynb), "cell 3 stores an error output (ValueError: boom)")
+
+
+def test_quick_profile_stamp_is_flagged(project):
+    ipynb, _ = paths(project)
+    edit(ipynb, lambda nb: nb["metadata"]["transformer_nb"].update(profile="quick"))
+    assert_flags(h.execution_problems(ipynb), "stamp profile: quick")

@@ -1,0 +1,210 @@
+#!/usr/bin/env python3
+"""Refresh a notebook's stored outputs -- the only way they are produced.
+
+    python tools/refresh.py 01_scaled_attention            # or notebooks/py/01_...py, notebooks/01_...ipynb
+    python tools/refresh.py --all                          # every twin in notebooks/py/, in book order
+    python tools/refresh.py --all --out build/book --html  # execute into build/book, render HTML + index
+
+One way only: the twin notebooks/py/NAME.py is read with jupytext and becomes the notebook's
+inputs (no stale output survives) -> executed top to bottom by nbclient in a fresh kernel of
+this interpreter, with notebooks/ as working directory and TNB_PROFILE=full -> no per-cell
+timing metadata is recorded and cell and widget ids are derived, not random, so a refresh
+that changes nothing leaves no diff -> nb.metadata["transformer_nb"] is stamped with the code
+digest, the sha256 of every transformer_nb module the kernel imported, and the profile.
+A cell that raises fails the refresh (the stored notebook is left untouched) unless it is
+tagged raises-exception. Refuses to run with TNB_PROFILE=quick.
+"""
+from __future__ import annotations
+
+import argparse
+import hashlib
+import html
+import json
+import os
+import re
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+import notebook_harness as harness  # noqa: E402  (the stamp and the checks live there)
+
+import jupytext  # noqa: E402
+import nbformat  # noqa: E402
+from ipykernel.kernelspec import RESOURCES, get_kernel_dict  # noqa: E402
+from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
+from jupyter_client.manager import AsyncKernelManager  # noqa: E402
+from nbclient import NotebookClient  # noqa: E402
+from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError  # noqa: E402
+from traitlets import default  # noqa: E402
+
+# Run at the end of every notebook, then removed: which transformer_nb files were imported.
+MODULES_CELL = (
+    "import json as _j, sys as _s\n"
+    "print(_j.dumps(sorted({getattr(_m, '__file__', None) or '' for _n, _m in list(_s.modules.items())\n"
+    f"    if _n == {harness.PACKAGE!r} or _n.startswith({harness.PACKAGE + '.'!r})}} - {{''}})))"
+)
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+class CurrentEnvKernelSpecs(KernelSpecManager):
+    """'python3' always means this interpreter, whatever kernelspecs are installed elsewhere."""
+
+    def get_kernel_spec(self, kernel_name):
+        return self.kernel_spec_class(resource_dir=RESOURCES, **get_kernel_dict())
+
+
+class CurrentEnvKernelManager(AsyncKernelManager):
+    @default("kernel_spec_manager")
+    def _current_env_specs(self):
+        return CurrentEnvKernelSpecs(data_dir=self.data_dir)
+
+
+class RefreshError(Exception):
+    pass
+
+
+def twin_for(arg: str) -> Path:
+    """NAME, notebooks/NAME.ipynb or notebooks/py/NAME.py -> the twin's path."""
+    path = Path(arg)
+    if path.suffix == ".py" and path.exists():
+        return path.resolve()
+    if path.suffix == ".ipynb" and path.exists():
+        return harness.twin_of(path.resolve())
+    name = path.name.removesuffix(".ipynb").removesuffix(".py")
+    return ROOT / "notebooks" / "py" / f"{name}.py"
+
+
+def build_inputs(twin: Path) -> nbformat.NotebookNode:
+    nb = jupytext.read(twin)
+    nb.metadata = nbformat.from_dict({"kernelspec": {
+        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
+    seen: dict[str, int] = {}
+    for cell in nb.cells:  # ids from content, not random: no diff when nothing changed
+        base = hashlib.sha256((cell.cell_type + "\n" + cell.source).encode()).hexdigest()[:8]
+        seen[base] = seen.get(base, 0) + 1
+        cell.id = base if seen[base] == 1 else f"{base}-{seen[base]}"
+    return nb
+
+
+def execute(nb, workdir: Path, timeout: int) -> list[str]:
+    """Execute nb in place; return the transformer_nb module files the kernel imported."""
+    nb.cells.append(nbformat.v4.new_code_cell(MODULES_CELL))
+    client = NotebookClient(nb, kernel_name="python3", kernel_manager_class=CurrentEnvKernelManager,
+                            timeout=timeout, startup_timeout=120,
+                            store_widget_state=True, record_timing=False,
+                            resources={"metadata": {"path": str(workdir)}})
+    try:
+        client.execute()
+    except (CellExecutionError, CellTimeoutError, DeadKernelError) as err:
+        raise RefreshError(str(err)) from None
+    finally:
+        last = nb.cells.pop()
+    text = "".join(o.get("text", "") for o in last.outputs if o.get("name") == "stdout")
+    return json.loads(text)
+
+
+def number_widgets(nb, name: str) -> None:
+    """Replace the random widget model ids by ids derived from the notebook name and order."""
+    state = nb.metadata.get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    if not state:
+        nb.metadata.pop("widgets", None)
+        return
+    text = json.dumps(nb)
+    ids = sorted(state, key=text.find)
+    new = {old: hashlib.sha256(f"{name}:{i}".encode()).hexdigest()[:32] for i, old in enumerate(ids)}
+    text = re.sub("|".join(map(re.escape, ids)), lambda m: new[m.group(0)], text)
+    nb.clear()
+    nb.update(nbformat.from_dict(json.loads(text)))
+
+
+def refresh(twin: Path, out_dir: Path | None = None, timeout: int = 3600) -> Path:
+    """Refresh one notebook from its twin; return the path written."""
+    if not twin.exists():
+        raise RefreshError(f"no twin {twin}: write notebooks/py/{twin.stem}.py first "
+                           f"(percent format, see CONTRIBUTING.md)")
+    root = twin.parent.parent.parent
+    target = (out_dir / f"{twin.stem}.ipynb") if out_dir else harness.ipynb_of(twin)
+    nb = build_inputs(twin)
+    modules = execute(nb, workdir=twin.parent.parent, timeout=timeout)
+    number_widgets(nb, twin.stem)
+    try:
+        stamp = harness.make_stamp(nb, modules, root, profile="full")
+    except ValueError as err:
+        raise RefreshError(str(err)) from None
+    nb.metadata[harness.STAMP_KEY] = stamp
+    target.parent.mkdir(parents=True, exist_ok=True)
+    nbformat.write(nb, target)
+    problems = harness.execution_problems(target)
+    if problems:
+        raise RefreshError("the refreshed notebook is not clean:\n  " + "\n  ".join(problems))
+    return target
+
+
+def write_html(notebooks: list[Path], out_dir: Path) -> None:
+    """NAME.html for each executed notebook (widget state embedded) and an index.html."""
+    from nbconvert import HTMLExporter
+
+    exporter = HTMLExporter(template_name="lab")
+    items = []
+    for path in notebooks:
+        nb = nbformat.read(path, as_version=4)
+        body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
+        (out_dir / f"{path.stem}.html").write_text(body, encoding="utf-8")
+        title = next((line.lstrip("# ").strip() for c in nb.cells if c.cell_type == "markdown"
+                      for line in c.source.splitlines() if line.startswith("# ")), path.stem)
+        items.append(f'<li><a href="{path.stem}.html">{html.escape(title)}</a> '
+                     f'(<a href="{path.name}">.ipynb</a>)</li>')
+    (out_dir / "index.html").write_text(
+        "<!doctype html>\n<meta charset=\"utf-8\">\n<title>transformer-nb</title>\n"
+        "<h1>transformer-nb: the notebooks</h1>\n<p>Executed in the full profile, in book order.</p>\n<ul>\n"
+        + "\n".join(items) + "\n</ul>\n", encoding="utf-8")
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("notebooks", nargs="*", help="NAME, notebooks/py/NAME.py or notebooks/NAME.ipynb")
+    parser.add_argument("--all", action="store_true", help="every twin in notebooks/py/")
+    parser.add_argument("--out", type=Path, help="write the executed notebooks here, not in notebooks/")
+    parser.add_argument("--html", action="store_true", help="with --out: also NAME.html and index.html")
+    parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell (default 3600)")
+    args = parser.parse_args(argv)
+
+    profile = os.environ.get("TNB_PROFILE", "full")
+    if profile != "full":
+        print(f"refresh: refusing to run with TNB_PROFILE={profile}. Stored outputs come from the "
+              f"full profile; unset TNB_PROFILE (or set it to full) and run again.", file=sys.stderr)
+        return 2
+    if args.html and not args.out:
+        parser.error("--html needs --out DIR")
+    twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(ROOT) if args.all else [])
+    if not twins:
+        parser.error("name a notebook, or pass --all")
+    os.environ["TNB_PROFILE"] = "full"  # inherited by the kernel
+
+    out_dir = args.out.resolve() if args.out else None
+    written, failed, start = [], [], time.perf_counter()
+    for twin in twins:
+        t0 = time.perf_counter()
+        print(f"refresh: {twin.stem} ...", flush=True)
+        try:
+            written.append(refresh(twin, out_dir, args.timeout))
+        except RefreshError as err:
+            failed.append(twin.stem)
+            print(f"refresh: {twin.stem} FAILED after {time.perf_counter() - t0:.1f} s; "
+                  f"the stored notebook is unchanged.\n{err}", file=sys.stderr, flush=True)
+            continue
+        print(f"refresh: {twin.stem} done in {time.perf_counter() - t0:.1f} s "
+              f"-> {os.path.relpath(written[-1])}", flush=True)
+    if args.html and written:
+        write_html(written, out_dir)
+        print(f"refresh: HTML in {os.path.relpath(out_dir)}/index.html")
+    print(f"refresh: {len(written)} refreshed, {len(failed)} failed"
+          + (f" ({', '.join(failed)})" if failed else "")
+          + f", {time.perf_counter() - start:.1f} s in all")
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
