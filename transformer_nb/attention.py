@@ -26,6 +26,10 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
             raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
         if t.dim() < 2:
             raise ValueError(f"{name} must have shape (..., T, d), got {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"query, key and value must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if q.shape[-1] != k.shape[-1]:
         raise ValueError(f"query and key must share the last dimension d_k: query {tuple(q.shape)} "
                          f"has d_k={q.shape[-1]}, key {tuple(k.shape)} has d_k={k.shape[-1]}")
@@ -39,8 +43,11 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
                          f"value {tuple(v.shape)}") from None
 
 
-def check_mask(mask: torch.Tensor, scores_shape: tuple) -> None:
-    """Validate a bool or additive float ``mask`` against scores of shape ``(..., T_q, T_k)``."""
+def check_mask(mask: torch.Tensor, scores_shape: tuple, dtype: torch.dtype | None = None) -> None:
+    """Validate a bool or additive float ``mask`` against scores of shape ``(..., T_q, T_k)``.
+
+    ``dtype``: if given, a float mask must have this dtype (the dtype of the scores).
+    """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
     if mask.dtype != torch.bool and not mask.is_floating_point():
@@ -54,6 +61,8 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple) -> None:
         raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
                          f"of shape {tuple(scores_shape)} (..., T_q, T_k)")
     if mask.is_floating_point():
+        if dtype is not None and mask.dtype != dtype:
+            raise TypeError(f"a float mask must have the dtype of the query ({dtype}), got {mask.dtype}")
         if torch.isnan(mask).any() or torch.isposinf(mask).any():
             raise ValueError("a float mask is added to the scores and must not contain NaN or +inf")
         if mask.numel() and (mask == 1).any() and ((mask == 0) | (mask == 1)).all():
@@ -75,11 +84,12 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
     scores = (q @ k.transpose(-2, -1)) * scale                     # (..., T_q, T_k)
     if mask is not None:
-        check_mask(mask, (*batch, q.shape[-2], k.shape[-2]))
+        check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
         if mask.dtype == torch.bool:
             scores = scores.masked_fill(~mask, float("-inf"))
         else:
             scores = scores + mask
     blocked = torch.isneginf(scores).all(dim=-1, keepdim=True)     # rows with nothing to attend to
+    scores = scores.masked_fill(blocked, 0.0)                      # no all -inf row: no NaN, not even in grads
     weights = torch.softmax(scores, dim=-1).masked_fill(blocked, 0.0)
     return weights @ v, weights

@@ -1,0 +1,91 @@
+"""Widgets for notebook 01 (scaled dot-product attention).
+
+:class:`ScalingWidget` -- one query against ``n_keys`` random keys, all components i.i.d.
+N(0, 1). A ``d_k`` slider and a scaling toggle redraw the scores the softmax sees and the
+weights it returns, with their entropy: unscaled, the weights collapse onto one key as
+``d_k`` grows; scaled by ``1/sqrt(d_k)`` they stay soft at every ``d_k``.
+"""
+import math
+
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+
+from transformer_nb.widgets.base import Widget
+
+D_K_CHOICES = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
+
+
+def softmax_stats(logits: torch.Tensor) -> dict:
+    """Weights, entropy (nats), max weight and the Frobenius norm of the softmax Jacobian.
+
+    ``logits: (..., n)``; returns tensors of shape ``(..., n)`` (weights) and ``(...)`` (the rest).
+    The Jacobian of ``p = softmax(z)`` is ``diag(p) - p pᵀ``; its squared Frobenius norm is
+    ``sum p² - 2 sum p³ + (sum p²)²``.
+    """
+    p = torch.softmax(logits.double(), dim=-1)
+    entropy = -(p * torch.log(p.clamp_min(1e-300))).sum(-1)
+    s2, s3 = (p ** 2).sum(-1), (p ** 3).sum(-1)
+    jac = (s2 - 2 * s3 + s2 ** 2).clamp_min(0).sqrt()
+    return {"weights": p, "entropy": entropy, "max_weight": p.max(-1).values, "jacobian_norm": jac}
+
+
+class ScalingWidget(Widget):
+    """d_k slider + scaling toggle -> bar charts of one query's scores and weights over the keys.
+
+    ``last`` holds: ``d_k, scaled, n_keys, seed, raw_scores (n,), logits (n,), weights (n,),
+    entropy, max_entropy, max_weight, jacobian_norm``.
+    """
+
+    def __init__(self, d_k: int = 64, scaled: bool = True, n_keys: int = 10, seed: int = 0):
+        style = {"description_width": "initial"}
+        super().__init__(
+            d_k=widgets.SelectionSlider(options=D_K_CHOICES, value=d_k, description="d_k",
+                                        continuous_update=False, style=style),
+            scaled=widgets.ToggleButtons(options=[("scaled: QKᵀ/√d_k", True), ("unscaled: QKᵀ", False)],
+                                         value=scaled, description="scores", style=style),
+            n_keys=widgets.IntSlider(value=n_keys, min=2, max=32, description="keys",
+                                     continuous_update=False, style=style),
+            seed=widgets.IntSlider(value=seed, min=0, max=20, description="sample (seed)",
+                                   continuous_update=False, style=style),
+        )
+
+    def compute(self, d_k, scaled, n_keys, seed) -> dict:
+        g = torch.Generator().manual_seed(1000 * seed + d_k)
+        q = torch.randn(d_k, generator=g, dtype=torch.float64)
+        keys = torch.randn(n_keys, d_k, generator=g, dtype=torch.float64)
+        raw = keys @ q                                   # (n_keys,) raw dot products q·k_j
+        logits = raw / math.sqrt(d_k) if scaled else raw
+        st = softmax_stats(logits)
+        return {"d_k": d_k, "scaled": bool(scaled), "n_keys": n_keys, "seed": seed,
+                "raw_scores": raw, "logits": logits, "weights": st["weights"],
+                "entropy": float(st["entropy"]), "max_entropy": math.log(n_keys),
+                "max_weight": float(st["max_weight"]), "jacobian_norm": float(st["jacobian_norm"])}
+
+    def draw(self, data):
+        n = data["n_keys"]
+        xs = list(range(1, n + 1))
+        fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
+        z = data["logits"].numpy()
+        a1.bar(xs, z, color=["C3" if abs(v) > 3 else "C0" for v in z])
+        a1.axhspan(-3, 3, color="0.85", zorder=-1)
+        lim = max(4.0, 1.1 * float(abs(data["logits"]).max()))
+        a1.set_ylim(-lim, lim)
+        a1.set_xlabel("key j")
+        a1.set_ylabel("score fed to softmax")
+        how = "q·k / √d_k" if data["scaled"] else "q·k (unscaled)"
+        a1.set_title(f"{how}, d_k = {data['d_k']}  (grey band: [-3, +3])", fontsize=10)
+        w = data["weights"].numpy()
+        a2.bar(xs, w, color="C2")
+        a2.axhline(1 / n, color="k", ls="--", lw=1, label="uniform 1/n")
+        a2.set_ylim(0, 1.25)
+        a2.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
+        a2.set_xlabel("key j")
+        a2.set_ylabel("attention weight")
+        a2.set_title(f"entropy {data['entropy']:.2f} of max {data['max_entropy']:.2f} nats · "
+                     f"max weight {data['max_weight']:.2f}", fontsize=10)
+        a2.legend(loc="upper left", fontsize=8, frameon=False)
+        for ax in (a1, a2):
+            ax.set_xticks(xs if n <= 16 else xs[::2])
+        fig.tight_layout()
+        return fig
