@@ -27,13 +27,14 @@ endif
 
 NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
 
-.PHONY: help venv install lab test refresh refresh-all book slides clean distclean
+.PHONY: help venv install lab test runtimes refresh refresh-all book slides clean distclean
 
 help:
 	@echo "make lab                  install, then JupyterLab on notebooks/"
 	@echo "make test                 unit tests + every notebook under nbval (quick profile)"
 	@echo "make refresh NB=NAME      re-execute one notebook from notebooks/py/NAME.py (full profile)"
 	@echo "make refresh-all          the same for every notebook"
+	@echo "make runtimes             time every notebook (quick profile) into notebooks/runtimes.json"
 	@echo "make book                 execute all notebooks (full) into build/book/ as HTML"
 	@echo "make slides NB=NAME       reveal.js slides of a stored notebook into build/slides/"
 	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC))"
@@ -64,6 +65,11 @@ test: $(INSTALLED)
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	echo "make test finished in $$(( $$(date +%s) - $(MAKE_START) )) s (install included), exit $$status"; \
 	exit $$status
+
+runtimes: $(INSTALLED)  ## time every notebook in the quick profile into notebooks/runtimes.json
+	@rm -rf build/test-cache && mkdir -p build/test-cache
+	$(RUN) TNB_PROFILE=quick TNB_RECORD_RUNTIMES=1 TNB_CACHE_DIR="$(CURDIR)/build/test-cache" \
+	  $(BIN)/python -m pytest $(NOTEBOOKS) $(NBVAL) -q
 
 refresh: $(INSTALLED)
 	@if [ -z "$(NB)" ]; then echo "usage: make refresh NB=01_scaled_attention" >&2; exit 2; fi

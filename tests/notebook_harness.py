@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 from itertools import zip_longest
 from pathlib import Path
 
@@ -213,6 +214,17 @@ def parametrize_notebooks(paths: list[Path]):
     return names
 
 
+RUNTIMES = "notebooks/runtimes.json"  # {name: {"full_s": .., "quick_s": ..}}, read by notebook 00
+
+
+def record_runtime(name: str, profile: str, seconds: float, root: Path = ROOT) -> None:
+    """Remember how long notebook ``name`` took in ``profile`` (2 CPU cores unless said otherwise)."""
+    path = root / RUNTIMES
+    data = json.loads(path.read_text()) if path.exists() else {}
+    data.setdefault(name, {})[f"{profile}_s"] = round(seconds, 1)
+    path.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
+
+
 _seconds: dict[str, float] = {}
 
 
@@ -230,3 +242,7 @@ def pytest_terminal_summary(terminalreporter):
     for path, seconds in _seconds.items():
         tr.write_line(f"{seconds:8.1f} s  {path}")
     tr.write_line(f"{sum(_seconds.values()):8.1f} s  all notebooks")
+    if os.environ.get("TNB_RECORD_RUNTIMES") == "1":  # make runtimes: keep them for notebook 00
+        for path, seconds in _seconds.items():
+            record_runtime(Path(path).stem, os.environ.get("TNB_PROFILE", "full"), seconds)
+        tr.write_line(f"recorded in {RUNTIMES}")

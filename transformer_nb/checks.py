@@ -9,12 +9,19 @@ import math
 import torch
 
 
+def _round(v):
+    """Nested lists of floats -> the same with 6 significant digits (float32 noise hidden)."""
+    return [_round(u) for u in v] if isinstance(v, list) else float(f"{v:.6g}")
+
+
 def _fmt(x) -> str:
     if isinstance(x, torch.Tensor):
         x = x.detach().cpu()
         if x.numel() == 1:
             return _fmt(x.item())
-        return str(x.tolist()) if x.numel() <= 16 else f"tensor of shape {tuple(x.shape)}"
+        if x.numel() > 16:
+            return f"tensor of shape {tuple(x.shape)}"
+        return str(_round(x.tolist())) if x.is_floating_point() else str(x.tolist())
     if isinstance(x, float):
         return f"{x:.6g}"
     return str(x)

@@ -121,19 +121,19 @@ class Exercise:
         return Result(True, f"✓ {self.title}: all {len(self.cases)} cases match the reference.")
 
     def diagnose(self, args, out, ref) -> str:
-        """The most specific hint available for a wrong ``out``."""
-        if _shape(out) != _shape(ref):
-            return (f"the output has shape(s) {_shape(out)}, expected {_shape(ref)}. "
-                    "Check which axes you multiply and transpose.")
-        for t in _tensors(out):
-            if isinstance(t, torch.Tensor) and t.is_floating_point() and torch.isnan(t).any():
-                return "the output contains NaN. Where does a softmax see a row that is all -inf, or a 0/0?"
+        """The most specific hint available for a wrong ``out``: a recognised mistake first."""
         for m in self.mistakes:
             try:
                 if self.compare(out, m.fn(*_clone(args))):
                     return m.hint
             except Exception:
                 continue
+        if _shape(out) != _shape(ref):
+            return (f"the output has shape(s) {_shape(out)}, expected {_shape(ref)}. "
+                    "Check which axes you multiply and transpose.")
+        for t in _tensors(out):
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and torch.isnan(t).any():
+                return "the output contains NaN. Where does a softmax see a row that is all -inf, or a 0/0?"
         for p in self.properties:
             try:
                 ok = p.holds(args, out)

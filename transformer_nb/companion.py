@@ -1,0 +1,88 @@
+"""The companion itself (notebook 00): which notebooks exist, what they serve, how long they take.
+
+Everything here is *read* from the notebooks and their twins, so the map in notebook 00 can
+never drift from the notebooks: titles from the first heading, the texts served from the
+"**Serves:**" paragraph, chapter exercises from headings that name "Exercise 8.N", check cells from tags,
+figures and widgets from stored outputs, runtimes from ``notebooks/runtimes.json``
+(written by ``tools/refresh.py`` for the full profile and ``make runtimes`` for the quick one).
+"""
+import json
+import os
+import re
+from pathlib import Path
+
+TEXTS = {
+    "000": "Ch. 8 The Transformer Architecture (textbook draft, §8.1–8.6, Ex. 8.1–8.10)",
+    "001": "Ch. 19 The Transformer Architecture (PyTorch from scratch)",
+    "002": "Transformers and Attention (article)",
+    "003": "The Transformer (lecture notes)",
+    "004": "The Transformer Architecture: A Deep Dive (blog post)",
+}
+CHECK_TAG = "nbval-check-output"
+WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
+
+
+def notebooks_dir() -> Path:
+    """``notebooks/`` of the checkout (env ``TNB_NOTEBOOKS`` overrides; falls back to the cwd)."""
+    if os.environ.get("TNB_NOTEBOOKS"):
+        return Path(os.environ["TNB_NOTEBOOKS"])
+    here = Path(__file__).resolve().parents[1] / "notebooks"
+    return here if here.is_dir() else Path.cwd()
+
+
+def _markdown_text(nb: dict) -> str:
+    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+
+
+def serves(nb: dict) -> str:
+    """The "**Serves:**" paragraph of a notebook's opening, as one line."""
+    for cell in nb["cells"][:6]:
+        text = "".join(cell["source"])
+        m = re.search(r"\*\*Serves:\*\*(.*?)(?:\n\s*\n|\n\*\*|\Z)", text, flags=re.S)
+        if cell["cell_type"] == "markdown" and m:
+            return " ".join(m.group(1).split())
+    return ""
+
+
+def info(path: Path, runtimes: dict | None = None) -> dict:
+    """Facts about one stored notebook ``path`` (an ``.ipynb``)."""
+    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    md = _markdown_text(nb)
+    title = next((line[2:].strip() for line in md.splitlines() if line.startswith("# ")), path.stem)
+    code = [c for c in nb["cells"] if c["cell_type"] == "code"]
+    outputs = [o for c in code for o in c.get("outputs", [])]
+    served = serves(nb)
+    times = (runtimes or {}).get(path.stem, {})
+    return {
+        "name": path.stem,
+        "title": title,
+        "serves": served,
+        "texts": sorted(set(re.findall(r"\b(00[0-4])\b", served))),
+        "exercises": sorted({ex for line in md.splitlines() if line.startswith("#")
+                             for ex in re.findall(r"Exercise (8\.\d+)", line)},
+                            key=lambda s: int(s.split(".")[1])),
+        "check_cells": sum(CHECK_TAG in c.get("metadata", {}).get("tags", []) for c in code),
+        "figures": sum("image/png" in o.get("data", {}) for o in outputs),
+        "widgets": sum(WIDGET_VIEW in o.get("data", {}) for o in outputs),
+        "code_cells": len(code),
+        "has_twin": (path.parent / "py" / f"{path.stem}.py").exists(),
+        "quick_s": times.get("quick_s"),
+        "full_s": times.get("full_s"),
+    }
+
+
+def notebook_index(folder: Path | None = None) -> list:
+    """``info()`` of every stored notebook in book order."""
+    folder = Path(folder or notebooks_dir())
+    rt = folder / "runtimes.json"
+    runtimes = json.loads(rt.read_text()) if rt.exists() else {}
+    return [info(p, runtimes) for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
+
+
+def exercise_map(index: list) -> dict:
+    """``{"8.1": ["01_scaled_attention"], ...}``: where each chapter exercise is worked."""
+    out = {}
+    for nb in index:
+        for ex in nb["exercises"]:
+            out.setdefault(ex, []).append(nb["name"])
+    return dict(sorted(out.items(), key=lambda kv: int(kv[0].split(".")[1])))

@@ -1,0 +1,43 @@
+"""Notebook 00's widget: softmax as a *soft* argmax, and how the scale of the scores hardens it."""
+import math
+
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import torch
+
+from transformer_nb.widgets.base import Widget
+
+
+class SoftmaxTemperature(Widget):
+    """Scores ``s`` (seeded) -> ``softmax(scale · s)`` as bars, with its entropy and max weight.
+
+    Controls: ``scale`` (log slider, 0.1–30) and ``n`` (number of keys).
+    ``last``: ``{"scale", "n", "weights", "entropy", "max_weight", "max_entropy"}``.
+    """
+
+    def __init__(self, seed: int = 0):
+        self.scores = torch.randn(32, generator=torch.Generator().manual_seed(seed))
+        super().__init__(
+            scale=W.FloatLogSlider(value=1.0, base=10, min=-1, max=math.log10(30), step=0.05,
+                                   description="scale", continuous_update=False),
+            n=W.IntSlider(value=8, min=2, max=32, description="keys", continuous_update=False),
+        )
+
+    def compute(self, scale: float, n: int) -> dict:
+        w = torch.softmax(scale * self.scores[:n], dim=-1)
+        entropy = float(-(w * w.clamp_min(1e-30).log()).sum())
+        return {"scale": scale, "n": n, "weights": w, "entropy": entropy,
+                "max_weight": float(w.max()), "max_entropy": math.log(n)}
+
+    def draw(self, d: dict):
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [2, 1]})
+        ax1.bar(range(d["n"]), d["weights"].numpy(), color="tab:blue")
+        ax1.set_ylim(0, 1)
+        ax1.set_xlabel("key j")
+        ax1.set_ylabel("weight")
+        ax1.set_title(f"softmax({d['scale']:.2g} · s): max weight {d['max_weight']:.2f}")
+        ax2.barh(["entropy", "uniform"], [d["entropy"], d["max_entropy"]], color=["tab:orange", "0.7"])
+        ax2.set_xlim(0, math.log(32))
+        ax2.set_title("entropy (nats)")
+        fig.tight_layout()
+        return fig
