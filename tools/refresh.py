@@ -196,7 +196,7 @@ def main(argv=None) -> int:
                   f"the stored notebook is unchanged.\n{err}", file=sys.stderr, flush=True)
             continue
         if out_dir is None:
-            harness.record_runtime(twin.stem, "full", time.perf_counter() - t0)
+            harness.record_runtime(twin.stem, "full", time.perf_counter() - t0, root=twin.parent.parent.parent)
         print(f"refresh: {twin.stem} done in {time.perf_counter() - t0:.1f} s "
               f"-> {os.path.relpath(written[-1])}", flush=True)
     if args.html and written:
