@@ -1,0 +1,36 @@
+"""Notebook 05's widget, driven headlessly: the score of a rotated pair depends only on n - m."""
+import math
+
+import matplotlib
+
+matplotlib.use("Agg")
+import torch  # noqa: E402
+
+from transformer_nb.widgets.rope import RotatePair  # noqa: E402
+
+
+def test_score_depends_only_on_the_offset():
+    w = RotatePair()
+    w.refresh()
+    w.controls["m"].value, w.controls["n"].value = 5, 12
+    first = w.last["score"]
+    w.controls["m"].value, w.controls["n"].value = 10, 17
+    assert w.last["offset"] == 7
+    assert math.isclose(w.last["score"], first, abs_tol=1e-12)
+    assert math.isclose(w.last["score"], w.last["score_at_offset"], abs_tol=1e-12)
+    w.controls["n"].value = 18
+    assert not math.isclose(w.last["score"], first, abs_tol=1e-6)
+    assert w.fig is not None
+
+
+def test_pair_slider_changes_the_frequency_and_grid_is_toeplitz():
+    w = RotatePair(d=8)
+    w.refresh()
+    w.controls["pair"].value = 0
+    assert w.last["theta"] == 1.0
+    grid = w.last["grid"]
+    for off in range(-5, 6):
+        diag = grid.diagonal(off)
+        assert torch.allclose(diag, diag[:1].expand_as(diag), atol=1e-12)
+    rot = w.last["q_rot"]
+    assert math.isclose(rot.norm().item(), w.q.norm().item(), rel_tol=1e-12)    # rotation keeps length

@@ -1,0 +1,144 @@
+"""Rotary position embeddings, RoPE (000 §8.4.4; 002; 003; Su et al., 2021).
+
+RoPE adds nothing to the embeddings. Just before the attention scores are taken, it rotates
+every query and key: the ``d`` dimensions are split into ``d/2`` pairs and pair ``i`` of the
+vector at position ``m`` is turned by the angle ``m·θ_i``, with ``θ_i = base^(-2i/d)``,
+``i = 0 .. d/2 - 1``:
+
+    (x1, x2) -> (x1·cos mθ_i - x2·sin mθ_i,  x1·sin mθ_i + x2·cos mθ_i)
+
+Rotations compose, ``R_mᵀ R_n = R_{n-m}``, so ``<R_m q, R_n k> = qᵀ R_{n-m} k`` depends on
+the positions only through the offset ``n - m``.
+
+Two layouts of the pairs are in use; they are the same rotation up to a fixed permutation of
+the dimensions (``half_permutation``):
+
+- ``"interleaved"``: pairs ``(2i, 2i+1)`` (RoFormer, the original LLaMA code, GPT-J);
+- ``"half"``: pairs ``(i, i + d/2)`` ("rotate_half": GPT-NeoX, Hugging Face LLaMA).
+
+``RoPE(d_head)`` plugs into ``MultiHeadAttention.forward(..., rope=...)``, which calls
+``rope(q, k)`` on ``(B, h, T, d_head)`` tensors.
+"""
+from functools import partial
+from numbers import Integral
+
+import torch
+import torch.nn as nn
+
+PAIRINGS = ("interleaved", "half")
+
+
+def _check_dim(d, name: str = "d") -> None:
+    if isinstance(d, bool) or not isinstance(d, Integral) or d <= 0 or d % 2:
+        raise ValueError(f"RoPE rotates pairs of dimensions, so {name} must be a positive even integer, got {d!r}")
+
+
+def _check_pairing(pairing) -> None:
+    if pairing not in PAIRINGS:
+        raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
+
+
+def rope_frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
+    """``(d/2,)`` float64 ``θ_i = base^(-2i/d)`` for ``i = 0 .. d/2 - 1`` (θ_0 = 1, the fastest pair)."""
+    _check_dim(d)
+    if not base > 0:
+        raise ValueError(f"base must be positive, got {base!r}")
+    return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+
+
+def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str = "interleaved") -> torch.Tensor:
+    """Rotate the pairs of ``x: (..., T, d)`` by angles given as ``cos, sin: (T, d/2)``; returns ``(..., T, d)``."""
+    _check_pairing(pairing)
+    d = x.shape[-1]
+    if pairing == "interleaved":
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
+    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+
+
+def apply_rope(x: torch.Tensor, positions=None, base: float = 10000.0, pairing: str = "interleaved") -> torch.Tensor:
+    """Rotate ``x: (..., T, d)`` for the positions ``positions: (T,)`` (default ``0..T-1``).
+
+    Angles are computed in float64 and the result has ``x``'s dtype. ``positions`` may be any
+    real numbers (integers in practice; negative is allowed: a rotation backwards).
+    """
+    _check_pairing(pairing)
+    if not isinstance(x, torch.Tensor) or x.dim() < 2:
+        raise ValueError(f"x must be a tensor of shape (..., T, d), got "
+                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+    d, t = x.shape[-1], x.shape[-2]
+    _check_dim(d, "the last dimension of x")
+    positions = torch.arange(t) if positions is None else torch.as_tensor(positions)
+    if positions.dim() != 1 or positions.shape[0] != t:
+        raise ValueError(f"positions must have shape (T,) = ({t},) to match x of shape {tuple(x.shape)}, "
+                         f"got {tuple(positions.shape)}")
+    angles = positions.to(torch.float64)[:, None] * rope_frequencies(d, base)   # (T, d/2)
+    out = rotate_pairs(x.to(torch.float64), torch.cos(angles).to(x.device), torch.sin(angles).to(x.device), pairing)
+    return out.to(x.dtype)
+
+
+def rope_matrix(position: float, d: int, base: float = 10000.0, pairing: str = "interleaved") -> torch.Tensor:
+    """The ``(d, d)`` float64 rotation ``R_Θ^m`` with ``apply_rope(x)[m] = R @ x[m]`` (block-diagonal when interleaved)."""
+    _check_dim(d)
+    eye = torch.eye(d, dtype=torch.float64)                          # rows are basis vectors e_j
+    cols = apply_rope(eye[:, None, :], torch.tensor([position]), base, pairing)[:, 0, :]   # row j = R e_j
+    return cols.T
+
+
+def half_permutation(d: int) -> torch.Tensor:
+    """``(d,)`` index: ``x[..., perm]`` moves an interleaved layout to the half layout.
+
+    With it, ``apply_rope(x[..., perm], pairing="half") == apply_rope(x, pairing="interleaved")[..., perm]``:
+    interleaved pair ``(2i, 2i+1)`` becomes half pair ``(i, i + d/2)``.
+    """
+    _check_dim(d)
+    return torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
+
+
+class RoPE(nn.Module):
+    """Rotary embeddings for attention heads of size ``d_head``, positions ``0 .. max_len-1``.
+
+    ``forward(q, k, q_offset=0, k_offset=0) -> (q, k)`` rotates ``q: (..., T_q, d_head)`` for
+    positions ``q_offset .. q_offset+T_q-1`` and ``k: (..., T_k, d_head)`` from ``k_offset``.
+    ``MultiHeadAttention`` calls ``rope(q, k)``; for a KV-cache step pass ``rope.at(q_offset=t)``.
+    No parameters: ``cos``/``sin`` tables ``(max_len, d_head/2)`` are non-persistent buffers.
+    """
+
+    def __init__(self, d_head: int, max_len: int = 4096, base: float = 10000.0, pairing: str = "interleaved"):
+        super().__init__()
+        _check_dim(d_head, "d_head")
+        _check_pairing(pairing)
+        if isinstance(max_len, bool) or not isinstance(max_len, Integral) or max_len <= 0:
+            raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+        self.d_head, self.max_len, self.base, self.pairing = d_head, max_len, base, pairing
+        angles = torch.arange(max_len, dtype=torch.float64)[:, None] * rope_frequencies(d_head, base)
+        self.register_buffer("cos", torch.cos(angles).float(), persistent=False)
+        self.register_buffer("sin", torch.sin(angles).float(), persistent=False)
+
+    def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """Rotate ``x: (..., T, d_head)`` for positions ``offset .. offset+T-1``."""
+        if x.dim() < 2 or x.shape[-1] != self.d_head:
+            raise ValueError(f"RoPE(d_head={self.d_head}) expects x of shape (..., T, {self.d_head}), "
+                             f"got {tuple(x.shape)}")
+        t = x.shape[-2]
+        if offset < 0:
+            raise ValueError(f"offset must be >= 0 (the position of the first token), got {offset}")
+        if offset + t > self.max_len:
+            raise ValueError(f"positions {offset}..{offset + t - 1} exceed RoPE's table of max_len={self.max_len}; "
+                             f"build RoPE(d_head, max_len=...) with max_len >= {offset + t}")
+        if x.dtype == torch.float64:      # exact checks: recompute the angles in float64
+            return apply_rope(x, torch.arange(offset, offset + t), self.base, self.pairing)
+        cos = self.cos[offset: offset + t].to(x.dtype)
+        sin = self.sin[offset: offset + t].to(x.dtype)
+        return rotate_pairs(x, cos, sin, self.pairing)
+
+    def forward(self, q: torch.Tensor, k: torch.Tensor, q_offset: int = 0, k_offset: int = 0):
+        return self.rotate(q, q_offset), self.rotate(k, k_offset)
+
+    def at(self, q_offset: int = 0, k_offset: int = 0):
+        """A callable ``(q, k) -> (q, k)`` with fixed offsets, for ``MultiHeadAttention(..., rope=...)``."""
+        return partial(self.forward, q_offset=q_offset, k_offset=k_offset)
+
+    def extra_repr(self) -> str:
+        return f"d_head={self.d_head}, max_len={self.max_len}, base={self.base:g}, pairing={self.pairing!r}"
