@@ -37,3 +37,9 @@ def test_alibi_explorer_follows_the_head_slider():
     assert torch.allclose(weights.sum(-1), torch.ones(12, dtype=torch.float64))
     assert (weights[:, 1:] > weights[:, :-1]).all()           # recency: nearer keys get more weight
     assert w.fig is not None
+
+
+def test_sliders_redraw_only_on_release():
+    """Each redraw takes a few tenths of a second; redrawing while dragging would lag live."""
+    for w in (SinusoidFingerprint(), AlibiExplorer()):
+        assert all(not c.continuous_update for c in w.controls.values())

@@ -34,3 +34,9 @@ def test_pair_slider_changes_the_frequency_and_grid_is_toeplitz():
         assert torch.allclose(diag, diag[:1].expand_as(diag), atol=1e-12)
     rot = w.last["q_rot"]
     assert math.isclose(rot.norm().item(), w.q.norm().item(), rel_tol=1e-12)    # rotation keeps length
+
+
+def test_sliders_redraw_only_on_release():
+    """Each redraw takes a few tenths of a second; redrawing while dragging would lag live."""
+    w = RotatePair()
+    assert all(not c.continuous_update for c in w.controls.values())

@@ -321,7 +321,9 @@ check_true("a bool mask and its additive 0/-inf form give the same weights",
 #
 # A query that may attend to **no** key (say, a padding query whose keys are all padding) has a row
 # of scores that is all −∞. Its softmax is $0/0$ = NaN, and one NaN spreads through every later
-# layer and into the loss. d2l.ai's `masked_softmax` shipped exactly this bug. The package gives
+# layer and into the loss. (Filling with a large finite number such as $-10^6$ instead, as d2l.ai's
+# `masked_softmax` does, avoids the NaN but silently gives that row *uniform* weights over keys it
+# was told to ignore.) The package gives
 # such a row **zero weights and a zero output**, as `F.scaled_dot_product_attention` does since
 # PyTorch 2.5 — and without NaN in the gradient either.
 
@@ -548,16 +550,22 @@ check_true("002's (QKᵀ + M)/√d_k gives the same weights as 000's QKᵀ/√d_
 # $\operatorname{diag}(p) - pp^\top = 0$, so no gradient reaches the scores and the model cannot learn
 # to look elsewhere. Scaled, $\sigma = 1$ for every $d_k$, and the weights stay soft.
 #
+# Why $\sqrt{d_k}$ and not $d_k$? Dividing by $d_k$ overshoots: the variance becomes $d_k/d_k^2 = 1/d_k$,
+# so for large $d_k$ every score is squeezed towards 0 and the weights go **uniform** — the query can no
+# longer prefer any key. $\sqrt{d_k}$ is the one power that keeps the variance at 1 for every $d_k$.
+#
 # We measure three things for one query against **10 keys** (as in the widget below), over many
-# random queries, with and without the scale: the **max weight**, the **entropy** of the weights
-# (uniform over 10 keys: $\ln 10 = 2.30$ nats; one-hot: 0), and the **Frobenius norm of the
-# softmax Jacobian** (the size of the gradient that reaches the scores).
+# random queries: the **max weight**, the **entropy** of the weights (uniform over 10 keys:
+# $\ln 10 = 2.30$ nats; one-hot: 0), and the **Frobenius norm of the softmax Jacobian** (the size
+# of the gradient that reaches the scores) — for the unscaled scores, the scaled ones, and, as a
+# control, scores over-scaled by $1/d_k$.
 
 # %%
 from transformer_nb.widgets.attention import softmax_stats
 
 n_keys = 10
 sat = {True: {}, False: {}}
+over = {}                                                       # control: q·k / d_k (too much scaling)
 gaps = {}
 for d in D_KS:
     q = torch.randn(N_QUERIES, 1, d)
@@ -568,6 +576,8 @@ for d in D_KS:
     for scaled in (True, False):
         st = softmax_stats(raw / math.sqrt(d) if scaled else raw)
         sat[scaled][d] = {name: st[name].mean().item() for name in ("max_weight", "entropy", "jacobian_norm")}
+    st = softmax_stats(raw / d)
+    over[d] = {name: st[name].mean().item() for name in ("max_weight", "entropy", "jacobian_norm")}
 
 # %% [markdown]
 # The Jacobian norm uses the closed form $\|\operatorname{diag}(p) - pp^\top\|_F^2 =
@@ -589,13 +599,15 @@ for ax, (key, ylabel, logy) in zip(axes, [("max_weight", "mean max weight", Fals
                                           ("jacobian_norm", "mean ‖∂p/∂z‖ (Frobenius, log)", True)]):
     plot_curves({labels[s]: (D_KS, [sat[s][d][key] for d in D_KS]) for s in (True, False)},
                 xlabel="d_k", ylabel=ylabel, ax=ax, marker="o", logy=logy)
+    ax.plot(D_KS, [over[d][key] for d in D_KS], "s--", color="0.5", ms=4, label="over-scaled: q·k/d_k")
     ax.set_xscale("log", base=2)
+    ax.legend(fontsize=8)
 axes[0].axhline(1 / n_keys, color="k", ls=":", lw=1)
 axes[1].axhline(math.log(n_keys), color="k", ls=":", lw=1)
 axes[0].set_title("weight on the top key")
 axes[1].set_title("entropy (dotted: uniform, ln 10)")
 axes[2].set_title("gradient reaching the scores")
-fig.suptitle("Softmax saturation over 10 keys: unscaled scores collapse onto one key", y=1.02)
+fig.suptitle("Softmax over 10 keys: unscaled scores collapse onto one key, over-scaled ones go uniform", y=1.02)
 fig.tight_layout()
 plt.show()
 
@@ -615,6 +627,9 @@ check_true("the top-2 score gap grows like √d_k: gap(1024)/gap(64) ≈ 4 (with
            abs(gaps[1024] / gaps[64] / 4 - 1) < 0.15)
 check_true("unscaled, d_k = 1024: mean top-2 gap ≈ 0.54 · √1024 ≈ 17 (within 10%)",
            abs(gaps[1024] / (0.5374 * 32) - 1) < 0.10)
+check_true("over-scaled by 1/d_k, d_k = 1024: entropy > 0.99 · ln 10 (the weights are uniform)",
+           over[1024]["entropy"] > 0.99 * math.log(n_keys))
+check_true("over-scaled: max weight < 0.11 at d_k = 1024 (uniform is 0.1)", over[1024]["max_weight"] < 0.11)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6 · Widget: drive the scale live

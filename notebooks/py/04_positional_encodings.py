@@ -5,7 +5,7 @@
 # way, nothing more. This notebook proves that exactly, then restores word order three ways and
 # checks every claim the texts make about them:
 #
-# 1. **Permutation equivariance**, proved numerically, and broken once positions are added.
+# 1. **Permutation equivariance**, proved numerically, and broken once positions (or a causal mask) are added.
 # 2. **Sinusoidal encodings**: the table, its fingerprints, the cosine-similarity structure
 #    (Exercise 8.7) and the offset rotation (Exercise 8.3, a guided derivation).
 # 3. **Learned positions** and their hard length limit.
@@ -97,6 +97,29 @@ with torch.no_grad():
     check_true("with positions, attention is no longer equivariant",
                (block(pos(x))[:, perm] - block(pos(x[:, perm]))).abs().max() > 1e-2)
 
+# %% [markdown]
+# **One exception the texts leave out.** 000 §8.4.1 says that learning positions without an encoding
+# is "mathematically impossible … no amount of training data" can do it. That holds for attention
+# *without a mask* (an encoder). A **causal mask is itself positional**: query $t$ sees exactly
+# $t+1$ keys. Feed a distinct first token followed by one token repeated 8 times: without a mask the
+# 8 repeats get bit-identical outputs; with the causal mask each repeat gets a different output (its
+# share of attention on the first token is $1/(1 + t\,c)$ for some constant $c$), so position can be
+# read off. Decoder-only language models trained with *no* positional encoding do learn position
+# this way (Haviv et al., 2022, "Transformer Language Models without Positional Encodings Still Learn
+# Positional Information"). Positions are still added in practice; they just are not the only source.
+
+# %% tags=["nbval-check-output"]
+with torch.no_grad():
+    first, repeated = torch.randn(1, 1, d_model), torch.randn(1, 1, d_model)
+    seq = torch.cat([first, repeated.expand(1, T - 1, d_model)], dim=1)      # (1, 9, d): A B B B B B B B B
+    rep_free, rep_causal = mha(seq)[0, 1:], mha(seq, is_causal=True)[0, 1:]  # outputs of the 8 repeats
+    check_close("no mask: max difference between the outputs of the 8 repeated tokens",
+                (rep_free - rep_free[0]).abs().max(), 0.0, atol=1e-5)
+    check_true("causal mask: all 8 repeats get different outputs (closest pair > 1e-3 apart)",
+               torch.pdist(rep_causal).min() > 1e-3)
+    check_true("causal mask: f(PX) ≠ P f(X), no longer permutation-equivariant",
+               (mha(x[:, perm], is_causal=True) - mha(x, is_causal=True)[:, perm]).abs().max() > 1e-2)
+
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2 · Sinusoidal encodings
 #
@@ -130,13 +153,20 @@ check_close("max |package - from scratch|", (pe.double() - pe_from_scratch(T7, D
 show_source(sinusoidal_encoding)
 
 # %% [markdown]
-# **Exercise 8.7, visualisation 1: the table.** Each row is one position's fingerprint. The first
-# columns (fast pairs) flip sign every few positions; the last ones barely move over 256 positions.
+# **Exercise 8.7, visualisation 1: the table.** Each *column* below is one position's fingerprint
+# (we draw the table transposed, positions along the x-axis). The sin dimensions $2i$ and the cos
+# dimensions $2i+1$ are drawn in separate panels, because interleaved they would show as stripes.
+# The low pairs (fast) flip sign every few positions; the high pairs (slow) barely move over 256
+# positions: sin stays near 0 (white) and cos near 1 (red).
 
 # %%
-fig, ax = plt.subplots(figsize=(9, 3.6))
-heatmap(pe.T, ax=ax, cmap="RdBu_r", vmin=-1, vmax=1, xlabel="position", ylabel="dimension",
-        title=f"sinusoidal PE, T={T7}, d_model={D7} (rows: dimensions, columns: positions)")
+fig, axes = plt.subplots(1, 2, figsize=(12, 3.6), sharey=True)
+for ax, (name, cols) in zip(axes, (("sin: PE(pos, 2i)", pe[:, 0::2]), ("cos: PE(pos, 2i+1)", pe[:, 1::2]))):
+    heatmap(cols.T, ax=ax, cmap="RdBu_r", vmin=-1, vmax=1, xlabel="position pos",
+            ylabel="pair i (frequency ω_i, fast → slow)" if ax is axes[0] else None,
+            title=name, colorbar=ax is axes[1])
+fig.suptitle(f"sinusoidal PE, T={T7}, d_model={D7}: each column is one position's fingerprint", y=1.0)
+fig.tight_layout()
 plt.show()
 
 # %% [markdown]
@@ -293,7 +323,7 @@ for ax, q in zip(axes, (3, 1)):
     ps = torch.arange(0, 60, dtype=torch.float64)
     pts = torch.stack([torch.sin(ps * om), torch.cos(ps * om)], -1)
     ax.plot(pts[:, 0], pts[:, 1], ".", color="0.6", ms=4)
-    for p0, color in zip((0, 9, 23, 40), ("tab:blue", "tab:orange", "tab:green", "tab:red")):
+    for p0, color in zip((0, 9, 23, 33), ("tab:blue", "tab:orange", "tab:green", "tab:red")):
         ang = torch.tensor([p0, p0 + k], dtype=torch.float64) * om
         (s0, c0), (s1, c1) = torch.stack([torch.sin(ang), torch.cos(ang)], -1).tolist()
         ax.annotate("", xy=(s1, c1), xytext=(s0, c0), arrowprops=dict(arrowstyle="->", color=color, lw=1.8))
@@ -350,7 +380,7 @@ check_equal("parameters of SinusoidalPositionalEncoding", sum(p.numel() for p in
 # **The slopes, from the paper and its released code:** for $n$ heads with $n$ a power of 2, the
 # geometric sequence that *starts* at $2^{-8/n}$ with *ratio* $2^{-8/n}$, so head $h$ gets
 # $m_h = 2^{-8h/n}$; 8 heads: $\tfrac12, \tfrac14, \dots, \tfrac1{256}$. For other $n$, take the $n_0$
-# slopes of the largest power of 2 below $n$, then append the 1st, 3rd, 5th, … slopes of $2n_0$ heads
+# slopes of the largest power of 2 $n_0 \le n$, then append the 1st, 3rd, 5th, … slopes of $2n_0$ heads
 # until there are $n$.
 
 # %%
@@ -407,6 +437,11 @@ bias8 = alibi_bias(16, 8)
 fig = heatmaps([bias8[h] for h in (0, 1, 3, 7)], titles=[f"head {h + 1}: m = 1/{int(round(1 / float(alibi_slopes(8)[h])))}"
                                                         for h in (0, 1, 3, 7)], ncols=4, size=2.8, cmap="magma",
                vmin=float(bias8.min()), vmax=0.0)
+for ax in fig.axes[:4]:
+    ax.set_xticks(range(0, 16, 5))
+    ax.set_yticks(range(0, 16, 5))
+    ax.set_xlabel("key j")
+fig.axes[0].set_ylabel("query i")
 fig.suptitle(f"ALiBi bias -m·|i-j| (rows: query i, columns: key j), T=16, one colour scale from {float(bias8.min()):g} (black) to 0",
              y=1.04)
 plt.show()
@@ -590,14 +625,18 @@ result = offset_matrix_ex.check(offset_matrix)
 # %%
 if offset_matrix_ex.check(offset_matrix, quiet=True):
     check_close("your M(5, ω_3) vs the fitted matrix", (torch.as_tensor(offset_matrix(k, float(sinusoid_frequencies(D3)[pair]))).double() - M_fit).abs().max(), 0.0, atol=1e-9)
+else:
+    print("(the comparison with the fitted matrix runs once your offset_matrix passes)")
 
 
+# %% tags=["nbval-check-output"]
 def offset_matrix_backwards(k, omega):          # a typical mistake: maps PE(pos) to PE(pos - k)
     c, s = math.cos(k * omega), math.sin(k * omega)
     return torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
 
 
 result = offset_matrix_ex.check(offset_matrix_backwards)
+assert not result.passed and "BACK by k" in result.message
 
 # %% [markdown]
 # ### Exercise 8.7: average similarity per offset
@@ -637,7 +676,7 @@ check_close("max over all pairs |sim(i, j) - average at |i-j||", (sim - avg_ref[
 # %% [markdown]
 # A typical mistake, caught: dividing the sum at offset $k$ by $T$ instead of the $T-k$ pairs.
 
-# %%
+# %% tags=["nbval-check-output"]
 def offset_average_divided_by_T(pe):
     unit = pe / pe.norm(dim=-1, keepdim=True)
     s = unit @ unit.T
@@ -645,6 +684,7 @@ def offset_average_divided_by_T(pe):
 
 
 result = offset_similarity_ex.check(offset_average_divided_by_T)
+assert not result.passed and "divide the sum by T - k" in result.message
 
 # %% [markdown]
 # ### ALiBi slopes
@@ -662,12 +702,13 @@ result = alibi_slopes_ex.check(my_alibi_slopes)
 # %% [markdown]
 # The mistake 000 §8.4.5 invites, slopes that end at 0.5, is caught:
 
-# %%
+# %% tags=["nbval-check-output"]
 def slopes_as_the_text_says(n_heads):
     return torch.tensor([2.0 ** (-8 * (n_heads - h + 1) / n_heads) for h in range(1, n_heads + 1)], dtype=torch.float64)
 
 
 result = alibi_slopes_ex.check(slopes_as_the_text_says)
+assert not result.passed and "run backwards" in result.message
 
 # %% [markdown]
 # To see a reference solution on purpose: `offset_matrix_ex.show_solution()`,

@@ -96,8 +96,8 @@ show_source(rotate_pairs)
 
 # %% [markdown]
 # Four clocks at different speeds: where the unit vector $(1, 0)$ of each pair ends up at
-# positions $0..31$ for $d = 8$ ($\theta = 1, 0.1, 0.01, 0.001$). The fast pair wraps around five
-# times; the slowest barely moves.
+# positions $0..31$ for $d = 8$ ($\theta = 1, 0.1, 0.01, 0.001$). The fast pair turns 31 radians,
+# almost five full turns; the slowest turns 0.031 radians and barely moves.
 
 # %%
 fig, axes = plt.subplots(1, 4, figsize=(12, 3.3))
@@ -111,7 +111,9 @@ for i, ax in enumerate(axes):
     ax.set_aspect("equal")
     ax.set_xlim(-1.2, 1.2)
     ax.set_ylim(-1.2, 1.2)
-    ax.set_title(f"pair {i}: θ = {float(rope_frequencies(d)[i]):g}")
+    ax.set_title(f"pair {i} = (x[{2 * i}], x[{2 * i + 1}])\nθ = {float(rope_frequencies(d)[i]):g}")
+    ax.set_xlabel("first coordinate")
+axes[0].set_ylabel("second coordinate")
 fig.colorbar(sc, ax=axes, fraction=0.02, label="position m")
 plt.show()
 
@@ -524,7 +526,7 @@ for h in range(2):
 # %% [markdown]
 # A typical mistake, caught: computing the frequencies from $d_{model}$ instead of the head size.
 
-# %%
+# %% tags=["nbval-check-output"]
 def rope_scores_dmodel_freqs(x, w_q, w_k, n_heads):
     t, d_model = x.shape
     d_k = d_model // n_heads
@@ -537,6 +539,7 @@ def rope_scores_dmodel_freqs(x, w_q, w_k, n_heads):
 
 
 result = rope_scores_ex.check(rope_scores_dmodel_freqs)
+assert not result.passed and "frequencies use d_model" in result.message
 
 # %% [markdown]
 # ### The identity, pair by pair
@@ -556,7 +559,7 @@ result = relative_score_ex.check(relative_score)
 # %% [markdown]
 # The checker knows the sign slip (which gives the score of offset $m - n$):
 
-# %%
+# %% tags=["nbval-check-output"]
 def relative_score_flipped(q, k, delta):
     d = q.shape[-1]
     a = delta * 10000.0 ** (-torch.arange(0, d, 2, dtype=q.dtype) / d)
@@ -565,6 +568,7 @@ def relative_score_flipped(q, k, delta):
 
 
 result = relative_score_ex.check(relative_score_flipped)
+assert not result.passed and "wrong sign" in result.message
 
 # %% [markdown]
 # To see a reference solution on purpose: `rope_scores_ex.show_solution()`,

@@ -26,8 +26,8 @@ class SinusoidFingerprint(Widget):
         self.omega = sinusoid_frequencies(d_model)
         self.n_positions, self.d_model = n_positions, d_model
         super().__init__(
-            position=W.IntSlider(value=position, min=0, max=n_positions - 1, description="position p"),
-            pair=W.IntSlider(value=pair, min=0, max=d_model // 2 - 1, description="pair i (freq.)"),
+            position=W.IntSlider(value=position, min=0, max=n_positions - 1, description="position p", continuous_update=False),
+            pair=W.IntSlider(value=pair, min=0, max=d_model // 2 - 1, description="pair i (freq.)", continuous_update=False),
         )
 
     def compute(self, position, pair):
@@ -76,8 +76,8 @@ class AlibiExplorer(Widget):
 
     def __init__(self, n_heads: int = 8, query: int = 24):
         super().__init__(
-            n_heads=W.IntSlider(value=n_heads, min=1, max=16, description="heads"),
-            query=W.IntSlider(value=query, min=1, max=63, description="query pos"),
+            n_heads=W.IntSlider(value=n_heads, min=1, max=16, description="heads", continuous_update=False),
+            query=W.IntSlider(value=query, min=1, max=63, description="query pos", continuous_update=False),
         )
 
     def compute(self, n_heads, query):

@@ -25,9 +25,9 @@ class RotatePair(Widget):
         self.thetas = rope_frequencies(d)
         self.max_pos = max_pos
         super().__init__(
-            m=W.IntSlider(value=m, min=0, max=max_pos, description="query pos m"),
-            n=W.IntSlider(value=n, min=0, max=max_pos, description="key pos n"),
-            pair=W.IntSlider(value=1, min=0, max=d // 2 - 1, description="pair i"),
+            m=W.IntSlider(value=m, min=0, max=max_pos, description="query pos m", continuous_update=False),
+            n=W.IntSlider(value=n, min=0, max=max_pos, description="key pos n", continuous_update=False),
+            pair=W.IntSlider(value=1, min=0, max=d // 2 - 1, description="pair i", continuous_update=False),
         )
 
     @staticmethod
