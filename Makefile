@@ -27,11 +27,12 @@ endif
 
 NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
 
-.PHONY: help venv install lab test runtimes refresh refresh-all book slides clean distclean
+.PHONY: help venv install lab test browser-test runtimes refresh refresh-all book slides clean distclean
 
 help:
 	@echo "make lab                  install, then JupyterLab on notebooks/"
 	@echo "make test                 unit tests + every notebook under nbval (quick profile)"
+	@echo "make browser-test         every notebook's widgets in JupyterLab + headless Chromium"
 	@echo "make refresh NB=NAME      re-execute one notebook from notebooks/py/NAME.py (full profile)"
 	@echo "make refresh-all          the same for every notebook"
 	@echo "make runtimes             time every notebook (quick profile) into notebooks/runtimes.json"
@@ -70,6 +71,11 @@ runtimes: $(INSTALLED)  ## time every notebook in the quick profile into noteboo
 	@rm -rf build/test-cache && mkdir -p build/test-cache
 	$(RUN) TNB_PROFILE=quick TNB_RECORD_RUNTIMES=1 TNB_CACHE_DIR="$(CURDIR)/build/test-cache" \
 	  $(BIN)/python -m pytest $(NOTEBOOKS) $(NBVAL) -q
+
+# JupyterLab + headless Chromium (Debian's chromium, driven by Playwright's driver): each notebook's
+# widgets are run, moved and must redraw; screenshots in build/screenshots/. Also part of make test.
+browser-test: $(INSTALLED)
+	$(RUN) TNB_PROFILE=quick $(BIN)/python -m pytest tests/browser -rs --durations=0 --durations-min=1
 
 refresh: $(INSTALLED)
 	@if [ -z "$(NB)" ]; then echo "usage: make refresh NB=01_scaled_attention" >&2; exit 2; fi
