@@ -3,11 +3,35 @@
 Every mask here is **bool, True = may attend**, the convention of
 ``F.scaled_dot_product_attention``. ``additive()`` turns one into the 0 / -inf float form
 that is added to the scores (the form of ``nn.Transformer.generate_square_subsequent_mask``).
+Careful: ``nn.MultiheadAttention``'s ``key_padding_mask`` and bool ``attn_mask`` use the
+opposite polarity (True = blocked); pass ``~mask`` there.
 
 Shapes: a causal mask is ``(T_q, T_k)``; batch masks are ``(B, 1, T_q, T_k)`` so they
 broadcast over heads ``(B, h, T_q, T_k)``.
 """
+import operator
+
 import torch
+
+
+def _as_size(name: str, value) -> int:
+    """``value`` as a non-negative Python int, or a clear ``TypeError`` / ``ValueError``."""
+    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.is_floating_point()):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+    if n < 0:
+        raise ValueError(f"{name} must be >= 0, got {n}")
+    return n
+
+
+def _check_bool_mask(fn: str, mask) -> None:
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"{fn} expects a bool torch.Tensor mask, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"{fn} expects a bool mask (True = may attend), got dtype {mask.dtype}")
 
 
 def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
@@ -16,28 +40,31 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
     With ``T_k > T_q`` (queries are the last ``T_q`` positions, as when decoding with a
     KV cache) the last query sees every key: the mask is aligned bottom-right.
     """
-    t_k = t_q if t_k is None else t_k
-    if t_q < 0 or t_k < t_q:
+    t_q = _as_size("T_q", t_q)
+    t_k = t_q if t_k is None else _as_size("T_k", t_k)
+    if t_k < t_q:
         raise ValueError(f"causal mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
 
 
 def additive(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
     """Bool mask -> float mask: 0 where True (attend), -inf where False (blocked)."""
-    if mask.dtype != torch.bool:
-        raise TypeError(f"additive() expects a bool mask, got {mask.dtype}")
+    _check_bool_mask("additive()", mask)
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
 
 
 def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tensor:
     """``(B, T)`` bool, True at real tokens, for sequences of the given ``lengths``."""
     lengths = torch.as_tensor(lengths, device=device)
-    if lengths.dim() != 1 or lengths.is_floating_point():
+    if lengths.dim() == 1 and lengths.numel() == 0:
+        raise ValueError("lengths is empty: a batch needs at least one sequence")
+    if lengths.dim() != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool \
+            or lengths.is_complex():
         raise ValueError(f"lengths must be a 1-D integer sequence, got {lengths.dtype} of shape "
                          f"{tuple(lengths.shape)}")
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
-    t = int(lengths.max()) if max_len is None else max_len
+    t = int(lengths.max()) if max_len is None else _as_size("max_len", max_len)
     if (lengths > t).any():
         raise ValueError(f"a length exceeds max_len={t}: lengths {lengths.tolist()}")
     return torch.arange(t, device=lengths.device)[None, :] < lengths[:, None]
@@ -45,6 +72,8 @@ def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tens
 
 def padding_mask_from_ids(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """``(B, T)`` bool, True where ``ids != pad_id``."""
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"ids must be a (B, T) torch.Tensor of token ids, got {type(ids).__name__}")
     if ids.dim() != 2:
         raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
     return ids != pad_id
@@ -52,8 +81,10 @@ def padding_mask_from_ids(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
 
 def key_padding(keep: torch.Tensor, t_q: int = 1) -> torch.Tensor:
     """Key padding ``(B, T_k)`` -> attention mask ``(B, 1, T_q, T_k)`` (padded keys blocked)."""
-    if keep.dim() != 2 or keep.dtype != torch.bool:
-        raise ValueError(f"keep must be a (B, T_k) bool mask, got {keep.dtype} {tuple(keep.shape)}")
+    if not isinstance(keep, torch.Tensor) or keep.dim() != 2 or keep.dtype != torch.bool:
+        what = f"{keep.dtype} {tuple(keep.shape)}" if isinstance(keep, torch.Tensor) else type(keep).__name__
+        raise ValueError(f"keep must be a (B, T_k) bool mask, got {what}")
+    t_q = _as_size("T_q", t_q)
     return keep[:, None, None, :].expand(-1, 1, t_q, -1)
 
 
@@ -63,10 +94,9 @@ def self_attention_mask(keep: torch.Tensor, causal: bool = False) -> torch.Tenso
     Padded keys are blocked for every query; with ``causal`` future keys are blocked too.
     Padded *queries* still attend to the real keys (their outputs are ignored by the loss).
     """
-    t = keep.shape[-1]
-    mask = key_padding(keep, t)
+    mask = key_padding(keep, keep.shape[-1] if isinstance(keep, torch.Tensor) and keep.dim() else 0)
     if causal:
-        mask = mask & causal_mask(t, device=keep.device)
+        mask = mask & causal_mask(keep.shape[-1], device=keep.device)
     return mask
 
 
@@ -81,7 +111,12 @@ def combine(*masks: torch.Tensor) -> torch.Tensor:
     for m in masks:
         if m is None:
             continue
-        if m.dtype != torch.bool:
-            raise TypeError(f"combine() expects bool masks, got {m.dtype}")
+        _check_bool_mask("combine()", m)
+        if out is not None:
+            try:
+                torch.broadcast_shapes(out.shape, m.shape)
+            except RuntimeError:
+                raise ValueError(f"combine(): masks of shapes {tuple(out.shape)} and {tuple(m.shape)} "
+                                 f"do not broadcast") from None
         out = m if out is None else out & m
     return out

@@ -1,0 +1,108 @@
+"""Widgets for notebook 02 (masking).
+
+:class:`MaskExplorer` -- a batch of three token sequences. Sliders set their lengths; the
+batch is padded to the longest one, on the right or on the left. A toggle adds the causal
+mask. The top row shows each sequence's combined self-attention mask (padding AND causal),
+the bottom row the attention weights it produces (random queries and keys, fixed seed).
+Rows with no key left to attend to (e.g. left padding + causal) are marked: they get zero
+weights, never NaN.
+"""
+import ipywidgets as widgets
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.colors import ListedColormap
+
+from transformer_nb.attention import scaled_dot_product_attention
+from transformer_nb.masks import padding_mask_from_ids, self_attention_mask
+from transformer_nb.widgets.base import Widget
+
+PAD = 0
+MAX_LEN = 8
+WORDS = ["<pad>", "the", "cat", "sat", "on", "a", "warm", "mat", "today"]
+
+
+def make_batch(lengths, pad_side: str = "right") -> torch.Tensor:
+    """Token ids ``(B, T)`` with ``T = max(max(lengths), 1)``; sequence b is ``1, 2, ..., lengths[b]``
+    padded with ``PAD`` (= 0) on ``pad_side`` (``"right"`` or ``"left"``)."""
+    if pad_side not in ("right", "left"):
+        raise ValueError(f"pad_side must be 'right' or 'left', got {pad_side!r}")
+    T = max(max(lengths), 1)
+    ids = torch.full((len(lengths), T), PAD, dtype=torch.long)
+    for b, n in enumerate(lengths):
+        toks = torch.arange(1, n + 1)
+        if n:
+            if pad_side == "right":
+                ids[b, :n] = toks
+            else:
+                ids[b, T - n:] = toks
+    return ids
+
+
+class MaskExplorer(Widget):
+    """Three length sliders, padding side, causal toggle -> masks (top) and attention weights (bottom).
+
+    ``last`` holds: ``lengths, pad_side, causal, T, ids (B, T), keep (B, T), mask (B, T, T) bool,
+    weights (B, T, T), empty_rows (B, T) bool`` (queries with no visible key), ``n_empty_rows``,
+    ``row_sums (B, T)`` and ``has_nan`` (always False: the package never returns NaN).
+    """
+
+    def __init__(self, lengths=(5, 3, 7), pad_side: str = "right", causal: bool = True, seed: int = 0,
+                 d_k: int = 8):
+        style = {"description_width": "initial"}
+        sliders = {f"len_{b + 1}": widgets.IntSlider(value=n, min=0, max=MAX_LEN, description=f"length {b + 1}",
+                                                     continuous_update=False, style=style,
+                                                     layout=widgets.Layout(width="230px"))
+                   for b, n in enumerate(lengths)}
+        super().__init__(
+            **sliders,
+            pad_side=widgets.ToggleButtons(options=[("pad right", "right"), ("pad left", "left")],
+                                           value=pad_side, style={"button_width": "80px"}),
+            causal=widgets.ToggleButtons(options=[("causal", True), ("bidirectional", False)], value=causal,
+                                         style={"button_width": "100px"}),
+        )
+        self.seed, self.d_k = seed, d_k
+
+    def compute(self, pad_side, causal, **lens) -> dict:
+        lengths = [lens[f"len_{b + 1}"] for b in range(len(lens))]
+        ids = make_batch(lengths, pad_side)
+        B, T = ids.shape
+        keep = padding_mask_from_ids(ids, PAD)                             # (B, T)
+        mask = self_attention_mask(keep, causal=bool(causal))[:, 0]        # (B, T, T)
+        g = torch.Generator().manual_seed(self.seed)
+        emb = torch.randn(len(WORDS), self.d_k, generator=g)
+        wq, wk = torch.randn(self.d_k, self.d_k, generator=g), torch.randn(self.d_k, self.d_k, generator=g)
+        x = emb[ids] + 0.5 * torch.randn(MAX_LEN, self.d_k, generator=g)[:T]   # token + a little position
+        q, k = x @ wq / self.d_k ** 0.5, x @ wk / self.d_k ** 0.5
+        _, weights = scaled_dot_product_attention(q, k, x, mask=mask)     # (B, T, T)
+        empty = ~mask.any(-1)
+        return {"lengths": lengths, "pad_side": pad_side, "causal": bool(causal), "T": T, "ids": ids,
+                "keep": keep, "mask": mask, "weights": weights, "empty_rows": empty,
+                "n_empty_rows": int(empty.sum()), "row_sums": weights.sum(-1),
+                "has_nan": bool(torch.isnan(weights).any())}
+
+    def draw(self, data):
+        B, T = data["ids"].shape
+        fig, axes = plt.subplots(2, B, figsize=(3.3 * B, 6.4), squeeze=False)
+        mask_cmap = ListedColormap(["#d9d9d9", "#2b8cbe"])
+        for b in range(B):
+            labels = [WORDS[i] for i in data["ids"][b].tolist()]
+            for row, (mat, cmap, vmax, title) in enumerate((
+                    (data["mask"][b].float(), mask_cmap, 1, f"seq {b + 1} (length {data['lengths'][b]}): mask"),
+                    (data["weights"][b], "viridis", 1, "attention weights"))):
+                ax = axes[row, b]
+                ax.imshow(mat.numpy(), cmap=cmap, vmin=0, vmax=vmax, aspect="equal")
+                ax.set_xticks(range(T), labels, rotation=70, fontsize=8)
+                ax.set_yticks(range(T), labels, fontsize=8)
+                ax.set_title(title, fontsize=9)
+                if row == 1:
+                    ax.set_xlabel("key", fontsize=8)
+                if b == 0:
+                    ax.set_ylabel("query", fontsize=8)
+                for i in torch.nonzero(data["empty_rows"][b]).flatten().tolist():
+                    ax.add_patch(plt.Rectangle((-0.5, i - 0.5), T, 1, fill=False, ec="C3", lw=2))
+        how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
+        extra = (f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
+                 if data["n_empty_rows"] else "")
+        fig.suptitle(f"blue = may attend  ·  {how}{extra}", fontsize=10)
+        fig.tight_layout()
+        return fig
