@@ -6,6 +6,7 @@ cell ends with ``plt.show()``.
 import time
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
 
 
@@ -29,7 +30,7 @@ def heatmap(matrix, xlabels=None, ylabels=None, title=None, ax=None, cmap="virid
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center",
-                        color="w" if m[i, j] < (m.max() + m.min()) / 2 else "k", fontsize=8)
+                        color="w" if m[i, j] < (np.nanmax(m) + np.nanmin(m)) / 2 else "k", fontsize=8)
     if title:
         ax.set_title(title)
     if xlabel:
