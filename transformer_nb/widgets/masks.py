@@ -58,7 +58,7 @@ class MaskExplorer(Widget):
             pad_side=widgets.ToggleButtons(options=[("pad right", "right"), ("pad left", "left")],
                                            value=pad_side, style={"button_width": "80px"}),
             causal=widgets.ToggleButtons(options=[("causal", True), ("bidirectional", False)], value=causal,
-                                         style={"button_width": "100px"}),
+                                         style={"button_width": "110px"}),
         )
         self.seed, self.d_k = seed, d_k
 

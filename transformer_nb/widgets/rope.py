@@ -25,8 +25,10 @@ class RotatePair(Widget):
         self.thetas = rope_frequencies(d)
         self.max_pos = max_pos
         super().__init__(
-            m=W.IntSlider(value=m, min=0, max=max_pos, description="query pos m", continuous_update=False),
-            n=W.IntSlider(value=n, min=0, max=max_pos, description="key pos n", continuous_update=False),
+            m=W.IntSlider(value=m, min=0, max=max_pos, description="query pos m", continuous_update=False,
+                        style={"description_width": "initial"}),
+            n=W.IntSlider(value=n, min=0, max=max_pos, description="key pos n", continuous_update=False,
+                        style={"description_width": "initial"}),
             pair=W.IntSlider(value=1, min=0, max=d // 2 - 1, description="pair i", continuous_update=False),
         )
 

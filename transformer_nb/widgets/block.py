@@ -1,0 +1,80 @@
+"""Depth, norm placement and skip connections at initialisation (notebook 06).
+
+``DepthWidget``: choose the depth (2–48 blocks), Pre-LN or Post-LN, and whether the blocks
+have residual connections; see, for a freshly initialised stack,
+
+- left: the gradient norm of every layer's parameters (what an optimizer step scales with),
+- right: the residual stream after every layer: its size (RMS) and how different the
+  positions still are (token diversity, 0 = every position holds the same vector).
+
+Everything is computed by ``block.layer_grad_norms`` and ``block.stream_stats``.
+"""
+import ipywidgets as W
+import matplotlib.pyplot as plt
+
+from transformer_nb.block import layer_grad_norms, stream_stats
+from transformer_nb.widgets.base import Widget
+
+PLACEMENTS = ("Pre-LN", "Post-LN")
+
+
+class DepthWidget(Widget):
+    """Controls: ``depth`` (2–48), ``placement`` (Pre-LN / Post-LN), ``residual`` (on/off), ``d_model``.
+
+    ``last``: ``depth``, ``norm_first``, ``residual``, ``grad`` (per-layer parameter-gradient
+    norms, list of ``depth`` floats), ``input_grad`` (per-layer ∂loss/∂input norms), ``rms`` and
+    ``diversity`` (lists of ``depth + 1`` floats, entry 0 = the input) and ``ratio`` =
+    ``grad[-1] / grad[0]`` (last layer over first).
+    """
+
+    def __init__(self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64,
+                 seed: int = 0):
+        self.seed = seed
+        style = {"description_width": "initial"}
+        super().__init__(
+            depth=W.IntSlider(value=depth, min=2, max=48, step=2, description="blocks", continuous_update=False,
+                              style=style),
+            placement=W.ToggleButtons(options=PLACEMENTS, value=placement, description="norm",
+                                      style={**style, "button_width": "70px"}),
+            residual=W.Checkbox(value=residual, description="residual connections", style=style),
+            d_model=W.Dropdown(options=[32, 64, 128], value=d_model, description="d_model", style=style),
+        )
+
+    def compute(self, depth, placement, residual, d_model):
+        if placement not in PLACEMENTS:
+            raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
+        norm_first = placement == "Pre-LN"
+        heads = 4 if d_model >= 64 else 2
+        g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(self.seed,))
+        s = stream_stats(depth, norm_first, residual, d_model=d_model, n_heads=heads, seed=self.seed)
+        grad = g["param"].tolist()
+        return {"depth": depth, "placement": placement, "norm_first": norm_first, "residual": residual,
+                "d_model": d_model, "grad": grad, "input_grad": g["input"].tolist(), "rms": s["rms"].tolist(),
+                "diversity": s["diversity"].tolist(), "ratio": grad[-1] / grad[0]}
+
+    def draw(self, data):
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
+        layers = list(range(1, data["depth"] + 1))
+        ax1.semilogy(layers, data["grad"], marker="o", ms=3, color="C0" if data["norm_first"] else "C3")
+        ax1.set_xlabel("layer (1 = next to the input)")
+        ax1.set_ylabel("‖∂loss/∂θ_layer‖")
+        ax1.set_title(f"gradient per layer: last/first = {data['ratio']:.2f}", fontsize=10)
+        ax1.grid(alpha=0.3, which="both")
+        steps = list(range(0, data["depth"] + 1))
+        ax2.semilogy(steps, [max(v, 1e-9) for v in data["diversity"]], marker="o", ms=3, color="C2",
+                     label="token diversity (left axis)")
+        ax2.set_ylim(1e-8, 2.0)
+        ax2.set_xlabel("after layer")
+        ax2.set_ylabel("token diversity (log)")
+        ax3 = ax2.twinx()
+        ax3.plot(steps, data["rms"], marker=".", ms=3, color="C1", label="stream RMS (right axis)")
+        ax3.set_ylabel("stream RMS")
+        ax3.set_ylim(0, 1.15 * max(data["rms"]))
+        lines = ax2.get_lines() + ax3.get_lines()
+        ax2.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="lower left")
+        ax2.set_title("the residual stream", fontsize=10)
+        ax2.grid(alpha=0.3)
+        res = "with" if data["residual"] else "WITHOUT"
+        fig.suptitle(f"{data['depth']} {data['placement']} blocks {res} residual connections, "
+                     f"d_model {data['d_model']}, at initialisation", fontsize=11)
+        return fig

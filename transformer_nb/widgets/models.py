@@ -1,0 +1,147 @@
+"""Which mask does each attention sublayer use? (notebook 08)
+
+``VariantWidget``: choose the variant (encoder-only, decoder-only, encoder–decoder), the length of
+the input (the source, for the encoder–decoder) and of the target, and how much padding each gets;
+see, for the chosen layer, every attention sublayer's mask (recorded from the model while it
+runs, not drawn from a description) above its attention weights (one head or the mean of all).
+
+The models are small, seeded and untrained (``d_model = 32``, 4 heads, 2 layers): the point is
+which keys each query may see, which does not depend on training.
+"""
+import ipywidgets as W
+import matplotlib.pyplot as plt
+import torch
+from matplotlib.colors import ListedColormap
+
+from transformer_nb.masks import padding_mask
+from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly, capture_masks
+from transformer_nb.multihead import record_attention
+from transformer_nb.widgets.base import Widget
+
+VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
+VOCAB, PAD = 20, 0
+MASK_CMAP = ListedColormap(["#d9d9d9", "#2b8cbe"])      # blocked = grey, may attend = blue
+
+
+def build_variant(variant: str, seed: int = 0, d_model: int = 32, n_heads: int = 4, n_layers: int = 2):
+    """A small seeded model of the named variant (eval mode)."""
+    if variant not in VARIANTS:
+        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        if variant == "encoder-only":
+            m = EncoderOnly(VOCAB, d_model, n_heads, n_layers, 2 * d_model, pad_id=PAD)
+        elif variant == "decoder-only":
+            m = DecoderOnly(VOCAB, d_model, n_heads, n_layers, 2 * d_model, pad_id=PAD)
+        else:
+            m = EncoderDecoder(VOCAB, VOCAB, d_model, n_heads, n_layers, n_layers, 2 * d_model, pad_id=PAD)
+    return m.eval()
+
+
+def toy_batch(real: int, pad: int, seed: int):
+    """One row of ``real`` random tokens followed by ``pad`` PAD tokens, and a full row of the same width.
+
+    Returns ``(ids (2, real+pad), keep (2, real+pad))``; row 0 is the padded one (the one drawn).
+    """
+    t = real + pad
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, VOCAB, (2, t), generator=g)
+    keep = padding_mask([real, t], t)
+    return ids.masked_fill(~keep, PAD), keep
+
+
+class VariantWidget(Widget):
+    """Controls: ``variant``, ``src_len``/``src_pad`` (input or source), ``tgt_len``/``tgt_pad`` (target,
+    encoder–decoder only), ``layer``, ``head`` (``"mean"`` or a head index).
+
+    ``last``: ``variant``, ``sublayers`` (names in execution order for the chosen layer), and per
+    sublayer ``labels`` (``mask_kind``), ``masks`` ``(T_q, T_k)`` bool and ``weights`` ``(T_q, T_k)``
+    of row 0 of the batch; ``src_keep``/``tgt_keep`` of that row; ``max_weight_on_padding``: the
+    largest weight any query gives a padded key (0 exactly when the masks work).
+    """
+
+    def __init__(self, variant: str = "encoder-decoder", src_len: int = 5, src_pad: int = 2, tgt_len: int = 4,
+                 tgt_pad: int = 1, seed: int = 0):
+        self.seed = seed
+        self.models = {v: build_variant(v, seed) for v in VARIANTS}
+        style = {"description_width": "initial"}
+        slider = dict(continuous_update=False, style=style, layout=W.Layout(width="230px"))
+        super().__init__(
+            variant=W.ToggleButtons(options=VARIANTS, value=variant, description="variant", style=style),
+            src_len=W.IntSlider(value=src_len, min=1, max=10, description="input/source tokens", **slider),
+            src_pad=W.IntSlider(value=src_pad, min=0, max=5, description="+ padding", **slider),
+            tgt_len=W.IntSlider(value=tgt_len, min=1, max=10, description="target tokens", **slider),
+            tgt_pad=W.IntSlider(value=tgt_pad, min=0, max=5, description="+ padding", **slider),
+            layer=W.ToggleButtons(options=[1, 2], value=1, description="layer",
+                                  style={**style, "button_width": "40px"}),
+            head=W.Dropdown(options=["mean", 0, 1, 2, 3], value="mean", description="head", style=style,
+                            layout=W.Layout(width="150px")),
+        )
+
+    def compute(self, variant, src_len, src_pad, tgt_len, tgt_pad, layer, head):
+        model = self.models[variant]
+        two_seqs = variant == "encoder-decoder"
+        for name in ("tgt_len", "tgt_pad"):
+            self.controls[name].disabled = not two_seqs
+        src, src_keep = toy_batch(src_len, src_pad, self.seed + 1)
+        tgt, tgt_keep = toy_batch(tgt_len, tgt_pad, self.seed + 2)
+        args = (src, tgt, src_keep, tgt_keep) if two_seqs else (src, src_keep)
+        with record_attention(model):
+            records = capture_masks(model, *args)
+            modules = dict(model.named_modules())
+            weights = {r["name"]: modules[r["name"]].last_weights for r in records}
+        chosen = [r for r in records if f".layers.{layer - 1}." in r["name"]]
+        data = {"variant": variant, "layer": layer, "head": head, "sublayers": [], "labels": {}, "masks": {},
+                "weights": {}, "kinds": {}, "src_keep": src_keep[0], "tgt_keep": tgt_keep[0] if two_seqs else None}
+        worst = 0.0
+        for r in chosen:
+            w = weights[r["name"]][0]                                          # (h, T_q, T_k), row 0
+            w = w.mean(0) if head == "mean" else w[int(head)]
+            key_keep = src_keep[0] if (r["kind"] == "cross" or not r["name"].startswith("decoder")) else tgt_keep[0]
+            worst = max(worst, float(weights[r["name"]][0][..., ~key_keep].abs().max()) if (~key_keep).any() else 0.0)
+            data["sublayers"].append(r["name"])
+            data["labels"][r["name"]] = r["label"]
+            data["kinds"][r["name"]] = r["kind"]
+            data["masks"][r["name"]] = r["mask"][0]
+            data["weights"][r["name"]] = w
+        data["max_weight_on_padding"] = worst
+        return data
+
+    @staticmethod
+    def _ticks(keep, prefix):
+        return [f"{prefix}{i}" if k else "pad" for i, k in enumerate(keep.tolist())]
+
+    def draw(self, data):
+        names = data["sublayers"]
+        n = len(names)
+        fig, axes = plt.subplots(2, n, figsize=(max(3.6 * n + 0.6, 5.0), 6.8), squeeze=False)
+        two = data["variant"] == "encoder-decoder"
+        for c, name in enumerate(names):
+            on_decoder = two and name.startswith("decoder")
+            q_keep = data["tgt_keep"] if on_decoder else data["src_keep"]
+            k_keep = data["src_keep"] if (data["kinds"][name] == "cross" or not on_decoder) else data["tgt_keep"]
+            if data["variant"] == "decoder-only":
+                qp = kp = "t"
+            elif on_decoder:
+                qp, kp = "y", ("x" if data["kinds"][name] == "cross" else "y")
+            else:
+                qp = kp = "x"
+            xt, yt = self._ticks(k_keep, kp), self._ticks(q_keep, qp)
+            short = name.replace("layers.", "L").replace("_attn", "")
+            ax = axes[0, c]
+            ax.imshow(data["masks"][name].int().numpy(), cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
+            ax.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
+            ax = axes[1, c]
+            im = ax.imshow(data["weights"][name].detach().numpy(), cmap="viridis", vmin=0, aspect="auto")
+            head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
+            ax.set_title(f"weights ({head})", fontsize=10)
+            fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+            for ax in axes[:, c]:
+                ax.set_xticks(range(len(xt)), xt, rotation=90, fontsize=8)
+                ax.set_yticks(range(len(yt)), yt, fontsize=8)
+                ax.set_xlabel("keys", fontsize=9)
+            axes[0, c].set_ylabel("queries", fontsize=9)
+        fig.suptitle(f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
+                     f"largest weight on a padded key: {data['max_weight_on_padding']:.1g}", fontsize=10)
+        fig.tight_layout()
+        return fig
