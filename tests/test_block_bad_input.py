@@ -1,0 +1,88 @@
+"""Bad input to the block module raises a clear error (type and message)."""
+import pytest
+import torch.nn as nn
+
+from transformer_nb.block import (DecoderLayer, EncoderLayer, FeedForward, build_stack, copy_from_torch,
+                                  layer_grad_norms, make_norm, markov_batches, swiglu_hidden_size, to_torch,
+                                  trace_shapes, train_toy_lm)
+
+
+def test_unknown_norm():
+    with pytest.raises(ValueError, match="norm must be 'layer' or 'rms', got 'batch'"):
+        make_norm("batch", 16)
+    with pytest.raises(ValueError, match="norm must be 'layer' or 'rms'"):
+        EncoderLayer(16, 2, 32, norm="group")
+
+
+def test_norm_width_must_be_positive():
+    with pytest.raises(ValueError, match="d_model must be a positive integer, got 0"):
+        make_norm("layer", 0)
+
+
+def test_unknown_activation():
+    with pytest.raises(ValueError, match=r"activation must be one of \('relu', 'gelu', 'swiglu'\), got 'tanh'"):
+        FeedForward(16, 32, "tanh")
+
+
+@pytest.mark.parametrize("d_ff", [0, -4, 2.5, True])
+def test_ffn_width_must_be_positive_int(d_ff):
+    with pytest.raises(ValueError, match="d_ff .* must be a positive integer"):
+        FeedForward(16, d_ff)
+
+
+def test_ffn_model_width():
+    with pytest.raises(ValueError, match="d_model must be a positive integer"):
+        FeedForward(0, 32)
+
+
+def test_copy_from_torch_mismatches():
+    t = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)                     # Post-LN, relu, eps 1e-5
+    with pytest.raises(ValueError, match="norm placement differs"):
+        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=True), t)
+    with pytest.raises(ValueError, match="activation differs"):
+        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=False, activation="gelu"), t)
+    with pytest.raises(ValueError, match="eps differs"):
+        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=False, eps=1e-6), t)
+    with pytest.raises(ValueError, match="FFN shapes differ"):
+        copy_from_torch(EncoderLayer(16, 2, 64, norm_first=False), t)
+    with pytest.raises(ValueError, match="uses RMSNorm"):
+        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=False, norm="rms"), t)
+    with pytest.raises(ValueError, match="residual=False"):
+        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=False, residual=False), t)
+    with pytest.raises(TypeError, match="pairs with an nn.TransformerDecoderLayer"):
+        copy_from_torch(DecoderLayer(16, 2, 32, norm_first=False), t)
+    with pytest.raises(TypeError, match="expected an EncoderLayer or DecoderLayer"):
+        copy_from_torch(nn.Linear(2, 2), t)
+
+
+def test_to_torch_refuses_what_torch_cannot_express():
+    with pytest.raises(ValueError, match="no SwiGLU"):
+        to_torch(EncoderLayer(16, 2, 32, activation="swiglu"))
+    with pytest.raises(ValueError, match="uses RMSNorm"):
+        to_torch(EncoderLayer(16, 2, 32, norm="rms"))
+    with pytest.raises(ValueError, match="GQA/MQA"):
+        to_torch(EncoderLayer(16, 4, 32, n_kv_heads=2))
+    with pytest.raises(TypeError, match="expected an EncoderLayer or DecoderLayer"):
+        to_torch(nn.Linear(2, 2))
+
+
+def test_swiglu_hidden_size_bad_args():
+    with pytest.raises(ValueError, match="multiple_of must be a positive integer"):
+        swiglu_hidden_size(512, 0)
+    with pytest.raises(ValueError, match="ffn_dim_multiplier must be positive"):
+        swiglu_hidden_size(512, 256, -1.0)
+
+
+def test_experiment_helpers_bad_args():
+    with pytest.raises(ValueError, match="depth must be a positive integer, got 0"):
+        build_stack(0)
+    with pytest.raises(ValueError, match="seeds must name at least one seed"):
+        layer_grad_norms(2, seeds=())
+    with pytest.raises(ValueError, match="warmup must be a non-negative integer"):
+        train_toy_lm(2, True, 1e-3, -5, 3)
+    with pytest.raises(ValueError, match="fewer than steps=5"):
+        train_toy_lm(2, True, 1e-3, 0, 5, data=markov_batches(2))
+    with pytest.raises(ValueError, match="vocab must be a positive integer"):
+        markov_batches(2, vocab=0)
+    with pytest.raises(TypeError, match="needs an nn.Module"):
+        trace_shapes(lambda x: x, 1)

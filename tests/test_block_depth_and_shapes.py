@@ -1,0 +1,75 @@
+"""The block's residual switch, shape tracing, SwiGLU widths and the depth experiment behave as notebook 06 says."""
+import pytest
+import torch
+import torch.nn as nn
+
+from transformer_nb.block import (EncoderLayer, FeedForward, layer_grad_norms, markov_batches, stream_stats,
+                                  swiglu_hidden_size, token_diversity, trace_shapes, train_toy_lm)
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """These tensors are tiny: one thread is fastest, and immune to other jobs on the machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_swiglu_widths_of_published_models():
+    assert swiglu_hidden_size(4096) == 11008                 # LLaMA-7B
+    assert swiglu_hidden_size(8192, 4096, 1.3) == 28672      # LLaMA-2-70B
+    assert swiglu_hidden_size(5120) == 13824                 # LLaMA-13B
+    ffn = FeedForward(64, 96, "swiglu")
+    assert sum(p.numel() for p in ffn.parameters()) == 3 * 64 * 96 + 2 * 96 + 64
+
+
+def test_residual_switch():
+    torch.manual_seed(0)
+    on = EncoderLayer(16, 2, 32)
+    off = EncoderLayer(16, 2, 32, residual=False)
+    off.load_state_dict(on.state_dict())
+    x = torch.randn(2, 5, 16)
+    with torch.no_grad():
+        # Pre-LN: out = x + a + f(x + a); without the residual: out = f'(a) with a = attn(LN(x))
+        a = on.self_attn(on.norm1(x))
+        assert torch.allclose(off(x), on.ff(on.norm2(a)), atol=1e-6)
+        h = x + a
+        assert torch.allclose(on(x), h + on.ff(on.norm2(h)), atol=1e-6)
+
+
+def test_trace_shapes_records_every_submodule():
+    block = EncoderLayer(48, 4, 96, activation="gelu")
+    rec = trace_shapes(block, torch.randn(2, 3, 48))
+    names = [r["name"] for r in rec]
+    assert names == ["norm1", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj",
+                     "self_attn", "norm2", "ff.linear1", "ff.linear2", "ff", "EncoderLayer"]
+    assert {r["name"]: r["out"] for r in rec}["ff.linear1"] == (2, 3, 96)
+    assert all(not h for h in block._forward_hooks.values())       # hooks removed
+
+
+def test_depth_experiment_directions():
+    g = {(nf, res): layer_grad_norms(12, nf, res, seeds=(0, 1)) for nf in (True, False) for res in (True, False)}
+    post, pre = g[False, True]["param"], g[True, True]["param"]
+    assert post.shape == (12,) and g[True, True]["input"].shape == (12,)
+    assert post[-1] > post[0]          # Post-LN: largest gradients next to the output
+    assert pre[-1] < pre[0]            # Pre-LN: the opposite
+    nores = g[True, False]["param"]
+    assert nores[0] > 0.5 * nores[-1]  # no vanishing at initialisation
+    s = {(nf, res): stream_stats(12, nf, res) for nf in (True, False) for res in (True, False)}
+    assert s[True, False]["diversity"][-1] < 1e-4 and s[True, True]["diversity"][-1] > 0.1
+    assert abs(float(s[False, True]["rms"][-1]) - 1.0) < 1e-3
+
+
+def test_token_diversity_extremes():
+    x = torch.randn(1, 5, 8)
+    assert abs(token_diversity(x.mean(1, keepdim=True).expand(1, 5, 8))) < 1e-12
+    assert token_diversity(x - x.mean(1, keepdim=True)) > 0.999
+
+
+def test_toy_training_runs_and_learns_with_pre_ln():
+    data = markov_batches(30, batch=8, seq_len=8, vocab=16)
+    losses = train_toy_lm(2, True, 3e-3, 0, 30, data=data)
+    assert len(losses) == 30 and all(map(lambda v: v == v, losses))
+    assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5
+    assert 0 < data[2] < torch.log(torch.tensor(16.0))

@@ -1,0 +1,67 @@
+"""Pre-LN and Post-LN blocks equal nn.TransformerEncoderLayer / nn.TransformerDecoderLayer with copied weights."""
+import pytest
+import torch
+import torch.nn as nn
+
+from transformer_nb.block import DecoderLayer, EncoderLayer, copy_from_torch, to_torch
+from transformer_nb.masks import causal_mask, key_padding, padding_mask
+
+D, H, FF, T = 32, 4, 64, 7
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+@pytest.mark.parametrize("masks", ["none", "padding", "causal", "both"])
+def test_encoder_layer_equals_torch(norm_first, activation, masks):
+    torch.manual_seed(0)
+    theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, activation=activation, batch_first=True,
+                                        norm_first=norm_first)
+    ours = copy_from_torch(EncoderLayer(D, H, FF, norm_first=norm_first, activation=activation), theirs)
+    x = torch.randn(2, T, D)
+    keep = padding_mask([T, 4], T)
+    mask, kw = None, {}
+    if masks in ("padding", "both"):
+        mask, kw["src_key_padding_mask"] = key_padding(keep, T), ~keep
+    if masks in ("causal", "both"):
+        c = causal_mask(T)
+        mask = c if mask is None else mask & c
+        kw["src_mask"], kw["is_causal"] = ~c, True
+    real = keep[..., None] if masks in ("padding", "both") else torch.ones(2, T, 1, dtype=torch.bool)
+    y_ours = ours(x, mask=mask, is_causal=masks in ("causal", "both"))
+    y_theirs = theirs(x, **kw)
+    assert torch.allclose(y_ours * real, y_theirs * real, atol=1e-5)
+    # gradients agree too (train mode, dropout 0)
+    g_ours = torch.autograd.grad((ours(x) ** 2).sum(), ours.ff.linear1.weight)[0]
+    g_theirs = torch.autograd.grad((theirs(x) ** 2).sum(), theirs.linear1.weight)[0]
+    assert torch.allclose(g_ours, g_theirs, atol=1e-4)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_to_torch_roundtrip_encoder(norm_first):
+    torch.manual_seed(1)
+    ours = EncoderLayer(D, H, FF, norm_first=norm_first, activation="gelu")
+    theirs = to_torch(ours)
+    assert theirs.norm_first == norm_first and theirs.self_attn.batch_first
+    x = torch.randn(3, 5, D)
+    assert torch.allclose(ours(x), theirs(x), atol=1e-5)
+    back = copy_from_torch(EncoderLayer(D, H, FF, norm_first=norm_first, activation="gelu"), theirs)
+    assert all(torch.equal(a, b) for a, b in zip(back.state_dict().values(), ours.state_dict().values()))
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_decoder_layer_equals_torch(norm_first):
+    torch.manual_seed(2)
+    theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first)
+    ours = copy_from_torch(DecoderLayer(D, H, FF, norm_first=norm_first), theirs)
+    x, mem = torch.randn(2, T, D), torch.randn(2, 5, D)
+    src_keep = padding_mask([5, 3], 5)
+    y_ours = ours(x, mem, memory_mask=key_padding(src_keep, T))
+    y_theirs = theirs(x, mem, tgt_mask=~causal_mask(T), tgt_is_causal=True, memory_key_padding_mask=~src_keep)
+    assert torch.allclose(y_ours, y_theirs, atol=1e-5)
+    assert torch.allclose(to_torch(ours)(x, mem, tgt_mask=~causal_mask(T), tgt_is_causal=True), ours(x, mem),
+                          atol=1e-5)
+
+
+def test_eps_is_carried_by_to_torch():
+    ours = EncoderLayer(D, H, FF, eps=1e-6)
+    assert to_torch(ours).norm1.eps == 1e-6

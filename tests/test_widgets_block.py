@@ -1,0 +1,32 @@
+"""The depth widget recomputes headlessly when a control changes."""
+import pytest
+import torch
+import matplotlib
+
+matplotlib.use("Agg")
+
+from transformer_nb.widgets.block import DepthWidget  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def _one_thread():
+    """These tensors are tiny: one thread is fastest, and immune to other jobs on the machine."""
+    n = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(n)
+
+
+def test_depth_widget_controls():
+    w = DepthWidget(depth=12, placement="Post-LN")
+    w.refresh()
+    assert w.fig is not None and len(w.last["grad"]) == 12 and len(w.last["diversity"]) == 13
+    assert w.last["ratio"] > 1                        # Post-LN: larger gradients near the output
+    w.controls["placement"].value = "Pre-LN"
+    assert w.last["norm_first"] and w.last["ratio"] < 1
+    w.controls["residual"].value = False
+    assert not w.last["residual"] and w.last["diversity"][-1] < 1e-4
+    w.controls["depth"].value = 4
+    assert len(w.last["grad"]) == 4 and len(w.last["rms"]) == 5
+    w.controls["d_model"].value = 32
+    assert w.last["d_model"] == 32 and w.fig is not None
