@@ -4,9 +4,9 @@ import inspect
 
 def show_source(obj) -> None:
     """Display ``obj``'s source with syntax highlighting (plain text outside Jupyter)."""
+    obj = inspect.unwrap(obj)  # a decorated function: show the function, not the decorator's file
     src = inspect.getsource(obj)
-    where = f"# {inspect.getsourcefile(obj).split('transformer_nb')[-1].lstrip('/')}".replace(
-        "# ", "# transformer_nb/", 1)
+    where = "# transformer_nb/" + inspect.getsourcefile(obj).replace("\\", "/").split("transformer_nb/")[-1]
     try:
         from IPython.display import Code, display
         display(Code(f"{where}\n{src}", language="python"))
