@@ -1,0 +1,120 @@
+"""The package's stacks compute exactly what PyTorch's nn.TransformerEncoder / nn.TransformerDecoder /
+nn.Transformer compute once the weights are copied (batch_first=True, dropout 0, Pre-LN and Post-LN),
+with padding masks and the causal mask -- in both copying directions."""
+import pytest
+import torch
+import torch.nn as nn
+
+from transformer_nb.masks import causal_mask, padding_mask
+from transformer_nb.models import (Decoder, DecoderOnly, Encoder, EncoderDecoder, decoder_from_torch,
+                                   decoder_to_torch, encoder_from_torch, encoder_to_torch, to_nn_transformer,
+                                   torch_masks)
+
+D, H, FF = 32, 4, 48
+ATOL = 2e-5
+
+
+def _perturb(module, seed=0):
+    """Random weights everywhere (LayerNorm γ = 1, β = 0 would hide a missing norm copy)."""
+    g = torch.Generator().manual_seed(seed)
+    with torch.no_grad():
+        for p in module.parameters():
+            p.add_(0.2 * torch.randn(p.shape, generator=g))
+    return module
+
+
+def _batch(seed=1):
+    g = torch.Generator().manual_seed(seed)
+    x = torch.randn(3, 7, D, generator=g)
+    y = torch.randn(3, 5, D, generator=g)
+    return x, padding_mask([7, 4, 2], 7), y, padding_mask([5, 3, 1], 5)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+@pytest.mark.parametrize("activation", ["relu", "gelu"])
+def test_encoder_equals_nn_transformer_encoder_with_padding(norm_first, activation):
+    torch.manual_seed(0)
+    ours = _perturb(Encoder(D, H, FF, 3, 0.0, norm_first, activation)).eval()
+    theirs = encoder_to_torch(ours).eval()
+    x, keep, _, _ = _batch()
+    with torch.no_grad():
+        a = ours(x, keep)
+        b = theirs(x, src_key_padding_mask=~keep)
+    assert torch.allclose(a, b, atol=ATOL)
+    assert (theirs.norm is not None) == norm_first
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_causal_stack_equals_nn_transformer_encoder_with_causal_mask(norm_first):
+    """The decoder-only (GPT) stack is torch's *encoder* with a causal mask -- no TransformerDecoder needed."""
+    torch.manual_seed(0)
+    model = _perturb(DecoderOnly(50, D, H, 2, FF, norm_first=norm_first)).eval()
+    theirs = encoder_to_torch(model.blocks).eval()
+    x, keep, _, _ = _batch(2)
+    t = x.shape[1]
+    with torch.no_grad():
+        a = model.blocks(x, keep)
+        b = theirs(x, mask=~causal_mask(t), src_key_padding_mask=~keep, is_causal=True)
+    assert torch.allclose(a, b, atol=ATOL)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_decoder_equals_nn_transformer_decoder_with_causal_and_padding(norm_first):
+    torch.manual_seed(0)
+    ours = _perturb(Decoder(D, H, FF, 2, 0.0, norm_first)).eval()
+    theirs = decoder_to_torch(ours).eval()
+    memory, src_keep, y, tgt_keep = _batch(3)
+    kw = torch_masks(src_keep, tgt_keep)
+    with torch.no_grad():
+        a = ours(y, memory, tgt_keep, src_keep)
+        b = theirs(y, memory, tgt_mask=kw["tgt_mask"], tgt_key_padding_mask=kw["tgt_key_padding_mask"],
+                   memory_key_padding_mask=kw["memory_key_padding_mask"], tgt_is_causal=True)
+    assert torch.allclose(a, b, atol=ATOL)
+
+
+@pytest.mark.parametrize("norm_first", [True, False])
+def test_copy_from_torch_stacks(norm_first):
+    torch.manual_seed(0)
+    enc_layer = nn.TransformerEncoderLayer(D, H, FF, 0.0, batch_first=True, norm_first=norm_first)
+    dec_layer = nn.TransformerDecoderLayer(D, H, FF, 0.0, batch_first=True, norm_first=norm_first)
+    t_enc = _perturb(nn.TransformerEncoder(enc_layer, 2, norm=nn.LayerNorm(D) if norm_first else None,
+                                           enable_nested_tensor=False), 5).eval()
+    t_dec = _perturb(nn.TransformerDecoder(dec_layer, 2, norm=nn.LayerNorm(D) if norm_first else None), 6).eval()
+    enc = encoder_from_torch(Encoder(D, H, FF, 2, 0.0, norm_first), t_enc).eval()
+    dec = decoder_from_torch(Decoder(D, H, FF, 2, 0.0, norm_first), t_dec).eval()
+    x, src_keep, y, tgt_keep = _batch(4)
+    with torch.no_grad():
+        mem_t = t_enc(x, src_key_padding_mask=~src_keep)
+        mem = enc(x, src_keep)
+        out_t = t_dec(y, mem_t, tgt_mask=~causal_mask(5), tgt_key_padding_mask=~tgt_keep,
+                      memory_key_padding_mask=~src_keep, tgt_is_causal=True)
+        out = dec(y, mem, tgt_keep, src_keep)
+    assert torch.allclose(mem, mem_t, atol=ATOL)
+    assert torch.allclose(out, out_t, atol=ATOL)
+
+
+def test_whole_pre_ln_encoder_decoder_equals_nn_transformer():
+    torch.manual_seed(0)
+    model = _perturb(EncoderDecoder(30, 30, D, H, 2, 3, FF, norm_first=True)).eval()
+    theirs = to_nn_transformer(model).eval()
+    src = torch.randint(1, 30, (3, 7))
+    tgt = torch.randint(1, 30, (3, 5))
+    _, src_keep, _, tgt_keep = _batch()
+    with torch.no_grad():
+        x, y = model.src_embed(src), model.tgt_embed(tgt)
+        ours = model.decoder(y, model.encoder(x, src_keep), tgt_keep, src_keep)
+        kw = torch_masks(src_keep, tgt_keep)
+        out = theirs(x, y, **kw)
+    assert torch.allclose(ours, out, atol=ATOL)
+
+
+def test_dropped_norm_copy_would_be_caught():
+    """The comparison is sensitive: perturbing one copied LayerNorm breaks equality."""
+    torch.manual_seed(0)
+    ours = _perturb(Encoder(D, H, FF, 2, 0.0, True)).eval()
+    theirs = encoder_to_torch(ours).eval()
+    with torch.no_grad():
+        theirs.layers[1].norm2.bias.add_(0.5)
+    x, keep, _, _ = _batch()
+    with torch.no_grad():
+        assert not torch.allclose(ours(x, keep), theirs(x, src_key_padding_mask=~keep), atol=ATOL)

@@ -1,0 +1,92 @@
+"""Padding masks work through the whole stack of all three variants (outputs at real positions do not
+change when the padding's content or length changes), and the causal mask works: changing a future
+token leaves earlier logits unchanged (decoder-only, encoder-decoder decoder), while the encoder-only
+model is bidirectional."""
+import torch
+
+from transformer_nb.masks import padding_mask
+from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly
+
+V, PAD = 40, 0
+ATOL = 1e-5
+
+
+def _ids(lengths, t, seed, pad_fill=None):
+    g = torch.Generator().manual_seed(seed)
+    ids = torch.randint(1, V, (len(lengths), t), generator=g)
+    keep = padding_mask(lengths, t)
+    fill = torch.full_like(ids, PAD) if pad_fill is None else torch.randint(1, V, ids.shape, generator=pad_fill)
+    return torch.where(keep, ids, fill), keep
+
+
+def _real(out, keep):
+    return out[keep]
+
+
+def test_encoder_only_padding_invariance():
+    torch.manual_seed(0)
+    m = EncoderOnly(V, 32, 4, 2, 64).eval()
+    a_ids, a_keep = _ids([6, 3, 4], 6, 1)
+    b_ids, b_keep = _ids([6, 3, 4], 9, 1, pad_fill=torch.Generator().manual_seed(7))   # longer, junk padding
+    b_ids[:, :6] = torch.where(a_keep, a_ids, b_ids[:, :6])
+    with torch.no_grad():
+        a, b = m(a_ids, a_keep), m(b_ids, b_keep)
+    assert torch.allclose(_real(a, a_keep), _real(b, b_keep), atol=ATOL)
+    # without the mask, the junk padding leaks into real positions
+    with torch.no_grad():
+        assert not torch.allclose(m(a_ids)[a_keep], m(b_ids)[b_keep], atol=1e-3)
+
+
+def test_decoder_only_padding_invariance_right_padding():
+    torch.manual_seed(0)
+    m = DecoderOnly(V, 32, 4, 2, 64).eval()
+    a_ids, a_keep = _ids([5, 2], 5, 2)
+    b_ids, b_keep = _ids([5, 2], 8, 2, pad_fill=torch.Generator().manual_seed(8))
+    b_ids[:, :5] = torch.where(a_keep, a_ids, b_ids[:, :5])
+    with torch.no_grad():
+        assert torch.allclose(m(a_ids, a_keep)[a_keep], m(b_ids, b_keep)[b_keep], atol=ATOL)
+
+
+def test_encoder_decoder_padding_invariance_source_and_target():
+    torch.manual_seed(0)
+    m = EncoderDecoder(V, V, 32, 4, 2, 2, 64).eval()
+    src, sk = _ids([7, 3], 7, 3)
+    tgt, tk = _ids([4, 2], 4, 4)
+    src2, sk2 = _ids([7, 3], 10, 3, pad_fill=torch.Generator().manual_seed(9))
+    src2[:, :7] = torch.where(sk, src, src2[:, :7])
+    tgt2, tk2 = _ids([4, 2], 6, 4, pad_fill=torch.Generator().manual_seed(10))
+    tgt2[:, :4] = torch.where(tk, tgt, tgt2[:, :4])
+    with torch.no_grad():
+        a = m(src, tgt, sk, tk)
+        b = m(src2, tgt2, sk2, tk2)
+        assert torch.allclose(a[tk], b[tk2], atol=ATOL)
+        # without the source mask, the junk source padding changes the logits
+        assert not torch.allclose(m(src, tgt, None, tk)[tk], m(src2, tgt2, None, tk2)[tk2], atol=1e-3)
+
+
+def test_decoder_only_is_causal_and_encoder_only_is_not():
+    torch.manual_seed(0)
+    dec = DecoderOnly(V, 32, 4, 2, 64).eval()
+    enc = EncoderOnly(V, 32, 4, 2, 64).eval()
+    ids = torch.randint(1, V, (2, 8), generator=torch.Generator().manual_seed(5))
+    for j in range(1, 8):
+        changed = ids.clone()
+        changed[:, j] = (changed[:, j] % (V - 1)) + 1
+        with torch.no_grad():
+            a, b = dec(ids), dec(changed)
+            assert torch.allclose(a[:, :j], b[:, :j], atol=ATOL)
+            assert not torch.allclose(a[:, j], b[:, j], atol=1e-4)
+            assert not torch.allclose(enc(ids)[:, :j], enc(changed)[:, :j], atol=1e-4)
+
+
+def test_encoder_decoder_decoder_is_causal_in_the_target():
+    torch.manual_seed(0)
+    m = EncoderDecoder(V, V, 32, 4, 2, 2, 64).eval()
+    src = torch.randint(1, V, (2, 6), generator=torch.Generator().manual_seed(6))
+    tgt = torch.randint(1, V, (2, 5), generator=torch.Generator().manual_seed(7))
+    changed = tgt.clone()
+    changed[:, 3] = (changed[:, 3] % (V - 1)) + 1
+    with torch.no_grad():
+        a, b = m(src, tgt), m(src, changed)
+    assert torch.allclose(a[:, :3], b[:, :3], atol=ATOL)
+    assert not torch.allclose(a[:, 3:], b[:, 3:], atol=1e-4)
