@@ -7,13 +7,7 @@ from transformer_nb.block import (EncoderLayer, FeedForward, layer_grad_norms, m
                                   swiglu_hidden_size, token_diversity, trace_shapes, train_toy_lm)
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """These tensors are tiny: one thread is fastest, and immune to other jobs on the machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_swiglu_widths_of_published_models():

@@ -8,13 +8,7 @@ from transformer_nb.block import EncoderLayer
 from transformer_nb.exercises.block import encoder_stack_ex, rms_norm_ex, swiglu_ex
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """These tensors are tiny: one thread is fastest, and immune to other jobs on the machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def _stub(*args):

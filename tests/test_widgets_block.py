@@ -8,13 +8,7 @@ matplotlib.use("Agg")
 from transformer_nb.widgets.block import DepthWidget  # noqa: E402
 
 
-@pytest.fixture(autouse=True)
-def _one_thread():
-    """These tensors are tiny: one thread is fastest, and immune to other jobs on the machine."""
-    n = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(n)
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_depth_widget_controls():

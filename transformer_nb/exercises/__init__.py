@@ -120,20 +120,18 @@ class Exercise:
             return Result(False, f"✗ {self.title} — case '{desc}': {self.diagnose(args, out, ref)}", desc)
         return Result(True, f"✓ {self.title}: all {len(self.cases)} cases match the reference.")
 
-    def diagnose(self, args, out, ref) -> str:
-        """The most specific hint available for a wrong ``out``: a recognised mistake first."""
+    def known_mistake(self, args, out) -> str | None:
+        """The hint of the first typical mistake whose output equals ``out``, else None."""
         for m in self.mistakes:
             try:
                 if self.compare(out, m.fn(*_clone(args))):
                     return m.hint
             except Exception:
                 continue
-        if _shape(out) != _shape(ref):
-            return (f"the output has shape(s) {_shape(out)}, expected {_shape(ref)}. "
-                    "Check which axes you multiply and transpose.")
-        for t in _tensors(out):
-            if isinstance(t, torch.Tensor) and t.is_floating_point() and torch.isnan(t).any():
-                return "the output contains NaN. Where does a softmax see a row that is all -inf, or a 0/0?"
+        return None
+
+    def failed_property(self, args, out) -> str | None:
+        """The hint of the first property ``out`` violates, else None."""
         for p in self.properties:
             try:
                 ok = p.holds(args, out)
@@ -141,8 +139,22 @@ class Exercise:
                 ok = False
             if not ok:
                 return p.hint
-        return ("the shapes are right but the values differ from the reference. "
-                "Re-read the formula term by term and test on a tiny input by hand.")
+        return None
+
+    def diagnose(self, args, out, ref) -> str:
+        """The most specific hint available for a wrong ``out``: a recognised mistake first."""
+        hint = self.known_mistake(args, out)
+        if hint:
+            return hint
+        if _shape(out) != _shape(ref):
+            return (f"the output has shape(s) {_shape(out)}, expected {_shape(ref)}. "
+                    "Check which axes you multiply and transpose.")
+        for t in _tensors(out):
+            if isinstance(t, torch.Tensor) and t.is_floating_point() and torch.isnan(t).any():
+                return "the output contains NaN. Where does a softmax see a row that is all -inf, or a 0/0?"
+        return self.failed_property(args, out) or (
+            "the shapes are right but the values differ from the reference. "
+            "Re-read the formula term by term and test on a tiny input by hand.")
 
     def show_solution(self) -> None:
         """Reveal the reference solution's source (on purpose only)."""
