@@ -72,11 +72,22 @@ def info(path: Path, runtimes: dict | None = None) -> dict:
 
 
 def notebook_index(folder: Path | None = None) -> list:
-    """``info()`` of every stored notebook in book order."""
+    """``info()`` of every notebook in book order: stored ones, and twins not yet stored (``stored=False``)."""
     folder = Path(folder or notebooks_dir())
     rt = folder / "runtimes.json"
     runtimes = json.loads(rt.read_text()) if rt.exists() else {}
-    return [info(p, runtimes) for p in sorted(folder.glob("[0-9][0-9]_*.ipynb"))]
+    stems = sorted({p.stem for p in folder.glob("[0-9][0-9]_*.ipynb")}
+                   | {p.stem for p in (folder / "py").glob("[0-9][0-9]_*.py")})
+    out = []
+    for stem in stems:
+        path = folder / f"{stem}.ipynb"
+        if path.exists():
+            out.append({**info(path, runtimes), "stored": True})
+        else:
+            out.append({"name": stem, "title": stem, "serves": "", "texts": [], "exercises": [],
+                        "check_cells": 0, "figures": 0, "widgets": 0, "code_cells": 0, "has_twin": True,
+                        "quick_s": None, "full_s": None, "stored": False})
+    return out
 
 
 def exercise_map(index: list) -> dict:
