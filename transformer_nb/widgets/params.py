@@ -57,7 +57,7 @@ class ParamCalculator(Widget):
             ffn_ratio=W.FloatSlider(value=4.0, min=0.5, max=8.0, step=0.125, description="d_ff / d_model",
                                     continuous_update=False, style=style),
             activation=W.ToggleButtons(options=["relu", "gelu", "swiglu"], value="gelu", description="FFN",
-                                       style={**style, "button_width": "60px"}),
+                                       style={**style, "button_width": "72px"}),
             vocab=W.BoundedIntText(value=50257, min=1, max=1_000_000, description="vocabulary", style=style,
                                    layout=narrow),
             tie=W.Checkbox(value=True, description="tie output to embedding", style=style),
@@ -117,8 +117,10 @@ class ParamCalculator(Widget):
             return {"error": str(err), "values": values}
         out = {"config": cfg, "breakdown": param_breakdown(cfg), "d_ff": cfg.ff,
                "rule": cfg.n_layers * block_rule(cfg.d_model), "published": None}
-        if values["preset"] != CUSTOM and out["breakdown"] == param_breakdown(PRESETS[values["preset"]]):
+        unchanged = values["preset"] != CUSTOM and out["breakdown"] == param_breakdown(PRESETS[values["preset"]])
+        if unchanged:
             out["published"] = cfg.published             # the preset's count, unchanged by the controls
+        out["label"] = cfg.name if unchanged or values["preset"] == CUSTOM else f"{cfg.name}, modified"
         out["numel"] = numel(build_transformer(cfg)) if self.check_numel else None
         return out
 
@@ -149,7 +151,7 @@ class ParamCalculator(Widget):
         if data["numel"] is not None:
             check = "  ✓ = numel on meta" if data["numel"] == b["total"] else f"  ✗ numel {data['numel']:,}"
         pub = f" | published: {_fmt(data['published'])}" if data.get("published") else ""
-        ax1.set_title(f"{cfg.name}: {b['total']:,} parameters{check}\n"
+        ax1.set_title(f"{data['label']}: {b['total']:,} parameters{check}\n"
                       f"d_ff = {data['d_ff']}, 12·L·d² rule: {_fmt(data['rule'])}, fp16 weights: "
                       f"{2 * b['total'] / 1e9:.3g} GB{pub}", fontsize=10, loc="left")
         return fig
