@@ -1,0 +1,140 @@
+"""The WikiText-2 loader on the real shared files: counts, vocabulary, checksums, errors.
+
+Data is found via TNB_DATA_DIR, else ../shared/data relative to the repo root; the
+tests skip (saying so) when neither exists.
+"""
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+import torch
+
+from transformer_nb import wikitext as wt
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def _data_root():
+    env = os.environ.get("TNB_DATA_DIR")
+    for cand in ([env] if env else []) + [str(ROOT.parent / "shared" / "data")]:
+        for c in wt._candidates(cand):
+            if wt._complete(c):
+                return c
+    return None
+
+
+DATA = _data_root()
+needs_data = pytest.mark.skipif(
+    DATA is None, reason="WikiText-2 not found: set TNB_DATA_DIR or provide ../shared/data/wikitext-2")
+
+
+@pytest.fixture(scope="module")
+def corpus():
+    if DATA is None:
+        pytest.skip("WikiText-2 not found: set TNB_DATA_DIR or provide ../shared/data/wikitext-2")
+    return wt.load_wikitext2(DATA)
+
+
+@pytest.fixture
+def isolated(monkeypatch, tmp_path):
+    """No TNB_DATA_DIR, an empty user cache, downloads forbidden unless a test allows them."""
+    monkeypatch.delenv("TNB_DATA_DIR", raising=False)
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.setenv("TNB_OFFLINE", "1")
+    return tmp_path
+
+
+@needs_data
+def test_token_counts_match_published(corpus):
+    assert corpus.train.numel() == 2_088_628
+    assert corpus.valid.numel() == 217_646
+    assert corpus.test.numel() == 245_569
+    assert corpus.train.dtype == torch.long
+
+
+@needs_data
+def test_vocabulary_size_and_specials(corpus):
+    assert len(corpus.vocab) == 33_278 == wt.VOCAB_SIZE
+    assert corpus.vocab.itos[corpus.vocab.eos] == "<eos>"
+    assert corpus.vocab.itos[corpus.vocab.unk] == "<unk>"
+    # every id used in valid/test is a real word (vocab from train covers them)
+    assert int(corpus.valid.max()) < len(corpus.vocab)
+    assert int(corpus.test.max()) < len(corpus.vocab)
+
+
+@needs_data
+def test_first_line_decodes_like_the_file(corpus):
+    with open(corpus.folder / "train.txt", encoding="utf-8") as f:
+        f.readline()  # blank first line -> a lone <eos>
+        second = f.readline().split()
+    assert corpus.vocab.decode(corpus.train[:1]) == "<eos>"
+    assert corpus.vocab.decode(corpus.train[1:1 + len(second)]) == " ".join(second)
+
+
+@needs_data
+def test_unknown_word_maps_to_unk(corpus):
+    v = corpus.vocab
+    ids = v.encode("the zzqxjunknownword history")
+    assert ids.tolist() == [v.stoi["the"], v.unk, v.stoi["history"]]
+    assert v.decode(ids) == "the <unk> history"
+
+
+@needs_data
+def test_decode_rejects_out_of_range(corpus):
+    with pytest.raises(IndexError, match=r"\[0, 33278\)"):
+        corpus.vocab.decode([0, 33_278])
+
+
+@needs_data
+def test_env_var_accepts_parent_or_folder(monkeypatch):
+    for value in (DATA, DATA.parent):
+        monkeypatch.setenv("TNB_DATA_DIR", str(value))
+        assert wt.find_data_dir(download=False) == DATA
+
+
+@needs_data
+def test_user_cache_is_used_after_env(isolated):
+    cache = wt.user_cache_dir() / "wikitext-2"
+    shutil.copytree(DATA, cache)
+    assert wt.find_data_dir() == cache
+
+
+@needs_data
+def test_checksum_mismatch_on_corrupted_copy(tmp_path):
+    copy = tmp_path / "wikitext-2"
+    shutil.copytree(DATA, copy)
+    raw = bytearray((copy / "valid.txt").read_bytes())
+    raw[1000] ^= 0x01                       # flip one bit
+    (copy / "valid.txt").write_bytes(bytes(raw))
+    with pytest.raises(ValueError, match=r"checksum mismatch .*valid\.txt"):
+        wt.load_wikitext2(copy)
+
+
+@needs_data
+def test_missing_file_at_explicit_path(tmp_path):
+    copy = tmp_path / "wikitext-2"
+    shutil.copytree(DATA, copy)
+    (copy / "test.txt").unlink()
+    with pytest.raises(FileNotFoundError, match=r"missing: \['test.txt'\]"):
+        wt.load_wikitext2(copy)
+
+
+def test_nothing_found_offline_says_where_it_looked(isolated):
+    with pytest.raises(FileNotFoundError) as err:
+        wt.find_data_dir()
+    msg = str(err.value)
+    assert "TNB_DATA_DIR (not set)" in msg
+    assert str(wt.user_cache_dir() / "wikitext-2") in msg
+    assert "download (disabled" in msg
+    assert "How to get the data" in msg and wt.BASE_URL in msg
+
+
+def test_failed_download_is_reported(isolated, monkeypatch):
+    monkeypatch.setenv("TNB_OFFLINE", "0")
+    monkeypatch.setattr(wt, "BASE_URL", "http://127.0.0.1:9/")   # nothing listens on port 9
+    with pytest.raises(FileNotFoundError, match=r"download from http://127\.0\.0\.1:9/ failed"):
+        wt.find_data_dir(progress=False, timeout=2)
+    # no half-written file is left behind in the cache
+    cache = wt.user_cache_dir() / "wikitext-2"
+    assert not cache.exists() or list(cache.iterdir()) == []
