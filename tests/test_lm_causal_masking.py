@@ -1,0 +1,77 @@
+"""The LM is causal: changing a future token leaves every earlier prediction unchanged."""
+import pytest
+import torch
+
+from transformer_nb.lm import HEADS, LSTMLM, TransformerLM, frequency_ranks
+
+V = 300
+
+
+def tiny(head, positions="learned"):
+    torch.manual_seed(0)
+    ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
+    return TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=32, head=head,
+                         ranks=ranks, cutoffs=(40, 150), positions=positions).eval()
+
+
+@pytest.mark.parametrize("head", HEADS)
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal", "rope", "alibi"])
+@pytest.mark.parametrize("t", [0, 7, 15])
+def test_future_token_does_not_change_earlier_logprobs(head, positions, t):
+    m = tiny(head, positions)
+    ids = torch.randint(0, V, (2, 16), generator=torch.Generator().manual_seed(2))
+    changed = ids.clone()
+    changed[:, t] = (changed[:, t] + 1) % V
+    with torch.no_grad():
+        a, b = m.log_probs(ids), m.log_probs(changed)
+    assert torch.equal(a[:, :t], b[:, :t])            # bit-identical before the change
+    assert (a[:, t] - b[:, t]).abs().max() > 1e-4       # and the change is seen from t on
+
+
+def test_lstm_is_causal_too():
+    torch.manual_seed(0)
+    m = LSTMLM(V, 16, 24, head="full").eval()
+    ids = torch.randint(0, V, (1, 12))
+    changed = ids.clone()
+    changed[0, 9] = (changed[0, 9] + 1) % V
+    with torch.no_grad():
+        assert torch.equal(m.log_probs(ids)[:, :9], m.log_probs(changed)[:, :9])
+
+
+@pytest.mark.parametrize("head", HEADS)
+def test_log_probs_are_normalised_and_match_nll(head):
+    m = tiny(head)
+    ids = torch.randint(0, V, (2, 10))
+    y = torch.randint(0, V, (2, 10))
+    with torch.no_grad():
+        lp = m.log_probs(ids)
+        nll = m.nll(ids, y, reduction="none")
+    assert lp.shape == (2, 10, V)
+    assert torch.allclose(lp.exp().sum(-1), torch.ones(2, 10), atol=1e-5)
+    assert torch.allclose(-lp.gather(-1, y[..., None]).squeeze(-1), nll, atol=1e-5)
+
+
+def test_tied_head_shares_the_embedding_matrix():
+    m = tiny("tied")
+    assert m.head.logits(torch.zeros(1, 32)).shape == (1, V)
+    names = [n for n, _ in m.named_parameters()]
+    assert not any("embedding" in n for n in names)      # the shared matrix is counted once
+    full = tiny("full")
+    assert full.num_parameters() - m.num_parameters() == V * 32   # the saved V x d matrix
+
+
+def test_bad_ids_are_rejected():
+    m = tiny("full")
+    with pytest.raises(ValueError, match=r"\[0, 300\)"):
+        m.log_probs(torch.tensor([[0, 300]]))
+    with pytest.raises(ValueError, match=r"\(B, T\)"):
+        m.log_probs(torch.tensor([1, 2]))
+    with pytest.raises(ValueError, match="exceed max_len=32"):
+        m.log_probs(torch.zeros(1, 33, dtype=torch.long))
+
+
+def test_adaptive_head_needs_ranks():
+    with pytest.raises(ValueError, match="frequency_ranks"):
+        TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=1, head="adaptive")
+    with pytest.raises(ValueError, match="head must be one of"):
+        TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=1, head="softmax")

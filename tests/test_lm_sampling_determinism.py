@@ -1,0 +1,87 @@
+"""Sampling is reproducible under a seed; greedy, temperature and top-k do what they say."""
+import pytest
+import torch
+
+from transformer_nb.lm import LSTMLM, TransformerLM, generate, sample_next, top_k_filter
+
+V = 200
+
+
+def tiny():
+    torch.manual_seed(0)
+    return TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, head="tied").eval()
+
+
+def test_same_seed_same_text_different_seed_different_text():
+    m = tiny()
+    p = torch.tensor([1, 2, 3])
+    a = generate(m, p, 40, temperature=1.0, seed=7)
+    b = generate(m, p, 40, temperature=1.0, seed=7)
+    c = generate(m, p, 40, temperature=1.0, seed=8)
+    assert torch.equal(a, b)
+    assert not torch.equal(a, c)
+
+
+def test_sampling_does_not_touch_the_global_rng():
+    m = tiny()
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    generate(m, torch.tensor([1, 2]), 10, temperature=1.0, seed=0)
+    assert torch.equal(torch.rand(3), expected)
+
+
+def test_top_k_one_and_temperature_zero_are_greedy():
+    m = tiny()
+    p = torch.tensor([5, 6, 7])
+    greedy = generate(m, p, 20, temperature=0.0)
+    assert torch.equal(generate(m, p, 20, temperature=1.5, top_k=1, seed=3), greedy)
+
+
+def test_top_k_filter_keeps_exactly_k():
+    logits = torch.tensor([[0.1, 3.0, -1.0, 2.0, 0.5]])
+    out = top_k_filter(logits, 2)
+    assert torch.isfinite(out).sum() == 2
+    assert torch.equal(torch.isfinite(out), torch.tensor([[False, True, False, True, False]]))
+    assert torch.equal(top_k_filter(logits, None), logits)
+
+
+def test_top_k_samples_only_from_the_top_k():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.randn(1, 50, generator=g).expand(2000, 50)
+    picks = sample_next(logits, temperature=1.0, top_k=5, generator=g)
+    assert set(picks.tolist()) <= set(torch.topk(logits[0], 5).indices.tolist())
+
+
+def test_low_temperature_concentrates_high_temperature_spreads():
+    g = torch.Generator().manual_seed(0)
+    logits = torch.linspace(0, 3, 10).expand(4000, 10)
+    cold = sample_next(logits, 0.1, generator=g)
+    hot = sample_next(logits, 10.0, generator=g)
+    assert (cold == 9).float().mean() > 0.9              # p(top) = 0.965 at T = 0.1
+    assert len(set(hot.tolist())) == 10
+
+
+def test_negative_temperature_is_an_error():
+    with pytest.raises(ValueError, match="temperature must be >= 0"):
+        sample_next(torch.zeros(1, 3), -1.0)
+
+
+def test_lstm_generation_is_seeded_too():
+    torch.manual_seed(0)
+    m = LSTMLM(V, 16, 24, head="full")
+    a = generate(m, torch.tensor([1, 2]), 15, temperature=0.9, top_k=10, seed=1)
+    b = generate(m, torch.tensor([1, 2]), 15, temperature=0.9, top_k=10, seed=1)
+    assert torch.equal(a, b) and a.shape == (17,)
+
+
+@pytest.mark.parametrize("head", ["full", "tied", "adaptive", "adaptive_tied"])
+def test_the_greedy_shortcut_is_the_arg_max_of_the_full_distribution(head):
+    from transformer_nb.lm import frequency_ranks
+    torch.manual_seed(0)
+    ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
+    m = TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64, head=head, ranks=ranks,
+                      cutoffs=(20, 60)).eval()
+    h = torch.randn(500, 32) * 3                         # many rows, some won by tail words
+    with torch.no_grad():
+        assert torch.equal(m.head.greedy(h), m.head.log_probs(h).argmax(-1))
