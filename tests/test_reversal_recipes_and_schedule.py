@@ -1,0 +1,64 @@
+"""The text's recipe is encoded as written; the warm-up schedule is the text's formula; training stops early."""
+import math
+from dataclasses import replace
+
+import pytest
+import torch
+
+from transformer_nb import reversal as rv
+
+
+def test_text_recipe_is_the_text_as_written():
+    r = rv.TEXT_RECIPE
+    assert (r.lr, r.schedule, r.batch_size, r.data, r.n_train, r.label_smoothing, r.clip) == \
+        (1e-4, "constant", 64, "fixed", 2000, 0.0, 1.0)
+    assert r.steps_per_epoch() == 32 and r.steps == 30 * 32
+    m = r.model
+    assert (m.d_model, m.n_heads, m.d_ff, m.n_layers, m.dropout, m.activation, m.norm_first, m.init) == \
+        (64, 4, 256, 2, 0.1, "gelu", True, "xavier")
+
+
+def test_ladder_goes_from_the_text_to_the_improved_recipe():
+    assert rv.LADDER[0][1] is rv.TEXT_RECIPE and rv.LADDER[-1][1] is rv.IMPROVED
+    names = [r.name for _, r in rv.LADDER] + [r.name for _, r in rv.ABLATIONS]
+    assert len(set(names)) == len(names)                  # one cache file each
+
+
+@pytest.mark.parametrize("warmup", [1, 100, 4000])
+def test_lambda_lr_reproduces_the_text_formula(warmup):
+    opt = torch.optim.Adam([torch.zeros(1, requires_grad=True)], lr=(64 * warmup) ** -0.5)
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, rv.warmup_factor(warmup))
+    for step in range(1, 3 * warmup + 3):
+        assert math.isclose(opt.param_groups[0]["lr"], rv.paper_lr(step, 64, warmup), rel_tol=1e-12)
+        opt.step()
+        sched.step()
+
+
+def test_schedule_rejects_bad_input():
+    with pytest.raises(ValueError, match="non-negative integer"):
+        rv.warmup_factor(-1)
+    with pytest.raises(ValueError, match="step >= 1"):
+        rv.paper_lr(0, 64, 4000)
+    with pytest.raises(ValueError, match="schedule must be"):
+        rv.Recipe(schedule="cosine")
+
+
+def test_train_records_history_and_stops_at_target():
+    ev = rv.heldout_set(50)
+    recipe = replace(rv.IMPROVED, steps=6)
+    h = rv.train(rv.build_model(recipe.model), recipe, ev, eval_every=2, target=0.0, seed=0)
+    assert h["reached"] and h["steps"] == 2 and h["eval_step"] == [2]
+    h = rv.train(rv.build_model(recipe.model), recipe, ev, eval_every=2, target=None, seed=0, snapshot_at=3)
+    assert h["steps"] == 6 and h["eval_step"] == [2, 4, 6] and len(h["loss"]) == len(h["grad_norm"]) == 6
+    assert set(h["snapshot"]) == set(rv.build_model(recipe.model).state_dict())
+    # eval_below: no periodic evaluation while the loss is high (only the final one)
+    h = rv.train(rv.build_model(recipe.model), recipe, ev, eval_every=2, eval_below=0.1, seed=0)
+    assert h["eval_step"] == [6]
+
+
+def test_training_is_reproducible():
+    ev = rv.heldout_set(20)
+    recipe = replace(rv.IMPROVED, steps=4)
+    a = rv.train(rv.build_model(recipe.model, seed=1), recipe, ev, eval_every=4, seed=1)
+    b = rv.train(rv.build_model(recipe.model, seed=1), recipe, ev, eval_every=4, seed=1)
+    assert a["loss"] == b["loss"]

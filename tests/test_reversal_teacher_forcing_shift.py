@@ -1,0 +1,43 @@
+"""The teacher-forcing shift: decoder input = BOS + labels shifted right; labels end with EOS."""
+import pytest
+import torch
+
+from transformer_nb import reversal as rv
+
+
+def test_shift_on_a_hand_example():
+    tgt = torch.tensor([[9, 7, 5], [4, 3, 0]])
+    tgt_in, tgt_out = rv.shift_for_teacher_forcing(tgt)
+    assert tgt_in.tolist() == [[1, 9, 7, 5], [1, 4, 3, 0]]
+    assert tgt_out.tolist() == [[9, 7, 5, 2], [4, 3, 2, 0]]
+
+
+def test_input_is_labels_shifted_right_by_one():
+    b = rv.random_batch(128, generator=torch.Generator().manual_seed(3))
+    real = b.tgt_out != rv.PAD
+    assert (b.tgt_in[:, 0] == rv.BOS).all()
+    # wherever the label at t-1 is a symbol, the input at t is that symbol
+    sym = real[:, :-1] & (b.tgt_out[:, :-1] != rv.EOS)
+    assert torch.equal(b.tgt_in[:, 1:][sym], b.tgt_out[:, :-1][sym])
+    assert ((b.tgt_out == rv.EOS).sum(1) == 1).all()
+    assert not (b.tgt_in == rv.EOS).any()
+
+
+def test_not_right_padded_raises():
+    with pytest.raises(ValueError, match="right-padded"):
+        rv.shift_for_teacher_forcing(torch.tensor([[0, 4, 5]]))
+    with pytest.raises(ValueError, match="long tensor"):
+        rv.shift_for_teacher_forcing(torch.tensor([[4.0, 5.0]]))
+
+
+def test_causal_mask_makes_teacher_forcing_legitimate():
+    """Changing the decoder input at positions > t leaves the logits at positions <= t unchanged."""
+    model = rv.build_model(rv.ModelConfig(init="xavier_embeddings"), seed=0).eval()
+    b = rv.collate([([3, 4, 5, 6, 7], [7, 6, 5, 4, 3])])
+    with torch.no_grad():
+        a = model(b.src, b.tgt_in, b.src_keep, b.tgt_keep)
+        changed = b.tgt_in.clone()
+        changed[0, 3:] = 12
+        c = model(b.src, changed, b.src_keep, changed != rv.PAD)
+    assert torch.allclose(a[0, :3], c[0, :3], atol=1e-6)
+    assert not torch.allclose(a[0, 3:], c[0, 3:], atol=1e-3)
