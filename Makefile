@@ -84,9 +84,9 @@ refresh: $(INSTALLED)
 refresh-all: $(INSTALLED)
 	$(RUN) $(BIN)/python tools/refresh.py --all
 
-book: $(INSTALLED)
+book: $(INSTALLED)  ## HTML of the stored notebooks (full-profile outputs); EXECUTE=1 runs them all again first
 	rm -rf build/book
-	$(RUN) $(BIN)/python tools/refresh.py --all --out build/book --html
+	$(RUN) $(BIN)/python tools/refresh.py --all --out build/book --html $(if $(EXECUTE),,--stored)
 
 slides: $(INSTALLED)
 	@if [ -z "$(NB)" ]; then echo "usage: make slides NB=01_scaled_attention" >&2; exit 2; fi

@@ -4,6 +4,8 @@
     python tools/refresh.py 01_scaled_attention            # or notebooks/py/01_...py, notebooks/01_...ipynb
     python tools/refresh.py --all                          # every twin in notebooks/py/, in book order
     python tools/refresh.py --all --out build/book --html  # execute into build/book, render HTML + index
+    python tools/refresh.py --all --out build/book --html --stored   # render the stored notebooks only
+    python tools/refresh.py --markdown-only 10_wikitext_lm  # prose edits only: no execution, outputs kept
 
 One way only: the twin notebooks/py/NAME.py is read with jupytext and becomes the notebook's
 inputs (no stale output survives) -> executed top to bottom by nbclient in a fresh kernel of
@@ -142,6 +144,24 @@ def refresh(twin: Path, out_dir: Path | None = None, timeout: int = 3600) -> Pat
     return target
 
 
+def sync_markdown(twin: Path) -> Path:
+    """Copy the twin's markdown cells into the stored notebook, keeping every code cell and its
+    outputs -- allowed only when the code cells are unchanged (same code digest, same cell
+    layout), so the outputs stay those of the full-profile run of this very code."""
+    target = harness.ipynb_of(twin)
+    if not target.exists():
+        raise RefreshError(f"no stored {target.name}: run a full refresh first")
+    stored, fresh = nbformat.read(target, as_version=4), build_inputs(twin)
+    if ([c.cell_type for c in stored.cells] != [c.cell_type for c in fresh.cells]
+            or harness.code_digest(stored) != harness.code_digest(fresh)):
+        raise RefreshError("code cells or the cell layout changed: run a full refresh instead")
+    for old, new in zip(stored.cells, fresh.cells):
+        if old.cell_type == "markdown":
+            old.source, old.metadata, old.id = new.source, new.metadata, new.id
+    nbformat.write(stored, target)
+    return target
+
+
 def write_html(notebooks: list[Path], out_dir: Path) -> None:
     """NAME.html for each executed notebook (widget state embedded) and an index.html."""
     from nbconvert import HTMLExporter
@@ -169,7 +189,40 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="write the executed notebooks here, not in notebooks/")
     parser.add_argument("--html", action="store_true", help="with --out: also NAME.html and index.html")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell (default 3600)")
+    parser.add_argument("--stored", action="store_true",
+                        help="with --out --html: render the stored notebooks (their outputs come from a full-"
+                             "profile refresh, which the harness tests keep fresh) instead of executing again")
+    parser.add_argument("--markdown-only", action="store_true",
+                        help="only copy edited markdown cells into the stored notebooks (refused when a code "
+                             "cell changed); nothing is executed")
     args = parser.parse_args(argv)
+    if args.markdown_only:
+        twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(ROOT) if args.all else [])
+        for twin in twins:
+            try:
+                print(f"refresh: markdown of {twin.stem} -> {os.path.relpath(sync_markdown(twin))}")
+            except RefreshError as err:
+                print(f"refresh: {twin.stem}: {err}", file=sys.stderr)
+                return 1
+        return 0
+    if args.stored:
+        if not (args.out and args.html):
+            parser.error("--stored needs --out DIR --html")
+        twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(ROOT) if args.all else [])
+        out_dir = args.out.resolve()
+        out_dir.mkdir(parents=True, exist_ok=True)
+        copies = []
+        for twin in twins:
+            src = harness.ipynb_of(twin)
+            if not src.exists():
+                print(f"refresh: {twin.stem} has no stored notebook; run `make refresh NB={twin.stem}`",
+                      file=sys.stderr)
+                return 1
+            copies.append(out_dir / src.name)
+            copies[-1].write_bytes(src.read_bytes())
+        write_html(copies, out_dir)
+        print(f"refresh: {len(copies)} stored notebooks rendered -> {os.path.relpath(out_dir)}/index.html")
+        return 0
 
     profile = os.environ.get("TNB_PROFILE", "full")
     if profile != "full":
