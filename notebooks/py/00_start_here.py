@@ -156,16 +156,11 @@ plt.show()
 # What the map promises, checked. Every notebook of this release is present with its text twin (the
 # `.py` file under `notebooks/py/` that you edit and diff; the `.ipynb` is generated from it), says which
 # texts it serves, and proves its claims in at least five check cells.
-#
-# **Not in this release yet:** `09_reversal_translation` (the toy encoder–decoder of 001 §19.10) and
-# `10_wikitext_lm` (Exercise 8.9, the WikiText-2 language model). Their package code is in progress; the
-# check below lists exactly the notebooks that are here, so it will fail — on purpose — until they are
-# added and this list is extended.
 
 # %% tags=["nbval-check-output"]
 expected = ["00_start_here", "01_scaled_attention", "02_masking", "03_multihead_attention",
             "04_positional_encodings", "05_rope", "06_transformer_block", "07_parameter_counting",
-            "08_architecture_variants"]
+            "08_architecture_variants", "09_reversal_translation", "10_wikitext_lm"]
 check_equal("notebooks in book order", [nb["name"] for nb in index], expected)
 others = [nb for nb in index if nb["name"] != "00_start_here"]   # this one is being run right now
 check_true("every notebook has its jupytext twin", all(nb["has_twin"] for nb in index))
@@ -176,15 +171,14 @@ check_true("every other notebook has >= 2 figures and a widget",
            all(nb["figures"] >= 2 and nb["widgets"] >= 1 for nb in others))
 
 # %% [markdown]
-# Where each of the chapter's ten exercises (000, Exercises 8.1–8.10) is worked. Exercise 8.9 (train a
-# small language model on WikiText-2) belongs to notebook 10, which is not in this release yet:
+# Where each of the chapter's ten exercises (000, Exercises 8.1–8.10) is worked:
 
 # %% tags=["nbval-check-output"]
 where = exercise_map(index)
 for ex, nbs in where.items():
     print(f"Exercise {ex:5s} → {', '.join(nbs)}")
 check_equal("exercises present", [e for e in where if e.startswith("8.")],
-            [f"8.{i}" for i in range(1, 11) if i != 9])
+            [f"8.{i}" for i in range(1, 11)])
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · Warm-up: softmax turns scores into weights
