@@ -1,28 +1,11 @@
 """`python -m transformer_nb.bench lm` and `... kvcache` end with one JSON line holding the agreed keys
 (tiny budgets here; the real runs are quoted in the issue notes)."""
 import json
-import os
-from pathlib import Path
 
-import pytest
-
-from transformer_nb import wikitext as wt
 from transformer_nb.bench import __main__ as bench
+from wikitext_data import DATA, needs_data
 
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _data_folder():
-    env = os.environ.get("TNB_DATA_DIR")
-    for cand in ([env] if env else []) + [str(ROOT.parent / "shared" / "data")]:
-        for c in wt._candidates(cand):
-            if wt._complete(c):
-                return str(c)
-    return None
-
-
-DATA = _data_folder()
-needs_data = pytest.mark.skipif(DATA is None, reason="WikiText-2 not found: set TNB_DATA_DIR")
+DATA = str(DATA) if DATA is not None else None
 
 
 @needs_data

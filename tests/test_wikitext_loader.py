@@ -3,30 +3,13 @@
 Data is found via TNB_DATA_DIR, else ../shared/data relative to the repo root; the
 tests skip (saying so) when neither exists.
 """
-import os
 import shutil
-from pathlib import Path
 
 import pytest
 import torch
 
 from transformer_nb import wikitext as wt
-
-ROOT = Path(__file__).resolve().parents[1]
-
-
-def _data_root():
-    env = os.environ.get("TNB_DATA_DIR")
-    for cand in ([env] if env else []) + [str(ROOT.parent / "shared" / "data")]:
-        for c in wt._candidates(cand):
-            if wt._complete(c):
-                return c
-    return None
-
-
-DATA = _data_root()
-needs_data = pytest.mark.skipif(
-    DATA is None, reason="WikiText-2 not found: set TNB_DATA_DIR or provide ../shared/data/wikitext-2")
+from wikitext_data import DATA, needs_data
 
 
 @pytest.fixture(scope="module")
