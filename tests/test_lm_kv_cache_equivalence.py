@@ -3,6 +3,7 @@ import pytest
 import torch
 
 from transformer_nb.lm import HEADS, TransformerLM, frequency_ranks, generate
+from transformer_nb import lm
 
 V = 300
 
@@ -56,3 +57,18 @@ def test_cache_size_matches_formula():
         m.cached_hidden(torch.zeros(1, 17, dtype=torch.long), cache)
     # 2 (K and V) x layers x heads x d_head x tokens x 4 bytes (float32)
     assert cache.nbytes() == 2 * 3 * 4 * 8 * 17 * 4
+
+
+def test_cache_buffers_are_written_in_place_and_refuse_overflow():
+    cache = lm.KVCache(n_layers=1, capacity=5)
+    k1, v1 = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4)
+    k_all, v_all = cache.store(0, k1, v1)
+    assert torch.equal(k_all, k1) and torch.equal(v_all, v1)
+    assert cache.length == 0                                  # until every layer has stored
+    cache.advance(3)
+    k2, v2 = torch.randn(1, 2, 2, 4), torch.randn(1, 2, 2, 4)
+    k_all, _ = cache.store(0, k2, v2)
+    cache.advance(2)
+    assert torch.equal(k_all, torch.cat([k1, k2], dim=2)) and torch.equal(cache.v[0], torch.cat([v1, v2], dim=2))
+    with pytest.raises(ValueError, match="holds 5 positions; 6 were asked for"):
+        cache.store(0, k2[:, :, :1], v2[:, :, :1])

@@ -58,7 +58,7 @@ def train_flops_per_token(model, train_ids, tcfg) -> float:
 
 def run(name, model, data, tcfg, peak, eval_tokens):
     print(f"[{name}] {model.num_parameters():,} parameters; training for {tcfg.budget_s:.0f} s "
-          f"(batch {tcfg.batch_size} x {tcfg.seq_len}, lr {tcfg.lr:g}, bf16={tcfg.bf16})", flush=True)
+          f"(batch {tcfg.batch_size} x {tcfg.seq_len}, {tcfg.optimizer}, lr {tcfg.lr:g}, bf16={tcfg.bf16})", flush=True)
     fpt = train_flops_per_token(model, data.train, tcfg)
     torch.manual_seed(tcfg.seed)
     hist = lm.train_lm(model, data.train, tcfg, valid_ids=None, live=False, disable_bar=True)
@@ -70,8 +70,9 @@ def run(name, model, data, tcfg, peak, eval_tokens):
         out_plain = lm.evaluate(model, data.valid, tcfg.seq_len, max_tokens=eval_tokens, bf16=tcfg.bf16)["ppl"]
     else:
         out_plain = ev["ppl"]
-    out = {"val_ppl": ev["ppl"], "val_ppl_no_overlap": out_plain, "tokens_per_s": tps, "params": model.num_parameters(), "steps": hist["steps"],
-           "tokens_seen": hist["tokens_seen"], "train_s": hist["train_seconds"], "eval_s": eval_s,
+    out = {"val_ppl": ev["ppl"], "val_ppl_no_overlap": out_plain, "tokens_per_s": tps,
+           "params": model.num_parameters(), "steps": hist["steps"], "tokens_seen": hist["tokens_seen"],
+           "train_s": hist["train_seconds"], "eval_s": eval_s,
            "flops_per_token": fpt, "mfu": fpt * tps / (peak * 1e9)}
     print(f"[{name}] {hist['steps']} steps, {hist['tokens_seen']:,} tokens in {hist['train_seconds']:.1f} s "
           f"({tps:,.0f} tokens/s, {fpt / 1e6:.1f} MFLOP/token, MFU {out['mfu']:.1%}); validation perplexity "
@@ -118,6 +119,7 @@ def main(argv=None) -> int:
         result.update(lstm_tokens_per_s=round(ls["tokens_per_s"], 1))
     result.update(params=tr["params"], mfu=round(tr["mfu"], 4), matmul_peak_gflops=round(peak, 1),
                   threads=torch.get_num_threads(), matmul_dtype=str(dtype).replace("torch.", ""),
+                  optimizer=recipe.optimizer,
                   flops_per_token=round(tr["flops_per_token"]), steps=tr["steps"], tokens_seen=tr["tokens_seen"],
                   train_s=round(tr["train_s"], 1), eval_s=round(tr["eval_s"], 1),
                   unigram_val_ppl=round(unigram, 1), load_avg_start=round(load, 2),
