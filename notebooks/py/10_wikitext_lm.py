@@ -12,7 +12,7 @@
 # 3. the model for the full corpus: attention through `F.scaled_dot_product_attention` (causal), checked
 #    against the package's reference attention;
 # 4. **spending the budget**: on a CPU the 33,278-way output layer costs most of the compute; weight tying,
-#    an adaptive softmax, bf16, batch shape and model size, each measured;
+#    an adaptive softmax, bf16, batch shape, model size and the optimiser (Muon against AdamW), each measured;
 # 5. the full recipe: validation and test perplexity on the full splits, live curves against tokens seen and
 #    against seconds, a unigram baseline and an LSTM at the same budget beside it;
 # 6. generation: greedy, temperature and top-k sampling (seeded); a **KV cache** that gives identical tokens,
@@ -22,8 +22,8 @@
 # **Serves:** 000 §8.6.2, Exercise 8.9; 001 §19.11.3, §19.13, §19.14 (KV cache, FlashAttention through
 # `scaled_dot_product_attention`); 002 (the causal LM objective, the KV cache); 004 §12.
 #
-# **Runtime on 2 CPU cores:** quick about 3 min; full under 20 min (it trains the two full-data models for
-# about 5 min each). Trained models are cached, so a re-run skips those 10 min; the rest still runs.
+# **Runtime on 2 CPU cores:** quick about 2 min; full under 20 min (it trains the two full-data models for
+# about 6 min each). Trained models are cached, so a re-run skips those 12 min; the rest still runs.
 
 # %%
 # %matplotlib inline
@@ -32,6 +32,7 @@ env = setup(threads=2)          # seeds everything, prints profile / device / to
 
 # %%
 import math
+import statistics
 import time
 
 import matplotlib.pyplot as plt
@@ -294,17 +295,20 @@ plt.show()
 # * **weight tying** (Press & Wolf, 2017; 001 §19.11.3): the output matrix *is* the embedding matrix. It
 #   saves $V \cdot d$ parameters, not FLOPs;
 # * an **adaptive softmax** (Grave et al., 2017; `nn.AdaptiveLogSoftmaxWithLoss`): the 2,000 most frequent
-#   words (77 % of the running training text, counted below) get a full $d$-wide softmax; the next 8,000 and the remaining
-#   23,278 sit in two tail clusters reached through one extra "cluster" logit each, with projections to
-#   $d/4$ and $d/16$. It computes exact, normalised probabilities for every word, at a fraction of the cost.
+#   words (77 % of the running training text, counted below) get a full $d$-wide softmax; the next 8,000
+#   and the remaining 23,278 sit in two tail clusters reached through one extra "cluster" logit each, with
+#   projections to $d/4$ and $d/16$. It computes exact, normalised probabilities for every word, at a
+#   fraction of the cost.
 #   It needs the words sorted by frequency (`lm.frequency_ranks`); the model keeps that order in a buffer.
 #
 # FLOPs are not seconds. The next cell times training steps (median of several) for each choice:
-# head, bf16 autocast (this CPU has AVX-512 BF16), batch shape and model width.
+# head, bf16 autocast (this CPU has AVX-512 BF16), batch shape, model width, and the optimiser (Muon's
+# Newton-Schulz steps cost time too; section 6).
 
 # %%
 STEP_VARIANTS = [
     ("recipe (tied adaptive, bf16)", dict(), dict()),
+    ("recipe with AdamW only", dict(), dict(optimizer="adamw")),
     ("tied adaptive, fp32", dict(), dict(bf16=False)),
     ("untied adaptive, bf16", dict(head="adaptive"), dict()),
     ("full softmax, bf16", dict(head="full"), dict()),
@@ -328,16 +332,19 @@ for label, mkw, tkw in STEP_VARIANTS:
 # the figure.
 #
 # Read it with the noise in mind: on this shared 2-core machine the same configuration, run twice for 150 s,
-# gave 271 and 298, so differences of 10–15 % between 25-second runs mean little. Two effects are far larger
-# than that and hold in every run: the **full softmax** is 5× slower and hopeless at equal time, and
-# **untying** the adaptive softmax from the embeddings is worse (also at 360 s: 152 against 141.5). Whether
-# bf16, RoPE or the batch shape win is *not* settled by these short runs, and the ranking below may differ
-# from the recipe's choices.
+# gave 271 and 298, so differences of 10–15 % between 25-second runs mean little. One effect is far larger
+# than that and holds in every run: the **full softmax** is 5× slower and hopeless at equal time. The
+# choices the recipe makes were measured at longer budgets too: **Muon** against AdamW alone, 171.2 against
+# 184.5 at 150 s and 133.6 against 144.5 at 360 s (the benchmark); the **tied** adaptive softmax against the
+# untied one, 141.5 against 152 at 360 s (with AdamW; in 25-second runs it has come out on either side).
+# Whether bf16, RoPE or the batch shape win is *not* settled by these short runs, and the ranking below may
+# differ from the recipe's choices.
 
 # %%
 COMPARE = pick(quick=[("recipe", dict(), dict()), ("untied adaptive", dict(head="adaptive"), dict())],
                full=[("recipe", dict(), dict()),
                      ("untied adaptive", dict(head="adaptive"), dict()),
+                     ("AdamW only (no Muon)", dict(), dict(optimizer="adamw")),
                      ("full softmax", dict(head="full"), dict()),
                      ("learned positions", dict(positions="learned"), dict()),
                      ("fp32 (no bf16)", dict(), dict(bf16=False)),
@@ -381,16 +388,27 @@ for i, label in enumerate(ranking, 1):
 #   tokens per second above), and the 25-second comparison may rank them differently. Kept, not proven;
 # * **8 windows of 128 tokens** (1,024 tokens a step): at 360 s this beat 16 × 64 (158.5 against 161.7 on
 #   non-overlapping windows), and the longer windows give the sliding evaluation more context;
-# * AdamW at a peak of $3\cdot10^{-3}$ (10× Exercise 8.9's), weight decay 0.1 on weight matrices (the tied
-#   softmax weights included; not on LayerNorms and biases), 5 % linear warm-up then cosine decay to 0 (`LambdaLR`), gradient clipping at 1,
-#   no dropout (under three passes over the corpus do not overfit).
+# * **Muon for the blocks' weight matrices** (`torch.optim.Muon`; Jordan et al., 2024), AdamW for everything
+#   else (the tied softmax/embedding weights, LayerNorms, biases): `lm.make_optimizers`, shown below. Muon
+#   replaces each update of a weight matrix by the nearest orthogonal matrix to its momentum (five
+#   Newton-Schulz iterations), so no direction of the matrix is starved of updates. With
+#   `adjust_lr_fn="match_rms_adamw"` its steps have AdamW's size, so both share one learning rate. Measured
+#   at 150 s on this machine: validation perplexity 171.2 against 184.5 with AdamW alone, although Muon's
+#   extra arithmetic costs tokens per second (9 % in those runs; the step timings of section 5 show more);
+# * a peak learning rate of $3\cdot10^{-3}$ (10× Exercise 8.9's; Muon at $6\cdot10^{-3}$ gave 171.1, at
+#   $1.2\cdot10^{-2}$ 188.1), weight decay 0.1 on weight matrices (the tied softmax weights included; not
+#   on LayerNorms and biases), 5 % linear warm-up then cosine decay to 0 (`LambdaLR`), gradient clipping
+#   at 1, no dropout (under three passes over the corpus do not overfit).
 #
-# The LSTM baseline gets the same embedding width and the same optimiser and schedule, its best measured
-# output layer, and reads the corpus as LSTMs like to: consecutive windows with the state carried across.
+# The LSTM baseline gets the same embedding width, the same optimisers (Muon for its recurrent and
+# projection matrices: 209.9 against 225.6 with AdamW alone at 150 s, the same 7 % gain) and schedule, its
+# best measured output layer, and reads the corpus as LSTMs like to: consecutive windows with the state
+# carried across.
 
 # %%
 print(lm.RECIPE_MODEL)
 print(lm.RECIPE_TRAIN)
+show_source(lm.make_optimizers)
 show_source(lm.lr_factor)
 
 # %% [markdown]
@@ -462,8 +480,9 @@ if env.profile == "full":     # a model trained for 150 steps barely uses contex
 
 # %% [markdown]
 # **Against the LSTM.** The LSTM here is not a weak straw man: it has the same adaptive softmax, the same
-# AdamW, schedule and clipping, and it reads the corpus the way recurrent models like best. With all that, at
-# equal seconds on this CPU it comes close to the Transformer (the ratio printed above). For scale: peers on
+# optimisers (Muon and AdamW), schedule and clipping, and it reads the corpus the way recurrent models like
+# best. With all that, at equal seconds on this CPU it comes close to the Transformer (the ratio printed
+# above). For scale: peers on
 # this machine measured pytorch/examples' own LSTM at 398.5 and its Transformer at 372.6 after the same 360 s;
 # the recipe's gain comes mostly from where the compute goes (section 5), and the LSTM, given the same
 # savings, gains nearly as much. Where the Transformer pulls ahead for real is in parallel hardware and longer
@@ -574,10 +593,44 @@ assert timing["identical"]
 
 # %% [markdown]
 # The speed-up grows with the length, as the $O(n^2)$ against $O(n)$ argument says; for this small model it
-# stays modest at a few hundred words. A cached step still pays a fixed cost that the cache does not remove:
-# Python, a dozen small kernel launches, and the output layer for the new word. The bigger the model and the
-# longer the text, the more the saved recomputation dominates (`python -m transformer_nb.bench kvcache` times
-# 256 new words).
+# stays modest at a few hundred words. A cached step still pays a fixed cost that the cache does not remove.
+# The next cell splits one step's time (median of 200 greedy steps after the 5-word prompt) into the two
+# blocks and the output layer, and puts a step without the cache beside it, at the same length:
+
+# %%
+with torch.inference_mode():
+    cache = model.new_cache()
+    h = model.cached_hidden(prompt[None], cache)
+    t_blocks, t_head = [], []
+    for _ in range(200):
+        t0 = time.perf_counter()
+        nxt = model.head.greedy(h[:, -1])
+        t1 = time.perf_counter()
+        h = model.cached_hidden(nxt[None], cache)
+        t_blocks.append(time.perf_counter() - t1)
+        t_head.append(t1 - t0)
+    ids = torch.cat([prompt, data.valid[:200]])[None]
+    t_plain = []
+    for _ in range(20):
+        t0 = time.perf_counter()
+        model.head.greedy(model.hidden(ids)[:, -1])
+        t_plain.append(time.perf_counter() - t0)
+ms = lambda xs: 1e3 * statistics.median(xs)
+print(f"one step with the cache:    blocks {ms(t_blocks):.2f} ms + output layer {ms(t_head):.2f} ms")
+print(f"one step without the cache: {ms(t_plain):.2f} ms at {ids.shape[1]} words")
+
+# %% [markdown]
+# Both paths pay the output layer for the newest word, and a cached step still launches dozens of small
+# kernels (two LayerNorms, four matrix products, the rotation and the attention per block), each costing
+# microseconds of Python and dispatch whatever its size. The cache removes only the part that grows with the
+# length, so for a model this small the gain after a short prompt stays at a few times (3.8 to 5.0 for 256 new
+# words in three benchmark runs); after a 256-word prompt the recomputation dominates and it is 8 to 10 times
+# (`python -m transformer_nb.bench kvcache` measures both).
+#
+# The package's cache already avoids the obvious waste: keys and values go into buffers allocated once (no
+# copy of the whole cache per step), q and k are rotated in one call, and greedy decoding computes a tail
+# cluster of the adaptive softmax only when that cluster could hold the winner (exact: a word's probability
+# is at most its cluster's).
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9 · Try it: prompt, temperature, top-k, length
