@@ -623,8 +623,8 @@ print(f"one step without the cache: {ms(t_plain):.2f} ms at {ids.shape[1]} words
 # Both paths pay the output layer for the newest word, and a cached step still launches dozens of small
 # kernels (two LayerNorms, four matrix products, the rotation and the attention per block), each costing
 # microseconds of Python and dispatch whatever its size. The cache removes only the part that grows with the
-# length, so for a model this small the gain after a short prompt stays at a few times (3.8 to 5.0 for 256 new
-# words in three benchmark runs); after a 256-word prompt the recomputation dominates and it is 8 to 10 times
+# length, so for a model this small the gain after a short prompt stays at a few times (3.6 to 5.0 for 256 new
+# words in six benchmark runs); after a 256-word prompt the recomputation dominates and it is 7.6 to 10 times
 # (`python -m transformer_nb.bench kvcache` measures both).
 #
 # The package's cache already avoids the obvious waste: keys and values go into buffers allocated once (no
