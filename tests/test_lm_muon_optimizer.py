@@ -1,4 +1,7 @@
-"""The Muon option: it gets exactly the hidden weight matrices, AdamW the rest, and it trains."""
+"""The Muon option: Muon gets exactly the hidden weight matrices, AdamW the rest.
+
+That Muon trains is in test_lm_training_and_eval (every model kind with every optimizer).
+"""
 import pytest
 import torch
 
@@ -42,12 +45,3 @@ def test_unknown_optimizer_is_refused():
     with pytest.raises(ValueError, match="optimizer must be one of"):
         lm.TrainConfig(steps=1, optimizer="sgd")
 
-
-def test_muon_trains_a_tiny_model_and_follows_the_schedule():
-    pattern = torch.arange(12).repeat(400)
-    m = lm.build_model("transformer", 12, lm.frequency_ranks(pattern, 12), d_model=32, head="adaptive",
-                       cutoffs=(4, 8), div_value=2.0, d_ff=64, n_layers=1, n_heads=2, max_len=32)
-    cfg = lm.TrainConfig(steps=60, batch_size=8, seq_len=16, lr=1e-2, bf16=False, optimizer="muon",
-                         eval_every=30, eval_tokens=500)
-    hist = lm.train_lm(m, pattern, cfg, valid_ids=pattern[:600], live=False, disable_bar=True)
-    assert hist["val_ppl"][-1] < 3.0                    # from 12 (uniform) towards 1

@@ -36,8 +36,9 @@ def test_evaluate_is_exp_of_mean_token_nll():
     assert math.isclose(res["ppl"], math.exp(total / 158), rel_tol=1e-5)
 
 
+@pytest.mark.parametrize("optimizer", lm.OPTIMIZERS)
 @pytest.mark.parametrize("kind", ["transformer", "lstm"])
-def test_a_tiny_model_learns_a_repeating_text(kind):
+def test_a_tiny_model_learns_a_repeating_text(kind, optimizer):
     pattern = torch.arange(12).repeat(400)                  # 0 1 2 ... 11 0 1 2 ...
     ranks = lm.frequency_ranks(pattern, 12)
     small = dict(d_model=32, head="adaptive", cutoffs=(4, 8), div_value=2.0)
@@ -46,7 +47,7 @@ def test_a_tiny_model_learns_a_repeating_text(kind):
     else:
         m = lm.build_model(kind, 12, ranks, **small, hidden_size=32, n_layers=1)
     cfg = lm.TrainConfig(steps=60, batch_size=8, seq_len=16, lr=1e-2, bf16=False, contiguous=kind == "lstm",
-                         eval_every=20, eval_tokens=500)
+                         eval_every=20, eval_tokens=500, optimizer=optimizer)
     hist = lm.train_lm(m, pattern, cfg, valid_ids=pattern[:600], live=False, disable_bar=True)
     assert hist["steps"] == 60 and hist["tokens_seen"] == 60 * 8 * 16
     assert hist["step"] == [20, 40, 60]
