@@ -4,6 +4,8 @@ import torch
 
 from transformer_nb.lm import HEADS, TransformerLM, frequency_ranks, generate
 from transformer_nb import lm
+from transformer_nb.block import EncoderLayer
+from transformer_nb.rope import RoPE
 
 V = 300
 
@@ -61,14 +63,57 @@ def test_cache_size_matches_formula():
 
 def test_cache_buffers_are_written_in_place_and_refuse_overflow():
     cache = lm.KVCache(n_layers=1, capacity=5)
-    k1, v1 = torch.randn(1, 2, 3, 4), torch.randn(1, 2, 3, 4)
-    k_all, v_all = cache.store(0, k1, v1)
-    assert torch.equal(k_all, k1) and torch.equal(v_all, v1)
+    kv1 = torch.randn(2, 1, 2, 3, 4)                          # keys and values of 3 positions
+    k_all, v_all = cache.store(0, kv1)
+    assert torch.equal(k_all, kv1[0]) and torch.equal(v_all, kv1[1])
     assert cache.length == 0                                  # until every layer has stored
     cache.advance(3)
-    k2, v2 = torch.randn(1, 2, 2, 4), torch.randn(1, 2, 2, 4)
-    k_all, _ = cache.store(0, k2, v2)
+    kv2 = torch.randn(2, 1, 2, 2, 4)
+    k_all, _ = cache.store(0, kv2)
     cache.advance(2)
-    assert torch.equal(k_all, torch.cat([k1, k2], dim=2)) and torch.equal(cache.v[0], torch.cat([v1, v2], dim=2))
+    assert torch.equal(k_all, torch.cat([kv1[0], kv2[0]], dim=2))
+    assert torch.equal(cache.v[0], torch.cat([kv1[1], kv2[1]], dim=2))
+    assert k_all.data_ptr() == cache.k[0].data_ptr()          # a view of the one buffer, not a copy
     with pytest.raises(ValueError, match="holds 5 positions; 6 were asked for"):
-        cache.store(0, k2[:, :, :1], v2[:, :, :1])
+        cache.store(0, kv2[:, :, :, :1])
+
+
+def test_complex_rotation_equals_ropes_rotation():
+    rope = RoPE(16, max_len=64)
+    x = torch.randn(2, 3, 4, 10, 16)
+    rot = torch.complex(rope.cos, rope.sin)[20:30]
+    out = lm.rotate_complex_(x.clone(), rot)
+    assert torch.allclose(out, rope.rotate(x, offset=20), atol=1e-6)
+    y = x.clone()
+    lm.rotate_complex_(y, rot)
+    assert torch.equal(y, out)                                # it rotates in place
+
+
+@pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu"])
+def test_decoding_step_equals_the_block_for_every_activation(activation):
+    torch.manual_seed(0)
+    ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
+    m = TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=40, ranks=ranks, cutoffs=(40, 150),
+                      positions="rope", activation=activation).eval()
+    ids = torch.randint(0, V, (1, 20))
+    cache = m.new_cache()
+    with torch.no_grad():
+        parts = [m.cached_hidden(ids[:, a:b], cache) for a, b in ((0, 7), (7, 8), (8, 20))]
+        assert torch.allclose(torch.cat(parts, dim=1), m.hidden(ids), atol=1e-5)
+
+
+def test_decoding_weights_refuse_a_block_the_step_was_not_written_for():
+    with pytest.raises(ValueError, match="pre-LN LayerNorm"):
+        lm.decoding_weights(EncoderLayer(16, 4, 32, norm_first=False))
+    with pytest.raises(ValueError, match="one K/V head per query head"):
+        lm.decoding_weights(EncoderLayer(16, 4, 32, n_kv_heads=2))
+
+
+def test_generate_switches_onednn_off_and_restores_it():
+    m = tiny()
+    seen = []
+    m.head.greedy = lambda h, greedy=m.head.greedy: seen.append(torch.backends.mkldnn.enabled) or greedy(h)
+    before = torch.backends.mkldnn.enabled
+    generate(m, torch.tensor([1, 2, 3]), 4)
+    assert seen == [False] * 4
+    assert torch.backends.mkldnn.enabled == before

@@ -27,6 +27,7 @@ import hashlib
 import json
 import math
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 
 import torch
@@ -119,18 +120,24 @@ class OutputHead(nn.Module):
             return F.embedding(ids, self._table())
         return self._embed_rows(ids)
 
+    def _memo(self, name: str, key, build):
+        """``build()``, remembered under ``name`` until ``key`` changes (a derived tensor that is
+        rebuilt only when the weights or ranks it comes from were rewritten)."""
+        memo = self.__dict__.setdefault("_memos", {})
+        if name not in memo or memo[name][0] != key:
+            memo[name] = (key, build())
+        return memo[name][1]
+
     def _table(self) -> torch.Tensor:
-        """The ``(V, d)`` embedding table for generation; rebuilt after ``train()``/``eval()`` and
-        whenever a weight was modified in place (its version counter)."""
+        """The ``(V, d)`` embedding table for generation, rebuilt whenever a softmax weight was
+        modified in place (its version counter) or replaced (its address)."""
         key = tuple((p.data_ptr(), p._version) for p in self.asm.parameters())
-        if getattr(self, "_table_key", None) != key:
-            self._table_cache = self._embed_rows(torch.arange(self.vocab_size, device=self.ranks.device))
-            self._table_key = key
-        return self._table_cache
+        return self._memo("table", key, lambda: self._embed_rows(torch.arange(self.vocab_size,
+                                                                               device=self.ranks.device)))
 
     def train(self, mode: bool = True):
-        if mode:                                          # training will change the weights
-            self._table_key = None
+        if mode:             # writes through ``.data`` do not bump the version counter: start afresh
+            self.__dict__.get("_memos", {}).pop("table", None)
         return super().train(mode)
 
     def _embed_rows(self, ids: torch.Tensor) -> torch.Tensor:
@@ -164,10 +171,7 @@ class OutputHead(nn.Module):
 
     def _rank_order(self) -> torch.Tensor:
         """``(V,)``: the word id of each frequency rank (the adaptive head answers in rank order)."""
-        key = (self.ranks.data_ptr(), self.ranks._version)        # rebuilt if ranks are reloaded
-        if getattr(self, "_order_key", None) != key:
-            self._order, self._order_key = torch.argsort(self.ranks), key
-        return self._order
+        return self._memo("order", (self.ranks.data_ptr(), self.ranks._version), lambda: torch.argsort(self.ranks))
 
     def next_token_scores(self, h: torch.Tensor):
         """For sampling: ``(log_probs (N, V), order)`` where column ``j`` is word ``order[j]``
@@ -181,21 +185,26 @@ class OutputHead(nn.Module):
     def greedy(self, h: torch.Tensor) -> torch.Tensor:
         """``(N, d) -> (N,)`` the most likely word ids, exactly ``log_probs(h).argmax(-1)``.
 
-        The adaptive head skips what cannot win: a word of tail cluster ``i`` has log-probability
+        The adaptive head skips what cannot win. A word of tail cluster ``i`` has log-probability
         ``log p(cluster i) + log p(word | cluster i) <= log p(cluster i)``, so the cluster is
-        computed only when its own entry in the head beats the best word found so far.
+        computed only when its own entry in the head beats the best word found so far. (The
+        library's ``AdaptiveLogSoftmaxWithLoss.predict`` computes all 33k log-probabilities as
+        soon as any cluster wins the head, which in generation is most steps.) The head's
+        log-softmax is never needed: every head entry is shifted by the same log-sum-exp, so
+        its raw logits rank the same way.
         """
         if not self.adaptive:
             return self.logits(h).argmax(dim=-1)
         asm, s = self.asm, self.asm.shortlist_size
         with torch.autocast(h.device.type, enabled=False):
             h = h.float()
-            head = F.log_softmax(asm.head(h), dim=1)                  # (N, shortlist + clusters)
-            best, rank = head[:, :s].max(dim=1)
+            z = F.linear(h, asm.head.weight, asm.head.bias)            # (N, shortlist + clusters) logits
+            best, rank = z[:, :s].max(dim=1)
+            may_win = (z[:, s:] > best[:, None]).any(dim=0).tolist()   # per cluster, for any row
             for i in range(asm.n_clusters):
-                c = head[:, s + i]
-                if not bool((c > best).any()):
+                if not may_win[i]:
                     continue                                           # no word of cluster i can win
+                c = z[:, s + i]
                 v, j = (F.log_softmax(asm.tail[i](h), dim=1) + c[:, None]).max(dim=1)
                 win = v > best                                         # ties: the lower rank, as argmax
                 best, rank = torch.where(win, v, best), torch.where(win, j + asm.cutoffs[i], rank)
@@ -246,45 +255,53 @@ class _LM(nn.Module):
 
 # --------------------------------------------------------------------------- the Transformer LM
 
+def rotate_complex_(x: torch.Tensor, rot: torch.Tensor) -> torch.Tensor:
+    """RoPE (interleaved pairs) as complex multiplication, in place: ``x (..., T, d)`` float,
+    ``rot (T, d/2)`` complex ``cos + i sin``; returns ``x``. Pair ``(x[2i], x[2i+1])`` read as
+    the complex number ``x[2i] + i x[2i+1]`` and multiplied by ``e^{i theta}`` is the pair turned
+    by ``theta``: ``(x1 cos - x2 sin) + i (x1 sin + x2 cos)``, as in ``rope.rotate_pairs``."""
+    torch.view_as_complex(x.unflatten(-1, (-1, 2))).mul_(rot)
+    return x
+
+
 class KVCache:
-    """Per-layer keys and values of everything seen so far.
+    """Per-layer keys and values of everything seen so far, and what a decoding step reads.
 
     ``k[i]``, ``v[i]`` are ``(B, h, T_past, d_head)`` views of buffers allocated once for
     ``capacity`` positions (the model's ``max_len``): a decoding step writes its one new key and
     value in place, where ``torch.cat`` would copy all ``T_past`` stored ones at every step.
-    ``qkv`` holds, per layer, the three projections stacked into one ``(W, b)`` so that a
-    decoding step does one matrix product instead of three (made once per cache).
+    ``weights`` holds, per layer, the block's weights (``decoding_weights``), ``table`` the
+    ``(V, d)`` token embeddings and ``rot`` RoPE's rotations as unit complex numbers
+    ``cos + i sin``, ``(capacity, d_head/2)``: gathered once per cache (``TransformerLM.new_cache``).
     """
 
-    def __init__(self, n_layers: int, capacity: int, qkv: list | None = None):
-        self.capacity, self.qkv, self.length = capacity, qkv, 0
-        self._k: list[torch.Tensor | None] = [None] * n_layers
-        self._v: list[torch.Tensor | None] = [None] * n_layers
+    def __init__(self, n_layers: int, capacity: int, weights: list | None = None, table: torch.Tensor | None = None,
+                 rot: torch.Tensor | None = None):
+        self.capacity, self.weights, self.table, self.rot, self.length = capacity, weights, table, rot, 0
+        self._kv: list[torch.Tensor | None] = [None] * n_layers     # per layer (2, B, h, capacity, d_head)
 
-    def store(self, i: int, k: torch.Tensor, v: torch.Tensor):
-        """Write layer ``i``'s new ``k, v: (B, h, T_new, d_head)`` at positions ``length ..``
-        and return all keys and values so far, ``(B, h, length + T_new, d_head)`` each.
-        ``advance(T_new)`` moves ``length`` on once every layer has stored its share."""
-        t0, t1 = self.length, self.length + k.shape[2]
+    def store(self, i: int, kv: torch.Tensor):
+        """Write layer ``i``'s new keys and values ``kv: (2, B, h, T_new, d_head)`` at positions
+        ``length ..`` (one copy) and return all keys and values so far, ``(B, h, length + T_new,
+        d_head)`` each. ``advance(T_new)`` moves ``length`` on once every layer has stored its share."""
+        t0, t1 = self.length, self.length + kv.shape[3]
         if t1 > self.capacity:
             raise ValueError(f"the KV cache holds {self.capacity} positions; {t1} were asked for")
-        if self._k[i] is None:
-            b, h, _, d = k.shape
-            self._k[i], self._v[i] = k.new_empty(b, h, self.capacity, d), v.new_empty(b, h, self.capacity, d)
-        self._k[i][:, :, t0:t1] = k
-        self._v[i][:, :, t0:t1] = v
-        return self._k[i][:, :, :t1], self._v[i][:, :, :t1]
+        if self._kv[i] is None:
+            self._kv[i] = kv.new_empty(*kv.shape[:3], self.capacity, kv.shape[4])
+        self._kv[i][:, :, :, t0:t1] = kv
+        return self._kv[i][0, :, :, :t1], self._kv[i][1, :, :, :t1]
 
     def advance(self, t_new: int) -> None:
         self.length += t_new
 
     @property
     def k(self) -> list:
-        return [None if t is None else t[:, :, :self.length] for t in self._k]
+        return [None if t is None else t[0, :, :, :self.length] for t in self._kv]
 
     @property
     def v(self) -> list:
-        return [None if t is None else t[:, :, :self.length] for t in self._v]
+        return [None if t is None else t[1, :, :, :self.length] for t in self._kv]
 
     def nbytes(self) -> int:
         """Bytes of the keys and values stored so far (it grows linearly with the length)."""
@@ -330,15 +347,17 @@ class TransformerLM(_LM):
             if getattr(m, "bias", None) is not None:
                 nn.init.zeros_(m.bias)
 
-    def _embed(self, ids: torch.Tensor, offset: int = 0, check: bool = True) -> torch.Tensor:
+    def _embed(self, ids: torch.Tensor, offset: int = 0, check: bool = True, table: torch.Tensor | None = None):
+        """``(B, T) -> (B, T, d)``: token embeddings (read from ``table`` if given) plus positions."""
         if ids.dim() != 2:
             raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
         if check and ids.numel() and (ids.min() < 0 or ids.max() >= self.vocab_size):
             raise ValueError(f"ids must lie in [0, {self.vocab_size}), got range [{int(ids.min())}, {int(ids.max())}]")
         if offset + ids.shape[1] > self.max_len:
             raise ValueError(f"positions {offset}..{offset + ids.shape[1] - 1} exceed max_len={self.max_len}")
-        x = self.embed_tokens(ids)
-        return self.drop(x if self.pos is None else self.pos(x, offset=offset))
+        x = self.embed_tokens(ids) if table is None else F.embedding(ids, table)
+        x = x if self.pos is None else self.pos(x, offset=offset)
+        return self.drop(x) if self.training else x
 
     def hidden(self, ids: torch.Tensor) -> torch.Tensor:
         """``(B, T) -> (B, T, d)``: embeddings (+ positions), causal blocks, final LayerNorm.
@@ -357,14 +376,14 @@ class TransformerLM(_LM):
 
     # ----- the KV cache --------------------------------------------------------------------
     def new_cache(self) -> KVCache:
-        qkv = []
+        """An empty cache with the weights a decoding step reads, gathered once (valid until the
+        weights change: make a new cache for every generation)."""
         with torch.no_grad():
-            for layer in self.layers:
-                a = layer.self_attn
-                w = torch.cat([a.q_proj.weight, a.k_proj.weight, a.v_proj.weight])
-                b = None if a.q_proj.bias is None else torch.cat([a.q_proj.bias, a.k_proj.bias, a.v_proj.bias])
-                qkv.append((w, b))
-        return KVCache(self.n_layers, self.max_len, qkv)
+            weights = [decoding_weights(layer) for layer in self.layers]
+            table = self.head._table() if self.tok is None else self.tok.weight
+            rot = (torch.complex(self.rope.cos, self.rope.sin)
+                   if self.rope is not None and self.rope.pairing == "interleaved" else None)
+        return KVCache(self.n_layers, self.max_len, weights, table, rot)
 
     def cached_hidden(self, ids: torch.Tensor, cache: KVCache, check: bool = True) -> torch.Tensor:
         """Process only the new tokens ``ids (B, T_new)`` given ``cache`` of the ``T_past`` before.
@@ -374,30 +393,53 @@ class TransformerLM(_LM):
         ``T_new > 1``; the model's blocks have as many key/value heads as query heads).
         Returns ``(B, T_new, d)``; equal to ``hidden`` of the whole sequence at those
         positions. Eval mode only (no dropout).
+
+        A step does so little arithmetic that calling modules costs as much as computing:
+        the block is written out in ``F`` calls on the weights that ``new_cache`` gathered
+        (the same pre-LN block as ``EncoderLayer.forward``; the tests check that they agree).
         """
         if self.training:
             raise ValueError("cached_hidden is for generation; call model.eval() first")
-        past = cache.length
-        x = self._embed(ids, offset=past, check=check)
-        t_new = ids.shape[1]
+        past, (b, t_new), d = cache.length, ids.shape, self.d_model
+        x = self._embed(ids, offset=past, check=check, table=cache.table)
         mask = None if t_new == 1 else causal_mask(t_new, past + t_new, device=ids.device)
         if self.alibi is not None:                                    # bias (h, T_new, T_past + T_new)
             bias = self.alibi(t_new, past + t_new).to(x.dtype)
             mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
-        for i, layer in enumerate(self.layers):
-            attn = layer.self_attn
-            w, b = cache.qkv[i]                                       # [W_q; W_k; W_v], one product
-            qkv = F.linear(layer.norm1(x), w, b)                      # (B, T_new, 3d)
-            qkv = qkv.view(*ids.shape, 3, attn.n_heads, attn.d_head).permute(2, 0, 3, 1, 4)
-            qk, v = qkv[:2], qkv[2]                                   # (2, B, h, T_new, d_head), (B, h, T_new, d_head)
-            if self.rope is not None:                                 # turn q and k to positions past.. at once
-                qk = self.rope.rotate(qk, offset=past)
-            q, (k, v) = qk[0], cache.store(i, qk[1], v)               # all T_past + T_new keys and values
-            a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-            x = x + attn.out_proj(merge_heads(a))
-            x = x + layer.ff(layer.norm2(x))
+        for i, w in enumerate(cache.weights):
+            qkv = F.linear(F.layer_norm(x, (d,), *w["norm1"]), *w["qkv"])       # [W_q; W_k; W_v]: one product
+            qkv = qkv.view(b, t_new, 3, w["heads"], d // w["heads"]).permute(2, 0, 3, 1, 4)   # (3, B, h, T_new, d_head)
+            if cache.rot is not None:                                 # turn q and k to positions past.., in place
+                rotate_complex_(qkv[:2], cache.rot[past:past + t_new])
+            elif self.rope is not None:
+                qkv[:2] = self.rope.rotate(qkv[:2], offset=past)
+            k, v = cache.store(i, qkv[1:])                            # all T_past + T_new keys and values
+            a = F.scaled_dot_product_attention(qkv[0], k, v, attn_mask=mask)
+            x = x + F.linear(a.transpose(1, 2).reshape(b, t_new, d), *w["out"])
+            x = x + feed_forward(F.layer_norm(x, (d,), *w["norm2"]), w)
         cache.advance(t_new)
         return self.norm(x)
+
+
+def decoding_weights(layer: EncoderLayer) -> dict:
+    """A pre-LN ``EncoderLayer``'s weights as ``(weight, bias)`` pairs (q, k, v stacked into
+    one ``(3d, d)`` matrix), its head count and FFN activation: what a decoding step reads."""
+    a, ff = layer.self_attn, layer.ff
+    if not (layer.norm_first and isinstance(layer.norm1, nn.LayerNorm) and a.n_kv_heads == a.n_heads):
+        raise ValueError("the decoding step is written for pre-LN LayerNorm blocks with one K/V head per query head")
+    stack = lambda *ts: None if ts[0] is None else torch.cat(ts)
+    pair = lambda m: None if m is None else (m.weight, m.bias)
+    return dict(heads=a.n_heads, act=ff.activation, norm1=(*pair(layer.norm1), layer.norm1.eps),
+                norm2=(*pair(layer.norm2), layer.norm2.eps), out=pair(a.out_proj), ff1=pair(ff.linear1),
+                ff2=pair(ff.linear2), gate=pair(ff.gate),
+                qkv=(stack(a.q_proj.weight, a.k_proj.weight, a.v_proj.weight), stack(a.q_proj.bias, a.k_proj.bias, a.v_proj.bias)))
+
+
+def feed_forward(x: torch.Tensor, w: dict) -> torch.Tensor:
+    """``FeedForward.forward`` in eval mode from ``decoding_weights``: ``(..., d) -> (..., d)``."""
+    h = F.linear(x, *w["ff1"])
+    h = F.silu(h) * F.linear(x, *w["gate"]) if w["act"] == "swiglu" else F.relu(h) if w["act"] == "relu" else F.gelu(h)
+    return F.linear(h, *w["ff2"])
 
 
 # --------------------------------------------------------------------------- the LSTM baseline
@@ -820,7 +862,23 @@ def _pick(head: OutputHead, h: torch.Tensor, temperature, top_k, gen) -> torch.T
     return nxt if order is None else order[nxt]
 
 
+@contextmanager
+def no_onednn():
+    """Switch PyTorch's oneDNN (mkldnn) kernels off inside the block (restored on exit).
+
+    Generation works on one token at a time, and on such tiny tensors oneDNN's per-call set-up
+    costs more than the arithmetic: a 512-wide GELU took 7.3 us through oneDNN and 1.4 us
+    through PyTorch's own kernel on the 2 CPU cores this was written on."""
+    before = torch.backends.mkldnn.enabled
+    torch.backends.mkldnn.enabled = False
+    try:
+        yield
+    finally:
+        torch.backends.mkldnn.enabled = before
+
+
 @torch.inference_mode()
+@no_onednn()
 def generate(model: TransformerLM | LSTMLM, prompt: torch.Tensor, n_new: int, temperature: float = 0.0,
              top_k: int | None = None, seed: int | None = 0, use_cache: bool = True) -> torch.Tensor:
     """Extend ``prompt`` (``(T0,)`` ids) by ``n_new`` tokens; returns ``(T0 + n_new,)``.
@@ -829,6 +887,7 @@ def generate(model: TransformerLM | LSTMLM, prompt: torch.Tensor, n_new: int, te
     ``max_len`` tokens if it grew longer). With a cache (Transformer) the prompt is
     processed once and each step feeds one token. The LSTM always carries its state.
     Sampling uses a ``torch.Generator`` seeded with ``seed``, so a seed fixes the text.
+    Runs with oneDNN off (``no_onednn``), with or without the cache.
     """
     if prompt.dim() != 1 or prompt.numel() == 0:
         raise ValueError(f"prompt must be a non-empty 1-D tensor of ids, got shape {tuple(prompt.shape)}")
