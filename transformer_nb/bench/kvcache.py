@@ -29,7 +29,7 @@ def main(argv=None) -> int:
     p.add_argument("--new-tokens", type=int, default=256)
     p.add_argument("--prompt", default="The history of machine learning")
     p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=3)
+    p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--data", default=None, help="WikiText-2 folder (default: TNB_DATA_DIR, then the user cache)")
     p.add_argument("--random-init", action="store_true", help="do not look for the notebook's trained weights")
     p.add_argument("--long-prompt", type=int, default=256,
