@@ -415,7 +415,7 @@ class TransformerLM(_LM):
                 qkv[:2] = self.rope.rotate(qkv[:2], offset=past)
             k, v = cache.store(i, qkv[1:])                            # all T_past + T_new keys and values
             a = F.scaled_dot_product_attention(qkv[0], k, v, attn_mask=mask)
-            x = x + F.linear(a.transpose(1, 2).reshape(b, t_new, d), *w["out"])
+            x = x + F.linear(merge_heads(a), *w["out"])
             x = x + feed_forward(F.layer_norm(x, (d,), *w["norm2"]), w)
         cache.advance(t_new)
         return self.norm(x)
@@ -438,7 +438,10 @@ def decoding_weights(layer: EncoderLayer) -> dict:
 def feed_forward(x: torch.Tensor, w: dict) -> torch.Tensor:
     """``FeedForward.forward`` in eval mode from ``decoding_weights``: ``(..., d) -> (..., d)``."""
     h = F.linear(x, *w["ff1"])
-    h = F.silu(h) * F.linear(x, *w["gate"]) if w["act"] == "swiglu" else F.relu(h) if w["act"] == "relu" else F.gelu(h)
+    if w["act"] == "swiglu":
+        h = F.silu(h) * F.linear(x, *w["gate"])
+    else:
+        h = {"relu": F.relu, "gelu": F.gelu}[w["act"]](h)
     return F.linear(h, *w["ff2"])
 
 
