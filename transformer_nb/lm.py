@@ -381,8 +381,7 @@ class TransformerLM(_LM):
         with torch.no_grad():
             weights = [decoding_weights(layer) for layer in self.layers]
             table = self.head._table() if self.tok is None else self.tok.weight
-            rot = (torch.complex(self.rope.cos, self.rope.sin)
-                   if self.rope is not None and self.rope.pairing == "interleaved" else None)
+            rot = None if self.rope is None else torch.complex(self.rope.cos, self.rope.sin)   # interleaved pairs
         return KVCache(self.n_layers, self.max_len, weights, table, rot)
 
     def cached_hidden(self, ids: torch.Tensor, cache: KVCache, check: bool = True) -> torch.Tensor:
@@ -411,8 +410,6 @@ class TransformerLM(_LM):
             qkv = qkv.view(b, t_new, 3, w["heads"], d // w["heads"]).permute(2, 0, 3, 1, 4)   # (3, B, h, T_new, d_head)
             if cache.rot is not None:                                 # turn q and k to positions past.., in place
                 rotate_complex_(qkv[:2], cache.rot[past:past + t_new])
-            elif self.rope is not None:
-                qkv[:2] = self.rope.rotate(qkv[:2], offset=past)
             k, v = cache.store(i, qkv[1:])                            # all T_past + T_new keys and values
             a = F.scaled_dot_product_attention(qkv[0], k, v, attn_mask=mask)
             x = x + F.linear(merge_heads(a), *w["out"])
@@ -871,7 +868,9 @@ def no_onednn():
 
     Generation works on one token at a time, and on such tiny tensors oneDNN's per-call set-up
     costs more than the arithmetic: a 512-wide GELU took 7.3 us through oneDNN and 1.4 us
-    through PyTorch's own kernel on the 2 CPU cores this was written on."""
+    through PyTorch's own kernel on the 2 CPU cores this was written on. (The library's
+    ``torch.backends.mkldnn.flags(enabled=False)`` would also reset oneDNN's TF32 and fp32-precision
+    settings to its defaults, with a warning about Intel GPUs; this touches only ``enabled``.)"""
     before = torch.backends.mkldnn.enabled
     torch.backends.mkldnn.enabled = False
     try:
