@@ -45,3 +45,17 @@ def test_unknown_optimizer_is_refused():
     with pytest.raises(ValueError, match="optimizer must be one of"):
         lm.TrainConfig(steps=1, optimizer="sgd")
 
+
+
+def test_adamw_lr_sets_only_the_adamw_half_of_muon():
+    m = lm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=1, head="full")
+    muon, adamw = lm.make_optimizers(m, lm.TrainConfig(steps=1, optimizer="muon", lr=2e-3, adamw_lr=8e-3))
+    assert {g["lr"] for g in muon.param_groups} == {2e-3}
+    assert {g["lr"] for g in adamw.param_groups} == {8e-3}
+    muon, adamw = lm.make_optimizers(m, lm.TrainConfig(steps=1, optimizer="muon", lr=2e-3))
+    assert {g["lr"] for g in adamw.param_groups} == {2e-3}
+
+
+def test_adamw_lr_without_muon_is_refused():
+    with pytest.raises(ValueError, match="adamw_lr sets the AdamW half"):
+        lm.TrainConfig(steps=1, optimizer="adamw", adamw_lr=1e-2)

@@ -58,7 +58,8 @@ def train_flops_per_token(model, train_ids, tcfg) -> float:
 
 def run(name, model, data, tcfg, peak, eval_tokens):
     print(f"[{name}] {model.num_parameters():,} parameters; training for {tcfg.budget_s:.0f} s "
-          f"(batch {tcfg.batch_size} x {tcfg.seq_len}, {tcfg.optimizer}, lr {tcfg.lr:g}, bf16={tcfg.bf16})", flush=True)
+          f"(batch {tcfg.batch_size} x {tcfg.seq_len}, {tcfg.optimizer}, lr {tcfg.lr:g}, AdamW lr "
+          f"{tcfg.adamw_lr or tcfg.lr:g}, bf16={tcfg.bf16})", flush=True)
     fpt = train_flops_per_token(model, data.train, tcfg)
     torch.manual_seed(tcfg.seed)
     hist = lm.train_lm(model, data.train, tcfg, valid_ids=None, live=False, disable_bar=True)
