@@ -46,7 +46,6 @@ def test_unknown_optimizer_is_refused():
         lm.TrainConfig(steps=1, optimizer="sgd")
 
 
-
 def test_adamw_lr_sets_only_the_adamw_half_of_muon():
     m = lm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=1, head="full")
     muon, adamw = lm.make_optimizers(m, lm.TrainConfig(steps=1, optimizer="muon", lr=2e-3, adamw_lr=8e-3))

@@ -493,7 +493,8 @@ if env.profile == "full":     # a model trained for 150 steps barely uses contex
 # the way recurrent models like best. With all that, it comes close to the Transformer (the ratio printed
 # above). The two step counts were chosen to take about the same seconds, but this machine's speed varies
 # from run to run, so the training times printed above differ; `python -m transformer_nb.bench lm` compares
-# at exactly equal seconds, with the same outcome (README). For scale: peers on this machine measured pytorch/examples' own LSTM at 398.5 and its Transformer at 372.6 after the same 360 s;
+# at exactly equal seconds, with the same outcome (README). For scale: peers on this machine measured
+# pytorch/examples' own LSTM at 398.5 and its Transformer at 372.6 after the same 360 s;
 # the recipe's gain comes mostly from where the compute goes (section 5), and the LSTM, given the same
 # savings, gains nearly as much. Where the Transformer pulls ahead for real is in parallel hardware and longer
 # training, neither of which a 6-minute CPU run has.
