@@ -27,11 +27,12 @@ endif
 
 NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
 
-.PHONY: help venv install lab test browser-test runtimes refresh refresh-all book slides clean distclean
+.PHONY: help venv install lab lint test browser-test runtimes refresh refresh-all book slides clean distclean
 
 help:
 	@echo "make lab                  install, then JupyterLab on notebooks/"
 	@echo "make test                 unit tests + every notebook under nbval (quick profile)"
+	@echo "make lint                 ruff: lint the package, tests, tools and notebooks; check the formatting"
 	@echo "make browser-test         every notebook's widgets in JupyterLab + headless Chromium"
 	@echo "make refresh NB=NAME      re-execute one notebook from notebooks/py/NAME.py (full profile)"
 	@echo "make refresh-all          the same for every notebook"
@@ -56,6 +57,10 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 lab: $(INSTALLED)
 	$(RUN) $(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
 	  $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+lint: $(INSTALLED)
+	$(BIN)/ruff check transformer_nb tests tools notebooks/*.ipynb
+	$(BIN)/ruff format --check transformer_nb tests tools
 
 test: $(INSTALLED)
 	@rm -rf build/test-cache && mkdir -p build/test-cache

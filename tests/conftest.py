@@ -1,4 +1,9 @@
-"""Shared fixtures for the unit tests."""
+"""Shared fixtures for the unit tests, and the one place the tests choose a matplotlib backend."""
+
+import matplotlib
+
+matplotlib.use("Agg")  # before any test imports pyplot: figures render off-screen
+
 import pytest
 import torch
 

@@ -12,6 +12,7 @@ pyproject.toml) that prints the wall time of each notebook run under nbval.
 Layout assumed: ROOT/notebooks/NAME.ipynb and its twin ROOT/notebooks/py/NAME.py; the
 package modules recorded in a stamp are paths relative to ROOT.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -27,6 +28,7 @@ RAISES = "raises-exception"
 
 
 # --------------------------------------------------------------------------- paths
+
 
 def notebooks_in(root: Path = ROOT) -> list[Path]:
     """The stored notebooks, in book order (their names start with NN_)."""
@@ -54,6 +56,7 @@ def fix(name: str) -> str:
 
 
 # --------------------------------------------------------------------------- cells
+
 
 def load(ipynb: Path) -> dict:
     return json.loads(Path(ipynb).read_text(encoding="utf-8"))
@@ -106,13 +109,16 @@ def make_stamp(nb, module_files, root: Path, profile: str = "full") -> dict:
 
 # --------------------------------------------------------------------------- checks
 
+
 def twin_problems(ipynb: Path, twin: Path) -> list[str]:
     """The twin .py, read with jupytext, has the same cells (type, source, tags) as the ipynb."""
     name = Path(ipynb).stem
     if not Path(twin).exists():
-        return [f"notebooks/{name}.ipynb has no text twin notebooks/py/{name}.py. Write the twin "
-                f"(e.g. jupytext --to py:percent -o notebooks/py/{name}.py notebooks/{name}.ipynb), "
-                f"then run make refresh NB={name}; the twin is the file you edit."]
+        return [
+            f"notebooks/{name}.ipynb has no text twin notebooks/py/{name}.py. Write the twin "
+            f"(e.g. jupytext --to py:percent -o notebooks/py/{name}.py notebooks/{name}.ipynb), "
+            f"then run make refresh NB={name}; the twin is the file you edit."
+        ]
     if not Path(ipynb).exists():
         return [f"notebooks/py/{name}.py has no notebook notebooks/{name}.ipynb. {fix(name)}"]
     import jupytext
@@ -133,11 +139,13 @@ def twin_problems(ipynb: Path, twin: Path) -> list[str]:
             break
     if len(stored) != len(text) and len(problems) < 3:
         problems.append(f"the notebook has {len(stored)} cells, the twin has {len(text)}")
-    return [f"notebooks/{name}.ipynb is out of sync with its twin notebooks/py/{name}.py:\n  "
-            + "\n  ".join(problems)
-            + f"\nThe twin is the source of truth: edit notebooks/py/{name}.py, then run make refresh "
-              f"NB={name}. If you edited the .ipynb in JupyterLab without jupytext pairing, copy the "
-              f"change into the twin first."]
+    return [
+        f"notebooks/{name}.ipynb is out of sync with its twin notebooks/py/{name}.py:\n  "
+        + "\n  ".join(problems)
+        + f"\nThe twin is the source of truth: edit notebooks/py/{name}.py, then run make refresh "
+        f"NB={name}. If you edited the .ipynb in JupyterLab without jupytext pairing, copy the "
+        f"change into the twin first."
+    ]
 
 
 def _difference(a, b) -> str:
@@ -157,21 +165,25 @@ def stamp_problems(ipynb: Path) -> list[str]:
     nb = load(ipynb)
     stamp = nb.get("metadata", {}).get(STAMP_KEY)
     if not stamp:
-        return [f"notebooks/{name}.ipynb has no refresh stamp (metadata.{STAMP_KEY}): its outputs "
-                f"were not produced by tools/refresh.py. {fix(name)}"]
+        return [
+            f"notebooks/{name}.ipynb has no refresh stamp (metadata.{STAMP_KEY}): its outputs "
+            f"were not produced by tools/refresh.py. {fix(name)}"
+        ]
     problems = []
     if stamp.get("code_digest") != code_digest(nb):
-        problems.append(f"notebooks/{name}.ipynb: its code cells changed since the outputs were "
-                        f"stored (code_digest differs). {fix(name)}")
+        problems.append(
+            f"notebooks/{name}.ipynb: its code cells changed since the outputs were "
+            f"stored (code_digest differs). {fix(name)}"
+        )
     root = root_of(ipynb)
     for rel, digest in sorted(stamp.get("modules", {}).items()):
         path = root / rel
         if not path.exists():
-            problems.append(f"notebooks/{name}.ipynb: its outputs were computed with {rel}, "
-                            f"which no longer exists. {fix(name)}")
+            problems.append(
+                f"notebooks/{name}.ipynb: its outputs were computed with {rel}, which no longer exists. {fix(name)}"
+            )
         elif file_sha256(path) != digest:
-            problems.append(f"notebooks/{name}.ipynb: stale outputs, {rel} changed since they were "
-                            f"stored. {fix(name)}")
+            problems.append(f"notebooks/{name}.ipynb: stale outputs, {rel} changed since they were stored. {fix(name)}")
     return problems
 
 
@@ -187,15 +199,18 @@ def execution_problems(ipynb: Path) -> list[str]:
         if count is None:
             problems.append(f"cell {i} has never been executed (execution_count is null)")
         elif count != expected:
-            problems.append(f"cell {i} has execution_count {count}, expected {expected} "
-                            f"(not a clean top-to-bottom run)")
+            problems.append(
+                f"cell {i} has execution_count {count}, expected {expected} (not a clean top-to-bottom run)"
+            )
         expected += 1
         if RAISES not in tags(cell):
             for out in cell.get("outputs", []):
                 if out.get("output_type") == "error":
-                    problems.append(f"cell {i} stores an error output "
-                                    f"({out.get('ename')}: {out.get('evalue', '')[:80]}) "
-                                    f"and is not tagged {RAISES}")
+                    problems.append(
+                        f"cell {i} stores an error output "
+                        f"({out.get('ename')}: {out.get('evalue', '')[:80]}) "
+                        f"and is not tagged {RAISES}"
+                    )
     profile = nb.get("metadata", {}).get(STAMP_KEY, {}).get("profile", "no stamp")
     if profile != "full":
         problems.append(f"outputs were not refreshed in the full profile (stamp profile: {profile})")
@@ -203,6 +218,7 @@ def execution_problems(ipynb: Path) -> list[str]:
 
 
 # --------------------------------------------------------------------------- pytest helpers
+
 
 def parametrize_notebooks(paths: list[Path]):
     """pytest params over notebook names; one clean skip when there are none yet."""

@@ -1,5 +1,6 @@
 """Bad input to the reference attention gets a clear error (type and message), never a
 silent wrong answer or NaN."""
+
 import math
 
 import pytest
@@ -106,7 +107,12 @@ def test_mixed_dtypes():
 def test_valid_masks_still_accepted():
     """The checks do not reject good input: all-zero float mask, finite biases, -inf, bool."""
     q, k, v = qkv()
-    for mask in (torch.zeros(4, 5), torch.full((4, 5), -0.5), torch.zeros(4, 5).masked_fill(torch.eye(4, 5) > 0, -math.inf),
-                 torch.ones(4, 5, dtype=torch.bool), torch.ones(5, dtype=torch.bool)):
+    for mask in (
+        torch.zeros(4, 5),
+        torch.full((4, 5), -0.5),
+        torch.zeros(4, 5).masked_fill(torch.eye(4, 5) > 0, -math.inf),
+        torch.ones(4, 5, dtype=torch.bool),
+        torch.ones(5, dtype=torch.bool),
+    ):
         out, w = sdpa(q, k, v, mask)
         assert torch.isfinite(out).all()

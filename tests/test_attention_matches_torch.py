@@ -1,5 +1,6 @@
 """The package's reference attention gives the same result as F.scaled_dot_product_attention,
 and fully masked query rows give zero weights, a zero output and finite gradients (never NaN)."""
+
 import math
 
 import pytest
@@ -19,7 +20,7 @@ def qkv(shape_q, shape_k, d_v, seed=0, dtype=torch.float64):
 
 def random_keep(t_q, t_k, seed):
     keep = torch.rand(t_q, t_k, generator=torch.Generator().manual_seed(seed)) > 0.4
-    keep[:, 0] = True          # no fully masked row: F.sdpa and we must agree on every entry
+    keep[:, 0] = True  # no fully masked row: F.sdpa and we must agree on every entry
     return keep
 
 
@@ -34,24 +35,36 @@ CASES = {
     "no mask, d_v != d_k": (((2, 5, 8), (2, 5, 8), 3), lambda: None),
     "no mask, 2-D (unbatched)": (((4, 6), (9, 6), 2), lambda: None),
     "bool mask (T_q, T_k)": (((2, 4, 8), (2, 6, 8), 5), lambda: random_keep(4, 6, 1)),
-    "bool mask (B, T_q, T_k)": (((2, 4, 8), (2, 6, 8), 5),
-                                lambda: torch.stack([random_keep(4, 6, 2), random_keep(4, 6, 3)])),
-    "bool key mask (T_k,) broadcast": (((2, 4, 8), (2, 6, 8), 5),
-                                       lambda: torch.tensor([True, True, False, True, False, True])),
+    "bool mask (B, T_q, T_k)": (
+        ((2, 4, 8), (2, 6, 8), 5),
+        lambda: torch.stack([random_keep(4, 6, 2), random_keep(4, 6, 3)]),
+    ),
+    "bool key mask (T_k,) broadcast": (
+        ((2, 4, 8), (2, 6, 8), 5),
+        lambda: torch.tensor([True, True, False, True, False, True]),
+    ),
     "float additive mask 0/-inf": (((2, 4, 8), (2, 6, 8), 5), lambda: additive(random_keep(4, 6, 4), torch.float64)),
-    "float additive bias + -inf": (((2, 4, 8), (2, 6, 8), 5),
-                                   lambda: alibi_like(4, 6).masked_fill(~random_keep(4, 6, 5), -math.inf)),
+    "float additive bias + -inf": (
+        ((2, 4, 8), (2, 6, 8), 5),
+        lambda: alibi_like(4, 6).masked_fill(~random_keep(4, 6, 5), -math.inf),
+    ),
     "float finite bias only": (((2, 4, 8), (2, 6, 8), 5), lambda: alibi_like(4, 6)),
     "causal bool (T, T)": (((3, 7, 16), (3, 7, 16), 16), lambda: causal_mask(7)),
     "causal additive (T, T)": (((3, 7, 16), (3, 7, 16), 16), lambda: additive(causal_mask(7), torch.float64)),
     "causal with T_q < T_k (KV cache)": (((1, 2, 8), (1, 5, 8), 4), lambda: causal_mask(2, 5)),
     "4-D heads, no mask": (((2, 4, 5, 8), (2, 4, 5, 8), 8), lambda: None),
-    "4-D heads, key padding (B,1,T_q,T_k)": (((2, 4, 5, 8), (2, 4, 5, 8), 6),
-                                             lambda: key_padding(padding_mask([5, 3]), 5)),
-    "4-D heads, padding & causal": (((2, 4, 5, 8), (2, 4, 5, 8), 6),
-                                    lambda: key_padding(padding_mask([5, 3]), 5) & causal_mask(5)),
-    "4-D heads, cross-attention T_q != T_k": (((2, 4, 3, 8), (2, 4, 6, 8), 8),
-                                              lambda: key_padding(padding_mask([6, 4]), 3)),
+    "4-D heads, key padding (B,1,T_q,T_k)": (
+        ((2, 4, 5, 8), (2, 4, 5, 8), 6),
+        lambda: key_padding(padding_mask([5, 3]), 5),
+    ),
+    "4-D heads, padding & causal": (
+        ((2, 4, 5, 8), (2, 4, 5, 8), 6),
+        lambda: key_padding(padding_mask([5, 3]), 5) & causal_mask(5),
+    ),
+    "4-D heads, cross-attention T_q != T_k": (
+        ((2, 4, 3, 8), (2, 4, 6, 8), 8),
+        lambda: key_padding(padding_mask([6, 4]), 3),
+    ),
     "batch broadcast: k, v shared over heads": (((2, 4, 5, 8), (2, 1, 5, 8), 8), lambda: causal_mask(5)),
 }
 
@@ -74,8 +87,9 @@ def test_matches_torch_sdpa(name):
 
 def test_is_causal_matches_causal_mask():
     q, k, v = qkv((2, 3, 6, 8), (2, 3, 6, 8), 8, seed=7)
-    torch.testing.assert_close(sdpa(q, k, v, causal_mask(6))[0],
-                               F.scaled_dot_product_attention(q, k, v, is_causal=True))
+    torch.testing.assert_close(
+        sdpa(q, k, v, causal_mask(6))[0], F.scaled_dot_product_attention(q, k, v, is_causal=True)
+    )
 
 
 def test_custom_scale_matches_torch():
@@ -86,8 +100,9 @@ def test_custom_scale_matches_torch():
 def test_float32_matches_torch():
     q, k, v = qkv((2, 4, 5, 16), (2, 4, 7, 16), 16, seed=9, dtype=torch.float32)
     mask = random_keep(5, 7, 9)
-    torch.testing.assert_close(sdpa(q, k, v, mask)[0], F.scaled_dot_product_attention(q, k, v, attn_mask=mask),
-                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(
+        sdpa(q, k, v, mask)[0], F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-5, rtol=1e-5
+    )
 
 
 def test_weights_are_softmax_of_scaled_scores():
@@ -103,7 +118,7 @@ def test_fully_masked_rows_give_zeros_not_nan(form):
     q.requires_grad_()
     k.requires_grad_()
     keep = random_keep(4, 6, 11)
-    keep[1] = False                                   # query 1 may attend to nothing
+    keep[1] = False  # query 1 may attend to nothing
     mask = keep if form == "bool" else additive(keep, torch.float64)
     out, w = sdpa(q, k, v, mask)
     assert torch.equal(w[:, 1], torch.zeros(2, 6, dtype=w.dtype))

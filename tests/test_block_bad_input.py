@@ -1,10 +1,22 @@
 """Bad input to the block module raises a clear error (type and message)."""
+
 import pytest
 import torch.nn as nn
 
-from transformer_nb.block import (DecoderLayer, EncoderLayer, FeedForward, build_stack, copy_from_torch,
-                                  layer_grad_norms, make_norm, markov_batches, swiglu_hidden_size, to_torch,
-                                  trace_shapes, train_toy_lm)
+from transformer_nb.block import (
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    build_stack,
+    copy_from_torch,
+    layer_grad_norms,
+    make_norm,
+    markov_batches,
+    swiglu_hidden_size,
+    to_torch,
+    trace_shapes,
+    train_toy_lm,
+)
 
 
 def test_unknown_norm():
@@ -36,7 +48,7 @@ def test_ffn_model_width():
 
 
 def test_copy_from_torch_mismatches():
-    t = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)                     # Post-LN, relu, eps 1e-5
+    t = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)  # Post-LN, relu, eps 1e-5
     with pytest.raises(ValueError, match="norm placement differs"):
         copy_from_torch(EncoderLayer(16, 2, 32, norm_first=True), t)
     with pytest.raises(ValueError, match="activation differs"):

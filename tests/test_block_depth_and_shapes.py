@@ -1,19 +1,27 @@
 """The block's residual switch, shape tracing, SwiGLU widths and the depth experiment behave as notebook 06 says."""
+
 import pytest
 import torch
-import torch.nn as nn
 
-from transformer_nb.block import (EncoderLayer, FeedForward, layer_grad_norms, markov_batches, stream_stats,
-                                  swiglu_hidden_size, token_diversity, trace_shapes, train_toy_lm)
-
+from transformer_nb.block import (
+    EncoderLayer,
+    FeedForward,
+    layer_grad_norms,
+    markov_batches,
+    stream_stats,
+    swiglu_hidden_size,
+    token_diversity,
+    trace_shapes,
+    train_toy_lm,
+)
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
 def test_swiglu_widths_of_published_models():
-    assert swiglu_hidden_size(4096) == 11008                 # LLaMA-7B
-    assert swiglu_hidden_size(8192, 4096, 1.3) == 28672      # LLaMA-2-70B
-    assert swiglu_hidden_size(5120) == 13824                 # LLaMA-13B
+    assert swiglu_hidden_size(4096) == 11008  # LLaMA-7B
+    assert swiglu_hidden_size(8192, 4096, 1.3) == 28672  # LLaMA-2-70B
+    assert swiglu_hidden_size(5120) == 13824  # LLaMA-13B
     ffn = FeedForward(64, 96, "swiglu")
     assert sum(p.numel() for p in ffn.parameters()) == 3 * 64 * 96 + 2 * 96 + 64
 
@@ -36,18 +44,29 @@ def test_trace_shapes_records_every_submodule():
     block = EncoderLayer(48, 4, 96, activation="gelu")
     rec = trace_shapes(block, torch.randn(2, 3, 48))
     names = [r["name"] for r in rec]
-    assert names == ["norm1", "self_attn.q_proj", "self_attn.k_proj", "self_attn.v_proj", "self_attn.out_proj",
-                     "self_attn", "norm2", "ff.linear1", "ff.linear2", "ff", "EncoderLayer"]
+    assert names == [
+        "norm1",
+        "self_attn.q_proj",
+        "self_attn.k_proj",
+        "self_attn.v_proj",
+        "self_attn.out_proj",
+        "self_attn",
+        "norm2",
+        "ff.linear1",
+        "ff.linear2",
+        "ff",
+        "EncoderLayer",
+    ]
     assert {r["name"]: r["out"] for r in rec}["ff.linear1"] == (2, 3, 96)
-    assert all(not h for h in block._forward_hooks.values())       # hooks removed
+    assert all(not h for h in block._forward_hooks.values())  # hooks removed
 
 
 def test_depth_experiment_directions():
     g = {(nf, res): layer_grad_norms(12, nf, res, seeds=(0, 1)) for nf in (True, False) for res in (True, False)}
     post, pre = g[False, True]["param"], g[True, True]["param"]
     assert post.shape == (12,) and g[True, True]["input"].shape == (12,)
-    assert post[-1] > post[0]          # Post-LN: largest gradients next to the output
-    assert pre[-1] < pre[0]            # Pre-LN: the opposite
+    assert post[-1] > post[0]  # Post-LN: largest gradients next to the output
+    assert pre[-1] < pre[0]  # Pre-LN: the opposite
     nores = g[True, False]["param"]
     assert nores[0] > 0.5 * nores[-1]  # no vanishing at initialisation
     s = {(nf, res): stream_stats(12, nf, res) for nf in (True, False) for res in (True, False)}
@@ -64,6 +83,6 @@ def test_token_diversity_extremes():
 def test_toy_training_runs_and_learns_with_pre_ln():
     data = markov_batches(30, batch=8, seq_len=8, vocab=16)
     losses = train_toy_lm(2, True, 3e-3, 0, 30, data=data)
-    assert len(losses) == 30 and all(map(lambda v: v == v, losses))
+    assert len(losses) == 30 and all(v == v for v in losses)
     assert sum(losses[-5:]) / 5 < sum(losses[:5]) / 5
     assert 0 < data[2] < torch.log(torch.tensor(16.0))

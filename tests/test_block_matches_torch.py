@@ -1,4 +1,5 @@
 """Pre-LN and Post-LN blocks equal nn.TransformerEncoderLayer / nn.TransformerDecoderLayer with copied weights."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -14,8 +15,9 @@ D, H, FF, T = 32, 4, 64, 7
 @pytest.mark.parametrize("masks", ["none", "padding", "causal", "both"])
 def test_encoder_layer_equals_torch(norm_first, activation, masks):
     torch.manual_seed(0)
-    theirs = nn.TransformerEncoderLayer(D, H, FF, dropout=0.0, activation=activation, batch_first=True,
-                                        norm_first=norm_first)
+    theirs = nn.TransformerEncoderLayer(
+        D, H, FF, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first
+    )
     ours = copy_from_torch(EncoderLayer(D, H, FF, norm_first=norm_first, activation=activation), theirs)
     x = torch.randn(2, T, D)
     keep = padding_mask([T, 4], T)
@@ -58,8 +60,7 @@ def test_decoder_layer_equals_torch(norm_first):
     y_ours = ours(x, mem, memory_mask=key_padding(src_keep, T))
     y_theirs = theirs(x, mem, tgt_mask=~causal_mask(T), tgt_is_causal=True, memory_key_padding_mask=~src_keep)
     assert torch.allclose(y_ours, y_theirs, atol=1e-5)
-    assert torch.allclose(to_torch(ours)(x, mem, tgt_mask=~causal_mask(T), tgt_is_causal=True), ours(x, mem),
-                          atol=1e-5)
+    assert torch.allclose(to_torch(ours)(x, mem, tgt_mask=~causal_mask(T), tgt_is_causal=True), ours(x, mem), atol=1e-5)
 
 
 def test_eps_is_carried_by_to_torch():

@@ -1,4 +1,5 @@
 """LayerNorm and RMSNorm written out (block.layer_norm, block.rms_norm) equal nn.LayerNorm and nn.RMSNorm."""
+
 import pytest
 import torch
 import torch.nn as nn

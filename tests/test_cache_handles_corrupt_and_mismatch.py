@@ -1,4 +1,5 @@
 """The trained-model cache never crashes a notebook: corrupt or mismatched files retrain."""
+
 import torch
 import torch.nn as nn
 
@@ -51,7 +52,7 @@ def test_other_configuration_retrains(tmp_path, monkeypatch, capsys):
 
 def test_weights_that_do_not_fit_retrain(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
-    cache.save("m", nn.Linear(4, 2), {"d": 3})          # same config, different shapes
+    cache.save("m", nn.Linear(4, 2), {"d": 3})  # same config, different shapes
     _, trained = cache.load_or_train("m", nn.Linear(3, 2), {"d": 3}, _train)
     assert trained and "does not fit" in capsys.readouterr().out
 

@@ -1,4 +1,5 @@
 """The check helpers used in notebook check cells assert, and print only the expected value."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """Notebook 00's map is read from the notebooks themselves."""
+
 import json
 
 import nbformat
@@ -8,16 +9,20 @@ from transformer_nb.companion import exercise_map, notebook_index
 
 def _write(folder, name, opening, tags=(), png=False):
     nb = nbformat.v4.new_notebook()
-    nb.cells = [nbformat.v4.new_markdown_cell(opening),
-                nbformat.v4.new_code_cell("1+1", metadata={"tags": list(tags)})]
+    nb.cells = [nbformat.v4.new_markdown_cell(opening), nbformat.v4.new_code_cell("1+1", metadata={"tags": list(tags)})]
     if png:
         nb.cells[1].outputs = [nbformat.v4.new_output("display_data", data={"image/png": "AAAA"})]
     nbformat.write(nb, folder / f"{name}.ipynb")
 
 
 def test_index_reads_titles_texts_exercises_checks_and_runtimes(tmp_path):
-    _write(tmp_path, "01_a", "# 01 · Alpha\n**Serves:** 000 §8.2, 004 §5.\n\n## 3 · Exercise 8.5, done",
-           tags=["nbval-check-output"], png=True)
+    _write(
+        tmp_path,
+        "01_a",
+        "# 01 · Alpha\n**Serves:** 000 §8.2, 004 §5.\n\n## 3 · Exercise 8.5, done",
+        tags=["nbval-check-output"],
+        png=True,
+    )
     _write(tmp_path, "02_b", "# 02 · Beta\n**Serves:** 001 §19.2\n**Runtime:** fast\n### Exercise 8.7 and more")
     (tmp_path / "runtimes.json").write_text(json.dumps({"01_a": {"quick_s": 3.0, "full_s": 9.5}}))
     idx = notebook_index(tmp_path)

@@ -1,4 +1,5 @@
 """The checker framework: accepts the reference, names the typical mistake, never leaks the solution."""
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
@@ -13,7 +14,8 @@ def _wrong_axis(x):
 
 
 EX = Exercise(
-    "softmax rows", _ref,
+    "softmax rows",
+    _ref,
     cases=[("3x4", lambda: (torch.randn(3, 4),)), ("2x5", lambda: (torch.randn(2, 5),))],
     mistakes=[Mistake(_wrong_axis, "rows do not sum to 1: did you softmax over the last axis?")],
     properties=[Property(lambda args, out: torch.all(out >= 0), "weights must be non-negative")],
@@ -42,6 +44,7 @@ def test_shape_hint():
 def test_stub_and_crash_do_not_raise():
     def stub(x):
         raise NotImplementedError
+
     assert "not attempted" in EX.check(stub, quiet=True).message
     r = EX.check(lambda x: x @ torch.zeros(7, 7), quiet=True)
     assert not r.passed and "raised RuntimeError" in r.message

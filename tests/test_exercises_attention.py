@@ -1,13 +1,13 @@
 """The notebook-01 exercise checkers accept the reference, reject typical wrong answers with
 the hint specific to each, never raise, and never leak the solution's source."""
+
 import inspect
 import math
 
 import pytest
 import torch
 
-from transformer_nb.exercises.attention import (EXERCISES, attention_ex, causal_ex, empirical_ex,
-                                                variance_ex)
+from transformer_nb.exercises.attention import EXERCISES, attention_ex, causal_ex, empirical_ex, variance_ex
 
 ALL = list(EXERCISES.items())
 MISTAKES = [(name, i) for name, ex in ALL for i in range(len(ex.mistakes))]
@@ -66,6 +66,7 @@ def _scores(q, k):
 
 def test_naive_attention_gets_the_nan_hint():
     """Right in every way except a fully masked row (d2l's bug): the hint names that row."""
+
     def naive(q, k, v, mask=None):
         s = _scores(q, k)
         if mask is not None:
@@ -81,7 +82,7 @@ def test_inverted_mask_with_nan_still_gets_the_polarity_hint():
     def inverted(q, k, v, mask=None):
         s = _scores(q, k)
         if mask is not None:
-            s = s.masked_fill(mask, -math.inf)     # wrong polarity, and the last row becomes all -inf
+            s = s.masked_fill(mask, -math.inf)  # wrong polarity, and the last row becomes all -inf
         w = torch.softmax(s, -1)
         return w @ v, w
 
@@ -98,7 +99,7 @@ def test_large_negative_instead_of_minus_inf_is_caught():
         return w @ v, w
 
     r = attention_ex.check(big_negative, quiet=True)
-    assert not r.passed     # the fully masked row becomes uniform instead of zero
+    assert not r.passed  # the fully masked row becomes uniform instead of zero
 
 
 def test_causal_off_by_one_with_nan_is_named():
@@ -114,6 +115,7 @@ def test_causal_off_by_one_with_nan_is_named():
 
 def test_other_correct_answers_pass():
     """Different but correct code is accepted: einsum, float64 detour, biased variance, numpy floats."""
+
     def einsum_attention(q, k, v, mask=None):
         s = torch.einsum("bqd,bkd->bqk", q.double(), k.double()) / q.shape[-1] ** 0.5
         if mask is not None:
@@ -128,7 +130,10 @@ def test_other_correct_answers_pass():
 
     assert attention_ex.check(einsum_attention, quiet=True).passed
     assert causal_ex.check(causal_via_triu, quiet=True).passed
-    assert empirical_ex.check(lambda q, k, scaled: float(((q * k).sum(-1) / (q.shape[-1] ** 0.5 if scaled else 1))
-                                                         .var(unbiased=False)), quiet=True).passed
-    assert variance_ex.check(lambda d, vq, vk, mq=0.0, mk=0.0: d * ((vq + mq**2) * (vk + mk**2) - mq**2 * mk**2),
-                             quiet=True).passed
+    assert empirical_ex.check(
+        lambda q, k, scaled: float(((q * k).sum(-1) / (q.shape[-1] ** 0.5 if scaled else 1)).var(unbiased=False)),
+        quiet=True,
+    ).passed
+    assert variance_ex.check(
+        lambda d, vq, vk, mq=0.0, mk=0.0: d * ((vq + mq**2) * (vk + mk**2) - mq**2 * mk**2), quiet=True
+    ).passed

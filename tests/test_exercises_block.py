@@ -1,4 +1,5 @@
 """Notebook 06's exercises accept the reference, name typical mistakes, and never leak the solution."""
+
 import pytest
 import torch
 import torch.nn as nn
@@ -6,7 +7,6 @@ import torch.nn.functional as F
 
 from transformer_nb.block import EncoderLayer
 from transformer_nb.exercises.block import encoder_stack_ex, rms_norm_ex, swiglu_ex
-
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -38,7 +38,7 @@ def test_rms_norm_exercise():
 
 
 def test_swiglu_exercise():
-    ref = lambda x, wg, wu, wd: F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd)   # noqa: E731
+    ref = lambda x, wg, wu, wd: F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd)
     assert swiglu_ex.check(ref, quiet=True).passed
     cases = {
         "wrong branch": lambda x, wg, wu, wd: F.linear(F.linear(x, wg) * F.silu(F.linear(x, wu)), wd),
@@ -51,13 +51,14 @@ def test_swiglu_exercise():
         r = swiglu_ex.check(fn, quiet=True)
         assert not r.passed and words in r.message, (words, r.message)
         _no_leak(swiglu_ex, r.message)
-    r = swiglu_ex.check(lambda x, wg, wu, wd: x @ wg, quiet=True)      # transposed weights crash
+    r = swiglu_ex.check(lambda x, wg, wu, wd: x @ wg, quiet=True)  # transposed weights crash
     assert not r.passed and "raised RuntimeError" in r.message
 
 
 def _torch_stack(d, h, f, n):
-    return nn.Sequential(*[nn.TransformerEncoderLayer(d, h, f, dropout=0.1, batch_first=True, norm_first=True)
-                           for _ in range(n)])
+    return nn.Sequential(
+        *[nn.TransformerEncoderLayer(d, h, f, dropout=0.1, batch_first=True, norm_first=True) for _ in range(n)]
+    )
 
 
 class _OwnStack(nn.Module):
@@ -81,8 +82,9 @@ def test_exercise_8_8_names_typical_mistakes():
     cases = {
         "Post-LN": lambda d, h, f, n: nn.Sequential(*[EncoderLayer(d, h, f, norm_first=False) for _ in range(n)]),
         "ends with a LayerNorm": lambda d, h, f, n: nn.Sequential(*_torch_stack(d, h, f, n), nn.LayerNorm(d)),
-        "Add the residual": lambda d, h, f, n: nn.Sequential(*[EncoderLayer(d, h, f, residual=False)
-                                                              for _ in range(n)]),
+        "Add the residual": lambda d, h, f, n: nn.Sequential(
+            *[EncoderLayer(d, h, f, residual=False) for _ in range(n)]
+        ),
         "use the n_blocks argument": lambda d, h, f, n: _torch_stack(d, h, f, 4),
         "return the nn.Module itself": lambda d, h, f, n: torch.zeros(3),
     }

@@ -1,5 +1,6 @@
 """The masking exercises accept their reference, reject typical wrong answers with the specific hint,
 say 'not attempted' for a stub, and never print the reference solution."""
+
 import pytest
 import torch
 
@@ -24,6 +25,7 @@ def test_every_listed_mistake_is_named(ex):
 def test_stub_is_not_attempted_and_never_raises(ex):
     def stub(*args):
         raise NotImplementedError
+
     r = ex.check(stub, quiet=True)
     assert not r.passed and "not attempted" in r.message
     r = ex.check(lambda *args: 1 / 0, quiet=True)
@@ -31,6 +33,7 @@ def test_stub_is_not_attempted_and_never_raises(ex):
 
 
 # --- causal mask -----------------------------------------------------------------------------
+
 
 def test_causal_off_by_one_diagonal():
     r = M.causal_ex.check(lambda T: torch.ones(T, T, dtype=torch.bool).tril(diagonal=-1), quiet=True)
@@ -50,7 +53,7 @@ def test_causal_wrong_polarity():
 def test_causal_float_mask_is_refused_with_its_own_hint():
     r = M.causal_ex.check(lambda T: torch.tril(torch.ones(T, T)), quiet=True)
     assert not r.passed and "bool tensor" in r.message and "ADDED" in r.message
-    r = M.causal_ex.check(lambda T: torch.triu(torch.ones(T, T)), quiet=True)   # float AND transposed
+    r = M.causal_ex.check(lambda T: torch.triu(torch.ones(T, T)), quiet=True)  # float AND transposed
     assert "bool tensor" in r.message and "transpose" in r.message
 
 
@@ -63,6 +66,7 @@ def test_causal_wrong_shape_and_type():
 
 # --- padding from lengths ----------------------------------------------------------------------
 
+
 def test_padding_off_by_one():
     r = M.padding_ex.check(lambda lengths, m: torch.arange(m)[None] <= torch.tensor(lengths)[:, None], quiet=True)
     assert not r.passed and "t < length" in r.message
@@ -74,20 +78,23 @@ def test_padding_inverted_polarity():
 
 
 def test_padding_left_aligned():
-    r = M.padding_ex.check(lambda lengths, m: (torch.arange(m)[None] < torch.tensor(lengths)[:, None]).flip(-1),
-                           quiet=True)
+    r = M.padding_ex.check(
+        lambda lengths, m: (torch.arange(m)[None] < torch.tensor(lengths)[:, None]).flip(-1), quiet=True
+    )
     assert not r.passed and "left padding" in r.message
 
 
 def test_padding_shape_mistakes():
     r = M.padding_ex.check(lambda lengths, m: (torch.arange(m)[None] < torch.tensor(lengths)[:, None]).T, quiet=True)
     assert not r.passed and "swapped" in r.message
-    r = M.padding_ex.check(lambda lengths, m: torch.arange(max(lengths))[None] < torch.tensor(lengths)[:, None],
-                           quiet=True)
+    r = M.padding_ex.check(
+        lambda lengths, m: torch.arange(max(lengths))[None] < torch.tensor(lengths)[:, None], quiet=True
+    )
     assert not r.passed and "max(lengths)" in r.message
 
 
 # --- padding + causal ---------------------------------------------------------------------------
+
 
 def _tril(T):
     return torch.ones(T, T, dtype=torch.bool).tril()
@@ -123,11 +130,13 @@ def test_combined_unknown_mistake_falls_back_to_a_property_hint():
         out = M._combined_solution(keep).clone()
         out[:, :, 0, 1] = keep[:, 1:2]
         return out
+
     r = M.combined_ex.check(leaks_one_future_key, quiet=True)
     assert not r.passed and "future keys" in r.message
 
 
 # --- never leak the solution ---------------------------------------------------------------------
+
 
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.title)
 def test_messages_never_contain_the_solution(ex):

@@ -1,5 +1,6 @@
 """Notebook 08's exercise checkers accept the reference, say 'not attempted' for the stub, reject typical
 wrong answers with their specific hint, and never print the solution's source."""
+
 import pytest
 import torch
 
@@ -13,10 +14,12 @@ def _stub(*args):
 
 def _with(fn_key, patch):
     """The reference answer with one entry replaced by ``patch(variant, src_keep, tgt_keep, ref)``."""
+
     def fn(variant, src_keep, tgt_keep):
         out = exm._masks_ref(variant, src_keep, tgt_keep)
         out[fn_key] = patch(variant, src_keep, tgt_keep, out)
         return out
+
     return fn
 
 
@@ -30,12 +33,23 @@ WRONG = {
         (exm._masks_gpt_cross, "no cross-attention sublayer"),
         (exm._masks_cross_target_padding, "(B, 1, T, S)"),
         (lambda v, s, t: {k: m for k, m in exm._masks_ref(v, s, t).items() if m is not None}, "exactly the keys"),
-        (_with("encoder_self", lambda v, s, t, ref: None if v == "encoder-decoder" else ref["encoder_self"]),
-         "is missing"),
-        (_with("decoder_self", lambda v, s, t, ref: ~ref["decoder_self"] if ref["decoder_self"] is not None else None),
-         "attend to itself"),
-        (_with("encoder_self", lambda v, s, t, ref: ref["encoder_self"].float() if ref["encoder_self"] is not None
-               else None), "bool tensor"),
+        (
+            _with("encoder_self", lambda v, s, t, ref: None if v == "encoder-decoder" else ref["encoder_self"]),
+            "is missing",
+        ),
+        (
+            _with(
+                "decoder_self", lambda v, s, t, ref: ~ref["decoder_self"] if ref["decoder_self"] is not None else None
+            ),
+            "attend to itself",
+        ),
+        (
+            _with(
+                "encoder_self",
+                lambda v, s, t, ref: ref["encoder_self"].float() if ref["encoder_self"] is not None else None,
+            ),
+            "bool tensor",
+        ),
     ],
     "lm_shift": [
         (exm._shift_none, "only has to copy"),

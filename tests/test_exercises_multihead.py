@@ -1,5 +1,6 @@
 """Notebook 03's exercise checkers accept the reference, reject typical wrong answers with their specific
 hint, say 'not attempted' for the stub, and never print the solution's source."""
+
 import pytest
 import torch
 
@@ -16,15 +17,17 @@ def _gap(t):
 
 WRONG = {
     "attention_distance": [
-        (lambda w: (w * (torch.arange(w.shape[-1])[:, None] - torch.arange(w.shape[-1])[None, :])).sum(-1).mean(-1),
-         "|i - j|"),                                                                  # signed offsets
+        (
+            lambda w: (w * (torch.arange(w.shape[-1])[:, None] - torch.arange(w.shape[-1])[None, :])).sum(-1).mean(-1),
+            "|i - j|",
+        ),  # signed offsets
         (lambda w: _gap(w.shape[-1]).double().mean().expand(w.shape[0]).clone(), "without weighting"),
         (lambda w: (w * _gap(w.shape[-1])).sum(-1).sum(-1), "Average them over the queries"),
         (lambda w: (w * _gap(w.shape[-1])).sum(-1).mean(-1) / (w.shape[-1] - 1), "do not divide by T - 1"),
     ],
     "expand_kv": [
         (lambda kv, h: kv.repeat(1, h // kv.shape[1], 1, 1), "i mod n_kv_heads"),
-        (lambda kv, h: kv.repeat_interleave(h // kv.shape[1], dim=2), "shape"),     # repeated the time axis
+        (lambda kv, h: kv.repeat_interleave(h // kv.shape[1], dim=2), "shape"),  # repeated the time axis
     ],
     "kv_cache": [
         (lambda L, h, g, d, n, b, nb: L * g * d * n * b * nb, "keys AND values"),

@@ -1,4 +1,5 @@
 """Notebook 07's exercises (8.2 and 8.4) accept the reference, name typical mistakes, and never leak the solution."""
+
 from transformer_nb.exercises.params import attention_flops_ex, attention_memory_ex, breakdown_ex
 from transformer_nb.params import attention_flops
 
@@ -14,12 +15,17 @@ def _no_leak(ex, message):
 
 
 def _count(d, h, f, n, v, att=None, ffn=None, norms=None, emb=None, untied=False):
-    parts = {"embedding": emb if emb is not None else v * d,
-             "attention_per_layer": att if att is not None else 4 * d * d,
-             "ffn_per_layer": ffn if ffn is not None else 2 * d * f,
-             "norm_per_layer": norms if norms is not None else 4 * d}
-    parts["total"] = parts["embedding"] + n * (parts["attention_per_layer"] + parts["ffn_per_layer"]
-                                               + parts["norm_per_layer"]) + (v * d if untied else 0)
+    parts = {
+        "embedding": emb if emb is not None else v * d,
+        "attention_per_layer": att if att is not None else 4 * d * d,
+        "ffn_per_layer": ffn if ffn is not None else 2 * d * f,
+        "norm_per_layer": norms if norms is not None else 4 * d,
+    }
+    parts["total"] = (
+        parts["embedding"]
+        + n * (parts["attention_per_layer"] + parts["ffn_per_layer"] + parts["norm_per_layer"])
+        + (v * d if untied else 0)
+    )
     return parts
 
 
@@ -56,13 +62,16 @@ def test_exercise_8_4_memory():
 
 
 def test_exercise_8_4_flops():
-    ok = lambda t, d, h: {k: v for k, v in attention_flops(t, d, h).items() if k != "total"}   # noqa: E731
+    ok = lambda t, d, h: {k: v for k, v in attention_flops(t, d, h).items() if k != "total"}
     assert attention_flops_ex.check(ok, quiet=True).passed
     cases = {
         "2 FLOPs": lambda t, d, h: {k: v // 2 for k, v in ok(t, d, h).items()},
         "W_O": lambda t, d, h: {**ok(t, d, h), "projections": 6 * t * d * d},
-        "that is one head": lambda t, d, h: {**ok(t, d, h), "scores": 2 * t * t * (d // h),
-                                             "weighted_sum": 2 * t * t * (d // h)},
+        "that is one head": lambda t, d, h: {
+            **ok(t, d, h),
+            "scores": 2 * t * t * (d // h),
+            "weighted_sum": 2 * t * t * (d // h),
+        },
         "lacks the key": lambda t, d, h: {"projections": 1},
     }
     for words, fn in cases.items():

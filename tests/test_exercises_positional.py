@@ -1,6 +1,7 @@
 """Notebook 04's exercises (8.3 offset matrix, 8.7 offset similarity, ALiBi slopes): each checker
 accepts the reference, rejects every typical wrong answer with that mistake's own hint, says
 "not attempted" for the stub, and never prints the solution's source."""
+
 import math
 
 import pytest
@@ -33,8 +34,11 @@ def test_stub_is_not_attempted_and_messages_hide_the_solution(name):
         raise NotImplementedError
 
     assert "not attempted" in ex.check(stub, quiet=True).message
-    src_lines = [l.strip() for l in ex.solution_source().splitlines()[1:] if len(l.strip()) > 25
-                 and not l.strip().startswith(('"""', "#")) and '"""' not in l]
+    src_lines = [
+        l.strip()
+        for l in ex.solution_source().splitlines()[1:]
+        if len(l.strip()) > 25 and not l.strip().startswith(('"""', "#")) and '"""' not in l
+    ]
     for m in ex.mistakes:
         msg = ex.check(m.fn, quiet=True).message
         for line in src_lines:
@@ -45,11 +49,13 @@ def test_offset_matrix_accepts_a_nested_list_and_catches_a_reflection():
     def as_list(k, w):
         c, s = math.cos(k * w), math.sin(k * w)
         return [[c, s], [-s, c]]
+
     assert offset_matrix_ex.check(as_list, quiet=True).passed
 
     def reflection(k, w):
         c, s = math.cos(k * w), math.sin(k * w)
         return torch.tensor([[c, s], [s, -c]], dtype=torch.float64)
+
     assert "determinant -1" in offset_matrix_ex.check(reflection, quiet=True).message
 
 

@@ -1,6 +1,7 @@
 """Notebook 05's exercises (8.10 RoPE scores, the pair-by-pair identity): each checker accepts the
 reference and an independent package-based solution, rejects every typical wrong answer with that
 mistake's own hint, says "not attempted" for the stub, and never prints the solution's source."""
+
 import math
 
 import pytest
@@ -33,8 +34,11 @@ def test_stub_is_not_attempted_and_messages_hide_the_solution(name):
         raise NotImplementedError
 
     assert "not attempted" in ex.check(stub, quiet=True).message
-    src_lines = [l.strip() for l in ex.solution_source().splitlines()[1:] if len(l.strip()) > 25
-                 and not l.strip().startswith(('"""', "#")) and '"""' not in l]
+    src_lines = [
+        l.strip()
+        for l in ex.solution_source().splitlines()[1:]
+        if len(l.strip()) > 25 and not l.strip().startswith(('"""', "#")) and '"""' not in l
+    ]
     for m in ex.mistakes:
         msg = ex.check(m.fn, quiet=True).message
         for line in src_lines:
@@ -48,6 +52,7 @@ def test_rope_scores_accepts_a_solution_built_on_the_package():
         q = apply_rope((x @ w_q).view(t, n_heads, dk).transpose(0, 1))
         k = apply_rope((x @ w_k).view(t, n_heads, dk).transpose(0, 1))
         return q @ k.transpose(-2, -1) / math.sqrt(dk)
+
     assert rope_scores_ex.check(with_package, quiet=True).passed
 
 

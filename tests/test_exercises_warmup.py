@@ -1,4 +1,5 @@
 """Notebook 00's warm-up checkers accept the reference and name each typical mistake."""
+
 import pytest
 import torch
 
@@ -11,21 +12,27 @@ def test_references_pass():
     assert w.SCORES.check(w.scores, quiet=True)
 
 
-@pytest.mark.parametrize("wrong, words", [
-    (w._naive, "subtract each row's max"),
-    (w._wrong_axis, "last axis"),
-    (w._global_sum, "whole tensor"),
-])
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (w._naive, "subtract each row's max"),
+        (w._wrong_axis, "last axis"),
+        (w._global_sum, "whole tensor"),
+    ],
+)
 def test_softmax_mistakes_get_specific_hints(wrong, words):
     r = w.SOFTMAX.check(wrong, quiet=True)
     assert not r.passed and words in r.message
 
 
-@pytest.mark.parametrize("wrong, words", [
-    (w._transposed, "K·Qᵀ"),
-    (w._dims, "(B, d, d)"),
-    (w._elementwise, "every query with every key"),
-])
+@pytest.mark.parametrize(
+    "wrong, words",
+    [
+        (w._transposed, "K·Qᵀ"),
+        (w._dims, "(B, d, d)"),
+        (w._elementwise, "every query with every key"),
+    ],
+)
 def test_scores_mistakes_get_specific_hints(wrong, words):
     r = w.SCORES.check(wrong, quiet=True)
     assert not r.passed and words in r.message

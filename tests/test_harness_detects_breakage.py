@@ -4,19 +4,19 @@ A tiny project (notebooks/py/99_tiny.py plus a stand-in `transformer_nb` package
 refreshed once with the real tools/refresh.py; each test then breaks one thing in a copy
 and asserts that the matching harness check names the notebook, the cause and the fix.
 """
+
 import json
 import os
 import shutil
 import subprocess
 import sys
 
-import pytest
-
 import notebook_harness as h
+import pytest
 
 REFRESH = h.ROOT / "tools" / "refresh.py"
 NAME = "99_tiny"
-TWIN = '''# %% [markdown]
+TWIN = """# %% [markdown]
 # # 99 · Tiny
 # A notebook for testing the harness.
 
@@ -34,7 +34,7 @@ transformer_nb.helpers.double(None)
 # %%
 import ipywidgets
 ipywidgets.IntSlider(value=3)
-'''
+"""
 
 
 def run_refresh(root, *args, profile=None):
@@ -42,8 +42,9 @@ def run_refresh(root, *args, profile=None):
     env["PYTHONPATH"] = str(root)  # the kernel imports the stand-in package, not the real one
     if profile:
         env["TNB_PROFILE"] = profile
-    return subprocess.run([sys.executable, str(REFRESH), *map(str, args)], env=env,
-                          capture_output=True, text=True, timeout=300)
+    return subprocess.run(
+        [sys.executable, str(REFRESH), *map(str, args)], env=env, capture_output=True, text=True, timeout=300
+    )
 
 
 @pytest.fixture(scope="module")
@@ -134,8 +135,11 @@ def test_refresh_fails_loudly_on_an_error_and_keeps_the_stored_notebook(project)
 def test_edited_twin_is_out_of_sync(project):
     _, twin = paths(project)
     twin.write_text(TWIN.replace("double(21)", "double(22)"))
-    assert_flags(h.twin_problems(*paths(project)), "cell 3 (code) differs in source, line 1",
-                 "twin has 'print(transformer_nb.helpers.double(22))'")
+    assert_flags(
+        h.twin_problems(*paths(project)),
+        "cell 3 (code) differs in source, line 1",
+        "twin has 'print(transformer_nb.helpers.double(22))'",
+    )
 
 
 def test_changed_tags_in_twin_are_out_of_sync(project):

@@ -1,4 +1,5 @@
 """The tied adaptive head ("adaptive input"): embeddings are the softmax weights, scaled by sqrt(d)."""
+
 import math
 
 import torch
@@ -11,20 +12,30 @@ V, D = 300, 32
 def tied():
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    return TransformerLM(V, d_model=D, n_heads=4, d_ff=64, n_layers=1, max_len=32, head="adaptive_tied",
-                         ranks=ranks, cutoffs=(40, 150), positions="rope").eval()
+    return TransformerLM(
+        V,
+        d_model=D,
+        n_heads=4,
+        d_ff=64,
+        n_layers=1,
+        max_len=32,
+        head="adaptive_tied",
+        ranks=ranks,
+        cutoffs=(40, 150),
+        positions="rope",
+    ).eval()
 
 
 def test_a_frequent_word_embeds_as_its_head_row_times_sqrt_d():
     m = tied()
-    word = int((m.head.ranks == 3).nonzero())             # the word of frequency rank 3
+    word = int((m.head.ranks == 3).nonzero())  # the word of frequency rank 3
     emb = m.embed_tokens(torch.tensor([[word]]))[0, 0]
     assert torch.allclose(emb, m.head.asm.head.weight[3] * math.sqrt(D))
 
 
 def test_a_rare_word_embeds_through_its_cluster_projection():
     m = tied()
-    word = int((m.head.ranks == 200).nonzero())           # third cluster: ranks 150..299
+    word = int((m.head.ranks == 200).nonzero())  # third cluster: ranks 150..299
     proj, rows = m.head.asm.tail[1]
     expected = rows.weight[200 - 150] @ proj.weight * math.sqrt(D)
     assert torch.allclose(m.embed_tokens(torch.tensor([[word]]))[0, 0], expected, atol=1e-6)
@@ -38,7 +49,7 @@ def test_the_generation_table_equals_the_training_path_and_follows_updates():
         table_path = m.embed_tokens(ids)
     assert torch.allclose(train_path, table_path)
     with torch.no_grad():
-        m.head.asm.head.weight.mul_(2.0)                  # an in-place update must invalidate the table
+        m.head.asm.head.weight.mul_(2.0)  # an in-place update must invalidate the table
     with torch.inference_mode():
         after = m.embed_tokens(ids)
     frequent = m.head.ranks[ids] < 40

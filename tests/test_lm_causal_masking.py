@@ -1,4 +1,5 @@
 """The LM is causal: changing a future token leaves every earlier prediction unchanged."""
+
 import pytest
 import torch
 
@@ -10,8 +11,18 @@ V = 300
 def tiny(head, positions="learned"):
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    return TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=32, head=head,
-                         ranks=ranks, cutoffs=(40, 150), positions=positions).eval()
+    return TransformerLM(
+        V,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_layers=2,
+        max_len=32,
+        head=head,
+        ranks=ranks,
+        cutoffs=(40, 150),
+        positions=positions,
+    ).eval()
 
 
 @pytest.mark.parametrize("head", HEADS)
@@ -24,8 +35,8 @@ def test_future_token_does_not_change_earlier_logprobs(head, positions, t):
     changed[:, t] = (changed[:, t] + 1) % V
     with torch.no_grad():
         a, b = m.log_probs(ids), m.log_probs(changed)
-    assert torch.equal(a[:, :t], b[:, :t])            # bit-identical before the change
-    assert (a[:, t] - b[:, t]).abs().max() > 1e-4       # and the change is seen from t on
+    assert torch.equal(a[:, :t], b[:, :t])  # bit-identical before the change
+    assert (a[:, t] - b[:, t]).abs().max() > 1e-4  # and the change is seen from t on
 
 
 def test_lstm_is_causal_too():
@@ -55,9 +66,9 @@ def test_tied_head_shares_the_embedding_matrix():
     m = tiny("tied")
     assert m.head.logits(torch.zeros(1, 32)).shape == (1, V)
     names = [n for n, _ in m.named_parameters()]
-    assert not any("embedding" in n for n in names)      # the shared matrix is counted once
+    assert not any("embedding" in n for n in names)  # the shared matrix is counted once
     full = tiny("full")
-    assert full.num_parameters() - m.num_parameters() == V * 32   # the saved V x d matrix
+    assert full.num_parameters() - m.num_parameters() == V * 32  # the saved V x d matrix
 
 
 def test_bad_ids_are_rejected():

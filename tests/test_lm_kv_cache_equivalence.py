@@ -1,10 +1,11 @@
 """Generation with a KV cache computes the same hidden states and the same tokens as without."""
+
 import pytest
 import torch
 
-from transformer_nb.lm import HEADS, TransformerLM, frequency_ranks, generate
 from transformer_nb import lm
 from transformer_nb.block import EncoderLayer
+from transformer_nb.lm import HEADS, TransformerLM, frequency_ranks, generate
 from transformer_nb.rope import RoPE
 
 V = 300
@@ -13,8 +14,18 @@ V = 300
 def tiny(head="adaptive", positions="learned", n_kv_heads=None):
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    m = TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=3, max_len=80, head=head, ranks=ranks,
-                      cutoffs=(40, 150), positions=positions)
+    m = TransformerLM(
+        V,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_layers=3,
+        max_len=80,
+        head=head,
+        ranks=ranks,
+        cutoffs=(40, 150),
+        positions=positions,
+    )
     return m.eval()
 
 
@@ -63,17 +74,17 @@ def test_cache_size_matches_formula():
 
 def test_cache_buffers_are_written_in_place_and_refuse_overflow():
     cache = lm.KVCache(n_layers=1, capacity=5)
-    kv1 = torch.randn(2, 1, 2, 3, 4)                          # keys and values of 3 positions
+    kv1 = torch.randn(2, 1, 2, 3, 4)  # keys and values of 3 positions
     k_all, v_all = cache.store(0, kv1)
     assert torch.equal(k_all, kv1[0]) and torch.equal(v_all, kv1[1])
-    assert cache.length == 0                                  # until every layer has stored
+    assert cache.length == 0  # until every layer has stored
     cache.advance(3)
     kv2 = torch.randn(2, 1, 2, 2, 4)
     k_all, _ = cache.store(0, kv2)
     cache.advance(2)
     assert torch.equal(k_all, torch.cat([kv1[0], kv2[0]], dim=2))
     assert torch.equal(cache.v[0], torch.cat([kv1[1], kv2[1]], dim=2))
-    assert k_all.data_ptr() == cache.k[0].data_ptr()          # a view of the one buffer, not a copy
+    assert k_all.data_ptr() == cache.k[0].data_ptr()  # a view of the one buffer, not a copy
     with pytest.raises(ValueError, match="holds 5 positions; 6 were asked for"):
         cache.store(0, kv2[:, :, :, :1])
 
@@ -86,15 +97,25 @@ def test_complex_rotation_equals_ropes_rotation():
     assert torch.allclose(out, rope.rotate(x, offset=20), atol=1e-6)
     y = x.clone()
     lm.rotate_complex_(y, rot)
-    assert torch.equal(y, out)                                # it rotates in place
+    assert torch.equal(y, out)  # it rotates in place
 
 
 @pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu"])
 def test_decoding_step_equals_the_block_for_every_activation(activation):
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    m = TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=40, ranks=ranks, cutoffs=(40, 150),
-                      positions="rope", activation=activation).eval()
+    m = TransformerLM(
+        V,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_layers=2,
+        max_len=40,
+        ranks=ranks,
+        cutoffs=(40, 150),
+        positions="rope",
+        activation=activation,
+    ).eval()
     ids = torch.randint(0, V, (1, 20))
     cache = m.new_cache()
     with torch.no_grad():

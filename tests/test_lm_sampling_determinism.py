@@ -1,4 +1,5 @@
 """Sampling is reproducible under a seed; greedy, temperature and top-k do what they say."""
+
 import pytest
 import torch
 
@@ -58,7 +59,7 @@ def test_low_temperature_concentrates_high_temperature_spreads():
     logits = torch.linspace(0, 3, 10).expand(4000, 10)
     cold = sample_next(logits, 0.1, generator=g)
     hot = sample_next(logits, 10.0, generator=g)
-    assert (cold == 9).float().mean() > 0.9              # p(top) = 0.965 at T = 0.1
+    assert (cold == 9).float().mean() > 0.9  # p(top) = 0.965 at T = 0.1
     assert len(set(hot.tolist())) == 10
 
 
@@ -78,33 +79,37 @@ def test_lstm_generation_is_seeded_too():
 @pytest.mark.parametrize("head", ["full", "tied", "adaptive", "adaptive_tied"])
 def test_the_greedy_shortcut_is_the_arg_max_of_the_full_distribution(head):
     from transformer_nb.lm import frequency_ranks
+
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
-    m = TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64, head=head, ranks=ranks,
-                      cutoffs=(20, 60)).eval()
-    h = torch.randn(500, 32) * 3                         # many rows, some won by tail words
+    m = TransformerLM(
+        V, d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64, head=head, ranks=ranks, cutoffs=(20, 60)
+    ).eval()
+    h = torch.randn(500, 32) * 3  # many rows, some won by tail words
     with torch.no_grad():
         assert torch.equal(m.head.greedy(h), m.head.log_probs(h).argmax(-1))
 
 
 def test_the_greedy_shortcut_skips_clusters_that_cannot_win():
     from transformer_nb.lm import frequency_ranks
+
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
-    m = TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64, head="adaptive", ranks=ranks,
-                      cutoffs=(20, 60)).eval()
+    m = TransformerLM(
+        V, d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64, head="adaptive", ranks=ranks, cutoffs=(20, 60)
+    ).eval()
     calls = []
     for i, tail in enumerate(m.head.asm.tail):
         tail.register_forward_hook(lambda mod, inp, out, i=i: calls.append(i))
     h = torch.randn(1, 32)
     with torch.no_grad():
-        m.head.asm.head.weight[20:] = 0.0                     # cluster logits 0 ...
-        m.head.asm.head.weight[0] = 5 * h[0] / h.norm()       # ... and word rank 0 far ahead
+        m.head.asm.head.weight[20:] = 0.0  # cluster logits 0 ...
+        m.head.asm.head.weight[0] = 5 * h[0] / h.norm()  # ... and word rank 0 far ahead
         fast = m.head.greedy(h)
-        assert calls == []                                    # no tail cluster was computed
+        assert calls == []  # no tail cluster was computed
         assert torch.equal(fast, m.head.log_probs(h).argmax(-1))
-        m.head.asm.head.weight[21] = 10 * h[0] / h.norm()     # now cluster 2's entry beats every word
+        m.head.asm.head.weight[21] = 10 * h[0] / h.norm()  # now cluster 2's entry beats every word
         calls.clear()
         fast = m.head.greedy(h)
-        assert calls == [1]                                   # only that cluster
+        assert calls == [1]  # only that cluster
         assert torch.equal(fast, m.head.log_probs(h).argmax(-1))

@@ -1,4 +1,5 @@
 """Training, evaluation and the baselines compute what they claim."""
+
 import math
 
 import pytest
@@ -8,7 +9,7 @@ from transformer_nb import lm
 
 
 def test_unigram_perplexity_of_a_known_distribution():
-    train = torch.tensor([0, 0, 0, 1])                     # p(0) = 3/4, p(1) = 1/4
+    train = torch.tensor([0, 0, 0, 1])  # p(0) = 3/4, p(1) = 1/4
     ppl = lm.unigram_perplexity(train, torch.tensor([0, 1]), 3)
     assert math.isclose(ppl, math.exp(-(math.log(0.75) + math.log(0.25)) / 2))
     with pytest.raises(ValueError, match="zero training count"):
@@ -17,7 +18,7 @@ def test_unigram_perplexity_of_a_known_distribution():
 
 def test_frequency_ranks_sort_by_count():
     ranks = lm.frequency_ranks(torch.tensor([2, 2, 2, 0, 0, 1, 3, 3, 3, 3]), 4)
-    assert ranks.tolist() == [2, 3, 1, 0]                  # 3 is most frequent, then 2, 0, 1
+    assert ranks.tolist() == [2, 3, 1, 0]  # 3 is most frequent, then 2, 0, 1
 
 
 def test_evaluate_is_exp_of_mean_token_nll():
@@ -28,30 +29,39 @@ def test_evaluate_is_exp_of_mean_token_nll():
     streams = ids[:160].view(2, 80)
     total = 0.0
     for i in range(0, 79, 16):
-        x, y = streams[:, i:i + 16], streams[:, i + 1:i + 17]
-        x = x[:, :y.shape[1]]
+        x, y = streams[:, i : i + 16], streams[:, i + 1 : i + 17]
+        x = x[:, : y.shape[1]]
         with torch.no_grad():
             total += m.nll(x, y, reduction="sum").item()
-    assert res["tokens"] == 158                           # every target of both rows once
+    assert res["tokens"] == 158  # every target of both rows once
     assert math.isclose(res["ppl"], math.exp(total / 158), rel_tol=1e-5)
 
 
 @pytest.mark.parametrize("optimizer", lm.OPTIMIZERS)
 @pytest.mark.parametrize("kind", ["transformer", "lstm"])
 def test_a_tiny_model_learns_a_repeating_text(kind, optimizer):
-    pattern = torch.arange(12).repeat(400)                  # 0 1 2 ... 11 0 1 2 ...
+    pattern = torch.arange(12).repeat(400)  # 0 1 2 ... 11 0 1 2 ...
     ranks = lm.frequency_ranks(pattern, 12)
     small = dict(d_model=32, head="adaptive", cutoffs=(4, 8), div_value=2.0)
     if kind == "transformer":
         m = lm.build_model(kind, 12, ranks, **small, d_ff=64, n_layers=1, n_heads=2, max_len=32)
     else:
         m = lm.build_model(kind, 12, ranks, **small, hidden_size=32, n_layers=1)
-    cfg = lm.TrainConfig(steps=60, batch_size=8, seq_len=16, lr=1e-2, bf16=False, contiguous=kind == "lstm",
-                         eval_every=20, eval_tokens=500, optimizer=optimizer)
+    cfg = lm.TrainConfig(
+        steps=60,
+        batch_size=8,
+        seq_len=16,
+        lr=1e-2,
+        bf16=False,
+        contiguous=kind == "lstm",
+        eval_every=20,
+        eval_tokens=500,
+        optimizer=optimizer,
+    )
     hist = lm.train_lm(m, pattern, cfg, valid_ids=pattern[:600], live=False, disable_bar=True)
     assert hist["steps"] == 60 and hist["tokens_seen"] == 60 * 8 * 16
     assert hist["step"] == [20, 40, 60]
-    assert hist["val_ppl"][-1] < 3.0                       # from 12 (uniform) towards 1 (certain)
+    assert hist["val_ppl"][-1] < 3.0  # from 12 (uniform) towards 1 (certain)
     assert lm.evaluate(m, pattern[:600], 16)["ppl"] < 3.0
 
 
@@ -96,7 +106,7 @@ def test_flops_per_token_splits_body_and_head():
     m = lm.TransformerLM(V, d_model=d, n_heads=2, d_ff=64, n_layers=1, max_len=16, head="tied")
     x, y = torch.randint(0, V, (2, 16)), torch.randint(0, V, (2, 16))
     f = lm.flops_per_token(m, x, y)
-    assert math.isclose(f["head"], 6 * V * d, rel_tol=1e-6)   # forward 2Vd, backward 4Vd per token
+    assert math.isclose(f["head"], 6 * V * d, rel_tol=1e-6)  # forward 2Vd, backward 4Vd per token
     assert 0 < f["head_share"] < 1
 
 
@@ -117,6 +127,6 @@ def test_sliding_evaluation_scores_every_target_once_with_more_context(stride):
         with torch.no_grad():
             total += m.nll(streams[:, :16], streams[:, 1:17], reduction="sum").item()
             for end in range(17, 100):
-                lp = m.log_probs(streams[:, end - 16:end])[:, -1]
-                total -= lp.gather(1, streams[:, end:end + 1]).sum().item()
+                lp = m.log_probs(streams[:, end - 16 : end])[:, -1]
+                total -= lp.gather(1, streams[:, end : end + 1]).sum().item()
         assert math.isclose(slid["nll_sum"], total, rel_tol=1e-5)

@@ -1,15 +1,30 @@
 """The generation widget recomputes headlessly when a control changes."""
-import matplotlib
 
-matplotlib.use("Agg")
-import pytest  # noqa: E402
-import torch  # noqa: E402
+import pytest
+import torch
 
-from transformer_nb.lm import LSTMLM, TransformerLM  # noqa: E402
-from transformer_nb.widgets.lm import GenerateWidget  # noqa: E402
-from transformer_nb.wikitext import Vocab  # noqa: E402
+from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.widgets.lm import GenerateWidget
+from transformer_nb.wikitext import Vocab
 
-WORDS = "<eos> the history of learning a an is was in on at to and cat dog".split()
+WORDS = [
+    "<eos>",
+    "the",
+    "history",
+    "of",
+    "learning",
+    "a",
+    "an",
+    "is",
+    "was",
+    "in",
+    "on",
+    "at",
+    "to",
+    "and",
+    "cat",
+    "dog",
+]
 
 
 @pytest.fixture
@@ -26,7 +41,7 @@ def test_widget_generates_and_records_last_token_attention(widget):
     last = w.last
     assert last["ids"].numel() == 5 + 10
     assert last["unknown"] == ["machine"]
-    assert last["attention"].shape == (2 * 2, 14)            # layers x heads rows, one column per token
+    assert last["attention"].shape == (2 * 2, 14)  # layers x heads rows, one column per token
     assert torch.allclose(last["attention_full"].sum(-1), torch.ones(4), atol=1e-5)
     assert len(last["continuation"].split()) == 10
     assert w.fig is not None
@@ -38,15 +53,15 @@ def test_changing_controls_changes_the_output(widget):
     first = w.last["ids"].clone()
     w.controls["seed"].value = 1
     assert w.updates == 2
-    assert not torch.equal(w.last["ids"], first)              # another seed, another sample
-    w.controls["temperature"].value = 0.0                      # greedy: the seed no longer matters
+    assert not torch.equal(w.last["ids"], first)  # another seed, another sample
+    w.controls["temperature"].value = 0.0  # greedy: the seed no longer matters
     greedy = w.last["ids"].clone()
     w.controls["seed"].value = 5
     assert torch.equal(w.last["ids"], greedy)
     w.controls["length"].value = 20
     assert w.last["ids"].numel() == 25 and w.last["attention"].shape[1] == 24
     w.controls["prompt"].value = "the cat"
-    assert w.last["prompt_ids"].tolist() == [1, 14]           # the, cat
+    assert w.last["prompt_ids"].tolist() == [1, 14]  # the, cat
 
 
 def test_widget_needs_a_transformer():
@@ -57,11 +72,23 @@ def test_widget_needs_a_transformer():
 def test_widget_works_with_the_recipe_kind_of_model():
     """RoPE positions and the tied adaptive head (notebook 10's recipe): attention rows still sum to 1."""
     from transformer_nb.lm import frequency_ranks
+
     vocab = Vocab(WORDS)
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.arange(len(vocab)).repeat(3), len(vocab))
-    model = TransformerLM(len(vocab), d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64, positions="rope",
-                          head="adaptive_tied", ranks=ranks, cutoffs=(4, 8), div_value=2.0)
+    model = TransformerLM(
+        len(vocab),
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n_layers=2,
+        max_len=64,
+        positions="rope",
+        head="adaptive_tied",
+        ranks=ranks,
+        cutoffs=(4, 8),
+        div_value=2.0,
+    )
     w = GenerateWidget(model, vocab, prompt="the cat", length=6, top_k=0, temperature=0.0)
     w.refresh()
     assert w.last["ids"].numel() == 2 + 6

@@ -1,41 +1,53 @@
 """Bad input to transformer_nb.masks gets a clear error (type and message), never a silent wrong mask."""
+
 import pytest
 import torch
 
-from transformer_nb.masks import (additive, causal_mask, combine, cross_attention_mask, key_padding, padding_mask,
-                                  padding_mask_from_ids, self_attention_mask)
+from transformer_nb.masks import (
+    additive,
+    causal_mask,
+    combine,
+    cross_attention_mask,
+    key_padding,
+    padding_mask,
+    padding_mask_from_ids,
+    self_attention_mask,
+)
 
 
-@pytest.mark.parametrize("fn,exc,words", [
-    (lambda: padding_mask([3, 7], max_len=5), ValueError, "exceeds max_len=5"),
-    (lambda: padding_mask([3, -1]), ValueError, "lengths must be >= 0"),
-    (lambda: padding_mask([2.5, 3.0]), ValueError, "1-D integer sequence"),
-    (lambda: padding_mask(torch.tensor([2.0, 3.0])), ValueError, "1-D integer sequence"),
-    (lambda: padding_mask([True, False]), ValueError, "1-D integer sequence"),
-    (lambda: padding_mask([[1, 2], [3, 4]]), ValueError, "1-D integer sequence"),
-    (lambda: padding_mask([]), ValueError, "lengths is empty"),
-    (lambda: padding_mask([2, 3], max_len=-1), ValueError, "max_len must be >= 0"),
-    (lambda: padding_mask([2, 3], max_len=4.0), TypeError, "max_len must be an int"),
-    (lambda: padding_mask_from_ids(torch.tensor([1, 2, 0]), 0), ValueError, "ids must have shape (B, T)"),
-    (lambda: padding_mask_from_ids(torch.zeros(2, 3, 4), 0), ValueError, "ids must have shape (B, T)"),
-    (lambda: padding_mask_from_ids([[1, 2, 0]], 0), TypeError, "ids must be a (B, T) torch.Tensor"),
-    (lambda: causal_mask(5, 3), ValueError, "0 <= T_q <= T_k"),
-    (lambda: causal_mask(-1), ValueError, "T_q must be >= 0"),
-    (lambda: causal_mask(4.0), TypeError, "T_q must be an int"),
-    (lambda: causal_mask(4, 6.5), TypeError, "T_k must be an int"),
-    (lambda: causal_mask(True), TypeError, "T_q must be an int"),
-    (lambda: additive(torch.ones(3, 3)), TypeError, "expects a bool mask"),
-    (lambda: additive([[True]]), TypeError, "expects a bool torch.Tensor mask"),
-    (lambda: combine(causal_mask(3), torch.ones(3, 3)), TypeError, "combine() expects a bool mask"),
-    (lambda: combine(causal_mask(3), torch.ones(3, 3, dtype=torch.int64)), TypeError, "got dtype torch.int64"),
-    (lambda: combine(causal_mask(3), causal_mask(4)), ValueError, "do not broadcast"),
-    (lambda: key_padding(torch.ones(2, 3)), ValueError, "keep must be a (B, T_k) bool mask"),
-    (lambda: key_padding(torch.ones(3, dtype=torch.bool)), ValueError, "keep must be a (B, T_k) bool mask"),
-    (lambda: key_padding(padding_mask([2, 3]), -2), ValueError, "T_q must be >= 0"),
-    (lambda: self_attention_mask(torch.ones(2, 3), causal=True), ValueError, "bool mask"),
-    (lambda: self_attention_mask([[True]]), ValueError, "keep must be a (B, T_k) bool mask"),
-    (lambda: cross_attention_mask(padding_mask([2, 3]), 2.0), TypeError, "T_q must be an int"),
-])
+@pytest.mark.parametrize(
+    "fn,exc,words",
+    [
+        (lambda: padding_mask([3, 7], max_len=5), ValueError, "exceeds max_len=5"),
+        (lambda: padding_mask([3, -1]), ValueError, "lengths must be >= 0"),
+        (lambda: padding_mask([2.5, 3.0]), ValueError, "1-D integer sequence"),
+        (lambda: padding_mask(torch.tensor([2.0, 3.0])), ValueError, "1-D integer sequence"),
+        (lambda: padding_mask([True, False]), ValueError, "1-D integer sequence"),
+        (lambda: padding_mask([[1, 2], [3, 4]]), ValueError, "1-D integer sequence"),
+        (lambda: padding_mask([]), ValueError, "lengths is empty"),
+        (lambda: padding_mask([2, 3], max_len=-1), ValueError, "max_len must be >= 0"),
+        (lambda: padding_mask([2, 3], max_len=4.0), TypeError, "max_len must be an int"),
+        (lambda: padding_mask_from_ids(torch.tensor([1, 2, 0]), 0), ValueError, "ids must have shape (B, T)"),
+        (lambda: padding_mask_from_ids(torch.zeros(2, 3, 4), 0), ValueError, "ids must have shape (B, T)"),
+        (lambda: padding_mask_from_ids([[1, 2, 0]], 0), TypeError, "ids must be a (B, T) torch.Tensor"),
+        (lambda: causal_mask(5, 3), ValueError, "0 <= T_q <= T_k"),
+        (lambda: causal_mask(-1), ValueError, "T_q must be >= 0"),
+        (lambda: causal_mask(4.0), TypeError, "T_q must be an int"),
+        (lambda: causal_mask(4, 6.5), TypeError, "T_k must be an int"),
+        (lambda: causal_mask(True), TypeError, "T_q must be an int"),
+        (lambda: additive(torch.ones(3, 3)), TypeError, "expects a bool mask"),
+        (lambda: additive([[True]]), TypeError, "expects a bool torch.Tensor mask"),
+        (lambda: combine(causal_mask(3), torch.ones(3, 3)), TypeError, "combine() expects a bool mask"),
+        (lambda: combine(causal_mask(3), torch.ones(3, 3, dtype=torch.int64)), TypeError, "got dtype torch.int64"),
+        (lambda: combine(causal_mask(3), causal_mask(4)), ValueError, "do not broadcast"),
+        (lambda: key_padding(torch.ones(2, 3)), ValueError, "keep must be a (B, T_k) bool mask"),
+        (lambda: key_padding(torch.ones(3, dtype=torch.bool)), ValueError, "keep must be a (B, T_k) bool mask"),
+        (lambda: key_padding(padding_mask([2, 3]), -2), ValueError, "T_q must be >= 0"),
+        (lambda: self_attention_mask(torch.ones(2, 3), causal=True), ValueError, "bool mask"),
+        (lambda: self_attention_mask([[True]]), ValueError, "keep must be a (B, T_k) bool mask"),
+        (lambda: cross_attention_mask(padding_mask([2, 3]), 2.0), TypeError, "T_q must be an int"),
+    ],
+)
 def test_bad_input_raises_clear_error(fn, exc, words):
     with pytest.raises(exc) as info:
         fn()
@@ -58,4 +70,4 @@ def test_valid_edge_cases_still_work():
     assert padding_mask([0, 0], max_len=2).sum() == 0
     assert causal_mask(0).shape == (0, 0)
     assert combine(None, causal_mask(2), None).equal(causal_mask(2))
-    assert causal_mask(torch.tensor(3)).shape == (3, 3)              # a 0-d int tensor is an int
+    assert causal_mask(torch.tensor(3)).shape == (3, 3)  # a 0-d int tensor is an int

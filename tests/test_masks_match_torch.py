@@ -6,6 +6,7 @@
   ``key_padding_mask`` (True = padding) and as ``F.scaled_dot_product_attention``'s ``attn_mask``,
   for self-attention (with and without causal) and for cross-attention (T_q != T_k).
 """
+
 import pytest
 import torch
 import torch.nn as nn
@@ -13,15 +14,23 @@ import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
 from transformer_nb.attention import scaled_dot_product_attention
-from transformer_nb.masks import (additive, causal_mask, combine, cross_attention_mask, key_padding, padding_mask,
-                                  padding_mask_from_ids, self_attention_mask)
+from transformer_nb.masks import (
+    additive,
+    causal_mask,
+    combine,
+    cross_attention_mask,
+    key_padding,
+    padding_mask,
+    padding_mask_from_ids,
+    self_attention_mask,
+)
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 16, 33])
 def test_causal_equals_generate_square_subsequent_mask(T):
     ref = nn.Transformer.generate_square_subsequent_mask(T)
     assert torch.equal(additive(causal_mask(T)), ref)
-    assert torch.equal(causal_mask(T), ref == 0)          # bool: True exactly where torch adds 0
+    assert torch.equal(causal_mask(T), ref == 0)  # bool: True exactly where torch adds 0
 
 
 def test_causal_is_lower_triangular_and_empty_is_fine():
@@ -45,8 +54,12 @@ def test_bool_and_additive_give_identical_attention():
     ob, wb = scaled_dot_product_attention(q, k, v, m)
     oa, wa = scaled_dot_product_attention(q, k, v, additive(m))
     assert torch.equal(wb, wa) and torch.equal(ob, oa)
-    torch.testing.assert_close(F.scaled_dot_product_attention(q, k, v, attn_mask=m),
-                               F.scaled_dot_product_attention(q, k, v, attn_mask=additive(m)), atol=1e-6, rtol=0)
+    torch.testing.assert_close(
+        F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        F.scaled_dot_product_attention(q, k, v, attn_mask=additive(m)),
+        atol=1e-6,
+        rtol=0,
+    )
     torch.testing.assert_close(ob, F.scaled_dot_product_attention(q, k, v, attn_mask=m), atol=1e-6, rtol=0)
 
 
@@ -59,6 +72,7 @@ def _mha_and_one_head(d=8, seed=0):
         bq, bk, bv = mha.in_proj_bias.chunk(3)
         out, _ = scaled_dot_product_attention(xq @ wq.T + bq, xkv @ wk.T + bk, xkv @ wv.T + bv, mask)
         return mha.out_proj(out)
+
     return mha, one_head
 
 
@@ -90,9 +104,13 @@ def test_cross_attention_padding_matches_key_padding_mask():
 def test_padding_masks_match_sdpa_over_heads():
     g = torch.Generator().manual_seed(2)
     q, k, v = (torch.randn(3, 4, 6, 8, generator=g) for _ in range(3))
-    m = self_attention_mask(padding_mask([6, 3, 1]), causal=True)       # (B, 1, T, T) broadcasts over 4 heads
-    torch.testing.assert_close(scaled_dot_product_attention(q, k, v, m)[0],
-                               F.scaled_dot_product_attention(q, k, v, attn_mask=m), atol=1e-6, rtol=0)
+    m = self_attention_mask(padding_mask([6, 3, 1]), causal=True)  # (B, 1, T, T) broadcasts over 4 heads
+    torch.testing.assert_close(
+        scaled_dot_product_attention(q, k, v, m)[0],
+        F.scaled_dot_product_attention(q, k, v, attn_mask=m),
+        atol=1e-6,
+        rtol=0,
+    )
 
 
 def test_padding_invariance():
@@ -115,7 +133,7 @@ def test_padding_from_ids_equals_from_lengths_and_max_len():
 
 
 def test_fully_masked_rows_are_zero_not_nan():
-    keep = padding_mask([0, 3], max_len=3)                              # a length-0 sequence
+    keep = padding_mask([0, 3], max_len=3)  # a length-0 sequence
     q = torch.randn(2, 3, 8, requires_grad=True)
     out, w = scaled_dot_product_attention(q, q, q, self_attention_mask(keep, causal=True)[:, 0])
     assert torch.equal(w[0], torch.zeros(3, 3)) and torch.equal(out[0], torch.zeros(3, 8))

@@ -1,12 +1,25 @@
 """Bad input to the architecture variants fails at once with a message that says what was expected
 and what arrived -- never a silent wrong answer or a crash deep inside attention."""
+
 import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.models import (Decoder, DecoderOnly, Encoder, EncoderDecoder, EncoderOnly, capture_masks,
-                                   decoder_from_torch, encoder_from_torch, lm_batch, mask_kind, mlm_batch,
-                                   to_nn_transformer, trace)
+from transformer_nb.models import (
+    Decoder,
+    DecoderOnly,
+    Encoder,
+    EncoderDecoder,
+    EncoderOnly,
+    capture_masks,
+    decoder_from_torch,
+    encoder_from_torch,
+    lm_batch,
+    mask_kind,
+    mlm_batch,
+    to_nn_transformer,
+    trace,
+)
 
 V = 20
 
@@ -50,17 +63,32 @@ def test_src_and_src_keep_shapes_differ(seq2seq):
     src = torch.tensor([[1, 2, 3, 0]])
     _raises(ValueError, ["src_keep", "(1, 4)", "(1, 3)"], seq2seq.encode, src, torch.ones(1, 3, dtype=torch.bool))
     memory = seq2seq.encode(src)
-    _raises(ValueError, ["src_keep", "(1, 4)", "(1, 5)"], seq2seq.decode, torch.tensor([[1, 2]]), memory,
-            torch.ones(1, 5, dtype=torch.bool))
-    _raises(ValueError, ["tgt_keep", "(1, 2)"], seq2seq.decode, torch.tensor([[1, 2]]), memory, None,
-            torch.ones(2, 2, dtype=torch.bool))
-    _raises(ValueError, ["keep", "(2, 5)"], Encoder(32, 4, 64, 1), torch.randn(2, 5, 32),
-            torch.ones(2, 6, dtype=torch.bool))
+    _raises(
+        ValueError,
+        ["src_keep", "(1, 4)", "(1, 5)"],
+        seq2seq.decode,
+        torch.tensor([[1, 2]]),
+        memory,
+        torch.ones(1, 5, dtype=torch.bool),
+    )
+    _raises(
+        ValueError,
+        ["tgt_keep", "(1, 2)"],
+        seq2seq.decode,
+        torch.tensor([[1, 2]]),
+        memory,
+        None,
+        torch.ones(2, 2, dtype=torch.bool),
+    )
+    _raises(
+        ValueError, ["keep", "(2, 5)"], Encoder(32, 4, 64, 1), torch.randn(2, 5, 32), torch.ones(2, 6, dtype=torch.bool)
+    )
 
 
 def test_keep_must_be_bool(seq2seq):
-    _raises(TypeError, ["src_keep", "bool", "torch.int64"], seq2seq.encode, torch.tensor([[1, 2]]),
-            torch.tensor([[1, 0]]))
+    _raises(
+        TypeError, ["src_keep", "bool", "torch.int64"], seq2seq.encode, torch.tensor([[1, 2]]), torch.tensor([[1, 0]])
+    )
 
 
 def test_length_beyond_max_len(seq2seq):
@@ -69,14 +97,16 @@ def test_length_beyond_max_len(seq2seq):
 
 
 def test_decoder_input_with_wrong_d_model():
-    _raises(ValueError, ["decoder input", "d_model=32"], Decoder(32, 4, 64, 1), torch.randn(1, 3, 8),
-            torch.randn(1, 4, 32))
+    _raises(
+        ValueError, ["decoder input", "d_model=32"], Decoder(32, 4, 64, 1), torch.randn(1, 3, 8), torch.randn(1, 4, 32)
+    )
 
 
 def test_classify_without_a_classifier_and_shared_vocab_mismatch():
     _raises(ValueError, ["n_classes"], EncoderOnly(V, 32, 4, 1, 64).classify, torch.tensor([[1, 2]]))
-    _raises(ValueError, ["share_embeddings", "src_vocab=20", "tgt_vocab=30"], EncoderDecoder, 20, 30,
-            share_embeddings=True)
+    _raises(
+        ValueError, ["share_embeddings", "src_vocab=20", "tgt_vocab=30"], EncoderDecoder, 20, 30, share_embeddings=True
+    )
 
 
 def test_torch_interop_mismatches():
@@ -85,8 +115,13 @@ def test_torch_interop_mismatches():
     layer = nn.TransformerEncoderLayer(32, 4, 64, 0.0, batch_first=True, norm_first=True)
     theirs = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(32), enable_nested_tensor=False)
     _raises(ValueError, ["layer counts differ", "2", "3"], encoder_from_torch, Encoder(32, 4, 64, 2), theirs)
-    _raises(ValueError, ["final norms differ"], encoder_from_torch, Encoder(32, 4, 64, 3, norm_first=True),
-            nn.TransformerEncoder(layer, 3, enable_nested_tensor=False))
+    _raises(
+        ValueError,
+        ["final norms differ"],
+        encoder_from_torch,
+        Encoder(32, 4, 64, 3, norm_first=True),
+        nn.TransformerEncoder(layer, 3, enable_nested_tensor=False),
+    )
     _raises(TypeError, ["nn.TransformerDecoder"], decoder_from_torch, Decoder(32, 4, 64, 1), theirs)
 
 

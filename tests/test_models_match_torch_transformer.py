@@ -1,14 +1,24 @@
 """The package's stacks compute exactly what PyTorch's nn.TransformerEncoder / nn.TransformerDecoder /
 nn.Transformer compute once the weights are copied (batch_first=True, dropout 0, Pre-LN and Post-LN),
 with padding masks and the causal mask -- in both copying directions."""
+
 import pytest
 import torch
 import torch.nn as nn
 
 from transformer_nb.masks import causal_mask, padding_mask
-from transformer_nb.models import (Decoder, DecoderOnly, Encoder, EncoderDecoder, decoder_from_torch,
-                                   decoder_to_torch, encoder_from_torch, encoder_to_torch, to_nn_transformer,
-                                   torch_masks)
+from transformer_nb.models import (
+    Decoder,
+    DecoderOnly,
+    Encoder,
+    EncoderDecoder,
+    decoder_from_torch,
+    decoder_to_torch,
+    encoder_from_torch,
+    encoder_to_torch,
+    to_nn_transformer,
+    torch_masks,
+)
 
 D, H, FF = 32, 4, 48
 ATOL = 2e-5
@@ -67,8 +77,14 @@ def test_decoder_equals_nn_transformer_decoder_with_causal_and_padding(norm_firs
     kw = torch_masks(src_keep, tgt_keep)
     with torch.no_grad():
         a = ours(y, memory, tgt_keep, src_keep)
-        b = theirs(y, memory, tgt_mask=kw["tgt_mask"], tgt_key_padding_mask=kw["tgt_key_padding_mask"],
-                   memory_key_padding_mask=kw["memory_key_padding_mask"], tgt_is_causal=True)
+        b = theirs(
+            y,
+            memory,
+            tgt_mask=kw["tgt_mask"],
+            tgt_key_padding_mask=kw["tgt_key_padding_mask"],
+            memory_key_padding_mask=kw["memory_key_padding_mask"],
+            tgt_is_causal=True,
+        )
     assert torch.allclose(a, b, atol=ATOL)
 
 
@@ -77,8 +93,9 @@ def test_copy_from_torch_stacks(norm_first):
     torch.manual_seed(0)
     enc_layer = nn.TransformerEncoderLayer(D, H, FF, 0.0, batch_first=True, norm_first=norm_first)
     dec_layer = nn.TransformerDecoderLayer(D, H, FF, 0.0, batch_first=True, norm_first=norm_first)
-    t_enc = _perturb(nn.TransformerEncoder(enc_layer, 2, norm=nn.LayerNorm(D) if norm_first else None,
-                                           enable_nested_tensor=False), 5).eval()
+    t_enc = _perturb(
+        nn.TransformerEncoder(enc_layer, 2, norm=nn.LayerNorm(D) if norm_first else None, enable_nested_tensor=False), 5
+    ).eval()
     t_dec = _perturb(nn.TransformerDecoder(dec_layer, 2, norm=nn.LayerNorm(D) if norm_first else None), 6).eval()
     enc = encoder_from_torch(Encoder(D, H, FF, 2, 0.0, norm_first), t_enc).eval()
     dec = decoder_from_torch(Decoder(D, H, FF, 2, 0.0, norm_first), t_dec).eval()
@@ -86,8 +103,14 @@ def test_copy_from_torch_stacks(norm_first):
     with torch.no_grad():
         mem_t = t_enc(x, src_key_padding_mask=~src_keep)
         mem = enc(x, src_keep)
-        out_t = t_dec(y, mem_t, tgt_mask=~causal_mask(5), tgt_key_padding_mask=~tgt_keep,
-                      memory_key_padding_mask=~src_keep, tgt_is_causal=True)
+        out_t = t_dec(
+            y,
+            mem_t,
+            tgt_mask=~causal_mask(5),
+            tgt_key_padding_mask=~tgt_keep,
+            memory_key_padding_mask=~src_keep,
+            tgt_is_causal=True,
+        )
         out = dec(y, mem, tgt_keep, src_keep)
     assert torch.allclose(mem, mem_t, atol=ATOL)
     assert torch.allclose(out, out_t, atol=ATOL)

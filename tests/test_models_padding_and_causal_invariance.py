@@ -2,6 +2,7 @@
 change when the padding's content or length changes), and the causal mask works: changing a future
 token leaves earlier logits unchanged (decoder-only, encoder-decoder decoder), while the encoder-only
 model is bidirectional."""
+
 import torch
 
 from transformer_nb.masks import padding_mask
@@ -27,7 +28,7 @@ def test_encoder_only_padding_invariance():
     torch.manual_seed(0)
     m = EncoderOnly(V, 32, 4, 2, 64).eval()
     a_ids, a_keep = _ids([6, 3, 4], 6, 1)
-    b_ids, b_keep = _ids([6, 3, 4], 9, 1, pad_fill=torch.Generator().manual_seed(7))   # longer, junk padding
+    b_ids, b_keep = _ids([6, 3, 4], 9, 1, pad_fill=torch.Generator().manual_seed(7))  # longer, junk padding
     b_ids[:, :6] = torch.where(a_keep, a_ids, b_ids[:, :6])
     with torch.no_grad():
         a, b = m(a_ids, a_keep), m(b_ids, b_keep)

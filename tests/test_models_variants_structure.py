@@ -1,12 +1,23 @@
 """The three variants are built from the same blocks and differ only in masks and cross-attention,
 as recorded from the masks really used at run time; the objectives are recognised from the batches;
 parameter bookkeeping (the causal mask is free, tying saves |V|·d) holds; the shape trace is complete."""
+
 import torch
 
 from transformer_nb.block import DecoderLayer, EncoderLayer
 from transformer_nb.masks import padding_mask
-from transformer_nb.models import (DecoderOnly, EncoderDecoder, EncoderOnly, capture_masks, describe_objective,
-                                   lm_batch, mask_kind, mlm_batch, span_corruption, trace)
+from transformer_nb.models import (
+    DecoderOnly,
+    EncoderDecoder,
+    EncoderOnly,
+    capture_masks,
+    describe_objective,
+    lm_batch,
+    mask_kind,
+    mlm_batch,
+    span_corruption,
+    trace,
+)
 
 V = 30
 
@@ -27,14 +38,19 @@ def test_recorded_masks_name_each_sublayer():
     keep = padding_mask([6, 4], 6)
     labels = lambda recs: [(r["name"], r["kind"], r["label"]) for r in recs]
     assert labels(capture_masks(EncoderOnly(V, 32, 4, 2, 64), ids, keep)) == [
-        ("encoder.layers.0.self_attn", "self", "padding"), ("encoder.layers.1.self_attn", "self", "padding")]
+        ("encoder.layers.0.self_attn", "self", "padding"),
+        ("encoder.layers.1.self_attn", "self", "padding"),
+    ]
     assert labels(capture_masks(DecoderOnly(V, 32, 4, 1, 64), ids, keep)) == [
-        ("blocks.layers.0.self_attn", "self", "causal + padding")]
+        ("blocks.layers.0.self_attn", "self", "causal + padding")
+    ]
     assert labels(capture_masks(DecoderOnly(V, 32, 4, 1, 64), ids)) == [("blocks.layers.0.self_attn", "self", "causal")]
     recs = capture_masks(EncoderDecoder(V, V, 32, 4, 1, 1, 64), ids, ids[:, :4], keep, padding_mask([4, 2], 4))
-    assert labels(recs) == [("encoder.layers.0.self_attn", "self", "padding"),
-                            ("decoder.layers.0.self_attn", "self", "causal + padding"),
-                            ("decoder.layers.0.cross_attn", "cross", "padding")]
+    assert labels(recs) == [
+        ("encoder.layers.0.self_attn", "self", "padding"),
+        ("decoder.layers.0.self_attn", "self", "causal + padding"),
+        ("decoder.layers.0.cross_attn", "cross", "padding"),
+    ]
     assert recs[2]["mask"].shape == (2, 4, 6) and not recs[2]["mask"][1, :, 4:].any()
 
 
@@ -66,15 +82,19 @@ def test_objectives_are_recognised_from_batches():
     assert facts["name"].startswith("masked LM") and 0 < facts["loss_fraction"] < 0.5
     src, sk, tgt, tk = span_corruption(ids, keep, sentinel_start=20, eos_id=2, generator=g)
     tgt_in, tgt_out, _ = lm_batch(tgt, tk)
-    assert describe_objective(tgt_in, tgt_out, source=src, original=ids, special=[0, 2, *range(20, 30)])["name"].startswith("span")
+    assert describe_objective(tgt_in, tgt_out, source=src, original=ids, special=[0, 2, *range(20, 30)])[
+        "name"
+    ].startswith("span")
     shuffled = tgt_out.clone()
-    shuffled[tgt_out >= 3] = 5          # wrong targets: not the dropped spans any more
-    assert describe_objective(tgt_in, shuffled, source=src, original=ids, special=[0, 2, *range(20, 30)])["name"] != \
-        describe_objective(tgt_in, tgt_out, source=src, original=ids, special=[0, 2, *range(20, 30)])["name"]
+    shuffled[tgt_out >= 3] = 5  # wrong targets: not the dropped spans any more
+    assert (
+        describe_objective(tgt_in, shuffled, source=src, original=ids, special=[0, 2, *range(20, 30)])["name"]
+        != describe_objective(tgt_in, tgt_out, source=src, original=ids, special=[0, 2, *range(20, 30)])["name"]
+    )
 
 
 def test_span_corruption_drops_and_marks_spans():
-    ids = torch.arange(3, 23)[None]          # 20 distinct tokens
+    ids = torch.arange(3, 23)[None]  # 20 distinct tokens
     src, sk, tgt, tk = span_corruption(ids, None, sentinel_start=100, generator=torch.Generator().manual_seed(1))
     s, t = src[0][sk[0]].tolist(), tgt[0][tk[0]].tolist()
     assert sorted([x for x in s if x < 100] + [x for x in t if x < 100]) == list(range(3, 23))
@@ -88,7 +108,7 @@ def test_mask_kind_labels():
     pad[..., 2] = False
     assert mask_kind(full) == "none" and mask_kind(tri) == "causal" and mask_kind(pad) == "padding"
     assert mask_kind(tri & pad) == "causal + padding"
-    assert mask_kind(tri, "cross") == "padding"      # cross-attention is never called causal
+    assert mask_kind(tri, "cross") == "padding"  # cross-attention is never called causal
 
 
 def test_trace_records_every_sublayer_with_attention_shapes():
@@ -105,9 +125,10 @@ def test_trace_records_every_sublayer_with_attention_shapes():
 
 def test_parameter_breakdown_adds_up_and_counts_tied_tensors_once():
     from transformer_nb.models import parameter_breakdown
+
     m = EncoderDecoder(V, V, 32, 4, 2, 1, 64, tie_weights=True)
     b = parameter_breakdown(m)
     assert sum(v for k, v in b.items() if k != "total") == b["total"] == _numel(m)
-    assert b["embeddings"] == 2 * V * 32 and b["output head"] == V          # tied weight: only the bias is left
+    assert b["embeddings"] == 2 * V * 32 and b["output head"] == V  # tied weight: only the bias is left
     assert b["cross-attention"] == 4 * 32 * 32 + 4 * 32
     assert parameter_breakdown(DecoderOnly(V, 32, 4, 1, 64))["cross-attention"] == 0

@@ -1,11 +1,21 @@
 """Bad input to multi-head attention gets a clear error (type and message), never a silent wrong answer."""
+
 import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.multihead import (MultiHeadAttention, copy_from_torch, copy_to_torch, head_stats,
-                                      kv_cache_bytes, merge_heads, mha_param_count, split_heads, to_torch,
-                                      to_torch_attn_mask)
+from transformer_nb.multihead import (
+    MultiHeadAttention,
+    copy_from_torch,
+    copy_to_torch,
+    head_stats,
+    kv_cache_bytes,
+    merge_heads,
+    mha_param_count,
+    split_heads,
+    to_torch,
+    to_torch_attn_mask,
+)
 
 M = MultiHeadAttention(32, 4)
 Q, K = torch.randn(2, 5, 32), torch.randn(2, 6, 32)
@@ -43,7 +53,7 @@ def test_wrong_d_model_in_inputs():
     with pytest.raises(ValueError, match=r"key must have shape \(B, T, d_model=32\), got \(2, 6, 16\)"):
         M(Q, torch.randn(2, 6, 16))
     with pytest.raises(ValueError, match=r"query must have shape \(B, T, d_model=32\), got \(5, 32\)"):
-        M(torch.randn(5, 32))                       # a missing batch axis
+        M(torch.randn(5, 32))  # a missing batch axis
 
 
 def test_batch_mismatch():
@@ -75,7 +85,7 @@ def test_non_tensor_input():
 
 def test_causal_cross_attention_needs_t_q_le_t_k():
     with pytest.raises(ValueError, match="causal mask needs 0 <= T_q <= T_k"):
-        M(K, Q, is_causal=True)                     # 6 queries, 5 keys
+        M(K, Q, is_causal=True)  # 6 queries, 5 keys
 
 
 def test_split_and_merge_heads_bad_shapes():

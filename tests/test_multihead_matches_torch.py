@@ -2,6 +2,7 @@
 weights: self- and cross-attention, key padding and causal masks, float masks; outputs, per-head weights
 and gradients. Also: the one-reshape heads equal a per-head loop, GQA equals MHA with tied K/V heads,
 and the parameter / KV-cache formulas equal the module's numel() and tensor shapes."""
+
 import math
 
 import pytest
@@ -9,9 +10,20 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.masks import causal_mask, key_padding, padding_mask
-from transformer_nb.multihead import (MultiHeadAttention, copy_from_torch, copy_to_torch, head_stats,
-                                      kv_cache_bytes, merge_heads, mha_param_count, record_attention,
-                                      split_heads, to_torch, to_torch_attn_mask, uniform_distance)
+from transformer_nb.multihead import (
+    MultiHeadAttention,
+    copy_from_torch,
+    copy_to_torch,
+    head_stats,
+    kv_cache_bytes,
+    merge_heads,
+    mha_param_count,
+    record_attention,
+    split_heads,
+    to_torch,
+    to_torch_attn_mask,
+    uniform_distance,
+)
 
 D, H, B = 32, 4, 2
 
@@ -22,15 +34,18 @@ def _pair(seed=0, bias=True):
     return ours, to_torch(ours)
 
 
-@pytest.mark.parametrize("t_q,t_k,cross,lengths,causal", [
-    (7, 7, False, None, False),
-    (7, 7, False, [7, 3], False),
-    (7, 7, False, None, True),
-    (7, 7, False, [4, 7], True),
-    (4, 9, True, None, False),
-    (4, 9, True, [9, 5], False),
-    (3, 8, True, [8, 6], True),        # causal cross-attention: bottom-right aligned, as with a KV cache
-])
+@pytest.mark.parametrize(
+    "t_q,t_k,cross,lengths,causal",
+    [
+        (7, 7, False, None, False),
+        (7, 7, False, [7, 3], False),
+        (7, 7, False, None, True),
+        (7, 7, False, [4, 7], True),
+        (4, 9, True, None, False),
+        (4, 9, True, [9, 5], False),
+        (3, 8, True, [8, 6], True),  # causal cross-attention: bottom-right aligned, as with a KV cache
+    ],
+)
 def test_matches_nn_multiheadattention(t_q, t_k, cross, lengths, causal):
     ours, theirs = _pair()
     g = torch.Generator().manual_seed(1)
@@ -40,11 +55,11 @@ def test_matches_nn_multiheadattention(t_q, t_k, cross, lengths, causal):
     if lengths is not None:
         keep = padding_mask(lengths, t_k)
         our_mask = key_padding(keep, t_q)
-        kw["key_padding_mask"] = ~keep                      # torch: True = ignore
+        kw["key_padding_mask"] = ~keep  # torch: True = ignore
     if causal:
         c = causal_mask(t_q, t_k)
         our_mask = c if our_mask is None else our_mask & c
-        kw["attn_mask"] = ~c                                # torch: True = may NOT attend
+        kw["attn_mask"] = ~c  # torch: True = may NOT attend
     with record_attention(ours):
         y1 = ours(q, kv, kv, mask=our_mask)
     y2, w2 = theirs(q, kv, kv, average_attn_weights=False, **kw)
@@ -73,7 +88,7 @@ def test_float_mask_and_mask_conversion():
     x = torch.randn(B, 5, D)
     bias = -0.5 * (torch.arange(5)[:, None] - torch.arange(5)[None, :]).abs().float()
     assert torch.allclose(ours(x, mask=bias), theirs(x, x, x, attn_mask=to_torch_attn_mask(bias, H))[0], atol=1e-5)
-    per_batch = key_padding(padding_mask([5, 3], 5), 5) & causal_mask(5)          # (B, 1, T, T)
+    per_batch = key_padding(padding_mask([5, 3], 5), 5) & causal_mask(5)  # (B, 1, T, T)
     tm = to_torch_attn_mask(per_batch, H)
     assert tm.shape == (B * H, 5, 5) and tm.dtype == torch.bool
     assert torch.allclose(ours(x, mask=per_batch), theirs(x, x, x, attn_mask=tm)[0], atol=1e-5)
@@ -99,7 +114,7 @@ def test_fully_masked_row_is_zero_not_nan():
     y = ours(x, mask=key_padding(keep, 5))
     assert torch.isfinite(y).all()
     assert torch.equal(y[1], ours.out_proj.bias.detach().expand(5, -1))
-    assert torch.isnan(theirs(x, x, x, key_padding_mask=~keep)[0][1]).all()   # torch's behaviour differs here
+    assert torch.isnan(theirs(x, x, x, key_padding_mask=~keep)[0][1]).all()  # torch's behaviour differs here
 
 
 def test_one_reshape_equals_per_head_loop():
@@ -115,7 +130,7 @@ def test_one_reshape_equals_per_head_loop():
         heads.append(torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(dk), -1) @ v)
     assert torch.allclose(ours(x), ours.out_proj(torch.cat(heads, -1)), atol=1e-5)
     assert torch.equal(merge_heads(split_heads(x, H)), x)
-    assert torch.equal(split_heads(x, H)[:, 2], x[..., 2 * dk: 3 * dk])
+    assert torch.equal(split_heads(x, H)[:, 2], x[..., 2 * dk : 3 * dk])
 
 
 @pytest.mark.parametrize("g", [8, 4, 2, 1])
@@ -161,7 +176,7 @@ def test_kv_cache_formula_matches_module_shapes():
             k, v = layer.kv_heads(torch.empty(3, n, d, dtype=torch.float16))
         assert k.shape == (3, g, n, d // h) == v.shape
         assert L * (k.numel() * k.element_size() + v.numel() * v.element_size()) == kv_cache_bytes(L, g, d // h, n, 3)
-    assert kv_cache_bytes(80, 64, 128, 4096) == 10_737_418_240       # 002's "about 40 GB" is 10.7 GB
+    assert kv_cache_bytes(80, 64, 128, 4096) == 10_737_418_240  # 002's "about 40 GB" is 10.7 GB
     assert kv_cache_bytes(80, 8, 128, 4096) == 1_342_177_280
 
 

@@ -1,8 +1,8 @@
 """Stored outputs were made by tools/refresh.py from the code cells and package modules as
 they are now: the stamped code digest and module hashes still match."""
-import pytest
 
 import notebook_harness as h
+import pytest
 
 
 @pytest.mark.parametrize("name", h.parametrize_notebooks(h.notebooks_in()))

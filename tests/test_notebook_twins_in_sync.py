@@ -1,8 +1,8 @@
 """Every notebooks/NAME.ipynb has its twin notebooks/py/NAME.py and vice versa, with the same
 cells: types, sources (trailing whitespace aside) and tags."""
-import pytest
 
 import notebook_harness as h
+import pytest
 
 NOTEBOOKS = h.ROOT / "notebooks"
 

@@ -1,8 +1,8 @@
 """Stored notebooks look like a clean Restart & Run All in the full profile: execution counts
 1..n in order, no stored errors outside cells tagged raises-exception."""
-import pytest
 
 import notebook_harness as h
+import pytest
 
 
 @pytest.mark.parametrize("name", h.parametrize_notebooks(h.notebooks_in()))

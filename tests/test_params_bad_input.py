@@ -1,29 +1,49 @@
 """Impossible configurations and bad arguments to params.py raise clear errors."""
+
 import pytest
 
-from transformer_nb.params import (TransformerConfig, attention_flops, attention_matrix_bytes, attention_params,
-                                   build_transformer, ffn_params, norm_params, numel_breakdown, param_breakdown,
-                                   position_params, preset)
+from transformer_nb.params import (
+    TransformerConfig,
+    attention_flops,
+    attention_matrix_bytes,
+    attention_params,
+    build_transformer,
+    ffn_params,
+    norm_params,
+    numel_breakdown,
+    param_breakdown,
+    position_params,
+    preset,
+)
 
 
-@pytest.mark.parametrize("cfg,words", [
-    (TransformerConfig(d_model=512, n_heads=7), "n_heads=7 must divide d_model=512"),
-    (TransformerConfig(n_heads=8, n_kv_heads=3), "n_kv_heads=3 must divide n_heads=8"),
-    (TransformerConfig(arch="encoder-decoder", vocab=32000, tgt_vocab=30000), "share_embeddings needs one vocabulary"),
-    (TransformerConfig(arch="decoder-only"), "arch must be one of"),
-    (TransformerConfig(activation="tanh"), "activation must be one of"),
-    (TransformerConfig(norm="batch"), "norm must be one of"),
-    (TransformerConfig(positions="relative"), "positions must be one of"),
-    (TransformerConfig(d_ff=0), "d_ff (the FFN hidden width) must be a positive integer"),
-    (TransformerConfig(n_layers=0), "n_layers must be a positive integer"),
-    (TransformerConfig(vocab=-1), "vocab must be a positive integer"),
-    (TransformerConfig(positions="learned", max_len=0), "max_len must be a positive integer"),
-    (TransformerConfig(d_model=24, n_heads=8, positions="rope"), "d_head = d_model / n_heads must be even"),
-    (TransformerConfig(arch="decoder", n_dec_layers=6), "belong to an encoder-decoder"),
-    (TransformerConfig(lm_head=False), "tie_output=True needs an output projection"),
-    (TransformerConfig(lm_head=False, tie_output=False, output_bias=True), "output_bias=True needs an output projection"),
-    (TransformerConfig(token_types=-1), "token_types must be a non-negative integer"),
-])
+@pytest.mark.parametrize(
+    "cfg,words",
+    [
+        (TransformerConfig(d_model=512, n_heads=7), "n_heads=7 must divide d_model=512"),
+        (TransformerConfig(n_heads=8, n_kv_heads=3), "n_kv_heads=3 must divide n_heads=8"),
+        (
+            TransformerConfig(arch="encoder-decoder", vocab=32000, tgt_vocab=30000),
+            "share_embeddings needs one vocabulary",
+        ),
+        (TransformerConfig(arch="decoder-only"), "arch must be one of"),
+        (TransformerConfig(activation="tanh"), "activation must be one of"),
+        (TransformerConfig(norm="batch"), "norm must be one of"),
+        (TransformerConfig(positions="relative"), "positions must be one of"),
+        (TransformerConfig(d_ff=0), "d_ff (the FFN hidden width) must be a positive integer"),
+        (TransformerConfig(n_layers=0), "n_layers must be a positive integer"),
+        (TransformerConfig(vocab=-1), "vocab must be a positive integer"),
+        (TransformerConfig(positions="learned", max_len=0), "max_len must be a positive integer"),
+        (TransformerConfig(d_model=24, n_heads=8, positions="rope"), "d_head = d_model / n_heads must be even"),
+        (TransformerConfig(arch="decoder", n_dec_layers=6), "belong to an encoder-decoder"),
+        (TransformerConfig(lm_head=False), "tie_output=True needs an output projection"),
+        (
+            TransformerConfig(lm_head=False, tie_output=False, output_bias=True),
+            "output_bias=True needs an output projection",
+        ),
+        (TransformerConfig(token_types=-1), "token_types must be a non-negative integer"),
+    ],
+)
 def test_invalid_configs(cfg, words):
     with pytest.raises(ValueError) as err:
         param_breakdown(cfg)
@@ -63,13 +83,15 @@ def test_with_validates():
 
 def test_forward_refuses_wrong_inputs():
     import torch
+
     m = build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu")
     with pytest.raises(ValueError, match="token ids must have shape"):
         m(torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match="tgt is for an encoder-decoder"):
         m(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long))
-    ed = build_transformer(TransformerConfig(arch="encoder-decoder", d_model=16, n_heads=2, n_layers=1, vocab=10),
-                           device="cpu")
+    ed = build_transformer(
+        TransformerConfig(arch="encoder-decoder", d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu"
+    )
     with pytest.raises(ValueError, match="needs forward"):
         ed(torch.zeros(1, 3, dtype=torch.long))
     with pytest.raises(NotImplementedError, match="counted here, not implemented"):

@@ -1,4 +1,5 @@
 """The analytic parameter formulas equal numel() of real modules and of every named model built on the meta device."""
+
 import time
 
 import psutil
@@ -8,17 +9,39 @@ import torch.nn as nn
 
 from transformer_nb.block import DecoderLayer, EncoderLayer, FeedForward, make_norm
 from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.params import (PRESETS, TransformerConfig, attention_params, build_transformer,
-                                   decoder_layer_params, encoder_layer_params, ffn_params, norm_params, numel,
-                                   numel_breakdown, param_breakdown, position_params)
+from transformer_nb.params import (
+    PRESETS,
+    TransformerConfig,
+    attention_params,
+    build_transformer,
+    decoder_layer_params,
+    encoder_layer_params,
+    ffn_params,
+    norm_params,
+    numel,
+    numel_breakdown,
+    param_breakdown,
+    position_params,
+)
 from transformer_nb.positional import LearnedPositionalEmbedding
 
 # the published checkpoints' exact counts (Hugging Face numel of BertModel, GPT2Model, T5Model, LlamaModel+head, ...)
-KNOWN = {"transformer-base": 63_082_496, "transformer-big": 214_245_376, "exercise-8.2": 35_270_656,
-         "t5-base": 222_903_552, "bert-base": 109_482_240, "bert-large": 335_141_888, "gpt2-small": 124_439_808,
-         "gpt2-medium": 354_823_168, "gpt2-large": 774_030_080, "gpt2-xl": 1_557_611_200,
-         "gpt3": 174_604_259_328, "llama2-7b": 6_738_415_616, "llama2-70b": 68_976_648_192,
-         "mistral-7b": 7_241_732_096}
+KNOWN = {
+    "transformer-base": 63_082_496,
+    "transformer-big": 214_245_376,
+    "exercise-8.2": 35_270_656,
+    "t5-base": 222_903_552,
+    "bert-base": 109_482_240,
+    "bert-large": 335_141_888,
+    "gpt2-small": 124_439_808,
+    "gpt2-medium": 354_823_168,
+    "gpt2-large": 774_030_080,
+    "gpt2-xl": 1_557_611_200,
+    "gpt3": 174_604_259_328,
+    "llama2-7b": 6_738_415_616,
+    "llama2-70b": 68_976_648_192,
+    "mistral-7b": 7_241_732_096,
+}
 
 
 def n(m):
@@ -30,7 +53,7 @@ def test_every_named_model_formula_equals_meta_numel(name):
     cfg = PRESETS[name]
     model = build_transformer(cfg)
     assert all(p.is_meta for p in model.parameters())
-    assert param_breakdown(cfg) == numel_breakdown(model)          # category by category
+    assert param_breakdown(cfg) == numel_breakdown(model)  # category by category
     assert numel(model) == param_breakdown(cfg)["total"] == KNOWN[name]
 
 
@@ -38,23 +61,26 @@ def test_every_preset_is_covered():
     assert set(PRESETS) == set(KNOWN)
 
 
-@pytest.mark.parametrize("d,h,g,bias", [(512, 8, None, True), (512, 8, 8, False), (768, 12, 4, True),
-                                        (4096, 32, 8, False), (1024, 16, 1, True)])
+@pytest.mark.parametrize(
+    "d,h,g,bias",
+    [(512, 8, None, True), (512, 8, 8, False), (768, 12, 4, True), (4096, 32, 8, False), (1024, 16, 1, True)],
+)
 def test_attention_formula(d, h, g, bias):
     with torch.device("meta"):
         assert n(MultiHeadAttention(d, h, g, bias=bias)) == attention_params(d, h, g, bias)
 
 
 def test_heads_do_not_change_mha_count():
-    assert {attention_params(512, h) for h in (1, 2, 4, 8, 16, 32)} == {4 * 512 ** 2 + 4 * 512}
+    assert {attention_params(512, h) for h in (1, 2, 4, 8, 16, 32)} == {4 * 512**2 + 4 * 512}
 
 
 @pytest.mark.parametrize("act", ["relu", "gelu", "swiglu"])
 @pytest.mark.parametrize("bias", [True, False])
 def test_ffn_norm_layer_formulas(act, bias):
     assert n(FeedForward(48, 80, act, bias=bias)) == ffn_params(48, 80, act, bias)
-    assert n(EncoderLayer(48, 4, 80, activation=act, bias=bias, norm="rms", n_kv_heads=2)) == \
-        encoder_layer_params(48, 4, 80, act, "rms", 2, bias)
+    assert n(EncoderLayer(48, 4, 80, activation=act, bias=bias, norm="rms", n_kv_heads=2)) == encoder_layer_params(
+        48, 4, 80, act, "rms", 2, bias
+    )
     assert n(DecoderLayer(48, 4, 80, activation=act, bias=bias)) == decoder_layer_params(48, 4, 80, act, "layer", bias)
     assert n(make_norm("layer", 48)) == norm_params(48, "layer") and n(make_norm("rms", 48)) == norm_params(48, "rms")
     assert n(LearnedPositionalEmbedding(100, 48)) == position_params("learned", 48, 100)
@@ -71,27 +97,47 @@ def test_tying_is_counted_once_and_shares_the_tensor():
 
 
 def test_real_device_model_runs_and_matches_count():
-    cfg = TransformerConfig(arch="decoder", d_model=32, n_heads=4, n_kv_heads=2, n_layers=2, vocab=50,
-                            activation="swiglu", norm="rms", bias=False, positions="rope", max_len=16)
+    cfg = TransformerConfig(
+        arch="decoder",
+        d_model=32,
+        n_heads=4,
+        n_kv_heads=2,
+        n_layers=2,
+        vocab=50,
+        activation="swiglu",
+        norm="rms",
+        bias=False,
+        positions="rope",
+        max_len=16,
+    )
     model = build_transformer(cfg, device="cpu")
     assert model(torch.randint(50, (2, 10))).shape == (2, 10, 50)
     assert numel(model) == param_breakdown(cfg)["total"]
-    ed = TransformerConfig(arch="encoder-decoder", d_model=32, n_heads=4, n_layers=1, vocab=40, tgt_vocab=30,
-                           share_embeddings=False, positions="learned", max_len=16)
+    ed = TransformerConfig(
+        arch="encoder-decoder",
+        d_model=32,
+        n_heads=4,
+        n_layers=1,
+        vocab=40,
+        tgt_vocab=30,
+        share_embeddings=False,
+        positions="learned",
+        max_len=16,
+    )
     m = build_transformer(ed, device="cpu")
     assert m(torch.randint(40, (2, 7)), torch.randint(30, (2, 5))).shape == (2, 5, 30)
     assert numel(m) == param_breakdown(ed)["total"]
 
 
 def test_meta_counting_is_fast_and_uses_no_memory():
-    build_transformer(PRESETS["gpt2-small"])                     # warm up (first meta op imports torch._refs)
+    build_transformer(PRESETS["gpt2-small"])  # warm up (first meta op imports torch._refs)
     rss = psutil.Process().memory_info().rss
     t0 = time.perf_counter()
     model = build_transformer(PRESETS["gpt3"])
     seconds = time.perf_counter() - t0
     assert numel(model) == KNOWN["gpt3"]
     assert seconds < 30, f"building GPT-3 on meta took {seconds:.1f} s"
-    assert psutil.Process().memory_info().rss - rss < 300 * 2 ** 20
+    assert psutil.Process().memory_info().rss - rss < 300 * 2**20
 
 
 def test_meta_forward_gives_shapes():

@@ -1,6 +1,7 @@
 """ALiBi: the slopes equal Press et al.'s definition (their released get_slopes) for 1..32 heads,
 the bias is -m·|i-j|, it works as an additive mask in the package's attention, and bad head counts
 raise clear errors."""
+
 import math
 
 import pytest
@@ -12,9 +13,11 @@ from transformer_nb.positional import ALiBi, alibi_bias, alibi_slopes
 
 def _paper_slopes(n):
     """The released reference algorithm (Press et al., 2022), written independently here."""
+
     def power_of_2(n):
-        start = 2 ** (-2 ** -(math.log2(n) - 3))
-        return [start * start ** i for i in range(n)]
+        start = 2 ** (-(2 ** -(math.log2(n) - 3)))
+        return [start * start**i for i in range(n)]
+
     if math.log2(n).is_integer():
         return power_of_2(n)
     closest = 2 ** math.floor(math.log2(n))
@@ -30,7 +33,7 @@ def test_slopes_equal_the_papers_definition(n):
 def test_power_of_two_slopes_are_geometric_from_2_to_the_minus_8_over_n(n):
     s = alibi_slopes(n)
     assert math.isclose(s[0].item(), 2 ** (-8 / n))
-    assert math.isclose(s[-1].item(), 2 ** -8)                    # the last head is 1/256, never 0.5
+    assert math.isclose(s[-1].item(), 2**-8)  # the last head is 1/256, never 0.5
     assert torch.allclose(s[1:] / s[:-1], torch.full((n - 1,), 2 ** (-8 / n), dtype=torch.float64))
 
 
@@ -42,7 +45,7 @@ def test_bias_is_minus_slope_times_distance():
         for i in range(6):
             for j in range(6):
                 assert math.isclose(b[h, i, j].item(), -s[h].item() * abs(i - j), rel_tol=1e-6, abs_tol=1e-7)
-    assert not torch.signbit(b.diagonal(dim1=1, dim2=2)).any()   # zeros, not -0.0
+    assert not torch.signbit(b.diagonal(dim1=1, dim2=2)).any()  # zeros, not -0.0
 
 
 def test_bias_for_a_kv_cache_step_uses_the_last_positions():

@@ -1,12 +1,17 @@
 """Sinusoidal and learned positions: the formula, the properties the notebooks rely on, and clear
 errors for bad input (odd d_model, sequences past the table, with and without an offset)."""
+
 import math
 
 import pytest
 import torch
 
-from transformer_nb.positional import (LearnedPositionalEmbedding, SinusoidalPositionalEncoding,
-                                       sinusoid_frequencies, sinusoidal_encoding)
+from transformer_nb.positional import (
+    LearnedPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+    sinusoid_frequencies,
+    sinusoidal_encoding,
+)
 
 
 def test_sinusoidal_matches_the_formula():

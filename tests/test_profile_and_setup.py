@@ -1,4 +1,5 @@
 """The profile comes from TNB_PROFILE; a typo is an error, not a silent default."""
+
 import pytest
 import torch
 

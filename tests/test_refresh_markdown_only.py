@@ -1,5 +1,6 @@
 """`tools/refresh.py --markdown-only` copies prose edits into a stored notebook, and refuses as soon
 as a code cell differs (then only a full refresh may produce the outputs)."""
+
 import sys
 from pathlib import Path
 
@@ -10,14 +11,14 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import refresh  # noqa: E402
 
-TWIN = '''# %% [markdown]
+TWIN = """# %% [markdown]
 # # Title
 # {prose}
 
 # %%
 x = 1 + 1
 print(x)
-'''
+"""
 
 
 def _stored(tmp_path, prose="old words", code="x = 1 + 1\nprint(x)"):

@@ -1,4 +1,5 @@
 """The reversal model's cache: a re-run loads the weights; a corrupt or mismatched file retrains."""
+
 from dataclasses import replace
 
 import torch
@@ -41,7 +42,7 @@ def test_corrupt_cache_gives_a_message_and_retrains(tmp_path, monkeypatch, capsy
     out = capsys.readouterr().out
     assert trained and "corrupt" in out and hist["steps"] == 3
     ok, msg, _ = cache.load(path.stem, rv.build_model(TINY.model), _config_of(path))
-    assert ok, msg                                 # the retrained model replaced the corrupt file
+    assert ok, msg  # the retrained model replaced the corrupt file
 
 
 def test_truncated_cache_retrains(tmp_path, monkeypatch, capsys):
@@ -55,6 +56,7 @@ def test_truncated_cache_retrains(tmp_path, monkeypatch, capsys):
 
 def _config_of(path):
     import json
+
     return json.loads(torch.load(path, weights_only=True)["config"])
 
 

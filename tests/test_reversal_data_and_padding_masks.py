@@ -1,4 +1,5 @@
 """The reversal data: the text's generator, padded batches, padding masks, held-out exclusion."""
+
 import pytest
 import torch
 
@@ -18,7 +19,7 @@ def test_make_pairs_is_reproducible_and_honours_exclude():
     a = rv.make_pairs(50, generator=torch.Generator().manual_seed(1))
     b = rv.make_pairs(50, generator=torch.Generator().manual_seed(1))
     assert a == b
-    only = {(s,) for s in range(3, 12)}                 # every 1-symbol sequence but (12,)
+    only = {(s,) for s in range(3, 12)}  # every 1-symbol sequence but (12,)
     pairs = rv.make_pairs(30, 1, 1, generator=torch.Generator().manual_seed(2), exclude=only)
     assert all(src == [12] for src, _ in pairs)
 
@@ -45,8 +46,8 @@ def test_random_batch_shapes_masks_and_targets():
         L = int(b.lengths[row])
         src = b.src[row, :L].tolist()
         assert b.tgt_out[row, :L].tolist() == src[::-1] and int(b.tgt_out[row, L]) == rv.EOS
-        assert int(b.tgt_in[row, 0]) == rv.BOS and b.tgt_in[row, 1:L + 1].tolist() == src[::-1]
-        assert (b.tgt_in[row, L + 1:] == rv.PAD).all() and (b.tgt_out[row, L + 1:] == rv.PAD).all()
+        assert int(b.tgt_in[row, 0]) == rv.BOS and b.tgt_in[row, 1 : L + 1].tolist() == src[::-1]
+        assert (b.tgt_in[row, L + 1 :] == rv.PAD).all() and (b.tgt_out[row, L + 1 :] == rv.PAD).all()
 
 
 def test_sequence_codes_ignore_padding_width_and_separate_sequences():
@@ -70,15 +71,18 @@ def test_training_batches_never_contain_held_out_sequences():
 
 
 def test_exclusion_redraws_rows():
-    exclude = rv.sequence_codes(torch.arange(3, 12)[:, None])     # all 1-symbol sequences but [12]
+    exclude = rv.sequence_codes(torch.arange(3, 12)[:, None])  # all 1-symbol sequences but [12]
     b = rv.random_batch(64, 1, 1, generator=torch.Generator().manual_seed(0), exclude=exclude)
     assert (b.src == 12).all()
 
 
-@pytest.mark.parametrize("kwargs, words", [
-    ({"min_len": 5, "max_len": 3}, "min_len must be <= max_len"),
-    ({"min_len": 0}, "min_len must be a positive integer"),
-])
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"min_len": 5, "max_len": 3}, "min_len must be <= max_len"),
+        ({"min_len": 0}, "min_len must be a positive integer"),
+    ],
+)
 def test_bad_lengths_raise(kwargs, words):
     with pytest.raises(ValueError, match=words):
         rv.random_batch(4, **kwargs)

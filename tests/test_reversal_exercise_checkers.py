@@ -1,4 +1,5 @@
 """The notebook-09 checkers accept the reference and name the typical mistakes."""
+
 import torch
 
 from transformer_nb import reversal as rv
@@ -11,9 +12,13 @@ def test_shift_checker_accepts_reference_and_package_version(capsys):
 
 
 def test_shift_checker_names_typical_mistakes():
-    cases = {ex._shift_swapped: "Swap them", ex._shift_not_shifted: "shifted right by one",
-             ex._shift_eos_in_last_column: "last column", ex._shift_no_eos: "never learns when to stop",
-             ex._shift_eos_kept_in_input: "replace EOS by PAD"}
+    cases = {
+        ex._shift_swapped: "Swap them",
+        ex._shift_not_shifted: "shifted right by one",
+        ex._shift_eos_in_last_column: "last column",
+        ex._shift_no_eos: "never learns when to stop",
+        ex._shift_eos_kept_in_input: "replace EOS by PAD",
+    }
     for fn, words in cases.items():
         res = ex.shift_ex.check(fn, quiet=True)
         assert not res and words in res.message, (fn.__name__, res.message)
@@ -22,6 +27,7 @@ def test_shift_checker_names_typical_mistakes():
 def test_shift_checker_stub_and_crash_do_not_raise():
     def stub(tgt):
         raise NotImplementedError
+
     assert "not attempted" in ex.shift_ex.check(stub, quiet=True).message
     assert "raised" in ex.shift_ex.check(lambda tgt: tgt[5], quiet=True).message
 
@@ -32,9 +38,13 @@ def test_greedy_checker_accepts_reference_and_package_version():
 
 
 def test_greedy_checker_names_typical_mistakes():
-    cases = {ex._greedy_first_position: "LAST position", ex._greedy_no_pad_after_eos: "keep going after EOS",
-             ex._greedy_no_bos: "start every row from BOS", ex._greedy_stop_at_first_eos: "FIRST row",
-             ex._greedy_one_shot: "one pass"}
+    cases = {
+        ex._greedy_first_position: "LAST position",
+        ex._greedy_no_pad_after_eos: "keep going after EOS",
+        ex._greedy_no_bos: "start every row from BOS",
+        ex._greedy_stop_at_first_eos: "FIRST row",
+        ex._greedy_one_shot: "one pass",
+    }
     for fn, words in cases.items():
         res = ex.greedy_ex.check(fn, quiet=True)
         assert not res and words in res.message, (fn.__name__, res.message)
@@ -43,13 +53,14 @@ def test_greedy_checker_names_typical_mistakes():
 def test_greedy_checker_shape_hints():
     res = ex.greedy_ex.check(lambda model, src, max_new: torch.zeros(1, 2, 3), quiet=True)
     assert not res and "(B, max_new)" in res.message
-    res = ex.greedy_ex.check(lambda model, src, max_new: torch.zeros(src.shape[0], max_new + 1, dtype=torch.long)
-                             + 5, quiet=True)
+    res = ex.greedy_ex.check(
+        lambda model, src, max_new: torch.zeros(src.shape[0], max_new + 1, dtype=torch.long) + 5, quiet=True
+    )
     assert not res
 
 
 def test_hand_built_reverser_punishes_wrong_prefixes():
     m = ex.HandBuiltReverser()
     src = torch.tensor([[3, 4, 5]])
-    logits = m.decode(torch.tensor([[1, 5, 9]]), m.encode(src))      # second output wrong (9, not 4)
+    logits = m.decode(torch.tensor([[1, 5, 9]]), m.encode(src))  # second output wrong (9, not 4)
     assert logits.argmax(-1).tolist() == [[5, 4, 2]]

@@ -1,4 +1,5 @@
 """Batched greedy decoding and scoring, on hand-built models whose logits are written down."""
+
 import torch
 import torch.nn as nn
 
@@ -51,8 +52,12 @@ def test_greedy_on_the_hand_built_reverser_is_exact():
 
 def test_score_exact_first_wrong_and_token_accuracy():
     tgt_out = torch.tensor([[5, 4, 3, 2, 0], [9, 8, 7, 6, 2]])
-    pred = torch.tensor([[5, 4, 3, 2, 0],      # right
-                         [9, 8, 6, 6, 2]])     # wrong at position 2
+    pred = torch.tensor(
+        [
+            [5, 4, 3, 2, 0],  # right
+            [9, 8, 6, 6, 2],
+        ]
+    )  # wrong at position 2
     s = rv.score(pred, tgt_out)
     assert s["exact"].tolist() == [True, False]
     assert s["first_wrong"].tolist() == [-1, 2]
@@ -65,8 +70,11 @@ def test_score_exact_first_wrong_and_token_accuracy():
 
 
 def test_failure_table_counts():
-    res = {"lengths": torch.tensor([3, 3, 5, 8]), "exact": torch.tensor([True, False, True, False]),
-           "first_wrong": torch.tensor([-1, 1, -1, 4])}
+    res = {
+        "lengths": torch.tensor([3, 3, 5, 8]),
+        "exact": torch.tensor([True, False, True, False]),
+        "first_wrong": torch.tensor([-1, 1, -1, 4]),
+    }
     t = rv.failure_table(res)
     assert t["by_length"] == {3: (2, 1), 5: (1, 0), 8: (1, 1)}
     assert t["by_first_wrong"] == {1: 1, 4: 1}

@@ -1,4 +1,5 @@
 """The text's recipe is encoded as written; the warm-up schedule is the text's formula; training stops early."""
+
 import math
 from dataclasses import replace
 
@@ -10,18 +11,33 @@ from transformer_nb import reversal as rv
 
 def test_text_recipe_is_the_text_as_written():
     r = rv.TEXT_RECIPE
-    assert (r.lr, r.schedule, r.batch_size, r.data, r.n_train, r.label_smoothing, r.clip) == \
-        (1e-4, "constant", 64, "fixed", 2000, 0.0, 1.0)
+    assert (r.lr, r.schedule, r.batch_size, r.data, r.n_train, r.label_smoothing, r.clip) == (
+        1e-4,
+        "constant",
+        64,
+        "fixed",
+        2000,
+        0.0,
+        1.0,
+    )
     assert r.steps_per_epoch() == 32 and r.steps == 30 * 32
     m = r.model
-    assert (m.d_model, m.n_heads, m.d_ff, m.n_layers, m.dropout, m.activation, m.norm_first, m.init) == \
-        (64, 4, 256, 2, 0.1, "gelu", True, "xavier")
+    assert (m.d_model, m.n_heads, m.d_ff, m.n_layers, m.dropout, m.activation, m.norm_first, m.init) == (
+        64,
+        4,
+        256,
+        2,
+        0.1,
+        "gelu",
+        True,
+        "xavier",
+    )
 
 
 def test_ladder_goes_from_the_text_to_the_improved_recipe():
     assert rv.LADDER[0][1] is rv.TEXT_RECIPE and rv.LADDER[-1][1] is rv.IMPROVED
     names = [r.name for _, r in rv.LADDER] + [r.name for _, r in rv.ABLATIONS]
-    assert len(set(names)) == len(names)                  # one cache file each
+    assert len(set(names)) == len(names)  # one cache file each
 
 
 @pytest.mark.parametrize("warmup", [1, 100, 4000])

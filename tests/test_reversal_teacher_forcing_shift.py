@@ -1,4 +1,5 @@
 """The teacher-forcing shift: decoder input = BOS + labels shifted right; labels end with EOS."""
+
 import pytest
 import torch
 

@@ -1,4 +1,5 @@
 """The reversal widget recomputes when its text box changes (headless)."""
+
 import torch
 
 from transformer_nb import reversal as rv

@@ -1,6 +1,7 @@
 """RoPE: the relative-position identity, norm preservation, the group property, the two pairings
 (one rotation up to a permutation), agreement with the complex-number form, use inside the
 package's attention (incl. a KV-cache step), and clear errors for bad input."""
+
 import pytest
 import torch
 import torch.nn.functional as F

@@ -1,11 +1,9 @@
 """Widgets recompute when a control changes, headlessly (no kernel, no browser)."""
+
 import ipywidgets as W
-import matplotlib
+import matplotlib.pyplot as plt
 
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
-
-from transformer_nb.widgets.base import Widget  # noqa: E402
+from transformer_nb.widgets.base import Widget
 
 
 class Square(Widget):

@@ -1,14 +1,11 @@
 """The scaling widget of notebook 01 recomputes headlessly when its controls change."""
+
 import math
 
-import matplotlib
+import pytest
+import torch
 
-matplotlib.use("Agg")
-
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from transformer_nb.widgets.attention import D_K_CHOICES, ScalingWidget, softmax_stats  # noqa: E402
+from transformer_nb.widgets.attention import D_K_CHOICES, ScalingWidget, softmax_stats
 
 
 def test_first_draw():

@@ -1,12 +1,8 @@
 """The depth widget recomputes headlessly when a control changes."""
+
 import pytest
-import torch
-import matplotlib
 
-matplotlib.use("Agg")
-
-from transformer_nb.widgets.block import DepthWidget  # noqa: E402
-
+from transformer_nb.widgets.block import DepthWidget
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -15,7 +11,7 @@ def test_depth_widget_controls():
     w = DepthWidget(depth=12, placement="Post-LN")
     w.refresh()
     assert w.fig is not None and len(w.last["grad"]) == 12 and len(w.last["diversity"]) == 13
-    assert w.last["ratio"] > 1                        # Post-LN: larger gradients near the output
+    assert w.last["ratio"] > 1  # Post-LN: larger gradients near the output
     w.controls["placement"].value = "Pre-LN"
     assert w.last["norm_first"] and w.last["ratio"] < 1
     w.controls["residual"].value = False

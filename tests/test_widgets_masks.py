@@ -1,13 +1,10 @@
 """MaskExplorer recomputes headlessly when a control changes: the mask, the weights, the empty rows."""
-import matplotlib
 
-matplotlib.use("Agg")
+import pytest
+import torch
 
-import pytest  # noqa: E402
-import torch  # noqa: E402
-
-from transformer_nb.masks import causal_mask  # noqa: E402
-from transformer_nb.widgets.masks import MaskExplorer, make_batch  # noqa: E402
+from transformer_nb.masks import causal_mask
+from transformer_nb.widgets.masks import MaskExplorer, make_batch
 
 
 def test_default_state_right_padding_causal():
@@ -17,8 +14,8 @@ def test_default_state_right_padding_causal():
     last = w.last
     assert last["lengths"] == [5, 3, 7] and last["T"] == 7 and last["causal"]
     assert last["mask"].shape == (3, 7, 7) and last["weights"].shape == (3, 7, 7)
-    assert not last["mask"][0].triu(1).any()                        # causal
-    assert not last["mask"][1][:, 3:].any()                         # padded keys of the length-3 sequence
+    assert not last["mask"][0].triu(1).any()  # causal
+    assert not last["mask"][1][:, 3:].any()  # padded keys of the length-3 sequence
     assert last["n_empty_rows"] == 0 and not last["has_nan"]
     torch.testing.assert_close(last["row_sums"], torch.ones(3, 7))
     assert (last["weights"][~last["mask"]] == 0).all()
@@ -39,7 +36,7 @@ def test_left_padding_with_causal_gives_empty_rows_with_zero_weights():
     w.controls["pad_side"].value = "left"
     last = w.last
     assert last["pad_side"] == "left"
-    assert last["keep"][1].tolist() == [False] * 4 + [True] * 3      # length 3 in T = 7, padded on the left
+    assert last["keep"][1].tolist() == [False] * 4 + [True] * 3  # length 3 in T = 7, padded on the left
     assert last["empty_rows"][1].tolist() == [True] * 4 + [False] * 3
     assert last["n_empty_rows"] == 2 + 4
     assert (last["weights"][last["empty_rows"]] == 0).all() and not last["has_nan"]
@@ -49,8 +46,8 @@ def test_bidirectional_toggle_and_length_zero():
     w = MaskExplorer()
     w.refresh()
     w.controls["causal"].value = False
-    assert not w.last["causal"] and w.last["mask"][2].all()         # length 7 = T: everything visible
-    assert w.last["n_empty_rows"] == 0                                # padded queries still see real keys
+    assert not w.last["causal"] and w.last["mask"][2].all()  # length 7 = T: everything visible
+    assert w.last["n_empty_rows"] == 0  # padded queries still see real keys
     w.controls["len_1"].value = 0
     assert w.last["empty_rows"][0].all() and (w.last["weights"][0] == 0).all()
     assert not w.last["has_nan"]

@@ -1,22 +1,22 @@
 """The architecture-variant widget recomputes headlessly when a control changes: the masks it shows are
 the ones the models used, and padded keys get exactly zero weight."""
-import matplotlib
 
-matplotlib.use("Agg")
+import torch
 
-import torch  # noqa: E402
-
-from transformer_nb.widgets.models import VariantWidget, build_variant  # noqa: E402
+from transformer_nb.widgets.models import VariantWidget, build_variant
 
 
 def test_encoder_decoder_shows_three_sublayers_with_their_masks():
     w = VariantWidget()
     w.refresh()
-    assert w.last["sublayers"] == ["encoder.layers.0.self_attn", "decoder.layers.0.self_attn",
-                                   "decoder.layers.0.cross_attn"]
+    assert w.last["sublayers"] == [
+        "encoder.layers.0.self_attn",
+        "decoder.layers.0.self_attn",
+        "decoder.layers.0.cross_attn",
+    ]
     assert [w.last["labels"][n] for n in w.last["sublayers"]] == ["padding", "causal + padding", "padding"]
     cross = w.last["weights"]["decoder.layers.0.cross_attn"]
-    assert cross.shape == (5, 7)                      # target 4 + 1 pad, source 5 + 2 pad
+    assert cross.shape == (5, 7)  # target 4 + 1 pad, source 5 + 2 pad
     assert torch.equal(cross[:, 5:], torch.zeros(5, 2))
     assert w.last["max_weight_on_padding"] == 0.0 and w.fig is not None
     assert not w.controls["tgt_len"].disabled

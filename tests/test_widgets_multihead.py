@@ -1,19 +1,16 @@
 """The multi-head widget recomputes headlessly when a control changes (no kernel, no browser)."""
+
 import math
 
-import matplotlib
+import torch
 
-matplotlib.use("Agg")
-
-import torch  # noqa: E402
-
-from transformer_nb.widgets.multihead import HeadsWidget, word_embedding  # noqa: E402
+from transformer_nb.widgets.multihead import HeadsWidget, word_embedding
 
 
 def test_defaults_are_exercise_8_6():
     w = HeadsWidget()
     w.refresh()
-    assert w.last["tokens"] == "The cat sat on the comfortable mat".split()
+    assert w.last["tokens"] == ["The", "cat", "sat", "on", "the", "comfortable", "mat"]
     assert w.last["weights"].shape == (4, 7, 7)
     assert torch.allclose(w.last["weights"].sum(-1), torch.ones(4, 7), atol=1e-6)
     assert w.fig is not None and len(w.last["distance"]) == 4

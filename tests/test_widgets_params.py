@@ -1,10 +1,7 @@
 """The parameter calculator recomputes headlessly, checks numel live, and explains impossible settings."""
-import matplotlib
 
-matplotlib.use("Agg")
-
-from transformer_nb.params import PRESETS, param_breakdown  # noqa: E402
-from transformer_nb.widgets.params import ParamCalculator  # noqa: E402
+from transformer_nb.params import PRESETS, param_breakdown
+from transformer_nb.widgets.params import ParamCalculator
 
 
 def test_presets_set_every_control_and_match_numel():

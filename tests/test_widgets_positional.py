@@ -1,13 +1,11 @@
 """Notebook 04's widgets, driven headlessly: moving a slider recomputes `last` and redraws `fig`."""
+
 import math
 
-import matplotlib
+import torch
 
-matplotlib.use("Agg")
-import torch  # noqa: E402
-
-from transformer_nb.positional import alibi_slopes, sinusoidal_encoding  # noqa: E402
-from transformer_nb.widgets.positional import AlibiExplorer, SinusoidFingerprint  # noqa: E402
+from transformer_nb.positional import alibi_slopes, sinusoidal_encoding
+from transformer_nb.widgets.positional import AlibiExplorer, SinusoidFingerprint
 
 
 def test_fingerprint_follows_the_position_and_pair_sliders():
@@ -35,7 +33,7 @@ def test_alibi_explorer_follows_the_head_slider():
     weights = w.last["weights"]
     assert weights.shape == (12, w.controls["query"].value + 1)
     assert torch.allclose(weights.sum(-1), torch.ones(12, dtype=torch.float64))
-    assert (weights[:, 1:] > weights[:, :-1]).all()           # recency: nearer keys get more weight
+    assert (weights[:, 1:] > weights[:, :-1]).all()  # recency: nearer keys get more weight
     assert w.fig is not None
 
 

@@ -1,12 +1,10 @@
 """Notebook 05's widget, driven headlessly: the score of a rotated pair depends only on n - m."""
+
 import math
 
-import matplotlib
+import torch
 
-matplotlib.use("Agg")
-import torch  # noqa: E402
-
-from transformer_nb.widgets.rope import RotatePair  # noqa: E402
+from transformer_nb.widgets.rope import RotatePair
 
 
 def test_score_depends_only_on_the_offset():
@@ -33,7 +31,7 @@ def test_pair_slider_changes_the_frequency_and_grid_is_toeplitz():
         diag = grid.diagonal(off)
         assert torch.allclose(diag, diag[:1].expand_as(diag), atol=1e-12)
     rot = w.last["q_rot"]
-    assert math.isclose(rot.norm().item(), w.q.norm().item(), rel_tol=1e-12)    # rotation keeps length
+    assert math.isclose(rot.norm().item(), w.q.norm().item(), rel_tol=1e-12)  # rotation keeps length
 
 
 def test_sliders_redraw_only_on_release():

@@ -1,11 +1,8 @@
 """Notebook 00's softmax widget recomputes when the scale slider moves."""
+
 import math
 
-import matplotlib
-
-matplotlib.use("Agg")
-
-from transformer_nb.widgets.warmup import SoftmaxTemperature  # noqa: E402
+from transformer_nb.widgets.warmup import SoftmaxTemperature
 
 
 def test_larger_scale_hardens_the_softmax():

@@ -3,13 +3,14 @@
 Data is found via TNB_DATA_DIR, else ../shared/data relative to the repo root; the
 tests skip (saying so) when neither exists.
 """
+
 import shutil
 
 import pytest
 import torch
+from wikitext_data import DATA, needs_data
 
 from transformer_nb import wikitext as wt
-from wikitext_data import DATA, needs_data
 
 
 @pytest.fixture(scope="module")
@@ -52,7 +53,7 @@ def test_first_line_decodes_like_the_file(corpus):
         f.readline()  # blank first line -> a lone <eos>
         second = f.readline().split()
     assert corpus.vocab.decode(corpus.train[:1]) == "<eos>"
-    assert corpus.vocab.decode(corpus.train[1:1 + len(second)]) == " ".join(second)
+    assert corpus.vocab.decode(corpus.train[1 : 1 + len(second)]) == " ".join(second)
 
 
 @needs_data
@@ -88,7 +89,7 @@ def test_checksum_mismatch_on_corrupted_copy(tmp_path):
     copy = tmp_path / "wikitext-2"
     shutil.copytree(DATA, copy)
     raw = bytearray((copy / "valid.txt").read_bytes())
-    raw[1000] ^= 0x01                       # flip one bit
+    raw[1000] ^= 0x01  # flip one bit
     (copy / "valid.txt").write_bytes(bytes(raw))
     with pytest.raises(ValueError, match=r"checksum mismatch .*valid\.txt"):
         wt.load_wikitext2(copy)
@@ -115,7 +116,7 @@ def test_nothing_found_offline_says_where_it_looked(isolated):
 
 def test_failed_download_is_reported(isolated, monkeypatch):
     monkeypatch.setenv("TNB_OFFLINE", "0")
-    monkeypatch.setattr(wt, "BASE_URL", "http://127.0.0.1:9/")   # nothing listens on port 9
+    monkeypatch.setattr(wt, "BASE_URL", "http://127.0.0.1:9/")  # nothing listens on port 9
     with pytest.raises(FileNotFoundError, match=r"download from http://127\.0\.0\.1:9/ failed"):
         wt.find_data_dir(progress=False, timeout=2)
     # no half-written file is left behind in the cache

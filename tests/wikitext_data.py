@@ -1,4 +1,5 @@
 """Where the tests find WikiText-2: TNB_DATA_DIR, else ../shared/data beside the repo (None if neither)."""
+
 import os
 from pathlib import Path
 
@@ -21,4 +22,5 @@ def data_root():
 
 DATA = data_root()
 needs_data = pytest.mark.skipif(
-    DATA is None, reason="WikiText-2 not found: set TNB_DATA_DIR or provide ../shared/data/wikitext-2")
+    DATA is None, reason="WikiText-2 not found: set TNB_DATA_DIR or provide ../shared/data/wikitext-2"
+)

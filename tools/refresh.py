@@ -16,6 +16,7 @@ digest, the sha256 of every transformer_nb module the kernel imported, and the p
 A cell that raises fails the refresh (the stored notebook is left untouched) unless it is
 tagged raises-exception. Refuses to run with TNB_PROFILE=quick.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -30,10 +31,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
-import notebook_harness as harness  # noqa: E402  (the stamp and the checks live there)
-
 import jupytext  # noqa: E402
 import nbformat  # noqa: E402
+import notebook_harness as harness  # noqa: E402  (the stamp and the checks live there)
 from ipykernel.kernelspec import RESOURCES, get_kernel_dict  # noqa: E402
 from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402
@@ -80,8 +80,9 @@ def twin_for(arg: str) -> Path:
 
 def build_inputs(twin: Path) -> nbformat.NotebookNode:
     nb = jupytext.read(twin)
-    nb.metadata = nbformat.from_dict({"kernelspec": {
-        "name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}})
+    nb.metadata = nbformat.from_dict(
+        {"kernelspec": {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}}
+    )
     seen: dict[str, int] = {}
     for cell in nb.cells:  # ids from content, not random: no diff when nothing changed
         base = hashlib.sha256((cell.cell_type + "\n" + cell.source).encode()).hexdigest()[:8]
@@ -93,10 +94,16 @@ def build_inputs(twin: Path) -> nbformat.NotebookNode:
 def execute(nb, workdir: Path, timeout: int) -> list[str]:
     """Execute nb in place; return the transformer_nb module files the kernel imported."""
     nb.cells.append(nbformat.v4.new_code_cell(MODULES_CELL))
-    client = NotebookClient(nb, kernel_name="python3", kernel_manager_class=CurrentEnvKernelManager,
-                            timeout=timeout, startup_timeout=120,
-                            store_widget_state=True, record_timing=False,
-                            resources={"metadata": {"path": str(workdir)}})
+    client = NotebookClient(
+        nb,
+        kernel_name="python3",
+        kernel_manager_class=CurrentEnvKernelManager,
+        timeout=timeout,
+        startup_timeout=120,
+        store_widget_state=True,
+        record_timing=False,
+        resources={"metadata": {"path": str(workdir)}},
+    )
     try:
         client.execute()
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as err:
@@ -124,8 +131,9 @@ def number_widgets(nb, name: str) -> None:
 def refresh(twin: Path, out_dir: Path | None = None, timeout: int = 3600) -> Path:
     """Refresh one notebook from its twin; return the path written."""
     if not twin.exists():
-        raise RefreshError(f"no twin {twin}: write notebooks/py/{twin.stem}.py first "
-                           f"(percent format, see CONTRIBUTING.md)")
+        raise RefreshError(
+            f"no twin {twin}: write notebooks/py/{twin.stem}.py first (percent format, see CONTRIBUTING.md)"
+        )
     root = twin.parent.parent.parent
     target = (out_dir / f"{twin.stem}.ipynb") if out_dir else harness.ipynb_of(twin)
     nb = build_inputs(twin)
@@ -152,8 +160,9 @@ def sync_markdown(twin: Path) -> Path:
     if not target.exists():
         raise RefreshError(f"no stored {target.name}: run a full refresh first")
     stored, fresh = nbformat.read(target, as_version=4), build_inputs(twin)
-    if ([c.cell_type for c in stored.cells] != [c.cell_type for c in fresh.cells]
-            or harness.code_digest(stored) != harness.code_digest(fresh)):
+    if [c.cell_type for c in stored.cells] != [c.cell_type for c in fresh.cells] or harness.code_digest(
+        stored
+    ) != harness.code_digest(fresh):
         raise RefreshError("code cells or the cell layout changed: run a full refresh instead")
     for old, new in zip(stored.cells, fresh.cells):
         if old.cell_type == "markdown":
@@ -172,14 +181,24 @@ def write_html(notebooks: list[Path], out_dir: Path) -> None:
         nb = nbformat.read(path, as_version=4)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
         (out_dir / f"{path.stem}.html").write_text(body, encoding="utf-8")
-        title = next((line.lstrip("# ").strip() for c in nb.cells if c.cell_type == "markdown"
-                      for line in c.source.splitlines() if line.startswith("# ")), path.stem)
-        items.append(f'<li><a href="{path.stem}.html">{html.escape(title)}</a> '
-                     f'(<a href="{path.name}">.ipynb</a>)</li>')
+        title = next(
+            (
+                line.lstrip("# ").strip()
+                for c in nb.cells
+                if c.cell_type == "markdown"
+                for line in c.source.splitlines()
+                if line.startswith("# ")
+            ),
+            path.stem,
+        )
+        items.append(f'<li><a href="{path.stem}.html">{html.escape(title)}</a> (<a href="{path.name}">.ipynb</a>)</li>')
     (out_dir / "index.html").write_text(
-        "<!doctype html>\n<meta charset=\"utf-8\">\n<title>transformer-nb</title>\n"
+        '<!doctype html>\n<meta charset="utf-8">\n<title>transformer-nb</title>\n'
         "<h1>transformer-nb: the notebooks</h1>\n<p>Executed in the full profile, in book order.</p>\n<ul>\n"
-        + "\n".join(items) + "\n</ul>\n", encoding="utf-8")
+        + "\n".join(items)
+        + "\n</ul>\n",
+        encoding="utf-8",
+    )
 
 
 def main(argv=None) -> int:
@@ -189,12 +208,18 @@ def main(argv=None) -> int:
     parser.add_argument("--out", type=Path, help="write the executed notebooks here, not in notebooks/")
     parser.add_argument("--html", action="store_true", help="with --out: also NAME.html and index.html")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell (default 3600)")
-    parser.add_argument("--stored", action="store_true",
-                        help="with --out --html: render the stored notebooks (their outputs come from a full-"
-                             "profile refresh, which the harness tests keep fresh) instead of executing again")
-    parser.add_argument("--markdown-only", action="store_true",
-                        help="only copy edited markdown cells into the stored notebooks (refused when a code "
-                             "cell changed); nothing is executed")
+    parser.add_argument(
+        "--stored",
+        action="store_true",
+        help="with --out --html: render the stored notebooks (their outputs come from a full-"
+        "profile refresh, which the harness tests keep fresh) instead of executing again",
+    )
+    parser.add_argument(
+        "--markdown-only",
+        action="store_true",
+        help="only copy edited markdown cells into the stored notebooks (refused when a code "
+        "cell changed); nothing is executed",
+    )
     args = parser.parse_args(argv)
     if args.markdown_only:
         twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(ROOT) if args.all else [])
@@ -215,8 +240,9 @@ def main(argv=None) -> int:
         for twin in twins:
             src = harness.ipynb_of(twin)
             if not src.exists():
-                print(f"refresh: {twin.stem} has no stored notebook; run `make refresh NB={twin.stem}`",
-                      file=sys.stderr)
+                print(
+                    f"refresh: {twin.stem} has no stored notebook; run `make refresh NB={twin.stem}`", file=sys.stderr
+                )
                 return 1
             copies.append(out_dir / src.name)
             copies[-1].write_bytes(src.read_bytes())
@@ -226,8 +252,11 @@ def main(argv=None) -> int:
 
     profile = os.environ.get("TNB_PROFILE", "full")
     if profile != "full":
-        print(f"refresh: refusing to run with TNB_PROFILE={profile}. Stored outputs come from the "
-              f"full profile; unset TNB_PROFILE (or set it to full) and run again.", file=sys.stderr)
+        print(
+            f"refresh: refusing to run with TNB_PROFILE={profile}. Stored outputs come from the "
+            f"full profile; unset TNB_PROFILE (or set it to full) and run again.",
+            file=sys.stderr,
+        )
         return 2
     if args.html and not args.out:
         parser.error("--html needs --out DIR")
@@ -245,19 +274,27 @@ def main(argv=None) -> int:
             written.append(refresh(twin, out_dir, args.timeout))
         except RefreshError as err:
             failed.append(twin.stem)
-            print(f"refresh: {twin.stem} FAILED after {time.perf_counter() - t0:.1f} s; "
-                  f"the stored notebook is unchanged.\n{err}", file=sys.stderr, flush=True)
+            print(
+                f"refresh: {twin.stem} FAILED after {time.perf_counter() - t0:.1f} s; "
+                f"the stored notebook is unchanged.\n{err}",
+                file=sys.stderr,
+                flush=True,
+            )
             continue
         if out_dir is None:
             harness.record_runtime(twin.stem, "full", time.perf_counter() - t0, root=twin.parent.parent.parent)
-        print(f"refresh: {twin.stem} done in {time.perf_counter() - t0:.1f} s "
-              f"-> {os.path.relpath(written[-1])}", flush=True)
+        print(
+            f"refresh: {twin.stem} done in {time.perf_counter() - t0:.1f} s -> {os.path.relpath(written[-1])}",
+            flush=True,
+        )
     if args.html and written:
         write_html(written, out_dir)
         print(f"refresh: HTML in {os.path.relpath(out_dir)}/index.html")
-    print(f"refresh: {len(written)} refreshed, {len(failed)} failed"
-          + (f" ({', '.join(failed)})" if failed else "")
-          + f", {time.perf_counter() - start:.1f} s in all")
+    print(
+        f"refresh: {len(written)} refreshed, {len(failed)} failed"
+        + (f" ({', '.join(failed)})" if failed else "")
+        + f", {time.perf_counter() - start:.1f} s in all"
+    )
     return 1 if failed else 0
 
 

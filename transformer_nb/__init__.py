@@ -4,12 +4,21 @@ Only the infrastructure is imported here. Each chapter concept lives in its own
 module and is imported explicitly, in book order, e.g.
 ``from transformer_nb.attention import scaled_dot_product_attention``.
 """
-from transformer_nb.utils import setup, pick, profile, get_device, seed_everything
-from transformer_nb.checks import check_close, check_equal, check_true, check_raises
+
+from transformer_nb.checks import check_close, check_equal, check_raises, check_true
 from transformer_nb.source import show_source
+from transformer_nb.utils import get_device, pick, profile, seed_everything, setup
 
 __all__ = [
-    "setup", "pick", "profile", "get_device", "seed_everything",
-    "check_close", "check_equal", "check_true", "check_raises", "show_source",
+    "check_close",
+    "check_equal",
+    "check_raises",
+    "check_true",
+    "get_device",
+    "pick",
+    "profile",
+    "seed_everything",
+    "setup",
+    "show_source",
 ]
 __version__ = "0.1.0"

@@ -11,6 +11,7 @@ mask is *added* to the scores (0 where allowed, -inf where blocked, or a finite 
 as ALiBi's). A query row whose keys are all blocked gets zero weights and a zero output,
 never NaN.
 """
+
 import math
 
 import torch
@@ -31,16 +32,21 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"query, key and value must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"query and key must share the last dimension d_k: query {tuple(q.shape)} "
-                         f"has d_k={q.shape[-1]}, key {tuple(k.shape)} has d_k={k.shape[-1]}")
+        raise ValueError(
+            f"query and key must share the last dimension d_k: query {tuple(q.shape)} "
+            f"has d_k={q.shape[-1]}, key {tuple(k.shape)} has d_k={k.shape[-1]}"
+        )
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"key and value must have the same length T_k: key {tuple(k.shape)} has "
-                         f"T_k={k.shape[-2]}, value {tuple(v.shape)} has {v.shape[-2]}")
+        raise ValueError(
+            f"key and value must have the same length T_k: key {tuple(k.shape)} has "
+            f"T_k={k.shape[-2]}, value {tuple(v.shape)} has {v.shape[-2]}"
+        )
     try:
         return torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
-        raise ValueError(f"batch dimensions do not broadcast: query {tuple(q.shape)}, key {tuple(k.shape)}, "
-                         f"value {tuple(v.shape)}") from None
+        raise ValueError(
+            f"batch dimensions do not broadcast: query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}"
+        ) from None
 
 
 def check_mask(mask: torch.Tensor, scores_shape: tuple, dtype: torch.dtype | None = None) -> None:
@@ -51,27 +57,34 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple, dtype: torch.dtype | Non
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
     if mask.dtype != torch.bool and not mask.is_floating_point():
-        raise TypeError(f"mask must be bool (True = may attend) or an additive float mask, got dtype "
-                        f"{mask.dtype}; for a 0/1 integer mask use mask.bool()")
+        raise TypeError(
+            f"mask must be bool (True = may attend) or an additive float mask, got dtype "
+            f"{mask.dtype}; for a 0/1 integer mask use mask.bool()"
+        )
     try:
         ok = torch.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
     except RuntimeError:
         ok = False
     if not ok:
-        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
-                         f"of shape {tuple(scores_shape)} (..., T_q, T_k)")
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
+            f"of shape {tuple(scores_shape)} (..., T_q, T_k)"
+        )
     if mask.is_floating_point():
         if dtype is not None and mask.dtype != dtype:
             raise TypeError(f"a float mask must have the dtype of the query ({dtype}), got {mask.dtype}")
         if torch.isnan(mask).any() or torch.isposinf(mask).any():
             raise ValueError("a float mask is added to the scores and must not contain NaN or +inf")
         if mask.numel() and (mask == 1).any() and ((mask == 0) | (mask == 1)).all():
-            raise ValueError("this float mask holds only 0s and 1s, so it looks multiplicative; float masks are "
-                             "additive (0 = attend, -inf = blocked). Pass mask.bool() instead")
+            raise ValueError(
+                "this float mask holds only 0s and 1s, so it looks multiplicative; float masks are "
+                "additive (0 = attend, -inf = blocked). Pass mask.bool() instead"
+            )
 
 
-def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor,
-                                 mask: torch.Tensor | None = None, scale: float | None = None):
+def scaled_dot_product_attention(
+    q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, mask: torch.Tensor | None = None, scale: float | None = None
+):
     """Reference attention. Returns ``(output, weights)``.
 
     - ``q: (..., T_q, d_k)``, ``k: (..., T_k, d_k)``, ``v: (..., T_k, d_v)``
@@ -82,14 +95,14 @@ def scaled_dot_product_attention(q: torch.Tensor, k: torch.Tensor, v: torch.Tens
     """
     batch = check_qkv(q, k, v)
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = (q @ k.transpose(-2, -1)) * scale                     # (..., T_q, T_k)
+    scores = (q @ k.transpose(-2, -1)) * scale  # (..., T_q, T_k)
     if mask is not None:
         check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
         if mask.dtype == torch.bool:
             scores = scores.masked_fill(~mask, float("-inf"))
         else:
             scores = scores + mask
-    blocked = torch.isneginf(scores).all(dim=-1, keepdim=True)     # rows with nothing to attend to
-    scores = scores.masked_fill(blocked, 0.0)                      # no all -inf row: no NaN, not even in grads
+    blocked = torch.isneginf(scores).all(dim=-1, keepdim=True)  # rows with nothing to attend to
+    scores = scores.masked_fill(blocked, 0.0)  # no all -inf row: no NaN, not even in grads
     weights = torch.softmax(scores, dim=-1).masked_fill(blocked, 0.0)
     return weights @ v, weights

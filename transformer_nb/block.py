@@ -19,6 +19,7 @@ Also here:
   (per-layer gradient norms and the residual stream at initialisation, Pre-LN vs Post-LN, with
   and without residuals); ``train_toy_lm``: does Post-LN need warm-up?
 """
+
 import math
 
 import torch
@@ -40,8 +41,10 @@ def _check_positive_int(name: str, value) -> None:
 
 # --------------------------------------------------------------------------- norms
 
-def layer_norm(x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None,
-               eps: float = 1e-5) -> torch.Tensor:
+
+def layer_norm(
+    x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, eps: float = 1e-5
+) -> torch.Tensor:
     """LayerNorm over the last axis, written out: ``γ ⊙ (x - μ) / sqrt(σ² + ε) + β``.
 
     ``x: (..., d)``; ``μ`` and ``σ²`` are the mean and the *biased* variance (divide by ``d``)
@@ -80,6 +83,7 @@ def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
 
 # --------------------------------------------------------------------------- feed-forward
 
+
 def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier: float | None = None) -> int:
     """LLaMA's SwiGLU hidden width: ``2/3 · 4·d_model`` (times an optional multiplier), rounded up to ``multiple_of``.
 
@@ -110,8 +114,10 @@ class FeedForward(nn.Module):
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
         _check_positive_int("d_model", d_model)
         if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff <= 0:
-            raise ValueError(f"d_ff (the FFN's hidden width) must be a positive integer, got {d_ff!r}; "
-                             f"the usual choice is 4·d_model = {4 * d_model}")
+            raise ValueError(
+                f"d_ff (the FFN's hidden width) must be a positive integer, got {d_ff!r}; "
+                f"the usual choice is 4·d_model = {4 * d_model}"
+            )
         self.activation = activation
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.gate = nn.Linear(d_model, d_ff, bias=bias) if activation == "swiglu" else None
@@ -131,6 +137,7 @@ class FeedForward(nn.Module):
 
 # --------------------------------------------------------------------------- blocks
 
+
 class EncoderLayer(nn.Module):
     """Self-attention + FFN, each with a residual connection and a norm (Pre- or Post-LN).
 
@@ -139,9 +146,20 @@ class EncoderLayer(nn.Module):
     the two skip connections (for the depth experiment only).
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = True,
-                 activation: str = "relu", norm: str = "layer", n_kv_heads: int | None = None,
-                 bias: bool = True, eps: float = 1e-5, residual: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = True,
+        activation: str = "relu",
+        norm: str = "layer",
+        n_kv_heads: int | None = None,
+        bias: bool = True,
+        eps: float = 1e-5,
+        residual: bool = True,
+    ):
         super().__init__()
         self.norm_first, self.residual = norm_first, residual
         self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias=bias, dropout=dropout)
@@ -169,9 +187,19 @@ class DecoderLayer(nn.Module):
     The causal mask is always applied to self-attention; ``self_mask`` adds padding.
     """
 
-    def __init__(self, d_model: int, n_heads: int, d_ff: int, dropout: float = 0.0, norm_first: bool = True,
-                 activation: str = "relu", norm: str = "layer", bias: bool = True, eps: float = 1e-5,
-                 residual: bool = True):
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        dropout: float = 0.0,
+        norm_first: bool = True,
+        activation: str = "relu",
+        norm: str = "layer",
+        bias: bool = True,
+        eps: float = 1e-5,
+        residual: bool = True,
+    ):
         super().__init__()
         self.norm_first, self.residual = norm_first, residual
         self.self_attn = MultiHeadAttention(d_model, n_heads, bias=bias, dropout=dropout)
@@ -207,8 +235,9 @@ def _torch_activation(theirs) -> str:
         return "relu"
     if act is F.gelu or (isinstance(act, nn.GELU) and act.approximate == "none"):
         return "gelu"
-    raise ValueError(f"{type(theirs).__name__} uses activation {act!r}; only relu and (exact) gelu "
-                     f"have a counterpart in FeedForward")
+    raise ValueError(
+        f"{type(theirs).__name__} uses activation {act!r}; only relu and (exact) gelu have a counterpart in FeedForward"
+    )
 
 
 def _check_layer_pair(ours, theirs) -> None:
@@ -221,8 +250,9 @@ def _check_layer_pair(ours, theirs) -> None:
     if not ours.residual:
         raise ValueError("this layer has residual=False; torch's layers always add the residual")
     if ours.norm_first != theirs.norm_first:
-        raise ValueError(f"norm placement differs: ours norm_first={ours.norm_first}, "
-                         f"torch norm_first={theirs.norm_first}")
+        raise ValueError(
+            f"norm placement differs: ours norm_first={ours.norm_first}, torch norm_first={theirs.norm_first}"
+        )
     if ours.ff.activation != _torch_activation(theirs):
         raise ValueError(f"activation differs: ours {ours.ff.activation!r}, torch {_torch_activation(theirs)!r}")
     if not isinstance(ours.norm1, nn.LayerNorm):
@@ -230,8 +260,10 @@ def _check_layer_pair(ours, theirs) -> None:
     if ours.norm1.eps != theirs.norm1.eps:
         raise ValueError(f"LayerNorm eps differs: ours {ours.norm1.eps}, torch {theirs.norm1.eps}")
     if ours.ff.linear1.weight.shape != theirs.linear1.weight.shape:
-        raise ValueError(f"FFN shapes differ: ours linear1 {tuple(ours.ff.linear1.weight.shape)}, "
-                         f"torch linear1 {tuple(theirs.linear1.weight.shape)}")
+        raise ValueError(
+            f"FFN shapes differ: ours linear1 {tuple(ours.ff.linear1.weight.shape)}, "
+            f"torch linear1 {tuple(theirs.linear1.weight.shape)}"
+        )
     if (ours.ff.linear1.bias is None) != (theirs.linear1.bias is None):
         raise ValueError("bias settings differ between the two layers")
 
@@ -258,8 +290,12 @@ def copy_from_torch(ours, theirs):
 
 def _paired_modules(ours, theirs):
     """(our module, torch's module) for the FFN linears and the norms."""
-    pairs = [(ours.ff.linear1, theirs.linear1), (ours.ff.linear2, theirs.linear2),
-             (ours.norm1, theirs.norm1), (ours.norm2, theirs.norm2)]
+    pairs = [
+        (ours.ff.linear1, theirs.linear1),
+        (ours.ff.linear2, theirs.linear2),
+        (ours.norm1, theirs.norm1),
+        (ours.norm2, theirs.norm2),
+    ]
     if isinstance(ours, DecoderLayer):
         pairs.append((ours.norm3, theirs.norm3))
     return pairs
@@ -277,9 +313,19 @@ def to_torch(ours):
         raise ValueError("torch's Transformer layers have no grouped key/value heads (GQA/MQA)")
     cls = nn.TransformerEncoderLayer if isinstance(ours, EncoderLayer) else nn.TransformerDecoderLayer
     w = ours.ff.linear1.weight
-    theirs = cls(ours.self_attn.d_model, ours.self_attn.n_heads, dim_feedforward=w.shape[0], dropout=0.0,
-                 activation=ours.ff.activation, layer_norm_eps=ours.norm1.eps, batch_first=True,
-                 norm_first=ours.norm_first, bias=ours.ff.linear1.bias is not None, device=w.device, dtype=w.dtype)
+    theirs = cls(
+        ours.self_attn.d_model,
+        ours.self_attn.n_heads,
+        dim_feedforward=w.shape[0],
+        dropout=0.0,
+        activation=ours.ff.activation,
+        layer_norm_eps=ours.norm1.eps,
+        batch_first=True,
+        norm_first=ours.norm_first,
+        bias=ours.ff.linear1.bias is not None,
+        device=w.device,
+        dtype=w.dtype,
+    )
     _copy_attn_to_torch(ours.self_attn, theirs.self_attn)
     if isinstance(ours, DecoderLayer):
         _copy_attn_to_torch(ours.cross_attn, theirs.multihead_attn)
@@ -292,6 +338,7 @@ def to_torch(ours):
 
 
 # --------------------------------------------------------------------------- shape tracing
+
 
 def trace_shapes(model: nn.Module, *args, **kwargs) -> list:
     """Run ``model(*args, **kwargs)`` and record every submodule call in execution order.
@@ -317,9 +364,15 @@ def trace_shapes(model: nn.Module, *args, **kwargs) -> list:
     def hook(name):
         def fn(module, inputs, output):
             t_in, t_out = first_tensor(inputs), first_tensor(output)
-            records.append({"name": name or type(module).__name__, "type": type(module).__name__,
-                            "in": tuple(t_in.shape) if t_in is not None else None,
-                            "out": tuple(t_out.shape) if t_out is not None else None})
+            records.append(
+                {
+                    "name": name or type(module).__name__,
+                    "type": type(module).__name__,
+                    "in": tuple(t_in.shape) if t_in is not None else None,
+                    "out": tuple(t_out.shape) if t_out is not None else None,
+                }
+            )
+
         return fn
 
     for name, module in model.named_modules():
@@ -335,6 +388,7 @@ def trace_shapes(model: nn.Module, *args, **kwargs) -> list:
 
 
 # --------------------------------------------------------------------------- the depth experiment
+
 
 def init_xavier_(module: nn.Module) -> nn.Module:
     """Xavier-uniform weights for every matrix, zero biases (the original paper's init); norms keep γ=1, β=0."""
@@ -353,13 +407,23 @@ class Stack(nn.Module):
     gradients at initialisation; ``self.layers`` are the blocks.
     """
 
-    def __init__(self, depth: int, d_model: int = 64, n_heads: int = 4, d_ff: int | None = None,
-                 norm_first: bool = True, residual: bool = True, n_out: int = 64, activation: str = "relu"):
+    def __init__(
+        self,
+        depth: int,
+        d_model: int = 64,
+        n_heads: int = 4,
+        d_ff: int | None = None,
+        norm_first: bool = True,
+        residual: bool = True,
+        n_out: int = 64,
+        activation: str = "relu",
+    ):
         super().__init__()
         _check_positive_int("depth", depth)
         d_ff = 4 * d_model if d_ff is None else d_ff
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, 0.0, norm_first, activation,
-                                                 residual=residual) for _ in range(depth))
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, 0.0, norm_first, activation, residual=residual) for _ in range(depth)
+        )
         self.final_norm = make_norm("layer", d_model) if norm_first else nn.Identity()
         self.head = nn.Linear(d_model, n_out)
 
@@ -369,16 +433,32 @@ class Stack(nn.Module):
         return self.head(self.final_norm(x))
 
 
-def build_stack(depth: int, norm_first: bool = True, residual: bool = True, d_model: int = 64, n_heads: int = 4,
-                d_ff: int | None = None, n_out: int = 64, seed: int = 0) -> Stack:
+def build_stack(
+    depth: int,
+    norm_first: bool = True,
+    residual: bool = True,
+    d_model: int = 64,
+    n_heads: int = 4,
+    d_ff: int | None = None,
+    n_out: int = 64,
+    seed: int = 0,
+) -> Stack:
     """A seeded, Xavier-initialised ``Stack`` (same seed -> same weights)."""
     torch.manual_seed(seed)
     return init_xavier_(Stack(depth, d_model, n_heads, d_ff, norm_first, residual, n_out))
 
 
-def layer_grad_norms(depth: int, norm_first: bool = True, residual: bool = True, d_model: int = 64,
-                     n_heads: int = 4, seq_len: int = 16, batch: int = 8, n_out: int = 64,
-                     seeds=(0,)) -> dict:
+def layer_grad_norms(
+    depth: int,
+    norm_first: bool = True,
+    residual: bool = True,
+    d_model: int = 64,
+    n_heads: int = 4,
+    seq_len: int = 16,
+    batch: int = 8,
+    n_out: int = 64,
+    seeds=(0,),
+) -> dict:
     """Gradient norms at initialisation, per layer, averaged over ``seeds``.
 
     One forward/backward of a cross-entropy loss on random inputs ``x ~ N(0, 1)`` of shape
@@ -423,8 +503,16 @@ def token_diversity(h: torch.Tensor) -> float:
     return float((h - h.mean(dim=1, keepdim=True)).norm() / h.norm().clamp_min(1e-300))
 
 
-def stream_stats(depth: int, norm_first: bool = True, residual: bool = True, d_model: int = 64,
-                 n_heads: int = 4, seq_len: int = 16, batch: int = 8, seed: int = 0) -> dict:
+def stream_stats(
+    depth: int,
+    norm_first: bool = True,
+    residual: bool = True,
+    d_model: int = 64,
+    n_heads: int = 4,
+    seq_len: int = 16,
+    batch: int = 8,
+    seed: int = 0,
+) -> dict:
     """The residual stream at initialisation, after each layer: ``{"rms", "diversity"}``, each ``(depth + 1,)``.
 
     Entry 0 is the input ``x ~ N(0, 1)``; entry l is measured after layer l: ``rms`` =
@@ -444,8 +532,10 @@ def stream_stats(depth: int, norm_first: bool = True, residual: bool = True, d_m
 
 # --------------------------------------------------------------------------- does Post-LN need warm-up?
 
-def markov_batches(n_batches: int, batch: int = 16, seq_len: int = 32, vocab: int = 32, seed: int = 0,
-                   sharpness: float = 2.0):
+
+def markov_batches(
+    n_batches: int, batch: int = 16, seq_len: int = 32, vocab: int = 32, seed: int = 0, sharpness: float = 2.0
+):
     """Token sequences from a fixed random first-order Markov chain, for a tiny language-modelling task.
 
     Returns ``(inputs, targets, entropy)``: ``inputs``/``targets`` are ``(n_batches, batch, seq_len)``
@@ -480,8 +570,7 @@ class ToyLM(nn.Module):
         return self.stack.head(self.stack.final_norm(h))
 
 
-def train_toy_lm(depth: int, norm_first: bool, lr: float, warmup: int, steps: int, seed: int = 0,
-                 data=None) -> list:
+def train_toy_lm(depth: int, norm_first: bool, lr: float, warmup: int, steps: int, seed: int = 0, data=None) -> list:
     """Train a ``ToyLM`` with Adam (β = 0.9, 0.98, as in the original paper) and return the loss per step.
 
     The learning rate rises linearly from ``lr/warmup`` to ``lr`` over the first ``warmup`` steps

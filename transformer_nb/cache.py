@@ -5,6 +5,7 @@ name. They are loaded with ``torch.load(weights_only=True)``. A cache that is co
 was saved for another configuration, or does not fit the model is reported in one
 clear line and the model is retrained; it never crashes the notebook.
 """
+
 import json
 import os
 from pathlib import Path

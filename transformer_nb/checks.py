@@ -4,6 +4,7 @@ Each check asserts, then prints a line that is identical on every device, thread
 count and profile: the *expected* value (never the float torch computed), shapes,
 booleans or exact integers. A failing check raises ``AssertionError`` with both values.
 """
+
 import math
 
 import torch
@@ -32,10 +33,16 @@ def check_close(name: str, actual, expected, atol: float = 1e-6, rtol: float = 0
 
     ``actual``/``expected``: numbers or tensors of the same shape.
     """
-    a = torch.as_tensor(actual, dtype=torch.float64).detach().cpu() if not isinstance(actual, torch.Tensor) \
+    a = (
+        torch.as_tensor(actual, dtype=torch.float64).detach().cpu()
+        if not isinstance(actual, torch.Tensor)
         else actual.detach().to("cpu", torch.float64)
-    e = torch.as_tensor(expected, dtype=torch.float64).detach().cpu() if not isinstance(expected, torch.Tensor) \
+    )
+    e = (
+        torch.as_tensor(expected, dtype=torch.float64).detach().cpu()
+        if not isinstance(expected, torch.Tensor)
         else expected.detach().to("cpu", torch.float64)
+    )
     if a.shape != e.shape:
         raise AssertionError(f"{name}: shape {tuple(a.shape)} != expected shape {tuple(e.shape)}")
     if not torch.isfinite(a).all():
@@ -83,8 +90,9 @@ def check_raises(exc_type, must_contain: str, fn, *args, **kwargs) -> str:
     except exc_type as err:
         msg = str(err)
         if must_contain.lower() not in msg.lower():
-            raise AssertionError(f"{exc_type.__name__} raised, but its message {msg!r} "
-                                 f"does not mention {must_contain!r}") from err
+            raise AssertionError(
+                f"{exc_type.__name__} raised, but its message {msg!r} does not mention {must_contain!r}"
+            ) from err
         print(f"✓ {exc_type.__name__}: {msg}")
         return msg
     raise AssertionError(f"expected {exc_type.__name__} mentioning {must_contain!r}, but nothing was raised")

@@ -6,6 +6,7 @@ never drift from the notebooks: titles from the first heading, the texts served 
 figures and widgets from stored outputs, runtimes from ``notebooks/runtimes.json``
 (written by ``tools/refresh.py`` for the full profile and ``make runtimes`` for the quick one).
 """
+
 import json
 import os
 import re
@@ -58,9 +59,10 @@ def info(path: Path, runtimes: dict | None = None) -> dict:
         "title": title,
         "serves": served,
         "texts": sorted(set(re.findall(r"\b(00[0-4])\b", served))),
-        "exercises": sorted({ex for line in md.splitlines() if line.startswith("#")
-                             for ex in re.findall(r"Exercise (8\.\d+)", line)},
-                            key=lambda s: int(s.split(".")[1])),
+        "exercises": sorted(
+            {ex for line in md.splitlines() if line.startswith("#") for ex in re.findall(r"Exercise (8\.\d+)", line)},
+            key=lambda s: int(s.split(".")[1]),
+        ),
         "check_cells": sum(CHECK_TAG in c.get("metadata", {}).get("tags", []) for c in code),
         "figures": sum("image/png" in o.get("data", {}) for o in outputs),
         "widgets": sum(WIDGET_VIEW in o.get("data", {}) for o in outputs),
@@ -76,17 +78,32 @@ def notebook_index(folder: Path | None = None) -> list:
     folder = Path(folder or notebooks_dir())
     rt = folder / "runtimes.json"
     runtimes = json.loads(rt.read_text()) if rt.exists() else {}
-    stems = sorted({p.stem for p in folder.glob("[0-9][0-9]_*.ipynb")}
-                   | {p.stem for p in (folder / "py").glob("[0-9][0-9]_*.py")})
+    stems = sorted(
+        {p.stem for p in folder.glob("[0-9][0-9]_*.ipynb")} | {p.stem for p in (folder / "py").glob("[0-9][0-9]_*.py")}
+    )
     out = []
     for stem in stems:
         path = folder / f"{stem}.ipynb"
         if path.exists():
             out.append({**info(path, runtimes), "stored": True})
         else:
-            out.append({"name": stem, "title": stem, "serves": "", "texts": [], "exercises": [],
-                        "check_cells": 0, "figures": 0, "widgets": 0, "code_cells": 0, "has_twin": True,
-                        "quick_s": None, "full_s": None, "stored": False})
+            out.append(
+                {
+                    "name": stem,
+                    "title": stem,
+                    "serves": "",
+                    "texts": [],
+                    "exercises": [],
+                    "check_cells": 0,
+                    "figures": 0,
+                    "widgets": 0,
+                    "code_cells": 0,
+                    "has_twin": True,
+                    "quick_s": None,
+                    "full_s": None,
+                    "stored": False,
+                }
+            )
     return out
 
 

@@ -21,6 +21,7 @@
 
 Shapes: ids ``(B, T)`` int64; hidden ``(B, T, d)``; log-probs ``(B, T, V)``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -28,7 +29,7 @@ import json
 import math
 import time
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn as nn
@@ -47,13 +48,14 @@ OPTIMIZERS = ("adamw", "muon")
 
 # --------------------------------------------------------------------------- baselines
 
+
 def frequency_ranks(train_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """``(V,)`` int64: ``rank[id]`` = position of ``id`` when words are sorted by training count
     (0 = most frequent; ties keep id order)."""
     counts = torch.bincount(train_ids.reshape(-1), minlength=vocab_size)
     if counts.numel() != vocab_size:
         raise ValueError(f"train_ids hold ids >= vocab_size={vocab_size}")
-    order = torch.argsort(counts, descending=True, stable=True)       # rank -> id
+    order = torch.argsort(counts, descending=True, stable=True)  # rank -> id
     ranks = torch.empty_like(order)
     ranks[order] = torch.arange(vocab_size)
     return ranks
@@ -74,6 +76,7 @@ def unigram_perplexity(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_si
 
 # --------------------------------------------------------------------------- output heads
 
+
 class OutputHead(nn.Module):
     """Hidden states ``(N, d)`` -> per-token NLL or log-probabilities over ``V`` words.
 
@@ -86,8 +89,16 @@ class OutputHead(nn.Module):
     mapped back to ``d`` by the transpose of the cluster's projection.
     """
 
-    def __init__(self, kind: str, d_model: int, vocab_size: int, embedding: nn.Embedding | None = None,
-                 ranks: torch.Tensor | None = None, cutoffs=(2000, 10000), div_value: float = 4.0):
+    def __init__(
+        self,
+        kind: str,
+        d_model: int,
+        vocab_size: int,
+        embedding: nn.Embedding | None = None,
+        ranks: torch.Tensor | None = None,
+        cutoffs=(2000, 10000),
+        div_value: float = 4.0,
+    ):
         super().__init__()
         if kind not in HEADS:
             raise ValueError(f"head must be one of {HEADS}, got {kind!r}")
@@ -97,12 +108,14 @@ class OutputHead(nn.Module):
         elif kind == "tied":
             if embedding is None or embedding.weight.shape != (vocab_size, d_model):
                 raise ValueError(f"a tied head needs the ({vocab_size}, {d_model}) token embedding")
-            self.embedding = [embedding]          # a list: not registered twice as a submodule
+            self.embedding = [embedding]  # a list: not registered twice as a submodule
             self.bias = nn.Parameter(torch.zeros(vocab_size))
         else:
             if ranks is None:
-                raise ValueError(f"the {kind} head needs ranks = frequency_ranks(train_ids, V): "
-                                 "its clusters only save work if frequent words come first")
+                raise ValueError(
+                    f"the {kind} head needs ranks = frequency_ranks(train_ids, V): "
+                    "its clusters only save work if frequent words come first"
+                )
             if ranks.shape != (vocab_size,):
                 raise ValueError(f"ranks must have shape ({vocab_size},), got {tuple(ranks.shape)}")
             self.register_buffer("ranks", ranks.clone().long())
@@ -116,7 +129,7 @@ class OutputHead(nn.Module):
         """``adaptive_tied`` only: ids ``(...)`` -> embeddings ``(..., d)`` read from the softmax weights."""
         if self.kind != "adaptive_tied":
             raise ValueError("only the adaptive_tied head doubles as an embedding")
-        if torch.is_inference_mode_enabled() and not self.training:   # generation: one table lookup
+        if torch.is_inference_mode_enabled() and not self.training:  # generation: one table lookup
             return F.embedding(ids, self._table())
         return self._embed_rows(ids)
 
@@ -132,19 +145,20 @@ class OutputHead(nn.Module):
         """The ``(V, d)`` embedding table for generation, rebuilt whenever a softmax weight was
         modified in place (its version counter) or replaced (its address)."""
         key = tuple((p.data_ptr(), p._version) for p in self.asm.parameters())
-        return self._memo("table", key, lambda: self._embed_rows(torch.arange(self.vocab_size,
-                                                                               device=self.ranks.device)))
+        return self._memo(
+            "table", key, lambda: self._embed_rows(torch.arange(self.vocab_size, device=self.ranks.device))
+        )
 
     def train(self, mode: bool = True):
-        if mode:             # writes through ``.data`` do not bump the version counter: start afresh
+        if mode:  # writes through ``.data`` do not bump the version counter: start afresh
             self.__dict__.get("_memos", {}).pop("table", None)
         return super().train(mode)
 
     def _embed_rows(self, ids: torch.Tensor) -> torch.Tensor:
         asm = self.asm
         r = self.ranks[ids.reshape(-1)]
-        bounds = [0] + list(asm.cutoffs)                        # [0, 2000, 10000, V]
-        out = F.embedding(r.clamp(max=bounds[1] - 1), asm.head.weight)   # frequent words: head rows
+        bounds = [0] + list(asm.cutoffs)  # [0, 2000, 10000, V]
+        out = F.embedding(r.clamp(max=bounds[1] - 1), asm.head.weight)  # frequent words: head rows
         for i, (lo, hi) in enumerate(zip(bounds[1:-1], bounds[2:])):
             idx = ((r >= lo) & (r < hi)).nonzero().squeeze(1)
             if idx.numel():
@@ -152,7 +166,7 @@ class OutputHead(nn.Module):
                 out = out.index_copy(0, idx, low @ asm.tail[i][0].weight)
         # The softmax weights are initialised small (uniform in +-1/sqrt(d)); scaled by sqrt(d) the
         # embeddings have roughly unit size, as an nn.Embedding's would (as in Vaswani et al. §3.4).
-        return out.view(*ids.shape, self.d_model) * self.d_model ** 0.5
+        return out.view(*ids.shape, self.d_model) * self.d_model**0.5
 
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         """``(N, d) -> (N, V)`` logits (full/tied only)."""
@@ -165,7 +179,7 @@ class OutputHead(nn.Module):
     def nll(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Per-token negative log-likelihood: ``h (N, d)``, ``y (N,)`` -> ``(N,)`` float32."""
         if self.adaptive:
-            with torch.autocast(h.device.type, enabled=False):   # the adaptive head runs in fp32
+            with torch.autocast(h.device.type, enabled=False):  # the adaptive head runs in fp32
                 return -self.asm(h.float(), self.ranks[y]).output
         return F.cross_entropy(self.logits(h).float(), y, reduction="none")
 
@@ -198,15 +212,15 @@ class OutputHead(nn.Module):
         asm, s = self.asm, self.asm.shortlist_size
         with torch.autocast(h.device.type, enabled=False):
             h = h.float()
-            z = F.linear(h, asm.head.weight, asm.head.bias)            # (N, shortlist + clusters) logits
+            z = F.linear(h, asm.head.weight, asm.head.bias)  # (N, shortlist + clusters) logits
             best, rank = z[:, :s].max(dim=1)
-            may_win = (z[:, s:] > best[:, None]).any(dim=0).tolist()   # per cluster, for any row
+            may_win = (z[:, s:] > best[:, None]).any(dim=0).tolist()  # per cluster, for any row
             for i in range(asm.n_clusters):
                 if not may_win[i]:
-                    continue                                           # no word of cluster i can win
+                    continue  # no word of cluster i can win
                 c = z[:, s + i]
                 v, j = (F.log_softmax(asm.tail[i](h), dim=1) + c[:, None]).max(dim=1)
-                win = v > best                                         # ties: the lower rank, as argmax
+                win = v > best  # ties: the lower rank, as argmax
                 best, rank = torch.where(win, v, best), torch.where(win, j + asm.cutoffs[i], rank)
         return self._rank_order()[rank]
 
@@ -224,7 +238,7 @@ class _LM(nn.Module):
     def _make_head(self, head, d_model, vocab_size, ranks, cutoffs, div_value):
         self.head_kind = head
         if head == "adaptive_tied":
-            self.tok = None                                     # the head provides the embeddings
+            self.tok = None  # the head provides the embeddings
         self.head = OutputHead(head, d_model, vocab_size, self.tok, ranks, cutoffs, div_value)
 
     def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
@@ -255,6 +269,7 @@ class _LM(nn.Module):
 
 # --------------------------------------------------------------------------- the Transformer LM
 
+
 def rotate_complex_(x: torch.Tensor, rot: torch.Tensor) -> torch.Tensor:
     """RoPE (interleaved pairs) as complex multiplication, in place: ``x (..., T, d)`` float,
     ``rot (T, d/2)`` complex ``cos + i sin``; returns ``x``. Pair ``(x[2i], x[2i+1])`` read as
@@ -275,10 +290,16 @@ class KVCache:
     ``cos + i sin``, ``(capacity, d_head/2)``: gathered once per cache (``TransformerLM.new_cache``).
     """
 
-    def __init__(self, n_layers: int, capacity: int, weights: list | None = None, table: torch.Tensor | None = None,
-                 rot: torch.Tensor | None = None):
+    def __init__(
+        self,
+        n_layers: int,
+        capacity: int,
+        weights: list | None = None,
+        table: torch.Tensor | None = None,
+        rot: torch.Tensor | None = None,
+    ):
         self.capacity, self.weights, self.table, self.rot, self.length = capacity, weights, table, rot, 0
-        self._kv: list[torch.Tensor | None] = [None] * n_layers     # per layer (2, B, h, capacity, d_head)
+        self._kv: list[torch.Tensor | None] = [None] * n_layers  # per layer (2, B, h, capacity, d_head)
 
     def store(self, i: int, kv: torch.Tensor):
         """Write layer ``i``'s new keys and values ``kv: (2, B, h, T_new, d_head)`` at positions
@@ -297,11 +318,11 @@ class KVCache:
 
     @property
     def k(self) -> list:
-        return [None if t is None else t[0, :, :, :self.length] for t in self._kv]
+        return [None if t is None else t[0, :, :, : self.length] for t in self._kv]
 
     @property
     def v(self) -> list:
-        return [None if t is None else t[1, :, :, :self.length] for t in self._kv]
+        return [None if t is None else t[1, :, :, : self.length] for t in self._kv]
 
     def nbytes(self) -> int:
         """Bytes of the keys and values stored so far (it grows linearly with the length)."""
@@ -318,23 +339,42 @@ class TransformerLM(_LM):
     ``cached_hidden(ids, cache)`` is the generation path with a KV cache.
     """
 
-    def __init__(self, vocab_size: int, d_model: int = 256, n_heads: int = 4, d_ff: int = 1024,
-                 n_layers: int = 4, max_len: int = 256, dropout: float = 0.0, positions: str = "learned",
-                 head: str = "adaptive", ranks: torch.Tensor | None = None, cutoffs=(2000, 10000),
-                 div_value: float = 4.0, activation: str = "gelu"):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int = 256,
+        n_heads: int = 4,
+        d_ff: int = 1024,
+        n_layers: int = 4,
+        max_len: int = 256,
+        dropout: float = 0.0,
+        positions: str = "learned",
+        head: str = "adaptive",
+        ranks: torch.Tensor | None = None,
+        cutoffs=(2000, 10000),
+        div_value: float = 4.0,
+        activation: str = "gelu",
+    ):
         super().__init__()
         if positions not in POSITIONS:
             raise ValueError(f"positions must be one of {POSITIONS}, got {positions!r}")
         self.vocab_size, self.d_model, self.max_len, self.n_layers = vocab_size, d_model, max_len, n_layers
         self.positions = positions
         self.tok = nn.Embedding(vocab_size, d_model)
-        self.pos = (LearnedPositionalEmbedding(max_len, d_model) if positions == "learned"
-                    else SinusoidalPositionalEncoding(d_model, max_len) if positions == "sinusoidal" else None)
+        self.pos = (
+            LearnedPositionalEmbedding(max_len, d_model)
+            if positions == "learned"
+            else SinusoidalPositionalEncoding(d_model, max_len)
+            if positions == "sinusoidal"
+            else None
+        )
         self.rope = RoPE(d_model // n_heads, max_len) if positions == "rope" else None
         self.alibi = ALiBi(n_heads) if positions == "alibi" else None
         self.drop = nn.Dropout(dropout)
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first=True,
-                                                 activation=activation) for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first=True, activation=activation)
+            for _ in range(n_layers)
+        )
         self.norm = nn.LayerNorm(d_model)
         self._make_head(head, d_model, vocab_size, ranks, cutoffs, div_value)
         self.apply(self._init)
@@ -381,7 +421,7 @@ class TransformerLM(_LM):
         with torch.no_grad():
             weights = [decoding_weights(layer) for layer in self.layers]
             table = self.head._table() if self.tok is None else self.tok.weight
-            rot = None if self.rope is None else torch.complex(self.rope.cos, self.rope.sin)   # interleaved pairs
+            rot = None if self.rope is None else torch.complex(self.rope.cos, self.rope.sin)  # interleaved pairs
         return KVCache(self.n_layers, self.max_len, weights, table, rot)
 
     def cached_hidden(self, ids: torch.Tensor, cache: KVCache, check: bool = True) -> torch.Tensor:
@@ -402,15 +442,15 @@ class TransformerLM(_LM):
         past, (b, t_new), d = cache.length, ids.shape, self.d_model
         x = self._embed(ids, offset=past, check=check, table=cache.table)
         mask = None if t_new == 1 else causal_mask(t_new, past + t_new, device=ids.device)
-        if self.alibi is not None:                                    # bias (h, T_new, T_past + T_new)
+        if self.alibi is not None:  # bias (h, T_new, T_past + T_new)
             bias = self.alibi(t_new, past + t_new).to(x.dtype)
             mask = bias if mask is None else bias.masked_fill(~mask, float("-inf"))
         for i, w in enumerate(cache.weights):
-            qkv = F.linear(F.layer_norm(x, (d,), *w["norm1"]), *w["qkv"])       # [W_q; W_k; W_v]: one product
-            qkv = qkv.view(b, t_new, 3, w["heads"], d // w["heads"]).permute(2, 0, 3, 1, 4)   # (3, B, h, T_new, d_head)
-            if cache.rot is not None:                                 # turn q and k to positions past.., in place
-                rotate_complex_(qkv[:2], cache.rot[past:past + t_new])
-            k, v = cache.store(i, qkv[1:])                            # all T_past + T_new keys and values
+            qkv = F.linear(F.layer_norm(x, (d,), *w["norm1"]), *w["qkv"])  # [W_q; W_k; W_v]: one product
+            qkv = qkv.view(b, t_new, 3, w["heads"], d // w["heads"]).permute(2, 0, 3, 1, 4)  # (3, B, h, T_new, d_head)
+            if cache.rot is not None:  # turn q and k to positions past.., in place
+                rotate_complex_(qkv[:2], cache.rot[past : past + t_new])
+            k, v = cache.store(i, qkv[1:])  # all T_past + T_new keys and values
             a = F.scaled_dot_product_attention(qkv[0], k, v, attn_mask=mask)
             x = x + F.linear(merge_heads(a), *w["out"])
             x = x + feed_forward(F.layer_norm(x, (d,), *w["norm2"]), w)
@@ -426,10 +466,20 @@ def decoding_weights(layer: EncoderLayer) -> dict:
         raise ValueError("the decoding step is written for pre-LN LayerNorm blocks with one K/V head per query head")
     stack = lambda *ts: None if ts[0] is None else torch.cat(ts)
     pair = lambda m: None if m is None else (m.weight, m.bias)
-    return dict(heads=a.n_heads, act=ff.activation, norm1=(*pair(layer.norm1), layer.norm1.eps),
-                norm2=(*pair(layer.norm2), layer.norm2.eps), out=pair(a.out_proj), ff1=pair(ff.linear1),
-                ff2=pair(ff.linear2), gate=pair(ff.gate),
-                qkv=(stack(a.q_proj.weight, a.k_proj.weight, a.v_proj.weight), stack(a.q_proj.bias, a.k_proj.bias, a.v_proj.bias)))
+    return dict(
+        heads=a.n_heads,
+        act=ff.activation,
+        norm1=(*pair(layer.norm1), layer.norm1.eps),
+        norm2=(*pair(layer.norm2), layer.norm2.eps),
+        out=pair(a.out_proj),
+        ff1=pair(ff.linear1),
+        ff2=pair(ff.linear2),
+        gate=pair(ff.gate),
+        qkv=(
+            stack(a.q_proj.weight, a.k_proj.weight, a.v_proj.weight),
+            stack(a.q_proj.bias, a.k_proj.bias, a.v_proj.bias),
+        ),
+    )
 
 
 def feed_forward(x: torch.Tensor, w: dict) -> torch.Tensor:
@@ -444,6 +494,7 @@ def feed_forward(x: torch.Tensor, w: dict) -> torch.Tensor:
 
 # --------------------------------------------------------------------------- the LSTM baseline
 
+
 class LSTMLM(_LM):
     """Recurrent baseline: embedding -> ``n_layers`` LSTM (``hidden_size``) -> projection to d -> head.
 
@@ -451,17 +502,27 @@ class LSTMLM(_LM):
     consecutive windows (truncated back-propagation through time).
     """
 
-    def __init__(self, vocab_size: int, d_model: int = 256, hidden_size: int | None = None, n_layers: int = 2,
-                 dropout: float = 0.0, head: str = "adaptive", ranks: torch.Tensor | None = None,
-                 cutoffs=(2000, 10000), div_value: float = 4.0):
+    def __init__(
+        self,
+        vocab_size: int,
+        d_model: int = 256,
+        hidden_size: int | None = None,
+        n_layers: int = 2,
+        dropout: float = 0.0,
+        head: str = "adaptive",
+        ranks: torch.Tensor | None = None,
+        cutoffs=(2000, 10000),
+        div_value: float = 4.0,
+    ):
         super().__init__()
         self.vocab_size, self.d_model = vocab_size, d_model
         self.hidden_size = hidden_size or d_model
         self.tok = nn.Embedding(vocab_size, d_model)
         nn.init.uniform_(self.tok.weight, -0.1, 0.1)
         self.drop = nn.Dropout(dropout)
-        self.rnn = nn.LSTM(d_model, self.hidden_size, n_layers, batch_first=True,
-                           dropout=dropout if n_layers > 1 else 0.0)
+        self.rnn = nn.LSTM(
+            d_model, self.hidden_size, n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0
+        )
         self.proj = nn.Linear(self.hidden_size, d_model) if self.hidden_size != d_model else nn.Identity()
         self._make_head(head, d_model, vocab_size, ranks, cutoffs, div_value)
 
@@ -480,9 +541,17 @@ class LSTMLM(_LM):
 
 # --------------------------------------------------------------------------- evaluation
 
+
 @torch.no_grad()
-def evaluate(model: _LM, ids: torch.Tensor, seq_len: int = 128, batch_size: int = 16,
-             max_tokens: int | None = None, bf16: bool = False, stride: int | None = None) -> dict:
+def evaluate(
+    model: _LM,
+    ids: torch.Tensor,
+    seq_len: int = 128,
+    batch_size: int = 16,
+    max_tokens: int | None = None,
+    bf16: bool = False,
+    stride: int | None = None,
+) -> dict:
     """Perplexity of ``model`` on a flat ``(N,)`` split: ``exp(sum of NLL / number of targets)``.
 
     The split is cut into ``batch_size`` contiguous streams; every target is scored exactly
@@ -495,6 +564,7 @@ def evaluate(model: _LM, ids: torch.Tensor, seq_len: int = 128, batch_size: int 
     Returns ``{"nll_sum", "tokens", "ppl"}``.
     """
     from transformer_nb.wikitext import batchify, iter_batches
+
     was_training = model.training
     model.eval()
     data = ids if max_tokens is None else ids[:max_tokens]
@@ -517,14 +587,14 @@ def evaluate(model: _LM, ids: torch.Tensor, seq_len: int = 128, batch_size: int 
         else:
             if stride < 1:
                 raise ValueError(f"stride must be a positive int, got {stride}")
-            last = streams.shape[1] - 1                    # targets are streams[:, 1 .. last]
-            done = 0                                       # targets 0 .. done-1 (shifted) are scored
+            last = streams.shape[1] - 1  # targets are streams[:, 1 .. last]
+            done = 0  # targets 0 .. done-1 (shifted) are scored
             while done < last:
                 end = min(done + (seq_len if done == 0 else stride), last)
                 start = max(0, end - seq_len)
                 h = model.hidden(streams[:, start:end])
-                y = streams[:, start + 1:end + 1]
-                k = done - start                           # window positions already scored
+                y = streams[:, start + 1 : end + 1]
+                k = done - start  # window positions already scored
                 total += score(h[:, k:], y[:, k:])
                 n += y[:, k:].numel()
                 done = end
@@ -537,6 +607,7 @@ def flops_per_token(model: _LM, x: torch.Tensor, y: torch.Tensor, bf16: bool = F
     ``torch.utils.flop_counter`` (matmuls and attention). ``body`` is everything up to the
     hidden states, ``head`` the output layer (total - body)."""
     from torch.utils.flop_counter import FlopCounterMode
+
     was_training = model.training
     model.train()
     with torch.autocast("cpu", dtype=torch.bfloat16, enabled=bf16):
@@ -553,10 +624,12 @@ def flops_per_token(model: _LM, x: torch.Tensor, y: torch.Tensor, bf16: bool = F
     return {"total": total / n, "body": body / n, "head": (total - body) / n, "head_share": (total - body) / total}
 
 
-def time_steps(model: _LM, train_ids: torch.Tensor, cfg: "TrainConfig", steps: int = 8, warmup: int = 2) -> float:
+def time_steps(model: _LM, train_ids: torch.Tensor, cfg: TrainConfig, steps: int = 8, warmup: int = 2) -> float:
     """Training throughput in tokens/s: the median time of ``steps`` optimiser steps (after ``warmup``)."""
-    from transformer_nb.wikitext import random_windows
     import statistics
+
+    from transformer_nb.wikitext import random_windows
+
     gen = torch.Generator().manual_seed(cfg.seed)
     opts = make_optimizers(model, replace(cfg, lr=1e-4))
     model.train()
@@ -579,26 +652,28 @@ def time_steps(model: _LM, train_ids: torch.Tensor, cfg: "TrainConfig", steps: i
 
 # --------------------------------------------------------------------------- training
 
+
 @dataclass
 class TrainConfig:
     """How ``train_lm`` trains. Give ``steps`` (reproducible) or ``budget_s`` (wall clock)."""
+
     steps: int | None = None
     budget_s: float | None = None
     batch_size: int = 32
     seq_len: int = 128
     lr: float = 2e-3
     weight_decay: float = 0.1
-    warmup: float = 0.05             # fraction of the run spent warming up linearly
-    min_lr_frac: float = 0.0         # cosine decays to lr * min_lr_frac
+    warmup: float = 0.05  # fraction of the run spent warming up linearly
+    min_lr_frac: float = 0.0  # cosine decays to lr * min_lr_frac
     betas: tuple = (0.9, 0.99)
-    optimizer: str = "adamw"          # "muon": Muon for the hidden weight matrices (see make_optimizers)
-    adamw_lr: float | None = None     # with "muon": AdamW's peak lr (embeddings, output layer, norms); None: lr
+    optimizer: str = "adamw"  # "muon": Muon for the hidden weight matrices (see make_optimizers)
+    adamw_lr: float | None = None  # with "muon": AdamW's peak lr (embeddings, output layer, norms); None: lr
     clip: float = 1.0
     bf16: bool = False
-    contiguous: bool = False          # consecutive windows with carried state (LSTM) vs random windows
-    eval_every: int | None = None    # steps between validation points (None: ~20 per run)
-    eval_tokens: int = 20_000         # validation tokens per point (the final evaluation uses all)
-    eval_stride: int | None = None    # Transformer evaluation: sliding windows (see ``evaluate``)
+    contiguous: bool = False  # consecutive windows with carried state (LSTM) vs random windows
+    eval_every: int | None = None  # steps between validation points (None: ~20 per run)
+    eval_tokens: int = 20_000  # validation tokens per point (the final evaluation uses all)
+    eval_stride: int | None = None  # Transformer evaluation: sliding windows (see ``evaluate``)
     seed: int = 0
 
     def __post_init__(self):
@@ -636,7 +711,7 @@ def make_adamw(params, **kw) -> torch.optim.AdamW:
         return torch.optim.AdamW(params, **kw)
 
 
-def make_optimizers(model: nn.Module, cfg: "TrainConfig") -> list:
+def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
     """``[AdamW]`` over all parameters, or with ``cfg.optimizer == "muon"`` ``[Muon, AdamW]``.
 
     ``torch.optim.Muon`` (Jordan et al., 2024) replaces each update of a weight matrix by the nearest
@@ -648,20 +723,29 @@ def make_optimizers(model: nn.Module, cfg: "TrainConfig") -> list:
     """
     if cfg.optimizer == "adamw":
         return [make_adamw(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)]
-    hidden = [p for n, p in model.named_parameters()
-              if p.dim() == 2 and n.startswith(("layers.", "rnn.", "proj."))]
+    hidden = [p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith(("layers.", "rnn.", "proj."))]
     if not hidden:
         raise ValueError("Muon needs 2-D weights in layers.*, rnn.* or proj.*; this model has none")
     ids = {id(p) for p in hidden}
-    rest = [dict(g, params=[p for p in g["params"] if id(p) not in ids])
-            for g in _param_groups(model, cfg.weight_decay)]
-    return [torch.optim.Muon(hidden, lr=cfg.lr, weight_decay=cfg.weight_decay, adjust_lr_fn="match_rms_adamw"),
-            make_adamw(rest, lr=cfg.lr if cfg.adamw_lr is None else cfg.adamw_lr, betas=cfg.betas)]
+    rest = [
+        dict(g, params=[p for p in g["params"] if id(p) not in ids]) for g in _param_groups(model, cfg.weight_decay)
+    ]
+    return [
+        torch.optim.Muon(hidden, lr=cfg.lr, weight_decay=cfg.weight_decay, adjust_lr_fn="match_rms_adamw"),
+        make_adamw(rest, lr=cfg.lr if cfg.adamw_lr is None else cfg.adamw_lr, betas=cfg.betas),
+    ]
 
 
-def train_lm(model: _LM, train_ids: torch.Tensor, cfg: TrainConfig, valid_ids: torch.Tensor | None = None,
-             live: bool = True, title: str = "training", disable_bar: bool = False,
-             clock=time.perf_counter) -> dict:
+def train_lm(
+    model: _LM,
+    train_ids: torch.Tensor,
+    cfg: TrainConfig,
+    valid_ids: torch.Tensor | None = None,
+    live: bool = True,
+    title: str = "training",
+    disable_bar: bool = False,
+    clock=time.perf_counter,
+) -> dict:
     """Train ``model`` on the flat ``(N,)`` stream ``train_ids``; return the history.
 
     The clock counts training only: validation points (on the first ``cfg.eval_tokens``
@@ -679,12 +763,21 @@ def train_lm(model: _LM, train_ids: torch.Tensor, cfg: TrainConfig, valid_ids: t
     model.train()
     opts = make_optimizers(model, cfg)
     progress = [0.0]
-    scheds = [torch.optim.lr_scheduler.LambdaLR(o, lambda _: lr_factor(progress[0], cfg.warmup, cfg.min_lr_frac))
-              for o in opts]
+    scheds = [
+        torch.optim.lr_scheduler.LambdaLR(o, lambda _: lr_factor(progress[0], cfg.warmup, cfg.min_lr_frac))
+        for o in opts
+    ]
     total = cfg.steps if cfg.steps is not None else int(cfg.budget_s)
     every = cfg.eval_every or max(1, (cfg.steps or 10**9) // 20)
-    bar = LiveLoss(total=total, title=title, ylabel="perplexity", logy=True, x="step",
-                   plot=None if live else False, disable=disable_bar)
+    bar = LiveLoss(
+        total=total,
+        title=title,
+        ylabel="perplexity",
+        logy=True,
+        x="step",
+        plot=None if live else False,
+        disable=disable_bar,
+    )
     hist = {k: [] for k in ("step", "tokens", "seconds", "train_ppl", "val_ppl")}
     recurrent = isinstance(model, LSTMLM) and cfg.contiguous
     if cfg.contiguous:
@@ -696,11 +789,11 @@ def train_lm(model: _LM, train_ids: torch.Tensor, cfg: TrainConfig, valid_ids: t
     while True:
         done = step >= cfg.steps if cfg.steps is not None else train_s >= cfg.budget_s
         budget_eval = cfg.budget_s is not None and train_s - last_eval_t >= cfg.budget_s / 20
-        if valid_ids is not None and (done or (cfg.steps is not None and step % every == 0 and step)
-                                      or budget_eval):
+        if valid_ids is not None and (done or (cfg.steps is not None and step % every == 0 and step) or budget_eval):
             t = clock()
-            vp = evaluate(model, valid_ids, cfg.seq_len, max_tokens=cfg.eval_tokens, bf16=cfg.bf16,
-                          stride=cfg.eval_stride)["ppl"]
+            vp = evaluate(
+                model, valid_ids, cfg.seq_len, max_tokens=cfg.eval_tokens, bf16=cfg.bf16, stride=cfg.eval_stride
+            )["ppl"]
             model.train()
             eval_s += clock() - t
             last_eval_t = train_s
@@ -713,10 +806,10 @@ def train_lm(model: _LM, train_ids: torch.Tensor, cfg: TrainConfig, valid_ids: t
             break
         t0 = clock()
         if cfg.contiguous:
-            if pos + cfg.seq_len + 1 > streams.shape[1]:     # only full windows; then start over
+            if pos + cfg.seq_len + 1 > streams.shape[1]:  # only full windows; then start over
                 pos, state = 0, None
-            x = streams[:, pos:pos + cfg.seq_len]
-            y = streams[:, pos + 1:pos + 1 + cfg.seq_len]
+            x = streams[:, pos : pos + cfg.seq_len]
+            y = streams[:, pos + 1 : pos + 1 + cfg.seq_len]
             pos += cfg.seq_len
         else:
             x, y = random_windows(train_ids, cfg.batch_size, cfg.seq_len, generator=gen)
@@ -742,14 +835,19 @@ def train_lm(model: _LM, train_ids: torch.Tensor, cfg: TrainConfig, valid_ids: t
         train_s += clock() - t0
         progress[0] = step / cfg.steps if cfg.steps is not None else train_s / cfg.budget_s
         for sc in scheds:
-            sc.step()                                  # the learning rate for the next step
+            sc.step()  # the learning rate for the next step
         if cfg.steps is not None:
             bar.update(1)
         else:
             bar.update(int(train_s) - bar.step) if int(train_s) > bar.step else None
     bar.close()
-    hist.update(train_seconds=train_s, eval_seconds=eval_s, steps=step, tokens_seen=tokens,
-                tokens_per_s=tokens / max(train_s, 1e-9))
+    hist.update(
+        train_seconds=train_s,
+        eval_seconds=eval_s,
+        steps=step,
+        tokens_seen=tokens,
+        tokens_per_s=tokens / max(train_s, 1e-9),
+    )
     return hist
 
 
@@ -757,22 +855,51 @@ def train_lm(model: _LM, train_ids: torch.Tensor, cfg: TrainConfig, valid_ids: t
 
 #: The full-data recipe (notebook 10 and ``python -m transformer_nb.bench lm``); every choice
 #: here was measured against its alternatives (see notebook 10, section "Spending the budget").
-RECIPE_MODEL = dict(d_model=128, n_heads=4, d_ff=512, n_layers=2, positions="rope", max_len=1024,
-                    head="adaptive_tied", cutoffs=(2000, 10000), div_value=4.0, dropout=0.0)
-RECIPE_TRAIN = dict(batch_size=8, seq_len=128, lr=3e-3, weight_decay=0.1, warmup=0.05, bf16=True, eval_stride=32,
-                    optimizer="muon", adamw_lr=9e-3)
+RECIPE_MODEL = dict(
+    d_model=128,
+    n_heads=4,
+    d_ff=512,
+    n_layers=2,
+    positions="rope",
+    max_len=1024,
+    head="adaptive_tied",
+    cutoffs=(2000, 10000),
+    div_value=4.0,
+    dropout=0.0,
+)
+RECIPE_TRAIN = dict(
+    batch_size=8,
+    seq_len=128,
+    lr=3e-3,
+    weight_decay=0.1,
+    warmup=0.05,
+    bf16=True,
+    eval_stride=32,
+    optimizer="muon",
+    adamw_lr=9e-3,
+)
 #: The LSTM baseline: the same embedding width and output head (tied adaptive: 154.4 against
 #: 169.4 untied at 360 s), the same optimiser and schedule; consecutive windows with the state
 #: carried over (its natural way to read a corpus); fp32, lr 3e-3 (better than 2e-3 at 150 s); AdamW's
 #: part at 9e-3 like the Transformer's (182.7 against 195.2 with 3e-3 at 150 s; 186.6 with 3e-2).
-LSTM_MODEL = dict(d_model=128, hidden_size=256, n_layers=2, head="adaptive_tied", cutoffs=(2000, 10000),
-                  div_value=4.0, dropout=0.0)
+LSTM_MODEL = dict(
+    d_model=128, hidden_size=256, n_layers=2, head="adaptive_tied", cutoffs=(2000, 10000), div_value=4.0, dropout=0.0
+)
 #: Optimiser steps of the notebook's full profile (~340 s on 2 idle cores, Muon included).
 FULL_STEPS = 4600
 #: The LSTM's steps in the full profile (about the Transformer's seconds: Muon costs the LSTM more).
 LSTM_FULL_STEPS = 3800
-LSTM_TRAIN = dict(batch_size=16, seq_len=64, lr=3e-3, weight_decay=0.1, warmup=0.05, bf16=False, contiguous=True,
-                  optimizer="muon", adamw_lr=9e-3)
+LSTM_TRAIN = dict(
+    batch_size=16,
+    seq_len=64,
+    lr=3e-3,
+    weight_decay=0.1,
+    warmup=0.05,
+    bf16=False,
+    contiguous=True,
+    optimizer="muon",
+    adamw_lr=9e-3,
+)
 
 
 def build_model(kind: str, vocab_size: int, ranks: torch.Tensor | None = None, seed: int = 0, **overrides):
@@ -795,8 +922,13 @@ def recipe_config(kind: str = "transformer", **overrides) -> TrainConfig:
 def cache_config(kind: str, steps: int, vocab_size: int, seed: int = 0, eval_tokens: int | None = None) -> dict:
     """What a cached model was trained with; a cache saved under another config is retrained."""
     model = RECIPE_MODEL if kind == "transformer" else LSTM_MODEL
-    return {"kind": kind, "model": model, "train": recipe_config(kind, steps=steps, seed=seed).__dict__,
-            "vocab_size": vocab_size, "eval_tokens": eval_tokens}
+    return {
+        "kind": kind,
+        "model": model,
+        "train": recipe_config(kind, steps=steps, seed=seed).__dict__,
+        "vocab_size": vocab_size,
+        "eval_tokens": eval_tokens,
+    }
 
 
 def cache_name(config: dict) -> str:
@@ -805,8 +937,16 @@ def cache_name(config: dict) -> str:
     return f"wikitext2_{config['kind']}_{digest}"
 
 
-def load_or_train(kind: str, data, steps: int, seed: int = 0, retrain: bool = False, live: bool = True,
-                  eval_tokens: int | None = 20_000, eval_every: int | None = None):
+def load_or_train(
+    kind: str,
+    data,
+    steps: int,
+    seed: int = 0,
+    retrain: bool = False,
+    live: bool = True,
+    eval_tokens: int | None = 20_000,
+    eval_every: int | None = None,
+):
     """Build the recipe model and load its trained weights from the cache, or train and save it.
 
     ``data`` is a ``wikitext.WikiText2``. Training runs ``steps`` optimiser steps of
@@ -816,6 +956,7 @@ def load_or_train(kind: str, data, steps: int, seed: int = 0, retrain: bool = Fa
     ``(model, history, trained_now)``; the history is stored with the weights.
     """
     from transformer_nb import cache
+
     vocab_size = len(data.vocab)
     model = build_model(kind, vocab_size, frequency_ranks(data.train, vocab_size), seed=seed)
     config = cache_config(kind, steps, vocab_size, seed, eval_tokens)
@@ -832,12 +973,14 @@ def load_or_train(kind: str, data, steps: int, seed: int = 0, retrain: bool = Fa
 def load_cached_recipe(model: nn.Module, vocab_size: int, steps: int | None = None, eval_tokens: int = 20_000):
     """Load notebook 10's cached full-profile Transformer into ``model``: ``(ok, message)``."""
     from transformer_nb import cache
+
     config = cache_config("transformer", steps or FULL_STEPS, vocab_size, 0, eval_tokens)
     ok, msg, _ = cache.load(cache_name(config), model, config)
     return ok, msg
 
 
 # --------------------------------------------------------------------------- generation
+
 
 def top_k_filter(logits: torch.Tensor, k: int | None) -> torch.Tensor:
     """Keep the ``k`` largest logits of each row, set the rest to ``-inf``. ``logits: (..., V)``."""
@@ -847,8 +990,9 @@ def top_k_filter(logits: torch.Tensor, k: int | None) -> torch.Tensor:
     return logits.masked_fill(logits < kth, float("-inf"))
 
 
-def sample_next(logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None,
-                generator: torch.Generator | None = None) -> torch.Tensor:
+def sample_next(
+    logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, generator: torch.Generator | None = None
+) -> torch.Tensor:
     """Pick the next token from ``logits (B, V)``: greedy when ``temperature == 0``, else sample
     from ``softmax(top_k_filter(logits) / temperature)``. Returns ``(B,)`` int64."""
     if temperature < 0:
@@ -886,8 +1030,15 @@ def no_onednn():
 
 @torch.inference_mode()
 @no_onednn()
-def generate(model: TransformerLM | LSTMLM, prompt: torch.Tensor, n_new: int, temperature: float = 0.0,
-             top_k: int | None = None, seed: int | None = 0, use_cache: bool = True) -> torch.Tensor:
+def generate(
+    model: TransformerLM | LSTMLM,
+    prompt: torch.Tensor,
+    n_new: int,
+    temperature: float = 0.0,
+    top_k: int | None = None,
+    seed: int | None = 0,
+    use_cache: bool = True,
+) -> torch.Tensor:
     """Extend ``prompt`` (``(T0,)`` ids) by ``n_new`` tokens; returns ``(T0 + n_new,)``.
 
     Without a cache every step re-runs the model on the whole sequence (the last
@@ -902,27 +1053,29 @@ def generate(model: TransformerLM | LSTMLM, prompt: torch.Tensor, n_new: int, te
     model.eval()
     gen = torch.Generator().manual_seed(seed) if seed is not None else None
     out = torch.empty(prompt.numel() + n_new, dtype=torch.long)
-    out[:prompt.numel()] = prompt
+    out[: prompt.numel()] = prompt
     n = prompt.numel()
     if isinstance(model, LSTMLM):
         h, state = model.hidden(prompt[None])
         for _ in range(n_new):
             out[n] = _pick(model.head, h[:, -1], temperature, top_k, gen)
-            h, state = model.hidden(out[n:n + 1][None], state)
+            h, state = model.hidden(out[n : n + 1][None], state)
             n += 1
     elif use_cache:
         if prompt.numel() + n_new > model.max_len:
-            raise ValueError(f"prompt ({prompt.numel()}) + n_new ({n_new}) exceeds max_len={model.max_len}: "
-                             f"the KV cache cannot slide its positions; generate fewer tokens or use_cache=False")
+            raise ValueError(
+                f"prompt ({prompt.numel()}) + n_new ({n_new}) exceeds max_len={model.max_len}: "
+                f"the KV cache cannot slide its positions; generate fewer tokens or use_cache=False"
+            )
         cache = model.new_cache()
         h = model.cached_hidden(prompt[None], cache)
         for _ in range(n_new):
             out[n] = _pick(model.head, h[:, -1], temperature, top_k, gen)
-            h = model.cached_hidden(out[n:n + 1][None], cache, check=False)
+            h = model.cached_hidden(out[n : n + 1][None], cache, check=False)
             n += 1
     else:
         for _ in range(n_new):
-            h = model.hidden(out[max(0, n - model.max_len):n][None])
+            h = model.hidden(out[max(0, n - model.max_len) : n][None])
             out[n] = _pick(model.head, h[:, -1], temperature, top_k, gen)
             n += 1
     model.train(was_training)
@@ -930,6 +1083,7 @@ def generate(model: TransformerLM | LSTMLM, prompt: torch.Tensor, n_new: int, te
 
 
 # --------------------------------------------------------------------------- Exercise 8.9
+
 
 def sample_corpus(train_ids: torch.Tensor, itos: list[str], n_tokens: int = 50_000, unk: str = "<unk>"):
     """The first ``n_tokens`` of the training stream, re-indexed with its own vocabulary.
@@ -949,8 +1103,17 @@ def sample_corpus(train_ids: torch.Tensor, itos: list[str], n_tokens: int = 50_0
     return torch.tensor([remap[i] for i in part.tolist()], dtype=torch.long), words
 
 
-def train_epochs(model: _LM, ids: torch.Tensor, epochs: int = 5, batch_size: int = 16, seq_len: int = 256,
-                 lr: float = 3e-4, seed: int = 0, live: bool = True, title: str = "training") -> dict:
+def train_epochs(
+    model: _LM,
+    ids: torch.Tensor,
+    epochs: int = 5,
+    batch_size: int = 16,
+    seq_len: int = 256,
+    lr: float = 3e-4,
+    seed: int = 0,
+    live: bool = True,
+    title: str = "training",
+) -> dict:
     """Exercise 8.9's recipe: AdamW at a constant ``lr`` for ``epochs`` passes over ``ids``.
 
     ``ids`` is cut into non-overlapping windows of ``seq_len + 1`` tokens (inputs and the
@@ -960,16 +1123,18 @@ def train_epochs(model: _LM, ids: torch.Tensor, epochs: int = 5, batch_size: int
     and the total ``train_seconds``.
     """
     from transformer_nb.plotting import LiveLoss
+
     n = (ids.numel() - 1) // seq_len
     if n < 1:
         raise ValueError(f"{ids.numel()} tokens do not fill one window of seq_len={seq_len}")
-    windows = ids[: n * seq_len + 1].unfold(0, seq_len + 1, seq_len)        # (n, seq_len + 1), overlap 1
+    windows = ids[: n * seq_len + 1].unfold(0, seq_len + 1, seq_len)  # (n, seq_len + 1), overlap 1
     torch.manual_seed(seed)
     gen = torch.Generator().manual_seed(seed)
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     steps_per_epoch = (n + batch_size - 1) // batch_size
-    bar = LiveLoss(total=epochs * steps_per_epoch, title=title, ylabel="train perplexity", logy=True,
-                   plot=None if live else False)
+    bar = LiveLoss(
+        total=epochs * steps_per_epoch, title=title, ylabel="train perplexity", logy=True, plot=None if live else False
+    )
     hist = {"train_ppl": [], "seconds": []}
     model.train()
     for _ in range(epochs):
@@ -994,7 +1159,7 @@ def lstm_matching(target_params: int, vocab_size: int, d_model: int, n_layers: i
     """An ``LSTMLM`` whose hidden size makes its parameter count closest to ``target_params``."""
     base = LSTMLM(vocab_size, d_model, d_model, n_layers, **kw).num_parameters()
 
-    def count(h):                      # an LSTM layer: 4 gates x (input + hidden + 2 biases) x hidden
+    def count(h):  # an LSTM layer: 4 gates x (input + hidden + 2 biases) x hidden
         rnn = sum(4 * h * ((d_model if i == 0 else h) + h + 2) for i in range(n_layers))
         return rnn + (h * d_model + d_model if h != d_model else 0)
 

@@ -9,6 +9,7 @@ opposite polarity (True = blocked); pass ``~mask`` there.
 Shapes: a causal mask is ``(T_q, T_k)``; batch masks are ``(B, 1, T_q, T_k)`` so they
 broadcast over heads ``(B, h, T_q, T_k)``.
 """
+
 import operator
 
 import torch
@@ -58,10 +59,8 @@ def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tens
     lengths = torch.as_tensor(lengths, device=device)
     if lengths.dim() == 1 and lengths.numel() == 0:
         raise ValueError("lengths is empty: a batch needs at least one sequence")
-    if lengths.dim() != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool \
-            or lengths.is_complex():
-        raise ValueError(f"lengths must be a 1-D integer sequence, got {lengths.dtype} of shape "
-                         f"{tuple(lengths.shape)}")
+    if lengths.dim() != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool or lengths.is_complex():
+        raise ValueError(f"lengths must be a 1-D integer sequence, got {lengths.dtype} of shape {tuple(lengths.shape)}")
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
     t = int(lengths.max()) if max_len is None else _as_size("max_len", max_len)
@@ -116,7 +115,8 @@ def combine(*masks: torch.Tensor) -> torch.Tensor:
             try:
                 torch.broadcast_shapes(out.shape, m.shape)
             except RuntimeError:
-                raise ValueError(f"combine(): masks of shapes {tuple(out.shape)} and {tuple(m.shape)} "
-                                 f"do not broadcast") from None
+                raise ValueError(
+                    f"combine(): masks of shapes {tuple(out.shape)} and {tuple(m.shape)} do not broadcast"
+                ) from None
         out = m if out is None else out & m
     return out

@@ -2,11 +2,11 @@
 
 Only the masks and the presence of cross-attention differ:
 
-| variant          | blocks                        | self-attention mask                 | cross-attention |
-|------------------|-------------------------------|-------------------------------------|-----------------|
-| encoder-only     | ``EncoderLayer``              | padding                             | no              |
-| decoder-only     | ``EncoderLayer``, causal      | causal (+ padding)                  | no              |
-| encoder–decoder  | ``EncoderLayer`` + ``DecoderLayer`` | enc: padding; dec: causal + padding | dec → enc, source padding |
+| variant         | blocks                      | self-attention mask            | cross-attention  |
+|-----------------|-----------------------------|--------------------------------|------------------|
+| encoder-only    | ``EncoderLayer``            | padding                        | no               |
+| decoder-only    | ``EncoderLayer``, causal    | causal (+ padding)             | no               |
+| encoder–decoder | ``EncoderLayer`` + ``DecoderLayer`` | enc: padding; dec: causal + padding | dec → enc |
 
 A GPT block *is* an encoder block run with ``is_causal=True``: ``DecoderOnly`` uses
 ``Encoder(..., causal=True)``. ``DecoderLayer`` (with cross-attention) is used only by the
@@ -23,6 +23,7 @@ Also here:
   (GPT's next token), ``span_corruption`` (T5), and ``describe_objective``, which names an
   objective from the (inputs, targets) it was given.
 """
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -39,6 +40,7 @@ IGNORE = -100  # F.cross_entropy's default ignore_index: positions with this tar
 
 # --------------------------------------------------------------------------- input checks
 
+
 def _check_keep(keep, b: int, t: int, name: str) -> None:
     """``keep`` must be None or a ``(B, T)`` bool tensor matching the sequence it describes."""
     if keep is None:
@@ -46,11 +48,14 @@ def _check_keep(keep, b: int, t: int, name: str) -> None:
     if not isinstance(keep, torch.Tensor):
         raise TypeError(f"{name} must be a (B, T) bool torch.Tensor (True = real token), got {type(keep).__name__}")
     if keep.dtype != torch.bool:
-        raise TypeError(f"{name} must be a bool mask (True = real token, False = padding), got dtype {keep.dtype}; "
-                        f"for 0/1 values use {name}.bool()")
+        raise TypeError(
+            f"{name} must be a bool mask (True = real token, False = padding), got dtype {keep.dtype}; "
+            f"for 0/1 values use {name}.bool()"
+        )
     if tuple(keep.shape) != (b, t):
-        raise ValueError(f"{name} must have the shape (B, T) = ({b}, {t}) of the sequence it describes, "
-                         f"got {tuple(keep.shape)}")
+        raise ValueError(
+            f"{name} must have the shape (B, T) = ({b}, {t}) of the sequence it describes, got {tuple(keep.shape)}"
+        )
 
 
 def _check_hidden(x, d_model: int, name: str) -> None:
@@ -61,6 +66,7 @@ def _check_hidden(x, d_model: int, name: str) -> None:
 
 
 # --------------------------------------------------------------------------- embedding and stacks
+
 
 class Embedder(nn.Module):
     """Token embedding × sqrt(d_model) plus sinusoidal positions: ``(B, T) ids -> (B, T, d)``."""
@@ -81,8 +87,9 @@ class Embedder(nn.Module):
         if ids.is_floating_point() or ids.dtype == torch.bool:
             raise TypeError(f"token ids must be integers (torch.long), got dtype {ids.dtype}")
         if ids.numel() and (ids.min() < 0 or ids.max() >= self.vocab_size):
-            raise ValueError(f"token ids must lie in [0, {self.vocab_size}), got range "
-                             f"[{int(ids.min())}, {int(ids.max())}]")
+            raise ValueError(
+                f"token ids must lie in [0, {self.vocab_size}), got range [{int(ids.min())}, {int(ids.max())}]"
+            )
         return self.drop(self.pos(self.tok(ids) * self.scale))
 
 
@@ -93,12 +100,14 @@ class Encoder(nn.Module):
     applies the causal mask, which turns the same stack into a GPT-style decoder-only stack.
     """
 
-    def __init__(self, d_model, n_heads, d_ff, n_layers, dropout=0.0, norm_first=True, activation="relu",
-                 causal: bool = False):
+    def __init__(
+        self, d_model, n_heads, d_ff, n_layers, dropout=0.0, norm_first=True, activation="relu", causal: bool = False
+    ):
         super().__init__()
         self.d_model, self.causal = d_model, causal
-        self.layers = nn.ModuleList(EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, activation)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            EncoderLayer(d_model, n_heads, d_ff, dropout, norm_first, activation) for _ in range(n_layers)
+        )
         self.norm = make_norm("layer", d_model) if norm_first else nn.Identity()
 
     def forward(self, x, keep=None):
@@ -116,8 +125,9 @@ class Decoder(nn.Module):
     def __init__(self, d_model, n_heads, d_ff, n_layers, dropout=0.0, norm_first=True, activation="relu"):
         super().__init__()
         self.d_model = d_model
-        self.layers = nn.ModuleList(DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, activation)
-                                    for _ in range(n_layers))
+        self.layers = nn.ModuleList(
+            DecoderLayer(d_model, n_heads, d_ff, dropout, norm_first, activation) for _ in range(n_layers)
+        )
         self.norm = make_norm("layer", d_model) if norm_first else nn.Identity()
 
     def forward(self, x, memory, keep=None, memory_keep=None):
@@ -137,6 +147,7 @@ class Decoder(nn.Module):
 
 # --------------------------------------------------------------------------- the three variants
 
+
 class EncoderDecoder(nn.Module):
     """The original Transformer for sequence-to-sequence tasks.
 
@@ -149,10 +160,23 @@ class EncoderDecoder(nn.Module):
     embedding table (needs ``src_vocab == tgt_vocab``; the original paper shares all three).
     """
 
-    def __init__(self, src_vocab: int, tgt_vocab: int, d_model: int = 64, n_heads: int = 4,
-                 n_enc_layers: int = 2, n_dec_layers: int = 2, d_ff: int = 256, dropout: float = 0.0,
-                 max_len: int = 256, norm_first: bool = True, pad_id: int | None = 0, activation: str = "relu",
-                 tie_weights: bool = False, share_embeddings: bool = False):
+    def __init__(
+        self,
+        src_vocab: int,
+        tgt_vocab: int,
+        d_model: int = 64,
+        n_heads: int = 4,
+        n_enc_layers: int = 2,
+        n_dec_layers: int = 2,
+        d_ff: int = 256,
+        dropout: float = 0.0,
+        max_len: int = 256,
+        norm_first: bool = True,
+        pad_id: int | None = 0,
+        activation: str = "relu",
+        tie_weights: bool = False,
+        share_embeddings: bool = False,
+    ):
         super().__init__()
         if share_embeddings and src_vocab != tgt_vocab:
             raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab={src_vocab}, tgt_vocab={tgt_vocab}")
@@ -193,9 +217,21 @@ class EncoderOnly(nn.Module):
     ``tie_weights``: the MLM head shares the embedding matrix (no bias), as in BERT.
     """
 
-    def __init__(self, vocab: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2, d_ff: int = 256,
-                 dropout: float = 0.0, max_len: int = 256, norm_first: bool = True, pad_id: int | None = 0,
-                 activation: str = "relu", n_classes: int | None = None, tie_weights: bool = True):
+    def __init__(
+        self,
+        vocab: int,
+        d_model: int = 64,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        d_ff: int = 256,
+        dropout: float = 0.0,
+        max_len: int = 256,
+        norm_first: bool = True,
+        pad_id: int | None = 0,
+        activation: str = "relu",
+        n_classes: int | None = None,
+        tie_weights: bool = True,
+    ):
         super().__init__()
         self.embed = Embedder(vocab, d_model, max_len, dropout, pad_id)
         self.encoder = Encoder(d_model, n_heads, d_ff, n_layers, dropout, norm_first, activation, causal=False)
@@ -226,9 +262,20 @@ class DecoderOnly(nn.Module):
     ``tie_weights``: the LM head shares the embedding matrix (no bias), as in GPT-2.
     """
 
-    def __init__(self, vocab: int, d_model: int = 64, n_heads: int = 4, n_layers: int = 2, d_ff: int = 256,
-                 dropout: float = 0.0, max_len: int = 256, norm_first: bool = True, pad_id: int | None = 0,
-                 activation: str = "relu", tie_weights: bool = True):
+    def __init__(
+        self,
+        vocab: int,
+        d_model: int = 64,
+        n_heads: int = 4,
+        n_layers: int = 2,
+        d_ff: int = 256,
+        dropout: float = 0.0,
+        max_len: int = 256,
+        norm_first: bool = True,
+        pad_id: int | None = 0,
+        activation: str = "relu",
+        tie_weights: bool = True,
+    ):
         super().__init__()
         self.embed = Embedder(vocab, d_model, max_len, dropout, pad_id)
         self.blocks = Encoder(d_model, n_heads, d_ff, n_layers, dropout, norm_first, activation, causal=True)
@@ -244,13 +291,14 @@ class DecoderOnly(nn.Module):
 
 # --------------------------------------------------------------------------- what each sublayer attends with
 
+
 def _effective_mask(mask, is_causal: bool, b: int, t_q: int, t_k: int, device) -> torch.Tensor:
     """The bool ``(B, T_q, T_k)`` "may attend" pattern that ``MultiHeadAttention`` applies."""
     eff = torch.ones(b, t_q, t_k, dtype=torch.bool, device=device)
     if mask is not None:
         m = mask if mask.dtype == torch.bool else ~torch.isneginf(mask)
         m = m.expand(*m.shape[:-2], t_q, t_k)
-        while m.dim() > 3:            # (B, h, T_q, T_k): a key is open if open in every head
+        while m.dim() > 3:  # (B, h, T_q, T_k): a key is open if open in every head
             m = m.all(dim=1) if m.dim() == 4 else m.all(dim=0)
         eff = eff & m
     if is_causal:
@@ -276,11 +324,18 @@ def capture_masks(model: nn.Module, *args, **kwargs) -> list:
         key = args_[1] if len(args_) > 1 else kwargs_.get("key")
         key = query if key is None else key
         b, t_q, t_k = query.shape[0], query.shape[1], key.shape[1]
-        eff = _effective_mask(kwargs_.get("mask"), bool(kwargs_.get("is_causal", False)), b, t_q, t_k,
-                              query.device)
+        eff = _effective_mask(kwargs_.get("mask"), bool(kwargs_.get("is_causal", False)), b, t_q, t_k, query.device)
         kind = "self" if key is query else "cross"
-        records.append({"name": names[module], "kind": kind, "q_shape": tuple(query.shape),
-                        "k_shape": tuple(key.shape), "mask": eff, "label": mask_kind(eff, kind)})
+        records.append(
+            {
+                "name": names[module],
+                "kind": kind,
+                "q_shape": tuple(query.shape),
+                "k_shape": tuple(key.shape),
+                "mask": eff,
+                "label": mask_kind(eff, kind),
+            }
+        )
 
     for m in model.modules():
         if isinstance(m, MultiHeadAttention):
@@ -303,8 +358,10 @@ def mask_kind(mask: torch.Tensor, kind: str = "self") -> str:
     - ``"none"``: nothing is blocked.
     """
     if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.dim() != 3:
-        raise ValueError(f"mask_kind expects a bool (B, T_q, T_k) mask, got "
-                         f"{tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__}")
+        raise ValueError(
+            f"mask_kind expects a bool (B, T_q, T_k) mask, got "
+            f"{tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__}"
+        )
     t_q, t_k = mask.shape[-2:]
     future = ~causal_mask(t_q, t_k, device=mask.device) if t_k >= t_q else torch.zeros(t_q, t_k, dtype=torch.bool)
     causal = kind == "self" and t_q == t_k and t_q > 1 and not bool((mask & future).any())
@@ -326,7 +383,7 @@ def parameter_breakdown(model: nn.Module) -> dict:
     ``model.parameters()``).
     """
     out = dict.fromkeys(PARAM_GROUPS, 0)
-    for name, p in model.named_parameters():          # named_parameters() yields a shared tensor once
+    for name, p in model.named_parameters():  # named_parameters() yields a shared tensor once
         if ".tok." in name or name.startswith("tok."):
             group = "embeddings"
         elif "cross_attn" in name:
@@ -346,6 +403,7 @@ def parameter_breakdown(model: nn.Module) -> dict:
 
 # --------------------------------------------------------------------------- shape tracing
 
+
 def trace(model: nn.Module, *args, **kwargs) -> list:
     """Run ``model(*args, **kwargs)`` (no grad) and record every submodule call in execution order.
 
@@ -362,11 +420,16 @@ def trace(model: nn.Module, *args, **kwargs) -> list:
             ins = [(f"arg{i}", tuple(a.shape)) for i, a in enumerate(args_) if isinstance(a, torch.Tensor)]
             ins += [(k, tuple(v.shape)) for k, v in kwargs_.items() if isinstance(v, torch.Tensor)]
             out = output[0] if isinstance(output, (tuple, list)) else output
-            rec = {"name": name or type(module).__name__, "type": type(module).__name__, "inputs": ins,
-                   "out": tuple(out.shape) if isinstance(out, torch.Tensor) else None}
+            rec = {
+                "name": name or type(module).__name__,
+                "type": type(module).__name__,
+                "inputs": ins,
+                "out": tuple(out.shape) if isinstance(out, torch.Tensor) else None,
+            }
             if isinstance(module, MultiHeadAttention) and module.last_weights is not None:
                 rec["weights"] = tuple(module.last_weights.shape)
             records.append(rec)
+
         return fn
 
     for name, module in model.named_modules():
@@ -382,6 +445,7 @@ def trace(model: nn.Module, *args, **kwargs) -> list:
 
 
 # --------------------------------------------------------------------------- PyTorch's nn.Transformer modules
+
 
 def _final_norm_to_torch(ours: nn.Module):
     if isinstance(ours, nn.Identity):
@@ -402,8 +466,9 @@ def encoder_to_torch(ours: Encoder) -> nn.TransformerEncoder:
     if not isinstance(ours, Encoder):
         raise TypeError(f"expected an Encoder, got {type(ours).__name__}")
     layers = [_layer_to_torch(layer) for layer in ours.layers]
-    theirs = nn.TransformerEncoder(layers[0], num_layers=len(layers), norm=_final_norm_to_torch(ours.norm),
-                                   enable_nested_tensor=False)
+    theirs = nn.TransformerEncoder(
+        layers[0], num_layers=len(layers), norm=_final_norm_to_torch(ours.norm), enable_nested_tensor=False
+    )
     theirs.layers = nn.ModuleList(layers)
     return theirs.train(ours.training)
 
@@ -428,8 +493,10 @@ def _stack_from_torch(ours, theirs, kind: str):
         raise ValueError(f"layer counts differ: ours has {len(ours.layers)}, torch's {kind} has {len(theirs.layers)}")
     has_norm = not isinstance(ours.norm, nn.Identity)
     if has_norm != (theirs.norm is not None):
-        raise ValueError(f"final norms differ: ours {'has' if has_norm else 'has no'} final LayerNorm, torch's "
-                         f"{kind} {'has' if theirs.norm is not None else 'has none'}")
+        raise ValueError(
+            f"final norms differ: ours {'has' if has_norm else 'has no'} final LayerNorm, torch's "
+            f"{kind} {'has' if theirs.norm is not None else 'has none'}"
+        )
     for mine, other in zip(ours.layers, theirs.layers):
         _layer_from_torch(mine, other)
     if has_norm:
@@ -441,16 +508,18 @@ def _stack_from_torch(ours, theirs, kind: str):
 def encoder_from_torch(ours: Encoder, theirs: nn.TransformerEncoder) -> Encoder:
     """Copy an ``nn.TransformerEncoder``'s weights into ``ours`` (same depth, widths, norm placement)."""
     if not isinstance(ours, Encoder) or not isinstance(theirs, nn.TransformerEncoder):
-        raise TypeError(f"expected (Encoder, nn.TransformerEncoder), got ({type(ours).__name__}, "
-                        f"{type(theirs).__name__})")
+        raise TypeError(
+            f"expected (Encoder, nn.TransformerEncoder), got ({type(ours).__name__}, {type(theirs).__name__})"
+        )
     return _stack_from_torch(ours, theirs, "TransformerEncoder")
 
 
 def decoder_from_torch(ours: Decoder, theirs: nn.TransformerDecoder) -> Decoder:
     """Copy an ``nn.TransformerDecoder``'s weights into ``ours`` (same depth, widths, norm placement)."""
     if not isinstance(ours, Decoder) or not isinstance(theirs, nn.TransformerDecoder):
-        raise TypeError(f"expected (Decoder, nn.TransformerDecoder), got ({type(ours).__name__}, "
-                        f"{type(theirs).__name__})")
+        raise TypeError(
+            f"expected (Decoder, nn.TransformerDecoder), got ({type(ours).__name__}, {type(theirs).__name__})"
+        )
     return _stack_from_torch(ours, theirs, "TransformerDecoder")
 
 
@@ -463,15 +532,26 @@ def to_nn_transformer(model: EncoderDecoder) -> nn.Transformer:
     if not isinstance(model, EncoderDecoder):
         raise TypeError(f"expected an EncoderDecoder, got {type(model).__name__}")
     if isinstance(model.encoder.norm, nn.Identity):
-        raise ValueError("nn.Transformer always applies a final LayerNorm after each stack; this Post-LN "
-                         "model (norm_first=False) has none, so no nn.Transformer computes the same function. "
-                         "Compare the stacks with encoder_to_torch / decoder_to_torch instead")
+        raise ValueError(
+            "nn.Transformer always applies a final LayerNorm after each stack; this Post-LN "
+            "model (norm_first=False) has none, so no nn.Transformer computes the same function. "
+            "Compare the stacks with encoder_to_torch / decoder_to_torch instead"
+        )
     enc, dec = encoder_to_torch(model.encoder), decoder_to_torch(model.decoder)
     states = {k: v.clone() for k, v in enc.state_dict().items()}, {k: v.clone() for k, v in dec.state_dict().items()}
     l0 = enc.layers[0]
-    theirs = nn.Transformer(l0.self_attn.embed_dim, l0.self_attn.num_heads, len(enc.layers), len(dec.layers),
-                            l0.linear1.out_features, dropout=0.0, batch_first=True, norm_first=True,
-                            custom_encoder=enc, custom_decoder=dec)
+    theirs = nn.Transformer(
+        l0.self_attn.embed_dim,
+        l0.self_attn.num_heads,
+        len(enc.layers),
+        len(dec.layers),
+        l0.linear1.out_features,
+        dropout=0.0,
+        batch_first=True,
+        norm_first=True,
+        custom_encoder=enc,
+        custom_decoder=dec,
+    )
     # nn.Transformer re-initialises every matrix after building, custom stacks included: copy afterwards
     theirs.encoder.load_state_dict(states[0])
     theirs.decoder.load_state_dict(states[1])
@@ -500,22 +580,33 @@ def torch_masks(src_keep=None, tgt_keep=None, t: int | None = None) -> dict:
 
 # --------------------------------------------------------------------------- the three objectives
 
+
 def lm_batch(ids: torch.Tensor, keep: torch.Tensor | None = None, ignore_index: int = IGNORE):
     """Causal LM (GPT): ``inputs = ids[:, :-1]``, ``targets = ids[:, 1:]``; padded targets -> ``ignore_index``.
 
     Returns ``(inputs, targets, inputs_keep)``, all ``(B, T-1)``.
     """
     if not isinstance(ids, torch.Tensor) or ids.dim() != 2 or ids.shape[1] < 2:
-        raise ValueError(f"lm_batch needs ids of shape (B, T) with T >= 2, got "
-                         f"{tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__}")
+        raise ValueError(
+            f"lm_batch needs ids of shape (B, T) with T >= 2, got "
+            f"{tuple(ids.shape) if isinstance(ids, torch.Tensor) else type(ids).__name__}"
+        )
     keep = torch.ones_like(ids, dtype=torch.bool) if keep is None else keep
     _check_keep(keep, ids.shape[0], ids.shape[1], "keep")
     targets = ids[:, 1:].masked_fill(~keep[:, 1:], ignore_index)
     return ids[:, :-1], targets, keep[:, :-1]
 
 
-def mlm_batch(ids: torch.Tensor, keep: torch.Tensor | None, mask_id: int, vocab: int, p: float = 0.15,
-              generator: torch.Generator | None = None, ignore_index: int = IGNORE, protect: int = 0):
+def mlm_batch(
+    ids: torch.Tensor,
+    keep: torch.Tensor | None,
+    mask_id: int,
+    vocab: int,
+    p: float = 0.15,
+    generator: torch.Generator | None = None,
+    ignore_index: int = IGNORE,
+    protect: int = 0,
+):
     """Masked LM (BERT): choose ~``p`` of the real tokens; the loss is on those only.
 
     Of the chosen tokens 80 % become ``mask_id``, 10 % a random token, 10 % stay (BERT's recipe).
@@ -531,7 +622,7 @@ def mlm_batch(ids: torch.Tensor, keep: torch.Tensor | None, mask_id: int, vocab:
     eligible[:, :protect] = False
     u = torch.rand(ids.shape, generator=generator)
     chosen = (u < p) & eligible
-    first = torch.where(eligible, u, torch.full_like(u, 2.0)).argmin(dim=1)   # guarantee one per row
+    first = torch.where(eligible, u, torch.full_like(u, 2.0)).argmin(dim=1)  # guarantee one per row
     chosen[torch.arange(ids.shape[0]), first] |= eligible.any(dim=1)
     r = torch.rand(ids.shape, generator=generator)
     random_ids = torch.randint(vocab, ids.shape, generator=generator)
@@ -541,9 +632,16 @@ def mlm_batch(ids: torch.Tensor, keep: torch.Tensor | None, mask_id: int, vocab:
     return inputs, targets
 
 
-def span_corruption(ids: torch.Tensor, keep: torch.Tensor | None, sentinel_start: int, pad_id: int = 0,
-                    eos_id: int | None = None, noise: float = 0.15, mean_span: int = 3,
-                    generator: torch.Generator | None = None):
+def span_corruption(
+    ids: torch.Tensor,
+    keep: torch.Tensor | None,
+    sentinel_start: int,
+    pad_id: int = 0,
+    eos_id: int | None = None,
+    noise: float = 0.15,
+    mean_span: int = 3,
+    generator: torch.Generator | None = None,
+):
     """T5's span corruption on a padded batch: drop spans, mark each with a sentinel, predict them.
 
     Per sequence: ``n_spans = max(1, round(noise·len / mean_span))`` non-overlapping spans of
@@ -566,7 +664,7 @@ def span_corruption(ids: torch.Tensor, keep: torch.Tensor | None, sentinel_start
         src, tgt, pos = [], [], 0
         for k_, s in enumerate(starts):
             src += seq[pos:s] + [sentinel_start + k_]
-            tgt += [sentinel_start + k_] + seq[s:s + span]
+            tgt += [sentinel_start + k_] + seq[s : s + span]
             pos = s + span
         src += seq[pos:]
         if eos_id is not None:
@@ -579,8 +677,8 @@ def span_corruption(ids: torch.Tensor, keep: torch.Tensor | None, sentinel_start
         out = torch.full((len(rows), t), pad_id, dtype=torch.long)
         m = torch.zeros(len(rows), t, dtype=torch.bool)
         for i, r in enumerate(rows):
-            out[i, :len(r)] = torch.tensor(r, dtype=torch.long)
-            m[i, :len(r)] = True
+            out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
+            m[i, : len(r)] = True
         return out, m
 
     return (*pad(srcs), *pad(tgts))
@@ -591,9 +689,15 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = IGN
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=ignore_index)
 
 
-def describe_objective(inputs: torch.Tensor, targets: torch.Tensor, source: torch.Tensor | None = None,
-                       original: torch.Tensor | None = None, mask_id: int | None = None, special=(),
-                       ignore_index: int = IGNORE) -> dict:
+def describe_objective(
+    inputs: torch.Tensor,
+    targets: torch.Tensor,
+    source: torch.Tensor | None = None,
+    original: torch.Tensor | None = None,
+    mask_id: int | None = None,
+    special=(),
+    ignore_index: int = IGNORE,
+) -> dict:
     """Name the objective of a training batch from how its ``targets`` relate to what the model sees.
 
     ``inputs``/``targets``: what the (decoder or encoder) is fed and what its loss predicts, ``(B, T)``
@@ -616,7 +720,7 @@ def describe_objective(inputs: torch.Tensor, targets: torch.Tensor, source: torc
     hidden = float((inputs[valid] == mask_id).float().mean()) if mask_id is not None and valid.any() else 0.0
     dropped = False
     if source is not None and original is not None:
-        special = set(int(s) for s in special) | {ignore_index}
+        special = {int(s) for s in special} | {ignore_index}
         text = lambda row: sorted(t for t in row if t not in special)
         dropped = True
         for src_row, tgt_row, orig_row in zip(source.tolist(), targets.tolist(), original.tolist()):
@@ -635,5 +739,11 @@ def describe_objective(inputs: torch.Tensor, targets: torch.Tensor, source: torc
         name = "masked LM: the hidden tokens, from both sides"
     else:
         name = "unknown"
-    return {"loss_fraction": frac, "next_token": next_token, "hidden_by_mask": hidden,
-            "has_source": source is not None, "targets_are_dropped_spans": dropped, "name": name}
+    return {
+        "loss_fraction": frac,
+        "next_token": next_token,
+        "hidden_by_mask": hidden,
+        "has_source": source is not None,
+        "targets_are_dropped_spans": dropped,
+        "name": name,
+    }

@@ -16,6 +16,7 @@ Also here:
 - ``head_stats``: per-head mean attention distance and entropy, to describe heads by
   measured numbers.
 """
+
 from contextlib import contextmanager
 
 import torch
@@ -29,8 +30,10 @@ from transformer_nb.masks import causal_mask
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """``(B, T, n_heads·d_head) -> (B, n_heads, T, d_head)``: head i gets features ``i·d_head ... (i+1)·d_head - 1``."""
     if not isinstance(x, torch.Tensor) or x.dim() != 3:
-        raise ValueError(f"split_heads expects a (B, T, n_heads·d_head) tensor, got "
-                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+        raise ValueError(
+            f"split_heads expects a (B, T, n_heads·d_head) tensor, got "
+            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+        )
     b, t, d = x.shape
     if n_heads <= 0 or d % n_heads:
         raise ValueError(f"cannot split {d} features into n_heads={n_heads} equal heads")
@@ -40,8 +43,10 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """``(B, h, T, d_head) -> (B, T, h·d_head)`` (the concatenation of the heads; inverse of ``split_heads``)."""
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(f"merge_heads expects a (B, h, T, d_head) tensor, got "
-                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+        raise ValueError(
+            f"merge_heads expects a (B, h, T, d_head) tensor, got "
+            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+        )
     b, h, t, dh = x.shape
     return x.transpose(1, 2).reshape(b, t, h * dh)
 
@@ -58,18 +63,22 @@ class MultiHeadAttention(nn.Module):
       Query head ``i`` uses key/value head ``i // (n_heads // n_kv_heads)``.
     """
 
-    def __init__(self, d_model: int, n_heads: int, n_kv_heads: int | None = None,
-                 bias: bool = True, dropout: float = 0.0):
+    def __init__(
+        self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True, dropout: float = 0.0
+    ):
         super().__init__()
         n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
         if d_model <= 0:
             raise ValueError(f"d_model must be a positive integer, got {d_model}")
         if n_heads <= 0 or d_model % n_heads:
-            raise ValueError(f"n_heads={n_heads} must divide d_model={d_model} "
-                             f"(each head gets d_model / n_heads dimensions)")
+            raise ValueError(
+                f"n_heads={n_heads} must divide d_model={d_model} (each head gets d_model / n_heads dimensions)"
+            )
         if n_kv_heads <= 0 or n_heads % n_kv_heads:
-            raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
-                             f"(each key/value head is shared by a whole group of query heads)")
+            raise ValueError(
+                f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
+                f"(each key/value head is shared by a whole group of query heads)"
+            )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
@@ -88,13 +97,15 @@ class MultiHeadAttention(nn.Module):
     def _check(self, query, key, value):
         for name, t in (("query", query), ("key", key), ("value", value)):
             if not isinstance(t, torch.Tensor):
-                raise TypeError(f"{name} must be a torch.Tensor of shape (B, T, d_model={self.d_model}), "
-                                f"got {type(t).__name__}")
+                raise TypeError(
+                    f"{name} must be a torch.Tensor of shape (B, T, d_model={self.d_model}), got {type(t).__name__}"
+                )
             if t.dim() != 3 or t.shape[-1] != self.d_model:
                 raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(t.shape)}")
         if key.shape[1] != value.shape[1]:
-            raise ValueError(f"key and value must have the same length: key has T_k={key.shape[1]}, "
-                             f"value has {value.shape[1]}")
+            raise ValueError(
+                f"key and value must have the same length: key has T_k={key.shape[1]}, value has {value.shape[1]}"
+            )
         if not (query.shape[0] == key.shape[0] == value.shape[0]):
             raise ValueError(f"batch sizes differ: query {query.shape[0]}, key {key.shape[0]}, value {value.shape[0]}")
 
@@ -103,8 +114,10 @@ class MultiHeadAttention(nn.Module):
             check_mask(mask, (b, self.n_heads, t_q, t_k))
         except ValueError as err:
             if isinstance(mask, torch.Tensor) and mask.dim() == 2 and tuple(mask.shape) == (b, t_k):
-                raise ValueError(f"{err}. This looks like a (B, T_k) key-padding mask: turn it into an attention "
-                                 f"mask with masks.key_padding(keep, T_q), shape (B, 1, T_q, T_k)") from None
+                raise ValueError(
+                    f"{err}. This looks like a (B, T_k) key-padding mask: turn it into an attention "
+                    f"mask with masks.key_padding(keep, T_q), shape (B, 1, T_q, T_k)"
+                ) from None
             raise
 
     def kv_heads(self, key: torch.Tensor, value: torch.Tensor | None = None):
@@ -120,11 +133,11 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
         self._check(query, key, value)
         b, t_q, t_k = query.shape[0], query.shape[1], key.shape[1]
-        q = split_heads(self.q_proj(query), self.n_heads)          # (B, h, T_q, d_head)
-        k, v = self.kv_heads(key, value)                           # (B, kv, T_k, d_head)
+        q = split_heads(self.q_proj(query), self.n_heads)  # (B, h, T_q, d_head)
+        k, v = self.kv_heads(key, value)  # (B, kv, T_k, d_head)
         if rope is not None:
             q, k = rope(q, k)
-        if self.n_kv_heads != self.n_heads:                        # GQA/MQA: share each K/V head
+        if self.n_kv_heads != self.n_heads:  # GQA/MQA: share each K/V head
             k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
             v = v.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
         if mask is not None:
@@ -163,6 +176,7 @@ def record_attention(model: nn.Module):
 
 # --------------------------------------------------------------------------- counting
 
+
 def mha_param_count(d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True) -> int:
     """Parameters of ``MultiHeadAttention(d_model, n_heads, n_kv_heads, bias)``.
 
@@ -171,29 +185,39 @@ def mha_param_count(d_model: int, n_heads: int, n_kv_heads: int | None = None, b
     """
     n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
     if d_model <= 0 or n_heads <= 0 or d_model % n_heads or n_kv_heads <= 0 or n_heads % n_kv_heads:
-        raise ValueError(f"need n_heads | d_model and n_kv_heads | n_heads, got d_model={d_model}, "
-                         f"n_heads={n_heads}, n_kv_heads={n_kv_heads}")
+        raise ValueError(
+            f"need n_heads | d_model and n_kv_heads | n_heads, got d_model={d_model}, "
+            f"n_heads={n_heads}, n_kv_heads={n_kv_heads}"
+        )
     d_kv = n_kv_heads * (d_model // n_heads)
     weights = 2 * d_model * d_model + 2 * d_model * d_kv
     biases = 2 * d_model + 2 * d_kv
     return weights + (biases if bias else 0)
 
 
-def kv_cache_bytes(n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, batch: int = 1,
-                   bytes_per_value: int = 2) -> int:
+def kv_cache_bytes(
+    n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, batch: int = 1, bytes_per_value: int = 2
+) -> int:
     """Bytes a KV cache holds: ``2 (K and V) · layers · kv_heads · d_head · seq_len · batch · bytes``.
 
     002's formula ``2·L·h·d_k·n`` counts *values* for one sequence; multiply by the batch and
     by the bytes per value (2 for fp16/bf16) to get memory.
     """
-    for name, v in (("n_layers", n_layers), ("n_kv_heads", n_kv_heads), ("d_head", d_head),
-                    ("seq_len", seq_len), ("batch", batch), ("bytes_per_value", bytes_per_value)):
+    for name, v in (
+        ("n_layers", n_layers),
+        ("n_kv_heads", n_kv_heads),
+        ("d_head", d_head),
+        ("seq_len", seq_len),
+        ("batch", batch),
+        ("bytes_per_value", bytes_per_value),
+    ):
         if not isinstance(v, int) or v < 0:
             raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
     return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
 
 
 # --------------------------------------------------------------------------- describing heads
+
 
 def head_stats(weights: torch.Tensor) -> dict:
     """Per-head summaries of self-attention weights ``(..., T, T)`` (rows = queries, sum to 1).
@@ -205,11 +229,13 @@ def head_stats(weights: torch.Tensor) -> dict:
     Returns tensors of shape ``(...)``.
     """
     if not isinstance(weights, torch.Tensor) or weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
-        raise ValueError(f"head_stats expects self-attention weights of shape (..., T, T), got "
-                         f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}")
+        raise ValueError(
+            f"head_stats expects self-attention weights of shape (..., T, T), got "
+            f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}"
+        )
     t = weights.shape[-1]
     pos = torch.arange(t, device=weights.device, dtype=weights.dtype)
-    dist = (pos[:, None] - pos[None, :]).abs()                       # (T, T): |i - j|
+    dist = (pos[:, None] - pos[None, :]).abs()  # (T, T): |i - j|
     distance = (weights * dist).sum(-1).mean(-1)
     entropy = -(weights * weights.clamp_min(1e-30).log()).sum(-1).mean(-1)
     return {"distance": distance, "entropy": entropy}
@@ -222,22 +248,31 @@ def uniform_distance(t: int) -> float:
 
 # --------------------------------------------------------------------------- torch interop
 
+
 def _check_torch_pair(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
     if not isinstance(theirs, nn.MultiheadAttention):
         raise TypeError(f"expected an nn.MultiheadAttention, got {type(theirs).__name__}")
     if ours.n_kv_heads != ours.n_heads:
-        raise ValueError(f"nn.MultiheadAttention has no shared key/value heads; this module has "
-                         f"n_kv_heads={ours.n_kv_heads} < n_heads={ours.n_heads} (GQA/MQA)")
+        raise ValueError(
+            f"nn.MultiheadAttention has no shared key/value heads; this module has "
+            f"n_kv_heads={ours.n_kv_heads} < n_heads={ours.n_heads} (GQA/MQA)"
+        )
     if (theirs.embed_dim, theirs.num_heads) != (ours.d_model, ours.n_heads):
-        raise ValueError(f"shapes differ: nn.MultiheadAttention(embed_dim={theirs.embed_dim}, "
-                         f"num_heads={theirs.num_heads}) vs MultiHeadAttention(d_model={ours.d_model}, "
-                         f"n_heads={ours.n_heads})")
+        raise ValueError(
+            f"shapes differ: nn.MultiheadAttention(embed_dim={theirs.embed_dim}, "
+            f"num_heads={theirs.num_heads}) vs MultiHeadAttention(d_model={ours.d_model}, "
+            f"n_heads={ours.n_heads})"
+        )
     if not theirs._qkv_same_embed_dim or theirs.bias_k is not None:
-        raise ValueError("only nn.MultiheadAttention with kdim = vdim = embed_dim and add_bias_kv=False "
-                         "has the same parameters as MultiHeadAttention")
+        raise ValueError(
+            "only nn.MultiheadAttention with kdim = vdim = embed_dim and add_bias_kv=False "
+            "has the same parameters as MultiHeadAttention"
+        )
     if (theirs.in_proj_bias is not None) != (ours.q_proj.bias is not None):
-        raise ValueError(f"bias settings differ: nn.MultiheadAttention bias={theirs.in_proj_bias is not None}, "
-                         f"MultiHeadAttention bias={ours.q_proj.bias is not None}")
+        raise ValueError(
+            f"bias settings differ: nn.MultiheadAttention bias={theirs.in_proj_bias is not None}, "
+            f"MultiHeadAttention bias={ours.q_proj.bias is not None}"
+        )
 
 
 @torch.no_grad()
@@ -272,9 +307,14 @@ def copy_from_torch(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> 
 
 def to_torch(ours: MultiHeadAttention) -> nn.MultiheadAttention:
     """A new ``nn.MultiheadAttention(batch_first=True)`` holding the same weights as ``ours``."""
-    theirs = nn.MultiheadAttention(ours.d_model, ours.n_heads, bias=ours.q_proj.bias is not None,
-                                   batch_first=True, device=ours.q_proj.weight.device,
-                                   dtype=ours.q_proj.weight.dtype)
+    theirs = nn.MultiheadAttention(
+        ours.d_model,
+        ours.n_heads,
+        bias=ours.q_proj.bias is not None,
+        batch_first=True,
+        device=ours.q_proj.weight.device,
+        dtype=ours.q_proj.weight.dtype,
+    )
     return copy_to_torch(ours, theirs)
 
 

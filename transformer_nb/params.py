@@ -14,6 +14,7 @@ GPT-2, GPT-3, LLaMA-2, Mistral) with the counts their authors published.
 Memory: ``attention_matrix_bytes`` (004's table, Ex 8.4), ``attention_flops`` (Ex 8.4) and
 ``kv_cache_bytes`` (002's formula, from ``multihead``).
 """
+
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass, replace
 
@@ -26,7 +27,7 @@ from transformer_nb.positional import LearnedPositionalEmbedding, SinusoidalPosi
 
 ARCHS = ("encoder", "decoder", "encoder-decoder")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")
-T5_BUCKETS = 32   # T5's relative-position bias: one learned scalar per (bucket, head), shared by a stack's layers
+T5_BUCKETS = 32  # T5's relative-position bias: one learned scalar per (bucket, head), shared by a stack's layers
 CATEGORIES = ("embeddings", "positions", "attention", "ffn", "norms", "head", "other")
 
 
@@ -37,6 +38,7 @@ def _pos_int(name: str, value, allow_zero: bool = False) -> None:
 
 
 # --------------------------------------------------------------------------- per-module formulas
+
 
 def attention_params(d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True) -> int:
     """``MultiHeadAttention``: W_Q, W_O are ``d×d``; W_K, W_V are ``d × (n_kv_heads·d/h)``; plus biases.
@@ -61,7 +63,7 @@ def ffn_params(d_model: int, d_ff: int, activation: str = "relu", bias: bool = T
     _pos_int("d_ff", d_ff)
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-    n_in = 2 if activation == "swiglu" else 1            # matrices that read x: W1 (and the gate W3)
+    n_in = 2 if activation == "swiglu" else 1  # matrices that read x: W1 (and the gate W3)
     return (n_in + 1) * d_model * d_ff + ((n_in * d_ff + d_model) if bias else 0)
 
 
@@ -99,14 +101,20 @@ def position_params(kind: str, d_model: int, max_len: int = 0, n_heads: int = 1)
 
 def encoder_layer_params(d_model, n_heads, d_ff, activation="relu", norm="layer", n_kv_heads=None, bias=True) -> int:
     """One ``EncoderLayer`` (also the decoder-only block): attention + FFN + 2 norms."""
-    return (attention_params(d_model, n_heads, n_kv_heads, bias) + ffn_params(d_model, d_ff, activation, bias)
-            + 2 * norm_params(d_model, norm))
+    return (
+        attention_params(d_model, n_heads, n_kv_heads, bias)
+        + ffn_params(d_model, d_ff, activation, bias)
+        + 2 * norm_params(d_model, norm)
+    )
 
 
 def decoder_layer_params(d_model, n_heads, d_ff, activation="relu", norm="layer", bias=True) -> int:
     """One ``DecoderLayer``: self-attention + cross-attention + FFN + 3 norms."""
-    return (2 * attention_params(d_model, n_heads, None, bias) + ffn_params(d_model, d_ff, activation, bias)
-            + 3 * norm_params(d_model, norm))
+    return (
+        2 * attention_params(d_model, n_heads, None, bias)
+        + ffn_params(d_model, d_ff, activation, bias)
+        + 3 * norm_params(d_model, norm)
+    )
 
 
 def block_rule(d_model: int) -> int:
@@ -116,6 +124,7 @@ def block_rule(d_model: int) -> int:
 
 
 # --------------------------------------------------------------------------- whole models
+
 
 @dataclass(frozen=True)
 class TransformerConfig:
@@ -133,6 +142,7 @@ class TransformerConfig:
       embeddings), ``pooler`` (a ``d×d`` dense layer on the first token).
     - ``published``: the count the authors reported (for comparison only), ``source``: where.
     """
+
     name: str = "custom"
     arch: str = "decoder"
     d_model: int = 512
@@ -191,16 +201,18 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
         raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
     for name in ("d_model", "n_heads", "n_layers", "vocab"):
         _pos_int(name, getattr(cfg, name))
-    if cfg.d_ff is not None:
-        if isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0:
-            raise ValueError(f"d_ff (the FFN hidden width) must be a positive integer, got {cfg.d_ff!r}")
+    if cfg.d_ff is not None and (isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0):
+        raise ValueError(f"d_ff (the FFN hidden width) must be a positive integer, got {cfg.d_ff!r}")
     if cfg.d_model % cfg.n_heads:
-        raise ValueError(f"n_heads={cfg.n_heads} must divide d_model={cfg.d_model} "
-                         f"(each head gets d_model / n_heads dimensions)")
+        raise ValueError(
+            f"n_heads={cfg.n_heads} must divide d_model={cfg.d_model} (each head gets d_model / n_heads dimensions)"
+        )
     _pos_int("n_kv_heads", cfg.kv_heads)
     if cfg.n_heads % cfg.kv_heads:
-        raise ValueError(f"n_kv_heads={cfg.kv_heads} must divide n_heads={cfg.n_heads} "
-                         f"(each key/value head serves a whole group of query heads)")
+        raise ValueError(
+            f"n_kv_heads={cfg.kv_heads} must divide n_heads={cfg.n_heads} "
+            f"(each key/value head serves a whole group of query heads)"
+        )
     if cfg.activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {cfg.activation!r}")
     if cfg.norm not in NORMS:
@@ -210,8 +222,9 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
     if cfg.positions in ("learned", "sinusoidal"):
         _pos_int("max_len", cfg.max_len)
     if cfg.positions == "rope" and (cfg.d_model // cfg.n_heads) % 2:
-        raise ValueError(f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, "
-                         f"got {cfg.d_model // cfg.n_heads}")
+        raise ValueError(
+            f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
+        )
     if cfg.arch != "encoder-decoder":
         if cfg.n_dec_layers is not None or cfg.tgt_vocab is not None:
             raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
@@ -219,9 +232,11 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
         _pos_int("n_dec_layers", cfg.dec_layers)
         _pos_int("tgt_vocab", cfg.target_vocab)
         if cfg.share_embeddings and cfg.target_vocab != cfg.vocab:
-            raise ValueError(f"share_embeddings needs one vocabulary for source and target, but vocab={cfg.vocab} "
-                             f"and tgt_vocab={cfg.target_vocab}; set share_embeddings=False or use a joint "
-                             f"vocabulary (the original Transformer shared a 37k BPE vocabulary)")
+            raise ValueError(
+                f"share_embeddings needs one vocabulary for source and target, but vocab={cfg.vocab} "
+                f"and tgt_vocab={cfg.target_vocab}; set share_embeddings=False or use a joint "
+                f"vocabulary (the original Transformer shared a 37k BPE vocabulary)"
+            )
     if cfg.tie_output and not cfg.lm_head:
         raise ValueError("tie_output=True needs an output projection to tie, but lm_head=False")
     if cfg.output_bias and not cfg.lm_head:
@@ -241,17 +256,18 @@ def param_breakdown(cfg: TransformerConfig) -> dict:
         out["embeddings"] += embedding_params(cfg.target_vocab, d)
     out["embeddings"] += cfg.token_types * d
     out["positions"] = position_params(cfg.positions, d, cfg.max_len, cfg.n_heads) * (2 if enc_dec else 1)
-    n_self = cfg.n_layers + (cfg.dec_layers if enc_dec else 0)       # blocks with a self-attention and an FFN
+    n_self = cfg.n_layers + (cfg.dec_layers if enc_dec else 0)  # blocks with a self-attention and an FFN
     out["attention"] = cfg.n_layers * attention_params(d, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
-    if enc_dec:   # each decoder block: self-attention + cross-attention (DecoderLayer has no GQA)
+    if enc_dec:  # each decoder block: self-attention + cross-attention (DecoderLayer has no GQA)
         out["attention"] += 2 * cfg.dec_layers * attention_params(d, cfg.n_heads, None, cfg.bias)
     out["ffn"] = n_self * ffn_params(d, cfg.ff, cfg.activation, cfg.bias)
     n_norms = 2 * cfg.n_layers + (3 * cfg.dec_layers if enc_dec else 0)
     n_norms += (2 if enc_dec else 1) * cfg.has_final_norm + cfg.embed_norm
     out["norms"] = n_norms * norm_params(d, cfg.norm)
     if cfg.lm_head:
-        out["head"] = (0 if cfg.tie_output else embedding_params(cfg.target_vocab, d)) \
-            + (cfg.target_vocab if cfg.output_bias else 0)
+        out["head"] = (0 if cfg.tie_output else embedding_params(cfg.target_vocab, d)) + (
+            cfg.target_vocab if cfg.output_bias else 0
+        )
     out["other"] = (d * d + d) if cfg.pooler else 0
     out["total"] = sum(out[c] for c in CATEGORIES)
     return out
@@ -292,11 +308,19 @@ class Transformer(nn.Module):
         self.rope = None
         if cfg.positions == "rope":
             from transformer_nb.rope import RoPE
+
             self.rope = RoPE(d // cfg.n_heads, max_len=cfg.max_len)
-        layer = dict(d_model=d, n_heads=cfg.n_heads, d_ff=cfg.ff, norm_first=cfg.norm_first,
-                     activation=cfg.activation, norm=cfg.norm, bias=cfg.bias)
+        layer = dict(
+            d_model=d,
+            n_heads=cfg.n_heads,
+            d_ff=cfg.ff,
+            norm_first=cfg.norm_first,
+            activation=cfg.activation,
+            norm=cfg.norm,
+            bias=cfg.bias,
+        )
         self.layers = nn.ModuleList(EncoderLayer(**layer, n_kv_heads=cfg.n_kv_heads) for _ in range(cfg.n_layers))
-        self.dec_layers = (nn.ModuleList(DecoderLayer(**layer) for _ in range(cfg.dec_layers)) if enc_dec else None)
+        self.dec_layers = nn.ModuleList(DecoderLayer(**layer) for _ in range(cfg.dec_layers)) if enc_dec else None
         self.final_norm = make_norm(cfg.norm, d) if cfg.has_final_norm else None
         self.dec_final_norm = make_norm(cfg.norm, d) if enc_dec and cfg.has_final_norm else None
         self.pooler = nn.Linear(d, d) if cfg.pooler else None
@@ -304,13 +328,13 @@ class Transformer(nn.Module):
         if cfg.lm_head:
             self.lm_head = nn.Linear(d, cfg.target_vocab, bias=cfg.output_bias)
             if cfg.tie_output:
-                self.lm_head.weight = (self.tgt_emb or self.tok_emb).weight     # one tensor, counted once
+                self.lm_head.weight = (self.tgt_emb or self.tok_emb).weight  # one tensor, counted once
 
     def _positions(self):
         cfg = self.cfg
         if cfg.positions == "learned":
             return LearnedPositionalEmbedding(cfg.max_len, cfg.d_model)
-        if cfg.positions == "t5-bias":        # counted, not implemented: forward refuses this model
+        if cfg.positions == "t5-bias":  # counted, not implemented: forward refuses this model
             return RelativeBiasTable(cfg.n_heads)
         if cfg.positions == "sinusoidal":
             return SinusoidalPositionalEncoding(cfg.d_model, cfg.max_len)
@@ -337,12 +361,15 @@ class Transformer(nn.Module):
     def forward(self, ids, tgt=None):
         cfg = self.cfg
         if cfg.positions == "t5-bias":
-            raise NotImplementedError("T5's bucketed relative-position bias is counted here, not implemented; "
-                                      "this model can be built and counted but not run")
+            raise NotImplementedError(
+                "T5's bucketed relative-position bias is counted here, not implemented; "
+                "this model can be built and counted but not run"
+            )
         causal = cfg.arch == "decoder"
         alibi = None
         if cfg.positions == "alibi":
             from transformer_nb.positional import alibi_bias
+
             alibi = alibi_bias(ids.shape[1], cfg.n_heads, device=ids.device)
         x = self._embed(ids, self.tok_emb, self.pos)
         x = self._stack(x, self.layers, self.final_norm, mask=alibi, is_causal=causal, rope=self.rope)
@@ -388,7 +415,7 @@ def build_transformer(cfg: TransformerConfig, device="meta") -> Transformer:
     the parameters are allocated and initialised as usual.
     """
     device = torch.device(device)
-    with torch.device(device), (_no_init() if device.type == "meta" else nullcontext()):
+    with torch.device(device), _no_init() if device.type == "meta" else nullcontext():
         return Transformer(cfg)
 
 
@@ -440,56 +467,195 @@ def numel_breakdown(model: Transformer) -> dict:
 
 # --------------------------------------------------------------------------- the named models
 
+
 def _gpt2(name, d, layers, heads, published):
-    return TransformerConfig(name=name, arch="decoder", d_model=d, n_heads=heads, n_layers=layers, vocab=50257,
-                             activation="gelu", positions="learned", max_len=1024, norm_first=True,
-                             published=published, source="Radford et al. 2019 (model names 124M/355M/774M/1.5B)")
+    return TransformerConfig(
+        name=name,
+        arch="decoder",
+        d_model=d,
+        n_heads=heads,
+        n_layers=layers,
+        vocab=50257,
+        activation="gelu",
+        positions="learned",
+        max_len=1024,
+        norm_first=True,
+        published=published,
+        source="Radford et al. 2019 (model names 124M/355M/774M/1.5B)",
+    )
 
 
 PRESETS = {
     "transformer-base": TransformerConfig(
-        name="Transformer base", arch="encoder-decoder", d_model=512, n_heads=8, n_layers=6, d_ff=2048,
-        vocab=37000, norm_first=False, positions="sinusoidal", max_len=512, published=65e6,
-        source="Vaswani et al. 2017, Table 3 (shared 37k BPE vocabulary, tied embeddings)"),
+        name="Transformer base",
+        arch="encoder-decoder",
+        d_model=512,
+        n_heads=8,
+        n_layers=6,
+        d_ff=2048,
+        vocab=37000,
+        norm_first=False,
+        positions="sinusoidal",
+        max_len=512,
+        published=65e6,
+        source="Vaswani et al. 2017, Table 3 (shared 37k BPE vocabulary, tied embeddings)",
+    ),
     "transformer-big": TransformerConfig(
-        name="Transformer big", arch="encoder-decoder", d_model=1024, n_heads=16, n_layers=6, d_ff=4096,
-        vocab=37000, norm_first=False, positions="sinusoidal", max_len=512, published=213e6,
-        source="Vaswani et al. 2017, Table 3"),
+        name="Transformer big",
+        arch="encoder-decoder",
+        d_model=1024,
+        n_heads=16,
+        n_layers=6,
+        d_ff=4096,
+        vocab=37000,
+        norm_first=False,
+        positions="sinusoidal",
+        max_len=512,
+        published=213e6,
+        source="Vaswani et al. 2017, Table 3",
+    ),
     "exercise-8.2": TransformerConfig(
-        name="Exercise 8.2", arch="encoder", d_model=512, n_heads=8, n_layers=6, d_ff=2048, vocab=32000,
-        bias=False, norm_first=False, positions="sinusoidal", max_len=512, tie_output=True,
-        source="000 Exercise 8.2 (weights only, as its hint counts)"),
+        name="Exercise 8.2",
+        arch="encoder",
+        d_model=512,
+        n_heads=8,
+        n_layers=6,
+        d_ff=2048,
+        vocab=32000,
+        bias=False,
+        norm_first=False,
+        positions="sinusoidal",
+        max_len=512,
+        tie_output=True,
+        source="000 Exercise 8.2 (weights only, as its hint counts)",
+    ),
     "t5-base": TransformerConfig(
-        name="T5-base", arch="encoder-decoder", d_model=768, n_heads=12, n_layers=12, d_ff=3072, vocab=32128,
-        norm="rms", bias=False, positions="t5-bias", norm_first=True, published=220e6,
-        source="Raffel et al. 2020 (T5 v1.0; its LayerNorm has a scale only, i.e. RMSNorm)"),
+        name="T5-base",
+        arch="encoder-decoder",
+        d_model=768,
+        n_heads=12,
+        n_layers=12,
+        d_ff=3072,
+        vocab=32128,
+        norm="rms",
+        bias=False,
+        positions="t5-bias",
+        norm_first=True,
+        published=220e6,
+        source="Raffel et al. 2020 (T5 v1.0; its LayerNorm has a scale only, i.e. RMSNorm)",
+    ),
     "bert-base": TransformerConfig(
-        name="BERT-base", arch="encoder", d_model=768, n_heads=12, n_layers=12, vocab=30522, activation="gelu",
-        positions="learned", max_len=512, norm_first=False, token_types=2, embed_norm=True, pooler=True,
-        lm_head=False, tie_output=False, published=110e6, source="Devlin et al. 2019"),
+        name="BERT-base",
+        arch="encoder",
+        d_model=768,
+        n_heads=12,
+        n_layers=12,
+        vocab=30522,
+        activation="gelu",
+        positions="learned",
+        max_len=512,
+        norm_first=False,
+        token_types=2,
+        embed_norm=True,
+        pooler=True,
+        lm_head=False,
+        tie_output=False,
+        published=110e6,
+        source="Devlin et al. 2019",
+    ),
     "bert-large": TransformerConfig(
-        name="BERT-large", arch="encoder", d_model=1024, n_heads=16, n_layers=24, vocab=30522, activation="gelu",
-        positions="learned", max_len=512, norm_first=False, token_types=2, embed_norm=True, pooler=True,
-        lm_head=False, tie_output=False, published=340e6, source="Devlin et al. 2019"),
+        name="BERT-large",
+        arch="encoder",
+        d_model=1024,
+        n_heads=16,
+        n_layers=24,
+        vocab=30522,
+        activation="gelu",
+        positions="learned",
+        max_len=512,
+        norm_first=False,
+        token_types=2,
+        embed_norm=True,
+        pooler=True,
+        lm_head=False,
+        tie_output=False,
+        published=340e6,
+        source="Devlin et al. 2019",
+    ),
     "gpt2-small": _gpt2("GPT-2 small", 768, 12, 12, 117e6),
     "gpt2-medium": _gpt2("GPT-2 medium", 1024, 24, 16, 345e6),
     "gpt2-large": _gpt2("GPT-2 large", 1280, 36, 20, 762e6),
     "gpt2-xl": _gpt2("GPT-2 XL", 1600, 48, 25, 1542e6),
     "gpt3": TransformerConfig(
-        name="GPT-3 175B", arch="decoder", d_model=12288, n_heads=96, n_layers=96, vocab=50257, activation="gelu",
-        positions="learned", max_len=2048, norm_first=True, published=175.0e9, source="Brown et al. 2020, Table 2.1"),
+        name="GPT-3 175B",
+        arch="decoder",
+        d_model=12288,
+        n_heads=96,
+        n_layers=96,
+        vocab=50257,
+        activation="gelu",
+        positions="learned",
+        max_len=2048,
+        norm_first=True,
+        published=175.0e9,
+        source="Brown et al. 2020, Table 2.1",
+    ),
     "llama2-7b": TransformerConfig(
-        name="LLaMA-2 7B", arch="decoder", d_model=4096, n_heads=32, n_layers=32, d_ff=11008, vocab=32000,
-        activation="swiglu", norm="rms", bias=False, positions="rope", max_len=4096, norm_first=True,
-        tie_output=False, published=7e9, source="Touvron et al. 2023 (LLaMA 2)"),
+        name="LLaMA-2 7B",
+        arch="decoder",
+        d_model=4096,
+        n_heads=32,
+        n_layers=32,
+        d_ff=11008,
+        vocab=32000,
+        activation="swiglu",
+        norm="rms",
+        bias=False,
+        positions="rope",
+        max_len=4096,
+        norm_first=True,
+        tie_output=False,
+        published=7e9,
+        source="Touvron et al. 2023 (LLaMA 2)",
+    ),
     "llama2-70b": TransformerConfig(
-        name="LLaMA-2 70B", arch="decoder", d_model=8192, n_heads=64, n_kv_heads=8, n_layers=80, d_ff=28672,
-        vocab=32000, activation="swiglu", norm="rms", bias=False, positions="rope", max_len=4096, norm_first=True,
-        tie_output=False, published=70e9, source="Touvron et al. 2023 (LLaMA 2; GQA with 8 KV heads)"),
+        name="LLaMA-2 70B",
+        arch="decoder",
+        d_model=8192,
+        n_heads=64,
+        n_kv_heads=8,
+        n_layers=80,
+        d_ff=28672,
+        vocab=32000,
+        activation="swiglu",
+        norm="rms",
+        bias=False,
+        positions="rope",
+        max_len=4096,
+        norm_first=True,
+        tie_output=False,
+        published=70e9,
+        source="Touvron et al. 2023 (LLaMA 2; GQA with 8 KV heads)",
+    ),
     "mistral-7b": TransformerConfig(
-        name="Mistral 7B", arch="decoder", d_model=4096, n_heads=32, n_kv_heads=8, n_layers=32, d_ff=14336,
-        vocab=32000, activation="swiglu", norm="rms", bias=False, positions="rope", max_len=4096, norm_first=True,
-        tie_output=False, published=7.3e9, source="Jiang et al. 2023 (Mistral 7B; GQA)"),
+        name="Mistral 7B",
+        arch="decoder",
+        d_model=4096,
+        n_heads=32,
+        n_kv_heads=8,
+        n_layers=32,
+        d_ff=14336,
+        vocab=32000,
+        activation="swiglu",
+        norm="rms",
+        bias=False,
+        positions="rope",
+        max_len=4096,
+        norm_first=True,
+        tie_output=False,
+        published=7.3e9,
+        source="Jiang et al. 2023 (Mistral 7B; GQA)",
+    ),
 }
 
 
@@ -502,10 +668,10 @@ def preset(name: str) -> TransformerConfig:
 
 # --------------------------------------------------------------------------- memory and compute
 
+
 def attention_matrix_bytes(seq_len: int, n_heads: int = 1, bytes_per_value: int = 2, batch: int = 1) -> int:
     """Bytes of the attention weights of one layer: ``batch · n_heads · T² · bytes`` (fp16: 2 bytes)."""
-    for name, v in (("seq_len", seq_len), ("n_heads", n_heads), ("bytes_per_value", bytes_per_value),
-                    ("batch", batch)):
+    for name, v in (("seq_len", seq_len), ("n_heads", n_heads), ("bytes_per_value", bytes_per_value), ("batch", batch)):
         _pos_int(name, v)
     return batch * n_heads * seq_len * seq_len * bytes_per_value
 
@@ -531,7 +697,9 @@ def attention_flops(seq_len: int, d_model: int, n_heads: int) -> dict:
 
 def bytes_human(n: float, binary: bool = False) -> str:
     """``1073741824 -> '1.07 GB'`` (decimal, default) or ``'1 GiB'`` (``binary=True``)."""
-    base, units = (1024, ("B", "KiB", "MiB", "GiB", "TiB", "PiB")) if binary else (1000, ("B", "kB", "MB", "GB", "TB", "PB"))
+    base, units = (
+        (1024, ("B", "KiB", "MiB", "GiB", "TiB", "PiB")) if binary else (1000, ("B", "kB", "MB", "GB", "TB", "PB"))
+    )
     i = 0
     while n >= base and i < len(units) - 1:
         n, i = n / base, i + 1

@@ -3,6 +3,7 @@
 Every function draws into a given ``ax`` (or makes one) and returns it, so a notebook
 cell ends with ``plt.show()``.
 """
+
 import time
 
 import matplotlib.pyplot as plt
@@ -14,8 +15,20 @@ def _np(x):
     return x.detach().float().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
-def heatmap(matrix, xlabels=None, ylabels=None, title=None, ax=None, cmap="viridis",
-            vmin=None, vmax=None, annotate=False, colorbar=True, xlabel=None, ylabel=None):
+def heatmap(
+    matrix,
+    xlabels=None,
+    ylabels=None,
+    title=None,
+    ax=None,
+    cmap="viridis",
+    vmin=None,
+    vmax=None,
+    annotate=False,
+    colorbar=True,
+    xlabel=None,
+    ylabel=None,
+):
     """Draw a 2-D ``matrix`` (T_q, T_k) as a heatmap; rows are queries, columns keys."""
     m = _np(matrix)
     if m.ndim != 2:
@@ -29,8 +42,15 @@ def heatmap(matrix, xlabels=None, ylabels=None, title=None, ax=None, cmap="virid
     if annotate:
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
-                ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center",
-                        color="w" if m[i, j] < (np.nanmax(m) + np.nanmin(m)) / 2 else "k", fontsize=8)
+                ax.text(
+                    j,
+                    i,
+                    f"{m[i, j]:.2f}",
+                    ha="center",
+                    va="center",
+                    color="w" if m[i, j] < (np.nanmax(m) + np.nanmin(m)) / 2 else "k",
+                    fontsize=8,
+                )
     if title:
         ax.set_title(title)
     if xlabel:
@@ -55,8 +75,15 @@ def heatmaps(matrices, titles=None, xlabels=None, ylabels=None, ncols=4, size=3.
         if i >= n:
             ax.axis("off")
             continue
-        heatmap(matrices[i], xlabels=xlabels, ylabels=ylabels if i % ncols == 0 else None,
-                title=titles[i] if titles else None, ax=ax, colorbar=False, **kw)
+        heatmap(
+            matrices[i],
+            xlabels=xlabels,
+            ylabels=ylabels if i % ncols == 0 else None,
+            title=titles[i] if titles else None,
+            ax=ax,
+            colorbar=False,
+            **kw,
+        )
         if ylabels is not None and i % ncols:
             ax.set_yticks([])
     fig.tight_layout()
@@ -85,6 +112,7 @@ def plot_curves(curves, xlabel="", ylabel="", title=None, ax=None, logx=False, l
 def _in_notebook() -> bool:
     try:
         from IPython import get_ipython
+
         ip = get_ipython()
         return ip is not None and "IPKernelApp" in ip.config
     except ImportError:
@@ -107,10 +135,19 @@ class LiveLoss:
     Outside Jupyter (benchmarks, tests) no figure is drawn.
     """
 
-    def __init__(self, total: int, title: str = "training", every: int | None = None,
-                 ylabel: str = "loss", logy: bool = False, x: str = "step", disable: bool = False,
-                 plot: bool | None = None):
+    def __init__(
+        self,
+        total: int,
+        title: str = "training",
+        every: int | None = None,
+        ylabel: str = "loss",
+        logy: bool = False,
+        x: str = "step",
+        disable: bool = False,
+        plot: bool | None = None,
+    ):
         from tqdm.auto import tqdm
+
         self.total, self.title, self.ylabel, self.logy, self.x = total, title, ylabel, logy, x
         self.every = every or max(1, total // 20)
         self.bar = tqdm(total=total, desc=title, disable=disable)
@@ -144,12 +181,19 @@ class LiveLoss:
     def draw(self) -> None:
         """Redraw the figure in place (a display handle update in Jupyter)."""
         from IPython.display import display
+
         if self.fig is None:
             self.fig, self.ax = plt.subplots(figsize=(6, 3.4))
             plt.close(self.fig)  # we display it ourselves; stop inline from showing a copy
         self.ax.clear()
-        plot_curves({n: self.series(n) for n in self.names()}, xlabel=self.x, ylabel=self.ylabel,
-                    title=f"{self.title} (step {self.step}/{self.total})", ax=self.ax, logy=self.logy)
+        plot_curves(
+            {n: self.series(n) for n in self.names()},
+            xlabel=self.x,
+            ylabel=self.ylabel,
+            title=f"{self.title} (step {self.step}/{self.total})",
+            ax=self.ax,
+            logy=self.logy,
+        )
         if self.handle is None:
             self.handle = display(self.fig, display_id=True)
         else:

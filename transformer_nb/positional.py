@@ -11,6 +11,7 @@ table simply has no row for position ``max_len``; we treat the sinusoidal buffer
 since a silent wrap or a crash deep inside indexing teaches nothing). Rotary embeddings live in
 ``rope.py``.
 """
+
 import math
 from numbers import Integral
 
@@ -21,8 +22,9 @@ import torch.nn as nn
 def sinusoid_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
     """``(d_model/2,)`` float64 angular frequencies ``ω_i = base^(-2i/d_model)``, ``i = 0 .. d_model/2 - 1``."""
     if isinstance(d_model, bool) or not isinstance(d_model, Integral) or d_model <= 0 or d_model % 2:
-        raise ValueError(f"sinusoidal encodings pair sin/cos dimensions, so d_model must be a positive even "
-                         f"integer, got {d_model!r}")
+        raise ValueError(
+            f"sinusoidal encodings pair sin/cos dimensions, so d_model must be a positive even integer, got {d_model!r}"
+        )
     if not base > 0:
         raise ValueError(f"base must be positive, got {base!r}")
     return base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
@@ -34,8 +36,8 @@ def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
         raise ValueError(f"sinusoidal encodings pair sin/cos dimensions, so d_model must be even, got {d_model}")
     if n_positions < 0:
         raise ValueError(f"n_positions must be >= 0, got {n_positions}")
-    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]            # (T, 1)
-    inv_freq = sinusoid_frequencies(d_model, base)                           # (d/2,)
+    pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (T, 1)
+    inv_freq = sinusoid_frequencies(d_model, base)  # (d/2,)
     pe = torch.zeros(n_positions, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(pos * inv_freq)
     pe[:, 1::2] = torch.cos(pos * inv_freq)
@@ -46,8 +48,10 @@ def _check_length(t: int, offset: int, max_len: int, kind: str) -> None:
     if offset < 0:
         raise ValueError(f"offset must be >= 0 (the position of the first token), got {offset}")
     if offset + t > max_len:
-        raise ValueError(f"positions {offset}..{offset + t - 1} exceed the {kind} table of max_len={max_len}; "
-                         f"use sequences of at most {max_len} tokens or build the module with a larger max_len")
+        raise ValueError(
+            f"positions {offset}..{offset + t - 1} exceed the {kind} table of max_len={max_len}; "
+            f"use sequences of at most {max_len} tokens or build the module with a larger max_len"
+        )
 
 
 def _check_input(x: torch.Tensor, d_model: int, kind: str) -> None:
@@ -66,7 +70,7 @@ class SinusoidalPositionalEncoding(nn.Module):
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_input(x, self.d_model, "SinusoidalPositionalEncoding")
         _check_length(x.shape[1], offset, self.max_len, "sinusoidal")
-        return x + self.pe[offset: offset + x.shape[1]].to(x.dtype)
+        return x + self.pe[offset : offset + x.shape[1]].to(x.dtype)
 
 
 class LearnedPositionalEmbedding(nn.Module):
@@ -92,6 +96,7 @@ def embedding_scale(d_model: int) -> float:
 
 # --------------------------------------------------------------------------- ALiBi
 
+
 def _check_heads(n_heads) -> None:
     if isinstance(n_heads, bool) or not isinstance(n_heads, Integral):
         raise TypeError(f"n_heads must be an int, got {type(n_heads).__name__}")
@@ -110,7 +115,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     """
     _check_heads(n_heads)
     n_heads = int(n_heads)
-    n0 = 1 << (n_heads.bit_length() - 1)                  # largest power of 2 <= n_heads
+    n0 = 1 << (n_heads.bit_length() - 1)  # largest power of 2 <= n_heads
     head = torch.arange(1, n0 + 1, dtype=torch.float64)
     slopes = 2.0 ** (-8.0 * head / n0)
     if n0 == n_heads:
@@ -133,8 +138,8 @@ def alibi_bias(t_q: int, n_heads: int, t_k: int | None = None, dtype=torch.float
         raise ValueError(f"alibi_bias needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
     q_pos = torch.arange(t_k - t_q, t_k, dtype=torch.float64)
     k_pos = torch.arange(t_k, dtype=torch.float64)
-    dist = (q_pos[:, None] - k_pos[None, :]).abs()                           # (T_q, T_k)
-    bias = -alibi_slopes(n_heads)[:, None, None] * dist + 0.0                # (h, T_q, T_k); +0.0 turns -0 into 0
+    dist = (q_pos[:, None] - k_pos[None, :]).abs()  # (T_q, T_k)
+    bias = -alibi_slopes(n_heads)[:, None, None] * dist + 0.0  # (h, T_q, T_k); +0.0 turns -0 into 0
     return bias.to(dtype=dtype, device=device)
 
 

@@ -14,6 +14,7 @@ reverse short sequences of symbols.
 - Evaluation: batched ``greedy_decode``, ``evaluate`` (exact match, per-token accuracy, first
   wrong position), ``failure_table``, ``attention_maps`` (cross- and self-attention weights).
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -34,7 +35,7 @@ from transformer_nb.multihead import record_attention
 PAD, BOS, EOS = 0, 1, 2
 FIRST_SYMBOL = 3
 N_SYMBOLS = 10
-VOCAB_SIZE = FIRST_SYMBOL + N_SYMBOLS      # 13: 10 symbols + PAD + BOS + EOS
+VOCAB_SIZE = FIRST_SYMBOL + N_SYMBOLS  # 13: 10 symbols + PAD + BOS + EOS
 MIN_LEN, MAX_LEN = 3, 8
 
 
@@ -48,9 +49,11 @@ def _check_lengths(min_len, max_len, n_symbols):
 
 # --------------------------------------------------------------------------- data
 
+
 class Batch(NamedTuple):
     """A padded batch. ``src: (B, S)``, ``tgt_in``/``tgt_out: (B, T)`` with ``T = S + 1`` (one
     position for BOS / EOS), ``src_keep: (B, S)`` and ``tgt_keep: (B, T)`` bool, True at real tokens."""
+
     src: torch.Tensor
     tgt_in: torch.Tensor
     tgt_out: torch.Tensor
@@ -65,12 +68,18 @@ class Batch(NamedTuple):
     def __len__(self) -> int:
         return self.src.shape[0]
 
-    def to(self, device) -> "Batch":
+    def to(self, device) -> Batch:
         return Batch(*(t.to(device) for t in self))
 
 
-def make_pairs(n: int, min_len: int = MIN_LEN, max_len: int = MAX_LEN, n_symbols: int = N_SYMBOLS,
-               generator: torch.Generator | None = None, exclude=None) -> list:
+def make_pairs(
+    n: int,
+    min_len: int = MIN_LEN,
+    max_len: int = MAX_LEN,
+    n_symbols: int = N_SYMBOLS,
+    generator: torch.Generator | None = None,
+    exclude=None,
+) -> list:
     """The text's generator (001 §19.10.1): ``n`` pairs ``(src, reversed(src))`` as lists of ints.
 
     Each length is uniform in ``[min_len, max_len]``, each symbol uniform in
@@ -103,7 +112,7 @@ def shift_for_teacher_forcing(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     lengths = keep.sum(1)
     full = torch.full((b, length + 2), PAD, dtype=torch.long, device=tgt.device)
     full[:, 0] = BOS
-    full[:, 1:length + 1] = tgt
+    full[:, 1 : length + 1] = tgt
     full[torch.arange(b, device=tgt.device), lengths + 1] = EOS
     tgt_in, tgt_out = full[:, :-1], full[:, 1:]
     # a shorter row's EOS would land in tgt_in too (the text's collate keeps it there; its label is
@@ -120,10 +129,12 @@ def collate(pairs) -> Batch:
     """Pad a list of ``(src, tgt)`` pairs (lists of ints) into a :class:`Batch` (001 §19.10.2)."""
     if not pairs:
         raise ValueError("collate needs at least one (src, tgt) pair")
-    src = nn.utils.rnn.pad_sequence([torch.tensor(s, dtype=torch.long) for s, _ in pairs],
-                                    batch_first=True, padding_value=PAD)
-    tgt = nn.utils.rnn.pad_sequence([torch.tensor(t, dtype=torch.long) for _, t in pairs],
-                                    batch_first=True, padding_value=PAD)
+    src = nn.utils.rnn.pad_sequence(
+        [torch.tensor(s, dtype=torch.long) for s, _ in pairs], batch_first=True, padding_value=PAD
+    )
+    tgt = nn.utils.rnn.pad_sequence(
+        [torch.tensor(t, dtype=torch.long) for _, t in pairs], batch_first=True, padding_value=PAD
+    )
     return _batch(src, tgt)
 
 
@@ -155,8 +166,14 @@ def _draw(n, min_len, max_len, n_symbols, generator) -> torch.Tensor:
     return src
 
 
-def random_batch(batch_size: int, min_len: int = MIN_LEN, max_len: int = MAX_LEN, n_symbols: int = N_SYMBOLS,
-                 generator: torch.Generator | None = None, exclude: torch.Tensor | None = None) -> Batch:
+def random_batch(
+    batch_size: int,
+    min_len: int = MIN_LEN,
+    max_len: int = MAX_LEN,
+    n_symbols: int = N_SYMBOLS,
+    generator: torch.Generator | None = None,
+    exclude: torch.Tensor | None = None,
+) -> Batch:
     """A fresh random batch, drawn with tensor ops (no Python loop over sequences).
 
     ``exclude``: ``sequence_codes`` of held-out sequences; rows that hit one are redrawn.
@@ -167,10 +184,10 @@ def random_batch(batch_size: int, min_len: int = MIN_LEN, max_len: int = MAX_LEN
     src = _draw(batch_size, min_len, max_len, n_symbols, generator)
     if exclude is not None and exclude.numel():
         hit = torch.isin(sequence_codes(src), exclude)
-        while hit.any():                      # rare: redraw the rows that hit a held-out sequence
+        while hit.any():  # rare: redraw the rows that hit a held-out sequence
             src[hit] = _draw(int(hit.sum()), min_len, max_len, n_symbols, generator)
             hit = torch.isin(sequence_codes(src), exclude)
-    src = src[:, :int((src != PAD).sum(1).max())]     # trim to the longest row
+    src = src[:, : int((src != PAD).sum(1).max())]  # trim to the longest row
     return _batch(src, reverse_padded(src))
 
 
@@ -190,6 +207,7 @@ class ModelConfig:
     (``nn.Embedding``: N(0, 1)); ``"xavier"`` re-initialises every matrix, embeddings included, with
     Xavier-uniform, as the text's ``_init_parameters`` does (001 §19.8.2); ``"xavier_embeddings"``
     does so for the two embedding tables only."""
+
     d_model: int = 64
     n_heads: int = 4
     n_layers: int = 2
@@ -209,8 +227,20 @@ def build_model(cfg: ModelConfig = ModelConfig(), seed: int | None = 0) -> Encod
     """The package's ``EncoderDecoder`` (vocabulary ``VOCAB_SIZE`` on both sides), seeded."""
     if seed is not None:
         torch.manual_seed(seed)
-    model = EncoderDecoder(VOCAB_SIZE, VOCAB_SIZE, cfg.d_model, cfg.n_heads, cfg.n_layers, cfg.n_layers,
-                           cfg.d_ff, cfg.dropout, cfg.max_len, cfg.norm_first, PAD, cfg.activation)
+    model = EncoderDecoder(
+        VOCAB_SIZE,
+        VOCAB_SIZE,
+        cfg.d_model,
+        cfg.n_heads,
+        cfg.n_layers,
+        cfg.n_layers,
+        cfg.d_ff,
+        cfg.dropout,
+        cfg.max_len,
+        cfg.norm_first,
+        PAD,
+        cfg.activation,
+    )
     embeddings = (model.src_embed.tok, model.tgt_embed.tok)
     if cfg.init == "xavier":
         for p in model.parameters():
@@ -220,7 +250,7 @@ def build_model(cfg: ModelConfig = ModelConfig(), seed: int | None = 0) -> Encod
         for emb in embeddings:
             nn.init.xavier_uniform_(emb.weight)
     if cfg.init != "default":
-        with torch.no_grad():          # keep nn.Embedding's contract: the PAD row is zero
+        with torch.no_grad():  # keep nn.Embedding's contract: the PAD row is zero
             for emb in embeddings:
                 emb.weight[emb.padding_idx].zero_()
     return model
@@ -232,11 +262,12 @@ def count_parameters(model: nn.Module) -> int:
 
 # --------------------------------------------------------------------------- the recipe
 
+
 def paper_lr(step: int, d_model: int, warmup: int) -> float:
     """The text's schedule (001 §19.9.3): ``d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)``, step >= 1."""
     if step < 1:
         raise ValueError(f"the schedule is defined for step >= 1, got {step}")
-    return d_model ** -0.5 * min(step ** -0.5, step * warmup ** -1.5)
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
 def warmup_factor(warmup: int):
@@ -259,6 +290,7 @@ class Recipe:
     (linear warm-up over ``warmup`` steps, then ∝ 1/sqrt(step)). ``data="fixed"``: ``n_train`` pairs
     made once and cycled in order, ``steps`` counting batches (the text's epochs); ``data="fresh"``:
     a new random batch every step."""
+
     name: str = "improved"
     lr: float = 2e-3
     schedule: str = "warmup"
@@ -291,8 +323,19 @@ class Recipe:
 # Adam lr 1e-4 constant (no schedule, no label smoothing), clipping at 1.0, 30 epochs; the
 # model: d_model 64, 4 heads, d_ff 256, 2+2 layers, dropout 0.1, GELU, Pre-LN, Xavier init.
 TEXT_MODEL = ModelConfig(dropout=0.1, activation="gelu", init="xavier")
-TEXT_RECIPE = Recipe(name="text", lr=1e-4, schedule="constant", warmup=0, batch_size=64, data="fixed",
-                     n_train=2000, steps=30 * 32, label_smoothing=0.0, clip=1.0, model=TEXT_MODEL)
+TEXT_RECIPE = Recipe(
+    name="text",
+    lr=1e-4,
+    schedule="constant",
+    warmup=0,
+    batch_size=64,
+    data="fixed",
+    n_train=2000,
+    steps=30 * 32,
+    label_smoothing=0.0,
+    clip=1.0,
+    model=TEXT_MODEL,
+)
 # What this companion uses instead (every change measured in notebook 09).
 IMPROVED = Recipe(lr=2e-3, model=ModelConfig(init="xavier_embeddings"))
 
@@ -313,6 +356,8 @@ LADDER = [
     ("+ label smoothing 0.1", _ladder_ls),
     ("+ Xavier on embeddings only, ReLU (= improved)", IMPROVED),
 ]
+
+
 # The improved recipe with one thing changed back.
 def _abl(name, **changes):
     model_changes = {k: changes.pop(k) for k in list(changes) if k in ModelConfig.__dataclass_fields__}
@@ -335,8 +380,7 @@ ABLATIONS = [
 
 def loss_fn(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
     """Mean cross-entropy over real target tokens: ``logits (B, T, V)``, ``tgt_out (B, T)``; PAD ignored."""
-    return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD,
-                           label_smoothing=label_smoothing)
+    return F.cross_entropy(logits.flatten(0, 1), tgt_out.flatten(), ignore_index=PAD, label_smoothing=label_smoothing)
 
 
 def make_optimizer(model: nn.Module, recipe: Recipe):
@@ -348,7 +392,7 @@ def make_optimizer(model: nn.Module, recipe: Recipe):
 
 def _fixed_batches(recipe: Recipe, generator, exclude_set):
     pairs = make_pairs(recipe.n_train, generator=generator, exclude=exclude_set)
-    batches = [collate(pairs[i:i + recipe.batch_size]) for i in range(0, len(pairs), recipe.batch_size)]
+    batches = [collate(pairs[i : i + recipe.batch_size]) for i in range(0, len(pairs), recipe.batch_size)]
     while True:
         yield from batches
 
@@ -358,9 +402,19 @@ def _fresh_batches(recipe: Recipe, generator, exclude_codes):
         yield random_batch(recipe.batch_size, generator=generator, exclude=exclude_codes)
 
 
-def train(model: nn.Module, recipe: Recipe, eval_batch: Batch | None = None, eval_every: int = 100,
-          target: float | None = None, seed: int = 0, live=None, device=None, eval_at=None,
-          snapshot_at: int | None = None, eval_below: float | None = None) -> dict:
+def train(
+    model: nn.Module,
+    recipe: Recipe,
+    eval_batch: Batch | None = None,
+    eval_every: int = 100,
+    target: float | None = None,
+    seed: int = 0,
+    live=None,
+    device=None,
+    eval_at=None,
+    snapshot_at: int | None = None,
+    eval_below: float | None = None,
+) -> dict:
     """Train ``model`` with ``recipe``; return the history (plain lists, cacheable).
 
     Every ``eval_every`` steps (or at the steps in ``eval_at``) greedy-decode ``eval_batch`` and
@@ -383,9 +437,21 @@ def train(model: nn.Module, recipe: Recipe, eval_batch: Batch | None = None, eva
         batches = _fresh_batches(recipe, gen, exclude_codes)
     opt, sched = make_optimizer(model, recipe)
     eval_at = set(eval_at or [])
-    hist = {"step": [], "loss": [], "lr": [], "grad_norm": [], "snapshot": None,
-            "eval_step": [], "eval_train_seconds": [], "exact_match": [], "token_accuracy": [],
-            "train_seconds": 0.0, "eval_seconds": 0.0, "steps": 0, "reached": False}
+    hist = {
+        "step": [],
+        "loss": [],
+        "lr": [],
+        "grad_norm": [],
+        "snapshot": None,
+        "eval_step": [],
+        "eval_train_seconds": [],
+        "exact_match": [],
+        "token_accuracy": [],
+        "train_seconds": 0.0,
+        "eval_seconds": 0.0,
+        "steps": 0,
+        "reached": False,
+    }
     for step in range(1, recipe.steps + 1):
         t0 = time.perf_counter()
         model.train()
@@ -407,8 +473,9 @@ def train(model: nn.Module, recipe: Recipe, eval_batch: Batch | None = None, eva
             hist["snapshot"] = {k: v.detach().cpu().clone() for k, v in model.state_dict().items()}
         if live is not None:
             live.update(loss=hist["loss"][-1])
-        due = step % eval_every == 0 and (eval_below is None
-                                          or sum(hist["loss"][-eval_every:]) / eval_every < eval_below)
+        due = step % eval_every == 0 and (
+            eval_below is None or sum(hist["loss"][-eval_every:]) / eval_every < eval_below
+        )
         if eval_batch is not None and (due or step in eval_at or step == recipe.steps):
             t1 = time.perf_counter()
             res = evaluate(model, eval_batch)
@@ -432,9 +499,19 @@ def cache_name(recipe: Recipe, config: dict) -> str:
     return f"reversal_{recipe.name}_{digest}"
 
 
-def load_or_train(recipe: Recipe, eval_batch: Batch | None = None, seed: int = 0, eval_every: int = 100,
-                  target: float | None = None, retrain: bool = False, live=None, device=None, eval_at=None,
-                  name: str | None = None, snapshot_at: int | None = None):
+def load_or_train(
+    recipe: Recipe,
+    eval_batch: Batch | None = None,
+    seed: int = 0,
+    eval_every: int = 100,
+    target: float | None = None,
+    retrain: bool = False,
+    live=None,
+    device=None,
+    eval_at=None,
+    name: str | None = None,
+    snapshot_at: int | None = None,
+):
     """Build the recipe's model and load its trained weights from the cache, or train and save it.
 
     Uses ``cache.load_or_train`` (``torch.load(weights_only=True)``; a corrupt or mismatched file is
@@ -445,11 +522,18 @@ def load_or_train(recipe: Recipe, eval_batch: Batch | None = None, seed: int = 0
     model = build_model(recipe.model, seed=seed)
     if device is not None:
         model = model.to(device)
-    config = {"recipe": recipe.config(), "seed": seed, "eval_every": eval_every, "target": target,
-              "eval_at": sorted(eval_at or []), "snapshot_at": snapshot_at,
-              "eval_set": None if eval_batch is None else int(sequence_codes(eval_batch.src.cpu()).sum() % 1_000_003)}
+    config = {
+        "recipe": recipe.config(),
+        "seed": seed,
+        "eval_every": eval_every,
+        "target": target,
+        "eval_at": sorted(eval_at or []),
+        "snapshot_at": snapshot_at,
+        "eval_set": None if eval_batch is None else int(sequence_codes(eval_batch.src.cpu()).sum() % 1_000_003),
+    }
+
     def train_fn(m):
-        bar = live() if callable(live) else live        # a factory: only draw a bar when training
+        bar = live() if callable(live) else live  # a factory: only draw a bar when training
         try:
             return train(m, recipe, eval_batch, eval_every, target, seed, bar, device, eval_at, snapshot_at)
         finally:
@@ -463,9 +547,11 @@ def load_or_train(recipe: Recipe, eval_batch: Batch | None = None, seed: int = 0
 
 # --------------------------------------------------------------------------- decoding and scoring
 
+
 @torch.no_grad()
-def greedy_decode(model: nn.Module, src: torch.Tensor, src_keep: torch.Tensor | None = None,
-                  max_new: int | None = None) -> torch.Tensor:
+def greedy_decode(
+    model: nn.Module, src: torch.Tensor, src_keep: torch.Tensor | None = None, max_new: int | None = None
+) -> torch.Tensor:
     """Batched greedy decoding (001 §19.10.4): ``src (B, S) -> (B, max_new)`` token ids.
 
     Encode once; start every row from BOS; at each step append the arg-max of the logits at the
@@ -473,8 +559,10 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, src_keep: torch.Tensor | 
     is done (the rest stays PAD). ``max_new`` defaults to ``S + 1`` (a reversal plus EOS).
     """
     if not isinstance(src, torch.Tensor) or src.dim() != 2:
-        raise ValueError(f"src must be a (B, S) tensor of token ids, got "
-                         f"{tuple(src.shape) if isinstance(src, torch.Tensor) else type(src).__name__}")
+        raise ValueError(
+            f"src must be a (B, S) tensor of token ids, got "
+            f"{tuple(src.shape) if isinstance(src, torch.Tensor) else type(src).__name__}"
+        )
     was_training = model.training
     model.eval()
     src_keep = (src != PAD) if src_keep is None else src_keep
@@ -485,7 +573,7 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, src_keep: torch.Tensor | 
     out = torch.full((b, max_new), PAD, dtype=torch.long, device=src.device)
     done = torch.zeros(b, dtype=torch.bool, device=src.device)
     for t in range(max_new):
-        logits = model.decode(ys, memory, src_keep, ys != PAD)        # (B, t+1, V)
+        logits = model.decode(ys, memory, src_keep, ys != PAD)  # (B, t+1, V)
         nxt = logits[:, -1].argmax(-1)
         nxt = torch.where(done, torch.full_like(nxt, PAD), nxt)
         out[:, t] = nxt
@@ -514,15 +602,21 @@ def score(pred: torch.Tensor, tgt_out: torch.Tensor) -> dict:
     wrong = real & ~correct
     exact = ~wrong.any(1)
     first_wrong = torch.where(exact, torch.full((b,), -1, device=pred.device), wrong.float().argmax(1))
-    return {"exact": exact, "correct": correct, "first_wrong": first_wrong,
-            "exact_match": exact.float().mean().item(),
-            "token_accuracy": (correct.sum() / real.sum()).item()}
+    return {
+        "exact": exact,
+        "correct": correct,
+        "first_wrong": first_wrong,
+        "exact_match": exact.float().mean().item(),
+        "token_accuracy": (correct.sum() / real.sum()).item(),
+    }
 
 
 def evaluate(model: nn.Module, batch: Batch, chunk: int = 1000) -> dict:
     """Greedy-decode ``batch.src`` and :func:`score` it. Adds ``pred`` and ``lengths``; ``n`` sequences."""
-    preds = [greedy_decode(model, batch.src[i:i + chunk], batch.src_keep[i:i + chunk],
-                           max_new=batch.tgt_out.shape[1]) for i in range(0, len(batch), chunk)]
+    preds = [
+        greedy_decode(model, batch.src[i : i + chunk], batch.src_keep[i : i + chunk], max_new=batch.tgt_out.shape[1])
+        for i in range(0, len(batch), chunk)
+    ]
     pred = torch.cat(preds)
     res = score(pred, batch.tgt_out)
     res.update(pred=pred, lengths=batch.lengths, n=len(batch))
@@ -533,8 +627,7 @@ def failure_table(res: dict) -> dict:
     """Where the failures are: ``by_length {L: (n, n_wrong)}`` and ``by_first_wrong {position: count}``
     (position 0 = the first output token; position L = where EOS belongs)."""
     lengths, exact, first = res["lengths"].cpu(), res["exact"].cpu(), res["first_wrong"].cpu()
-    by_length = {int(L): (int((lengths == L).sum()), int(((lengths == L) & ~exact).sum()))
-                 for L in lengths.unique()}
+    by_length = {int(L): (int((lengths == L).sum()), int(((lengths == L) & ~exact).sum())) for L in lengths.unique()}
     by_first = {int(p): int((first == p).sum()) for p in first[~exact].unique()}
     return {"by_length": by_length, "by_first_wrong": by_first, "n_wrong": int((~exact).sum())}
 
@@ -546,8 +639,11 @@ def length_sweep(model: nn.Module, lengths=range(3, 13), n: int = 500, seed: int
         b = random_batch(n, L, L, generator=torch.Generator().manual_seed(seed + L))
         b = b.to(next(model.parameters()).device)
         r = evaluate(model, b)
-        out[int(L)] = {"exact_match": r["exact_match"], "token_accuracy": r["token_accuracy"],
-                       "pred_len": (r["pred"] != PAD).sum(1).float().sub(1).mean().item()}
+        out[int(L)] = {
+            "exact_match": r["exact_match"],
+            "token_accuracy": r["token_accuracy"],
+            "pred_len": (r["pred"] != PAD).sum(1).float().sub(1).mean().item(),
+        }
     return out
 
 
@@ -566,13 +662,15 @@ def attention_maps(model: EncoderDecoder, src: torch.Tensor, tgt_in: torch.Tenso
         pred = greedy_decode(model, src, src_keep)
         tgt_in = torch.cat([torch.full_like(pred[:, :1], BOS), pred[:, :-1]], 1)
         tgt_in = torch.where(tgt_in == EOS, torch.full_like(tgt_in, PAD), tgt_in)
-        tgt_in = tgt_in[:, :int((tgt_in != PAD).sum(1).max())]
+        tgt_in = tgt_in[:, : int((tgt_in != PAD).sum(1).max())]
     with record_attention(model):
         model(src, tgt_in, src_keep, tgt_in != PAD)
-        maps = {"tgt_in": tgt_in,
-                "cross": [l.cross_attn.last_weights for l in model.decoder.layers],
-                "dec_self": [l.self_attn.last_weights for l in model.decoder.layers],
-                "enc_self": [l.self_attn.last_weights for l in model.encoder.layers]}
+        maps = {
+            "tgt_in": tgt_in,
+            "cross": [l.cross_attn.last_weights for l in model.decoder.layers],
+            "dec_self": [l.self_attn.last_weights for l in model.decoder.layers],
+            "enc_self": [l.self_attn.last_weights for l in model.encoder.layers],
+        }
     model.train(was_training)
     return maps
 
@@ -582,7 +680,7 @@ def anti_diagonal_share(cross: torch.Tensor, src_keep: torch.Tensor, tgt_len: to
 
     ``cross: (B, h, T, S)``; ``src_keep: (B, S)``; ``tgt_len: (B,)`` the number of symbols L.
     """
-    peak = cross.mean(1).argmax(-1)                                   # (B, T)
+    peak = cross.mean(1).argmax(-1)  # (B, T)
     t = torch.arange(peak.shape[1], device=peak.device)[None, :]
     L = src_keep.sum(1, keepdim=True)
     real = t < tgt_len[:, None]

@@ -19,6 +19,7 @@ the dimensions (``half_permutation``):
 ``RoPE(d_head)`` plugs into ``MultiHeadAttention.forward(..., rope=...)``, which calls
 ``rope(q, k)`` on ``(B, h, T, d_head)`` tensors.
 """
+
 from functools import partial
 from numbers import Integral
 
@@ -53,7 +54,7 @@ def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing:
     if pairing == "interleaved":
         x1, x2 = x[..., 0::2], x[..., 1::2]
         return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
-    x1, x2 = x[..., : d // 2], x[..., d // 2:]
+    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
     return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
 
 
@@ -65,24 +66,30 @@ def apply_rope(x: torch.Tensor, positions=None, base: float = 10000.0, pairing: 
     """
     _check_pairing(pairing)
     if not isinstance(x, torch.Tensor) or x.dim() < 2:
-        raise ValueError(f"x must be a tensor of shape (..., T, d), got "
-                         f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}")
+        raise ValueError(
+            f"x must be a tensor of shape (..., T, d), got "
+            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+        )
     d, t = x.shape[-1], x.shape[-2]
     _check_dim(d, "the last dimension of x")
     positions = torch.arange(t) if positions is None else torch.as_tensor(positions)
     if positions.dim() != 1 or positions.shape[0] != t:
-        raise ValueError(f"positions must have shape (T,) = ({t},) to match x of shape {tuple(x.shape)}, "
-                         f"got {tuple(positions.shape)}")
-    angles = positions.to(torch.float64)[:, None] * rope_frequencies(d, base)   # (T, d/2)
+        raise ValueError(
+            f"positions must have shape (T,) = ({t},) to match x of shape {tuple(x.shape)}, "
+            f"got {tuple(positions.shape)}"
+        )
+    angles = positions.to(torch.float64)[:, None] * rope_frequencies(d, base)  # (T, d/2)
     out = rotate_pairs(x.to(torch.float64), torch.cos(angles).to(x.device), torch.sin(angles).to(x.device), pairing)
     return out.to(x.dtype)
 
 
 def rope_matrix(position: float, d: int, base: float = 10000.0, pairing: str = "interleaved") -> torch.Tensor:
-    """The ``(d, d)`` float64 rotation ``R_Θ^m`` with ``apply_rope(x)[m] = R @ x[m]`` (block-diagonal when interleaved)."""
+    """The ``(d, d)`` float64 rotation ``R_Θ^m`` with ``apply_rope(x)[m] = R @ x[m]``.
+
+    Block-diagonal when the pairing is interleaved."""
     _check_dim(d)
-    eye = torch.eye(d, dtype=torch.float64)                          # rows are basis vectors e_j
-    cols = apply_rope(eye[:, None, :], torch.tensor([position]), base, pairing)[:, 0, :]   # row j = R e_j
+    eye = torch.eye(d, dtype=torch.float64)  # rows are basis vectors e_j
+    cols = apply_rope(eye[:, None, :], torch.tensor([position]), base, pairing)[:, 0, :]  # row j = R e_j
     return cols.T
 
 
@@ -119,18 +126,21 @@ class RoPE(nn.Module):
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate ``x: (..., T, d_head)`` for positions ``offset .. offset+T-1``."""
         if x.dim() < 2 or x.shape[-1] != self.d_head:
-            raise ValueError(f"RoPE(d_head={self.d_head}) expects x of shape (..., T, {self.d_head}), "
-                             f"got {tuple(x.shape)}")
+            raise ValueError(
+                f"RoPE(d_head={self.d_head}) expects x of shape (..., T, {self.d_head}), got {tuple(x.shape)}"
+            )
         t = x.shape[-2]
         if offset < 0:
             raise ValueError(f"offset must be >= 0 (the position of the first token), got {offset}")
         if offset + t > self.max_len:
-            raise ValueError(f"positions {offset}..{offset + t - 1} exceed RoPE's table of max_len={self.max_len}; "
-                             f"build RoPE(d_head, max_len=...) with max_len >= {offset + t}")
-        if x.dtype == torch.float64:      # exact checks: recompute the angles in float64
+            raise ValueError(
+                f"positions {offset}..{offset + t - 1} exceed RoPE's table of max_len={self.max_len}; "
+                f"build RoPE(d_head, max_len=...) with max_len >= {offset + t}"
+            )
+        if x.dtype == torch.float64:  # exact checks: recompute the angles in float64
             return apply_rope(x, torch.arange(offset, offset + t), self.base, self.pairing)
-        cos = self.cos[offset: offset + t].to(x.dtype)
-        sin = self.sin[offset: offset + t].to(x.dtype)
+        cos = self.cos[offset : offset + t].to(x.dtype)
+        sin = self.sin[offset : offset + t].to(x.dtype)
         return rotate_pairs(x, cos, sin, self.pairing)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, q_offset: int = 0, k_offset: int = 0):

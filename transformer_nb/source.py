@@ -1,4 +1,5 @@
 """Show the real source of a package object in a notebook (so notebooks never re-type it)."""
+
 import inspect
 
 
@@ -9,6 +10,7 @@ def show_source(obj) -> None:
     where = "# transformer_nb/" + inspect.getsourcefile(obj).replace("\\", "/").split("transformer_nb/")[-1]
     try:
         from IPython.display import Code, display
+
         display(Code(f"{where}\n{src}", language="python"))
     except ImportError:
         print(where)

@@ -4,6 +4,7 @@ The profile is chosen by the environment variable ``TNB_PROFILE``:
 ``full`` (default; what a student gets and what stored outputs come from) or
 ``quick`` (what ``make test`` and CI run).
 """
+
 import os
 import platform
 import random
@@ -45,6 +46,7 @@ def seed_everything(seed: int = 0) -> None:
     torch.manual_seed(seed)
     try:
         import numpy as np
+
         np.random.seed(seed)
     except ImportError:  # numpy is optional for the package itself
         pass
@@ -53,14 +55,17 @@ def seed_everything(seed: int = 0) -> None:
 @dataclass(frozen=True)
 class Env:
     """What a notebook runs with. ``device`` is a ``torch.device``."""
+
     profile: str
     device: torch.device
     seed: int
     threads: int
 
     def __str__(self) -> str:
-        return (f"profile: {self.profile} | device: {self.device.type} | threads: {self.threads}"
-                f" | torch {torch.__version__} | python {platform.python_version()}")
+        return (
+            f"profile: {self.profile} | device: {self.device.type} | threads: {self.threads}"
+            f" | torch {torch.__version__} | python {platform.python_version()}"
+        )
 
 
 def setup(seed: int = 0, threads: int | None = None, quiet: bool = False) -> Env:

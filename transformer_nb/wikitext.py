@@ -24,6 +24,7 @@ The vocabulary is built the way pytorch/examples' ``word_language_model`` builds
 each line becomes ``line.split() + ['<eos>']``. The dataset authors already replaced
 rare words by ``<unk>``; at encode time an unknown word also maps to ``<unk>``.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -51,8 +52,10 @@ EOS, UNK = "<eos>", "<unk>"
 #: Where the files are downloaded from: pytorch/examples at a pinned commit. The files
 #: there are byte-for-byte the original WikiText-2 v1 release (CC BY-SA 3.0,
 #: Merity et al. 2016, arXiv:1609.07843).
-BASE_URL = ("https://raw.githubusercontent.com/pytorch/examples/"
-            "77f55b912142e11fcfdf5b530231fb9c52f181e8/word_language_model/data/wikitext-2/")
+BASE_URL = (
+    "https://raw.githubusercontent.com/pytorch/examples/"
+    "77f55b912142e11fcfdf5b530231fb9c52f181e8/word_language_model/data/wikitext-2/"
+)
 
 HOW_TO_GET = (
     "How to get the data: download train.txt, valid.txt and test.txt from\n"
@@ -80,8 +83,9 @@ def _complete(folder: Path) -> bool:
     return all((folder / f"{s}.txt").is_file() for s in SPLITS)
 
 
-def find_data_dir(path: str | os.PathLike | None = None, *, download: bool | None = None,
-                  progress: bool = True, timeout: float = 30.0) -> Path:
+def find_data_dir(
+    path: str | os.PathLike | None = None, *, download: bool | None = None, progress: bool = True, timeout: float = 30.0
+) -> Path:
     """Return the ``wikitext-2`` folder, looking in the documented order.
 
     ``path``: explicit folder (``wikitext-2`` or its parent). If given and incomplete,
@@ -99,7 +103,8 @@ def find_data_dir(path: str | os.PathLike | None = None, *, download: bool | Non
         raise FileNotFoundError(
             f"WikiText-2 not found at the explicit path {str(path)!r}: expected a folder "
             f"'wikitext-2' (or its parent) holding train.txt, valid.txt, test.txt; "
-            f"missing: {missing}.\n" + HOW_TO_GET)
+            f"missing: {missing}.\n" + HOW_TO_GET
+        )
     env = os.environ.get("TNB_DATA_DIR")
     if env:
         for c in _candidates(env):
@@ -118,20 +123,21 @@ def find_data_dir(path: str | os.PathLike | None = None, *, download: bool | Non
         try:
             return download_wikitext2(cache, progress=progress, timeout=timeout)
         except (urllib.error.URLError, OSError, TimeoutError) as err:
-            looked.append(f"download from {BASE_URL} failed ({type(err).__name__}: {err});"
-                          " are you offline?")
+            looked.append(f"download from {BASE_URL} failed ({type(err).__name__}: {err}); are you offline?")
     else:
         looked.append("download (disabled: download=False or TNB_OFFLINE=1)")
-    raise FileNotFoundError("WikiText-2 not found. Looked at, in order:\n  - "
-                            + "\n  - ".join(looked) + "\n" + HOW_TO_GET)
+    raise FileNotFoundError(
+        "WikiText-2 not found. Looked at, in order:\n  - " + "\n  - ".join(looked) + "\n" + HOW_TO_GET
+    )
 
 
 def _missing(folder: Path) -> list[str]:
     return [f"{s}.txt" for s in SPLITS if not (folder / f"{s}.txt").is_file()]
 
 
-def download_wikitext2(dest: str | os.PathLike, *, base_url: str | None = None,
-                       progress: bool = True, timeout: float = 30.0) -> Path:
+def download_wikitext2(
+    dest: str | os.PathLike, *, base_url: str | None = None, progress: bool = True, timeout: float = 30.0
+) -> Path:
     """Download the three files into ``dest`` with a progress bar, checking sha256.
 
     Each file is written to a temporary name and renamed only after its checksum
@@ -153,15 +159,17 @@ def download_wikitext2(dest: str | os.PathLike, *, base_url: str | None = None,
         try:
             with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
                 total = int(resp.headers.get("Content-Length") or N_BYTES[split])
-                with tqdm(total=total, unit="B", unit_scale=True, desc=f"wikitext-2/{split}.txt",
-                          disable=not progress) as bar:
+                with tqdm(
+                    total=total, unit="B", unit_scale=True, desc=f"wikitext-2/{split}.txt", disable=not progress
+                ) as bar:
                     while chunk := resp.read(1 << 16):
                         out.write(chunk)
                         h.update(chunk)
                         bar.update(len(chunk))
             if h.hexdigest() != SHA256[split]:
-                raise ValueError(f"downloaded {url} has sha256 {h.hexdigest()}, "
-                                 f"expected {SHA256[split]}; not keeping it")
+                raise ValueError(
+                    f"downloaded {url} has sha256 {h.hexdigest()}, expected {SHA256[split]}; not keeping it"
+                )
             shutil.move(tmp, target)
         finally:
             if os.path.exists(tmp):
@@ -187,7 +195,8 @@ def verify(folder: str | os.PathLike) -> None:
             raise ValueError(
                 f"checksum mismatch for {folder / f'{split}.txt'}: sha256 {got}, expected "
                 f"{SHA256[split]} (WikiText-2 v1 tokenized). The file is corrupt or a different "
-                f"version; delete it and fetch it again.\n" + HOW_TO_GET)
+                f"version; delete it and fetch it again.\n" + HOW_TO_GET
+            )
 
 
 # --------------------------------------------------------------------------- vocabulary
@@ -246,6 +255,7 @@ class Vocab:
 @dataclass
 class WikiText2:
     """The three splits as flat ``(N,)`` int64 token streams, and the vocabulary."""
+
     train: torch.Tensor
     valid: torch.Tensor
     test: torch.Tensor
@@ -258,8 +268,9 @@ class WikiText2:
         return getattr(self, name)
 
 
-def load_wikitext2(path: str | os.PathLike | None = None, *, check: bool = True,
-                   download: bool | None = None, progress: bool = True) -> WikiText2:
+def load_wikitext2(
+    path: str | os.PathLike | None = None, *, check: bool = True, download: bool | None = None, progress: bool = True
+) -> WikiText2:
     """Find (see the module docstring), verify and encode WikiText-2.
 
     The vocabulary is built from the training split; every valid/test word type also
@@ -273,8 +284,9 @@ def load_wikitext2(path: str | os.PathLike | None = None, *, check: bool = True,
     vocab = Vocab(words["train"])
     for s in ("valid", "test"):
         words[s] = vocab.encode(words[s])
-    return WikiText2(train=vocab.encode(words["train"]), valid=words["valid"],
-                     test=words["test"], vocab=vocab, folder=folder)
+    return WikiText2(
+        train=vocab.encode(words["train"]), valid=words["valid"], test=words["test"], vocab=vocab, folder=folder
+    )
 
 
 # --------------------------------------------------------------------------- batching
@@ -305,7 +317,7 @@ def get_batch(streams: torch.Tensor, i: int, seq_len: int) -> tuple[torch.Tensor
     if not 0 <= i < n - 1:
         raise IndexError(f"start i must be in [0, {n - 1}), got {i}")
     t = min(seq_len, n - 1 - i)
-    return streams[:, i:i + t], streams[:, i + 1:i + 1 + t]
+    return streams[:, i : i + t], streams[:, i + 1 : i + 1 + t]
 
 
 def iter_batches(streams: torch.Tensor, seq_len: int):
@@ -314,8 +326,9 @@ def iter_batches(streams: torch.Tensor, seq_len: int):
         yield get_batch(streams, i, seq_len)
 
 
-def random_windows(data: torch.Tensor, batch_size: int, seq_len: int,
-                   generator: torch.Generator | None = None) -> tuple[torch.Tensor, torch.Tensor]:
+def random_windows(
+    data: torch.Tensor, batch_size: int, seq_len: int, generator: torch.Generator | None = None
+) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch_size`` random windows of a flat ``(N,)`` stream: ``x, y`` of shape ``(B, T)``, y = x shifted by one."""
     if data.dim() != 1 or data.numel() < seq_len + 1:
         raise ValueError(f"need a 1-D stream longer than seq_len={seq_len}, got shape {tuple(data.shape)}")

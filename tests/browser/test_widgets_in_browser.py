@@ -18,10 +18,12 @@ Environment: ``TNB_CHROMIUM`` (path to a Chromium/Chrome binary, default ``/usr/
 ``TNB_BROWSER_TIMEOUT`` (seconds a notebook's cells may take to run, default 300),
 ``TNB_BROWSER_NOTEBOOKS`` (space-separated .ipynb paths to test instead of ``notebooks/*.ipynb``).
 """
+
 from __future__ import annotations
 
 import ast
 import builtins
+import contextlib
 import copy
 import json
 import os
@@ -40,20 +42,30 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 SHOTS = ROOT / "build" / "screenshots"
 WIDGETS_PKG = "transformer_nb.widgets"
-RUN_S = float(os.environ.get("TNB_BROWSER_TIMEOUT", "300"))   # for a notebook's cells to run
-RENDER_S = 30.0          # for the widget to show its first figure once its cell has run
+RUN_S = float(os.environ.get("TNB_BROWSER_TIMEOUT", "300"))  # for a notebook's cells to run
+RENDER_S = 30.0  # for the widget to show its first figure once its cell has run
 WARM_UP = "import torch, matplotlib.pyplot, ipywidgets, transformer_nb, transformer_nb.widgets.base"
-TIMES: dict[str, float] = {}   # what took how long, reported when the server stops
-CHANGE_S = 20.0          # per control tried: how long a redraw may take
-INSTALL_CHROMIUM = ("install Debian's Chromium: `sudo apt-get install chromium` (or set TNB_CHROMIUM to a "
-                    "Chromium/Chrome binary); Playwright's own browser download is not needed")
+TIMES: dict[str, float] = {}  # what took how long, reported when the server stops
+CHANGE_S = 20.0  # per control tried: how long a redraw may take
+INSTALL_CHROMIUM = (
+    "install Debian's Chromium: `sudo apt-get install chromium` (or set TNB_CHROMIUM to a "
+    "Chromium/Chrome binary); Playwright's own browser download is not needed"
+)
 INSTALL_PLAYWRIGHT = "install Playwright (its driver only): `.venv/bin/pip install -e '.[browser]'`"
-CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
-                 "--disable-component-update", "--disable-sync", "--no-first-run",
-                 "--disable-dev-shm-usage"]
+CHROMIUM_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+    "--no-first-run",
+    "--disable-dev-shm-usage",
+]
 
 
 # --------------------------------------------------------------------------- which cells to run
+
 
 def _source(cell) -> str:
     src = cell.get("source", "")
@@ -64,8 +76,9 @@ def _parse(src: str):
     """The cell as a Python AST (magics turned into calls), or None if it does not parse."""
     try:
         from IPython.core.inputtransformer2 import TransformerManager
+
         src = TransformerManager().transform_cell(src)
-    except Exception:  # noqa: BLE001 -- IPython missing or odd input: parse the raw text
+    except Exception:
         pass
     try:
         return ast.parse(src)
@@ -116,7 +129,7 @@ def widget_plan(nb: dict) -> dict | None:
     """
     code = [_source(c) for c in nb.get("cells", []) if c.get("cell_type") == "code"]
     trees = [_parse(s) for s in code]
-    classes, modules, instances = {}, set(), set()    # names imported / bound anywhere in the notebook
+    classes, modules, _instances = {}, set(), set()  # names imported / bound anywhere in the notebook
     for tree in filter(None, trees):
         for node in ast.walk(tree):
             if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
@@ -138,7 +151,7 @@ def widget_plan(nb: dict) -> dict | None:
             return func.attr
         return None
 
-    labels = {}                                        # instance name -> class name
+    labels = {}  # instance name -> class name
     for tree in filter(None, trees):
         for node in ast.walk(tree):
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
@@ -150,11 +163,15 @@ def widget_plan(nb: dict) -> dict | None:
     widget_cells = []
     for i, tree in enumerate(trees):
         for node in ast.walk(tree) if tree else ():
-            if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-                    and node.func.attr == "show"):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "show":
                 target = node.func.value
-                cls = (widget_class(target.func) if isinstance(target, ast.Call)
-                       else labels.get(target.id) if isinstance(target, ast.Name) else None)
+                cls = (
+                    widget_class(target.func)
+                    if isinstance(target, ast.Call)
+                    else labels.get(target.id)
+                    if isinstance(target, ast.Name)
+                    else None
+                )
                 if cls:
                     widget_cells.append((i, cls))
                     break
@@ -198,11 +215,14 @@ def widget_plan(nb: dict) -> dict | None:
 
 def build_notebook(nb: dict, plan: dict) -> dict:
     import nbformat
+
     out = nbformat.v4.new_notebook()
-    out.metadata = {k: copy.deepcopy(v) for k, v in nb.get("metadata", {}).items()
-                    if k in ("kernelspec", "language_info")}
-    out.metadata.setdefault("kernelspec", {"name": "python3", "display_name": "Python 3 (ipykernel)",
-                                           "language": "python"})
+    out.metadata = {
+        k: copy.deepcopy(v) for k, v in nb.get("metadata", {}).items() if k in ("kernelspec", "language_info")
+    }
+    out.metadata.setdefault(
+        "kernelspec", {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    )
     out.cells = [nbformat.v4.new_code_cell(src) for src in plan["cells"]]
     return out
 
@@ -217,22 +237,25 @@ def _notebooks():
 
 # --------------------------------------------------------------------------- the detector itself
 
+
 def test_widget_cells_are_detected():
     """The detector finds both call forms and brings only the imports a widget cell needs."""
     import nbformat
-    cells = ["%matplotlib inline\nfrom transformer_nb import setup\nenv = setup()",
-             "import torch\nfrom transformer_nb.widgets.rope import RotatePair as RP, helper",
-             "x = torch.ones(3)",
-             "from transformer_nb.plotting import heatmap\nheatmap(x).show()",      # not a widget
-             "RP(m=2).show()",
-             "import transformer_nb.widgets.masks as wm\nw = wm.MaskExplorer(n=len(x))",
-             "w.show()"]
+
+    cells = [
+        "%matplotlib inline\nfrom transformer_nb import setup\nenv = setup()",
+        "import torch\nfrom transformer_nb.widgets.rope import RotatePair as RP, helper",
+        "x = torch.ones(3)",
+        "from transformer_nb.plotting import heatmap\nheatmap(x).show()",  # not a widget
+        "RP(m=2).show()",
+        "import transformer_nb.widgets.masks as wm\nw = wm.MaskExplorer(n=len(x))",
+        "w.show()",
+    ]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     plan = widget_plan(nb)
     assert plan["cells"][0] == cells[0]
     # imports alone, in the order first needed; x is no import, so its whole cell comes along
-    assert plan["cells"][1].splitlines() == ["import torch",
-                                             "from transformer_nb.widgets.rope import RotatePair as RP"]
+    assert plan["cells"][1].splitlines() == ["import torch", "from transformer_nb.widgets.rope import RotatePair as RP"]
     assert plan["cells"][2:] == [cells[2], cells[4], cells[5], cells[6]]
     assert plan["widgets"] == [(3, "RotatePair"), (5, "MaskExplorer")]
     assert widget_plan(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cells[2])])) is None
@@ -240,12 +263,17 @@ def test_widget_cells_are_detected():
 
 # --------------------------------------------------------------------------- server and browser
 
+
 def _chromium() -> str | None:
-    if os.environ.get("TNB_CHROMIUM"):           # chosen: that one or none
+    if os.environ.get("TNB_CHROMIUM"):  # chosen: that one or none
         cand = os.environ["TNB_CHROMIUM"]
         return cand if os.access(cand, os.X_OK) else None
-    for cand in ("/usr/bin/chromium", shutil.which("chromium"), shutil.which("chromium-browser"),
-                 shutil.which("google-chrome")):
+    for cand in (
+        "/usr/bin/chromium",
+        shutil.which("chromium"),
+        shutil.which("chromium-browser"),
+        shutil.which("google-chrome"),
+    ):
         if cand and os.access(cand, os.X_OK):
             return cand
     return None
@@ -270,30 +298,46 @@ class Lab:
         # settings: render every cell (no windowing), no news/update toasts over the screenshots
         ext = dirs["settings"] / "@jupyterlab"
         (ext / "notebook-extension").mkdir(parents=True, exist_ok=True)
-        (ext / "notebook-extension" / "tracker.jupyterlab-settings").write_text(
-            json.dumps({"windowingMode": "none"}))
+        (ext / "notebook-extension" / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
         (ext / "apputils-extension").mkdir(parents=True, exist_ok=True)
         (ext / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-            json.dumps({"fetchNews": "false", "checkForUpdates": False}))
+            json.dumps({"fetchNews": "false", "checkForUpdates": False})
+        )
         bin_dir = Path(sys.executable).parent
         env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JUPYTER_PATH")}
-        env.update(PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", JUPYTER_CONFIG_DIR=str(dirs["config"]),
-                   JUPYTER_DATA_DIR=str(dirs["data"]), JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-                   IPYTHONDIR=str(dirs["ipython"]), PYDEVD_DISABLE_FILE_VALIDATION="1")
+        env.update(
+            PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
+            JUPYTER_CONFIG_DIR=str(dirs["config"]),
+            JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
+            IPYTHONDIR=str(dirs["ipython"]),
+            PYDEVD_DISABLE_FILE_VALIDATION="1",
+        )
         jupyter = bin_dir / "jupyter"
-        cmd = [str(jupyter) if jupyter.exists() else "jupyter", "lab", "--no-browser",
-               "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0",
-               f"--IdentityProvider.token={self.token}", f"--ServerApp.root_dir={root}",
-               "--LabApp.expose_app_in_browser=True", f"--LabApp.user_settings_dir={dirs['settings']}",
-               f"--LabApp.workspaces_dir={dirs['workspaces']}", "--LabApp.news_url=",
-               "--ServerApp.shutdown_no_activity_timeout=900", "--MappingKernelManager.cull_idle_timeout=0"]
+        cmd = [
+            str(jupyter) if jupyter.exists() else "jupyter",
+            "lab",
+            "--no-browser",
+            "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}",
+            "--ServerApp.port_retries=0",
+            f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root}",
+            "--LabApp.expose_app_in_browser=True",
+            f"--LabApp.user_settings_dir={dirs['settings']}",
+            f"--LabApp.workspaces_dir={dirs['workspaces']}",
+            "--LabApp.news_url=",
+            "--ServerApp.shutdown_no_activity_timeout=900",
+            "--MappingKernelManager.cull_idle_timeout=0",
+        ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
         self.runtime_dir, self.sessions, self.clients, self.prepared = dirs["runtime"], {}, [], {}
         self.log_path = root.parent / "jupyterlab.log"
-        self.log = open(self.log_path, "wb")
-        self.proc = subprocess.Popen(cmd, cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT,
-                                     start_new_session=True)
+        self.log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop())
+        self.proc = subprocess.Popen(
+            cmd, cwd=root, env=env, stdout=self.log, stderr=subprocess.STDOUT, start_new_session=True
+        )
 
     def log_tail(self, n: int = 40) -> str:
         try:
@@ -307,8 +351,7 @@ class Lab:
             if self.proc.poll() is not None:
                 pytest.fail(f"JupyterLab exited with {self.proc.returncode}:\n{self.log_tail()}")
             try:
-                req = urllib.request.Request(f"{self.url}/api/status",
-                                             headers={"Authorization": f"token {self.token}"})
+                req = urllib.request.Request(f"{self.url}/api/status", headers={"Authorization": f"token {self.token}"})
                 with urllib.request.urlopen(req, timeout=2) as r:
                     if r.status == 200:
                         return
@@ -325,51 +368,58 @@ class Lab:
             return
         self.sessions[path] = None
         try:
-            body = json.dumps({"path": path, "name": Path(path).name, "type": "notebook",
-                               "kernel": {"name": kernel}}).encode()
-            req = urllib.request.Request(f"{self.url}/api/sessions", data=body, method="POST",
-                                         headers={"Authorization": f"token {self.token}",
-                                                  "Content-Type": "application/json"})
+            body = json.dumps(
+                {"path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": kernel}}
+            ).encode()
+            req = urllib.request.Request(
+                f"{self.url}/api/sessions",
+                data=body,
+                method="POST",
+                headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
+            )
             with urllib.request.urlopen(req, timeout=30) as r:
                 kid = json.loads(r.read())["kernel"]["id"]
             self.sessions[path] = kid
             from jupyter_client import BlockingKernelClient
+
             client = BlockingKernelClient()
             client.load_connection_file(str(self.runtime_dir / f"kernel-{kid}.json"))
             client.start_channels()
-            client.execute(WARM_UP, silent=True, store_history=False)   # not waited for
+            client.execute(WARM_UP, silent=True, store_history=False)  # not waited for
             self.clients.append(client)
-        except Exception:  # noqa: BLE001 -- only a speed-up
+        except Exception:
             pass
 
     def delete_session(self, session_id: str):
         """Shut a notebook's kernel down in the background (the next notebook need not wait)."""
+
         def delete():
             try:
-                req = urllib.request.Request(f"{self.url}/api/sessions/{session_id}", method="DELETE",
-                                             headers={"Authorization": f"token {self.token}"})
+                req = urllib.request.Request(
+                    f"{self.url}/api/sessions/{session_id}",
+                    method="DELETE",
+                    headers={"Authorization": f"token {self.token}"},
+                )
                 urllib.request.urlopen(req, timeout=30).close()
             except OSError:
                 pass
+
         import threading
-        threading.Thread(target=delete, daemon=True).start()   # not joined: stop() ends the rest
+
+        threading.Thread(target=delete, daemon=True).start()  # not joined: stop() ends the rest
 
     def stop(self):
         for client in self.clients:
-            try:
+            with contextlib.suppress(Exception):
                 client.stop_channels()
-            except Exception:  # noqa: BLE001
-                pass
         if self.proc.poll() is None:
             try:
-                os.killpg(self.proc.pid, signal.SIGTERM)    # the server shuts its kernels down
+                os.killpg(self.proc.pid, signal.SIGTERM)  # the server shuts its kernels down
                 self.proc.wait(timeout=15)
             except (subprocess.TimeoutExpired, ProcessLookupError):
                 pass
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)        # anything left in its process group
-        except (ProcessLookupError, PermissionError):
-            pass
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, signal.SIGKILL)  # anything left in its process group
         self.proc.wait()
         self.log.close()
 
@@ -394,7 +444,7 @@ def lab(browser_tools, tmp_path_factory, request):
     base = tmp_path_factory.mktemp("browser")
     root = base / "repo"
     (root / "notebooks").mkdir(parents=True)
-    if (ROOT / "jupytext.toml").exists():      # same pairing config as the repo root
+    if (ROOT / "jupytext.toml").exists():  # same pairing config as the repo root
         shutil.copy(ROOT / "jupytext.toml", root / "jupytext.toml")
     server = Lab(root)
 
@@ -422,7 +472,7 @@ def page(browser_tools, lab, request):
     """One headless Chromium page with JupyterLab loaded, closed at the end whatever happens."""
     sync_playwright, chromium = browser_tools
     t0 = time.monotonic()
-    _warm_next(lab, request, None)           # the first notebook's kernel starts with the browser
+    _warm_next(lab, request, None)  # the first notebook's kernel starts with the browser
     pw = sync_playwright().start()
     request.addfinalizer(pw.stop)
     browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
@@ -431,8 +481,7 @@ def page(browser_tools, lab, request):
     errors = []
     pg.on("pageerror", lambda e: None if "ResizeObserver loop" in str(e) else errors.append(str(e)))
     pg.goto(f"{lab.url}/lab?token={lab.token}", wait_until="domcontentloaded", timeout=90_000)
-    pg.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined",
-                         timeout=90_000)
+    pg.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined", timeout=90_000)
     pg.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
     pg.page_errors = errors
     TIMES["browser start"] = time.monotonic() - t0
@@ -511,8 +560,10 @@ CHANGED = """([id, idx, old]) => {
 
 
 def _widget_errors(cell) -> list[str]:
-    sel = (".widget-output [data-mime-type='application/vnd.jupyter.error'], "
-           ".widget-output [data-mime-type='application/vnd.jupyter.stderr']")
+    sel = (
+        ".widget-output [data-mime-type='application/vnd.jupyter.error'], "
+        ".widget-output [data-mime-type='application/vnd.jupyter.stderr']"
+    )
     return [t for t in cell.locator(sel).all_inner_texts() if t.strip()]
 
 
@@ -533,25 +584,30 @@ def _interactions(cell):
             before = h.get_attribute("aria-valuenow")
             h.focus()
             h.press("ArrowRight")
-            if h.get_attribute("aria-valuenow") == before:       # already at its maximum
+            if h.get_attribute("aria-valuenow") == before:  # already at its maximum
                 h.press("ArrowLeft")
+
         out.append((f"slider '{name}' + ArrowRight", slide))
     for sel in cell.locator(".widget-dropdown select").all():
+
         def choose(sel=sel):
             cur = sel.input_value()
             values = [o.get_attribute("value") for o in sel.locator("option").all()]
             nxt = next((v for v in values if v != cur), None)
             if nxt is not None:
                 sel.select_option(nxt)
+
         out.append(("dropdown: next option", choose))
     for b in cell.locator(".widget-toggle-buttons button:not(.mod-active)").all()[:1]:
         out.append((f"toggle button '{b.inner_text().strip()}'", b.click))
     for t in cell.locator(".widget-text input, .widget-textarea textarea").all()[:1]:
+
         def type_in(t=t):
             t.click()
             t.press("End")
             t.type(" cat", delay=20)
             t.press("Enter")
+
         out.append(("text box: typed ' cat'", type_in))
     for c in cell.locator(".widget-checkbox input").all()[:1]:
         out.append(("checkbox", c.click))
@@ -570,7 +626,7 @@ def _check_widget(page, lab, nb_id: str, idx: int, label: str, stem: str) -> lis
     where = f"{label} (cell {idx})"
     try:
         cell.locator(IMG).first.wait_for(state="visible", timeout=RENDER_S * 1000)
-    except Exception:  # noqa: BLE001 -- say what the cell shows instead
+    except Exception:
         _shot(cell, SHOTS / f"{stem}-before.png")
         return [f"{where}: no figure in the widget's Output area. The cell shows:\n{_output_text(cell)}"]
     page.wait_for_function(IDLE, timeout=RENDER_S * 1000)
@@ -579,22 +635,24 @@ def _check_widget(page, lab, nb_id: str, idx: int, label: str, stem: str) -> lis
     before = cell.locator(IMG).first.get_attribute("src")
     _shot(cell, SHOTS / f"{stem}-before.png")
     tried = []
-    for what, act in _interactions(cell)[:3]:       # stop at the first control that redraws
+    for what, act in _interactions(cell)[:3]:  # stop at the first control that redraws
         tried.append(what)
         act()
         try:
             page.wait_for_function(CHANGED, arg=[nb_id, idx, before], timeout=CHANGE_S * 1000)
             break
-        except Exception:  # noqa: BLE001 -- try the next control, then report
+        except Exception:
             continue
     else:
         if not tried:
             return problems + [f"{where}: no slider, dropdown, toggle button, text box or checkbox found"]
         _shot(cell, SHOTS / f"{stem}-after.png")
         errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
-        return problems + [f"{where}: the figure did not change within {CHANGE_S:.0f} s after each of: "
-                           f"{'; '.join(tried)}." + ("\nErrors from the widget/kernel:\n" + "\n".join(errs)
-                                                     if errs else " The kernel reported no error.")]
+        return problems + [
+            f"{where}: the figure did not change within {CHANGE_S:.0f} s after each of: "
+            f"{'; '.join(tried)}."
+            + ("\nErrors from the widget/kernel:\n" + "\n".join(errs) if errs else " The kernel reported no error.")
+        ]
     page.wait_for_function(IDLE, timeout=CHANGE_S * 1000)
     _shot(cell, SHOTS / f"{stem}-after.png")
     errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
@@ -606,6 +664,7 @@ def _prepare(lab, ipynb: Path):
     """Write the small notebook for ``ipynb`` into the served root: (plan, path, kernel) or None."""
     if ipynb not in lab.prepared:
         import nbformat
+
         nb = json.loads(ipynb.read_text(encoding="utf-8"))
         plan = widget_plan(nb)
         if plan is None:
@@ -620,10 +679,12 @@ def _prepare(lab, ipynb: Path):
 
 def _warm_next(lab, request, after: Path | None):
     """Start (and warm) the kernel of the next selected notebook that shows a widget."""
-    queue = [it.callspec.params["ipynb"] for it in request.session.items
-             if getattr(it, "originalname", None) == "test_widgets_render_and_react"
-             and hasattr(it, "callspec")]
-    rest = queue[queue.index(after) + 1:] if after in queue else queue
+    queue = [
+        it.callspec.params["ipynb"]
+        for it in request.session.items
+        if getattr(it, "originalname", None) == "test_widgets_render_and_react" and hasattr(it, "callspec")
+    ]
+    rest = queue[queue.index(after) + 1 :] if after in queue else queue
     for ipynb in rest:
         prepared = _prepare(lab, ipynb)
         if prepared:
@@ -639,14 +700,18 @@ def test_widgets_render_and_react(ipynb: Path, lab, page, request):
         pytest.skip(f"{ipynb.name} displays no transformer_nb.widgets widget (no `SomeWidget(...).show()` cell)")
     plan, path, kernel = prepared
     lab.prefetch(path, kernel)
-    _warm_next(lab, request, ipynb)         # its kernel starts while this notebook is driven
+    _warm_next(lab, request, ipynb)  # its kernel starts while this notebook is driven
     try:
         nb_id, state = page.evaluate(OPEN_AND_RUN, [path, RUN_S * 1000])
         errors = page.evaluate(CELL_ERRORS)
-        assert not errors, f"{ipynb.name}: a cell raised (cells run: setup, what the widget needs, " \
-                           f"the widget cells):\n" + "\n".join(errors)
-        assert state == "done", (f"{ipynb.name}: the notebook did not open, start its kernel and run its "
-                                 f"cells within {RUN_S:.0f} s (TNB_BROWSER_TIMEOUT)")
+        assert not errors, (
+            f"{ipynb.name}: a cell raised (cells run: setup, what the widget needs, "
+            f"the widget cells):\n" + "\n".join(errors)
+        )
+        assert state == "done", (
+            f"{ipynb.name}: the notebook did not open, start its kernel and run its "
+            f"cells within {RUN_S:.0f} s (TNB_BROWSER_TIMEOUT)"
+        )
         problems = []
         for k, (idx, label) in enumerate(plan["widgets"], start=1):
             stem = f"{ipynb.stem}-{k}-{label}" if len(plan["widgets"]) > 1 else ipynb.stem

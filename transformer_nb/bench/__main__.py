@@ -1,4 +1,5 @@
 """Dispatch ``python -m transformer_nb.bench NAME [args]`` to ``transformer_nb.bench.NAME.main(args)``."""
+
 import importlib
 import pkgutil
 import sys

@@ -12,6 +12,7 @@ the notebook's 5-token prompt; ``speedup_prompt_256`` repeats the measurement af
 256-token prompt (the longer the context, the more recomputation the cache saves). The last
 line is one JSON object; ``identical`` says whether every pair produced exactly the same tokens.
 """
+
 import argparse
 import json
 import os
@@ -24,16 +25,23 @@ from transformer_nb.wikitext import load_wikitext2
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m transformer_nb.bench kvcache", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m transformer_nb.bench kvcache",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--new-tokens", type=int, default=256)
     p.add_argument("--prompt", default="The history of machine learning")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--data", default=None, help="WikiText-2 folder (default: TNB_DATA_DIR, then the user cache)")
     p.add_argument("--random-init", action="store_true", help="do not look for the notebook's trained weights")
-    p.add_argument("--long-prompt", type=int, default=256,
-                   help="also time a prompt of this many validation tokens (0: skip; default 256)")
+    p.add_argument(
+        "--long-prompt",
+        type=int,
+        default=256,
+        help="also time a prompt of this many validation tokens (0: skip; default 256)",
+    )
     args = p.parse_args(argv)
 
     torch.set_num_threads(args.threads)
@@ -48,9 +56,12 @@ def main(argv=None) -> int:
     model.eval()
     prompt = data.vocab.encode(args.prompt)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"kvcache benchmark | torch {torch.__version__} | threads {torch.get_num_threads()} | "
-          f"load average {load:.2f} | {model.num_parameters():,} parameters ({weights}) | "
-          f"prompt {prompt.numel()} tokens + {args.new_tokens} new", flush=True)
+    print(
+        f"kvcache benchmark | torch {torch.__version__} | threads {torch.get_num_threads()} | "
+        f"load average {load:.2f} | {model.num_parameters():,} parameters ({weights}) | "
+        f"prompt {prompt.numel()} tokens + {args.new_tokens} new",
+        flush=True,
+    )
 
     def time_both(prompt):
         times, outs = {}, {}
@@ -61,24 +72,38 @@ def main(argv=None) -> int:
                 out = lm.generate(model, prompt, args.new_tokens, temperature=0.0, use_cache=use_cache)
                 best = min(best, time.perf_counter() - t0)
             times[use_cache], outs[use_cache] = best, out
-            print(f"  {'with' if use_cache else 'without'} cache: {best:.3f} s "
-                  f"({args.new_tokens / best:.1f} tokens/s)", flush=True)
+            print(
+                f"  {'with' if use_cache else 'without'} cache: {best:.3f} s ({args.new_tokens / best:.1f} tokens/s)",
+                flush=True,
+            )
         return times, outs
 
     times, outs = time_both(prompt)
     identical = bool(torch.equal(outs[True], outs[False]))
-    text = data.vocab.decode(outs[True][prompt.numel():prompt.numel() + 30])
+    text = data.vocab.decode(outs[True][prompt.numel() : prompt.numel() + 30])
     print(f"  first 30 generated tokens: {text}", flush=True)
-    result = {"bench": "kvcache", "new_tokens": args.new_tokens, "speedup": round(times[False] / times[True], 2),
-              "identical": identical, "seconds_cache": round(times[True], 3),
-              "seconds_no_cache": round(times[False], 3), "prompt_tokens": int(prompt.numel()),
-              "weights": weights, "threads": torch.get_num_threads(), "load_avg_start": round(load, 2)}
+    result = {
+        "bench": "kvcache",
+        "new_tokens": args.new_tokens,
+        "speedup": round(times[False] / times[True], 2),
+        "identical": identical,
+        "seconds_cache": round(times[True], 3),
+        "seconds_no_cache": round(times[False], 3),
+        "prompt_tokens": int(prompt.numel()),
+        "weights": weights,
+        "threads": torch.get_num_threads(),
+        "load_avg_start": round(load, 2),
+    }
     if args.long_prompt:
-        long = data.valid[:args.long_prompt]
+        long = data.valid[: args.long_prompt]
         print(f"the same with a {long.numel()}-token prompt (the first validation tokens):", flush=True)
         lt, lo = time_both(long)
-        result.update({f"speedup_prompt_{long.numel()}": round(lt[False] / lt[True], 2),
-                       f"identical_prompt_{long.numel()}": bool(torch.equal(lo[True], lo[False]))})
+        result.update(
+            {
+                f"speedup_prompt_{long.numel()}": round(lt[False] / lt[True], 2),
+                f"identical_prompt_{long.numel()}": bool(torch.equal(lo[True], lo[False])),
+            }
+        )
         identical = identical and result[f"identical_prompt_{long.numel()}"]
         result["identical"] = identical
     print(json.dumps(result))

@@ -15,6 +15,7 @@ In one process, on ``--threads`` (default 2) CPU threads:
 
 The last line printed is one JSON object.
 """
+
 import argparse
 import json
 import os
@@ -32,12 +33,12 @@ def matmul_peak_gflops(dtype=torch.float32, sizes=(1024, 2048), seconds: float =
     for n in sizes:
         a, b = torch.randn(n, n).to(dtype), torch.randn(n, n).to(dtype)
         for _ in range(2):
-            a @ b                                   # warm-up
+            a @ b  # warm-up
         reps, t0 = 0, time.perf_counter()
         while time.perf_counter() - t0 < seconds:
             t = time.perf_counter()
             a @ b
-            best = max(best, 2 * n ** 3 / (time.perf_counter() - t) / 1e9)
+            best = max(best, 2 * n**3 / (time.perf_counter() - t) / 1e9)
             reps += 1
     return best
 
@@ -45,7 +46,9 @@ def matmul_peak_gflops(dtype=torch.float32, sizes=(1024, 2048), seconds: float =
 def train_flops_per_token(model, train_ids, tcfg) -> float:
     """Model FLOPs (matmul + attention, forward + backward) of one training step, per token."""
     from torch.utils.flop_counter import FlopCounterMode
+
     from transformer_nb.wikitext import random_windows
+
     x, y = random_windows(train_ids, tcfg.batch_size, tcfg.seq_len, generator=torch.Generator().manual_seed(1))
     model.train()
     with FlopCounterMode(display=False) as fc:
@@ -57,9 +60,12 @@ def train_flops_per_token(model, train_ids, tcfg) -> float:
 
 
 def run(name, model, data, tcfg, peak, eval_tokens):
-    print(f"[{name}] {model.num_parameters():,} parameters; training for {tcfg.budget_s:.0f} s "
-          f"(batch {tcfg.batch_size} x {tcfg.seq_len}, {tcfg.optimizer}, lr {tcfg.lr:g}, AdamW lr "
-          f"{tcfg.adamw_lr or tcfg.lr:g}, bf16={tcfg.bf16})", flush=True)
+    print(
+        f"[{name}] {model.num_parameters():,} parameters; training for {tcfg.budget_s:.0f} s "
+        f"(batch {tcfg.batch_size} x {tcfg.seq_len}, {tcfg.optimizer}, lr {tcfg.lr:g}, AdamW lr "
+        f"{tcfg.adamw_lr or tcfg.lr:g}, bf16={tcfg.bf16})",
+        flush=True,
+    )
     fpt = train_flops_per_token(model, data.train, tcfg)
     torch.manual_seed(tcfg.seed)
     hist = lm.train_lm(model, data.train, tcfg, valid_ids=None, live=False, disable_bar=True)
@@ -71,20 +77,34 @@ def run(name, model, data, tcfg, peak, eval_tokens):
         out_plain = lm.evaluate(model, data.valid, tcfg.seq_len, max_tokens=eval_tokens, bf16=tcfg.bf16)["ppl"]
     else:
         out_plain = ev["ppl"]
-    out = {"val_ppl": ev["ppl"], "val_ppl_no_overlap": out_plain, "tokens_per_s": tps,
-           "params": model.num_parameters(), "steps": hist["steps"], "tokens_seen": hist["tokens_seen"],
-           "train_s": hist["train_seconds"], "eval_s": eval_s,
-           "flops_per_token": fpt, "mfu": fpt * tps / (peak * 1e9)}
-    print(f"[{name}] {hist['steps']} steps, {hist['tokens_seen']:,} tokens in {hist['train_seconds']:.1f} s "
-          f"({tps:,.0f} tokens/s, {fpt / 1e6:.1f} MFLOP/token, MFU {out['mfu']:.1%}); validation perplexity "
-          f"{ev['ppl']:.1f} on {ev['tokens']:,} tokens (eval {eval_s:.1f} s; non-overlapping windows: "
-          f"{out_plain:.1f})", flush=True)
+    out = {
+        "val_ppl": ev["ppl"],
+        "val_ppl_no_overlap": out_plain,
+        "tokens_per_s": tps,
+        "params": model.num_parameters(),
+        "steps": hist["steps"],
+        "tokens_seen": hist["tokens_seen"],
+        "train_s": hist["train_seconds"],
+        "eval_s": eval_s,
+        "flops_per_token": fpt,
+        "mfu": fpt * tps / (peak * 1e9),
+    }
+    print(
+        f"[{name}] {hist['steps']} steps, {hist['tokens_seen']:,} tokens in {hist['train_seconds']:.1f} s "
+        f"({tps:,.0f} tokens/s, {fpt / 1e6:.1f} MFLOP/token, MFU {out['mfu']:.1%}); validation perplexity "
+        f"{ev['ppl']:.1f} on {ev['tokens']:,} tokens (eval {eval_s:.1f} s; non-overlapping windows: "
+        f"{out_plain:.1f})",
+        flush=True,
+    )
     return out
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(prog="python -m transformer_nb.bench lm", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = argparse.ArgumentParser(
+        prog="python -m transformer_nb.bench lm",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("--budget", type=float, default=360.0, help="training seconds per model (default 360)")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--data", default=None, help="WikiText-2 folder (default: TNB_DATA_DIR, then the user cache)")
@@ -100,17 +120,25 @@ def main(argv=None) -> int:
     recipe = lm.recipe_config(budget_s=args.budget, seed=args.seed)
     dtype = torch.bfloat16 if recipe.bf16 else torch.float32
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-    print(f"lm benchmark | torch {torch.__version__} | threads {torch.get_num_threads()} | "
-          f"load average {load:.2f} | budget {args.budget:.0f} s per model", flush=True)
+    print(
+        f"lm benchmark | torch {torch.__version__} | threads {torch.get_num_threads()} | "
+        f"load average {load:.2f} | budget {args.budget:.0f} s per model",
+        flush=True,
+    )
     peak = matmul_peak_gflops(dtype)
     print(f"matmul peak ({str(dtype).replace('torch.', '')}): {peak:.1f} GFLOP/s", flush=True)
     unigram = lm.unigram_perplexity(data.train, data.valid, V)
     print(f"unigram validation perplexity: {unigram:.1f}", flush=True)
 
-    tr = run("transformer", lm.build_model("transformer", V, ranks, seed=args.seed), data, recipe, peak,
-             args.eval_tokens)
-    result = {"bench": "lm", "budget_s": args.budget, "val_ppl": round(tr["val_ppl"], 2),
-              "val_ppl_no_overlap": round(tr["val_ppl_no_overlap"], 2)}
+    tr = run(
+        "transformer", lm.build_model("transformer", V, ranks, seed=args.seed), data, recipe, peak, args.eval_tokens
+    )
+    result = {
+        "bench": "lm",
+        "budget_s": args.budget,
+        "val_ppl": round(tr["val_ppl"], 2),
+        "val_ppl_no_overlap": round(tr["val_ppl_no_overlap"], 2),
+    }
     if not args.skip_lstm:
         lcfg = lm.recipe_config("lstm", budget_s=args.budget, seed=args.seed)
         ls = run("lstm", lm.build_model("lstm", V, ranks, seed=args.seed), data, lcfg, peak, args.eval_tokens)
@@ -118,16 +146,26 @@ def main(argv=None) -> int:
     result.update(tokens_per_s=round(tr["tokens_per_s"], 1))
     if not args.skip_lstm:
         result.update(lstm_tokens_per_s=round(ls["tokens_per_s"], 1))
-    result.update(params=tr["params"], mfu=round(tr["mfu"], 4), matmul_peak_gflops=round(peak, 1),
-                  threads=torch.get_num_threads(), matmul_dtype=str(dtype).replace("torch.", ""),
-                  optimizer=recipe.optimizer,
-                  flops_per_token=round(tr["flops_per_token"]), steps=tr["steps"], tokens_seen=tr["tokens_seen"],
-                  train_s=round(tr["train_s"], 1), eval_s=round(tr["eval_s"], 1),
-                  unigram_val_ppl=round(unigram, 1), load_avg_start=round(load, 2),
-                  eval_tokens=args.eval_tokens or int(data.valid.numel()))
+    result.update(
+        params=tr["params"],
+        mfu=round(tr["mfu"], 4),
+        matmul_peak_gflops=round(peak, 1),
+        threads=torch.get_num_threads(),
+        matmul_dtype=str(dtype).replace("torch.", ""),
+        optimizer=recipe.optimizer,
+        flops_per_token=round(tr["flops_per_token"]),
+        steps=tr["steps"],
+        tokens_seen=tr["tokens_seen"],
+        train_s=round(tr["train_s"], 1),
+        eval_s=round(tr["eval_s"], 1),
+        unigram_val_ppl=round(unigram, 1),
+        load_avg_start=round(load, 2),
+        eval_tokens=args.eval_tokens or int(data.valid.numel()),
+    )
     if not args.skip_lstm:
-        result.update(ratio=round(ls["val_ppl"] / tr["val_ppl"], 3), lstm_params=ls["params"],
-                      lstm_mfu=round(ls["mfu"], 4))
+        result.update(
+            ratio=round(ls["val_ppl"] / tr["val_ppl"], 3), lstm_params=ls["params"], lstm_mfu=round(ls["mfu"], 4)
+        )
     end_load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     result["load_avg_end"] = round(end_load, 2)
     print(json.dumps(result))

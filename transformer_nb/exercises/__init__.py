@@ -10,9 +10,10 @@ then falls back to a generic message. It never prints the reference's values or 
 Each topic has its own module (``exercises/attention.py``, ...) that defines its
 exercises with their reference solutions, mistakes and hints.
 """
+
 import inspect
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
 
 import torch
 
@@ -20,6 +21,7 @@ import torch
 @dataclass
 class Mistake:
     """A typical wrong implementation ``fn`` and the ``hint`` a student who made it should read."""
+
     fn: Callable
     hint: str
 
@@ -27,6 +29,7 @@ class Mistake:
 @dataclass
 class Property:
     """``holds(args, out) -> bool`` must be True for a correct answer; ``hint`` explains a failure."""
+
     holds: Callable
     hint: str
 
@@ -89,6 +92,7 @@ class Exercise:
     - ``reference``: the solution; ``mistakes`` and ``properties`` give hints.
     - ``stub_hint``: what to say when the student's function still raises NotImplementedError.
     """
+
     title: str
     reference: Callable
     cases: list
@@ -113,8 +117,9 @@ class Exercise:
             except NotImplementedError:
                 return Result(False, f"… {self.title}: not attempted yet. {self.stub_hint}", desc)
             except Exception as err:  # the student's code crashed: say where and why
-                return Result(False, f"✗ {self.title} — case '{desc}': your function raised "
-                                     f"{type(err).__name__}: {err}", desc)
+                return Result(
+                    False, f"✗ {self.title} — case '{desc}': your function raised {type(err).__name__}: {err}", desc
+                )
             if self.compare(out, ref):
                 continue
             return Result(False, f"✗ {self.title} — case '{desc}': {self.diagnose(args, out, ref)}", desc)
@@ -147,18 +152,22 @@ class Exercise:
         if hint:
             return hint
         if _shape(out) != _shape(ref):
-            return (f"the output has shape(s) {_shape(out)}, expected {_shape(ref)}. "
-                    "Check which axes you multiply and transpose.")
+            return (
+                f"the output has shape(s) {_shape(out)}, expected {_shape(ref)}. "
+                "Check which axes you multiply and transpose."
+            )
         for t in _tensors(out):
             if isinstance(t, torch.Tensor) and t.is_floating_point() and torch.isnan(t).any():
                 return "the output contains NaN. Where does a softmax see a row that is all -inf, or a 0/0?"
         return self.failed_property(args, out) or (
             "the shapes are right but the values differ from the reference. "
-            "Re-read the formula term by term and test on a tiny input by hand.")
+            "Re-read the formula term by term and test on a tiny input by hand."
+        )
 
     def show_solution(self) -> None:
         """Reveal the reference solution's source (on purpose only)."""
         from transformer_nb.source import show_source
+
         show_source(self.reference)
 
     def solution_source(self) -> str:

@@ -10,6 +10,7 @@
 
 Each exercise knows the typical wrong answers and replies with a hint aimed at that mistake.
 """
+
 import math
 
 import torch
@@ -26,8 +27,9 @@ def _nan_to_zero(out):
 
 
 def _has_nan(out):
-    return any(isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isnan(t).any())
-               for t in _tensors(out))
+    return any(
+        isinstance(t, torch.Tensor) and t.is_floating_point() and bool(torch.isnan(t).any()) for t in _tensors(out)
+    )
 
 
 class AttentionExercise(Exercise):
@@ -40,8 +42,10 @@ class AttentionExercise(Exercise):
     the hint says exactly that.
     """
 
-    nan_hint: str = ("a query whose keys are ALL masked gets NaN: the softmax of a row of -inf is 0/0. "
-                     "Detect such rows and give them zero weights and a zero output (d2l shipped this bug).")
+    nan_hint: str = (
+        "a query whose keys are ALL masked gets NaN: the softmax of a row of -inf is 0/0. "
+        "Detect such rows and give them zero weights and a zero output (d2l shipped this bug)."
+    )
 
     def diagnose(self, args, out, ref) -> str:
         if _has_nan(out) and _shape(out) == _shape(ref):
@@ -55,6 +59,7 @@ class AttentionExercise(Exercise):
                 except Exception:
                     continue
         return super().diagnose(args, out, ref)
+
 
 # ----------------------------------------------------------------------------------------
 # Exercise 8.5: attention(q, k, v, mask=None) -> (output, weights)
@@ -105,7 +110,7 @@ def _softmax_wrong_axis(q, k, v, mask=None):
 
 
 def _transposed_scores(q, k, v, mask=None):
-    scores = k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])   # (T_k, T_q): the transpose of Q Kᵀ
+    scores = k @ q.transpose(-2, -1) / math.sqrt(q.shape[-1])  # (T_k, T_q): the transpose of Q Kᵀ
     if mask is not None:
         scores = scores.masked_fill(~mask, float("-inf"))
     w = _safe(scores)
@@ -165,8 +170,7 @@ def _g(seed):
 
 def _case_plain():
     g = _g(1)
-    return (torch.randn(2, 8, 16, generator=g), torch.randn(2, 8, 16, generator=g),
-            torch.randn(2, 8, 16, generator=g))
+    return (torch.randn(2, 8, 16, generator=g), torch.randn(2, 8, 16, generator=g), torch.randn(2, 8, 16, generator=g))
 
 
 def _case_causal():
@@ -174,25 +178,36 @@ def _case_causal():
 
 
 def _case_rect():
-    g = _g(2)   # T_q != T_k and d_v != d_k: catches transposes that square inputs hide
-    return (torch.randn(2, 3, 16, generator=g) * 2, torch.randn(2, 5, 16, generator=g) * 2,
-            torch.randn(2, 5, 4, generator=g))
+    g = _g(2)  # T_q != T_k and d_v != d_k: catches transposes that square inputs hide
+    return (
+        torch.randn(2, 3, 16, generator=g) * 2,
+        torch.randn(2, 5, 16, generator=g) * 2,
+        torch.randn(2, 5, 4, generator=g),
+    )
 
 
 def _case_padding():
     g = _g(3)
     mask = torch.ones(4, 6, dtype=torch.bool)
-    mask[:, 4:] = False                      # the last two keys are padding
-    return (torch.randn(2, 4, 8, generator=g) * 3, torch.randn(2, 6, 8, generator=g) * 3,
-            torch.randn(2, 6, 5, generator=g), mask)
+    mask[:, 4:] = False  # the last two keys are padding
+    return (
+        torch.randn(2, 4, 8, generator=g) * 3,
+        torch.randn(2, 6, 8, generator=g) * 3,
+        torch.randn(2, 6, 5, generator=g),
+        mask,
+    )
 
 
 def _case_empty_row():
     g = _g(4)
     mask = torch.ones(4, 4, dtype=torch.bool).tril()
-    mask[0] = False                          # query 0 may attend to nothing at all
-    return (torch.randn(1, 4, 8, generator=g), torch.randn(1, 4, 8, generator=g),
-            torch.randn(1, 4, 8, generator=g), mask)
+    mask[0] = False  # query 0 may attend to nothing at all
+    return (
+        torch.randn(1, 4, 8, generator=g),
+        torch.randn(1, 4, 8, generator=g),
+        torch.randn(1, 4, 8, generator=g),
+        mask,
+    )
 
 
 attention_ex = AttentionExercise(
@@ -206,27 +221,51 @@ attention_ex = AttentionExercise(
         ("a causal mask whose first row blocks every key", _case_empty_row),
     ],
     mistakes=[
-        Mistake(_no_scale, "the scores are not scaled: divide QKᵀ by sqrt(d_k) before the softmax "
-                           "(the weights you return are too peaked)."),
-        Mistake(_scale_by_dk, "you divide by d_k; the scale is 1/sqrt(d_k), which brings the variance "
-                              "of a score from d_k back to 1."),
-        Mistake(_softmax_wrong_axis, "the softmax runs over the wrong axis: each *query's* weights over "
-                                     "the keys must sum to 1, so normalise over the last axis (dim=-1)."),
-        Mistake(_transposed_scores, "your score matrix is transposed: entry (i, j) must be q_i · k_j, "
-                                    "i.e. Q Kᵀ with rows = queries, columns = keys."),
-        Mistake(_mask_inverted, "the mask is applied with the wrong polarity: True means 'may attend', "
-                                "so fill -inf where the mask is False (~mask)."),
-        Mistake(_mask_after_softmax, "you zero the masked weights after the softmax, so the remaining "
-                                     "weights no longer sum to 1: put -inf into the scores *before* the softmax."),
-        Mistake(_output_is_weights_times_v_transposed, "the weights you return are transposed: return "
-                                                       "them with shape (B, T_q, T_k), one row per query."),
+        Mistake(
+            _no_scale,
+            "the scores are not scaled: divide QKᵀ by sqrt(d_k) before the softmax "
+            "(the weights you return are too peaked).",
+        ),
+        Mistake(
+            _scale_by_dk,
+            "you divide by d_k; the scale is 1/sqrt(d_k), which brings the variance of a score from d_k back to 1.",
+        ),
+        Mistake(
+            _softmax_wrong_axis,
+            "the softmax runs over the wrong axis: each *query's* weights over "
+            "the keys must sum to 1, so normalise over the last axis (dim=-1).",
+        ),
+        Mistake(
+            _transposed_scores,
+            "your score matrix is transposed: entry (i, j) must be q_i · k_j, "
+            "i.e. Q Kᵀ with rows = queries, columns = keys.",
+        ),
+        Mistake(
+            _mask_inverted,
+            "the mask is applied with the wrong polarity: True means 'may attend', "
+            "so fill -inf where the mask is False (~mask).",
+        ),
+        Mistake(
+            _mask_after_softmax,
+            "you zero the masked weights after the softmax, so the remaining "
+            "weights no longer sum to 1: put -inf into the scores *before* the softmax.",
+        ),
+        Mistake(
+            _output_is_weights_times_v_transposed,
+            "the weights you return are transposed: return them with shape (B, T_q, T_k), one row per query.",
+        ),
     ],
     properties=[
         Property(_returns_pair, "return a pair (output, weights)."),
-        Property(_weights_rows_sum_to_one, "rows of the weights do not sum to 1: did you softmax over the "
-                                           "last axis (the keys)?"),
-        Property(_exact_zeros_where_masked, "masked positions must get exactly 0 weight: fill the scores with "
-                                            "-inf (not a large negative number) before the softmax."),
+        Property(
+            _weights_rows_sum_to_one,
+            "rows of the weights do not sum to 1: did you softmax over the last axis (the keys)?",
+        ),
+        Property(
+            _exact_zeros_where_masked,
+            "masked positions must get exactly 0 weight: fill the scores with "
+            "-inf (not a large negative number) before the softmax.",
+        ),
         Property(_output_is_weights_at_v, "the output must be weights @ v (the weighted sum of the values)."),
     ],
     stub_hint="Write attention(q, k, v, mask=None) returning (output, weights).",
@@ -255,6 +294,7 @@ def _causal_with(diagonal=0, upper=False, after_softmax=False, no_scale=False):
         else:
             w = _safe(scores.masked_fill(~allowed, float("-inf")))
         return w @ v, w
+
     return fn
 
 
@@ -273,28 +313,48 @@ causal_ex = AttentionExercise(
     reference=_causal_solution,
     cases=[
         ("batch=2, seq_len=8, d_k=d_v=16", lambda: _case_plain()),
-        ("batch=1, seq_len=5, d_k=4, d_v=3, large scores", lambda: (
-            torch.randn(1, 5, 4, generator=_g(5)) * 3, torch.randn(1, 5, 4, generator=_g(6)) * 3,
-            torch.randn(1, 5, 3, generator=_g(7)))),
+        (
+            "batch=1, seq_len=5, d_k=4, d_v=3, large scores",
+            lambda: (
+                torch.randn(1, 5, 4, generator=_g(5)) * 3,
+                torch.randn(1, 5, 4, generator=_g(6)) * 3,
+                torch.randn(1, 5, 3, generator=_g(7)),
+            ),
+        ),
     ],
     mistakes=[
-        Mistake(_causal_with(upper=True), "your mask has the wrong polarity: it lets each query see the "
-                                          "*future*. Keep the lower triangle (torch.tril), block the upper one."),
-        Mistake(_causal_with(upper=True, diagonal=1), "you blocked the lower triangle instead of the upper one: "
-                                                      "query i may attend to keys j <= i."),
-        Mistake(_causal_with(diagonal=-1), "off by one: your mask stops query i from attending to itself. "
-                                           "The diagonal must stay visible (tril with diagonal=0)."),
-        Mistake(_causal_with(diagonal=1), "off by one: your mask lets query i see key i+1, one step into "
-                                          "the future. Use tril with diagonal=0."),
-        Mistake(_causal_with(after_softmax=True), "you zero the future after the softmax, so rows no longer sum "
-                                                  "to 1: fill -inf into the scores before the softmax."),
+        Mistake(
+            _causal_with(upper=True),
+            "your mask has the wrong polarity: it lets each query see the "
+            "*future*. Keep the lower triangle (torch.tril), block the upper one.",
+        ),
+        Mistake(
+            _causal_with(upper=True, diagonal=1),
+            "you blocked the lower triangle instead of the upper one: query i may attend to keys j <= i.",
+        ),
+        Mistake(
+            _causal_with(diagonal=-1),
+            "off by one: your mask stops query i from attending to itself. "
+            "The diagonal must stay visible (tril with diagonal=0).",
+        ),
+        Mistake(
+            _causal_with(diagonal=1),
+            "off by one: your mask lets query i see key i+1, one step into the future. Use tril with diagonal=0.",
+        ),
+        Mistake(
+            _causal_with(after_softmax=True),
+            "you zero the future after the softmax, so rows no longer sum "
+            "to 1: fill -inf into the scores before the softmax.",
+        ),
         Mistake(_causal_with(no_scale=True), "the scores are not scaled by 1/sqrt(d_k)."),
     ],
     properties=[
         Property(_upper_zero, "weights above the diagonal must be exactly 0 (no attention to the future)."),
         Property(_diag_positive, "every query must be able to attend to itself: the diagonal weights are 0."),
-        Property(lambda a, o: torch.allclose(o[1].sum(-1), torch.ones_like(o[1].sum(-1)), atol=1e-5),
-                 "rows of the weights do not sum to 1: softmax over the last axis, after masking."),
+        Property(
+            lambda a, o: torch.allclose(o[1].sum(-1), torch.ones_like(o[1].sum(-1)), atol=1e-5),
+            "rows of the weights do not sum to 1: softmax over the last axis, after masking.",
+        ),
     ],
     stub_hint="Write causal_attention(q, k, v) returning (output, weights).",
 )
@@ -306,11 +366,11 @@ causal_ex = AttentionExercise(
 
 def _variance_solution(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
     """Var(q·k) for q, k with i.i.d. independent components (mean_q, var_q) and (mean_k, var_k)."""
-    return d_k * (var_q * var_k + var_q * mean_k ** 2 + var_k * mean_q ** 2)
+    return d_k * (var_q * var_k + var_q * mean_k**2 + var_k * mean_q**2)
 
 
 def _v_one_term(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
-    return var_q * var_k + var_q * mean_k ** 2 + var_k * mean_q ** 2
+    return var_q * var_k + var_q * mean_k**2 + var_k * mean_q**2
 
 
 def _v_std(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
@@ -322,7 +382,7 @@ def _v_no_means(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
 
 
 def _v_dk_squared(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
-    return d_k ** 2 * (var_q * var_k + var_q * mean_k ** 2 + var_k * mean_q ** 2)
+    return d_k**2 * (var_q * var_k + var_q * mean_k**2 + var_k * mean_q**2)
 
 
 def _v_sum(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
@@ -330,7 +390,7 @@ def _v_sum(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
 
 
 def _v_swapped_means(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
-    return d_k * (var_q * var_k + var_q * mean_q ** 2 + var_k * mean_k ** 2)
+    return d_k * (var_q * var_k + var_q * mean_q**2 + var_k * mean_k**2)
 
 
 variance_ex = Exercise(
@@ -343,22 +403,38 @@ variance_ex = Exercise(
         ("d_k=3, var_q=1, var_k=2, mean_q=2, mean_k=0", lambda: (3, 1.0, 2.0, 2.0, 0.0)),
     ],
     mistakes=[
-        Mistake(_v_one_term, "that is the variance of ONE term q_i k_i (which is also the variance of the SCALED "
-                             "score q·k/sqrt(d_k)). The unscaled q·k sums d_k independent terms, and variances of "
-                             "independent terms add."),
+        Mistake(
+            _v_one_term,
+            "that is the variance of ONE term q_i k_i (which is also the variance of the SCALED "
+            "score q·k/sqrt(d_k)). The unscaled q·k sums d_k independent terms, and variances of "
+            "independent terms add.",
+        ),
         Mistake(_v_std, "you returned the standard deviation; the question asks for the variance."),
-        Mistake(_v_dk_squared, "d_k appears squared: for a SUM of independent terms the variances add (a factor "
-                               "d_k); a factor d_k² would need perfectly correlated terms."),
-        Mistake(_v_sum, "variances of a product do not add: for independent zero-mean q_i, k_i, "
-                        "Var(q_i k_i) = Var(q_i) Var(k_i)."),
-        Mistake(_v_no_means, "right for zero means, but with non-zero means Var(q_i k_i) has two more terms: "
-                             "expand E[q_i² k_i²] - E[q_i k_i]² with E[x²] = Var(x) + E[x]²."),
-        Mistake(_v_swapped_means, "the mean terms are paired the wrong way round: Var(q_i) multiplies E[k_i]², "
-                                  "and Var(k_i) multiplies E[q_i]²."),
+        Mistake(
+            _v_dk_squared,
+            "d_k appears squared: for a SUM of independent terms the variances add (a factor "
+            "d_k); a factor d_k² would need perfectly correlated terms.",
+        ),
+        Mistake(
+            _v_sum,
+            "variances of a product do not add: for independent zero-mean q_i, k_i, Var(q_i k_i) = Var(q_i) Var(k_i).",
+        ),
+        Mistake(
+            _v_no_means,
+            "right for zero means, but with non-zero means Var(q_i k_i) has two more terms: "
+            "expand E[q_i² k_i²] - E[q_i k_i]² with E[x²] = Var(x) + E[x]².",
+        ),
+        Mistake(
+            _v_swapped_means,
+            "the mean terms are paired the wrong way round: Var(q_i) multiplies E[k_i]², "
+            "and Var(k_i) multiplies E[q_i]².",
+        ),
     ],
     properties=[
-        Property(lambda a, o: isinstance(o, (int, float)) or (isinstance(o, torch.Tensor) and o.numel() == 1),
-                 "return one number."),
+        Property(
+            lambda a, o: isinstance(o, (int, float)) or (isinstance(o, torch.Tensor) and o.numel() == 1),
+            "return one number.",
+        ),
     ],
     stub_hint="Write dot_product_variance(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0) returning a number.",
 )
@@ -408,6 +484,7 @@ def _emp_case(n, d, scaled, seed):
     def make():
         g = _g(seed)
         return torch.randn(n, d, generator=g), torch.randn(n, d, generator=g), scaled
+
     return make
 
 
@@ -420,14 +497,20 @@ empirical_ex = Exercise(
         ("N=2000 samples, d_k=256, scaled", _emp_case(2000, 256, True, 13)),
     ],
     mistakes=[
-        Mistake(_e_all_pairs, "you took every pair q_n · k_m (a matrix product: N² scores). The question asks "
-                              "for the N row-wise dot products q_n · k_n, one per pair of matching rows."),
+        Mistake(
+            _e_all_pairs,
+            "you took every pair q_n · k_m (a matrix product: N² scores). The question asks "
+            "for the N row-wise dot products q_n · k_n, one per pair of matching rows.",
+        ),
         Mistake(_e_no_scale, "when scaled=True, divide the dot products by sqrt(d_k) before taking the variance."),
         Mistake(_e_by_dk, "you divided by d_k; the scaled score is q·k / sqrt(d_k)."),
         Mistake(_e_std, "that is the standard deviation; return the variance."),
         Mistake(_e_mean_over_dims, "a dot product is a SUM over the d_k components, not a mean."),
-        Mistake(_e_var_of_products, "that is the variance of the single products q_i k_i; sum over the last "
-                                    "axis first to get the dot products."),
+        Mistake(
+            _e_var_of_products,
+            "that is the variance of the single products q_i k_i; sum over the last "
+            "axis first to get the dot products.",
+        ),
     ],
     properties=[],
     # unbiased (N-1) or biased (N) variance are both fine: they differ by 1/N = 5e-4 relative
@@ -435,5 +518,4 @@ empirical_ex = Exercise(
     stub_hint="Write score_variance(q, k, scaled) returning the sample variance (a 0-d tensor or a float).",
 )
 
-EXERCISES = {"attention": attention_ex, "causal": causal_ex, "variance": variance_ex,
-             "empirical": empirical_ex}
+EXERCISES = {"attention": attention_ex, "causal": causal_ex, "variance": variance_ex, "empirical": empirical_ex}

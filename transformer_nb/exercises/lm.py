@@ -9,6 +9,7 @@
 
 Each exercise knows the typical wrong answers and replies with a hint aimed at that mistake.
 """
+
 import math
 
 import torch
@@ -24,6 +25,7 @@ def _g(seed):
 # ----------------------------------------------------------------------------------------
 # perplexity(loss_sums, token_counts) -> float
 # ----------------------------------------------------------------------------------------
+
 
 def _perplexity_solution(loss_sums, token_counts):
     """loss_sums: (n_batches,) summed NLL in nats; token_counts: (n_batches,) targets per batch.
@@ -56,8 +58,9 @@ def _base_two(loss_sums, token_counts):
 def _perplexity_case(sizes, mean_losses, seed):
     g = _g(seed)
     counts = torch.tensor(sizes, dtype=torch.float64)
-    per_token = torch.tensor(mean_losses, dtype=torch.float64) + 0.01 * torch.rand(len(sizes), generator=g,
-                                                                                   dtype=torch.float64)
+    per_token = torch.tensor(mean_losses, dtype=torch.float64) + 0.01 * torch.rand(
+        len(sizes), generator=g, dtype=torch.float64
+    )
     return per_token * counts, counts
 
 
@@ -70,20 +73,34 @@ perplexity_ex = Exercise(
     reference=_perplexity_solution,
     cases=[
         ("3 batches of 2,048 targets each", lambda: _perplexity_case([2048, 2048, 2048], [5.2, 5.6, 5.4], 0)),
-        ("a last batch of 100 targets with a higher loss", lambda: _perplexity_case([2048, 2048, 100], [5.0, 5.1, 7.5], 1)),
+        (
+            "a last batch of 100 targets with a higher loss",
+            lambda: _perplexity_case([2048, 2048, 100], [5.0, 5.1, 7.5], 1),
+        ),
         ("batches of 10, 500 and 5,000 targets", lambda: _perplexity_case([10, 500, 5000], [3.0, 6.0, 4.5], 2)),
     ],
     mistakes=[
-        Mistake(_mean_of_batch_perplexities, "you average the batches' perplexities; perplexity is exp of the "
-                                             "average loss per *token*, and exp of a mean is not a mean of exps."),
-        Mistake(_unweighted_mean_loss, "you average the batches' mean losses with equal weight, so a short "
-                                       "last batch counts as much as a full one: divide the total loss by the "
-                                       "total number of targets."),
+        Mistake(
+            _mean_of_batch_perplexities,
+            "you average the batches' perplexities; perplexity is exp of the "
+            "average loss per *token*, and exp of a mean is not a mean of exps.",
+        ),
+        Mistake(
+            _unweighted_mean_loss,
+            "you average the batches' mean losses with equal weight, so a short "
+            "last batch counts as much as a full one: divide the total loss by the "
+            "total number of targets.",
+        ),
         Mistake(_no_exp, "you return the mean loss per token (nats); perplexity is its exponential."),
-        Mistake(_per_batch_division, "you divide by the number of batches; divide by the number of targets "
-                                     "(token_counts.sum())."),
-        Mistake(_base_two, "the losses are natural-log NLLs (F.cross_entropy), so the perplexity is e**loss, "
-                           "not 2**loss (2**x is for losses in bits)."),
+        Mistake(
+            _per_batch_division,
+            "you divide by the number of batches; divide by the number of targets (token_counts.sum()).",
+        ),
+        Mistake(
+            _base_two,
+            "the losses are natural-log NLLs (F.cross_entropy), so the perplexity is e**loss, "
+            "not 2**loss (2**x is for losses in bits).",
+        ),
     ],
     properties=[Property(_is_positive_number, "return one Python float >= 1 (a perplexity is at least 1).")],
     compare=lambda out, ref: isinstance(out, (int, float)) and math.isclose(out, ref, rel_tol=1e-6),
@@ -93,6 +110,7 @@ perplexity_ex = Exercise(
 # ----------------------------------------------------------------------------------------
 # top_k_distribution(logits, k, temperature) -> probs
 # ----------------------------------------------------------------------------------------
+
 
 def _top_k_solution(logits, k, temperature):
     """logits: (B, V); k: keep the k largest logits per row; temperature > 0.
@@ -151,14 +169,24 @@ top_k_ex = Exercise(
         ("k=1: greedy as a distribution", lambda: _top_k_case(2, 20, 1, 0.7, 3)),
     ],
     mistakes=[
-        Mistake(_k_smallest, "you keep the k *least* likely words: torch.topk returns the largest by default; "
-                             "keep logits >= the k-th largest."),
-        Mistake(_temperature_multiplied, "the temperature divides the logits (T < 1 sharpens, T > 1 flattens); "
-                                         "you multiplied."),
-        Mistake(_not_renormalised, "you zeroed the words outside the top k *after* the softmax, so the row no "
-                                   "longer sums to 1: set their logits to -inf before the softmax."),
-        Mistake(_k_plus_one, "you keep k + 1 words: the threshold is the k-th largest logit, "
-                             "topk(logits, k).values[..., -1]."),
+        Mistake(
+            _k_smallest,
+            "you keep the k *least* likely words: torch.topk returns the largest by default; "
+            "keep logits >= the k-th largest.",
+        ),
+        Mistake(
+            _temperature_multiplied,
+            "the temperature divides the logits (T < 1 sharpens, T > 1 flattens); you multiplied.",
+        ),
+        Mistake(
+            _not_renormalised,
+            "you zeroed the words outside the top k *after* the softmax, so the row no "
+            "longer sums to 1: set their logits to -inf before the softmax.",
+        ),
+        Mistake(
+            _k_plus_one,
+            "you keep k + 1 words: the threshold is the k-th largest logit, topk(logits, k).values[..., -1].",
+        ),
         Mistake(_no_temperature, "the temperature is ignored: divide the logits by it before the softmax."),
     ],
     properties=[
@@ -171,6 +199,7 @@ top_k_ex = Exercise(
 # ----------------------------------------------------------------------------------------
 # kv_cache_step(q, k_new, v_new, k_cache, v_cache) -> (out, k_all, v_all)
 # ----------------------------------------------------------------------------------------
+
 
 def _kv_step_solution(q, k_new, v_new, k_cache, v_cache):
     """One decoding step with a KV cache.
@@ -231,15 +260,26 @@ kv_step_ex = Exercise(
         ("B=3, h=1, 20 cached tokens, d_head=4", lambda: _kv_case(3, 1, 20, 4, 2)),
     ],
     mistakes=[
-        Mistake(_sdpa_is_causal, "F.scaled_dot_product_attention(is_causal=True) aligns its mask top-left: with "
-                                 "1 query and T + 1 keys the query may only see the *first* key. The newest token "
-                                 "may attend to every cached key, so pass no mask at all (or a bottom-right one)."),
-        Mistake(_forgot_new_key, "the new token does not attend to itself: append k_new / v_new to the cache "
-                                 "*before* computing the attention."),
-        Mistake(_prepended, "the new key and value must go at the end of the cache (dim=2, after the T cached "
-                            "tokens), in the order the tokens came."),
-        Mistake(_only_new_token, "you return the new token's own value: the output is the softmax-weighted sum "
-                                 "of all T + 1 values."),
+        Mistake(
+            _sdpa_is_causal,
+            "F.scaled_dot_product_attention(is_causal=True) aligns its mask top-left: with "
+            "1 query and T + 1 keys the query may only see the *first* key. The newest token "
+            "may attend to every cached key, so pass no mask at all (or a bottom-right one).",
+        ),
+        Mistake(
+            _forgot_new_key,
+            "the new token does not attend to itself: append k_new / v_new to the cache "
+            "*before* computing the attention.",
+        ),
+        Mistake(
+            _prepended,
+            "the new key and value must go at the end of the cache (dim=2, after the T cached "
+            "tokens), in the order the tokens came.",
+        ),
+        Mistake(
+            _only_new_token,
+            "you return the new token's own value: the output is the softmax-weighted sum of all T + 1 values.",
+        ),
     ],
     properties=[Property(_returns_triple, "return three tensors: (out, k_all, v_all).")],
 )

@@ -10,14 +10,19 @@ All masks follow the package convention: **bool, True = may attend**. Each exerc
 typical wrong answers (off-by-one diagonal, transposed triangle, inverted polarity, padding on
 the wrong axis, ...) and answers with a hint aimed at that mistake.
 """
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
 
-_POLARITY = ("your mask is True where attention is BLOCKED. Here (as in F.scaled_dot_product_attention) "
-             "True means 'may attend'; nn.MultiheadAttention uses the opposite convention. Invert it.")
-_FLOAT = ("return a bool tensor (True = may attend), not numbers: a float mask is ADDED to the scores, "
-          "so a 1.0 would be a small bonus and a 0.0 would block nothing.")
+_POLARITY = (
+    "your mask is True where attention is BLOCKED. Here (as in F.scaled_dot_product_attention) "
+    "True means 'may attend'; nn.MultiheadAttention uses the opposite convention. Invert it."
+)
+_FLOAT = (
+    "return a bool tensor (True = may attend), not numbers: a float mask is ADDED to the scores, "
+    "so a 1.0 would be a small bonus and a 0.0 would block nothing."
+)
 
 
 def _is_bool_tensor(out) -> bool:
@@ -37,8 +42,10 @@ class MaskExercise(Exercise):
         if not isinstance(out, torch.Tensor):
             return f"return a torch.Tensor (a bool mask), got {type(out).__name__}."
         if tuple(out.shape) != tuple(ref.shape):
-            return (f"your mask has shape {tuple(out.shape)}, expected {tuple(ref.shape)} = {self.expected_shape}. "
-                    + self._shape_hint(args, out, ref))
+            return (
+                f"your mask has shape {tuple(out.shape)}, expected {tuple(ref.shape)} = {self.expected_shape}. "
+                + self._shape_hint(args, out, ref)
+            )
         if not _is_bool_tensor(out):
             # a number mask: say so first, then what is wrong with its pattern (read as nonzero = True)
             as_bool = out != 0
@@ -55,10 +62,11 @@ class MaskExercise(Exercise):
 # 1. the causal mask
 # ----------------------------------------------------------------------------------------
 
+
 def _causal_solution(T):
     """(T, T) bool: True where key j is not in query i's future (j <= i)."""
-    i = torch.arange(T)[:, None]       # query index, one per row
-    j = torch.arange(T)[None, :]       # key index, one per column
+    i = torch.arange(T)[:, None]  # query index, one per row
+    j = torch.arange(T)[None, :]  # key index, one per column
     return j <= i
 
 
@@ -88,18 +96,28 @@ causal_ex = _CausalExercise(
     reference=_causal_solution,
     cases=[("T=4", lambda: (4,)), ("T=1", lambda: (1,)), ("T=7", lambda: (7,))],
     mistakes=[
-        Mistake(_causal_strict, "the diagonal is blocked: query i must be allowed to attend to ITSELF "
-                                "(position i sees positions 1..i). Shift your triangle by one."),
-        Mistake(_causal_transposed, "your mask is the transpose: it lets each query see the future and hides "
-                                    "the past. Row i is the query; it may see columns j <= i (lower triangle)."),
+        Mistake(
+            _causal_strict,
+            "the diagonal is blocked: query i must be allowed to attend to ITSELF "
+            "(position i sees positions 1..i). Shift your triangle by one.",
+        ),
+        Mistake(
+            _causal_transposed,
+            "your mask is the transpose: it lets each query see the future and hides "
+            "the past. Row i is the query; it may see columns j <= i (lower triangle).",
+        ),
         Mistake(_causal_inverted, _POLARITY),
         Mistake(_causal_none, "every entry is True: nothing is masked, so every query sees the future."),
     ],
     properties=[
-        Property(lambda args, out: bool(out.diagonal().all()),
-                 "some diagonal entries are False: a token must always be able to attend to itself."),
-        Property(lambda args, out: not bool(out.triu(1).any()),
-                 "some entries above the diagonal are True: those are future keys (j > i)."),
+        Property(
+            lambda args, out: bool(out.diagonal().all()),
+            "some diagonal entries are False: a token must always be able to attend to itself.",
+        ),
+        Property(
+            lambda args, out: not bool(out.triu(1).any()),
+            "some entries above the diagonal are True: those are future keys (j > i).",
+        ),
     ],
     stub_hint="Return a (T, T) bool tensor, True where query i may attend to key j.",
 )
@@ -108,6 +126,7 @@ causal_ex = _CausalExercise(
 # ----------------------------------------------------------------------------------------
 # 2. the padding mask from lengths
 # ----------------------------------------------------------------------------------------
+
 
 def _padding_solution(lengths, max_len):
     """(B, max_len) bool: True at the first lengths[b] positions of row b (right padding)."""
@@ -143,20 +162,33 @@ padding_ex = _PaddingExercise(
     compare=_mask_equal,
     title="Padding mask from lengths",
     reference=_padding_solution,
-    cases=[("lengths [3, 1, 4], max_len 5", lambda: ([3, 1, 4], 5)),
-           ("lengths [2, 2], max_len 2", lambda: ([2, 2], 2)),
-           ("lengths [0, 3], max_len 4 (an empty sequence)", lambda: ([0, 3], 4))],
+    cases=[
+        ("lengths [3, 1, 4], max_len 5", lambda: ([3, 1, 4], 5)),
+        ("lengths [2, 2], max_len 2", lambda: ([2, 2], 2)),
+        ("lengths [0, 3], max_len 4 (an empty sequence)", lambda: ([0, 3], 4)),
+    ],
     mistakes=[
-        Mistake(_padding_off_by_one, "each row has one True too many: position t (counting from 0) is a real "
-                                     "token iff t < length, not t <= length."),
-        Mistake(_padding_inverted, _POLARITY + " (True at padding is what nn.MultiheadAttention's "
-                                               "key_padding_mask expects; here True = real token.)"),
-        Mistake(_padding_left, "your real tokens sit at the END of each row (left padding). These sequences "
-                                "are right-padded: tokens first, then padding."),
+        Mistake(
+            _padding_off_by_one,
+            "each row has one True too many: position t (counting from 0) is a real "
+            "token iff t < length, not t <= length.",
+        ),
+        Mistake(
+            _padding_inverted,
+            _POLARITY + " (True at padding is what nn.MultiheadAttention's "
+            "key_padding_mask expects; here True = real token.)",
+        ),
+        Mistake(
+            _padding_left,
+            "your real tokens sit at the END of each row (left padding). These sequences "
+            "are right-padded: tokens first, then padding.",
+        ),
     ],
     properties=[
-        Property(lambda args, out: out.sum(-1).tolist() == list(args[0]),
-                 "row b must hold exactly lengths[b] True entries, one per real token."),
+        Property(
+            lambda args, out: out.sum(-1).tolist() == list(args[0]),
+            "row b must hold exactly lengths[b] True entries, one per real token.",
+        ),
     ],
     stub_hint="Return a (B, max_len) bool tensor, True at real tokens (the first lengths[b] positions).",
 )
@@ -166,6 +198,7 @@ padding_ex = _PaddingExercise(
 # 3. padding + causal for a batch (decoder self-attention)
 # ----------------------------------------------------------------------------------------
 
+
 def _combined_solution(keep):
     """keep: (B, T) bool, True at real tokens -> (B, 1, T, T) bool, True = may attend.
 
@@ -173,8 +206,8 @@ def _combined_solution(keep):
     Padded queries still attend to real keys (their outputs are ignored by the loss).
     """
     T = keep.shape[-1]
-    causal = torch.ones(T, T, dtype=torch.bool).tril()       # (T_q, T_k)
-    return keep[:, None, None, :] & causal                   # (B, 1, 1, T_k) & (T_q, T_k)
+    causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T_q, T_k)
+    return keep[:, None, None, :] & causal  # (B, 1, 1, T_k) & (T_q, T_k)
 
 
 def _combined_no_causal(keep):
@@ -213,25 +246,40 @@ combined_ex = _CombinedExercise(
     compare=_mask_equal,
     title="Padding + causal mask for a batch",
     reference=_combined_solution,
-    cases=[("lengths [3, 5, 1], T=5", lambda: (_keep([3, 5, 1], 5),)),
-           ("lengths [2, 4], T=4", lambda: (_keep([2, 4], 4),)),
-           ("lengths [0, 2], T=3 (an empty sequence)", lambda: (_keep([0, 2], 3),))],
+    cases=[
+        ("lengths [3, 5, 1], T=5", lambda: (_keep([3, 5, 1], 5),)),
+        ("lengths [2, 4], T=4", lambda: (_keep([2, 4], 4),)),
+        ("lengths [0, 2], T=3 (an empty sequence)", lambda: (_keep([0, 2], 3),)),
+    ],
     mistakes=[
-        Mistake(_combined_no_causal, "padded keys are blocked, but every query still sees the future: "
-                                     "AND in the causal (lower-triangular) mask."),
-        Mistake(_combined_no_padding, "the causal part is right, but padded keys are still visible: AND in the "
-                                      "padding mask along the KEY axis (the last one)."),
-        Mistake(_combined_query_axis, "you blocked the ROWS of padded queries instead of the COLUMNS of padded "
-                                      "keys. With a causal mask this only changes the padded rows, which are left "
-                                      "with no key at all (0/0 = NaN in a plain softmax); without it, real queries "
-                                      "would still see padded keys. Put the padding on the last axis, T_k."),
+        Mistake(
+            _combined_no_causal,
+            "padded keys are blocked, but every query still sees the future: "
+            "AND in the causal (lower-triangular) mask.",
+        ),
+        Mistake(
+            _combined_no_padding,
+            "the causal part is right, but padded keys are still visible: AND in the "
+            "padding mask along the KEY axis (the last one).",
+        ),
+        Mistake(
+            _combined_query_axis,
+            "you blocked the ROWS of padded queries instead of the COLUMNS of padded "
+            "keys. With a causal mask this only changes the padded rows, which are left "
+            "with no key at all (0/0 = NaN in a plain softmax); without it, real queries "
+            "would still see padded keys. Put the padding on the last axis, T_k.",
+        ),
         Mistake(_combined_or, "a key must pass BOTH masks to be visible: combine them with & (AND), not | (OR)."),
     ],
     properties=[
-        Property(lambda args, out: not bool(out.triu(1).any()),
-                 "some future keys (above the diagonal) are visible: the causal part is missing or transposed."),
-        Property(lambda args, out: not bool((out & ~args[0][:, None, None, :]).any()),
-                 "some padded keys are visible: every column of a padded position must be False."),
+        Property(
+            lambda args, out: not bool(out.triu(1).any()),
+            "some future keys (above the diagonal) are visible: the causal part is missing or transposed.",
+        ),
+        Property(
+            lambda args, out: not bool((out & ~args[0][:, None, None, :]).any()),
+            "some padded keys are visible: every column of a padded position must be False.",
+        ),
     ],
     stub_hint="Return a (B, 1, T, T) bool tensor: key is real AND key position <= query position.",
 )

@@ -7,6 +7,7 @@
 - ``mean_pool_ex``: ``mean_pool(hidden, keep) -> (B, d)``: an encoder-only sentence vector, the
   mean over the *real* tokens (004 §13.1's alternative to ``[CLS]``).
 """
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
@@ -25,7 +26,8 @@ def _keep(lengths, t):
 
 # --------------------------------------------------------------------------- 1. masks per variant
 
-def _pad(keep, t_q):                      # (B, T_k) -> (B, 1, T_q, T_k): block padded keys
+
+def _pad(keep, t_q):  # (B, T_k) -> (B, 1, T_q, T_k): block padded keys
     return keep[:, None, None, :].expand(-1, 1, t_q, -1)
 
 
@@ -39,8 +41,7 @@ def _masks_ref(variant, src_keep, tgt_keep):
         return {"encoder_self": _pad(src_keep, s), "decoder_self": None, "cross": None}
     if variant == "decoder-only":
         return {"encoder_self": None, "decoder_self": _pad(tgt_keep, t) & _tril(t), "cross": None}
-    return {"encoder_self": _pad(src_keep, s), "decoder_self": _pad(tgt_keep, t) & _tril(t),
-            "cross": _pad(src_keep, t)}
+    return {"encoder_self": _pad(src_keep, s), "decoder_self": _pad(tgt_keep, t) & _tril(t), "cross": _pad(src_keep, t)}
 
 
 def _masks_bert_causal(variant, src_keep, tgt_keep):
@@ -97,8 +98,7 @@ def _masks_decoder_no_padding(variant, src_keep, tgt_keep):
 def _same_mask(a, b) -> bool:
     if a is None or b is None:
         return a is None and b is None
-    return (isinstance(a, torch.Tensor) and a.dtype == torch.bool and a.shape == b.shape
-            and torch.equal(a.cpu(), b))
+    return isinstance(a, torch.Tensor) and a.dtype == torch.bool and a.shape == b.shape and torch.equal(a.cpu(), b)
 
 
 def _dict_equal(out, ref) -> bool:
@@ -112,27 +112,37 @@ class _VariantMasksExercise(Exercise):
         variant = args[0]
         if not isinstance(out, dict) or set(out) != set(KEYS):
             got = sorted(out) if isinstance(out, dict) else type(out).__name__
-            return (f"return a dict with exactly the keys {list(KEYS)} (None for a sublayer the variant "
-                    f"does not have), got {got}.")
+            return (
+                f"return a dict with exactly the keys {list(KEYS)} (None for a sublayer the variant "
+                f"does not have), got {got}."
+            )
         for key in KEYS:
             mine, want = out[key], ref[key]
             if (mine is None) != (want is None):
                 if want is None:
-                    return (f"for {variant}, '{key}' should be None: " + {
-                        "encoder_self": "this variant has no encoder (no bidirectional stack over a source).",
-                        "decoder_self": "this variant has no causal stack.",
-                        "cross": "only an encoder–decoder has a second sequence to attend to; without an "
-                                 "encoder there is no memory and so no cross-attention sublayer.",
-                    }[key])
+                    return (
+                        f"for {variant}, '{key}' should be None: "
+                        + {
+                            "encoder_self": "this variant has no encoder (no bidirectional stack over a source).",
+                            "decoder_self": "this variant has no causal stack.",
+                            "cross": "only an encoder–decoder has a second sequence to attend to; without an "
+                            "encoder there is no memory and so no cross-attention sublayer.",
+                        }[key]
+                    )
                 return f"for {variant}, '{key}' is missing (None): this variant does have that sublayer."
             if want is None:
                 continue
             if not isinstance(mine, torch.Tensor) or mine.dtype != torch.bool:
-                return (f"'{key}' must be a bool tensor (True = may attend), got "
-                        f"{mine.dtype if isinstance(mine, torch.Tensor) else type(mine).__name__}.")
+                return (
+                    f"'{key}' must be a bool tensor (True = may attend), got "
+                    f"{mine.dtype if isinstance(mine, torch.Tensor) else type(mine).__name__}."
+                )
             if tuple(mine.shape) != tuple(want.shape):
-                extra = (" Cross-attention has target queries and *source* keys: (B, 1, T, S), padded like the "
-                         "source." if key == "cross" else "")
+                extra = (
+                    " Cross-attention has target queries and *source* keys: (B, 1, T, S), padded like the source."
+                    if key == "cross"
+                    else ""
+                )
                 return f"'{key}' has shape {tuple(mine.shape)}, expected (B, 1, T_q, T_k) = {tuple(want.shape)}.{extra}"
         return super().diagnose(args, out, ref)
 
@@ -147,37 +157,49 @@ variant_masks_ex = _VariantMasksExercise(
     cases=[
         ("encoder-only, source lengths [5, 3]", _case("encoder-only", [5, 3], 5, [4, 2], 4)),
         ("decoder-only, sequence lengths [4, 2]", _case("decoder-only", [5, 3], 5, [4, 2], 4)),
-        ("encoder-decoder, S=5 (lengths [5, 3]), T=4 (lengths [4, 2])",
-         _case("encoder-decoder", [5, 3], 5, [4, 2], 4)),
+        ("encoder-decoder, S=5 (lengths [5, 3]), T=4 (lengths [4, 2])", _case("encoder-decoder", [5, 3], 5, [4, 2], 4)),
         ("encoder-decoder, S=3, T=6, one short target", _case("encoder-decoder", [3, 2, 1], 3, [6, 6, 2], 6)),
     ],
     compare=_dict_equal,
     mistakes=[
-        Mistake(_masks_bert_causal,
-                "your encoder-only mask blocks later tokens. BERT-style encoders are bidirectional: every real "
-                "token may attend to every other real token, before and after it. Only padding is blocked."),
-        Mistake(_masks_encdec_encoder_causal,
-                "the encoder of an encoder–decoder reads the whole source at once (it is never generated), so "
-                "its self-attention is bidirectional: block padded source keys only, no causal triangle."),
-        Mistake(_masks_gpt_not_causal,
-                "your decoder self-attention lets a position see later positions: the causal triangle "
-                "(key j <= query i) is missing, so training would leak the very token it must predict."),
-        Mistake(_masks_cross_causal,
-                "your cross-attention mask is causal. Causality concerns the target sequence only; the source "
-                "is fully known, so every target position may read every real source token. Block padded "
-                "source keys only."),
-        Mistake(_masks_decoder_no_padding,
-                "the decoder self-attention mask is causal but ignores padding: in a short target, the real "
-                "positions are fine, but padded keys must be blocked too (AND the two masks)."),
+        Mistake(
+            _masks_bert_causal,
+            "your encoder-only mask blocks later tokens. BERT-style encoders are bidirectional: every real "
+            "token may attend to every other real token, before and after it. Only padding is blocked.",
+        ),
+        Mistake(
+            _masks_encdec_encoder_causal,
+            "the encoder of an encoder–decoder reads the whole source at once (it is never generated), so "
+            "its self-attention is bidirectional: block padded source keys only, no causal triangle.",
+        ),
+        Mistake(
+            _masks_gpt_not_causal,
+            "your decoder self-attention lets a position see later positions: the causal triangle "
+            "(key j <= query i) is missing, so training would leak the very token it must predict.",
+        ),
+        Mistake(
+            _masks_cross_causal,
+            "your cross-attention mask is causal. Causality concerns the target sequence only; the source "
+            "is fully known, so every target position may read every real source token. Block padded "
+            "source keys only.",
+        ),
+        Mistake(
+            _masks_decoder_no_padding,
+            "the decoder self-attention mask is causal but ignores padding: in a short target, the real "
+            "positions are fine, but padded keys must be blocked too (AND the two masks).",
+        ),
     ],
     properties=[
-        Property(lambda args, out: all(out[k] is None or bool(out[k].diagonal(dim1=-2, dim2=-1)[
-            _keep_for(args, k)].all()) for k in ("encoder_self", "decoder_self")),
-                 "a real token must always be allowed to attend to itself: check the diagonal of your self-"
-                 "attention masks."),
+        Property(
+            lambda args, out: all(
+                out[k] is None or bool(out[k].diagonal(dim1=-2, dim2=-1)[_keep_for(args, k)].all())
+                for k in ("encoder_self", "decoder_self")
+            ),
+            "a real token must always be allowed to attend to itself: check the diagonal of your self-attention masks.",
+        ),
     ],
     stub_hint="Decide first which of the three sublayers the variant has (None for the others), then build each "
-              "mask from the padding (block padded keys) and, where generation needs it, the causal triangle.",
+    "mask from the padding (block padded keys) and, where generation needs it, the causal triangle.",
 )
 
 
@@ -187,6 +209,7 @@ def _keep_for(args, key):
 
 
 # --------------------------------------------------------------------------- 2. the LM shift
+
 
 def _shift_ref(ids, keep):
     targets = ids[:, 1:].masked_fill(~keep[:, 1:], -100)
@@ -214,6 +237,7 @@ def _shift_case(seed, lengths, t):
         keep = _keep(lengths, t)
         ids = torch.randint(3, 50, (len(lengths), t), generator=_gen(seed)).masked_fill(~keep, 0)
         return ids, keep
+
     return make
 
 
@@ -226,33 +250,41 @@ lm_shift_ex = Exercise(
         ("one sequence of 3 tokens, no padding", _shift_case(33, [3], 3)),
     ],
     mistakes=[
-        Mistake(_shift_none,
-                "each target equals the input at the same position, so the model only has to copy its input "
-                "(the causal mask lets position t see token t). The target at position t is token t+1."),
-        Mistake(_shift_backwards,
-                "you shifted the wrong way: your model would predict the previous token from the ones after it. "
-                "Inputs are ids[:, :-1] (drop the last), targets ids[:, 1:] (drop the first)."),
-        Mistake(_shift_no_ignore,
-                "padded targets still carry a loss, so the model is trained to predict padding after every "
-                "short sequence. Set the targets at padded positions to -100 (F.cross_entropy's ignore_index)."),
-        Mistake(_shift_wrong_keep,
-                "off by one in the padding: you used the keep mask of the inputs (keep[:, :-1]), so the first "
-                "padded target is counted and, in a full row, nothing changes. A target is real when *it* is a "
-                "real token: use keep[:, 1:]."),
+        Mistake(
+            _shift_none,
+            "each target equals the input at the same position, so the model only has to copy its input "
+            "(the causal mask lets position t see token t). The target at position t is token t+1.",
+        ),
+        Mistake(
+            _shift_backwards,
+            "you shifted the wrong way: your model would predict the previous token from the ones after it. "
+            "Inputs are ids[:, :-1] (drop the last), targets ids[:, 1:] (drop the first).",
+        ),
+        Mistake(
+            _shift_no_ignore,
+            "padded targets still carry a loss, so the model is trained to predict padding after every "
+            "short sequence. Set the targets at padded positions to -100 (F.cross_entropy's ignore_index).",
+        ),
+        Mistake(
+            _shift_wrong_keep,
+            "off by one in the padding: you used the keep mask of the inputs (keep[:, :-1]), so the first "
+            "padded target is counted and, in a full row, nothing changes. A target is real when *it* is a "
+            "real token: use keep[:, 1:].",
+        ),
     ],
     properties=[
-        Property(lambda args, out: isinstance(out, tuple) and len(out) == 2,
-                 "return a pair (inputs, targets)."),
+        Property(lambda args, out: isinstance(out, tuple) and len(out) == 2, "return a pair (inputs, targets)."),
     ],
     stub_hint="The input at position t is token t and the target is token t+1: slice off one token at opposite "
-              "ends, then mark padded targets with -100.",
+    "ends, then mark padded targets with -100.",
 )
 
 
 # --------------------------------------------------------------------------- 3. masked mean pooling
 
+
 def _pool_ref(hidden, keep):
-    w = keep.to(hidden.dtype)[..., None]                       # (B, T, 1)
+    w = keep.to(hidden.dtype)[..., None]  # (B, T, 1)
     return (hidden * w).sum(1) / w.sum(1).clamp_min(1.0)
 
 
@@ -273,6 +305,7 @@ def _pool_case(seed, lengths, t, d=4):
         keep = _keep(lengths, t)
         hidden = torch.randn(len(lengths), t, d, generator=_gen(seed), dtype=torch.float64)
         return hidden, keep
+
     return make
 
 
@@ -285,21 +318,26 @@ mean_pool_ex = Exercise(
         ("no padding", _pool_case(43, [4, 4], 4)),
     ],
     mistakes=[
-        Mistake(_pool_all,
-                "you averaged over padded positions too, so the sentence vector changes when the batch is padded "
-                "further. Average over the real tokens only (weight by keep)."),
-        Mistake(_pool_divide_by_t,
-                "you zeroed the padded positions but divided by the padded length T: divide by each sequence's "
-                "number of real tokens, keep.sum(1)."),
-        Mistake(_pool_cls,
-                "that is the [CLS] vector (position 0), not the mean over the real tokens."),
+        Mistake(
+            _pool_all,
+            "you averaged over padded positions too, so the sentence vector changes when the batch is padded "
+            "further. Average over the real tokens only (weight by keep).",
+        ),
+        Mistake(
+            _pool_divide_by_t,
+            "you zeroed the padded positions but divided by the padded length T: divide by each sequence's "
+            "number of real tokens, keep.sum(1).",
+        ),
+        Mistake(_pool_cls, "that is the [CLS] vector (position 0), not the mean over the real tokens."),
     ],
     properties=[
-        Property(lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2]),
-                 "the result has one d-vector per sequence: shape (B, d); average over the time axis (dim 1)."),
+        Property(
+            lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2]),
+            "the result has one d-vector per sequence: shape (B, d); average over the time axis (dim 1).",
+        ),
     ],
     stub_hint="Weight each position by keep (1 for real, 0 for padding), sum over time, divide by the number of "
-              "real tokens in that sequence.",
+    "real tokens in that sequence.",
 )
 
 EXERCISES = {"variant_masks": variant_masks_ex, "lm_shift": lm_shift_ex, "mean_pool": mean_pool_ex}

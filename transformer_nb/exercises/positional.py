@@ -8,6 +8,7 @@
 
 Each exercise knows the typical wrong answers and replies with a hint aimed at that mistake.
 """
+
 import math
 
 import torch
@@ -46,7 +47,7 @@ def _offset_matrix_solution(k, omega):
     return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
 
 
-def _om_inverse(k, omega):                   # the rotation the other way: maps PE(p) to PE(p - k)
+def _om_inverse(k, omega):  # the rotation the other way: maps PE(p) to PE(p - k)
     c, s = math.cos(k * omega), math.sin(k * omega)
     return torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
 
@@ -56,7 +57,7 @@ def _om_no_omega(k, omega):
     return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
 
 
-def _om_reflection(k, omega):                # second row sign slip: det = -1
+def _om_reflection(k, omega):  # second row sign slip: det = -1
     c, s = math.cos(k * omega), math.sin(k * omega)
     return torch.tensor([[c, s], [s, -c]], dtype=torch.float64)
 
@@ -65,7 +66,7 @@ def _maps_pe(args, out):
     k, omega = args
     m = _as_tensor(out)
     p = torch.arange(0, 50, dtype=torch.float64)
-    x = torch.stack([torch.sin(p * omega), torch.cos(p * omega)])           # (2, P)
+    x = torch.stack([torch.sin(p * omega), torch.cos(p * omega)])  # (2, P)
     y = torch.stack([torch.sin((p + k) * omega), torch.cos((p + k) * omega)])
     return torch.allclose(m @ x, y, atol=1e-6)
 
@@ -89,18 +90,27 @@ offset_matrix_ex = Exercise(
         ("k=40, ω=10000^(-2/8)", lambda: (40, 10000.0 ** (-2 / 8))),
     ],
     mistakes=[
-        Mistake(_om_inverse, "your matrix moves the pair BACK by k: it maps PE(pos) to PE(pos-k) (or it is written for the "
-                             "order [cos, sin]; the pair is [PE(pos, 2i), PE(pos, 2i+1)] = [sin, cos]). Expand "
-                             "sin(a+b) = sin a·cos b + cos a·sin b with a = pos·ω, b = k·ω: the entry that "
-                             "multiplies cos(pos·ω) in the first row is +sin(kω)."),
+        Mistake(
+            _om_inverse,
+            "your matrix moves the pair BACK by k: it maps PE(pos) to PE(pos-k) (or it is written for the "
+            "order [cos, sin]; the pair is [PE(pos, 2i), PE(pos, 2i+1)] = [sin, cos]). Expand "
+            "sin(a+b) = sin a·cos b + cos a·sin b with a = pos·ω, b = k·ω: the entry that "
+            "multiplies cos(pos·ω) in the first row is +sin(kω).",
+        ),
         Mistake(_om_no_omega, "the angle of the rotation is k·ω (offset times the pair's frequency), not k."),
-        Mistake(_om_reflection, "your matrix has determinant -1: a reflection, not a rotation. Check the second "
-                                "row against cos(a+b) = cos a·cos b - sin a·sin b."),
+        Mistake(
+            _om_reflection,
+            "your matrix has determinant -1: a reflection, not a rotation. Check the second "
+            "row against cos(a+b) = cos a·cos b - sin a·sin b.",
+        ),
     ],
     properties=[
         Property(lambda a, o: tuple(_as_tensor(o).shape) == (2, 2), "return a 2×2 matrix (a tensor)."),
-        Property(_orthogonal, "your matrix is not orthogonal (MᵀM ≠ I): a rotation keeps lengths, and "
-                              "sin² + cos² = 1 must hold for the shifted pair too."),
+        Property(
+            _orthogonal,
+            "your matrix is not orthogonal (MᵀM ≠ I): a rotation keeps lengths, and "
+            "sin² + cos² = 1 must hold for the shifted pair too.",
+        ),
         Property(_det_one, "the determinant must be +1 (a rotation, not a reflection)."),
         Property(_maps_pe, "M @ [sin(pos·ω), cos(pos·ω)] must equal [sin((pos+k)·ω), cos((pos+k)·ω)] for every pos."),
     ],
@@ -116,26 +126,26 @@ offset_matrix_ex = Exercise(
 def _offset_similarity_solution(pe):
     """pe: (T, d). Entry k of the result is the mean cosine similarity over the T - k pairs (i, i+k)."""
     unit = pe / pe.norm(dim=-1, keepdim=True)
-    sim = unit @ unit.T                                          # (T, T) cosine similarities
+    sim = unit @ unit.T  # (T, T) cosine similarities
     return torch.stack([sim.diagonal(k).mean() for k in range(pe.shape[0])])
 
 
-def _os_dot(pe):                                  # forgot to normalise: dot products
+def _os_dot(pe):  # forgot to normalise: dot products
     sim = pe @ pe.T
     return torch.stack([sim.diagonal(k).mean() for k in range(pe.shape[0])])
 
 
-def _os_first_row(pe):                            # similarity to PE(0) only
+def _os_first_row(pe):  # similarity to PE(0) only
     return F.cosine_similarity(pe[:1], pe, dim=-1)
 
 
-def _os_divide_by_t(pe):                          # summed the T - k pairs but divided by T
+def _os_divide_by_t(pe):  # summed the T - k pairs but divided by T
     unit = pe / pe.norm(dim=-1, keepdim=True)
     sim = unit @ unit.T
     return torch.stack([sim.diagonal(k).sum() / pe.shape[0] for k in range(pe.shape[0])])
 
 
-def _os_wrong_axis(pe):                           # normalised each dimension (column), not each position (row)
+def _os_wrong_axis(pe):  # normalised each dimension (column), not each position (row)
     unit = pe / pe.norm(dim=0, keepdim=True)
     sim = unit @ unit.T
     return torch.stack([sim.diagonal(k).mean() for k in range(pe.shape[0])])
@@ -154,7 +164,7 @@ def _case_sinusoid():
 
 
 def _case_random():
-    g = _g(31)   # rows of different lengths, no structure: similarity to row 0 is not the average
+    g = _g(31)  # rows of different lengths, no structure: similarity to row 0 is not the average
     return (torch.randn(20, 8, generator=g) * torch.linspace(0.5, 3.0, 20)[:, None],)
 
 
@@ -172,19 +182,32 @@ offset_similarity_ex = Exercise(
         ("a (50, 16) table like an untrained learned embedding", _case_learned_like),
     ],
     mistakes=[
-        Mistake(_os_dot, "these are raw dot products: divide by ‖PE(i)‖·‖PE(j)‖ to get cosine similarities "
-                         "(offset 0 must give exactly 1)."),
-        Mistake(_os_first_row, "you compared every row with row 0 only. For sinusoids that happens to give the "
-                               "same numbers (that is what the exercise asks you to verify!), but the average "
-                               "must run over ALL T - k pairs (i, i+k)."),
+        Mistake(
+            _os_dot,
+            "these are raw dot products: divide by ‖PE(i)‖·‖PE(j)‖ to get cosine similarities "
+            "(offset 0 must give exactly 1).",
+        ),
+        Mistake(
+            _os_first_row,
+            "you compared every row with row 0 only. For sinusoids that happens to give the "
+            "same numbers (that is what the exercise asks you to verify!), but the average "
+            "must run over ALL T - k pairs (i, i+k).",
+        ),
         Mistake(_os_divide_by_t, "there are only T - k pairs at offset k: divide the sum by T - k, not by T."),
-        Mistake(_os_wrong_axis, "you normalised each dimension (column); cosine similarity normalises each "
-                                "position's vector (row): pe / pe.norm(dim=-1, keepdim=True)."),
+        Mistake(
+            _os_wrong_axis,
+            "you normalised each dimension (column); cosine similarity normalises each "
+            "position's vector (row): pe / pe.norm(dim=-1, keepdim=True).",
+        ),
     ],
     properties=[
-        Property(lambda a, o: tuple(_as_tensor(o).shape) == (a[0].shape[0],),
-                 "return one number per offset k = 0 .. T-1, a tensor of shape (T,)."),
-        Property(_os_offset_zero_is_one, "offset 0 must be exactly 1: every vector has cosine similarity 1 with itself."),
+        Property(
+            lambda a, o: tuple(_as_tensor(o).shape) == (a[0].shape[0],),
+            "return one number per offset k = 0 .. T-1, a tensor of shape (T,).",
+        ),
+        Property(
+            _os_offset_zero_is_one, "offset 0 must be exactly 1: every vector has cosine similarity 1 with itself."
+        ),
         Property(_os_bounded, "a cosine similarity lies in [-1, 1]."),
     ],
     compare=lambda out, ref: _compare(out, ref, atol=1e-5, rtol=1e-4),
@@ -200,36 +223,38 @@ def _alibi_slopes_solution(n_heads):
     """Press et al. (2022): for n a power of 2, the geometric sequence that starts at 2^(-8/n) with ratio
     2^(-8/n). Otherwise take n0 = the largest power of 2 below n, its n0 slopes, then the first n - n0
     of every other slope (the 1st, 3rd, 5th, ...) of 2·n0 heads."""
+
     def power_of_2(n):
         return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
-    n0 = 2 ** int(math.floor(math.log2(n_heads)))
+
+    n0 = 2 ** math.floor(math.log2(n_heads))
     slopes = power_of_2(n0)
     if n0 < n_heads:
         slopes += power_of_2(2 * n0)[0::2][: n_heads - n0]
     return torch.tensor(slopes, dtype=torch.float64)
 
 
-def _as_halves(n_heads):                           # the 8-head slopes 1/2, 1/4, ... for every n
-    return torch.tensor([2.0 ** -h for h in range(1, n_heads + 1)], dtype=torch.float64)
+def _as_halves(n_heads):  # the 8-head slopes 1/2, 1/4, ... for every n
+    return torch.tensor([2.0**-h for h in range(1, n_heads + 1)], dtype=torch.float64)
 
 
-def _as_reversed(n_heads):                         # what 000 §8.4.5 states: head n uses 0.5
+def _as_reversed(n_heads):  # what 000 §8.4.5 states: head n uses 0.5
     return _alibi_slopes_solution(n_heads).flip(0)
 
 
-def _as_naive_geometric(n_heads):                  # 2^(-8h/n) also for n not a power of 2
+def _as_naive_geometric(n_heads):  # 2^(-8h/n) also for n not a power of 2
     return torch.tensor([2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)], dtype=torch.float64)
 
 
-def _as_sorted(n_heads):                           # the paper's set, sorted instead of appended
+def _as_sorted(n_heads):  # the paper's set, sorted instead of appended
     return _alibi_slopes_solution(n_heads).sort(descending=True).values
 
 
-def _as_exponents(n_heads):                        # returned log2 of the slopes
+def _as_exponents(n_heads):  # returned log2 of the slopes
     return torch.log2(_alibi_slopes_solution(n_heads))
 
 
-def _as_from_zero(n_heads):                        # h = 0 .. n-1: starts at slope 1
+def _as_from_zero(n_heads):  # h = 0 .. n-1: starts at slope 1
     return _alibi_slopes_solution(n_heads) * 2.0 ** (8.0 / 2 ** math.floor(math.log2(n_heads)))
 
 
@@ -245,28 +270,45 @@ alibi_slopes_ex = Exercise(
         ("n_heads=6 (not a power of 2)", lambda: (6,)),
     ],
     mistakes=[
-        Mistake(_as_halves, "you used the 8-head slopes 1/2, 1/4, 1/8, ... for every head count. The "
-                            "exponent step depends on n: head h of n gets 2^(-8h/n), so the last head always "
-                            "ends at 2^-8."),
-        Mistake(_as_reversed, "your slopes run backwards: head 1 has the LARGEST slope, 2^(-8/n), and the last "
-                              "head the smallest, 2^-8 (000 §8.4.5 states this the wrong way round)."),
+        Mistake(
+            _as_halves,
+            "you used the 8-head slopes 1/2, 1/4, 1/8, ... for every head count. The "
+            "exponent step depends on n: head h of n gets 2^(-8h/n), so the last head always "
+            "ends at 2^-8.",
+        ),
+        Mistake(
+            _as_reversed,
+            "your slopes run backwards: head 1 has the LARGEST slope, 2^(-8/n), and the last "
+            "head the smallest, 2^-8 (000 §8.4.5 states this the wrong way round).",
+        ),
         Mistake(_as_from_zero, "off by one: the sequence starts at 2^(-8/n) (h = 1), not at 2^0 = 1."),
         Mistake(_as_exponents, "you returned the exponents -8h/n; return the slopes 2^(-8h/n)."),
-        Mistake(_as_naive_geometric, "right for powers of 2, but the paper does not use 2^(-8h/n) for other "
-                                     "head counts: take n0 = the largest power of 2 below n, use its n0 "
-                                     "slopes, then append every other slope of 2·n0 heads until you have n."),
-        Mistake(_as_sorted, "the right set of slopes, but sorted: the paper's code appends the extra slopes "
-                            "after the n0 base slopes (heads are interchangeable, so a model would not "
-                            "care, but keep the paper's order here)."),
+        Mistake(
+            _as_naive_geometric,
+            "right for powers of 2, but the paper does not use 2^(-8h/n) for other "
+            "head counts: take n0 = the largest power of 2 below n, use its n0 "
+            "slopes, then append every other slope of 2·n0 heads until you have n.",
+        ),
+        Mistake(
+            _as_sorted,
+            "the right set of slopes, but sorted: the paper's code appends the extra slopes "
+            "after the n0 base slopes (heads are interchangeable, so a model would not "
+            "care, but keep the paper's order here).",
+        ),
     ],
     properties=[
         Property(lambda a, o: tuple(_as_tensor(o).shape) == (a[0],), "return one slope per head: shape (n_heads,)."),
-        Property(lambda a, o: bool((_as_tensor(o) > 0).all() and (_as_tensor(o) < 1).all()),
-                 "every slope lies strictly between 0 and 1 (they are 2^(negative number))."),
+        Property(
+            lambda a, o: bool((_as_tensor(o) > 0).all() and (_as_tensor(o) < 1).all()),
+            "every slope lies strictly between 0 and 1 (they are 2^(negative number)).",
+        ),
     ],
     compare=lambda out, ref: _compare(out, ref, atol=1e-9, rtol=1e-9),
     stub_hint="Write my_alibi_slopes(n_heads) returning a tensor of shape (n_heads,).",
 )
 
-EXERCISES = {"offset_matrix": offset_matrix_ex, "offset_similarity": offset_similarity_ex,
-             "alibi_slopes": alibi_slopes_ex}
+EXERCISES = {
+    "offset_matrix": offset_matrix_ex,
+    "offset_similarity": offset_similarity_ex,
+    "alibi_slopes": alibi_slopes_ex,
+}

@@ -11,12 +11,12 @@ The greedy checker runs on :class:`HandBuiltReverser`, a model with no weights w
 written down by rule, so the right answer is known exactly and each typical mistake gives a
 different, recognisable answer.
 """
+
 import torch
 import torch.nn as nn
 
 from transformer_nb.exercises import Exercise, Mistake, Property
-from transformer_nb.reversal import BOS, EOS, FIRST_SYMBOL, PAD, VOCAB_SIZE, reverse_padded, \
-    shift_for_teacher_forcing
+from transformer_nb.reversal import BOS, EOS, FIRST_SYMBOL, PAD, VOCAB_SIZE, reverse_padded, shift_for_teacher_forcing
 
 
 def _long_equal(out, ref) -> bool:
@@ -24,24 +24,27 @@ def _long_equal(out, ref) -> bool:
         out, ref = (out,), (ref,)
     if len(out) != len(ref):
         return False
-    return all(isinstance(o, torch.Tensor) and o.shape == r.shape and torch.equal(o.long().cpu(), r.cpu())
-               for o, r in zip(out, ref))
+    return all(
+        isinstance(o, torch.Tensor) and o.shape == r.shape and torch.equal(o.long().cpu(), r.cpu())
+        for o, r in zip(out, ref)
+    )
 
 
 # ----------------------------------------------------------------------------------------
 # 1. the teacher-forcing shift
 # ----------------------------------------------------------------------------------------
 
+
 def _shift_solution(tgt):
     """tgt (B, L) right-padded -> tgt_in = BOS y1..yL, tgt_out = y1..yL EOS, both (B, L+1), PAD after."""
     B, L = tgt.shape
-    lengths = (tgt != PAD).sum(dim=1)                        # (B,) real symbols per row
+    lengths = (tgt != PAD).sum(dim=1)  # (B,) real symbols per row
     full = torch.full((B, L + 2), PAD, dtype=torch.long)
     full[:, 0] = BOS
-    full[:, 1:L + 1] = tgt
-    full[torch.arange(B), lengths + 1] = EOS                 # EOS right after each row's last symbol
-    tgt_in, tgt_out = full[:, :-1], full[:, 1:]              # the shift: input lags the labels by one
-    return tgt_in.masked_fill(tgt_in == EOS, PAD), tgt_out   # no EOS in the decoder input
+    full[:, 1 : L + 1] = tgt
+    full[torch.arange(B), lengths + 1] = EOS  # EOS right after each row's last symbol
+    tgt_in, tgt_out = full[:, :-1], full[:, 1:]  # the shift: input lags the labels by one
+    return tgt_in.masked_fill(tgt_in == EOS, PAD), tgt_out  # no EOS in the decoder input
 
 
 def _shift_swapped(tgt):
@@ -57,7 +60,7 @@ def _shift_not_shifted(tgt):
 def _shift_eos_in_last_column(tgt):
     B, L = tgt.shape
     full = torch.full((B, L + 2), PAD, dtype=torch.long)
-    full[:, 0], full[:, 1:L + 1], full[:, -1] = BOS, tgt, EOS
+    full[:, 0], full[:, 1 : L + 1], full[:, -1] = BOS, tgt, EOS
     return full[:, :-1], full[:, 1:]
 
 
@@ -66,11 +69,11 @@ def _shift_no_eos(tgt):
     return tgt_in, tgt_out.masked_fill(tgt_out == EOS, PAD)
 
 
-def _shift_eos_kept_in_input(tgt):       # the text's collate_batch: harmless, but not what is asked
+def _shift_eos_kept_in_input(tgt):  # the text's collate_batch: harmless, but not what is asked
     B, L = tgt.shape
     lengths = (tgt != PAD).sum(1)
     full = torch.full((B, L + 2), PAD, dtype=torch.long)
-    full[:, 0], full[:, 1:L + 1] = BOS, tgt
+    full[:, 0], full[:, 1 : L + 1] = BOS, tgt
     full[torch.arange(B), lengths + 1] = EOS
     return full[:, :-1], full[:, 1:]
 
@@ -89,29 +92,46 @@ shift_ex = Exercise(
         ("padded batch, lengths 3, 6, 4", lambda: (_tgt([[4, 5, 6], [3, 12, 3, 12, 7, 8], [9, 9, 8, 10]]),)),
     ],
     mistakes=[
-        Mistake(_shift_swapped, "you returned (labels, input): the decoder INPUT starts with BOS and the LABELS "
-                                "end with EOS. Swap them."),
-        Mistake(_shift_not_shifted, "your decoder input equals the labels: then position t is shown the very "
-                                    "token it must predict, and the model learns to copy its input. The input "
-                                    "must be the labels shifted right by one, with BOS in front."),
-        Mistake(_shift_eos_in_last_column,
-                "EOS is in the last column for every row. In a padded batch a shorter row ends earlier: put "
-                "EOS right after each row's last real symbol (its length = number of non-PAD entries)."),
-        Mistake(_shift_no_eos, "the labels have no EOS, so the model never learns when to stop. Put EOS after "
-                               "the last symbol of each row."),
-        Mistake(_shift_eos_kept_in_input,
-                "close: your tgt_in keeps each shorter row's EOS (the text's collate_batch does the same). It "
-                "is harmless for training (that position's label is PAD), but here tgt_in must be exactly "
-                "BOS y1..yL followed by PAD: replace EOS by PAD in tgt_in."),
+        Mistake(
+            _shift_swapped,
+            "you returned (labels, input): the decoder INPUT starts with BOS and the LABELS end with EOS. Swap them.",
+        ),
+        Mistake(
+            _shift_not_shifted,
+            "your decoder input equals the labels: then position t is shown the very "
+            "token it must predict, and the model learns to copy its input. The input "
+            "must be the labels shifted right by one, with BOS in front.",
+        ),
+        Mistake(
+            _shift_eos_in_last_column,
+            "EOS is in the last column for every row. In a padded batch a shorter row ends earlier: put "
+            "EOS right after each row's last real symbol (its length = number of non-PAD entries).",
+        ),
+        Mistake(
+            _shift_no_eos,
+            "the labels have no EOS, so the model never learns when to stop. Put EOS after "
+            "the last symbol of each row.",
+        ),
+        Mistake(
+            _shift_eos_kept_in_input,
+            "close: your tgt_in keeps each shorter row's EOS (the text's collate_batch does the same). It "
+            "is harmless for training (that position's label is PAD), but here tgt_in must be exactly "
+            "BOS y1..yL followed by PAD: replace EOS by PAD in tgt_in.",
+        ),
     ],
     properties=[
-        Property(lambda args, out: bool((out[0][:, 0] == BOS).all()),
-                 "every row of tgt_in must start with BOS."),
-        Property(lambda args, out: tuple(out[0].shape) == (args[0].shape[0], args[0].shape[1] + 1)
-                 and tuple(out[1].shape) == tuple(out[0].shape),
-                 "both outputs must have shape (B, L + 1): one extra position for BOS (input) / EOS (labels)."),
-        Property(lambda args, out: bool(((out[1] == EOS).sum(1) == 1).all()),
-                 "each row of tgt_out must contain exactly one EOS."),
+        Property(lambda args, out: bool((out[0][:, 0] == BOS).all()), "every row of tgt_in must start with BOS."),
+        Property(
+            lambda args, out: (
+                tuple(out[0].shape) == (args[0].shape[0], args[0].shape[1] + 1)
+                and tuple(out[1].shape) == tuple(out[0].shape)
+            ),
+            "both outputs must have shape (B, L + 1): one extra position for BOS (input) / EOS (labels).",
+        ),
+        Property(
+            lambda args, out: bool(((out[1] == EOS).sum(1) == 1).all()),
+            "each row of tgt_out must contain exactly one EOS.",
+        ),
     ],
     stub_hint="Return (tgt_in, tgt_out), each (B, L + 1): BOS y1..yL then PAD, and y1..yL EOS then PAD.",
 )
@@ -120,6 +140,7 @@ shift_ex = Exercise(
 # ----------------------------------------------------------------------------------------
 # 2. greedy decoding
 # ----------------------------------------------------------------------------------------
+
 
 class HandBuiltReverser(nn.Module):
     """A 'model' with no weights whose logits follow a written rule (so answers are known exactly).
@@ -133,7 +154,7 @@ class HandBuiltReverser(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.register_buffer("dummy", torch.zeros(1))    # so next(model.buffers()) has a device
+        self.register_buffer("dummy", torch.zeros(1))  # so next(model.buffers()) has a device
 
     def encode(self, src, src_keep=None):
         return src.float()[..., None]
@@ -141,13 +162,13 @@ class HandBuiltReverser(nn.Module):
     def decode(self, tgt_in, memory, src_keep=None, tgt_keep=None):
         src = memory[..., 0].long()
         B, T = tgt_in.shape
-        L = (src != PAD).sum(1)                                          # (B,)
-        rev = reverse_padded(src)                                        # (B, S)
-        want = torch.full((B, T + 1), PAD, dtype=torch.long)             # what a correct prefix looks like
+        L = (src != PAD).sum(1)  # (B,)
+        rev = reverse_padded(src)  # (B, S)
+        want = torch.full((B, T + 1), PAD, dtype=torch.long)  # what a correct prefix looks like
         want[:, 0] = BOS
         w = min(rev.shape[1], T)
-        want[:, 1:w + 1] = rev[:, :w]
-        ok = (tgt_in == want[:, :T]).long().cumprod(1).bool()            # prefix up to t correct?
+        want[:, 1 : w + 1] = rev[:, :w]
+        ok = (tgt_in == want[:, :T]).long().cumprod(1).bool()  # prefix up to t correct?
         next_tok = torch.full((B, T), EOS, dtype=torch.long)
         t = torch.arange(T)[None, :]
         sym = torch.gather(F_pad(rev, T), 1, t.expand(B, T))
@@ -164,20 +185,20 @@ def F_pad(x, width):
 def _greedy_solution(model, src, max_new):
     """Batched greedy decoding: (B, S) -> (B, max_new), each row BOS-started, PAD after its EOS."""
     src_keep = src != PAD
-    memory = model.encode(src, src_keep)                     # encode once
+    memory = model.encode(src, src_keep)  # encode once
     B = src.shape[0]
-    ys = torch.full((B, 1), BOS, dtype=torch.long)           # every row starts from BOS
+    ys = torch.full((B, 1), BOS, dtype=torch.long)  # every row starts from BOS
     out = torch.full((B, max_new), PAD, dtype=torch.long)
     done = torch.zeros(B, dtype=torch.bool)
     for t in range(max_new):
-        logits = model.decode(ys, memory, src_keep, ys != PAD)   # (B, t+1, V)
-        nxt = logits[:, -1].argmax(-1)                           # the LAST position predicts the next token
-        nxt = nxt.masked_fill(done, PAD)                         # finished rows only get PAD
+        logits = model.decode(ys, memory, src_keep, ys != PAD)  # (B, t+1, V)
+        nxt = logits[:, -1].argmax(-1)  # the LAST position predicts the next token
+        nxt = nxt.masked_fill(done, PAD)  # finished rows only get PAD
         out[:, t] = nxt
         done = done | (nxt == EOS)
         if done.all():
             break
-        ys = torch.cat([ys, nxt[:, None]], dim=1)                # feed the prediction back in
+        ys = torch.cat([ys, nxt[:, None]], dim=1)  # feed the prediction back in
     return out
 
 
@@ -256,8 +277,10 @@ class _GreedyExercise(Exercise):
         if out.shape[0] != ref.shape[0]:
             return f"your output has {out.shape[0]} rows, expected one per source sequence ({ref.shape[0]})."
         if out.shape[1] > ref.shape[1]:
-            return (f"your output has {out.shape[1]} columns; at most max_new = {ref.shape[1]} tokens may be "
-                    "generated (do not include BOS in the output).")
+            return (
+                f"your output has {out.shape[1]} columns; at most max_new = {ref.shape[1]} tokens may be "
+                "generated (do not include BOS in the output)."
+            )
         if out.dtype.is_floating_point:
             return "return token ids (argmax of the logits), not logits or probabilities."
         return super().diagnose(args, F_pad(out.long().cpu(), ref.shape[1]), ref)
@@ -269,30 +292,45 @@ greedy_ex = _GreedyExercise(
     compare=_greedy_compare,
     cases=[
         ("one sequence [3, 5, 7, 9, 4]", lambda: (HandBuiltReverser(), _src([[3, 5, 7, 9, 4]]), 6)),
-        ("a batch of lengths 3, 8, 5", lambda: (HandBuiltReverser(),
-                                                _src([[4, 8, 6], [3, 4, 5, 6, 7, 8, 9, 10], [12, 3, 11, 4, 10]]), 9)),
+        (
+            "a batch of lengths 3, 8, 5",
+            lambda: (HandBuiltReverser(), _src([[4, 8, 6], [3, 4, 5, 6, 7, 8, 9, 10], [12, 3, 11, 4, 10]]), 9),
+        ),
         ("max_new too small to finish", lambda: (HandBuiltReverser(), _src([[5, 6, 7, 8, 9, 10]]), 4)),
     ],
     mistakes=[
-        Mistake(_greedy_first_position,
-                "you take the arg-max at position 0 every step. The logits at the LAST position (index -1) "
-                "predict the next token; position 0 always predicts the first output again."),
-        Mistake(_greedy_no_pad_after_eos,
-                "your rows keep going after EOS. Once a row has produced EOS it is finished: fill the rest of "
-                "that row with PAD (track a `done` flag per row)."),
-        Mistake(_greedy_no_bos, "start every row from BOS: the decoder was trained with BOS at position 0 "
-                                "(the teacher-forcing shift), so it expects it there."),
-        Mistake(_greedy_stop_at_first_eos,
-                "you stop the whole batch when the FIRST row emits EOS; the longer rows are cut short. Stop "
-                "only when every row is done (or after max_new steps)."),
-        Mistake(_greedy_one_shot,
-                "you decode every position in one pass, so the decoder never sees its own earlier outputs. "
-                "Greedy decoding is a loop: predict one token, append it to the decoder input, repeat."),
+        Mistake(
+            _greedy_first_position,
+            "you take the arg-max at position 0 every step. The logits at the LAST position (index -1) "
+            "predict the next token; position 0 always predicts the first output again.",
+        ),
+        Mistake(
+            _greedy_no_pad_after_eos,
+            "your rows keep going after EOS. Once a row has produced EOS it is finished: fill the rest of "
+            "that row with PAD (track a `done` flag per row).",
+        ),
+        Mistake(
+            _greedy_no_bos,
+            "start every row from BOS: the decoder was trained with BOS at position 0 "
+            "(the teacher-forcing shift), so it expects it there.",
+        ),
+        Mistake(
+            _greedy_stop_at_first_eos,
+            "you stop the whole batch when the FIRST row emits EOS; the longer rows are cut short. Stop "
+            "only when every row is done (or after max_new steps).",
+        ),
+        Mistake(
+            _greedy_one_shot,
+            "you decode every position in one pass, so the decoder never sees its own earlier outputs. "
+            "Greedy decoding is a loop: predict one token, append it to the decoder input, repeat.",
+        ),
     ],
     properties=[
-        Property(lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all()),
-                 "after a row's EOS only PAD may follow."),
+        Property(
+            lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all()),
+            "after a row's EOS only PAD may follow.",
+        ),
     ],
     stub_hint="Loop max_new times: decode the current prefix, take the arg-max at the last position, "
-              "append it; rows that produced EOS get PAD afterwards.",
+    "append it; rows that produced EOS get PAD afterwards.",
 )

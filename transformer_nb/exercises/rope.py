@@ -7,6 +7,7 @@
 
 Each exercise knows the typical wrong answers and replies with a hint aimed at that mistake.
 """
+
 import math
 
 import torch
@@ -29,7 +30,7 @@ def _rotate(x, thetas, sign=1.0, half=False):
     ang = torch.arange(t, dtype=torch.float64)[:, None] * thetas * sign
     c, s = torch.cos(ang), torch.sin(ang)
     if half:
-        x1, x2 = x[..., : d // 2], x[..., d // 2:]
+        x1, x2 = x[..., : d // 2], x[..., d // 2 :]
         return torch.cat((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1)
     x1, x2 = x[..., 0::2], x[..., 1::2]
     return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), dim=-1).flatten(-2)
@@ -48,10 +49,10 @@ def _rope_scores_solution(x, w_q, w_k, n_heads):
     """
     t, d_model = x.shape
     d_k = d_model // n_heads
-    q = (x @ w_q).view(t, n_heads, d_k).transpose(0, 1)        # (h, T, d_k)
+    q = (x @ w_q).view(t, n_heads, d_k).transpose(0, 1)  # (h, T, d_k)
     k = (x @ w_k).view(t, n_heads, d_k).transpose(0, 1)
     theta = 10000.0 ** (-torch.arange(0, d_k, 2, dtype=x.dtype) / d_k)
-    angle = torch.arange(t, dtype=x.dtype)[:, None] * theta     # (T, d_k/2)
+    angle = torch.arange(t, dtype=x.dtype)[:, None] * theta  # (T, d_k/2)
     cos, sin = torch.cos(angle), torch.sin(angle)
 
     def rotate(v):
@@ -61,13 +62,22 @@ def _rope_scores_solution(x, w_q, w_k, n_heads):
     return rotate(q) @ rotate(k).transpose(-2, -1) / math.sqrt(d_k)
 
 
-def _scores_with(*, d_freq_model=False, scale=True, rotate_k=True, sign=1.0, half=False, one_based=False,
-                 transpose=False, rotate_before_split=False):
+def _scores_with(
+    *,
+    d_freq_model=False,
+    scale=True,
+    rotate_k=True,
+    sign=1.0,
+    half=False,
+    one_based=False,
+    transpose=False,
+    rotate_before_split=False,
+):
     def fn(x, w_q, w_k, n_heads):
         t, d_model = x.shape
         d_k = d_model // n_heads
-        q, k = x @ w_q, x @ w_k                                  # (T, d_model)
-        if rotate_before_split:                                  # RoPE over the whole d_model vector
+        q, k = x @ w_q, x @ w_k  # (T, d_model)
+        if rotate_before_split:  # RoPE over the whole d_model vector
             th = _thetas(d_model, one_based=one_based)
             q, k = _rotate(q, th, sign, half), (_rotate(k, th, sign, half) if rotate_k else k)
         q = q.view(t, n_heads, d_k).transpose(0, 1)
@@ -78,6 +88,7 @@ def _scores_with(*, d_freq_model=False, scale=True, rotate_k=True, sign=1.0, hal
             k = _rotate(k, th, sign, half) if rotate_k else k
         s = (k @ q.transpose(-2, -1)) if transpose else (q @ k.transpose(-2, -1))
         return s / math.sqrt(d_k) if scale else s
+
     return fn
 
 
@@ -96,24 +107,34 @@ def _toeplitz_if_repeated(args, out):
 
 
 def _case_exercise():
-    g = _g(810)   # the exercise: two heads, d_model = 16 (d_k = 8), 32 positions
-    return (torch.randn(32, 16, generator=g, dtype=torch.float64),
-            torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-            torch.randn(16, 16, generator=g, dtype=torch.float64) / 4, 2)
+    g = _g(810)  # the exercise: two heads, d_model = 16 (d_k = 8), 32 positions
+    return (
+        torch.randn(32, 16, generator=g, dtype=torch.float64),
+        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
+        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
+        2,
+    )
 
 
 def _case_repeated():
-    g = _g(811)   # one token repeated 32 times: only the positions differ
+    g = _g(811)  # one token repeated 32 times: only the positions differ
     tok = torch.randn(1, 16, generator=g, dtype=torch.float64)
-    return (tok.expand(32, 16).clone(), torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-            torch.randn(16, 16, generator=g, dtype=torch.float64) / 4, 2)
+    return (
+        tok.expand(32, 16).clone(),
+        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
+        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
+        2,
+    )
 
 
 def _case_three_heads():
     g = _g(812)
-    return (torch.randn(12, 24, generator=g, dtype=torch.float64),
-            torch.randn(24, 24, generator=g, dtype=torch.float64) / 5,
-            torch.randn(24, 24, generator=g, dtype=torch.float64) / 5, 3)
+    return (
+        torch.randn(12, 24, generator=g, dtype=torch.float64),
+        torch.randn(24, 24, generator=g, dtype=torch.float64) / 5,
+        torch.randn(24, 24, generator=g, dtype=torch.float64) / 5,
+        3,
+    )
 
 
 rope_scores_ex = Exercise(
@@ -125,33 +146,56 @@ rope_scores_ex = Exercise(
         ("T=12, d_model=24, 3 heads (d_k=8)", _case_three_heads),
     ],
     mistakes=[
-        Mistake(_scores_with(rotate_before_split=True),
-                "you rotated the whole d_model-dimensional q and k with θ_i = 10000^(-2i/d_model) before "
-                "splitting heads, so head 2 gets the slow frequencies of head 1's tail. RoPE acts inside each "
-                "head: θ_i = 10000^(-2i/d_k) with d_k = d_model / n_heads."),
-        Mistake(_scores_with(d_freq_model=True),
-                "your frequencies use d_model; RoPE acts inside each head, so θ_i = 10000^(-2i/d_k) with "
-                "d_k = d_model / n_heads."),
+        Mistake(
+            _scores_with(rotate_before_split=True),
+            "you rotated the whole d_model-dimensional q and k with θ_i = 10000^(-2i/d_model) before "
+            "splitting heads, so head 2 gets the slow frequencies of head 1's tail. RoPE acts inside each "
+            "head: θ_i = 10000^(-2i/d_k) with d_k = d_model / n_heads.",
+        ),
+        Mistake(
+            _scores_with(d_freq_model=True),
+            "your frequencies use d_model; RoPE acts inside each head, so θ_i = 10000^(-2i/d_k) with "
+            "d_k = d_model / n_heads.",
+        ),
         Mistake(_scores_with(scale=False), "the scores are not scaled: divide by sqrt(d_k)."),
-        Mistake(_scores_with(rotate_k=False), "only the queries are rotated; RoPE rotates the keys too (R_n k_n), "
-                                              "otherwise the score depends on the query's absolute position."),
-        Mistake(_scores_with(sign=-1.0), "your rotation turns the wrong way (clockwise): the first component of a "
-                                         "pair is x1·cos(mθ) - x2·sin(mθ), the second x1·sin(mθ) + x2·cos(mθ). "
-                                         "The identity still holds, but every score is that of offset m - n "
-                                         "instead of n - m."),
-        Mistake(_scores_with(half=True), "you paired dimension i with i + d_k/2 (the 'rotate_half' layout); the "
-                                         "exercise pairs neighbours (2i, 2i+1)."),
-        Mistake(_scores_with(one_based=True), "your frequencies start at 10000^(-2/d_k): with pairs counted from "
-                                              "i = 0 the first pair has θ_0 = 1 (RoFormer writes θ_i = "
-                                              "10000^(-2(i-1)/d) for i counted from 1)."),
-        Mistake(_scores_with(transpose=True), "your score matrix is transposed: entry (m, n) is query m against "
-                                              "key n, i.e. (R q)(R k)ᵀ."),
+        Mistake(
+            _scores_with(rotate_k=False),
+            "only the queries are rotated; RoPE rotates the keys too (R_n k_n), "
+            "otherwise the score depends on the query's absolute position.",
+        ),
+        Mistake(
+            _scores_with(sign=-1.0),
+            "your rotation turns the wrong way (clockwise): the first component of a "
+            "pair is x1·cos(mθ) - x2·sin(mθ), the second x1·sin(mθ) + x2·cos(mθ). "
+            "The identity still holds, but every score is that of offset m - n "
+            "instead of n - m.",
+        ),
+        Mistake(
+            _scores_with(half=True),
+            "you paired dimension i with i + d_k/2 (the 'rotate_half' layout); the "
+            "exercise pairs neighbours (2i, 2i+1).",
+        ),
+        Mistake(
+            _scores_with(one_based=True),
+            "your frequencies start at 10000^(-2/d_k): with pairs counted from "
+            "i = 0 the first pair has θ_0 = 1 (RoFormer writes θ_i = "
+            "10000^(-2(i-1)/d) for i counted from 1).",
+        ),
+        Mistake(
+            _scores_with(transpose=True),
+            "your score matrix is transposed: entry (m, n) is query m against key n, i.e. (R q)(R k)ᵀ.",
+        ),
     ],
     properties=[
-        Property(lambda a, o: tuple(torch.as_tensor(o).shape) == (a[3], a[0].shape[0], a[0].shape[0]),
-                 "return scores of shape (n_heads, T, T)."),
-        Property(_toeplitz_if_repeated, "for one repeated token the scores must depend on n - m only (constant along "
-                                        "each diagonal); rotate q at position m by m·θ_i and k at n by n·θ_i."),
+        Property(
+            lambda a, o: tuple(torch.as_tensor(o).shape) == (a[3], a[0].shape[0], a[0].shape[0]),
+            "return scores of shape (n_heads, T, T).",
+        ),
+        Property(
+            _toeplitz_if_repeated,
+            "for one repeated token the scores must depend on n - m only (constant along "
+            "each diagonal); rotate q at position m by m·θ_i and k at n by n·θ_i.",
+        ),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-8, rtol=1e-6),
     stub_hint="Write rope_scores(x, w_q, w_k, n_heads) returning a (n_heads, T, T) tensor.",
@@ -178,6 +222,7 @@ def _rs_with(*, sign=1.0, sine=True, one_based=False, no_two=False):
         q1, q2, k1, k2 = q[0::2], q[1::2], k[0::2], k[1::2]
         s = (q2 * k1 - q1 * k2) * torch.sin(a) * sign if sine else 0.0
         return ((q1 * k1 + q2 * k2) * torch.cos(a) + s).sum()
+
     return fn
 
 
@@ -185,6 +230,7 @@ def _rs_case(d, delta, seed):
     def make():
         g = _g(seed)
         return torch.randn(d, generator=g, dtype=torch.float64), torch.randn(d, generator=g, dtype=torch.float64), delta
+
     return make
 
 
@@ -198,20 +244,31 @@ relative_score_ex = Exercise(
         ("d=8, Δ = 0", _rs_case(8, 0, 823)),
     ],
     mistakes=[
-        Mistake(_rs_with(sign=-1.0), "the sine term has the wrong sign: you computed the score for offset m - n. "
-                                     "Rotate one pair of k with [[cos Δθ, -sin Δθ], [sin Δθ, cos Δθ]] (counter-clockwise) "
-                                     "and dot it with q's pair. The sign matters: qᵀR_Δk ≠ qᵀR_(-Δ)k unless q and k are parallel pair by pair."),
-        Mistake(_rs_with(sine=False), "you kept only the cosine term. A rotation also mixes the two components of a "
-                                      "pair, so each pair contributes a sin(Δθ_i) term as well."),
-        Mistake(_rs_with(one_based=True), "your frequencies start at 10000^(-2/d): with pairs counted from i = 0, "
-                                          "θ_0 = 1."),
-        Mistake(_rs_with(no_two=True), "θ_i = 10000^(-2i/d): the exponent has a factor 2 (pair i holds dimensions "
-                                       "2i and 2i+1)."),
+        Mistake(
+            _rs_with(sign=-1.0),
+            "the sine term has the wrong sign: you computed the score for offset m - n. "
+            "Rotate one pair of k with [[cos Δθ, -sin Δθ], [sin Δθ, cos Δθ]] (counter-clockwise) "
+            "and dot it with q's pair. The sign matters: qᵀR_Δk ≠ qᵀR_(-Δ)k unless q and k are parallel pair by pair.",
+        ),
+        Mistake(
+            _rs_with(sine=False),
+            "you kept only the cosine term. A rotation also mixes the two components of a "
+            "pair, so each pair contributes a sin(Δθ_i) term as well.",
+        ),
+        Mistake(
+            _rs_with(one_based=True), "your frequencies start at 10000^(-2/d): with pairs counted from i = 0, θ_0 = 1."
+        ),
+        Mistake(
+            _rs_with(no_two=True),
+            "θ_i = 10000^(-2i/d): the exponent has a factor 2 (pair i holds dimensions 2i and 2i+1).",
+        ),
     ],
     properties=[
         Property(lambda a, o: torch.as_tensor(o).numel() == 1, "return one number (the score)."),
-        Property(lambda a, o: a[2] != 0 or abs(float(o) - float(a[0] @ a[1])) < 1e-9,
-                 "at Δ = 0 there is no rotation: the score must be the plain dot product q·k."),
+        Property(
+            lambda a, o: a[2] != 0 or abs(float(o) - float(a[0] @ a[1])) < 1e-9,
+            "at Δ = 0 there is no rotation: the score must be the plain dot product q·k.",
+        ),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-9),
     stub_hint="Write relative_score(q, k, delta) returning one number.",

@@ -5,6 +5,7 @@ N(0, 1). A ``d_k`` slider and a scaling toggle redraw the scores the softmax see
 weights it returns, with their entropy: unscaled, the weights collapse onto one key as
 ``d_k`` grows; scaled by ``1/sqrt(d_k)`` they stay soft at every ``d_k``.
 """
+
 import math
 
 import ipywidgets as widgets
@@ -25,8 +26,8 @@ def softmax_stats(logits: torch.Tensor) -> dict:
     """
     p = torch.softmax(logits.double(), dim=-1)
     entropy = -(p * torch.log(p.clamp_min(1e-300))).sum(-1)
-    s2, s3 = (p ** 2).sum(-1), (p ** 3).sum(-1)
-    jac = (s2 - 2 * s3 + s2 ** 2).clamp_min(0).sqrt()
+    s2, s3 = (p**2).sum(-1), (p**3).sum(-1)
+    jac = (s2 - 2 * s3 + s2**2).clamp_min(0).sqrt()
     return {"weights": p, "entropy": entropy, "max_weight": p.max(-1).values, "jacobian_norm": jac}
 
 
@@ -40,27 +41,43 @@ class ScalingWidget(Widget):
     def __init__(self, d_k: int = 64, scaled: bool = True, n_keys: int = 10, seed: int = 0):
         style = {"description_width": "initial"}
         super().__init__(
-            d_k=widgets.SelectionSlider(options=D_K_CHOICES, value=d_k, description="d_k",
-                                        continuous_update=False, style=style),
-            scaled=widgets.ToggleButtons(options=[("scaled: QKᵀ/√d_k", True), ("unscaled: QKᵀ", False)],
-                                         value=scaled, description="scores", style=style),
-            n_keys=widgets.IntSlider(value=n_keys, min=2, max=32, description="keys",
-                                     continuous_update=False, style=style),
-            seed=widgets.IntSlider(value=seed, min=0, max=20, description="sample (seed)",
-                                   continuous_update=False, style=style),
+            d_k=widgets.SelectionSlider(
+                options=D_K_CHOICES, value=d_k, description="d_k", continuous_update=False, style=style
+            ),
+            scaled=widgets.ToggleButtons(
+                options=[("scaled: QKᵀ/√d_k", True), ("unscaled: QKᵀ", False)],
+                value=scaled,
+                description="scores",
+                style=style,
+            ),
+            n_keys=widgets.IntSlider(
+                value=n_keys, min=2, max=32, description="keys", continuous_update=False, style=style
+            ),
+            seed=widgets.IntSlider(
+                value=seed, min=0, max=20, description="sample (seed)", continuous_update=False, style=style
+            ),
         )
 
     def compute(self, d_k, scaled, n_keys, seed) -> dict:
         g = torch.Generator().manual_seed(1000 * seed + d_k)
         q = torch.randn(d_k, generator=g, dtype=torch.float64)
         keys = torch.randn(n_keys, d_k, generator=g, dtype=torch.float64)
-        raw = keys @ q                                   # (n_keys,) raw dot products q·k_j
+        raw = keys @ q  # (n_keys,) raw dot products q·k_j
         logits = raw / math.sqrt(d_k) if scaled else raw
         st = softmax_stats(logits)
-        return {"d_k": d_k, "scaled": bool(scaled), "n_keys": n_keys, "seed": seed,
-                "raw_scores": raw, "logits": logits, "weights": st["weights"],
-                "entropy": float(st["entropy"]), "max_entropy": math.log(n_keys),
-                "max_weight": float(st["max_weight"]), "jacobian_norm": float(st["jacobian_norm"])}
+        return {
+            "d_k": d_k,
+            "scaled": bool(scaled),
+            "n_keys": n_keys,
+            "seed": seed,
+            "raw_scores": raw,
+            "logits": logits,
+            "weights": st["weights"],
+            "entropy": float(st["entropy"]),
+            "max_entropy": math.log(n_keys),
+            "max_weight": float(st["max_weight"]),
+            "jacobian_norm": float(st["jacobian_norm"]),
+        }
 
     def draw(self, data):
         n = data["n_keys"]
@@ -82,8 +99,11 @@ class ScalingWidget(Widget):
         a2.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
         a2.set_xlabel("key j")
         a2.set_ylabel("attention weight")
-        a2.set_title(f"entropy {data['entropy']:.2f} of max {data['max_entropy']:.2f} nats · "
-                     f"max weight {data['max_weight']:.2f}", fontsize=10)
+        a2.set_title(
+            f"entropy {data['entropy']:.2f} of max {data['max_entropy']:.2f} nats · "
+            f"max weight {data['max_weight']:.2f}",
+            fontsize=10,
+        )
         a2.legend(loc="upper left", fontsize=8, frameon=False)
         for ax in (a1, a2):
             ax.set_xticks(xs if n <= 16 else xs[::2])

@@ -9,8 +9,9 @@ Headless use (tests)::
     w.controls["d_k"].value = 512     # observers fire at once
     assert w.last["d_k"] == 512
 """
-import matplotlib.pyplot as plt
+
 import ipywidgets as widgets
+import matplotlib.pyplot as plt
 from IPython.display import clear_output, display
 
 from transformer_nb.plotting import _in_notebook
@@ -53,8 +54,9 @@ class Widget:
         return self.last
 
     def layout(self):
-        return widgets.VBox([widgets.HBox(list(self.controls.values()),
-                                          layout=widgets.Layout(flex_flow="row wrap")), self.out])
+        return widgets.VBox(
+            [widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap")), self.out]
+        )
 
     def show(self):
         """Draw once and display the controls with the output (the notebook cell calls this)."""

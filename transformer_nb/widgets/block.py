@@ -9,6 +9,7 @@ have residual connections; see, for a freshly initialised stack,
 
 Everything is computed by ``block.layer_grad_norms`` and ``block.stream_stats``.
 """
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
@@ -27,15 +28,18 @@ class DepthWidget(Widget):
     ``grad[-1] / grad[0]`` (last layer over first).
     """
 
-    def __init__(self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64,
-                 seed: int = 0):
+    def __init__(
+        self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64, seed: int = 0
+    ):
         self.seed = seed
         style = {"description_width": "initial"}
         super().__init__(
-            depth=W.IntSlider(value=depth, min=2, max=48, step=2, description="blocks", continuous_update=False,
-                              style=style),
-            placement=W.ToggleButtons(options=PLACEMENTS, value=placement, description="norm",
-                                      style={**style, "button_width": "70px"}),
+            depth=W.IntSlider(
+                value=depth, min=2, max=48, step=2, description="blocks", continuous_update=False, style=style
+            ),
+            placement=W.ToggleButtons(
+                options=PLACEMENTS, value=placement, description="norm", style={**style, "button_width": "70px"}
+            ),
             residual=W.Checkbox(value=residual, description="residual connections", style=style),
             d_model=W.Dropdown(options=[32, 64, 128], value=d_model, description="d_model", style=style),
         )
@@ -48,9 +52,18 @@ class DepthWidget(Widget):
         g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(self.seed,))
         s = stream_stats(depth, norm_first, residual, d_model=d_model, n_heads=heads, seed=self.seed)
         grad = g["param"].tolist()
-        return {"depth": depth, "placement": placement, "norm_first": norm_first, "residual": residual,
-                "d_model": d_model, "grad": grad, "input_grad": g["input"].tolist(), "rms": s["rms"].tolist(),
-                "diversity": s["diversity"].tolist(), "ratio": grad[-1] / grad[0]}
+        return {
+            "depth": depth,
+            "placement": placement,
+            "norm_first": norm_first,
+            "residual": residual,
+            "d_model": d_model,
+            "grad": grad,
+            "input_grad": g["input"].tolist(),
+            "rms": s["rms"].tolist(),
+            "diversity": s["diversity"].tolist(),
+            "ratio": grad[-1] / grad[0],
+        }
 
     def draw(self, data):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
@@ -61,8 +74,14 @@ class DepthWidget(Widget):
         ax1.set_title(f"gradient per layer: last/first = {data['ratio']:.2f}", fontsize=10)
         ax1.grid(alpha=0.3, which="both")
         steps = list(range(0, data["depth"] + 1))
-        ax2.semilogy(steps, [max(v, 1e-9) for v in data["diversity"]], marker="o", ms=3, color="C2",
-                     label="token diversity (left axis)")
+        ax2.semilogy(
+            steps,
+            [max(v, 1e-9) for v in data["diversity"]],
+            marker="o",
+            ms=3,
+            color="C2",
+            label="token diversity (left axis)",
+        )
         ax2.set_ylim(1e-8, 2.0)
         ax2.set_xlabel("after layer")
         ax2.set_ylabel("token diversity (log)")
@@ -75,6 +94,9 @@ class DepthWidget(Widget):
         ax2.set_title("the residual stream", fontsize=10)
         ax2.grid(alpha=0.3)
         res = "with" if data["residual"] else "WITHOUT"
-        fig.suptitle(f"{data['depth']} {data['placement']} blocks {res} residual connections, "
-                     f"d_model {data['d_model']}, at initialisation", fontsize=11)
+        fig.suptitle(
+            f"{data['depth']} {data['placement']} blocks {res} residual connections, "
+            f"d_model {data['d_model']}, at initialisation",
+            fontsize=11,
+        )
         return fig

@@ -4,6 +4,7 @@
 (0 = off), the number of new words and the seed; see the continuation, and the attention
 that the **last** token pays to the tokens before it, one row per layer and head.
 """
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
@@ -12,7 +13,7 @@ from transformer_nb.lm import TransformerLM, generate
 from transformer_nb.multihead import record_attention
 from transformer_nb.widgets.base import Widget
 
-MAX_SHOWN = 24          # columns of the attention figure: the last token and the tokens before it
+MAX_SHOWN = 24  # columns of the attention figure: the last token and the tokens before it
 
 
 class GenerateWidget(Widget):
@@ -24,48 +25,72 @@ class GenerateWidget(Widget):
     ``row_labels``, and ``unknown`` (prompt words that became ``<unk>``).
     """
 
-    def __init__(self, model: TransformerLM, vocab, prompt: str = "The history of machine learning",
-                 temperature: float = 0.8, top_k: int = 40, length: int = 30, seed: int = 0):
+    def __init__(
+        self,
+        model: TransformerLM,
+        vocab,
+        prompt: str = "The history of machine learning",
+        temperature: float = 0.8,
+        top_k: int = 40,
+        length: int = 30,
+        seed: int = 0,
+    ):
         if not isinstance(model, TransformerLM):
             raise TypeError(f"GenerateWidget needs a TransformerLM, got {type(model).__name__}")
         self.model, self.vocab = model, vocab
         style = {"description_width": "initial"}
         max_new = max(1, min(100, model.max_len - 32))
         super().__init__(
-            prompt=W.Text(value=prompt, description="prompt", continuous_update=False,
-                          layout=W.Layout(width="420px")),
-            temperature=W.FloatSlider(value=temperature, min=0.0, max=2.0, step=0.1, description="temperature",
-                                      continuous_update=False, style=style),
-            top_k=W.IntSlider(value=top_k, min=0, max=200, step=5, description="top-k (0 = off)",
-                              continuous_update=False, style=style),
-            length=W.IntSlider(value=min(length, max_new), min=1, max=max_new, description="new words",
-                               continuous_update=False, style=style),
+            prompt=W.Text(value=prompt, description="prompt", continuous_update=False, layout=W.Layout(width="420px")),
+            temperature=W.FloatSlider(
+                value=temperature,
+                min=0.0,
+                max=2.0,
+                step=0.1,
+                description="temperature",
+                continuous_update=False,
+                style=style,
+            ),
+            top_k=W.IntSlider(
+                value=top_k, min=0, max=200, step=5, description="top-k (0 = off)", continuous_update=False, style=style
+            ),
+            length=W.IntSlider(
+                value=min(length, max_new),
+                min=1,
+                max=max_new,
+                description="new words",
+                continuous_update=False,
+                style=style,
+            ),
             seed=W.IntText(value=seed, description="seed", layout=W.Layout(width="140px")),
         )
 
     def compute(self, prompt, temperature, top_k, length, seed):
         words = prompt.split() or ["<eos>"]
-        prompt_ids = self.vocab.encode(words)[-(self.model.max_len - length):]
+        prompt_ids = self.vocab.encode(words)[-(self.model.max_len - length) :]
         ids = generate(self.model, prompt_ids, length, temperature=temperature, top_k=top_k or None, seed=seed)
         self.model.eval()
         with torch.no_grad(), record_attention(self.model) as mods:
-            self.model.hidden(ids[:-1][None])       # the attention that predicted the last word
-            rows = torch.cat([m.last_weights[0, :, -1, :] for m in mods])     # (L·h, T)
+            self.model.hidden(ids[:-1][None])  # the attention that predicted the last word
+            rows = torch.cat([m.last_weights[0, :, -1, :] for m in mods])  # (L·h, T)
         shown = min(MAX_SHOWN, rows.shape[1])
         n_heads = mods[0].n_heads
         return {
-            "prompt_ids": prompt_ids, "ids": ids,
-            "continuation": self.vocab.decode(ids[prompt_ids.numel():]),
+            "prompt_ids": prompt_ids,
+            "ids": ids,
+            "continuation": self.vocab.decode(ids[prompt_ids.numel() :]),
             "tokens": [self.vocab.itos[i] for i in ids[:-1][-shown:].tolist()],
-            "attention": rows[:, -shown:], "attention_full": rows,
+            "attention": rows[:, -shown:],
+            "attention_full": rows,
             "row_labels": [f"L{i // n_heads} h{i % n_heads}" for i in range(rows.shape[0])],
             "unknown": [w for w in words if w not in self.vocab],
             "settings": dict(temperature=temperature, top_k=top_k, length=length, seed=seed),
         }
 
     def draw(self, data):
-        fig, (ax_t, ax) = plt.subplots(2, 1, figsize=(10, 2.0 + 0.22 * len(data["row_labels"])),
-                                       gridspec_kw={"height_ratios": [1, 3]})
+        fig, (ax_t, ax) = plt.subplots(
+            2, 1, figsize=(10, 2.0 + 0.22 * len(data["row_labels"])), gridspec_kw={"height_ratios": [1, 3]}
+        )
         ax_t.axis("off")
         prompt = self.vocab.decode(data["prompt_ids"])
         text = f"{prompt} ▶ {data['continuation']}"
@@ -78,13 +103,18 @@ class GenerateWidget(Widget):
         wrapped.append(line)
         ax_t.text(0, 1, "\n".join(wrapped[:4]), va="top", family="monospace", fontsize=9, wrap=True)
         if data["unknown"]:
-            ax_t.text(0, 0, f"not in the vocabulary (-> <unk>): {', '.join(data['unknown'])}", fontsize=8,
-                      color="tab:red", va="bottom")
+            ax_t.text(
+                0,
+                0,
+                f"not in the vocabulary (-> <unk>): {', '.join(data['unknown'])}",
+                fontsize=8,
+                color="tab:red",
+                va="bottom",
+            )
         ax.imshow(data["attention"].numpy(), aspect="auto", cmap="viridis", vmin=0)
         ax.set_xticks(range(len(data["tokens"])), data["tokens"], rotation=60, ha="right", fontsize=8)
         ax.set_yticks(range(len(data["row_labels"])), data["row_labels"], fontsize=7)
         nxt = self.vocab.itos[int(data["ids"][-1])]
-        ax.set_title(f"attention of the last input token '{data['tokens'][-1]}' (which predicted '{nxt}')",
-                     fontsize=9)
+        ax.set_title(f"attention of the last input token '{data['tokens'][-1]}' (which predicted '{nxt}')", fontsize=9)
         fig.tight_layout()
         return fig

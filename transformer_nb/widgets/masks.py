@@ -7,6 +7,7 @@ the bottom row the attention weights it produces (random queries and keys, fixed
 Rows with no key left to attend to (e.g. left padding + causal) are marked: they get zero
 weights, never NaN.
 """
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
@@ -34,7 +35,7 @@ def make_batch(lengths, pad_side: str = "right") -> torch.Tensor:
             if pad_side == "right":
                 ids[b, :n] = toks
             else:
-                ids[b, T - n:] = toks
+                ids[b, T - n :] = toks
     return ids
 
 
@@ -46,19 +47,28 @@ class MaskExplorer(Widget):
     ``row_sums (B, T)`` and ``has_nan`` (always False: the package never returns NaN).
     """
 
-    def __init__(self, lengths=(5, 3, 7), pad_side: str = "right", causal: bool = True, seed: int = 0,
-                 d_k: int = 8):
+    def __init__(self, lengths=(5, 3, 7), pad_side: str = "right", causal: bool = True, seed: int = 0, d_k: int = 8):
         style = {"description_width": "initial"}
-        sliders = {f"len_{b + 1}": widgets.IntSlider(value=n, min=0, max=MAX_LEN, description=f"length {b + 1}",
-                                                     continuous_update=False, style=style,
-                                                     layout=widgets.Layout(width="230px"))
-                   for b, n in enumerate(lengths)}
+        sliders = {
+            f"len_{b + 1}": widgets.IntSlider(
+                value=n,
+                min=0,
+                max=MAX_LEN,
+                description=f"length {b + 1}",
+                continuous_update=False,
+                style=style,
+                layout=widgets.Layout(width="230px"),
+            )
+            for b, n in enumerate(lengths)
+        }
         super().__init__(
             **sliders,
-            pad_side=widgets.ToggleButtons(options=[("pad right", "right"), ("pad left", "left")],
-                                           value=pad_side, style={"button_width": "80px"}),
-            causal=widgets.ToggleButtons(options=[("causal", True), ("bidirectional", False)], value=causal,
-                                         style={"button_width": "110px"}),
+            pad_side=widgets.ToggleButtons(
+                options=[("pad right", "right"), ("pad left", "left")], value=pad_side, style={"button_width": "80px"}
+            ),
+            causal=widgets.ToggleButtons(
+                options=[("causal", True), ("bidirectional", False)], value=causal, style={"button_width": "110px"}
+            ),
         )
         self.seed, self.d_k = seed, d_k
 
@@ -66,19 +76,29 @@ class MaskExplorer(Widget):
         lengths = [lens[f"len_{b + 1}"] for b in range(len(lens))]
         ids = make_batch(lengths, pad_side)
         B, T = ids.shape
-        keep = padding_mask_from_ids(ids, PAD)                             # (B, T)
-        mask = self_attention_mask(keep, causal=bool(causal))[:, 0]        # (B, T, T)
+        keep = padding_mask_from_ids(ids, PAD)  # (B, T)
+        mask = self_attention_mask(keep, causal=bool(causal))[:, 0]  # (B, T, T)
         g = torch.Generator().manual_seed(self.seed)
         emb = torch.randn(len(WORDS), self.d_k, generator=g)
         wq, wk = torch.randn(self.d_k, self.d_k, generator=g), torch.randn(self.d_k, self.d_k, generator=g)
-        x = emb[ids] + 0.5 * torch.randn(MAX_LEN, self.d_k, generator=g)[:T]   # token + a little position
-        q, k = x @ wq / self.d_k ** 0.5, x @ wk / self.d_k ** 0.5
-        _, weights = scaled_dot_product_attention(q, k, x, mask=mask)     # (B, T, T)
+        x = emb[ids] + 0.5 * torch.randn(MAX_LEN, self.d_k, generator=g)[:T]  # token + a little position
+        q, k = x @ wq / self.d_k**0.5, x @ wk / self.d_k**0.5
+        _, weights = scaled_dot_product_attention(q, k, x, mask=mask)  # (B, T, T)
         empty = ~mask.any(-1)
-        return {"lengths": lengths, "pad_side": pad_side, "causal": bool(causal), "T": T, "ids": ids,
-                "keep": keep, "mask": mask, "weights": weights, "empty_rows": empty,
-                "n_empty_rows": int(empty.sum()), "row_sums": weights.sum(-1),
-                "has_nan": bool(torch.isnan(weights).any())}
+        return {
+            "lengths": lengths,
+            "pad_side": pad_side,
+            "causal": bool(causal),
+            "T": T,
+            "ids": ids,
+            "keep": keep,
+            "mask": mask,
+            "weights": weights,
+            "empty_rows": empty,
+            "n_empty_rows": int(empty.sum()),
+            "row_sums": weights.sum(-1),
+            "has_nan": bool(torch.isnan(weights).any()),
+        }
 
     def draw(self, data):
         B, T = data["ids"].shape
@@ -86,9 +106,12 @@ class MaskExplorer(Widget):
         mask_cmap = ListedColormap(["#d9d9d9", "#2b8cbe"])
         for b in range(B):
             labels = [WORDS[i] for i in data["ids"][b].tolist()]
-            for row, (mat, cmap, vmax, title) in enumerate((
+            for row, (mat, cmap, vmax, title) in enumerate(
+                (
                     (data["mask"][b].float(), mask_cmap, 1, f"seq {b + 1} (length {data['lengths'][b]}): mask"),
-                    (data["weights"][b], "viridis", 1, "attention weights"))):
+                    (data["weights"][b], "viridis", 1, "attention weights"),
+                )
+            ):
                 ax = axes[row, b]
                 ax.imshow(mat.numpy(), cmap=cmap, vmin=0, vmax=vmax, aspect="equal")
                 ax.set_xticks(range(T), labels, rotation=70, fontsize=8)
@@ -101,8 +124,11 @@ class MaskExplorer(Widget):
                 for i in torch.nonzero(data["empty_rows"][b]).flatten().tolist():
                     ax.add_patch(plt.Rectangle((-0.5, i - 0.5), T, 1, fill=False, ec="C3", lw=2))
         how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
-        extra = (f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
-                 if data["n_empty_rows"] else "")
+        extra = (
+            f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
+            if data["n_empty_rows"]
+            else ""
+        )
         fig.suptitle(f"blue = may attend  ·  {how}{extra}", fontsize=10)
         fig.tight_layout()
         return fig

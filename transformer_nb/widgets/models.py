@@ -8,6 +8,7 @@ runs, not drawn from a description) above its attention weights (one head or the
 The models are small, seeded and untrained (``d_model = 32``, 4 heads, 2 layers): the point is
 which keys each query may see, which does not depend on training.
 """
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
@@ -20,7 +21,7 @@ from transformer_nb.widgets.base import Widget
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 VOCAB, PAD = 20, 0
-MASK_CMAP = ListedColormap(["#d9d9d9", "#2b8cbe"])      # blocked = grey, may attend = blue
+MASK_CMAP = ListedColormap(["#d9d9d9", "#2b8cbe"])  # blocked = grey, may attend = blue
 
 
 def build_variant(variant: str, seed: int = 0, d_model: int = 32, n_heads: int = 4, n_layers: int = 2):
@@ -60,8 +61,15 @@ class VariantWidget(Widget):
     largest weight any query gives a padded key (0 exactly when the masks work).
     """
 
-    def __init__(self, variant: str = "encoder-decoder", src_len: int = 5, src_pad: int = 2, tgt_len: int = 4,
-                 tgt_pad: int = 1, seed: int = 0):
+    def __init__(
+        self,
+        variant: str = "encoder-decoder",
+        src_len: int = 5,
+        src_pad: int = 2,
+        tgt_len: int = 4,
+        tgt_pad: int = 1,
+        seed: int = 0,
+    ):
         self.seed = seed
         self.models = {v: build_variant(v, seed) for v in VARIANTS}
         style = {"description_width": "initial"}
@@ -72,10 +80,16 @@ class VariantWidget(Widget):
             src_pad=W.IntSlider(value=src_pad, min=0, max=5, description="+ padding", **slider),
             tgt_len=W.IntSlider(value=tgt_len, min=1, max=10, description="target tokens", **slider),
             tgt_pad=W.IntSlider(value=tgt_pad, min=0, max=5, description="+ padding", **slider),
-            layer=W.ToggleButtons(options=[1, 2], value=1, description="layer",
-                                  style={**style, "button_width": "40px"}),
-            head=W.Dropdown(options=["mean", 0, 1, 2, 3], value="mean", description="head", style=style,
-                            layout=W.Layout(width="150px")),
+            layer=W.ToggleButtons(
+                options=[1, 2], value=1, description="layer", style={**style, "button_width": "40px"}
+            ),
+            head=W.Dropdown(
+                options=["mean", 0, 1, 2, 3],
+                value="mean",
+                description="head",
+                style=style,
+                layout=W.Layout(width="150px"),
+            ),
         )
 
     def compute(self, variant, src_len, src_pad, tgt_len, tgt_pad, layer, head):
@@ -91,11 +105,21 @@ class VariantWidget(Widget):
             modules = dict(model.named_modules())
             weights = {r["name"]: modules[r["name"]].last_weights for r in records}
         chosen = [r for r in records if f".layers.{layer - 1}." in r["name"]]
-        data = {"variant": variant, "layer": layer, "head": head, "sublayers": [], "labels": {}, "masks": {},
-                "weights": {}, "kinds": {}, "src_keep": src_keep[0], "tgt_keep": tgt_keep[0] if two_seqs else None}
+        data = {
+            "variant": variant,
+            "layer": layer,
+            "head": head,
+            "sublayers": [],
+            "labels": {},
+            "masks": {},
+            "weights": {},
+            "kinds": {},
+            "src_keep": src_keep[0],
+            "tgt_keep": tgt_keep[0] if two_seqs else None,
+        }
         worst = 0.0
         for r in chosen:
-            w = weights[r["name"]][0]                                          # (h, T_q, T_k), row 0
+            w = weights[r["name"]][0]  # (h, T_q, T_k), row 0
             w = w.mean(0) if head == "mean" else w[int(head)]
             key_keep = src_keep[0] if (r["kind"] == "cross" or not r["name"].startswith("decoder")) else tgt_keep[0]
             worst = max(worst, float(weights[r["name"]][0][..., ~key_keep].abs().max()) if (~key_keep).any() else 0.0)
@@ -141,7 +165,10 @@ class VariantWidget(Widget):
                 ax.set_yticks(range(len(yt)), yt, fontsize=8)
                 ax.set_xlabel("keys", fontsize=9)
             axes[0, c].set_ylabel("queries", fontsize=9)
-        fig.suptitle(f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
-                     f"largest weight on a padded key: {data['max_weight_on_padding']:.1g}", fontsize=10)
+        fig.suptitle(
+            f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
+            f"largest weight on a padded key: {data['max_weight_on_padding']:.1g}",
+            fontsize=10,
+        )
         fig.tight_layout()
         return fig

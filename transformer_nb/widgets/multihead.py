@@ -8,6 +8,7 @@ The model is deliberately tiny and untrained: ``n_layers`` blocks of ``x <- x + 
 (no feed-forward, no norms, no positions), ``d_model = 32``. Each word's embedding is
 seeded by the word itself, so the same word always gets the same vector.
 """
+
 import zlib
 
 import ipywidgets as W
@@ -73,22 +74,48 @@ class HeadsWidget(Widget):
     ``entropy`` lists, and the uniform-attention baselines ``uniform_distance`` and ``uniform_entropy``.
     """
 
-    def __init__(self, sentence: str = SENTENCES[0], n_heads: int = 4, layer: int = 1, n_layers: int = 2,
-                 d_model: int = 32, seed: int = 0):
+    def __init__(
+        self,
+        sentence: str = SENTENCES[0],
+        n_heads: int = 4,
+        layer: int = 1,
+        n_layers: int = 2,
+        d_model: int = 32,
+        seed: int = 0,
+    ):
         self.d_model, self.n_layers, self.seed = d_model, n_layers, seed
         heads = [h for h in (1, 2, 4, 8) if d_model % h == 0]
         style = {"description_width": "initial"}
         super().__init__(
-            sentence=W.Combobox(value=sentence, options=SENTENCES, ensure_option=False, continuous_update=False,
-                                description="sentence", placeholder="type a sentence, press Enter",
-                                layout=W.Layout(width="480px")),
-            n_heads=W.ToggleButtons(options=heads, value=n_heads, description="heads",
-                                    style={**style, "button_width": "40px"}),
-            layer=W.ToggleButtons(options=list(range(1, n_layers + 1)), value=layer, description="layer",
-                                  style={**style, "button_width": "40px"}),
+            sentence=W.Combobox(
+                value=sentence,
+                options=SENTENCES,
+                ensure_option=False,
+                continuous_update=False,
+                description="sentence",
+                placeholder="type a sentence, press Enter",
+                layout=W.Layout(width="480px"),
+            ),
+            n_heads=W.ToggleButtons(
+                options=heads, value=n_heads, description="heads", style={**style, "button_width": "40px"}
+            ),
+            layer=W.ToggleButtons(
+                options=list(range(1, n_layers + 1)),
+                value=layer,
+                description="layer",
+                style={**style, "button_width": "40px"},
+            ),
             order=W.Dropdown(options=ORDERS, value="as typed", description="word order", style=style),
-            sharpness=W.FloatLogSlider(value=1.0, base=2, min=-2, max=3, step=0.25, description="W_Q scale",
-                                       continuous_update=False, style=style),
+            sharpness=W.FloatLogSlider(
+                value=1.0,
+                base=2,
+                min=-2,
+                max=3,
+                step=0.25,
+                description="W_Q scale",
+                continuous_update=False,
+                style=style,
+            ),
         )
 
     def compute(self, sentence, n_heads, layer, order, sharpness):
@@ -99,14 +126,22 @@ class HeadsWidget(Widget):
         model = AttentionStack(self.d_model, n_heads, self.n_layers, self.seed, sharpness)
         with torch.no_grad(), record_attention(model) as mods:
             model(x)
-        weights = mods[layer - 1].last_weights[0]                                         # (h, T, T)
+        weights = mods[layer - 1].last_weights[0]  # (h, T, T)
         stats = head_stats(weights.double())
         t = len(tokens)
-        return {"tokens": tokens, "weights": weights, "layer": layer, "n_heads": n_heads, "order": order,
-                "sharpness": sharpness, "distance": stats["distance"].tolist(),
-                "entropy": stats["entropy"].tolist(), "uniform_distance": uniform_distance(t),
-                "uniform_entropy": float(torch.log(torch.tensor(float(t)))),
-                "truncated": len(sentence.split()) > MAX_TOKENS}
+        return {
+            "tokens": tokens,
+            "weights": weights,
+            "layer": layer,
+            "n_heads": n_heads,
+            "order": order,
+            "sharpness": sharpness,
+            "distance": stats["distance"].tolist(),
+            "entropy": stats["entropy"].tolist(),
+            "uniform_distance": uniform_distance(t),
+            "uniform_entropy": float(torch.log(torch.tensor(float(t)))),
+            "truncated": len(sentence.split()) > MAX_TOKENS,
+        }
 
     def draw(self, data):
         if not data["tokens"]:
@@ -118,8 +153,9 @@ class HeadsWidget(Widget):
         ncols = min(h, 4)
         nrows = (h + ncols - 1) // ncols
         size = 2.6 if len(toks) <= 8 else 3.4
-        fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 1.2, size * nrows + 0.9),
-                                 squeeze=False, layout="constrained")
+        fig, axes = plt.subplots(
+            nrows, ncols, figsize=(size * ncols + 1.2, size * nrows + 0.9), squeeze=False, layout="constrained"
+        )
         vmax = float(w.max())
         for i, ax in enumerate(axes.flat):
             if i >= h:
@@ -131,7 +167,9 @@ class HeadsWidget(Widget):
             ax.set_title(f"head {i + 1}: dist {data['distance'][i]:.2f}, H {data['entropy'][i]:.2f}", fontsize=9)
         fig.colorbar(im, ax=axes, fraction=0.03, pad=0.02, label="attention weight")
         note = " (first 16 words)" if data["truncated"] else ""
-        fig.suptitle(f"layer {data['layer']} of {self.n_layers}, {h} head(s), W_Q × {data['sharpness']:g}{note}; "
-                     f"uniform attention: dist {data['uniform_distance']:.2f}, H = ln T = {data['uniform_entropy']:.2f}",
-                     fontsize=9)
+        fig.suptitle(
+            f"layer {data['layer']} of {self.n_layers}, {h} head(s), W_Q × {data['sharpness']:g}{note}; "
+            f"uniform attention: dist {data['uniform_distance']:.2f}, H = ln T = {data['uniform_entropy']:.2f}",
+            fontsize=9,
+        )
         return fig

@@ -8,15 +8,31 @@ go (embeddings vs attention vs FFN vs norms vs output head) as a bar chart and a
 Every count comes from ``params.param_breakdown`` (the formulas) and is checked, live,
 against ``numel`` of the same model built on the meta device.
 """
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
-from transformer_nb.params import (CATEGORIES, PRESETS, TransformerConfig, block_rule, build_transformer, numel,
-                                   param_breakdown, validate)
+from transformer_nb.params import (
+    CATEGORIES,
+    PRESETS,
+    TransformerConfig,
+    block_rule,
+    build_transformer,
+    numel,
+    param_breakdown,
+    validate,
+)
 from transformer_nb.widgets.base import Widget
 
-COLORS = {"embeddings": "C0", "positions": "C9", "attention": "C1", "ffn": "C2", "norms": "C4", "head": "C3",
-          "other": "C7"}
+COLORS = {
+    "embeddings": "C0",
+    "positions": "C9",
+    "attention": "C1",
+    "ffn": "C2",
+    "norms": "C4",
+    "head": "C3",
+    "other": "C7",
+}
 CUSTOM = "custom"
 
 
@@ -42,27 +58,48 @@ class ParamCalculator(Widget):
         style = {"description_width": "initial"}
         narrow = W.Layout(width="220px")
         super().__init__(
-            preset=W.Dropdown(options=[CUSTOM] + list(PRESETS), value=CUSTOM, description="start from",
-                              style=style),
-            arch=W.Dropdown(options=["decoder", "encoder", "encoder-decoder"], value="decoder",
-                            description="arch", style=style, layout=narrow),
-            d_model=W.IntSlider(value=768, min=64, max=16384, step=64, description="d_model",
-                                continuous_update=False, style=style),
-            n_layers=W.IntSlider(value=12, min=1, max=128, description="layers", continuous_update=False,
-                                 style=style),
-            n_heads=W.IntSlider(value=12, min=1, max=128, description="heads", continuous_update=False,
-                                style=style),
-            n_kv_heads=W.IntSlider(value=12, min=1, max=128, description="KV heads", continuous_update=False,
-                                   style=style),
-            ffn_ratio=W.FloatSlider(value=4.0, min=0.5, max=8.0, step=0.125, description="d_ff / d_model",
-                                    continuous_update=False, style=style),
-            activation=W.ToggleButtons(options=["relu", "gelu", "swiglu"], value="gelu", description="FFN",
-                                       style={**style, "button_width": "72px"}),
-            vocab=W.BoundedIntText(value=50257, min=1, max=1_000_000, description="vocabulary", style=style,
-                                   layout=narrow),
+            preset=W.Dropdown(options=[CUSTOM] + list(PRESETS), value=CUSTOM, description="start from", style=style),
+            arch=W.Dropdown(
+                options=["decoder", "encoder", "encoder-decoder"],
+                value="decoder",
+                description="arch",
+                style=style,
+                layout=narrow,
+            ),
+            d_model=W.IntSlider(
+                value=768, min=64, max=16384, step=64, description="d_model", continuous_update=False, style=style
+            ),
+            n_layers=W.IntSlider(value=12, min=1, max=128, description="layers", continuous_update=False, style=style),
+            n_heads=W.IntSlider(value=12, min=1, max=128, description="heads", continuous_update=False, style=style),
+            n_kv_heads=W.IntSlider(
+                value=12, min=1, max=128, description="KV heads", continuous_update=False, style=style
+            ),
+            ffn_ratio=W.FloatSlider(
+                value=4.0,
+                min=0.5,
+                max=8.0,
+                step=0.125,
+                description="d_ff / d_model",
+                continuous_update=False,
+                style=style,
+            ),
+            activation=W.ToggleButtons(
+                options=["relu", "gelu", "swiglu"],
+                value="gelu",
+                description="FFN",
+                style={**style, "button_width": "72px"},
+            ),
+            vocab=W.BoundedIntText(
+                value=50257, min=1, max=1_000_000, description="vocabulary", style=style, layout=narrow
+            ),
             tie=W.Checkbox(value=True, description="tie output to embedding", style=style),
-            positions=W.Dropdown(options=["learned", "sinusoidal", "rope", "alibi", "t5-bias", "none"], value="learned",
-                                 description="positions", style=style, layout=narrow),
+            positions=W.Dropdown(
+                options=["learned", "sinusoidal", "rope", "alibi", "t5-bias", "none"],
+                value="learned",
+                description="positions",
+                style=style,
+                layout=narrow,
+            ),
         )
         self._base = PRESETS["gpt2-small"]
         if preset != CUSTOM:
@@ -97,15 +134,27 @@ class ParamCalculator(Widget):
         finally:
             self._applying = False
 
-    def config(self, preset, arch, d_model, n_layers, n_heads, n_kv_heads, ffn_ratio, activation, vocab, tie,
-               positions) -> TransformerConfig:
+    def config(
+        self, preset, arch, d_model, n_layers, n_heads, n_kv_heads, ffn_ratio, activation, vocab, tie, positions
+    ) -> TransformerConfig:
         """The ``TransformerConfig`` the controls describe (BERT/LLaMA details kept from the chosen preset)."""
         base = self._base if preset != CUSTOM else PRESETS["gpt2-small"]
         d_ff = max(1, round(ffn_ratio * d_model))
-        fields = dict(name=base.name if preset != CUSTOM else "custom", arch=arch, d_model=d_model,
-                      n_layers=n_layers, n_heads=n_heads, n_kv_heads=n_kv_heads, d_ff=d_ff,
-                      activation=activation, vocab=vocab, tie_output=tie and base.lm_head, positions=positions,
-                      n_dec_layers=None, tgt_vocab=None)
+        fields = dict(
+            name=base.name if preset != CUSTOM else "custom",
+            arch=arch,
+            d_model=d_model,
+            n_layers=n_layers,
+            n_heads=n_heads,
+            n_kv_heads=n_kv_heads,
+            d_ff=d_ff,
+            activation=activation,
+            vocab=vocab,
+            tie_output=tie and base.lm_head,
+            positions=positions,
+            n_dec_layers=None,
+            tgt_vocab=None,
+        )
         if arch != "encoder-decoder":
             fields["share_embeddings"] = True
         return TransformerConfig(**{**base.__dict__, **fields})
@@ -115,11 +164,16 @@ class ParamCalculator(Widget):
             cfg = validate(self.config(**values))
         except ValueError as err:
             return {"error": str(err), "values": values}
-        out = {"config": cfg, "breakdown": param_breakdown(cfg), "d_ff": cfg.ff,
-               "rule": cfg.n_layers * block_rule(cfg.d_model), "published": None}
+        out = {
+            "config": cfg,
+            "breakdown": param_breakdown(cfg),
+            "d_ff": cfg.ff,
+            "rule": cfg.n_layers * block_rule(cfg.d_model),
+            "published": None,
+        }
         unchanged = values["preset"] != CUSTOM and out["breakdown"] == param_breakdown(PRESETS[values["preset"]])
         if unchanged:
-            out["published"] = cfg.published             # the preset's count, unchanged by the controls
+            out["published"] = cfg.published  # the preset's count, unchanged by the controls
         out["label"] = cfg.name if unchanged or values["preset"] == CUSTOM else f"{cfg.name}, modified"
         out["numel"] = numel(build_transformer(cfg)) if self.check_numel else None
         return out
@@ -127,31 +181,53 @@ class ParamCalculator(Widget):
     def draw(self, data):
         if "error" in data:
             fig, ax = plt.subplots(figsize=(9, 1.4))
-            ax.text(0.5, 0.5, "impossible model:\n" + data["error"], ha="center", va="center", wrap=True,
-                    fontsize=10, color="C3")
+            ax.text(
+                0.5,
+                0.5,
+                "impossible model:\n" + data["error"],
+                ha="center",
+                va="center",
+                wrap=True,
+                fontsize=10,
+                color="C3",
+            )
             ax.axis("off")
             return fig
-        b, cfg = data["breakdown"], data["config"]
+        b, _cfg = data["breakdown"], data["config"]
         cats = [c for c in CATEGORIES if b[c] > 0]
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.8), width_ratios=[1.6, 1], layout="constrained")
         vals = [b[c] for c in cats]
         bars = ax1.barh(cats, vals, color=[COLORS[c] for c in cats])
         ax1.invert_yaxis()
         for bar, v in zip(bars, vals):
-            ax1.text(bar.get_width(), bar.get_y() + bar.get_height() / 2,
-                     f" {_fmt(v)} ({100 * v / b['total']:.1f}%)", va="center", fontsize=9)
+            ax1.text(
+                bar.get_width(),
+                bar.get_y() + bar.get_height() / 2,
+                f" {_fmt(v)} ({100 * v / b['total']:.1f}%)",
+                va="center",
+                fontsize=9,
+            )
         ax1.set_xlim(0, max(vals) * 1.45)
         ax1.set_xlabel("parameters")
         ax1.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: _fmt(x)))
-        ax2.pie(vals, colors=[COLORS[c] for c in cats], startangle=90, counterclock=False,
-                wedgeprops={"width": 0.45, "edgecolor": "white"})
+        ax2.pie(
+            vals,
+            colors=[COLORS[c] for c in cats],
+            startangle=90,
+            counterclock=False,
+            wedgeprops={"width": 0.45, "edgecolor": "white"},
+        )
         ax2.text(0, 0, _fmt(b["total"]), ha="center", va="center", fontsize=12, weight="bold")
         ax2.set_title("share of the total", fontsize=10)
         check = ""
         if data["numel"] is not None:
             check = "  ✓ = numel on meta" if data["numel"] == b["total"] else f"  ✗ numel {data['numel']:,}"
         pub = f" | published: {_fmt(data['published'])}" if data.get("published") else ""
-        ax1.set_title(f"{data['label']}: {b['total']:,} parameters{check}\n"
-                      f"d_ff = {data['d_ff']}, 12·L·d² rule: {_fmt(data['rule'])}, fp16 weights: "
-                      f"{2 * b['total'] / 1e9:.3g} GB{pub}", fontsize=10, loc="left")
+        ax1.set_title(
+            f"{data['label']}: {b['total']:,} parameters{check}\n"
+            f"d_ff = {data['d_ff']}, 12·L·d² rule: {_fmt(data['rule'])}, fp16 weights: "
+            f"{2 * b['total'] / 1e9:.3g} GB{pub}",
+            fontsize=10,
+            loc="left",
+        )
         return fig

@@ -5,6 +5,7 @@
 - :class:`AlibiExplorer` -- a head-count slider: the ALiBi slopes (base and interpolated) and the
   attention a query would pay to each earlier token when the content scores are all equal.
 """
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
@@ -26,15 +27,25 @@ class SinusoidFingerprint(Widget):
         self.omega = sinusoid_frequencies(d_model)
         self.n_positions, self.d_model = n_positions, d_model
         super().__init__(
-            position=W.IntSlider(value=position, min=0, max=n_positions - 1, description="position p", continuous_update=False),
-            pair=W.IntSlider(value=pair, min=0, max=d_model // 2 - 1, description="pair i (freq.)", continuous_update=False),
+            position=W.IntSlider(
+                value=position, min=0, max=n_positions - 1, description="position p", continuous_update=False
+            ),
+            pair=W.IntSlider(
+                value=pair, min=0, max=d_model // 2 - 1, description="pair i (freq.)", continuous_update=False
+            ),
         )
 
     def compute(self, position, pair):
         omega = float(self.omega[pair])
         fp = self.pe[position].clone()
-        return {"position": position, "pair": pair, "omega": omega, "wavelength": 2 * np.pi / omega,
-                "fingerprint": fp, "pair_values": (float(fp[2 * pair]), float(fp[2 * pair + 1]))}
+        return {
+            "position": position,
+            "pair": pair,
+            "omega": omega,
+            "wavelength": 2 * np.pi / omega,
+            "fingerprint": fp,
+            "pair_values": (float(fp[2 * pair]), float(fp[2 * pair + 1])),
+        }
 
     def draw(self, data):
         p, i, omega = data["position"], data["pair"], data["omega"]
@@ -83,10 +94,15 @@ class AlibiExplorer(Widget):
     def compute(self, n_heads, query):
         slopes = alibi_slopes(n_heads)
         n0 = 1 << (n_heads.bit_length() - 1)
-        dist = torch.arange(query, -1, -1, dtype=torch.float64)             # distance of key j = 0..query
+        dist = torch.arange(query, -1, -1, dtype=torch.float64)  # distance of key j = 0..query
         weights = torch.softmax(-slopes[:, None] * dist[None, :], dim=-1)
-        return {"n_heads": n_heads, "query": query, "slopes": slopes,
-                "interpolated": [h >= n0 for h in range(n_heads)], "weights": weights}
+        return {
+            "n_heads": n_heads,
+            "query": query,
+            "slopes": slopes,
+            "interpolated": [h >= n0 for h in range(n_heads)],
+            "weights": weights,
+        }
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
@@ -101,8 +117,12 @@ class AlibiExplorer(Widget):
         ax = axes[1]
         cmap = plt.get_cmap("viridis")
         for h in range(n):
-            ax.plot(range(data["query"] + 1), data["weights"][h].numpy(), color=cmap(h / max(n - 1, 1)),
-                    label=f"head {h + 1}" if n <= 8 else None)
+            ax.plot(
+                range(data["query"] + 1),
+                data["weights"][h].numpy(),
+                color=cmap(h / max(n - 1, 1)),
+                label=f"head {h + 1}" if n <= 8 else None,
+            )
         ax.set_xlabel("key position j")
         ax.set_ylabel("attention weight")
         ax.set_title(f"query at {data['query']}, equal content scores")

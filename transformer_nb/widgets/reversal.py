@@ -5,6 +5,7 @@
 map of the chosen decoder layer (mean over heads, or one head): rows are the output tokens, columns
 the source tokens, so a perfect reversal is an anti-diagonal.
 """
+
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
@@ -31,12 +32,19 @@ class ReversalWidget(Widget):
         self.model = model
         n_layers, n_heads = len(model.decoder.layers), model.decoder.layers[0].cross_attn.n_heads
         super().__init__(
-            text=widgets.Text(value=text, description="source", continuous_update=False,
-                              placeholder="symbols 3..12, e.g. 3 5 7 9 4"),
-            layer=widgets.Dropdown(options=[(f"decoder layer {i + 1}", i) for i in range(n_layers)],
-                                   value=n_layers - 1, description="layer"),
-            head=widgets.Dropdown(options=[("mean of heads", -1)] + [(f"head {h + 1}", h) for h in range(n_heads)],
-                                  value=-1, description="head"),
+            text=widgets.Text(
+                value=text, description="source", continuous_update=False, placeholder="symbols 3..12, e.g. 3 5 7 9 4"
+            ),
+            layer=widgets.Dropdown(
+                options=[(f"decoder layer {i + 1}", i) for i in range(n_layers)],
+                value=n_layers - 1,
+                description="layer",
+            ),
+            head=widgets.Dropdown(
+                options=[("mean of heads", -1)] + [(f"head {h + 1}", h) for h in range(n_heads)],
+                value=-1,
+                description="head",
+            ),
         )
 
     def compute(self, text, layer, head) -> dict:
@@ -49,19 +57,26 @@ class ReversalWidget(Widget):
         src_t = torch.tensor([src], device=device)
         out = greedy_decode(self.model, src_t, max_new=len(src) + 4)[0].tolist()
         ended = EOS in out
-        pred = out[:out.index(EOS)] if ended else out
+        pred = out[: out.index(EOS)] if ended else out
         outputs = pred + ([EOS] if ended else [])
         tgt_in = torch.tensor([[BOS] + outputs[:-1] if outputs else [BOS]], device=device)
         maps = attention_maps(self.model, src_t, tgt_in)
-        w = maps["cross"][layer][0]                                      # (h, T_out, S)
+        w = maps["cross"][layer][0]  # (h, T_out, S)
         cross = (w.mean(0) if head < 0 else w[head]).cpu()
         n = min(len(pred), len(src))
         peak = cross[:n].argmax(-1)
         mirrored = torch.arange(len(src) - 1, len(src) - 1 - n, -1)
-        data.update(src=src, pred=pred, expected=src[::-1], correct=ended and pred == src[::-1], ended=ended,
-                    outputs=outputs, cross=cross,
-                    anti_diagonal=float((peak == mirrored).float().mean()) if n else 0.0,
-                    outside_training=not MIN_LEN <= len(src) <= MAX_LEN)
+        data.update(
+            src=src,
+            pred=pred,
+            expected=src[::-1],
+            correct=ended and pred == src[::-1],
+            ended=ended,
+            outputs=outputs,
+            cross=cross,
+            anti_diagonal=float((peak == mirrored).float().mean()) if n else 0.0,
+            outside_training=not MIN_LEN <= len(src) <= MAX_LEN,
+        )
         return data
 
     def draw(self, data):
@@ -71,9 +86,17 @@ class ReversalWidget(Widget):
             ax.text(0.5, 0.5, data["error"], ha="center", va="center", wrap=True, color="crimson")
             return fig
         head = "mean of heads" if data["head"] < 0 else f"head {data['head'] + 1}"
-        heatmap(data["cross"], xlabels=data["src"], ylabels=[_label(t) for t in data["outputs"]],
-                ax=ax, vmin=0, vmax=1, xlabel="source token (key)", ylabel="output token (query)",
-                title=f"cross-attention, decoder layer {data['layer'] + 1}, {head}")
+        heatmap(
+            data["cross"],
+            xlabels=data["src"],
+            ylabels=[_label(t) for t in data["outputs"]],
+            ax=ax,
+            vmin=0,
+            vmax=1,
+            xlabel="source token (key)",
+            ylabel="output token (query)",
+            title=f"cross-attention, decoder layer {data['layer'] + 1}, {head}",
+        )
         verdict = "✓ correct" if data["correct"] else f"✗ expected {data['expected']}"
         lines = [f"output {data['pred']}{'' if data['ended'] else ' (no EOS)'}", verdict]
         if data["outside_training"]:

@@ -3,6 +3,7 @@
 - :class:`RotatePair` -- one 2-D pair of a query and a key, rotated by their positions m and n:
   the dot product depends only on the offset n - m (drag both sliders by the same amount).
 """
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
@@ -25,10 +26,22 @@ class RotatePair(Widget):
         self.thetas = rope_frequencies(d)
         self.max_pos = max_pos
         super().__init__(
-            m=W.IntSlider(value=m, min=0, max=max_pos, description="query pos m", continuous_update=False,
-                        style={"description_width": "initial"}),
-            n=W.IntSlider(value=n, min=0, max=max_pos, description="key pos n", continuous_update=False,
-                        style={"description_width": "initial"}),
+            m=W.IntSlider(
+                value=m,
+                min=0,
+                max=max_pos,
+                description="query pos m",
+                continuous_update=False,
+                style={"description_width": "initial"},
+            ),
+            n=W.IntSlider(
+                value=n,
+                min=0,
+                max=max_pos,
+                description="key pos n",
+                continuous_update=False,
+                style={"description_width": "initial"},
+            ),
             pair=W.IntSlider(value=1, min=0, max=d // 2 - 1, description="pair i", continuous_update=False),
         )
 
@@ -47,8 +60,18 @@ class RotatePair(Widget):
         d = (pos[None, :] - pos[:, None]) * theta
         qk, cross = float(self.q @ self.k), float(self.q[1] * self.k[0] - self.q[0] * self.k[1])
         grid = qk * torch.cos(d) + cross * torch.sin(d)
-        return {"m": m, "n": n, "offset": n - m, "pair": pair, "theta": theta, "q_rot": q_rot, "k_rot": k_rot,
-                "score": score, "score_at_offset": at_offset, "grid": grid}
+        return {
+            "m": m,
+            "n": n,
+            "offset": n - m,
+            "pair": pair,
+            "theta": theta,
+            "q_rot": q_rot,
+            "k_rot": k_rot,
+            "score": score,
+            "score_at_offset": at_offset,
+            "grid": grid,
+        }
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.2))
@@ -64,10 +87,12 @@ class RotatePair(Widget):
         ax.set_aspect("equal")
         ax.axhline(0, color="0.8", lw=0.5)
         ax.axvline(0, color="0.8", lw=0.5)
-        ax.set_title(f"pair {data['pair']} (θ={data['theta']:.3g}): m={data['m']}, n={data['n']}\n"
-                     f"score {data['score']:+.4f}  =  qᵀR(n-m)k {data['score_at_offset']:+.4f}")
+        ax.set_title(
+            f"pair {data['pair']} (θ={data['theta']:.3g}): m={data['m']}, n={data['n']}\n"
+            f"score {data['score']:+.4f}  =  qᵀR(n-m)k {data['score_at_offset']:+.4f}"
+        )
         ax = axes[1]
-        lim = float(self.q.norm() * self.k.norm())        # |score| <= |q||k|
+        lim = float(self.q.norm() * self.k.norm())  # |score| <= |q||k|
         im = ax.imshow(data["grid"].numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, origin="upper")
         ax.plot([data["n"]], [data["m"]], "k*", ms=12)
         off = data["offset"]

@@ -1,4 +1,5 @@
 """Notebook 00's widget: softmax as a *soft* argmax, and how the scale of the scores hardens it."""
+
 import math
 
 import ipywidgets as W
@@ -18,16 +19,23 @@ class SoftmaxTemperature(Widget):
     def __init__(self, seed: int = 0):
         self.scores = torch.randn(32, generator=torch.Generator().manual_seed(seed))
         super().__init__(
-            scale=W.FloatLogSlider(value=1.0, base=10, min=-1, max=math.log10(30), step=0.05,
-                                   description="scale", continuous_update=False),
+            scale=W.FloatLogSlider(
+                value=1.0, base=10, min=-1, max=math.log10(30), step=0.05, description="scale", continuous_update=False
+            ),
             n=W.IntSlider(value=8, min=2, max=32, description="keys", continuous_update=False),
         )
 
     def compute(self, scale: float, n: int) -> dict:
         w = torch.softmax(scale * self.scores[:n], dim=-1)
         entropy = float(-(w * w.clamp_min(1e-30).log()).sum())
-        return {"scale": scale, "n": n, "weights": w, "entropy": entropy,
-                "max_weight": float(w.max()), "max_entropy": math.log(n)}
+        return {
+            "scale": scale,
+            "n": n,
+            "weights": w,
+            "entropy": entropy,
+            "max_weight": float(w.max()),
+            "max_entropy": math.log(n),
+        }
 
     def draw(self, d: dict):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [2, 1]})
