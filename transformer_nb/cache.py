@@ -6,8 +6,10 @@ was saved for another configuration, or does not fit the model is reported in on
 clear line and the model is retrained; it never crashes the notebook.
 """
 
+import hashlib
 import json
 import os
+import re
 from pathlib import Path
 
 import torch
@@ -24,6 +26,19 @@ def cache_path(name: str) -> Path:
 
 def _canonical(config: dict) -> str:
     return json.dumps(config, sort_keys=True, default=str)
+
+
+def cache_name(prefix: str, config: dict) -> str:
+    """``<prefix>_<8 hex digits of config>``: one stable cache name per configuration.
+
+    ``prefix`` names the family (e.g. ``"wikitext2_transformer"``, ``"reversal_base"``): letters,
+    digits, ``_``, ``-`` and ``.``. ``config`` is a JSON-able dict; its key order does not matter.
+    """
+    if not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", prefix) or prefix.startswith("."):
+        raise ValueError(f"prefix must be a non-empty name of letters, digits, '_', '-' or '.', got {prefix!r}")
+    if not isinstance(config, dict):
+        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+    return f"{prefix}_{hashlib.sha256(_canonical(config).encode()).hexdigest()[:8]}"
 
 
 def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = None) -> Path:
