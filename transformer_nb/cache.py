@@ -1,18 +1,43 @@
 """A trained-model cache: re-running a notebook loads weights instead of training again.
 
-Files live in ``TNB_CACHE_DIR`` (default ``~/.cache/transformer_nb``), one ``.pt`` per
-name. They are loaded with ``torch.load(weights_only=True)``. A cache that is corrupt,
-was saved for another configuration, or does not fit the model is reported in one
-clear line and the model is retrained; it never crashes the notebook.
+Files live in ``TNB_CACHE_DIR`` (default ``~/.cache/transformer_nb``), one ``<name>.pt`` per
+configuration (``cache_name``). A file is a ``torch.save`` dict, loaded with
+``torch.load(weights_only=True)`` (a cache file cannot run code)::
+
+    {"format": 2, "config": <canonical JSON>, "state_dict": ..., "extra": ...,
+     "sha256": <digest of config, weights and extra>, "torch": "2.13.0",
+     "code": {"transformer_nb.models": <digest>, ...}}
+
+A load is refused, with one line that says why, and the model retrained when the file is
+corrupt or damaged (a flipped bit changes the sha256), was saved for another configuration,
+by other model code (``code``: the modules that define the model's classes, docstrings and
+comments aside) or by another torch release, or does not fit the model. A refused file never
+touches the model. Writes go to a unique temporary file that replaces the cache atomically,
+so concurrent trainers of one name never corrupt each other; an unwritable folder is a
+warning, never a lost model. The model stays on the device it was given, whatever happens.
 """
 
+import ast
+import contextlib
 import hashlib
+import inspect
 import json
 import os
 import re
+import sys
+import time
+import uuid
+import warnings
 from pathlib import Path
 
 import torch
+
+FORMAT = 2
+PACKAGE = "transformer_nb"
+# Infrastructure, not model code: a change to these never invalidates a cache.
+NOT_MODEL_CODE = ("cache", "checks", "utils", "source", "companion", "plotting", "widgets", "exercises", "bench")
+STALE_SECONDS = 3600  # a temporary file older than this, or whose writer has exited, is removed
+EXTRA_TYPES = (dict, list, tuple, str, int, float, bool, type(None), torch.Tensor)
 
 
 def cache_dir() -> Path:
@@ -21,6 +46,9 @@ def cache_dir() -> Path:
 
 
 def cache_path(name: str) -> Path:
+    """``cache_dir() / f"{name}.pt"``; ``name`` must be a plain file name (see ``cache_name``)."""
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or name.startswith("."):
+        raise ValueError(f"name must be a non-empty name of letters, digits, '_', '-' or '.', got {name!r}")
     return cache_dir() / f"{name}.pt"
 
 
@@ -41,43 +69,259 @@ def cache_name(prefix: str, config: dict) -> str:
     return f"{prefix}_{hashlib.sha256(_canonical(config).encode()).hexdigest()[:8]}"
 
 
-def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = None) -> Path:
-    """Save ``model``'s weights with ``config`` (a JSON-able dict) and ``extra`` (tensors, numbers, lists)."""
+# --------------------------------------------------------------------------- digests
+
+
+def _feed(h, obj, where: str = "extra") -> None:
+    """Hash ``obj`` (nested dicts/lists/tuples of tensors and plain values) exactly, tensors byte by byte."""
+    if isinstance(obj, torch.Tensor):
+        t = obj.detach().cpu().contiguous()
+        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
+        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
+    elif isinstance(obj, dict):
+        h.update(f"D{len(obj)}".encode())
+        for k in sorted(obj, key=repr):
+            h.update(repr(k).encode())
+            _feed(h, obj[k], f"{where}[{k!r}]")
+    elif isinstance(obj, (list, tuple)):
+        h.update(f"{type(obj).__name__[0]}{len(obj)}".encode())
+        for i, v in enumerate(obj):
+            _feed(h, v, f"{where}[{i}]")
+    elif isinstance(obj, EXTRA_TYPES):
+        h.update(f"{type(obj).__name__}:{obj!r};".encode())
+    else:
+        raise TypeError(
+            f"{where} is a {type(obj).__name__}; a cache stores only tensors, numbers, strings, None "
+            f"and dicts/lists/tuples of them (torch.load(weights_only=True) refuses other objects)"
+        )
+
+
+def payload_sha256(config: str, state_dict: dict, extra: dict) -> str:
+    """sha256 of the canonical config, every weight (dtype, shape and bytes) and ``extra``."""
+    h = hashlib.sha256(config.encode())
+    _feed(h, dict(state_dict), "state_dict")
+    _feed(h, extra)
+    return h.hexdigest()
+
+
+def _strip_docstrings(tree: ast.AST) -> ast.AST:
+    for node in ast.walk(tree):
+        body = getattr(node, "body", None)
+        first = body[0] if isinstance(body, list) and body else None
+        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
+            node.body = body[1:] or [ast.Pass()]
+    return tree
+
+
+def _source_digest(src: str) -> str:
+    """Digest of Python source, blind to comments, formatting and docstrings."""
+    try:
+        text = ast.dump(_strip_docstrings(ast.parse(src)))
+    except SyntaxError:
+        text = src
+    return hashlib.sha256(text.encode()).hexdigest()[:16]
+
+
+def _is_model_code(name: str) -> bool:
+    parts = name.split(".")
+    return parts[0] == PACKAGE and len(parts) > 1 and parts[1] not in NOT_MODEL_CODE
+
+
+def code_digests(model: torch.nn.Module) -> dict:
+    """``{module: digest}`` of the code that defines ``model``.
+
+    The package modules that define its classes (and the package modules they reference) are
+    hashed whole; a class defined elsewhere (a test, a notebook cell) by its own source; torch's
+    own classes are covered by the torch version.
+    """
+    out, todo = {}, [type(m) for m in model.modules()]
+    while todo:
+        obj = todo.pop()
+        name = obj.__name__ if inspect.ismodule(obj) else obj.__module__
+        if name.split(".")[0] == "torch":
+            continue
+        mod = sys.modules.get(name)
+        if _is_model_code(name) and mod is not None:
+            if name in out:
+                continue
+            try:
+                out[name] = _source_digest(inspect.getsource(mod))
+            except (OSError, TypeError):
+                out[name] = "no source"
+            for v in vars(mod).values():
+                ref = v.__name__ if inspect.ismodule(v) else getattr(v, "__module__", None)
+                if isinstance(ref, str) and _is_model_code(ref) and ref not in out:
+                    todo.append(sys.modules.get(ref) or v)
+        elif not inspect.ismodule(obj):
+            key = f"{name}.{obj.__qualname__}"
+            try:
+                out[key] = _source_digest(inspect.getsource(obj))
+            except (OSError, TypeError):  # e.g. a class typed into a kernel without source
+                out[key] = "no source"
+    return dict(sorted(out.items()))
+
+
+def torch_release() -> str:
+    """``torch.__version__`` without the build tag: a CPU and a CUDA build of one release agree."""
+    return torch.__version__.split("+")[0]
+
+
+# --------------------------------------------------------------------------- writing
+
+
+def _pid_of(tmp: Path) -> int | None:
+    m = re.search(r"\.(\d+)-[0-9a-f]+\.tmp$", tmp.name)
+    return int(m.group(1)) if m else None
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OSError):
+        return True
+    return True
+
+
+def clean_stale(folder: Path | None = None, max_age: float = STALE_SECONDS) -> list:
+    """Remove temporary files left by interrupted writes: their writer has exited, or they are
+    older than ``max_age`` seconds (``<name>.tmp`` files of the old format always). Returns them."""
+    folder, removed = Path(folder or cache_dir()), []
+    if not folder.is_dir():
+        return removed
+    for tmp in folder.glob("*.tmp"):
+        pid = _pid_of(tmp)
+        try:
+            stale = pid is None or not _alive(pid) or time.time() - tmp.stat().st_mtime > max_age
+            if stale and pid != os.getpid():
+                tmp.unlink()
+                removed.append(tmp)
+        except OSError:  # gone already, or not ours to remove
+            pass
+    return removed
+
+
+def _device_of(model: torch.nn.Module):
+    devices = {t.device for t in (*model.parameters(), *model.buffers())}
+    return devices.pop() if len(devices) == 1 else None
+
+
+def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = None) -> Path | None:
+    """Save ``model``'s weights with ``config`` (a JSON-able dict) and ``extra`` (tensors, numbers, lists).
+
+    Written to a unique temporary file, then renamed over ``<name>.pt`` in one step. Returns the
+    path, or ``None`` with a warning when the folder cannot be written (the model is untouched).
+    """
     path = cache_path(name)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".tmp")
-    torch.save({"config": _canonical(config), "state_dict": model.state_dict(), "extra": extra or {}}, tmp)
-    os.replace(tmp, path)  # never leave a half-written cache behind
+    if _device_of(model) == torch.device("meta"):
+        raise ValueError("model is on the meta device: it has no weights to cache")
+    extra = extra or {}
+    state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
+    blob = {"format": FORMAT, "config": _canonical(config), "state_dict": state, "extra": extra}
+    blob.update(sha256=payload_sha256(blob["config"], state, extra), torch=torch_release(), code=code_digests(model))
+    tmp = path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        clean_stale(path.parent)
+        with open(tmp, "wb") as f:
+            torch.save(blob, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)  # atomic: readers see the old file or the new one, never half of one
+    except OSError as err:
+        with contextlib.suppress(OSError):  # the folder itself may not be there
+            tmp.unlink(missing_ok=True)
+        warnings.warn(
+            f"could not write the cache {path} ({type(err).__name__}: {err.strerror or err}); the trained "
+            f"model is kept in memory only. Set TNB_CACHE_DIR to a writable folder to keep it.",
+            RuntimeWarning,
+            stacklevel=2,
+        )
+        return None
     return path
 
 
-def load(name: str, model: torch.nn.Module, config: dict):
-    """Load cached weights into ``model``. Returns ``(ok, message, extra)``; never raises on a bad cache."""
-    path = cache_path(name)
-    if not path.exists():
-        return False, f"no cache at {path}", {}
+# --------------------------------------------------------------------------- loading
+
+
+def _refusal(blob, config: str, model: torch.nn.Module) -> str | None:
+    """Why a loaded ``blob`` must not go into ``model`` (None: it may)."""
+    if not isinstance(blob, dict) or not {"config", "state_dict"} <= set(blob):
+        return "has an unexpected layout"
+    if blob.get("format") != FORMAT or "sha256" not in blob:
+        return "has no checksum (written by an older transformer_nb)"
     try:
+        digest = payload_sha256(blob["config"], blob["state_dict"], blob.get("extra", {}))
+    except (TypeError, AttributeError, RuntimeError):
+        digest = None
+    if digest != blob["sha256"]:
+        return "is damaged (its contents do not match their sha256)"
+    if blob["config"] != config:
+        return "was trained with another configuration"
+    if blob.get("torch") != torch_release():
+        return f"was saved by torch {blob.get('torch')}, this is torch {torch_release()}"
+    code, stored = code_digests(model), blob.get("code")
+    if not isinstance(stored, dict):
+        return "has no digest of its model code"
+    changed = sorted(k for k in code.keys() | stored.keys() if code.get(k) != stored.get(k))
+    if changed:
+        return f"was trained with other model code ({', '.join(changed)} changed)"
+    own, sd = model.state_dict(), blob["state_dict"]
+    if own.keys() != sd.keys():
+        diff = sorted(own.keys() ^ sd.keys())
+        return f"does not fit this model (parameters {', '.join(diff[:3])}{' ...' if len(diff) > 3 else ''} differ)"
+    for k, v in own.items():
+        if not isinstance(sd[k], torch.Tensor) or sd[k].shape != v.shape:
+            got = tuple(sd[k].shape) if isinstance(sd[k], torch.Tensor) else type(sd[k]).__name__
+            return f"does not fit this model ({k}: cached {got}, model {tuple(v.shape)})"
+    return None
+
+
+def load(name: str, model: torch.nn.Module, config: dict):
+    """Load cached weights into ``model``. Returns ``(ok, message, extra)``; never raises on a bad cache.
+
+    A refused file leaves ``model`` untouched. ``extra``'s tensors come back on the CPU.
+    """
+    path = cache_path(name)
+    try:
+        if not path.is_file():
+            return False, f"no cache at {path}", {}
         blob = torch.load(path, map_location="cpu", weights_only=True)
+    except OSError as err:  # a folder we may not read
+        return False, f"cache {path} cannot be read ({type(err).__name__}: {err.strerror}); retraining", {}
     except Exception as err:  # corrupt, truncated, or not a torch file
         return False, f"cache {path} is corrupt ({type(err).__name__}); retraining", {}
-    if not isinstance(blob, dict) or not {"config", "state_dict"} <= set(blob):
-        return False, f"cache {path} has an unexpected layout; retraining", {}
-    if blob["config"] != _canonical(config):
-        return False, f"cache {path} was trained with another configuration; retraining", {}
-    try:
-        model.load_state_dict(blob["state_dict"])
-    except (RuntimeError, KeyError) as err:
-        first = str(err).strip().splitlines()[0][:120]
-        return False, f"cache {path} does not fit this model ({first}); retraining", {}
+    why = _refusal(blob, _canonical(config), model)
+    if why:
+        return False, f"cache {path} {why}; retraining", {}
+    model.load_state_dict(blob["state_dict"])  # copies into the model's own tensors: its device stays
     return True, f"loaded trained weights from {path}", blob.get("extra", {})
+
+
+def _to_cpu(obj):
+    if isinstance(obj, torch.Tensor):
+        return obj.detach().cpu()
+    if isinstance(obj, dict):
+        return {k: _to_cpu(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return type(obj)(_to_cpu(v) for v in obj)
+    return obj
 
 
 def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool = False):
     """Load ``model`` from the cache, or call ``train_fn(model) -> extra`` and save the result.
 
-    ``extra`` (e.g. the loss history) is stored with the weights and returned, so a
-    re-run can redraw its training curves. Returns ``(extra, trained_now)``.
+    ``extra`` (e.g. the loss history) is stored with the weights and returned (its tensors on
+    the CPU, on either path), so a re-run can redraw its training curves. The model ends on the
+    device it came on. If the cache cannot be written, a warning says so and the trained model
+    is still returned. ``TNB_RETRAIN=1`` forces training. Returns ``(extra, trained_now)``.
     """
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if not callable(train_fn):
+        raise TypeError(f"train_fn must be callable (model -> extra dict), got {type(train_fn).__name__}")
+    path, device = cache_path(name), _device_of(model)
     if retrain or os.environ.get("TNB_RETRAIN") == "1":
         print("retraining (asked for)")
     else:
@@ -86,5 +330,15 @@ def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, ret
         if ok:
             return extra, False
     extra = train_fn(model) or {}
+    if not isinstance(extra, dict):
+        raise TypeError(f"train_fn must return a dict (or None), got {type(extra).__name__}")
+    if device is not None and _device_of(model) != device:
+        model.to(device)  # train_fn moved it: give it back where it came from
+    extra = _to_cpu(extra)
+    try:
+        payload_sha256("", {}, extra)
+    except TypeError as err:
+        warnings.warn(f"{err}; {path} was not written", RuntimeWarning, stacklevel=2)
+        return extra, True
     save(name, model, config, extra)
     return extra, True
