@@ -25,6 +25,7 @@ Shapes: ids ``(B, T)`` int64; hidden ``(B, T, d)``; log-probs ``(B, T, V)``.
 from __future__ import annotations
 
 import hashlib
+import itertools
 import json
 import math
 import time
@@ -40,6 +41,8 @@ from transformer_nb.masks import causal_mask
 from transformer_nb.multihead import merge_heads
 from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.rope import RoPE
+from transformer_nb.train import Progress, rank_and_world, train
+from transformer_nb.wikitext import batchify
 
 HEADS = ("full", "tied", "adaptive", "adaptive_tied")
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi")
@@ -263,6 +266,14 @@ class _LM(nn.Module):
     def _hidden_for_loss(self, ids, state):
         return self.hidden(ids)
 
+    def _state_after(self):
+        return None
+
+    def forward(self, ids: torch.Tensor, targets: torch.Tensor, state=None):
+        """``(mean NLL, state)`` of ``targets (B, T)`` given ``ids (B, T)`` (what DDP and ``train`` call)."""
+        loss = self.nll(ids, targets, state=state)
+        return loss, self._state_after()
+
     def num_parameters(self) -> int:
         return sum(p.numel() for p in self.parameters())
 
@@ -412,8 +423,6 @@ class TransformerLM(_LM):
             x = layer(x, mask=bias, is_causal=True, rope=self.rope)
         return self.norm(x)
 
-    forward = hidden
-
     # ----- the KV cache --------------------------------------------------------------------
     def new_cache(self) -> KVCache:
         """An empty cache with the weights a decoding step reads, gathered once (valid until the
@@ -532,11 +541,12 @@ class LSTMLM(_LM):
         out, state = self.rnn(self.drop(self.embed_tokens(ids)), state)
         return self.drop(self.proj(out)), state
 
-    forward = hidden
-
     def _hidden_for_loss(self, ids, state):
         h, self._last_state = self.hidden(ids, state)
         return h
+
+    def _state_after(self):
+        return self._last_state
 
 
 # --------------------------------------------------------------------------- evaluation
@@ -736,6 +746,58 @@ def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
     ]
 
 
+class WindowSampler:
+    """Start positions of training windows, shuffled once per epoch, this rank's share.
+
+    The contract of ``torch.utils.data.DistributedSampler(range(n), num_replicas=world, rank=rank,
+    shuffle=True, seed=seed, drop_last=True)`` (the same permutation, ``seed + epoch``, every rank
+    ``rank, rank + world, ...`` of it), kept as one tensor instead of a Python list of ``n`` ints.
+    Call ``set_epoch(e)`` before each pass, as with the library's sampler.
+    """
+
+    def __init__(self, n: int, seed: int = 0, rank: int = 0, world: int = 1):
+        self.n, self.seed, self.rank, self.world, self.epoch = n, seed, rank, world, 0
+
+    def set_epoch(self, epoch: int) -> None:
+        self.epoch = epoch
+
+    def starts(self) -> torch.Tensor:
+        """``(n // world,)`` int64: this rank's window starts for the current epoch."""
+        perm = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed + self.epoch))
+        return perm[: self.n - self.n % self.world][self.rank :: self.world]
+
+
+def window_batches(ids: torch.Tensor, batch_size: int, seq_len: int, seed: int = 0, device=None):
+    """Forever: ``(x, y, None)`` with ``x, y: (batch_size, seq_len)`` on ``device``, y = x shifted by one.
+
+    Windows start anywhere in the flat ``(N,)`` stream; every start is drawn once per epoch
+    (``WindowSampler``). Under ``torch.distributed`` each rank reads its own windows: together the
+    ranks read what one process would read with ``world * batch_size`` windows a step.
+    """
+    rank, world = rank_and_world()
+    sampler = WindowSampler(ids.numel() - seq_len, seed, rank, world)
+    ids, offsets = ids.to(device), torch.arange(seq_len + 1, device=device)
+    for epoch in itertools.count():
+        sampler.set_epoch(epoch)
+        starts = sampler.starts().to(device)
+        for i in range(0, starts.numel() - batch_size + 1, batch_size):
+            w = ids[starts[i : i + batch_size, None] + offsets]  # (B, T + 1)
+            yield w[:, :-1], w[:, 1:], None
+
+
+def stream_batches(ids: torch.Tensor, batch_size: int, seq_len: int, device=None):
+    """Forever: consecutive ``(x, y, fresh)`` windows of ``batch_size`` contiguous streams (``batchify``).
+
+    ``fresh`` is True where the streams start over (the carried state must be dropped). Under
+    ``torch.distributed`` rank ``r`` reads streams ``r * batch_size ..`` of ``world * batch_size``.
+    """
+    rank, world = rank_and_world()
+    streams = batchify(ids, batch_size * world)[rank * batch_size : (rank + 1) * batch_size].to(device)
+    while True:
+        for pos in range(0, streams.shape[1] - seq_len, seq_len):  # only full windows; then start over
+            yield streams[:, pos : pos + seq_len], streams[:, pos + 1 : pos + 1 + seq_len], pos == 0
+
+
 def train_lm(
     model: _LM,
     train_ids: torch.Tensor,
@@ -746,109 +808,78 @@ def train_lm(
     disable_bar: bool = False,
     clock=time.perf_counter,
 ) -> dict:
-    """Train ``model`` on the flat ``(N,)`` stream ``train_ids``; return the history.
+    """Train ``model`` on the flat ``(N,)`` stream ``train_ids`` with ``train.train``; return the history.
 
-    The clock counts training only: validation points (on the first ``cfg.eval_tokens``
-    of ``valid_ids``) are timed separately. ``history`` holds lists ``step``, ``tokens``,
-    ``seconds``, ``train_ppl`` (mean over the steps since the last point) and, when
-    ``valid_ids`` is given, ``val_ppl``; plus ``train_seconds``, ``eval_seconds``,
-    ``steps``, ``tokens_seen``. ``clock`` measures training time (``time.process_time``
-    gives CPU seconds, steadier than wall time on a shared single-threaded machine).
+    Validation points (on the first ``cfg.eval_tokens`` of ``valid_ids``) come every
+    ``cfg.eval_every`` steps (default: 20 per run; with a budget, every twentieth of it) and are
+    timed apart from training. ``history``: lists ``step``, ``tokens``, ``seconds``, ``train_ppl``
+    (over the steps since the previous point) and ``val_ppl`` at the points, ``loss`` per step;
+    ``train_seconds``, ``eval_seconds``, ``steps``, ``tokens_seen``, ``tokens_per_s``. ``clock``
+    measures training time (``time.process_time`` counts CPU seconds).
     """
-    from transformer_nb.plotting import LiveLoss
-    from transformer_nb.wikitext import batchify, random_windows
-
     torch.manual_seed(cfg.seed)
-    gen = torch.Generator().manual_seed(cfg.seed)
-    model.train()
+    device = next(model.parameters()).device
     opts = make_optimizers(model, cfg)
-    progress = [0.0]
-    scheds = [
-        torch.optim.lr_scheduler.LambdaLR(o, lambda _: lr_factor(progress[0], cfg.warmup, cfg.min_lr_frac))
-        for o in opts
-    ]
-    total = cfg.steps if cfg.steps is not None else int(cfg.budget_s)
-    every = cfg.eval_every or max(1, (cfg.steps or 10**9) // 20)
-    bar = LiveLoss(
-        total=total,
-        title=title,
-        ylabel="perplexity",
-        logy=True,
-        x="step",
-        plot=None if live else False,
-        disable=disable_bar,
-    )
-    hist = {k: [] for k in ("step", "tokens", "seconds", "train_ppl", "val_ppl")}
-    recurrent = isinstance(model, LSTMLM) and cfg.contiguous
+    progress = Progress()
+    schedule = lambda _: lr_factor(progress.value, cfg.warmup, cfg.min_lr_frac)
+    scheds = [torch.optim.lr_scheduler.LambdaLR(o, schedule) for o in opts]
     if cfg.contiguous:
-        streams, pos, state = batchify(train_ids, cfg.batch_size), 0, None
-    train_s = eval_s = 0.0
-    step = tokens = 0
-    run_nll, run_n = 0.0, 0
-    last_eval_t = 0.0
-    while True:
-        done = step >= cfg.steps if cfg.steps is not None else train_s >= cfg.budget_s
-        budget_eval = cfg.budget_s is not None and train_s - last_eval_t >= cfg.budget_s / 20
-        if valid_ids is not None and (done or (cfg.steps is not None and step % every == 0 and step) or budget_eval):
-            t = clock()
-            vp = evaluate(
-                model, valid_ids, cfg.seq_len, max_tokens=cfg.eval_tokens, bf16=cfg.bf16, stride=cfg.eval_stride
-            )["ppl"]
-            model.train()
-            eval_s += clock() - t
-            last_eval_t = train_s
-            tp = math.exp(run_nll / run_n) if run_n else float("nan")
-            for k, v in zip(hist, (step, tokens, train_s, tp, vp)):
-                hist[k].append(v)
-            run_nll, run_n = 0.0, 0
-            bar.log(train_ppl=tp, val_ppl=vp)
-        if done:
-            break
-        t0 = clock()
-        if cfg.contiguous:
-            if pos + cfg.seq_len + 1 > streams.shape[1]:  # only full windows; then start over
-                pos, state = 0, None
-            x = streams[:, pos : pos + cfg.seq_len]
-            y = streams[:, pos + 1 : pos + 1 + cfg.seq_len]
-            pos += cfg.seq_len
-        else:
-            x, y = random_windows(train_ids, cfg.batch_size, cfg.seq_len, generator=gen)
-        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=cfg.bf16):
-            if recurrent:
-                if state is not None:
-                    state = tuple(s.detach() for s in state)
-                loss = model.nll(x, y, state=state)
-                state = model._last_state
-            else:
-                loss = model.nll(x, y)
-        for o in opts:
-            o.zero_grad(set_to_none=True)
-        loss.backward()
-        if cfg.clip:
-            nn.utils.clip_grad_norm_(model.parameters(), cfg.clip)
-        for o in opts:
-            o.step()
-        step += 1
-        tokens += y.numel()
-        run_nll += loss.item() * y.numel()
-        run_n += y.numel()
-        train_s += clock() - t0
-        progress[0] = step / cfg.steps if cfg.steps is not None else train_s / cfg.budget_s
-        for sc in scheds:
-            sc.step()  # the learning rate for the next step
-        if cfg.steps is not None:
-            bar.update(1)
-        else:
-            bar.update(int(train_s) - bar.step) if int(train_s) > bar.step else None
-    bar.close()
-    hist.update(
-        train_seconds=train_s,
-        eval_seconds=eval_s,
-        steps=step,
-        tokens_seen=tokens,
-        tokens_per_s=tokens / max(train_s, 1e-9),
+        batches = stream_batches(train_ids, cfg.batch_size, cfg.seq_len, device)
+    else:
+        batches = window_batches(train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, device)
+    carried = [None]  # the LSTM's state, carried across consecutive windows
+
+    def loss_fn(m, batch):
+        x, y, fresh = batch
+        if not cfg.contiguous or fresh:
+            carried[0] = None
+        loss, state = m(x, y, carried[0])
+        carried[0] = None if state is None else tuple(s.detach() for s in state)
+        return loss
+
+    def val(m, hist):
+        ev = evaluate(m, valid_ids, cfg.seq_len, max_tokens=cfg.eval_tokens, bf16=cfg.bf16, stride=cfg.eval_stride)
+        return {"val_loss": ev["nll_sum"] / ev["tokens"]}
+
+    every = cfg.eval_every or max(1, (cfg.steps or 10**9) // 20)
+    h = train(
+        model,
+        loss_fn,
+        batches,
+        opts,
+        scheds,
+        steps=cfg.steps,
+        budget_s=cfg.budget_s,
+        clip=cfg.clip or None,
+        bf16=cfg.bf16,
+        log_every=min(every, 50),
+        evaluate=val if valid_ids is not None else None,
+        eval_every=every if cfg.steps is not None else None,
+        eval_every_s=cfg.budget_s / 20 if cfg.budget_s is not None else None,
+        progress=progress,
+        live=live,
+        bar=not disable_bar,
+        title=title,
+        clock=clock,
     )
-    return hist
+    per_step = cfg.batch_size * cfg.seq_len * rank_and_world()[1]
+    points = h["eval_step"] if valid_ids is not None else []
+    bounds = [0] + points
+    h.update(
+        step=points,
+        tokens=[s * per_step for s in points],
+        seconds=h["eval_train_seconds"],
+        train_ppl=[_mean_exp(h["loss"][a:b]) for a, b in zip(bounds, bounds[1:])],
+        val_ppl=[math.exp(v) for v in h.get("val_loss", [])],
+        tokens_seen=h["steps"] * per_step,
+        tokens_per_s=h["steps"] * per_step / max(h["train_seconds"], 1e-9),
+    )
+    model.train()
+    return h
+
+
+def _mean_exp(losses: list) -> float:
+    return math.exp(sum(losses) / len(losses)) if losses else float("nan")
 
 
 # --------------------------------------------------------------------------- the recipes
