@@ -56,5 +56,5 @@ def test_batchify_bad_input(bad, err):
 
 
 def test_get_batch_bad_start():
-    with pytest.raises(IndexError, match="start i"):
+    with pytest.raises(ValueError, match="start i"):
         wt.get_batch(torch.zeros(2, 10, dtype=torch.long), 9, 4)

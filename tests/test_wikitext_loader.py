@@ -66,7 +66,7 @@ def test_unknown_word_maps_to_unk(corpus):
 
 @needs_data
 def test_decode_rejects_out_of_range(corpus):
-    with pytest.raises(IndexError, match=r"\[0, 33278\)"):
+    with pytest.raises(ValueError, match=r"\[0, 33278\)"):
         corpus.vocab.decode([0, 33_278])
 
 
@@ -116,7 +116,7 @@ def test_nothing_found_offline_says_where_it_looked(isolated):
 
 def test_failed_download_is_reported(isolated, monkeypatch):
     monkeypatch.setenv("TNB_OFFLINE", "0")
-    monkeypatch.setattr(wt, "BASE_URL", "http://127.0.0.1:9/")  # nothing listens on port 9
+    monkeypatch.setenv("TNB_DATA_URL", "http://127.0.0.1:9/")  # nothing listens on port 9
     with pytest.raises(FileNotFoundError, match=r"download from http://127\.0\.0\.1:9/ failed"):
         wt.find_data_dir(progress=False, timeout=2)
     # no half-written file is left behind in the cache
