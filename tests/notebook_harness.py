@@ -187,10 +187,24 @@ def stamp_problems(ipynb: Path) -> list[str]:
     return problems
 
 
-def execution_problems(ipynb: Path) -> list[str]:
-    """A clean top-to-bottom run: counts 1..n, no stored errors, refreshed in the full profile."""
+def error_outputs(outputs) -> list[str]:
+    """``"Name: message"`` of every error output in ``outputs`` (a cell's, or an Output widget's)."""
+    errors = [out for out in outputs or [] if out.get("output_type") == "error"]
+    return [f"{out.get('ename')}: {out.get('evalue', '')[:80]}" for out in errors]
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def execution_problems(ipynb: Path, nb: dict | None = None) -> list[str]:
+    """A clean top-to-bottom run: counts 1..n, no stored errors, refreshed in the full profile.
+
+    ``nb``: check this notebook (e.g. one not yet written) instead of reading ``ipynb``. Errors
+    count wherever they are stored: in a cell's outputs, or in an Output widget's state (where
+    ipywidgets ``interact`` shows an exception it caught), unless the cell is tagged raises-exception.
+    """
     name = Path(ipynb).stem
-    nb = load(ipynb)
+    nb = load(ipynb) if nb is None else nb
     problems, expected = [], 1
     for i, cell in enumerate(nb["cells"], start=1):
         if cell["cell_type"] != "code" or not source(cell).strip():
@@ -204,13 +218,14 @@ def execution_problems(ipynb: Path) -> list[str]:
             )
         expected += 1
         if RAISES not in tags(cell):
-            for out in cell.get("outputs", []):
-                if out.get("output_type") == "error":
-                    problems.append(
-                        f"cell {i} stores an error output "
-                        f"({out.get('ename')}: {out.get('evalue', '')[:80]}) "
-                        f"and is not tagged {RAISES}"
-                    )
+            problems += [
+                f"cell {i} stores an error output ({e}) and is not tagged {RAISES}"
+                for e in error_outputs(cell.get("outputs"))
+            ]
+    state = nb.get("metadata", {}).get("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for model_id, model in sorted(state.items()):
+        for e in error_outputs(model.get("state", {}).get("outputs")):
+            problems.append(f"widget {model_id[:8]} (an Output widget, e.g. of interact) stores an error output ({e})")
     profile = nb.get("metadata", {}).get(STAMP_KEY, {}).get("profile", "no stamp")
     if profile != "full":
         problems.append(f"outputs were not refreshed in the full profile (stamp profile: {profile})")

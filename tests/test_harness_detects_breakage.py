@@ -205,3 +205,33 @@ def test_quick_profile_stamp_is_flagged(project):
     ipynb, _ = paths(project)
     edit(ipynb, lambda nb: nb["metadata"]["transformer_nb"].update(profile="quick"))
     assert_flags(h.execution_problems(ipynb), "stamp profile: quick")
+
+
+SHOWN_ERRORS = {
+    "showtraceback": "try:\n    1 / 0\nexcept ZeroDivisionError:\n    get_ipython().showtraceback()\n",
+    "interact": "import ipywidgets\nipywidgets.interact(lambda x: 1 / x, x=ipywidgets.fixed(0))\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(SHOWN_ERRORS))
+def test_an_error_shown_without_raising_fails_the_refresh_and_keeps_the_stored_notebook(project, how):
+    """Issue 18 finding 5: an error reported by showtraceback() in an except block (ipywidgets
+    interact does this) used to be written into the stored notebook before the check failed."""
+    ipynb, twin = paths(project)
+    before = ipynb.read_bytes()
+    twin.write_text(TWIN + "\n# %%\n" + SHOWN_ERRORS[how])
+    result = run_refresh(project, twin)
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "ZeroDivisionError" in result.stderr and f"{NAME} FAILED" in result.stderr
+    assert "stored notebook is unchanged" in result.stderr
+    assert ipynb.read_bytes() == before
+    assert not [p.name for p in ipynb.parent.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_stored_error_in_an_output_widget_is_flagged(project):
+    """Where interact keeps the exception it caught: the Output widget's state, not the cell's outputs."""
+    ipynb, _ = paths(project)
+    error = {"output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero", "traceback": []}
+    output_model = {"model_name": "OutputModel", "state": {"outputs": [error]}}
+    edit(ipynb, lambda nb: nb["metadata"]["widgets"][h.WIDGET_STATE]["state"].update(abcdef0123=output_model))
+    assert_flags(h.execution_problems(ipynb), "widget abcdef01", "stores an error output (ZeroDivisionError")

@@ -13,8 +13,10 @@ this interpreter, with notebooks/ as working directory and TNB_PROFILE=full -> n
 timing metadata is recorded and cell and widget ids are derived, not random, so a refresh
 that changes nothing leaves no diff -> nb.metadata["transformer_nb"] is stamped with the code
 digest, the sha256 of every transformer_nb module the kernel imported, and the profile.
-A cell that raises fails the refresh (the stored notebook is left untouched) unless it is
-tagged raises-exception. Refuses to run with TNB_PROFILE=quick.
+A cell that raises, or that shows an error without raising (showtraceback() in an except
+block, as ipywidgets interact does), fails the refresh unless it is tagged raises-exception:
+every check runs before the stored notebook is written, so a failed refresh leaves it
+byte-identical. Refuses to run with TNB_PROFILE=quick.
 """
 
 from __future__ import annotations
@@ -47,7 +49,7 @@ MODULES_CELL = (
     "print(_j.dumps(sorted({getattr(_m, '__file__', None) or '' for _n, _m in list(_s.modules.items())\n"
     f"    if _n == {harness.PACKAGE!r} or _n.startswith({harness.PACKAGE + '.'!r})}} - {{''}})))"
 )
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_STATE = harness.WIDGET_STATE
 
 
 class CurrentEnvKernelSpecs(KernelSpecManager):
@@ -144,12 +146,24 @@ def refresh(twin: Path, out_dir: Path | None = None, timeout: int = 3600) -> Pat
     except ValueError as err:
         raise RefreshError(str(err)) from None
     nb.metadata[harness.STAMP_KEY] = stamp
-    target.parent.mkdir(parents=True, exist_ok=True)
-    nbformat.write(nb, target)
-    problems = harness.execution_problems(target)
+    text = nbformat.writes(nb)
+    text += "" if text.endswith("\n") else "\n"  # as nbformat.write does
+    problems = harness.execution_problems(target, nb=json.loads(text))  # every check before any write
     if problems:
         raise RefreshError("the refreshed notebook is not clean:\n  " + "\n  ".join(problems))
+    write_atomically(target, text)
     return target
+
+
+def write_atomically(target: Path, text: str) -> None:
+    """Write ``text`` to a unique temporary file beside ``target``, then rename it over ``target``."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(text, encoding="utf-8")
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def sync_markdown(twin: Path) -> Path:
@@ -167,7 +181,8 @@ def sync_markdown(twin: Path) -> Path:
     for old, new in zip(stored.cells, fresh.cells):
         if old.cell_type == "markdown":
             old.source, old.metadata, old.id = new.source, new.metadata, new.id
-    nbformat.write(stored, target)
+    text = nbformat.writes(stored)
+    write_atomically(target, text if text.endswith("\n") else text + "\n")
     return target
 
 
