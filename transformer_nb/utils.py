@@ -19,7 +19,7 @@ def profile() -> str:
     """Return the active profile, ``"quick"`` or ``"full"`` (env ``TNB_PROFILE``)."""
     name = os.environ.get("TNB_PROFILE", "full").strip().lower() or "full"
     if name not in PROFILES:
-        raise ValueError(f"TNB_PROFILE must be one of {PROFILES}, got {name!r}")
+        raise ValueError(f"TNB_PROFILE must be one of {', '.join(PROFILES)}, got {name!r}")
     return name
 
 
@@ -28,20 +28,48 @@ def pick(*, quick, full):
     return quick if profile() == "quick" else full
 
 
-def get_device(prefer: str | None = None) -> torch.device:
-    """The device to compute on: ``prefer`` (or env ``TNB_DEVICE``), else CUDA, else MPS, else CPU."""
-    prefer = prefer or os.environ.get("TNB_DEVICE")
-    if prefer:
-        return torch.device(prefer)
+def available_devices() -> list[str]:
+    """The device names that work here: ``cpu``, then ``cuda`` and ``cuda:N`` per GPU, then ``mps``."""
+    names = ["cpu"]
     if torch.cuda.is_available():
-        return torch.device("cuda")
+        names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
     if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        return torch.device("mps")
-    return torch.device("cpu")
+        names.append("mps")
+    return names
+
+
+def get_device(prefer: str | None = None) -> torch.device:
+    """The device to compute on: ``prefer`` (or env ``TNB_DEVICE``), else CUDA, else MPS, else CPU.
+
+    A named device must exist here (``available_devices()``); ``meta``, a GPU that is not there
+    or a typo is a ``ValueError`` that lists the choices.
+    """
+    if prefer is not None and not isinstance(prefer, (str, torch.device)):
+        raise TypeError(f"prefer must be a device name such as 'cpu', got {type(prefer).__name__}")
+    where = "prefer" if prefer is not None else "TNB_DEVICE"
+    name = str(prefer if prefer is not None else os.environ.get("TNB_DEVICE", "")).strip().lower()
+    choices = available_devices()
+    if not name:  # the best device here: CUDA, else MPS, else CPU
+        return torch.device("cuda" if "cuda" in choices else "mps" if "mps" in choices else "cpu")
+    if name not in choices:
+        raise ValueError(
+            f"{where} must name a device that exists on this machine, one of {', '.join(choices)}; got {name!r}"
+            + (" (torch sees no CUDA GPU here)" if name.startswith("cuda") else "")
+        )
+    return torch.device(name)
+
+
+def _check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int):
+        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
+    if not 0 <= seed < 2**32:
+        raise ValueError(f"seed must be in 0 .. 2**32 - 1 (numpy's range), got {seed}")
+    return seed
 
 
 def seed_everything(seed: int = 0) -> None:
-    """Seed Python, torch (CPU and CUDA) and numpy if present."""
+    """Seed Python, torch (CPU and CUDA) and numpy if present. ``seed``: an int in ``0 .. 2**32 - 1``."""
+    _check_seed(seed)
     random.seed(seed)
     torch.manual_seed(seed)
     try:
@@ -72,12 +100,17 @@ def setup(seed: int = 0, threads: int | None = None, quiet: bool = False) -> Env
     """Seed everything, pick the device, and print profile and device.
 
     Call it in the first code cell of every notebook. ``threads`` limits torch's CPU
-    threads (default: leave torch's choice).
+    threads (default: leave torch's choice). The environment is checked first: ``TNB_PROFILE``
+    must be a known profile and ``TNB_DEVICE`` a device that exists here (the error lists both).
     """
+    _check_seed(seed)
+    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
+        raise ValueError(f"threads must be a positive int (or None), got {threads!r}")
+    env_profile, device = profile(), get_device()  # both raise with the choices before anything changes
     if threads is not None:
         torch.set_num_threads(threads)
     seed_everything(seed)
-    env = Env(profile=profile(), device=get_device(), seed=seed, threads=torch.get_num_threads())
+    env = Env(profile=env_profile, device=device, seed=seed, threads=torch.get_num_threads())
     if not quiet:
         print(env)
     return env
