@@ -3,20 +3,10 @@
 import pytest
 import torch.nn as nn
 
-from transformer_nb.block import (
-    DecoderLayer,
-    EncoderLayer,
-    FeedForward,
-    build_stack,
-    copy_from_torch,
-    layer_grad_norms,
-    make_norm,
-    markov_batches,
-    swiglu_hidden_size,
-    to_torch,
-    trace_shapes,
-    train_toy_lm,
-)
+from transformer_nb.block import DecoderLayer, EncoderLayer, FeedForward, make_norm, swiglu_hidden_size
+from transformer_nb.experiments import build_stack, layer_grad_norms, markov_batches, train_toy_lm
+from transformer_nb.interop import copy_from_torch, to_torch
+from transformer_nb.probes import trace_shapes
 
 
 def test_unknown_norm():
@@ -63,7 +53,7 @@ def test_copy_from_torch_mismatches():
         copy_from_torch(EncoderLayer(16, 2, 32, norm_first=False, residual=False), t)
     with pytest.raises(TypeError, match="pairs with an nn.TransformerDecoderLayer"):
         copy_from_torch(DecoderLayer(16, 2, 32, norm_first=False), t)
-    with pytest.raises(TypeError, match="expected an EncoderLayer or DecoderLayer"):
+    with pytest.raises(TypeError, match="expected one of MultiHeadAttention, EncoderLayer"):
         copy_from_torch(nn.Linear(2, 2), t)
 
 
@@ -74,7 +64,7 @@ def test_to_torch_refuses_what_torch_cannot_express():
         to_torch(EncoderLayer(16, 2, 32, norm="rms"))
     with pytest.raises(ValueError, match="GQA/MQA"):
         to_torch(EncoderLayer(16, 4, 32, n_kv_heads=2))
-    with pytest.raises(TypeError, match="expected an EncoderLayer or DecoderLayer"):
+    with pytest.raises(TypeError, match="expected one of MultiHeadAttention, EncoderLayer"):
         to_torch(nn.Linear(2, 2))
 
 

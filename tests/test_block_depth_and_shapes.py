@@ -1,19 +1,11 @@
-"""The block's residual switch, shape tracing, SwiGLU widths and the depth experiment behave as notebook 06 says."""
+"""The block's residual switch, shape tracing, SwiGLU widths and notebook 06's experiments behave as it says."""
 
 import pytest
 import torch
 
-from transformer_nb.block import (
-    EncoderLayer,
-    FeedForward,
-    layer_grad_norms,
-    markov_batches,
-    stream_stats,
-    swiglu_hidden_size,
-    token_diversity,
-    trace_shapes,
-    train_toy_lm,
-)
+from transformer_nb.block import EncoderLayer, FeedForward, swiglu_hidden_size
+from transformer_nb.experiments import layer_grad_norms, markov_batches, stream_stats, token_diversity, train_toy_lm
+from transformer_nb.probes import trace_shapes
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 

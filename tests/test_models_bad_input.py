@@ -5,21 +5,10 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.models import (
-    Decoder,
-    DecoderOnly,
-    Encoder,
-    EncoderDecoder,
-    EncoderOnly,
-    capture_masks,
-    decoder_from_torch,
-    encoder_from_torch,
-    lm_batch,
-    mask_kind,
-    mlm_batch,
-    to_nn_transformer,
-    trace,
-)
+from transformer_nb.interop import copy_from_torch, to_torch
+from transformer_nb.models import Decoder, DecoderOnly, Encoder, EncoderDecoder, EncoderOnly
+from transformer_nb.objectives import lm_batch, mlm_batch
+from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
 
 V = 20
 
@@ -111,18 +100,18 @@ def test_classify_without_a_classifier_and_shared_vocab_mismatch():
 
 def test_torch_interop_mismatches():
     post_ln = EncoderDecoder(V, V, 32, 4, 1, 1, 64, norm_first=False)
-    _raises(ValueError, ["final LayerNorm", "norm_first=False"], to_nn_transformer, post_ln)
+    _raises(ValueError, ["final LayerNorm", "norm_first=False"], to_torch, post_ln)
     layer = nn.TransformerEncoderLayer(32, 4, 64, 0.0, batch_first=True, norm_first=True)
     theirs = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(32), enable_nested_tensor=False)
-    _raises(ValueError, ["layer counts differ", "2", "3"], encoder_from_torch, Encoder(32, 4, 64, 2), theirs)
+    _raises(ValueError, ["layer counts differ", "2", "3"], copy_from_torch, Encoder(32, 4, 64, 2), theirs)
     _raises(
         ValueError,
         ["final norms differ"],
-        encoder_from_torch,
+        copy_from_torch,
         Encoder(32, 4, 64, 3, norm_first=True),
         nn.TransformerEncoder(layer, 3, enable_nested_tensor=False),
     )
-    _raises(TypeError, ["nn.TransformerDecoder"], decoder_from_torch, Decoder(32, 4, 64, 1), theirs)
+    _raises(TypeError, ["nn.TransformerDecoder"], copy_from_torch, Decoder(32, 4, 64, 1), theirs)
 
 
 def test_helpers_reject_bad_input():
@@ -130,4 +119,4 @@ def test_helpers_reject_bad_input():
     _raises(ValueError, ["(0, 1)", "1.5"], mlm_batch, torch.tensor([[3, 4]]), None, 1, V, p=1.5)
     _raises(ValueError, ["bool (B, T_q, T_k)"], mask_kind, torch.ones(3, 3))
     _raises(TypeError, ["nn.Module"], capture_masks, "model")
-    _raises(TypeError, ["nn.Module"], trace, lambda x: x)
+    _raises(TypeError, ["nn.Module"], trace_shapes, lambda x: x)

@@ -6,19 +6,9 @@ import pytest
 import torch
 import torch.nn as nn
 
+from transformer_nb.interop import copy_from_torch, to_torch, torch_masks
 from transformer_nb.masks import causal_mask, padding_mask
-from transformer_nb.models import (
-    Decoder,
-    DecoderOnly,
-    Encoder,
-    EncoderDecoder,
-    decoder_from_torch,
-    decoder_to_torch,
-    encoder_from_torch,
-    encoder_to_torch,
-    to_nn_transformer,
-    torch_masks,
-)
+from transformer_nb.models import Decoder, DecoderOnly, Encoder, EncoderDecoder
 
 D, H, FF = 32, 4, 48
 ATOL = 2e-5
@@ -45,7 +35,7 @@ def _batch(seed=1):
 def test_encoder_equals_nn_transformer_encoder_with_padding(norm_first, activation):
     torch.manual_seed(0)
     ours = _perturb(Encoder(D, H, FF, 3, 0.0, norm_first, activation)).eval()
-    theirs = encoder_to_torch(ours).eval()
+    theirs = to_torch(ours).eval()
     x, keep, _, _ = _batch()
     with torch.no_grad():
         a = ours(x, keep)
@@ -59,7 +49,7 @@ def test_causal_stack_equals_nn_transformer_encoder_with_causal_mask(norm_first)
     """The decoder-only (GPT) stack is torch's *encoder* with a causal mask -- no TransformerDecoder needed."""
     torch.manual_seed(0)
     model = _perturb(DecoderOnly(50, D, H, 2, FF, norm_first=norm_first)).eval()
-    theirs = encoder_to_torch(model.blocks).eval()
+    theirs = to_torch(model.blocks).eval()
     x, keep, _, _ = _batch(2)
     t = x.shape[1]
     with torch.no_grad():
@@ -72,7 +62,7 @@ def test_causal_stack_equals_nn_transformer_encoder_with_causal_mask(norm_first)
 def test_decoder_equals_nn_transformer_decoder_with_causal_and_padding(norm_first):
     torch.manual_seed(0)
     ours = _perturb(Decoder(D, H, FF, 2, 0.0, norm_first)).eval()
-    theirs = decoder_to_torch(ours).eval()
+    theirs = to_torch(ours).eval()
     memory, src_keep, y, tgt_keep = _batch(3)
     kw = torch_masks(src_keep, tgt_keep)
     with torch.no_grad():
@@ -97,8 +87,8 @@ def test_copy_from_torch_stacks(norm_first):
         nn.TransformerEncoder(enc_layer, 2, norm=nn.LayerNorm(D) if norm_first else None, enable_nested_tensor=False), 5
     ).eval()
     t_dec = _perturb(nn.TransformerDecoder(dec_layer, 2, norm=nn.LayerNorm(D) if norm_first else None), 6).eval()
-    enc = encoder_from_torch(Encoder(D, H, FF, 2, 0.0, norm_first), t_enc).eval()
-    dec = decoder_from_torch(Decoder(D, H, FF, 2, 0.0, norm_first), t_dec).eval()
+    enc = copy_from_torch(Encoder(D, H, FF, 2, 0.0, norm_first), t_enc).eval()
+    dec = copy_from_torch(Decoder(D, H, FF, 2, 0.0, norm_first), t_dec).eval()
     x, src_keep, y, tgt_keep = _batch(4)
     with torch.no_grad():
         mem_t = t_enc(x, src_key_padding_mask=~src_keep)
@@ -119,7 +109,7 @@ def test_copy_from_torch_stacks(norm_first):
 def test_whole_pre_ln_encoder_decoder_equals_nn_transformer():
     torch.manual_seed(0)
     model = _perturb(EncoderDecoder(30, 30, D, H, 2, 3, FF, norm_first=True)).eval()
-    theirs = to_nn_transformer(model).eval()
+    theirs = to_torch(model).eval()
     src = torch.randint(1, 30, (3, 7))
     tgt = torch.randint(1, 30, (3, 5))
     _, src_keep, _, tgt_keep = _batch()
@@ -135,7 +125,7 @@ def test_dropped_norm_copy_would_be_caught():
     """The comparison is sensitive: perturbing one copied LayerNorm breaks equality."""
     torch.manual_seed(0)
     ours = _perturb(Encoder(D, H, FF, 2, 0.0, True)).eval()
-    theirs = encoder_to_torch(ours).eval()
+    theirs = to_torch(ours).eval()
     with torch.no_grad():
         theirs.layers[1].norm2.bias.add_(0.5)
     x, keep, _, _ = _batch()

@@ -6,18 +6,10 @@ import torch
 
 from transformer_nb.block import DecoderLayer, EncoderLayer
 from transformer_nb.masks import padding_mask
-from transformer_nb.models import (
-    DecoderOnly,
-    EncoderDecoder,
-    EncoderOnly,
-    capture_masks,
-    describe_objective,
-    lm_batch,
-    mask_kind,
-    mlm_batch,
-    span_corruption,
-    trace,
-)
+from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly
+from transformer_nb.objectives import describe_objective, lm_batch, mlm_batch, span_corruption
+from transformer_nb.params import numel_breakdown
+from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
 
 V = 30
 
@@ -114,7 +106,7 @@ def test_mask_kind_labels():
 def test_trace_records_every_sublayer_with_attention_shapes():
     torch.manual_seed(0)
     m = EncoderDecoder(V, V, 48, 6, 2, 2, 96).eval()
-    recs = trace(m, torch.ones(1, 3, dtype=torch.long), torch.ones(1, 1, dtype=torch.long))
+    recs = trace_shapes(m, torch.ones(1, 3, dtype=torch.long), torch.ones(1, 1, dtype=torch.long))
     by = {r["name"]: r for r in recs}
     assert by["encoder.layers.1.self_attn"]["weights"] == (1, 6, 3, 3)
     assert by["decoder.layers.0.cross_attn"]["weights"] == (1, 6, 1, 3)
@@ -124,11 +116,13 @@ def test_trace_records_every_sublayer_with_attention_shapes():
 
 
 def test_parameter_breakdown_adds_up_and_counts_tied_tensors_once():
-    from transformer_nb.models import parameter_breakdown
-
     m = EncoderDecoder(V, V, 32, 4, 2, 1, 64, tie_weights=True)
-    b = parameter_breakdown(m)
-    assert sum(v for k, v in b.items() if k != "total") == b["total"] == _numel(m)
-    assert b["embeddings"] == 2 * V * 32 and b["output head"] == V  # tied weight: only the bias is left
+    b = numel_breakdown(m)
+    parts = {k: v for k, v in b.items() if k not in ("total", "cross-attention")}
+    assert sum(parts.values()) == b["total"] == _numel(m)
+    assert b["embeddings"] == 2 * V * 32 and b["head"] == V  # tied weight: only the bias is left
     assert b["cross-attention"] == 4 * 32 * 32 + 4 * 32
-    assert parameter_breakdown(DecoderOnly(V, 32, 4, 1, 64))["cross-attention"] == 0
+    assert b["attention"] == 4 * (4 * 32 * 32 + 4 * 32)  # 2 encoder layers' self + the decoder's self and cross
+    assert numel_breakdown(DecoderOnly(V, 32, 4, 1, 64))["cross-attention"] == 0
+    clf = numel_breakdown(EncoderOnly(V, 32, 4, 1, 64, n_classes=3))
+    assert clf["other"] == 32 * 3 + 3 and clf["head"] == 0  # the classifier; the MLM head is tied

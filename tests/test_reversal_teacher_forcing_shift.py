@@ -27,8 +27,10 @@ def test_input_is_labels_shifted_right_by_one():
 def test_not_right_padded_raises():
     with pytest.raises(ValueError, match="right-padded"):
         rv.shift_for_teacher_forcing(torch.tensor([[0, 4, 5]]))
-    with pytest.raises(ValueError, match="long tensor"):
+    with pytest.raises(TypeError, match="integer token ids"):
         rv.shift_for_teacher_forcing(torch.tensor([[4.0, 5.0]]))
+    with pytest.raises(ValueError, match=r"PAD \(0\) and ids in \[3, 13\)"):
+        rv.shift_for_teacher_forcing(torch.tensor([[4, rv.EOS]]))  # EOS is not a symbol: it would vanish
 
 
 def test_causal_mask_makes_teacher_forcing_legitimate():

@@ -1,0 +1,226 @@
+"""Notebook 06's experiments on stacks of blocks (001 §19.6.4; 004 §9): what the norm placement and the
+residual connections do to a deep stack.
+
+- **Depth at initialisation**: ``layer_grad_norms`` (per-layer gradient norms) and ``stream_stats``
+  (the residual stream's size and how different its positions stay), Pre-LN vs Post-LN, with and
+  without residuals (``residual=False``: an experiment only);
+- **Does Post-LN need warm-up?** ``train_toy_lm`` trains a small causal model on a random Markov
+  chain (``markov_batches``) with and without a linear warm-up.
+
+The models are the package's ``stack.Encoder`` with a linear read-out (and, for the toy LM, a token
+embedding in front), Xavier-initialised as in the original paper.
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from transformer_nb.stack import Encoder
+
+
+def _check_positive_int(name: str, value) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
+        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+
+
+def init_xavier_(module: nn.Module) -> nn.Module:
+    """Xavier-uniform weights for every matrix, zero biases (the original paper's init); norms keep γ=1, β=0."""
+    for m in module.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+    return module
+
+
+def build_stack(
+    depth: int,
+    norm_first: bool = True,
+    residual: bool = True,
+    d_model: int = 64,
+    n_heads: int = 4,
+    d_ff: int | None = None,
+    n_out: int = 64,
+    seed: int = 0,
+    causal: bool = False,
+) -> nn.Sequential:
+    """A seeded, Xavier-initialised ``Encoder`` of ``depth`` blocks followed by a linear read-out to ``n_out``.
+
+    ``model = build_stack(...)``: ``model(x)`` maps ``(B, T, d_model) -> (B, T, n_out)``;
+    ``model[0]`` is the ``Encoder`` (its ``layers`` and final ``norm``), ``model[1]`` the read-out.
+    Same seed -> same weights.
+    """
+    _check_positive_int("depth", depth)
+    torch.manual_seed(seed)
+    d_ff = 4 * d_model if d_ff is None else d_ff
+    encoder = Encoder(d_model, n_heads, d_ff, depth, norm_first=norm_first, causal=causal, residual=residual)
+    return init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, n_out)))
+
+
+def _check_seeds(seeds) -> tuple:
+    seeds = tuple(seeds)
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    return seeds
+
+
+def layer_grad_norms(
+    depth: int,
+    norm_first: bool = True,
+    residual: bool = True,
+    d_model: int = 64,
+    n_heads: int = 4,
+    seq_len: int = 16,
+    batch: int = 8,
+    n_out: int = 64,
+    seeds=(0,),
+) -> dict:
+    """Gradient norms at initialisation, per layer, averaged over ``seeds``.
+
+    One forward/backward of a cross-entropy loss on random inputs ``x ~ N(0, 1)`` of shape
+    ``(batch, seq_len, d_model)`` and random targets. Returns a dict of float64 tensors:
+
+    - ``"param"``: ``(depth,)`` the L2 norm of all of layer l's parameter gradients
+      (what an optimizer step scales with);
+    - ``"input"``: ``(depth,)`` the L2 norm of ∂loss/∂(input of layer l), the signal that
+      reaches layer l from above.
+    """
+    _check_positive_int("depth", depth)
+    _check_positive_int("seq_len", seq_len)
+    _check_positive_int("batch", batch)
+    seeds = _check_seeds(seeds)
+    param, inp = torch.zeros(depth, dtype=torch.float64), torch.zeros(depth, dtype=torch.float64)
+    for seed in seeds:
+        encoder, head = build_stack(depth, norm_first, residual, d_model, n_heads, None, n_out, seed)
+        g = torch.Generator().manual_seed(10_000 + seed)
+        x = torch.randn(batch, seq_len, d_model, generator=g)
+        y = torch.randint(n_out, (batch, seq_len), generator=g)
+        inputs = []
+        h = x.requires_grad_()
+        for layer in encoder.layers:
+            h.retain_grad()
+            inputs.append(h)
+            h = layer(h)
+        loss = F.cross_entropy(head(encoder.norm(h)).flatten(0, 1), y.flatten())
+        loss.backward()
+        for i, layer in enumerate(encoder.layers):
+            param[i] += math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in layer.parameters()))
+            inp[i] += float(inputs[i].grad.double().norm())
+    return {"param": param / len(seeds), "input": inp / len(seeds)}
+
+
+def token_diversity(h: torch.Tensor) -> float:
+    """How different the positions of ``h: (B, T, d)`` are: ``||h - mean_T(h)|| / ||h||`` in [0, 1].
+
+    1 = the tokens share nothing (their mean is 0); 0 = every position holds the same vector
+    (the "rank collapse" of deep attention stacks without skip connections).
+    """
+    if not isinstance(h, torch.Tensor) or h.dim() != 3 or not h.is_floating_point():
+        what = f"{h.dtype} {tuple(h.shape)}" if isinstance(h, torch.Tensor) else type(h).__name__
+        raise ValueError(f"token_diversity expects a floating-point (B, T, d) tensor, got {what}")
+    if not torch.isfinite(h).all():
+        raise ValueError("token_diversity got NaN or inf values")
+    h = h.double()
+    return float((h - h.mean(dim=1, keepdim=True)).norm() / h.norm().clamp_min(1e-300))
+
+
+def stream_stats(
+    depth: int,
+    norm_first: bool = True,
+    residual: bool = True,
+    d_model: int = 64,
+    n_heads: int = 4,
+    seq_len: int = 16,
+    batch: int = 8,
+    seed: int = 0,
+) -> dict:
+    """The residual stream at initialisation, after each layer: ``{"rms", "diversity"}``, each ``(depth + 1,)``.
+
+    Entry 0 is the input ``x ~ N(0, 1)``; entry l is measured after layer l: ``rms`` =
+    ``sqrt(mean(x_l²))``, ``diversity`` = ``token_diversity(x_l)``.
+    """
+    _check_positive_int("seq_len", seq_len)
+    _check_positive_int("batch", batch)
+    encoder, _ = build_stack(depth, norm_first, residual, d_model, n_heads, seed=seed)
+    g = torch.Generator().manual_seed(10_000 + seed)
+    h = torch.randn(batch, seq_len, d_model, generator=g)
+    rms, div = [float(h.double().pow(2).mean().sqrt())], [token_diversity(h)]
+    with torch.no_grad():
+        for layer in encoder.layers:
+            h = layer(h)
+            rms.append(float(h.double().pow(2).mean().sqrt()))
+            div.append(token_diversity(h))
+    return {"rms": torch.tensor(rms, dtype=torch.float64), "diversity": torch.tensor(div, dtype=torch.float64)}
+
+
+# --------------------------------------------------------------------------- does Post-LN need warm-up?
+
+
+def markov_batches(
+    n_batches: int, batch: int = 16, seq_len: int = 32, vocab: int = 32, seed: int = 0, sharpness: float = 2.0
+):
+    """Token sequences from a fixed random first-order Markov chain, for a tiny language-modelling task.
+
+    Returns ``(inputs, targets, entropy)``: ``inputs``/``targets`` are ``(n_batches, batch, seq_len)``
+    long tensors (targets = inputs shifted by one), ``entropy`` the chain's mean next-token entropy
+    in nats (the lowest loss a model can reach; ``ln vocab`` is what guessing uniformly costs).
+    """
+    for name, v in (("n_batches", n_batches), ("batch", batch), ("seq_len", seq_len), ("vocab", vocab)):
+        _check_positive_int(name, v)
+    if not isinstance(sharpness, (int, float)) or isinstance(sharpness, bool) or not math.isfinite(sharpness):
+        raise ValueError(f"sharpness must be a finite number, got {sharpness!r}")
+    g = torch.Generator().manual_seed(seed)
+    trans = torch.softmax(sharpness * torch.randn(vocab, vocab, generator=g, dtype=torch.float64), dim=-1)
+    entropy = float(-(trans * trans.clamp_min(1e-300).log()).sum(-1).mean())
+    x = torch.empty(n_batches * batch, seq_len + 1, dtype=torch.long)
+    x[:, 0] = torch.randint(vocab, (n_batches * batch,), generator=g)
+    for t in range(seq_len):
+        x[:, t + 1] = torch.multinomial(trans[x[:, t]], 1, generator=g).squeeze(1)
+    x = x.view(n_batches, batch, seq_len + 1)
+    return x[..., :-1], x[..., 1:], entropy
+
+
+def toy_lm(vocab: int, depth: int, norm_first: bool, d_model: int = 64, n_heads: int = 4) -> nn.Sequential:
+    """Token embedding -> ``depth`` causal blocks (+ final norm if Pre-LN) -> logits: ``(B, T) ids -> (B, T, vocab)``.
+
+    The blocks and the read-out are Xavier-initialised; the embedding keeps ``nn.Embedding``'s N(0, 1).
+    """
+    _check_positive_int("vocab", vocab)
+    _check_positive_int("depth", depth)
+    embedding = nn.Embedding(vocab, d_model)
+    encoder = Encoder(d_model, n_heads, 4 * d_model, depth, norm_first=norm_first, causal=True)
+    return nn.Sequential(embedding, *init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, vocab))))
+
+
+def train_toy_lm(depth: int, norm_first: bool, lr: float, warmup: int, steps: int, seed: int = 0, data=None) -> list:
+    """Train a ``toy_lm`` with Adam (β = 0.9, 0.98, as in the original paper) and return the loss per step.
+
+    The learning rate rises linearly from ``lr/warmup`` to ``lr`` over the first ``warmup`` steps
+    (``warmup=0``: constant ``lr`` from step 1). ``data`` is ``markov_batches(...)`` (default: a
+    fresh one with ``steps`` batches).
+    """
+    _check_positive_int("steps", steps)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a non-negative integer number of steps, got {warmup!r}")
+    if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not 0 < lr < math.inf:
+        raise ValueError(f"lr must be a positive finite number, got {lr!r}")
+    inputs, targets, _ = markov_batches(steps) if data is None else data
+    if inputs.shape[0] < steps:
+        raise ValueError(f"data holds {inputs.shape[0]} batches, fewer than steps={steps}")
+    vocab = int(max(inputs.max(), targets.max())) + 1
+    torch.manual_seed(seed)
+    model = toy_lm(vocab, depth, norm_first)
+    opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
+    sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
+    losses = []
+    for step in range(steps):
+        logits = model(inputs[step])
+        loss = F.cross_entropy(logits.flatten(0, 1), targets[step].flatten())
+        opt.zero_grad(set_to_none=True)
+        loss.backward()
+        opt.step()
+        sched.step()
+        losses.append(loss.item())
+    return losses

@@ -1,0 +1,347 @@
+"""Our modules and PyTorch's built-in Transformer modules, weight for weight (003; 001 §19.11).
+
+| ours                          | PyTorch                                         |
+|-------------------------------|-------------------------------------------------|
+| ``MultiHeadAttention``        | ``nn.MultiheadAttention`` (packed ``in_proj_weight = [W_q; W_k; W_v]``) |
+| ``EncoderLayer``              | ``nn.TransformerEncoderLayer``                  |
+| ``DecoderLayer``              | ``nn.TransformerDecoderLayer`` (its ``multihead_attn`` is our ``cross_attn``) |
+| ``Encoder`` (also causal)     | ``nn.TransformerEncoder``                       |
+| ``Decoder``                   | ``nn.TransformerDecoder``                       |
+| ``EncoderDecoder`` (stacks)   | ``nn.Transformer`` (no embeddings, no output layer) |
+
+- ``to_torch(ours)``: a new PyTorch module (``batch_first=True``, dropout 0) with our weights;
+- ``copy_to_torch(ours, theirs)`` / ``copy_from_torch(ours, theirs)``: copy the weights across.
+  Shapes, norm placement, activation, eps and bias settings must match: a ``ValueError`` says
+  which differs. Dropout is not copied: compare the two in ``eval()`` mode or with dropout 0.
+- Masks: PyTorch's bool masks mean the opposite of ours (**True = may NOT attend**).
+  ``to_torch_attn_mask`` converts an attention mask, ``torch_masks`` builds the keyword
+  arguments of ``nn.Transformer*`` from our ``keep`` padding masks.
+"""
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from transformer_nb.block import DecoderLayer, EncoderLayer
+from transformer_nb.masks import causal_mask
+from transformer_nb.models import EncoderDecoder
+from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.stack import Decoder, Encoder
+
+PAIRS = {
+    MultiHeadAttention: nn.MultiheadAttention,
+    EncoderLayer: nn.TransformerEncoderLayer,
+    DecoderLayer: nn.TransformerDecoderLayer,
+    Encoder: nn.TransformerEncoder,
+    Decoder: nn.TransformerDecoder,
+    EncoderDecoder: nn.Transformer,
+}
+
+
+def _their_class(ours) -> type:
+    want = PAIRS.get(type(ours))
+    if want is None:
+        names = ", ".join(c.__name__ for c in PAIRS)
+        raise TypeError(f"expected one of {names}, got {type(ours).__name__}")
+    return want
+
+
+def _check_pair(ours, theirs) -> None:
+    want = _their_class(ours)
+    if not isinstance(theirs, want):
+        raise TypeError(f"a {type(ours).__name__} pairs with an nn.{want.__name__}, got {type(theirs).__name__}")
+    {
+        MultiHeadAttention: _check_attention,
+        EncoderLayer: _check_layer,
+        DecoderLayer: _check_layer,
+        Encoder: _check_stack,
+        Decoder: _check_stack,
+        EncoderDecoder: _check_whole,
+    }[type(ours)](ours, theirs)
+
+
+# --------------------------------------------------------------------------- compatibility checks
+
+
+def _check_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+    if ours.n_kv_heads != ours.n_heads:
+        raise ValueError(
+            f"nn.MultiheadAttention has no shared key/value heads; this module has "
+            f"n_kv_heads={ours.n_kv_heads} < n_heads={ours.n_heads} (GQA/MQA)"
+        )
+    if (theirs.embed_dim, theirs.num_heads) != (ours.d_model, ours.n_heads):
+        raise ValueError(
+            f"shapes differ: nn.MultiheadAttention(embed_dim={theirs.embed_dim}, num_heads={theirs.num_heads}) "
+            f"vs MultiHeadAttention(d_model={ours.d_model}, n_heads={ours.n_heads})"
+        )
+    if not theirs._qkv_same_embed_dim or theirs.bias_k is not None:
+        raise ValueError(
+            "only nn.MultiheadAttention with kdim = vdim = embed_dim and add_bias_kv=False "
+            "has the same parameters as MultiHeadAttention"
+        )
+    if (theirs.in_proj_bias is not None) != (ours.q_proj.bias is not None):
+        raise ValueError(
+            f"bias settings differ: nn.MultiheadAttention bias={theirs.in_proj_bias is not None}, "
+            f"MultiHeadAttention bias={ours.q_proj.bias is not None}"
+        )
+
+
+def _torch_activation(theirs) -> str:
+    act = theirs.activation
+    if act is F.relu or isinstance(act, nn.ReLU):
+        return "relu"
+    if act is F.gelu or (isinstance(act, nn.GELU) and act.approximate == "none"):
+        return "gelu"
+    raise ValueError(
+        f"{type(theirs).__name__} uses activation {act!r}; only relu and (exact) gelu have a counterpart in FeedForward"
+    )
+
+
+def _check_layer(ours, theirs) -> None:
+    if not ours.residual:
+        raise ValueError("this layer has residual=False; torch's layers always add the residual")
+    if ours.norm_first != theirs.norm_first:
+        raise ValueError(
+            f"norm placement differs: ours norm_first={ours.norm_first}, torch norm_first={theirs.norm_first}"
+        )
+    if ours.ff.activation != _torch_activation(theirs):
+        raise ValueError(f"activation differs: ours {ours.ff.activation!r}, torch {_torch_activation(theirs)!r}")
+    if not isinstance(ours.norm1, nn.LayerNorm):
+        raise ValueError("torch's Transformer layers use LayerNorm; this layer uses RMSNorm")
+    if ours.norm1.eps != theirs.norm1.eps:
+        raise ValueError(f"LayerNorm eps differs: ours {ours.norm1.eps}, torch {theirs.norm1.eps}")
+    if ours.ff.linear1.weight.shape != theirs.linear1.weight.shape:
+        raise ValueError(
+            f"FFN shapes differ: ours linear1 {tuple(ours.ff.linear1.weight.shape)}, "
+            f"torch linear1 {tuple(theirs.linear1.weight.shape)}"
+        )
+    if (ours.ff.linear1.bias is None) != (theirs.linear1.bias is None):
+        raise ValueError("bias settings differ between the two layers")
+    _check_attention(ours.self_attn, theirs.self_attn)
+    if isinstance(ours, DecoderLayer):
+        _check_attention(ours.cross_attn, theirs.multihead_attn)
+
+
+def _check_stack(ours, theirs) -> None:
+    kind = type(theirs).__name__
+    if len(ours.layers) != len(theirs.layers):
+        raise ValueError(f"layer counts differ: ours has {len(ours.layers)}, torch's {kind} has {len(theirs.layers)}")
+    has_norm = not isinstance(ours.norm, nn.Identity)
+    if has_norm != (theirs.norm is not None):
+        raise ValueError(
+            f"final norms differ: ours {'has' if has_norm else 'has no'} final LayerNorm, torch's "
+            f"{kind} {'has' if theirs.norm is not None else 'has none'}"
+        )
+    if has_norm and not isinstance(ours.norm, nn.LayerNorm):
+        raise ValueError("torch's stacks end with a LayerNorm; this stack ends with an RMSNorm")
+    for mine, other in zip(ours.layers, theirs.layers):
+        _check_pair(mine, other)
+
+
+def _require_final_norms(ours: EncoderDecoder) -> None:
+    if isinstance(ours.encoder.norm, nn.Identity) or isinstance(ours.decoder.norm, nn.Identity):
+        raise ValueError(
+            "nn.Transformer always applies a final LayerNorm after each stack; this Post-LN model "
+            "(norm_first=False) has none, so no nn.Transformer computes the same function. "
+            "Compare the stacks with to_torch(model.encoder) / to_torch(model.decoder) instead"
+        )
+
+
+def _check_whole(ours: EncoderDecoder, theirs: nn.Transformer) -> None:
+    _require_final_norms(ours)
+    _check_stack(ours.encoder, theirs.encoder)
+    _check_stack(ours.decoder, theirs.decoder)
+
+
+# --------------------------------------------------------------------------- copying
+
+
+def _paired_tensors(ours, theirs) -> list:
+    """``[(our tensor, torch's tensor), ...]`` of the pair, attention projections excluded."""
+    if isinstance(ours, (EncoderLayer, DecoderLayer)):
+        mods = [(ours.ff.linear1, theirs.linear1), (ours.ff.linear2, theirs.linear2)]
+        mods += [
+            (getattr(ours, f"norm{i}"), getattr(theirs, f"norm{i}")) for i in (1, 2, 3) if hasattr(ours, f"norm{i}")
+        ]
+    elif isinstance(ours, (Encoder, Decoder)) and not isinstance(ours.norm, nn.Identity):
+        mods = [(ours.norm, theirs.norm)]  # a stack's final norm
+    else:
+        mods = []
+    return [(a.weight, b.weight) for a, b in mods] + [(a.bias, b.bias) for a, b in mods if a.bias is not None]
+
+
+def _children(ours, theirs) -> list:
+    """The sub-pairs to copy recursively."""
+    if isinstance(ours, EncoderLayer):
+        return [(ours.self_attn, theirs.self_attn)]
+    if isinstance(ours, DecoderLayer):
+        return [(ours.self_attn, theirs.self_attn), (ours.cross_attn, theirs.multihead_attn)]
+    if isinstance(ours, (Encoder, Decoder)):
+        return list(zip(ours.layers, theirs.layers))
+    return [(ours.encoder, theirs.encoder), (ours.decoder, theirs.decoder)]  # EncoderDecoder
+
+
+@torch.no_grad()
+def _copy(ours, theirs, to_torch_side: bool) -> None:
+    if isinstance(ours, MultiHeadAttention):
+        mine_w = [ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]
+        if to_torch_side:
+            theirs.in_proj_weight.copy_(torch.cat(mine_w))
+        else:
+            for w, part in zip(mine_w, theirs.in_proj_weight.chunk(3, dim=0)):
+                w.copy_(part)
+        pairs = [(ours.out_proj.weight, theirs.out_proj.weight)]
+        if theirs.in_proj_bias is not None:
+            mine_b = [ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]
+            if to_torch_side:
+                theirs.in_proj_bias.copy_(torch.cat(mine_b))
+            else:
+                for b, part in zip(mine_b, theirs.in_proj_bias.chunk(3)):
+                    b.copy_(part)
+            pairs.append((ours.out_proj.bias, theirs.out_proj.bias))
+    else:
+        for mine, other in _children(ours, theirs):
+            _copy(mine, other, to_torch_side)
+        pairs = _paired_tensors(ours, theirs)
+    for mine, other in pairs:
+        (other if to_torch_side else mine).copy_(mine if to_torch_side else other)
+
+
+def copy_to_torch(ours, theirs):
+    """Copy our weights into the PyTorch module ``theirs`` (see the table above) and return ``theirs``."""
+    _check_pair(ours, theirs)
+    _copy(ours, theirs, to_torch_side=True)
+    return theirs
+
+
+def copy_from_torch(ours, theirs):
+    """Copy the PyTorch module ``theirs``' weights into ``ours`` and return ``ours`` (inverse of ``copy_to_torch``)."""
+    _check_pair(ours, theirs)
+    _copy(ours, theirs, to_torch_side=False)
+    return ours
+
+
+# --------------------------------------------------------------------------- building the PyTorch twin
+
+
+def _build(ours):
+    """A fresh PyTorch module shaped like ``ours`` (dropout 0, ``batch_first=True``), weights not yet copied."""
+    if isinstance(ours, MultiHeadAttention):
+        w = ours.q_proj.weight
+        bias = ours.q_proj.bias is not None
+        return nn.MultiheadAttention(
+            ours.d_model, ours.n_heads, bias=bias, batch_first=True, device=w.device, dtype=w.dtype
+        )
+    if isinstance(ours, (EncoderLayer, DecoderLayer)):
+        if ours.ff.activation == "swiglu":
+            raise ValueError("torch's Transformer layers have no SwiGLU feed-forward")
+        if not isinstance(ours.norm1, nn.LayerNorm):
+            raise ValueError("torch's Transformer layers use LayerNorm; this layer uses RMSNorm")
+        w = ours.ff.linear1.weight
+        return PAIRS[type(ours)](
+            ours.self_attn.d_model,
+            ours.self_attn.n_heads,
+            dim_feedforward=w.shape[0],
+            dropout=0.0,
+            activation=ours.ff.activation,
+            layer_norm_eps=ours.norm1.eps,
+            batch_first=True,
+            norm_first=ours.norm_first,
+            bias=ours.ff.linear1.bias is not None,
+            device=w.device,
+            dtype=w.dtype,
+        )
+    if isinstance(ours, (Encoder, Decoder)):
+        layers, norm = [_build(layer) for layer in ours.layers], None
+        if not isinstance(ours.norm, nn.Identity):
+            if not isinstance(ours.norm, nn.LayerNorm):
+                raise ValueError("torch's stacks end with a LayerNorm; this stack ends with an RMSNorm")
+            w = ours.norm.weight
+            norm = nn.LayerNorm(ours.norm.normalized_shape, eps=ours.norm.eps, device=w.device, dtype=w.dtype)
+        if isinstance(ours, Encoder):
+            theirs = nn.TransformerEncoder(layers[0], len(layers), norm=norm, enable_nested_tensor=False)
+        else:
+            theirs = nn.TransformerDecoder(layers[0], len(layers), norm=norm)
+        theirs.layers = nn.ModuleList(layers)  # one module per layer, not torch's deep copies of layers[0]
+        return theirs
+    _require_final_norms(ours)
+    enc, dec = _build(ours.encoder), _build(ours.decoder)
+    l0 = enc.layers[0]
+    d, h, ff = l0.self_attn.embed_dim, l0.self_attn.num_heads, l0.linear1.out_features
+    return nn.Transformer(
+        d,
+        h,
+        len(enc.layers),
+        len(dec.layers),
+        ff,
+        dropout=0.0,
+        batch_first=True,
+        norm_first=True,
+        custom_encoder=enc,
+        custom_decoder=dec,
+    )  # nn.Transformer re-initialises every matrix, custom stacks included: to_torch copies afterwards
+
+
+def to_torch(ours):
+    """A new PyTorch module (``batch_first=True``, dropout 0) holding ``ours``' weights, in ``ours``' train/eval mode.
+
+    ``MultiHeadAttention`` -> ``nn.MultiheadAttention``; ``EncoderLayer`` / ``DecoderLayer`` ->
+    ``nn.TransformerEncoderLayer`` / ``nn.TransformerDecoderLayer``; ``Encoder`` / ``Decoder`` ->
+    ``nn.TransformerEncoder`` / ``nn.TransformerDecoder`` (call a causal ``Encoder``'s twin with
+    ``mask=~causal_mask(T), is_causal=True``); ``EncoderDecoder`` -> ``nn.Transformer`` holding the
+    two stacks (only a Pre-LN model has one: ``nn.Transformer`` always ends each stack with a norm).
+    """
+    _their_class(ours)
+    return copy_to_torch(ours, _build(ours)).train(ours.training)
+
+
+# --------------------------------------------------------------------------- masks in torch's polarity
+
+
+def to_torch_attn_mask(mask: torch.Tensor, n_heads: int) -> torch.Tensor:
+    """Our attention mask -> ``nn.MultiheadAttention``'s ``attn_mask``.
+
+    Ours: bool **True = may attend** (or additive float), broadcastable to ``(B, h, T_q, T_k)``.
+    Torch's ``attn_mask``: ``(T_q, T_k)`` or ``(B·h, T_q, T_k)``, bool **True = may NOT attend**
+    (float masks are additive in both). A ``(B, T_k)`` key-padding mask is passed to torch
+    separately as ``key_padding_mask=~keep`` (True = padding, ignore).
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if mask.dtype != torch.bool and not mask.is_floating_point():
+        raise TypeError(f"mask must be bool (True = may attend) or an additive float mask, got dtype {mask.dtype}")
+    if isinstance(n_heads, bool) or not isinstance(n_heads, int) or n_heads < 1:
+        raise ValueError(f"n_heads must be a positive integer, got {n_heads!r}")
+    flip = (lambda m: ~m) if mask.dtype == torch.bool else (lambda m: m)
+    if mask.dim() == 2:
+        return flip(mask)
+    if mask.dim() != 4:
+        raise ValueError(f"mask must be (T_q, T_k) or (B, h or 1, T_q, T_k), got {tuple(mask.shape)}")
+    b, h, t_q, t_k = mask.shape
+    if h not in (1, n_heads):
+        raise ValueError(f"mask has {h} heads; expected 1 or n_heads={n_heads}")
+    return flip(mask.expand(b, n_heads, t_q, t_k).reshape(b * n_heads, t_q, t_k))
+
+
+def torch_masks(src_keep=None, tgt_keep=None, t: int | None = None) -> dict:
+    """Our masks in the keyword arguments of ``nn.Transformer*`` (bool, **True = blocked**).
+
+    ``src_keep``/``tgt_keep``: ``(B, S)``/``(B, T)`` bool, True at real tokens; ``t``: the target
+    length for the causal ``tgt_mask`` (defaults to ``tgt_keep``'s length).
+    """
+    for name, keep in (("src_keep", src_keep), ("tgt_keep", tgt_keep)):
+        if keep is not None and (not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool or keep.dim() != 2):
+            what = f"{keep.dtype} {tuple(keep.shape)}" if isinstance(keep, torch.Tensor) else type(keep).__name__
+            raise TypeError(f"{name} must be a (B, T) bool tensor (True = real token), got {what}")
+    out = {}
+    if src_keep is not None:
+        out["src_key_padding_mask"] = ~src_keep
+        out["memory_key_padding_mask"] = ~src_keep
+    if tgt_keep is not None:
+        out["tgt_key_padding_mask"] = ~tgt_keep
+        t = tgt_keep.shape[1] if t is None else t
+    if t is not None:
+        device = tgt_keep.device if tgt_keep is not None else None
+        out["tgt_mask"] = ~causal_mask(t, device=device)
+        out["tgt_is_causal"] = True
+    return out

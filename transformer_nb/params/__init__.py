@@ -1,0 +1,65 @@
+"""Counting parameters and memory (000 §8.3.5, §8.5.4, Ex 8.2, Ex 8.4; 001 §19.8.4; 002; 003; 004 §5.7).
+
+Two independent routes to every count, so each checks the other:
+
+1. **Formulas** (``formulas.py``: ``attention_params``, ``ffn_params``, ``norm_params``, ... and
+   ``param_breakdown(config)`` for a whole ``TransformerConfig``), written from the shapes of the
+   weight matrices;
+2. **numel** of a real model (``model.py``: ``build_transformer(config)``, ``numel``,
+   ``numel_breakdown``), assembled from the package's blocks; on ``torch.device("meta")`` it
+   has every parameter's shape but no storage, so GPT-3 is counted in seconds with no memory.
+
+``presets.py`` holds the named models with their published counts; ``memory.py`` the memory and
+FLOPs of attention. Everything is importable from ``transformer_nb.params``.
+"""
+
+from transformer_nb.params.formulas import (
+    ARCHS,
+    CATEGORIES,
+    POSITIONS,
+    T5_BUCKETS,
+    TransformerConfig,
+    attention_params,
+    block_rule,
+    decoder_layer_params,
+    embedding_params,
+    encoder_layer_params,
+    ffn_params,
+    norm_params,
+    param_breakdown,
+    param_count,
+    position_params,
+    validate,
+)
+from transformer_nb.params.memory import attention_flops, attention_matrix_bytes, bytes_human
+from transformer_nb.params.model import RelativeBiasTable, Transformer, build_transformer, numel, numel_breakdown
+from transformer_nb.params.presets import PRESETS, preset
+
+__all__ = [
+    "ARCHS",
+    "CATEGORIES",
+    "POSITIONS",
+    "PRESETS",
+    "T5_BUCKETS",
+    "RelativeBiasTable",
+    "Transformer",
+    "TransformerConfig",
+    "attention_flops",
+    "attention_matrix_bytes",
+    "attention_params",
+    "block_rule",
+    "build_transformer",
+    "bytes_human",
+    "decoder_layer_params",
+    "embedding_params",
+    "encoder_layer_params",
+    "ffn_params",
+    "norm_params",
+    "numel",
+    "numel_breakdown",
+    "param_breakdown",
+    "param_count",
+    "position_params",
+    "preset",
+    "validate",
+]

@@ -1,0 +1,107 @@
+"""The toy reversal task (001 §19.9–19.10; 000 §8.6.3; 004 §13.3): an encoder–decoder learns to
+reverse short sequences of symbols.
+
+- ``data.py``: token ids, ``Batch``, the text's ``make_pairs`` and the vectorised ``random_batch``,
+  the held-out set, the teacher-forcing shift;
+- ``recipes.py``: ``ModelConfig`` / ``build_model``, the warm-up schedule, ``Recipe`` with
+  ``TEXT_RECIPE`` (the text as written), ``IMPROVED``, ``LADDER`` and ``ABLATIONS``;
+- ``decoding.py``: batched ``greedy_decode``, ``evaluate`` (exact match, per-token accuracy, first
+  wrong position), ``failure_table``, ``length_sweep``, ``attention_maps``;
+- ``training.py``: ``train`` (the package's one training loop with the task's loss, optimizer,
+  batches and evaluation) and ``load_or_train`` (the trained-model cache).
+
+Everything is importable from here: ``from transformer_nb import reversal as rv``; ``rv.train(...)``.
+
+Devices: a model is built on the CPU (the same weights everywhere) and moved to ``device``
+(default ``utils.get_device()``); data is drawn on the CPU and moved to ``device`` (default the
+CPU); every function that takes a model computes on the model's device, moves its other inputs
+there, and returns its tensors there.
+"""
+
+from transformer_nb.reversal.data import (
+    BOS,
+    EOS,
+    FIRST_SYMBOL,
+    MAX_LEN,
+    MIN_LEN,
+    N_SYMBOLS,
+    PAD,
+    VOCAB_SIZE,
+    Batch,
+    collate,
+    heldout_set,
+    make_pairs,
+    parse_tokens,
+    random_batch,
+    reverse_padded,
+    sequence_codes,
+    shift_for_teacher_forcing,
+)
+from transformer_nb.reversal.decoding import (
+    anti_diagonal_share,
+    attention_maps,
+    evaluate,
+    failure_table,
+    greedy_decode,
+    length_sweep,
+    model_device,
+    score,
+)
+from transformer_nb.reversal.recipes import (
+    ABLATIONS,
+    IMPROVED,
+    INITS,
+    LADDER,
+    TEXT_MODEL,
+    TEXT_RECIPE,
+    ModelConfig,
+    Recipe,
+    build_model,
+    paper_lr,
+    warmup_factor,
+)
+from transformer_nb.reversal.training import batches, load_or_train, loss_fn, make_optimizer, train
+
+__all__ = [
+    "ABLATIONS",
+    "BOS",
+    "EOS",
+    "FIRST_SYMBOL",
+    "IMPROVED",
+    "INITS",
+    "LADDER",
+    "MAX_LEN",
+    "MIN_LEN",
+    "N_SYMBOLS",
+    "PAD",
+    "TEXT_MODEL",
+    "TEXT_RECIPE",
+    "VOCAB_SIZE",
+    "Batch",
+    "ModelConfig",
+    "Recipe",
+    "anti_diagonal_share",
+    "attention_maps",
+    "batches",
+    "build_model",
+    "collate",
+    "evaluate",
+    "failure_table",
+    "greedy_decode",
+    "heldout_set",
+    "length_sweep",
+    "load_or_train",
+    "loss_fn",
+    "make_optimizer",
+    "make_pairs",
+    "model_device",
+    "paper_lr",
+    "parse_tokens",
+    "random_batch",
+    "reverse_padded",
+    "score",
+    "sequence_codes",
+    "shift_for_teacher_forcing",
+    "train",
+    "warmup_factor",
+]

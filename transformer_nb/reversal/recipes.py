@@ -1,0 +1,247 @@
+"""The reversal task's model and training recipes (001 §19.8.2, §19.9.3, §19.10.3, §19.10.5).
+
+- ``ModelConfig`` / ``build_model``: the package's ``EncoderDecoder`` for the task, seeded, with
+  the text's or PyTorch's initialisation.
+- ``paper_lr`` / ``warmup_factor``: the warm-up schedule, as the text writes it and as a
+  ``LambdaLR`` factor.
+- ``Recipe``: how to train. ``TEXT_RECIPE`` is the text as written, ``IMPROVED`` what this
+  companion uses; ``LADDER`` goes from one to the other a change at a time, ``ABLATIONS`` undo one
+  change of ``IMPROVED`` each (notebook 09 measures all of them).
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import asdict, dataclass, field, replace
+
+import torch
+import torch.nn as nn
+
+from transformer_nb.models import EncoderDecoder
+from transformer_nb.reversal.data import MAX_LEN, PAD, VOCAB_SIZE
+from transformer_nb.utils import get_device
+
+INITS = ("default", "xavier", "xavier_embeddings")
+
+
+def _check_int(name: str, value, low: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < low:
+        what = {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
+        raise ValueError(f"{name} must be {what}, got {value!r}")
+
+
+def _check_number(name: str, value, low: float, high: float = math.inf, low_open: bool = True) -> None:
+    ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
+    ok = ok and (value > low if low_open else value >= low) and value < high
+    if not ok:
+        raise ValueError(f"{name} must be a finite number in {'(' if low_open else '['}{low}, {high}), got {value!r}")
+
+
+@dataclass(frozen=True)
+class ModelConfig:
+    """An ``EncoderDecoder`` for the task. ``init``: ``"default"`` keeps PyTorch's initialisation
+    (``nn.Embedding``: N(0, 1)); ``"xavier"`` re-initialises every matrix, embeddings included, with
+    Xavier-uniform, as the text's ``_init_parameters`` does (001 §19.8.2); ``"xavier_embeddings"``
+    does so for the two embedding tables only."""
+
+    d_model: int = 64
+    n_heads: int = 4
+    n_layers: int = 2
+    d_ff: int = 256
+    dropout: float = 0.0
+    activation: str = "relu"
+    norm_first: bool = True
+    init: str = "default"
+    max_len: int = 64
+
+    def __post_init__(self):
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
+        for name in ("d_model", "n_heads", "n_layers", "d_ff"):
+            _check_int(name, getattr(self, name), 1)
+        _check_int("max_len", self.max_len, MAX_LEN + 1)
+        _check_number("dropout", self.dropout, 0.0, 1.0, low_open=False)
+
+
+def build_model(cfg: ModelConfig = ModelConfig(), seed: int | None = 0, device=None) -> EncoderDecoder:
+    """The package's ``EncoderDecoder`` (vocabulary ``VOCAB_SIZE`` on both sides), seeded, on ``device``.
+
+    Built on the CPU (the same initial weights on every machine), then moved to ``device``
+    (default: ``utils.get_device()``, the device ``setup()`` reports).
+    """
+    if not isinstance(cfg, ModelConfig):
+        raise TypeError(f"cfg must be a reversal ModelConfig, got {type(cfg).__name__}")
+    device = get_device() if device is None else torch.device(device)
+    if seed is not None:
+        torch.manual_seed(seed)
+    model = EncoderDecoder(
+        VOCAB_SIZE,
+        VOCAB_SIZE,
+        cfg.d_model,
+        cfg.n_heads,
+        cfg.n_layers,
+        cfg.n_layers,
+        cfg.d_ff,
+        cfg.dropout,
+        cfg.max_len,
+        cfg.norm_first,
+        PAD,
+        cfg.activation,
+    )
+    embeddings = (model.src_embed.tok, model.tgt_embed.tok)
+    if cfg.init == "xavier":
+        for p in model.parameters():
+            if p.dim() > 1:
+                nn.init.xavier_uniform_(p)
+    elif cfg.init == "xavier_embeddings":
+        for emb in embeddings:
+            nn.init.xavier_uniform_(emb.weight)
+    if cfg.init != "default":
+        with torch.no_grad():  # keep nn.Embedding's contract: the PAD row is zero
+            for emb in embeddings:
+                emb.weight[emb.padding_idx].zero_()
+    return model.to(device)
+
+
+# --------------------------------------------------------------------------- the schedule
+
+
+def paper_lr(step: int, d_model: int, warmup: int) -> float:
+    """The text's schedule (001 §19.9.3): ``d_model^-0.5 · min(step^-0.5, step · warmup^-1.5)``, step >= 1.
+
+    ``warmup`` must be >= 1 (the formula divides by it; for no warm-up use a constant rate).
+    """
+    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
+        raise ValueError(f"the schedule is defined for integer step >= 1, got {step!r}")
+    _check_int("d_model", d_model, 1)
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
+        raise ValueError(
+            f"warmup must be an integer >= 1 (the formula divides by warmup^1.5), got {warmup!r}; "
+            f"for no warm-up use a constant learning rate (warmup_factor(0))"
+        )
+    return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
+
+
+def warmup_factor(warmup: int):
+    """``LambdaLR`` factor for the warm-up schedule, normalised to 1 at the peak.
+
+    ``factor(s) = min(n / warmup, sqrt(warmup / n))`` with ``n = s + 1`` (``LambdaLR`` counts from
+    0). With base lr ``(d_model · warmup)^-0.5`` this is exactly :func:`paper_lr` at step ``n``.
+    ``warmup = 0`` means a constant factor 1.
+    """
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
+        raise ValueError(f"warmup must be a non-negative integer number of steps, got {warmup!r}")
+    if warmup == 0:
+        return lambda s: 1.0
+    return lambda s: min((s + 1) / warmup, math.sqrt(warmup / (s + 1)))
+
+
+# --------------------------------------------------------------------------- recipes
+
+
+@dataclass(frozen=True)
+class Recipe:
+    """How to train. ``lr`` is the peak learning rate; ``schedule`` is ``"constant"`` or ``"warmup"``
+    (linear warm-up over ``warmup`` steps, then ∝ 1/sqrt(step)). ``data="fixed"``: ``n_train`` pairs
+    made once and cycled in order, ``steps`` counting batches (the text's epochs); ``data="fresh"``:
+    a new random batch every step."""
+
+    name: str = "improved"
+    lr: float = 2e-3
+    schedule: str = "warmup"
+    warmup: int = 100
+    batch_size: int = 128
+    data: str = "fresh"
+    n_train: int = 2000
+    steps: int = 2000
+    label_smoothing: float = 0.1
+    clip: float | None = 1.0
+    betas: tuple = (0.9, 0.98)
+    eps: float = 1e-9
+    model: ModelConfig = field(default_factory=ModelConfig)
+
+    def __post_init__(self):
+        if self.schedule not in ("constant", "warmup"):
+            raise ValueError(f"schedule must be 'constant' or 'warmup', got {self.schedule!r}")
+        if self.data not in ("fresh", "fixed"):
+            raise ValueError(f"data must be 'fresh' or 'fixed', got {self.data!r}")
+        _check_number("lr", self.lr, 0.0)
+        _check_int("warmup", self.warmup, 0)
+        for name in ("batch_size", "n_train", "steps"):
+            _check_int(name, getattr(self, name), 1)
+        _check_number("label_smoothing", self.label_smoothing, 0.0, 1.0, low_open=False)
+        if self.clip is not None:
+            _check_number("clip", self.clip, 0.0)
+        if len(tuple(self.betas)) != 2:
+            raise ValueError(f"betas must be two numbers, got {self.betas!r}")
+        for b in self.betas:
+            _check_number("betas", b, 0.0, 1.0, low_open=False)
+        _check_number("eps", self.eps, 0.0)
+        if not isinstance(self.model, ModelConfig):
+            raise TypeError(f"model must be a ModelConfig, got {type(self.model).__name__}")
+
+    def steps_per_epoch(self) -> int:
+        return math.ceil(self.n_train / self.batch_size)
+
+    def config(self) -> dict:
+        """A JSON-able description (the trained-model cache key)."""
+        return asdict(self)
+
+
+# The text as written (001 §19.10.3, §19.10.5): 2,000 pairs, batches of 64 in a fixed order,
+# Adam lr 1e-4 constant (no schedule, no label smoothing), clipping at 1.0, 30 epochs; the
+# model: d_model 64, 4 heads, d_ff 256, 2+2 layers, dropout 0.1, GELU, Pre-LN, Xavier init.
+TEXT_MODEL = ModelConfig(dropout=0.1, activation="gelu", init="xavier")
+TEXT_RECIPE = Recipe(
+    name="text",
+    lr=1e-4,
+    schedule="constant",
+    warmup=0,
+    batch_size=64,
+    data="fixed",
+    n_train=2000,
+    steps=30 * 32,
+    label_smoothing=0.0,
+    clip=1.0,
+    model=TEXT_MODEL,
+)
+# What this companion uses instead (every change measured in notebook 09).
+IMPROVED = Recipe(lr=2e-3, model=ModelConfig(init="xavier_embeddings"))
+
+# From the text's recipe to the improved one, one change at a time (notebook 09 measures each).
+_ladder_lr = replace(TEXT_RECIPE, name="ladder_lr", lr=1e-3)
+_ladder_nodrop = replace(_ladder_lr, name="ladder_nodrop", model=replace(TEXT_MODEL, dropout=0.0))
+_ladder_fresh = replace(_ladder_nodrop, name="ladder_fresh", data="fresh")
+_ladder_b128 = replace(_ladder_fresh, name="ladder_batch", batch_size=128)
+_ladder_warm = replace(_ladder_b128, name="ladder_warmup", lr=2e-3, schedule="warmup", warmup=100)
+_ladder_ls = replace(_ladder_warm, name="ladder_ls", label_smoothing=0.1)
+LADDER = [
+    ("the text as written", TEXT_RECIPE),
+    ("+ lr 1e-3 instead of 1e-4", _ladder_lr),
+    ("+ no dropout", _ladder_nodrop),
+    ("+ a fresh random batch every step", _ladder_fresh),
+    ("+ batch 128 instead of 64", _ladder_b128),
+    ("+ warm-up (100 steps, peak lr 2e-3)", _ladder_warm),
+    ("+ label smoothing 0.1", _ladder_ls),
+    ("+ Xavier on embeddings only, ReLU (= improved)", IMPROVED),
+]
+
+
+# The improved recipe with one thing changed back.
+def _abl(name, **changes):
+    model_changes = {k: changes.pop(k) for k in list(changes) if k in ModelConfig.__dataclass_fields__}
+    return replace(IMPROVED, name=f"abl_{name}", model=replace(IMPROVED.model, **model_changes), **changes)
+
+
+ABLATIONS = [
+    ("constant lr (no warm-up)", _abl("constant", schedule="constant")),
+    ("peak lr 1e-3", _abl("lr1e-3", lr=1e-3)),
+    ("fixed 2,000 pairs", _abl("fixed", data="fixed")),
+    ("batch 64", _abl("b64", batch_size=64)),
+    ("dropout 0.1", _abl("dropout", dropout=0.1)),
+    ("no label smoothing", _abl("ls0", label_smoothing=0.0)),
+    ("no gradient clipping", _abl("noclip", clip=None)),
+    ("Post-LN", _abl("postln", norm_first=False)),
+    ("Xavier on every matrix (the text)", _abl("xavier", init="xavier")),
+    ("PyTorch's default init", _abl("default_init", init="default")),
+]

@@ -1,0 +1,181 @@
+"""A stack of blocks (000 §8.5–8.6; 001 §19.5–19.7; 004 §11): ``N`` layers, then a final norm.
+
+Blocks are shape-preserving, so they stack: ``(B, T, d) -> (B, T, d)``. A Pre-LN stack ends
+with one more norm (the residual stream itself is never normalised inside the blocks); a
+Post-LN stack does not need one.
+
+- ``Encoder``: ``EncoderLayer`` × N. ``causal=False`` is the bidirectional encoder (BERT, the
+  original encoder); ``causal=True`` applies the causal mask in every layer, which turns the
+  same stack into a GPT-style decoder-only stack.
+- ``Decoder``: ``DecoderLayer`` × N (causal self-attention + cross-attention to ``memory``).
+
+Every model of the package is one of these stacks with embeddings in front and a head
+behind: ``models.py`` (the three variants), ``config_model.py`` (a model from a
+``TransformerConfig``, for counting) and ``experiments.py`` (notebook 06's depth and warm-up
+experiments, which switch the residual connections off with ``residual=False``).
+"""
+
+import torch
+import torch.nn as nn
+
+from transformer_nb.block import DecoderLayer, EncoderLayer, make_norm
+from transformer_nb.masks import cross_attention_mask, key_padding
+
+
+def check_keep(keep, b: int, t: int, name: str) -> None:
+    """``keep`` must be None or a ``(B, T)`` bool tensor (True = real token) matching the sequence it describes."""
+    if keep is None:
+        return
+    if not isinstance(keep, torch.Tensor):
+        raise TypeError(f"{name} must be a (B, T) bool torch.Tensor (True = real token), got {type(keep).__name__}")
+    if keep.dtype != torch.bool:
+        raise TypeError(
+            f"{name} must be a bool mask (True = real token, False = padding), got dtype {keep.dtype}; "
+            f"for 0/1 values use {name}.bool()"
+        )
+    if tuple(keep.shape) != (b, t):
+        raise ValueError(
+            f"{name} must have the shape (B, T) = ({b}, {t}) of the sequence it describes, got {tuple(keep.shape)}"
+        )
+
+
+def check_hidden(x, d_model: int, name: str) -> None:
+    """``x`` must be a floating-point ``(B, T, d_model)`` tensor."""
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a (B, T, d_model={d_model}) torch.Tensor, got {type(x).__name__}")
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ValueError(f"{name} must have shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor (hidden states, not ids), got dtype {x.dtype}")
+
+
+def _final_norm(final_norm: bool | None, norm_first: bool, norm: str, d_model: int, eps: float) -> nn.Module:
+    """The norm after the last block: by default only a Pre-LN stack has one."""
+    wanted = norm_first if final_norm is None else final_norm
+    return make_norm(norm, d_model, eps) if wanted else nn.Identity()
+
+
+class Encoder(nn.Module):
+    """A stack of ``EncoderLayer``: ``(B, S, d), keep (B, S) -> (B, S, d)``.
+
+    ``causal=True``: every layer also applies the causal mask (the decoder-only stack).
+    ``forward(x, keep=None, mask=None, rope=None)``: ``keep`` is the bool padding mask (True = real
+    token); ``mask`` an extra attention mask broadcastable to ``(B, h, S, S)`` (bool, or additive
+    float such as ALiBi's bias), combined with the padding; ``rope`` is passed to every attention.
+    ``final_norm``: a norm after the last layer (default: ``norm_first``). The other arguments are
+    those of ``EncoderLayer``; ``residual=False`` is for notebook 06's depth experiment only.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        n_layers: int,
+        dropout: float = 0.0,
+        norm_first: bool = True,
+        activation: str = "relu",
+        causal: bool = False,
+        norm: str = "layer",
+        n_kv_heads: int | None = None,
+        bias: bool = True,
+        eps: float = 1e-5,
+        residual: bool = True,
+        final_norm: bool | None = None,
+    ):
+        super().__init__()
+        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
+            raise ValueError(f"n_layers must be a positive integer, got {n_layers!r}")
+        self.d_model, self.causal = d_model, causal
+        self.layers = nn.ModuleList(
+            EncoderLayer(
+                d_model,
+                n_heads,
+                d_ff,
+                dropout,
+                norm_first,
+                activation,
+                norm=norm,
+                n_kv_heads=n_kv_heads,
+                bias=bias,
+                eps=eps,
+                residual=residual,
+            )
+            for _ in range(n_layers)
+        )
+        self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
+
+    def forward(self, x, keep=None, mask=None, rope=None):
+        check_hidden(x, self.d_model, "the encoder input x")
+        check_keep(keep, x.shape[0], x.shape[1], "keep")
+        if mask is not None and not isinstance(mask, torch.Tensor):
+            raise TypeError(f"mask must be a torch.Tensor (bool, or an additive float mask), got {type(mask).__name__}")
+        if keep is not None:
+            pad = key_padding(keep, x.shape[1])  # (B, 1, S, S)
+            if mask is None:
+                mask = pad
+            elif mask.dtype == torch.bool:
+                mask = mask & pad
+            else:  # an additive float mask: padded keys get -inf on top of it
+                mask = torch.where(pad, mask, float("-inf"))
+        for layer in self.layers:
+            x = layer(x, mask=mask, is_causal=self.causal, rope=rope)
+        return self.norm(x)
+
+
+class Decoder(nn.Module):
+    """A stack of ``DecoderLayer``: ``(B, T, d), memory (B, S, d) -> (B, T, d)``.
+
+    ``forward(x, memory, keep=None, memory_keep=None)``: ``keep`` pads the target (B, T),
+    ``memory_keep`` the source (B, S); both bool, True = real token. Always causal.
+    """
+
+    def __init__(
+        self,
+        d_model: int,
+        n_heads: int,
+        d_ff: int,
+        n_layers: int,
+        dropout: float = 0.0,
+        norm_first: bool = True,
+        activation: str = "relu",
+        norm: str = "layer",
+        bias: bool = True,
+        eps: float = 1e-5,
+        residual: bool = True,
+        final_norm: bool | None = None,
+    ):
+        super().__init__()
+        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
+            raise ValueError(f"n_layers must be a positive integer, got {n_layers!r}")
+        self.d_model = d_model
+        self.layers = nn.ModuleList(
+            DecoderLayer(
+                d_model,
+                n_heads,
+                d_ff,
+                dropout,
+                norm_first,
+                activation,
+                norm=norm,
+                bias=bias,
+                eps=eps,
+                residual=residual,
+            )
+            for _ in range(n_layers)
+        )
+        self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
+
+    def forward(self, x, memory, keep=None, memory_keep=None):
+        check_hidden(x, self.d_model, "the decoder input x")
+        check_hidden(memory, self.d_model, "memory (the encoder output)")
+        if memory.shape[0] != x.shape[0]:
+            raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {x.shape[0]}")
+        check_keep(keep, x.shape[0], x.shape[1], "keep (target padding)")
+        check_keep(memory_keep, memory.shape[0], memory.shape[1], "memory_keep (source padding)")
+        t = x.shape[1]
+        self_mask = None if keep is None else key_padding(keep, t)
+        memory_mask = None if memory_keep is None else cross_attention_mask(memory_keep, t)
+        for layer in self.layers:
+            x = layer(x, memory, self_mask=self_mask, memory_mask=memory_mask)
+        return self.norm(x)
