@@ -28,6 +28,7 @@ endif
 NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
 
 .PHONY: help venv install lab lint test browser-test runtimes refresh refresh-all book slides clean distclean
+.PHONY: wheel colab-test
 
 help:
 	@echo "make lab                  install, then JupyterLab on notebooks/"
@@ -40,6 +41,8 @@ help:
 	@echo "make book                 execute all notebooks (full) into build/book/ as HTML"
 	@echo "make slides NB=NAME       reveal.js slides of a stored notebook into build/slides/"
 	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC))"
+	@echo "make wheel                the package wheel into dist/ (Colab's setup cell can install it)"
+	@echo "make colab-test           notebooks 00 01 05 07 (quick) under nbval in a fresh Colab-like venv"
 	@echo "make clean | distclean    remove build outputs | and .venv"
 
 venv install: $(INSTALLED)
@@ -98,8 +101,19 @@ slides: $(INSTALLED)
 	$(RUN) $(BIN)/jupyter nbconvert --to slides --output-dir build/slides notebooks/$(NB_NAME).ipynb
 	@echo "open build/slides/$(NB_NAME).slides.html"
 
+# The package wheel, built in isolation from pyproject.toml (stale build/lib files would leak into it: removed first).
+wheel:
+	rm -rf build/lib build/bdist.* dist/transformer_nb-*.whl
+	$(PYTHON) -m pip wheel --no-deps --progress-bar off -q -w dist .
+	@ls dist/transformer_nb-*.whl
+
+# A fresh Colab-like venv (tools/colab_venv.sh: ipywidgets 7.7.1, a stub google.colab, no companion); the notebooks'
+# own setup cell installs the wheel; WikiText-2 through the loader's download path (tools/colab_test.py says how).
+colab-test: wheel
+	$(PYTHON) tools/colab_test.py $(COLAB_TEST_ARGS)
+
 clean:
-	rm -rf build .pytest_cache
+	rm -rf build dist .pytest_cache
 	find . -path ./.venv -prune -o -name __pycache__ -type d -prune -exec rm -rf {} +
 
 distclean: clean   # the repo's own .venv only, never an environment named with VENV=
