@@ -116,3 +116,58 @@ def test_valid_masks_still_accepted():
     ):
         out, w = sdpa(q, k, v, mask)
         assert torch.isfinite(out).all()
+
+
+# --------------------------------------------------------------------------- issue 18: NaN, inf, odd scales
+
+
+@pytest.mark.parametrize("which", [0, 1, 2])
+@pytest.mark.parametrize("bad", [math.nan, math.inf, -math.inf])
+def test_nan_or_inf_in_query_key_or_value(which, bad):
+    """Before: a NaN output (or NaN weights) came back without a word."""
+    args = list(qkv())
+    args[which][0, 1, 0] = bad
+    with pytest.raises(ValueError, match=f"{['query', 'key', 'value'][which]} contains NaN or inf"):
+        sdpa(*args)
+
+
+@pytest.mark.parametrize(
+    "scale,exc",
+    [(math.nan, ValueError), (math.inf, ValueError), ("0.5", TypeError), (True, TypeError), (1j, TypeError)],
+)
+def test_scale_must_be_a_finite_number(scale, exc):
+    with pytest.raises(exc, match="scale must be a"):
+        sdpa(*qkv(), scale=scale)
+
+
+def test_zero_and_negative_scales_are_plain_arithmetic():
+    q, k, v = qkv()
+    out, w = sdpa(q, k, v, scale=0.0)  # every score 0: uniform weights, the mean of the values
+    assert torch.allclose(w, torch.full_like(w, 1 / 5)) and torch.allclose(out, v.mean(-2, keepdim=True).expand_as(out))
+    out, _ = sdpa(q, k, v, scale=-0.5)
+    assert torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k, v, scale=-0.5), atol=1e-6)
+
+
+def test_d_k_zero_is_refused():
+    """Before: ZeroDivisionError from 1/sqrt(0)."""
+    with pytest.raises(ValueError, match="d_k >= 1"):
+        sdpa(torch.zeros(2, 3, 0), torch.zeros(2, 4, 0), torch.zeros(2, 4, 5))
+
+
+def test_float16_scores_that_overflow_are_refused():
+    q = torch.full((1, 2, 64), 40.0, dtype=torch.float16)
+    with pytest.raises(ValueError, match=r"scores q·kᵀ·scale overflow torch.float16"):
+        sdpa(q, q, q)
+
+
+def test_no_keys_at_all_gives_zero_output():
+    """T_k = 0: every query row is fully masked, so zero weights and a zero output (no NaN)."""
+    out, w = sdpa(torch.randn(2, 3, 4), torch.zeros(2, 0, 4), torch.zeros(2, 0, 5))
+    assert out.shape == (2, 3, 5) and w.shape == (2, 3, 0) and torch.equal(out, torch.zeros(2, 3, 5))
+
+
+def test_check_mask_checks_its_dtype_argument():
+    from transformer_nb.attention import check_mask
+
+    with pytest.raises(TypeError, match="dtype must be a torch.dtype"):
+        check_mask(torch.zeros(2, 2), (2, 2), dtype="float32")

@@ -51,9 +51,9 @@ def test_odd_or_non_positive_d_model_is_refused(d):
     with pytest.raises(ValueError, match="even"):
         sinusoid_frequencies(d)
     if d % 2:
-        with pytest.raises(ValueError, match="d_model must be even"):
+        with pytest.raises(ValueError, match="d_model must be a positive even integer"):
             sinusoidal_encoding(10, d)
-        with pytest.raises(ValueError, match="d_model must be even"):
+        with pytest.raises(ValueError, match="d_model must be a positive even integer"):
             SinusoidalPositionalEncoding(d, max_len=10)
 
 
@@ -74,7 +74,7 @@ def test_offset_past_the_table_raises(module):
     assert module(torch.zeros(1, 4, 8), offset=12).shape == (1, 4, 8)
     with pytest.raises(ValueError, match=r"positions 13\.\.16 exceed .* max_len=16"):
         module(torch.zeros(1, 4, 8), offset=13)
-    with pytest.raises(ValueError, match=r"offset must be >= 0 .*got -1"):
+    with pytest.raises(ValueError, match=r"offset must be >= 0, got -1"):
         module(torch.zeros(1, 4, 8), offset=-1)
 
 

@@ -16,6 +16,8 @@ import math
 
 import torch
 
+from transformer_nb.utils import as_real
+
 
 def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
     """Validate shapes ``q: (..., T_q, d_k)``, ``k: (..., T_k, d_k)``, ``v: (..., T_k, d_v)``.
@@ -29,6 +31,12 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
             raise ValueError(f"{name} must have shape (..., T, d), got {tuple(t.shape)}")
         if not t.is_floating_point():
             raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+        if t.device.type != "meta" and not torch.isfinite(t).all():
+            raise ValueError(f"{name} contains NaN or inf; attention of such values is NaN")
+    if q.shape[-1] == 0:
+        raise ValueError(f"query and key need d_k >= 1, got query {tuple(q.shape)}")
+    if not q.device == k.device == v.device:
+        raise ValueError(f"query, key and value must be on one device, got {q.device}, {k.device}, {v.device}")
     if not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"query, key and value must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     if q.shape[-1] != k.shape[-1]:
@@ -56,6 +64,8 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple, dtype: torch.dtype | Non
     """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if dtype is not None and not isinstance(dtype, torch.dtype):
+        raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
     if mask.dtype != torch.bool and not mask.is_floating_point():
         raise TypeError(
             f"mask must be bool (True = may attend) or an additive float mask, got dtype "
@@ -89,15 +99,26 @@ def scaled_dot_product_attention(
 
     - ``q: (..., T_q, d_k)``, ``k: (..., T_k, d_k)``, ``v: (..., T_k, d_v)``
     - ``mask``: bool (True = may attend) or additive float, broadcastable to ``(..., T_q, T_k)``
-    - ``scale``: defaults to ``1 / sqrt(d_k)``
+    - ``scale``: a finite number, defaults to ``1 / sqrt(d_k)``
     - ``output: (..., T_q, d_v)``, ``weights: (..., T_q, T_k)``; each unmasked row of
       ``weights`` sums to 1, a fully masked row is all zeros.
+
+    NaN or inf in ``q``, ``k``, ``v``, and scores that overflow their dtype (e.g. float16 past
+    65504), are a ``ValueError``: a NaN never comes out.
     """
     batch = check_qkv(q, k, v)
-    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else scale
-    scores = (q @ k.transpose(-2, -1)) * scale  # (..., T_q, T_k)
+    scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else as_real("scale", scale)
     if mask is not None:
         check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
+        if mask.device != q.device:
+            raise ValueError(f"mask is on {mask.device}, the query on {q.device}; move the mask with .to()")
+    scores = (q @ k.transpose(-2, -1)) * scale  # (..., T_q, T_k)
+    if scores.device.type != "meta" and not torch.isfinite(scores).all():
+        raise ValueError(
+            f"the scores q·kᵀ·scale overflow {q.dtype} (largest {torch.finfo(q.dtype).max:.3g}); "
+            f"use smaller query/key values, a smaller scale or a wider dtype"
+        )
+    if mask is not None:
         if mask.dtype == torch.bool:
             scores = scores.masked_fill(~mask, float("-inf"))
         else:

@@ -6,8 +6,11 @@ booleans or exact integers. A failing check raises ``AssertionError`` with both 
 """
 
 import math
+import numbers
 
 import torch
+
+from transformer_nb.utils import as_real
 
 
 def _round(v):
@@ -28,25 +31,37 @@ def _fmt(x) -> str:
     return str(x)
 
 
+def _as_float64(arg: str, x) -> torch.Tensor:
+    """A number, nested list or tensor as a float64 CPU tensor; a clear TypeError for anything else."""
+    if isinstance(x, torch.Tensor):
+        if x.device.type == "meta":
+            raise TypeError(f"{arg} is on the meta device: it has shapes but no values to compare")
+        if x.is_complex():
+            raise TypeError(f"{arg} is complex ({x.dtype}); compare its .real and .imag separately")
+        return x.detach().to("cpu", torch.float64)
+    if isinstance(x, complex):
+        raise TypeError(f"{arg} is complex; compare its .real and .imag separately")
+    try:
+        return torch.as_tensor(x, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        raise TypeError(f"{arg} must be a number, a list of numbers or a tensor, got {type(x).__name__}") from None
+
+
 def check_close(name: str, actual, expected, atol: float = 1e-6, rtol: float = 0.0) -> None:
     """Assert ``|actual - expected| <= atol + rtol*|expected|`` elementwise and print the expected value.
 
-    ``actual``/``expected``: numbers or tensors of the same shape.
+    ``actual``/``expected``: numbers or real tensors of the same shape; ``atol``, ``rtol``: finite, >= 0.
     """
-    a = (
-        torch.as_tensor(actual, dtype=torch.float64).detach().cpu()
-        if not isinstance(actual, torch.Tensor)
-        else actual.detach().to("cpu", torch.float64)
-    )
-    e = (
-        torch.as_tensor(expected, dtype=torch.float64).detach().cpu()
-        if not isinstance(expected, torch.Tensor)
-        else expected.detach().to("cpu", torch.float64)
-    )
+    atol, rtol = as_real("atol", atol), as_real("rtol", rtol)
+    if atol < 0 or rtol < 0:
+        raise ValueError(f"atol and rtol must be >= 0, got atol={atol}, rtol={rtol}")
+    a, e = _as_float64("actual", actual), _as_float64("expected", expected)
     if a.shape != e.shape:
         raise AssertionError(f"{name}: shape {tuple(a.shape)} != expected shape {tuple(e.shape)}")
     if not torch.isfinite(a).all():
         raise AssertionError(f"{name}: contains NaN or inf: {_fmt(a)}")
+    if not torch.isfinite(e).all():
+        raise ValueError(f"expected contains NaN or inf: {_fmt(e)}; a tolerance check needs finite values")
     err = (a - e).abs().max().item() if a.numel() else 0.0
     tol = atol + rtol * (e.abs().max().item() if e.numel() else 0.0)
     if not err <= tol:
@@ -61,19 +76,48 @@ def check_equal(name: str, actual, expected) -> None:
         actual = tuple(actual)
     if isinstance(expected, torch.Size):
         expected = tuple(expected)
-    if isinstance(actual, torch.Tensor) or isinstance(expected, torch.Tensor):
-        ok = torch.equal(torch.as_tensor(actual).cpu(), torch.as_tensor(expected).cpu())
+    arrays = (torch.Tensor, *_numpy("array"))
+    if isinstance(actual, arrays) or isinstance(expected, arrays):
+        for arg, x in (("actual", actual), ("expected", expected)):
+            if isinstance(x, torch.Tensor) and x.device.type == "meta":
+                raise TypeError(f"{arg} is on the meta device: it has shapes but no values to compare")
+        try:
+            ok = torch.equal(torch.as_tensor(actual).cpu(), torch.as_tensor(expected).cpu())
+        except (TypeError, ValueError, RuntimeError):
+            ok = False
     else:
         ok = actual == expected
+        if not isinstance(ok, bool):
+            raise TypeError(f"comparing {type(actual).__name__} with == gave {type(ok).__name__}, not True/False")
     if not ok:
         raise AssertionError(f"{name}: got {_fmt(actual)}, expected {_fmt(expected)}")
     print(f"✓ {name} = {_fmt(expected)}")
 
 
+def _numpy(kind: str) -> tuple:
+    """``(numpy.ndarray,)`` or ``(numpy.bool_,)``; ``()`` without numpy (optional for the package)."""
+    try:
+        import numpy as np
+    except ImportError:
+        return ()
+    return (np.ndarray,) if kind == "array" else (np.bool_,)
+
+
 def check_true(name: str, condition) -> None:
-    """Assert that ``condition`` (a bool or a 1-element bool tensor) holds, and print it."""
+    """Assert that ``condition`` (a bool, or a non-empty bool tensor: all of it) holds, and print it."""
     if isinstance(condition, torch.Tensor):
+        if condition.dtype != torch.bool:
+            raise TypeError(f"condition must be a bool tensor, got dtype {condition.dtype}; compare first")
+        if condition.numel() == 0:
+            raise ValueError("condition is an empty tensor: there is nothing to be true")
         condition = bool(condition.all().item())
+    elif isinstance(condition, _numpy("bool")):
+        condition = bool(condition)
+    if not isinstance(condition, bool):
+        raise TypeError(
+            f"condition must be True/False or a bool tensor, got {type(condition).__name__}; "
+            f"a non-empty list is always truthy"
+        )
     if not condition:
         raise AssertionError(f"{name}: expected True, got False")
     print(f"✓ {name}: True")
@@ -83,8 +127,15 @@ def check_raises(exc_type, must_contain: str, fn, *args, **kwargs) -> str:
     """Assert that ``fn(*args, **kwargs)`` raises ``exc_type`` whose message contains ``must_contain``.
 
     Prints the error's type and message (the message must not contain floats
-    computed at run time) and returns the message.
+    computed at run time) and returns the message. Another exception type is an
+    ``AssertionError`` that names both.
     """
+    if not (isinstance(exc_type, type) and issubclass(exc_type, BaseException)):
+        raise TypeError(f"exc_type must be an exception class such as ValueError, got {exc_type!r}")
+    if not isinstance(must_contain, str):
+        raise TypeError(f"must_contain must be a str, got {type(must_contain).__name__}")
+    if not callable(fn):
+        raise TypeError(f"fn must be callable (it is called to raise), got {type(fn).__name__}")
     try:
         fn(*args, **kwargs)
     except exc_type as err:
@@ -95,9 +146,16 @@ def check_raises(exc_type, must_contain: str, fn, *args, **kwargs) -> str:
             ) from err
         print(f"✓ {exc_type.__name__}: {msg}")
         return msg
+    except Exception as err:
+        raise AssertionError(f"expected {exc_type.__name__}, but {type(err).__name__} was raised: {err}") from err
     raise AssertionError(f"expected {exc_type.__name__} mentioning {must_contain!r}, but nothing was raised")
 
 
 def isclose(a: float, b: float, atol: float = 1e-6) -> bool:
-    """Plain float comparison for use inside asserts."""
+    """Plain float comparison for use inside asserts (``a``, ``b``: real numbers; ``atol`` >= 0)."""
+    for arg, x in (("a", a), ("b", b)):
+        if isinstance(x, bool) or not isinstance(x, numbers.Real):
+            raise TypeError(f"{arg} must be a real number, got {type(x).__name__}")
+    if as_real("atol", atol) < 0:
+        raise ValueError(f"atol must be >= 0, got {atol}")
     return math.isclose(a, b, abs_tol=atol, rel_tol=0.0)

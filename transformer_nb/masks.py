@@ -10,22 +10,14 @@ Shapes: a causal mask is ``(T_q, T_k)``; batch masks are ``(B, 1, T_q, T_k)`` so
 broadcast over heads ``(B, h, T_q, T_k)``.
 """
 
-import operator
-
 import torch
+
+from transformer_nb.utils import as_device, as_int, check_memory
 
 
 def _as_size(name: str, value) -> int:
     """``value`` as a non-negative Python int, or a clear ``TypeError`` / ``ValueError``."""
-    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.is_floating_point()):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
-    if n < 0:
-        raise ValueError(f"{name} must be >= 0, got {n}")
-    return n
+    return as_int(name, value, minimum=0)
 
 
 def _check_bool_mask(fn: str, mask) -> None:
@@ -43,20 +35,31 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
     """
     t_q = _as_size("T_q", t_q)
     t_k = t_q if t_k is None else _as_size("T_k", t_k)
+    device = as_device("device", device)
     if t_k < t_q:
         raise ValueError(f"causal mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
+    check_memory(f"a causal mask of T_q={t_q} x T_k={t_k}", t_q * t_k, device)
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
 
 
 def additive(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
-    """Bool mask -> float mask: 0 where True (attend), -inf where False (blocked)."""
+    """Bool mask -> float mask of ``dtype`` (a floating dtype): 0 where True (attend), -inf where False (blocked)."""
     _check_bool_mask("additive()", mask)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"additive(): dtype must be a floating torch.dtype (it holds -inf), got {dtype!r}")
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
 
 
 def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tensor:
-    """``(B, T)`` bool, True at real tokens, for sequences of the given ``lengths``."""
-    lengths = torch.as_tensor(lengths, device=device)
+    """``(B, T)`` bool, True at real tokens, for sequences of the given ``lengths``.
+
+    ``T`` is ``max_len``, else the longest length.
+    """
+    device = as_device("device", device)
+    try:
+        lengths = torch.as_tensor(lengths, device=device)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"lengths must be a 1-D integer sequence, got {type(lengths).__name__} {lengths!r}") from None
     if lengths.dim() == 1 and lengths.numel() == 0:
         raise ValueError("lengths is empty: a batch needs at least one sequence")
     if lengths.dim() != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool or lengths.is_complex():
@@ -66,6 +69,7 @@ def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tens
     t = int(lengths.max()) if max_len is None else _as_size("max_len", max_len)
     if (lengths > t).any():
         raise ValueError(f"a length exceeds max_len={t}: lengths {lengths.tolist()}")
+    check_memory(f"a padding mask of B={len(lengths)} x T={t}", len(lengths) * t, lengths.device)
     return torch.arange(t, device=lengths.device)[None, :] < lengths[:, None]
 
 
@@ -73,16 +77,20 @@ def padding_mask_from_ids(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """``(B, T)`` bool, True where ``ids != pad_id``."""
     if not isinstance(ids, torch.Tensor):
         raise TypeError(f"ids must be a (B, T) torch.Tensor of token ids, got {type(ids).__name__}")
+    if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+        raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}")
     if ids.dim() != 2:
         raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
-    return ids != pad_id
+    return ids != as_int("pad_id", pad_id, minimum=-(2**63))
 
 
 def key_padding(keep: torch.Tensor, t_q: int = 1) -> torch.Tensor:
     """Key padding ``(B, T_k)`` -> attention mask ``(B, 1, T_q, T_k)`` (padded keys blocked)."""
-    if not isinstance(keep, torch.Tensor) or keep.dim() != 2 or keep.dtype != torch.bool:
-        what = f"{keep.dtype} {tuple(keep.shape)}" if isinstance(keep, torch.Tensor) else type(keep).__name__
-        raise ValueError(f"keep must be a (B, T_k) bool mask, got {what}")
+    if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool:
+        what = f"dtype {keep.dtype}" if isinstance(keep, torch.Tensor) else type(keep).__name__
+        raise TypeError(f"keep must be a (B, T_k) bool mask (True = real token), got {what}")
+    if keep.dim() != 2:
+        raise ValueError(f"keep must be a (B, T_k) bool mask, got shape {tuple(keep.shape)}")
     t_q = _as_size("T_q", t_q)
     return keep[:, None, None, :].expand(-1, 1, t_q, -1)
 
@@ -93,6 +101,8 @@ def self_attention_mask(keep: torch.Tensor, causal: bool = False) -> torch.Tenso
     Padded keys are blocked for every query; with ``causal`` future keys are blocked too.
     Padded *queries* still attend to the real keys (their outputs are ignored by the loss).
     """
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
     mask = key_padding(keep, keep.shape[-1] if isinstance(keep, torch.Tensor) and keep.dim() else 0)
     if causal:
         mask = mask & causal_mask(keep.shape[-1], device=keep.device)
@@ -105,7 +115,10 @@ def cross_attention_mask(src_keep: torch.Tensor, t_q: int) -> torch.Tensor:
 
 
 def combine(*masks: torch.Tensor) -> torch.Tensor:
-    """Logical AND of bool masks (broadcast): a key is visible only if every mask allows it."""
+    """Logical AND of bool masks (broadcast): a key is visible only if every mask allows it.
+
+    ``None`` arguments are skipped; with no mask at all the result is ``None`` (nothing is blocked).
+    """
     out = None
     for m in masks:
         if m is None:

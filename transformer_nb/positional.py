@@ -18,6 +18,8 @@ from numbers import Integral
 import torch
 import torch.nn as nn
 
+from transformer_nb.utils import as_device, as_int, as_real, check_memory
+
 
 def sinusoid_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
     """``(d_model/2,)`` float64 angular frequencies ``ω_i = base^(-2i/d_model)``, ``i = 0 .. d_model/2 - 1``."""
@@ -25,36 +27,37 @@ def sinusoid_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
         raise ValueError(
             f"sinusoidal encodings pair sin/cos dimensions, so d_model must be a positive even integer, got {d_model!r}"
         )
-    if not base > 0:
-        raise ValueError(f"base must be positive, got {base!r}")
+    base = as_real("base", base, positive=True)
     return base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
 
 
 def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
     """``(n_positions, d_model)``: PE[p, 2i] = sin(p / base^(2i/d)), PE[p, 2i+1] = cos(p / base^(2i/d))."""
-    if d_model % 2:
-        raise ValueError(f"sinusoidal encodings pair sin/cos dimensions, so d_model must be even, got {d_model}")
-    if n_positions < 0:
-        raise ValueError(f"n_positions must be >= 0, got {n_positions}")
+    n_positions = as_int("n_positions", n_positions)
+    inv_freq = sinusoid_frequencies(d_model, base)  # checks d_model and base
+    check_memory(f"a sinusoidal table of n_positions={n_positions} x d_model={d_model}", 12 * n_positions * d_model)
     pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (T, 1)
-    inv_freq = sinusoid_frequencies(d_model, base)  # (d/2,)
     pe = torch.zeros(n_positions, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(pos * inv_freq)
     pe[:, 1::2] = torch.cos(pos * inv_freq)
     return pe.float()
 
 
-def _check_length(t: int, offset: int, max_len: int, kind: str) -> None:
-    if offset < 0:
-        raise ValueError(f"offset must be >= 0 (the position of the first token), got {offset}")
+def _check_length(t: int, offset, max_len: int, kind: str) -> int:
+    offset = as_int("offset", offset)  # the position of the first token
     if offset + t > max_len:
         raise ValueError(
             f"positions {offset}..{offset + t - 1} exceed the {kind} table of max_len={max_len}; "
             f"use sequences of at most {max_len} tokens or build the module with a larger max_len"
         )
+    return offset
 
 
 def _check_input(x: torch.Tensor, d_model: int, kind: str) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{kind} expects x as a torch.Tensor of shape (B, T, d_model), got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{kind} adds to embeddings: x must be a floating-point tensor, got dtype {x.dtype}")
     if x.dim() != 3 or x.shape[-1] != d_model:
         raise ValueError(f"{kind} expects x of shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
 
@@ -64,12 +67,13 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 5000, base: float = 10000.0):
         super().__init__()
-        self.max_len, self.d_model = max_len, d_model
-        self.register_buffer("pe", sinusoidal_encoding(max_len, d_model, base), persistent=False)
+        pe = sinusoidal_encoding(as_int("max_len", max_len, minimum=1), d_model, base)  # checks d_model and base
+        self.max_len, self.d_model = int(max_len), int(d_model)
+        self.register_buffer("pe", pe, persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_input(x, self.d_model, "SinusoidalPositionalEncoding")
-        _check_length(x.shape[1], offset, self.max_len, "sinusoidal")
+        offset = _check_length(x.shape[1], offset, self.max_len, "sinusoidal")
         return x + self.pe[offset : offset + x.shape[1]].to(x.dtype)
 
 
@@ -78,30 +82,32 @@ class LearnedPositionalEmbedding(nn.Module):
 
     def __init__(self, max_len: int, d_model: int):
         super().__init__()
-        self.max_len, self.d_model = max_len, d_model
-        self.emb = nn.Embedding(max_len, d_model)
+        self.max_len, self.d_model = as_int("max_len", max_len, minimum=1), as_int("d_model", d_model, minimum=1)
+        self.emb = nn.Embedding(self.max_len, self.d_model)
         nn.init.normal_(self.emb.weight, std=0.02)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         _check_input(x, self.d_model, "LearnedPositionalEmbedding")
-        _check_length(x.shape[1], offset, self.max_len, "learned position")
+        offset = _check_length(x.shape[1], offset, self.max_len, "learned position")
         pos = torch.arange(offset, offset + x.shape[1], device=x.device)
-        return x + self.emb(pos)
+        return x + self.emb(pos).to(x.dtype)  # the output keeps x's dtype
 
 
 def embedding_scale(d_model: int) -> float:
     """The ``sqrt(d_model)`` factor the original Transformer multiplies token embeddings by."""
-    return math.sqrt(d_model)
+    return math.sqrt(as_int("d_model", d_model, minimum=1))
 
 
 # --------------------------------------------------------------------------- ALiBi
 
 
-def _check_heads(n_heads) -> None:
+def _check_heads(n_heads) -> int:
     if isinstance(n_heads, bool) or not isinstance(n_heads, Integral):
         raise TypeError(f"n_heads must be an int, got {type(n_heads).__name__}")
     if n_heads <= 0:
         raise ValueError(f"ALiBi needs at least one head: n_heads must be >= 1, got {n_heads}")
+    check_memory(f"ALiBi slopes for n_heads={n_heads}", 8 * int(n_heads))
+    return int(n_heads)
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
@@ -113,8 +119,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
       followed by the first ``n_heads - n0`` of the odd-numbered slopes of ``2·n0`` heads
       (``2^(-8(2j-1)/(2·n0))``, ``j = 1, 2, ...``), which interleave between them.
     """
-    _check_heads(n_heads)
-    n_heads = int(n_heads)
+    n_heads = _check_heads(n_heads)
     n0 = 1 << (n_heads.bit_length() - 1)  # largest power of 2 <= n_heads
     head = torch.arange(1, n0 + 1, dtype=torch.float64)
     slopes = 2.0 ** (-8.0 * head / n0)
@@ -132,10 +137,14 @@ def alibi_bias(t_q: int, n_heads: int, t_k: int | None = None, dtype=torch.float
     broadcasts over the batch); combine it with ``is_causal=True`` for a decoder, where only
     ``j <= pos_i`` survive and the bias is the paper's ``-m_h·(pos_i - j)``.
     """
-    _check_heads(n_heads)
-    t_k = t_q if t_k is None else t_k
-    if t_q < 0 or t_k < t_q:
+    n_heads, t_q = _check_heads(n_heads), as_int("T_q", t_q)
+    t_k = t_q if t_k is None else as_int("T_k", t_k)
+    device = as_device("device", device)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype (the bias is fractional), got {dtype!r}")
+    if t_k < t_q:
         raise ValueError(f"alibi_bias needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
+    check_memory(f"an ALiBi bias of n_heads={n_heads} x T_q={t_q} x T_k={t_k}", 16 * n_heads * t_q * t_k, device)
     q_pos = torch.arange(t_k - t_q, t_k, dtype=torch.float64)
     k_pos = torch.arange(t_k, dtype=torch.float64)
     dist = (q_pos[:, None] - k_pos[None, :]).abs()  # (T_q, T_k)
@@ -151,8 +160,8 @@ class ALiBi(nn.Module):
 
     def __init__(self, n_heads: int):
         super().__init__()
-        self.n_heads = n_heads
-        self.register_buffer("slopes", alibi_slopes(n_heads).float(), persistent=False)
+        self.register_buffer("slopes", alibi_slopes(n_heads).float(), persistent=False)  # checks n_heads
+        self.n_heads = int(n_heads)
 
     def forward(self, t_q: int, t_k: int | None = None) -> torch.Tensor:
         return alibi_bias(t_q, self.n_heads, t_k, dtype=self.slopes.dtype, device=self.slopes.device)

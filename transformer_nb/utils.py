@@ -5,6 +5,9 @@ The profile is chosen by the environment variable ``TNB_PROFILE``:
 ``quick`` (what ``make test`` and CI run).
 """
 
+import math
+import numbers
+import operator
 import os
 import platform
 import random
@@ -65,6 +68,77 @@ def _check_seed(seed) -> int:
     if not 0 <= seed < 2**32:
         raise ValueError(f"seed must be in 0 .. 2**32 - 1 (numpy's range), got {seed}")
     return seed
+
+
+# --------------------------------------------------------------------------- argument checks (used by every module)
+
+
+def as_int(name: str, value, minimum: int = 0) -> int:
+    """``value`` as a Python int ``>= minimum``; else a ``TypeError`` / ``ValueError`` that names ``name``.
+
+    Accepts ints, numpy ints and 0-d integer tensors; refuses bools, floats (even ``2.0``) and strings.
+    """
+    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+    if n < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {n}")
+    return n
+
+
+def as_real(name: str, value, positive: bool = False) -> float:
+    """``value`` as a finite Python float (``> 0`` if ``positive``); bools, strings and NaN/inf are refused."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    x = float(value)
+    if not math.isfinite(x) or (positive and x <= 0):
+        raise ValueError(f"{name} must be a finite{' positive' if positive else ''} number, got {value!r}")
+    return x
+
+
+def as_device(name: str, device) -> torch.device | None:
+    """``None``, or a ``torch.device`` that exists here (``meta`` included); else an error naming ``name``."""
+    if device is None:
+        return None
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name} must be a device name such as 'cpu', got {type(device).__name__}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"{name} must be one of {', '.join([*available_devices(), 'meta'])}, got {device!r}") from None
+    if dev.type not in ("cpu", "meta") and str(dev) not in available_devices():
+        raise ValueError(
+            f"{name}={str(dev)!r} is not on this machine; the devices here: {', '.join(available_devices())}"
+        )
+    return dev
+
+
+def memory_of(device=None) -> int | None:
+    """Bytes of memory of ``device`` (CPU: physical RAM; CUDA: the GPU's), or None if unknown/unbounded (meta)."""
+    dev = torch.device(device or "cpu")
+    if dev.type == "cuda":
+        return torch.cuda.get_device_properties(dev).total_memory
+    if dev.type == "cpu" and hasattr(os, "sysconf"):
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return None
+    return None
+
+
+def check_memory(what: str, n_bytes: int, device=None) -> None:
+    """``ValueError`` naming ``what`` when a tensor of ``n_bytes`` cannot fit in ``device``'s memory."""
+    limit = memory_of(device)
+    if limit is not None and n_bytes > limit:
+        raise ValueError(
+            f"{what} would need {n_bytes / 2**30:.3g} GiB, more than the {limit / 2**30:.3g} GiB of memory "
+            f"of {torch.device(device or 'cpu')}; use smaller sizes"
+        )
 
 
 def seed_everything(seed: int = 0) -> None:

@@ -1,0 +1,61 @@
+"""``utils.as_int``, ``as_real``, ``as_device`` and ``check_memory``: the argument checks every module uses."""
+
+import math
+
+import numpy as np
+import pytest
+import torch
+
+from transformer_nb.utils import Env, as_device, as_int, as_real, available_devices, check_memory, memory_of
+
+
+@pytest.mark.parametrize("good,expected", [(3, 3), (np.int64(3), 3), (torch.tensor(3), 3), (0, 0)])
+def test_as_int_accepts_integers(good, expected):
+    assert as_int("n", good) == expected and type(as_int("n", good)) is int
+
+
+@pytest.mark.parametrize(
+    "bad,exc",
+    [(2.0, TypeError), (True, TypeError), ("3", TypeError), (None, TypeError), (torch.tensor(True), TypeError)],
+)
+def test_as_int_refuses_non_integers(bad, exc):
+    with pytest.raises(exc, match="size must be an int"):
+        as_int("size", bad)
+
+
+def test_as_int_minimum():
+    with pytest.raises(ValueError, match="size must be >= 1, got 0"):
+        as_int("size", 0, minimum=1)
+
+
+def test_as_real():
+    assert as_real("x", 2) == 2.0 and as_real("x", np.float32(0.5)) == 0.5 and as_real("x", torch.tensor(1.5)) == 1.5
+    for bad, exc in [(math.nan, ValueError), (-math.inf, ValueError), (True, TypeError), ("1", TypeError)]:
+        with pytest.raises(exc, match="x must be a"):
+            as_real("x", bad)
+    with pytest.raises(ValueError, match="x must be a finite positive number"):
+        as_real("x", 0.0, positive=True)
+
+
+def test_as_device():
+    assert as_device("device", None) is None and as_device("device", "cpu") == torch.device("cpu")
+    assert as_device("device", "meta").type == "meta"
+    with pytest.raises(ValueError, match="device must be one of cpu"):
+        as_device("device", "banana")
+    with pytest.raises(TypeError, match="device must be a device name"):
+        as_device("device", 3)
+    if "cuda" not in available_devices():
+        with pytest.raises(ValueError, match="device='cuda' is not on this machine"):
+            as_device("device", "cuda")
+
+
+def test_check_memory():
+    check_memory("a small tensor", 1024)
+    check_memory("anything on meta", 10**30, "meta")  # meta tensors allocate nothing
+    with pytest.raises(ValueError, match="a huge mask would need .* GiB, more than the"):
+        check_memory("a huge mask", 10 * memory_of("cpu"))
+
+
+def test_env_is_a_plain_record():
+    env = Env(profile="quick", device=torch.device("cpu"), seed=0, threads=1)
+    assert "profile: quick" in str(env) and "device: cpu" in str(env)
