@@ -1,0 +1,135 @@
+"""The claims ledger: every entry's check passes, the structure holds, the known defects and re-judged
+corrections carry the right verdicts, and the interfaces (report, cite, the command line) behave."""
+
+import inspect
+import json
+import re
+import subprocess
+import sys
+
+import pytest
+
+from transformer_nb import claims as L
+from transformer_nb.claims import _base
+from transformer_nb.claims.__main__ import main
+
+CHECKED = [c for c in L.LEDGER if c.check is not None]
+
+
+@pytest.mark.parametrize("claim", CHECKED, ids=[c.id for c in CHECKED])
+def test_every_check_passes(claim):
+    claim.check()
+
+
+def test_structure_is_valid():
+    assert L.problems() == {}
+    assert len({c.id for c in L.LEDGER}) == len(L.LEDGER)
+    assert all(c.status in L.STATUSES for c in L.LEDGER)
+
+
+def test_size_and_coverage():
+    assert len(L.LEDGER) >= 80
+    per_text = {t: len(L.claims(text=t)) for t in L.TEXTS}
+    assert min(per_text.values()) >= 15, per_text
+    assert {c.status for c in L.LEDGER} == set(L.STATUSES)
+    assert sum(n for row in L.counts().values() for n in row.values()) == len(L.LEDGER)
+
+
+def test_required_fields_per_status_are_enforced():
+    base = dict(id="000-x-y", text="000", section="§1", claim="c", value="v", how="h", notebook="01")
+    assert _base.Claim(status=L.CONFIRMED, source="s", **base).problems() == []
+    assert "needs 'correct'" in " ".join(_base.Claim(status=L.WRONG, source="s", **base).problems())
+    assert "needs 'correct'" in " ".join(_base.Claim(status=L.IMPRECISE, source="s", **base).problems())
+    assert "needs 'why'" in " ".join(_base.Claim(status=L.NOT_CHECKABLE, **base).problems())
+    assert "check function or a cited source" in " ".join(_base.Claim(status=L.CONFIRMED, **base).problems())
+    bad = _base.Claim(status="true", **{**base, "text": "007", "notebook": "99", "id": "x"}).problems()
+    assert len(bad) == 5, bad  # id, text, status, notebook, and no check or source
+
+
+def test_every_check_can_fail():
+    """A check function must assert something (directly, via close(), or via another check)."""
+    for c in CHECKED:
+        src = inspect.getsource(c.check)
+        assert re.search(r"\bassert\b|\bclose\(|\braise AssertionError|\b_\w+\(\)", src), c.id
+
+
+def test_a_failing_check_is_reported_by_id(monkeypatch, capsys):
+    def broken():
+        assert 1 + 1 == 3, "arithmetic"
+
+    fake = _base.Claim("001-test-fail", "001", "§0", "one plus one is three", L.CONFIRMED, "3", "h", "09", check=broken)
+    assert L.run_checks([fake])["001-test-fail"].startswith("AssertionError: arithmetic")
+    monkeypatch.setattr(L, "LEDGER", (*L.LEDGER, fake))
+    with pytest.raises(AssertionError, match="001-test-fail"):
+        L.report(notebook="09")
+    assert "✗ check FAILS" in capsys.readouterr().out
+
+
+def test_the_five_known_defects_have_entries():
+    ls = L.get("001-19.9.2-rule")  # (a) the text's rule is tensor2tensor's
+    assert ls.status == L.CONFIRMED and "vocab_size - 1" in ls.source and "09 §4" in ls.nb_error
+    expsum = L.get("000-8.2.5-expsum")  # (b) 7.7354, not 7.7356
+    assert expsum.status == L.WRONG and "7.7354" in expsum.nb_error and "7.7357" in expsum.correct
+    peers = L.get("000-ex8.9-ppl")  # (c) 372.6 needed AdamW; SGD gave 536.3
+    assert "536.3" in peers.nb_error and "AdamW" in peers.nb_error and "issue 5" in peers.source
+    for cid in ("002-gpt2", "003-families"):  # (d) 07's GPT-2 sizes are not the texts'
+        assert "117M" in L.get(cid).nb_error and L.get(cid).status == L.CONFIRMED
+    cross = L.get("000-ex8.4-crossover")  # (e) the whole-layer crossover
+    assert cross.status == L.WRONG and "2d + d_ff = 6d" in cross.correct and "T > 2d" in cross.nb_error
+
+
+def test_the_rejudged_corrections():
+    assert L.get("000-8.5.4-linear").status == L.IMPRECISE and L.get("004-6.2-linear").status == L.IMPRECISE
+    assert L.get("004-6.1-orthogonal").status == L.IMPRECISE
+    assert L.get("004-5.7-128k").status == L.CONFIRMED
+    assert L.get("000-8.5.3-eps").status == L.CONFIRMED and "norm_epsilon=1e-6" in L.get("000-8.5.3-eps").source
+    assert all(L.get(c).nb_error for c in ("000-8.5.4-linear", "004-6.1-orthogonal", "004-5.7-128k", "000-8.5.3-eps"))
+
+
+def test_report_is_deterministic_and_complete(capsys):
+    L.report(notebook="01")
+    first = capsys.readouterr().out
+    L.report(notebook="01")
+    assert capsys.readouterr().out == first
+    assert first.startswith("Claims ledger (notebook 01): ") and "all pass" in first
+    assert all(c.id in first for c in L.claims(notebook="01"))
+    assert "0x" not in first  # no addresses or other run-dependent text
+
+
+def test_cite_get_and_bad_input():
+    assert L.cite("004-5.2-scores").startswith("[004-5.2-scores] 004 §5.2: wrong — QKᵀ = [[1, 1, 1]")
+    with pytest.raises(KeyError, match="did you mean 000-8.2.5-expsum"):
+        L.get("000-8.2.5-expsun")
+    with pytest.raises(ValueError, match="text='005'"):
+        L.claims(text="005")
+    with pytest.raises(ValueError, match="status='true'"):
+        L.claims(status="true")
+    with pytest.raises(ValueError, match="no claims"):
+        L.report(notebook="11", status=L.WRONG)
+
+
+def test_markdown_table_escapes_pipes():
+    md = L.markdown(L.claims(text="003"))
+    assert md.count("\n") == len(L.claims(text="003")) + 1
+    assert all(line.startswith("| `") and line.endswith(" |") for line in md.splitlines()[2:])
+
+
+def test_command_line(capsys):
+    assert main(["--text", "002"]) == 0
+    out = capsys.readouterr().out
+    assert "002-kv-40gb" in out and "claims (" in out
+    assert main(["--check", "--text", "003"]) == 0 and "0 fail" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["--text", "009"])
+    assert exc.value.code == 2 and "invalid choice" in capsys.readouterr().err
+
+
+def test_python_dash_m_json():
+    out = subprocess.run(
+        [sys.executable, "-m", "transformer_nb.claims", "--json"], capture_output=True, text=True, check=True
+    )
+    data = json.loads(out.stdout)
+    assert len(data) == len(L.LEDGER) >= 80
+    assert set(data[0]) == set(_base.Claim.__dataclass_fields__)
+    assert {d["text"] for d in data} == set(L.TEXTS)
+    assert all(d["status"] in L.STATUSES for d in data)

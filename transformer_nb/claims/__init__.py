@@ -1,0 +1,185 @@
+"""The claims ledger: every checkable claim of the five source texts, with our verdict, in one place.
+
+Each entry (:class:`Claim`) says what a text claims, whether it is ``confirmed``, ``wrong`` (with the correct
+value), ``imprecise`` (defensible, stated more exactly) or ``not checkable here`` (with why), what we computed
+or which primary source we read, and which notebook's audit appendix it belongs to. Entries that code can check
+carry a cheap ``check`` function. Notebooks cite entries by id instead of repeating a refutation::
+
+    from transformer_nb.claims import cite, report
+    report(notebook="01")            # the claims of notebook 01, their checks run
+    print(cite("000-8.2.5-expsum"))  # one line, to quote in prose
+
+``python -m transformer_nb.claims`` prints the ledger as a table (``--json`` for JSON).
+"""
+
+from __future__ import annotations
+
+import difflib
+import json
+import sys
+import textwrap
+
+from . import text000a, text000b, text000c, text001a, text001b, text002, text003, text004a, text004b
+from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, NOTEBOOKS, STATUSES, TEXTS, WRONG, Claim
+
+__all__ = [
+    "CONFIRMED",
+    "IMPRECISE",
+    "LEDGER",
+    "NOT_CHECKABLE",
+    "STATUSES",
+    "TEXTS",
+    "WRONG",
+    "Claim",
+    "cite",
+    "claims",
+    "counts",
+    "get",
+    "markdown",
+    "problems",
+    "report",
+    "run_checks",
+    "table",
+    "to_json",
+]
+
+LEDGER: tuple[Claim, ...] = tuple(
+    c
+    for m in (text000a, text000b, text000c, text001a, text001b, text002, text003, text004a, text004b)
+    for c in m.CLAIMS
+)
+_BY_ID = {c.id: c for c in LEDGER}
+
+
+def get(claim_id: str) -> Claim:
+    """The entry with this id; a ``KeyError`` that suggests close ids otherwise."""
+    if claim_id not in _BY_ID:
+        near = difflib.get_close_matches(str(claim_id), _BY_ID, n=3)
+        raise KeyError(f"no claim {claim_id!r} in the ledger" + (f"; did you mean {', '.join(near)}?" if near else ""))
+    return _BY_ID[claim_id]
+
+
+def _one_of(name: str, value, allowed) -> None:
+    if value is not None and value not in allowed:
+        raise ValueError(f"{name}={value!r} is not one of {', '.join(map(str, allowed))}")
+
+
+def claims(text: str | None = None, notebook: str | None = None, status: str | None = None) -> list[Claim]:
+    """The entries of one text (``"000"``…``"004"``), one notebook (``"00"``…``"11"``) and/or one status."""
+    _one_of("text", text, TEXTS)
+    _one_of("notebook", notebook, NOTEBOOKS)
+    _one_of("status", status, STATUSES)
+    return [
+        c
+        for c in LEDGER
+        if (text is None or c.text == text)
+        and (notebook is None or c.notebook == notebook)
+        and (status is None or c.status == status)
+    ]
+
+
+def counts(entries=None) -> dict[str, dict[str, int]]:
+    """``{text: {status: n}}`` over ``entries`` (default: the whole ledger); every text and status is present."""
+    out = {t: dict.fromkeys(STATUSES, 0) for t in TEXTS}
+    for c in LEDGER if entries is None else entries:
+        out[c.text][c.status] += 1
+    return out
+
+
+def cite(claim_id: str) -> str:
+    """One line for prose: id, text and section, verdict, and the correct value or exact statement."""
+    c = get(claim_id)
+    detail = {WRONG: c.correct, IMPRECISE: c.correct, NOT_CHECKABLE: c.why}.get(c.status, c.value)
+    return f"[{c.id}] {c.text} {c.section}: {c.status} — {detail}"
+
+
+def problems() -> dict[str, list[str]]:
+    """Structural problems per entry id (empty when the ledger is well formed), duplicate ids included."""
+    out = {c.id: c.problems() for c in LEDGER if c.problems()}
+    for cid in {c.id for c in LEDGER if sum(d.id == c.id for d in LEDGER) > 1}:
+        out.setdefault(cid, []).append("duplicate id")
+    return out
+
+
+def run_checks(entries=None) -> dict[str, str]:
+    """Run the check of every entry that has one; returns ``{id: error}`` for those that fail."""
+    failures = {}
+    for c in LEDGER if entries is None else entries:
+        if c.check is not None:
+            try:
+                c.check()
+            except Exception as exc:  # a check that crashes is a failing check, reported by id
+                failures[c.id] = f"{type(exc).__name__}: {exc}"
+    return failures
+
+
+def _summary(entries) -> str:
+    n = {s: sum(c.status == s for c in entries) for s in STATUSES}
+    return f"{len(entries)} claims (" + ", ".join(f"{n[s]} {s}" for s in STATUSES) + ")"
+
+
+def _wrap(label: str, text: str, width: int = 100) -> str:
+    return textwrap.fill(text, width=width, initial_indent=f"  {label:<8} ", subsequent_indent=" " * 11)
+
+
+def report(
+    notebook: str | None = None, text: str | None = None, status: str | None = None, run: bool = True, file=None
+) -> None:
+    """Print the selected entries (and run their checks): text that is the same on every device and profile,
+    for an nbval-checked cell. Raises ``AssertionError`` naming every entry whose check fails."""
+    entries = claims(text=text, notebook=notebook, status=status)
+    if not entries:
+        raise ValueError(f"no claims for notebook={notebook!r}, text={text!r}, status={status!r}")
+    failures = run_checks(entries) if run else {}
+    file = file or sys.stdout
+    scope = ", ".join(f"{k} {v}" for k, v in (("notebook", notebook), ("text", text), ("status", status)) if v)
+    n_checks = sum(c.check is not None for c in entries)
+    print(
+        f"Claims ledger ({scope or 'all'}): {_summary(entries)}; "
+        f"{n_checks} checks {'run' if run else 'not run'}" + (", all pass" if run and not failures else ""),
+        file=file,
+    )
+    for c in entries:
+        mark = "" if c.check is None or not run else (" ✗ check FAILS" if c.id in failures else " ✓ checked")
+        print(f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}", file=file)
+        print(_wrap("claim:", c.claim), file=file)
+        for label, body in (
+            ("correct:", c.correct if c.status == WRONG else ""),
+            ("exactly:", c.correct if c.status == IMPRECISE else ""),
+            ("why:", c.why),
+            ("found:", c.value if c.status in (CONFIRMED,) else ""),
+            ("source:", c.source),
+        ):
+            if body:
+                print(_wrap(label, body), file=file)
+    if failures:
+        raise AssertionError("ledger checks failed: " + "; ".join(f"{k}: {v}" for k, v in failures.items()))
+
+
+def table(entries=None, width: int = 60) -> str:
+    """A plain-text table: id, text §, status, the claim (cut to ``width`` characters)."""
+    entries = list(LEDGER if entries is None else entries)
+    rows = [("id", "where", "status", "claim")]
+    rows += [
+        (c.id, f"{c.text} {c.section}"[:24], c.status, c.claim if len(c.claim) <= width else c.claim[: width - 1] + "…")
+        for c in entries
+    ]
+    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    lines = [f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}" for r in rows]
+    lines.insert(1, "-" * (sum(w) + 6 + min(width, max(len(r[3]) for r in rows))))
+    return "\n".join([*lines, "", _summary(entries)])
+
+
+def markdown(entries=None) -> str:
+    """A Markdown table for a notebook: id, section, verdict, the claim, and what is correct or found."""
+    esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
+    out = ["| id | § | verdict | the text says | correct / exactly / why / found |", "|---|---|---|---|---|"]
+    for c in LEDGER if entries is None else entries:
+        detail = {WRONG: c.correct, IMPRECISE: c.correct, NOT_CHECKABLE: c.why}.get(c.status, c.value)
+        out.append(f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(detail)} |")
+    return "\n".join(out)
+
+
+def to_json(entries=None) -> str:
+    """The entries as a JSON list of objects with every field (``check``: the check function's name or null)."""
+    return json.dumps([c.as_dict() for c in (LEDGER if entries is None else entries)], ensure_ascii=False, indent=1)

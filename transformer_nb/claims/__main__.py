@@ -1,0 +1,47 @@
+"""``python -m transformer_nb.claims``: the ledger as a table, or as JSON with ``--json``.
+
+python -m transformer_nb.claims                      # every entry, one line each, and the counts
+python -m transformer_nb.claims --text 002 --status wrong
+python -m transformer_nb.claims --notebook 01 --report   # full entries, checks run (what a notebook shows)
+python -m transformer_nb.claims --json > ledger.json
+python -m transformer_nb.claims --check                  # run every check; exit 1 if one fails
+"""
+
+import argparse
+import sys
+
+from . import NOTEBOOKS, STATUSES, TEXTS, claims, report, run_checks, table, to_json
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="python -m transformer_nb.claims", description=__doc__.splitlines()[0])
+    p.add_argument("--text", choices=TEXTS, help="only this source text")
+    p.add_argument("--notebook", choices=NOTEBOOKS, help="only the entries that belong to this notebook")
+    p.add_argument("--status", choices=STATUSES, help="only this verdict")
+    out = p.add_mutually_exclusive_group()
+    out.add_argument("--json", action="store_true", help="JSON: a list of entries with all fields")
+    out.add_argument("--report", action="store_true", help="full entries, with their checks run")
+    out.add_argument("--check", action="store_true", help="run the checks; exit 1 if one fails")
+    args = p.parse_args(argv)
+    entries = claims(text=args.text, notebook=args.notebook, status=args.status)
+    if args.json:
+        print(to_json(entries))
+    elif args.report:
+        try:
+            report(notebook=args.notebook, text=args.text, status=args.status)
+        except AssertionError as exc:
+            print(exc, file=sys.stderr)
+            return 1
+    elif args.check:
+        failures = run_checks(entries)
+        for cid, err in failures.items():
+            print(f"FAIL {cid}: {err}")
+        print(f"{sum(c.check is not None for c in entries) - len(failures)} checks pass, {len(failures)} fail")
+        return 1 if failures else 0
+    else:
+        print(table(entries))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,86 @@
+"""One entry of the claims ledger, and the rules every entry must satisfy.
+
+A :class:`Claim` records one checkable statement of one of the five source texts: what the text says, our
+verdict (one of :data:`STATUSES`), the value we computed or the primary source we read, how we got it, the
+notebook whose audit appendix it belongs to, and, where code can check it, a ``check`` function that raises
+``AssertionError`` when the recorded verdict stops being true.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE = "confirmed", "wrong", "imprecise", "not checkable here"
+STATUSES = (CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE)
+TEXTS = ("000", "001", "002", "003", "004")
+NOTEBOOKS = tuple(f"{i:02d}" for i in range(12))  # 00..11: the notebooks whose appendices cite the ledger
+ID_PATTERN = re.compile(r"^00[0-4]-[A-Za-z0-9.\-]+$")
+
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of one text, with our verdict.
+
+    ``correct`` is required for ``wrong`` (the correct value) and ``imprecise`` (the exact statement);
+    ``why`` is required for ``not checkable here``. ``nb_error`` records a statement of today's notebooks
+    about this claim that is itself wrong or overreaching, with what it should say.
+    """
+
+    id: str
+    text: str
+    section: str
+    claim: str
+    status: str
+    value: str
+    how: str
+    notebook: str
+    correct: str = ""
+    why: str = ""
+    source: str = ""
+    nb_check: str = ""
+    nb_error: str = ""
+    check: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+
+    def problems(self) -> list[str]:
+        """Everything wrong with this entry's structure (an empty list when it is well formed)."""
+        out = []
+        if not ID_PATTERN.match(self.id) or not self.id.startswith(self.text):
+            out.append(f"id {self.id!r} must look like '{self.text}-<section>-<slug>'")
+        if self.text not in TEXTS:
+            out.append(f"text {self.text!r} is not one of {TEXTS}")
+        if self.status not in STATUSES:
+            out.append(f"status {self.status!r} is not one of {STATUSES}")
+        if self.notebook not in NOTEBOOKS:
+            out.append(f"notebook {self.notebook!r} is not one of 00..11")
+        for name in ("section", "claim", "how"):
+            if not getattr(self, name).strip():
+                out.append(f"{name} is empty")
+        if self.status in (WRONG, IMPRECISE) and not self.correct.strip():
+            out.append(f"a {self.status!r} entry needs 'correct'")
+        if self.status == NOT_CHECKABLE and not self.why.strip():
+            out.append("a 'not checkable here' entry needs 'why'")
+        if self.status != NOT_CHECKABLE:
+            if not self.value.strip():
+                out.append("needs 'value' (what we computed or found)")
+            if self.check is None and not self.source.strip():
+                out.append("needs a check function or a cited source")
+        return out
+
+    def as_dict(self) -> dict:
+        """All fields as JSON-ready values; ``check`` becomes the check function's name (or null)."""
+        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "check"}
+        d["check"] = self.check.__name__ if self.check else None
+        return d
+
+
+def factory(text: str) -> Callable[..., Claim]:
+    """A constructor for one text's data module: ``C(id, section, claim, status, value, how, notebook, **kw)``."""
+
+    def make(id, section, claim, status, value, how, notebook, **kw) -> Claim:
+        return Claim(
+            id=id, text=text, section=section, claim=claim, status=status, value=value, how=how, notebook=notebook, **kw
+        )
+
+    return make
