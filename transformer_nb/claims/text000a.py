@@ -180,7 +180,7 @@ CLAIMS = [
     C("000-8.2.3-range3", "§8.2.3", "after scaling, the softmax inputs stay in [−3, +3]", IMPRECISE,
       "99.73% of them (Gaussian limit); about 708 of the 262,144 scores of one 512×512 matrix fall outside",
       "computed", "01", correct="about 99.7% of the scaled scores lie in [−3, +3]; hundreds per 512×512 matrix lie "
-      "outside, the largest near ±5", nb_check="01 appendix: ''stay in [-3, +3]' is false'", check=_range3),
+      "outside, the largest near ±5", nb_check="01 appendix: the 'stay in [-3, +3]' check", check=_range3),
     C("000-8.2.3-quote", "§8.2.3", "the paper: 'We suspect that for large values of d_k, the dot products grow "
       "large in magnitude, pushing the softmax function into regions where it has extremely small gradients'",
       CONFIRMED, "quoted correctly", "primary source", "01", source=f"{PAPER}, §3.2.1"),
