@@ -1,62 +1,150 @@
-"""The checker framework: accepts the reference, names the typical mistake, never leaks the solution."""
+"""The checker framework: a nudge that names the symptom, escalating hints, the solution only on request, and
+nothing silently wrong (issue 18, item 9): a time limit with a message, comparisons with tensors and never
+with `!=` on arbitrary objects, and the kind of an answer (None, type, device, dtype) named before its values."""
+
+import threading
+import time
 
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises.compare import allclose, type_problem
+from transformer_nb.exercises.reversal import shift_ex
+from transformer_nb.exercises.timelimit import TimeLimitExceeded, call_with_time_limit
+from transformer_nb.exercises.warmup import scores_ex, softmax_ex
+from transformer_nb.reversal import shift_for_teacher_forcing
 
 
 def _ref(x):
     return torch.softmax(x, dim=-1)
 
 
-def _wrong_axis(x):
-    return torch.softmax(x, dim=0)
-
-
 EX = Exercise(
     "softmax rows",
     _ref,
+    name="EX",
     cases=[("3x4", lambda: (torch.randn(3, 4),)), ("2x5", lambda: (torch.randn(2, 5),))],
-    mistakes=[Mistake(_wrong_axis, "rows do not sum to 1: did you softmax over the last axis?")],
-    properties=[Property(lambda args, out: torch.all(out >= 0), "weights must be non-negative")],
+    mistakes=[Mistake(lambda x: torch.softmax(x, dim=0), "columns, not rows")],
+    properties=[Property(lambda args, out: bool(torch.all(out >= 0)), "weights must be non-negative")],
+    hints=["nudge", "more", "most"],
+    time_limit=0.5,
 )
 
 
-def test_accepts_reference():
-    assert EX.check(_ref, quiet=True).passed
+def test_a_first_failure_names_the_mistake_or_the_symptom():
+    assert "columns, not rows" in EX.check(lambda x: torch.softmax(x, dim=0), quiet=True).message
+    assert "non-negative" in EX.check(lambda x: _ref(x) - 1.0, quiet=True).message
+    assert "shape" in EX.check(lambda x: _ref(x).T, quiet=True).message
+    assert "NaN" in EX.check(lambda x: _ref(x) * float("nan"), quiet=True).message
+    assert "EX.hint()" in EX.check(lambda x: _ref(x) * 2, quiet=True).message
 
 
-def test_recognises_typical_mistake():
-    r = EX.check(_wrong_axis, quiet=True)
-    assert not r.passed and "last axis" in r.message
+def test_an_infinite_loop_hits_the_time_limit_and_says_so():
+    def forever(x):
+        while True:
+            pass
+
+    start = time.perf_counter()
+    r = EX.check(forever, quiet=True)
+    assert not r.passed and "did not finish within 0.5 s" in r.message
+    assert time.perf_counter() - start < 3
 
 
-def test_property_hint_when_mistake_unknown():
-    r = EX.check(lambda x: _ref(x) - 1.0, quiet=True)
-    assert not r.passed and "non-negative" in r.message
+def test_the_time_limit_also_works_outside_the_main_thread():
+    box = {}
+
+    def in_thread():
+        try:
+            call_with_time_limit(time.sleep, (5,), 0.2)
+        except TimeLimitExceeded:
+            box["stopped"] = True
+
+    worker = threading.Thread(target=in_thread)
+    worker.start()
+    worker.join(3)
+    assert box.get("stopped")
 
 
-def test_shape_hint():
-    r = EX.check(lambda x: _ref(x).T, quiet=True)
-    assert not r.passed and "shape" in r.message
+def test_a_students_except_exception_cannot_swallow_the_time_limit():
+    def stubborn(x):
+        try:
+            while True:
+                pass
+        except Exception:
+            return _ref(x)
+
+    assert "did not finish" in EX.check(stubborn, quiet=True).message
 
 
-def test_stub_and_crash_do_not_raise():
-    def stub(x):
-        raise NotImplementedError
+class Agreeable:
+    """Says it equals everything: `!=` on it returns False."""
 
-    assert "not attempted" in EX.check(stub, quiet=True).message
-    r = EX.check(lambda x: x @ torch.zeros(7, 7), quiet=True)
-    assert not r.passed and "raised RuntimeError" in r.message
+    def __eq__(self, other):
+        return True
 
-
-def test_nan_hint():
-    r = EX.check(lambda x: _ref(x) * float("nan"), quiet=True)
-    assert "NaN" in r.message
+    def __ne__(self, other):
+        return False
 
 
-def test_messages_never_contain_the_solution():
-    src = EX.solution_source()
-    for fn in (_wrong_axis, lambda x: x, lambda x: _ref(x).T):
-        msg = EX.check(fn, quiet=True).message
-        assert "torch.softmax(x, dim=-1)" not in msg and src not in msg
+def test_an_object_that_claims_equality_does_not_pass():
+    r = softmax_ex.check(lambda x: Agreeable(), quiet=True)
+    assert not r.passed and "should be a torch.Tensor" in r.message
+    assert not allclose(Agreeable(), torch.ones(2)) and not allclose((Agreeable(),), (1.0,))
+
+
+def test_float_ids_do_not_pass_the_shift_exercise():
+    r = shift_ex.check(lambda tgt: tuple(t.float() for t in shift_for_teacher_forcing(tgt)), quiet=True)
+    assert not r.passed and "integers" in r.message
+
+
+def test_a_correct_float16_softmax_is_told_about_its_dtype():
+    r = softmax_ex.check(lambda x: torch.softmax(x.half(), dim=-1), quiet=True)
+    assert not r.passed and "float16" in r.message and "sum to 1" not in r.message
+
+
+def test_none_is_told_a_return_is_missing():
+    r = scores_ex.check(lambda q, k: None, quiet=True)
+    assert not r.passed and "return` missing" in r.message and "axes" not in r.message
+
+
+def test_a_meta_tensor_is_named_and_does_not_crash_check():
+    r = softmax_ex.check(lambda x: torch.empty_like(x, device="meta"), quiet=True)
+    assert not r.passed and "meta tensor" in r.message
+    r = EX.check(lambda x: _ref(x).to("meta"), quiet=True)
+    assert not r.passed and "meta" in r.message
+
+
+def test_dtype_and_device_come_before_values():
+    ref = torch.ones(2, 3)
+    assert "device" in type_problem(torch.ones(2, 3, device="meta"), ref) or "meta" in type_problem(
+        torch.ones(2, 3, device="meta"), ref
+    )
+    assert "bool" in type_problem(torch.ones(2, 3, dtype=torch.bool), ref)
+    assert "integer" in type_problem(torch.ones(2, 3), torch.ones(2, 3, dtype=torch.long))
+    assert type_problem(torch.ones(2, 3, dtype=torch.float64), ref) is None  # float64 for float32: values decide
+    assert "tuple of 2" in type_problem(ref, (ref, ref))
+
+
+def test_check_never_raises_and_refuses_a_non_function():
+    assert "pass your function itself" in EX.check(torch.ones(3), quiet=True).message
+    assert "raised ZeroDivisionError" in EX.check(lambda x: 1 / 0, quiet=True).message
+
+
+def test_extensions_are_reported_separately_and_never_fail_the_exercise():
+    ex = Exercise(
+        "abs",
+        lambda x: x.abs(),
+        name="ex",
+        cases=[("positive", lambda: (torch.tensor([1.0, 2.0]),))],
+        extensions=[("negative", lambda: (torch.tensor([-1.0]),), "negative inputs too")],
+    )
+    r = ex.check(lambda x: x, quiet=True)
+    assert r.passed and r.extension and "negative inputs too" in r.message
+    r = ex.check(lambda x: x.abs(), quiet=True)
+    assert r.passed and r.extension is None
+
+
+def test_solution_source_has_its_imports_and_the_stubs_name():
+    src = softmax_ex.solution_source()
+    assert src.startswith("def my_softmax(x):") and softmax_ex.defined_names() == ["my_softmax"]
+    assert "import math" in EX.solution_source() or "_ref" in EX.solution_source()

@@ -1,35 +1,20 @@
-"""The masking exercises accept their reference, reject typical wrong answers with the specific hint,
-say 'not attempted' for a stub, and never print the reference solution."""
+"""Notebook 02's masking checkers name each typical wrong answer (notebook 02's former demo cells among
+them: an off-by-one diagonal, the transposed triangle, the chapter's float tril, the inverted padding mask,
+padding on the query axis, OR instead of AND) and accept other correct answers."""
 
 import pytest
 import torch
 
 from transformer_nb.exercises import masks as M
+from transformer_nb.exercises.solutions import masks as sol
 
 EXERCISES = [M.causal_ex, M.padding_ex, M.combined_ex]
 
 
-@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.title)
-def test_accepts_reference(ex):
-    assert ex.check(ex.reference, quiet=True).passed
-
-
-@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.title)
-def test_every_listed_mistake_is_named(ex):
-    for mistake in ex.mistakes:
-        r = ex.check(mistake.fn, quiet=True)
-        assert not r.passed and mistake.hint in r.message, (mistake.fn.__name__, r.message)
-
-
-@pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.title)
-def test_stub_is_not_attempted_and_never_raises(ex):
-    def stub(*args):
-        raise NotImplementedError
-
-    r = ex.check(stub, quiet=True)
-    assert not r.passed and "not attempted" in r.message
-    r = ex.check(lambda *args: 1 / 0, quiet=True)
-    assert not r.passed and "ZeroDivisionError" in r.message
+def test_other_correct_answers_pass():
+    assert M.causal_ex.check(lambda T: torch.tril(torch.ones(T, T)).bool(), quiet=True).passed
+    assert M.causal_ex.check(lambda T: ~torch.ones(T, T, dtype=torch.bool).triu(1), quiet=True).passed
+    assert M.padding_ex.check(lambda lengths, m: torch.stack([torch.arange(m) < n for n in lengths]), quiet=True).passed
 
 
 # --- causal mask -----------------------------------------------------------------------------
@@ -127,7 +112,7 @@ def test_combined_missing_head_axis():
 
 def test_combined_unknown_mistake_falls_back_to_a_property_hint():
     def leaks_one_future_key(keep):
-        out = M._combined_solution(keep).clone()
+        out = sol.my_decoder_mask(keep).clone()
         out[:, :, 0, 1] = keep[:, 1:2]
         return out
 
@@ -135,17 +120,8 @@ def test_combined_unknown_mistake_falls_back_to_a_property_hint():
     assert not r.passed and "future keys" in r.message
 
 
-# --- never leak the solution ---------------------------------------------------------------------
-
-
 @pytest.mark.parametrize("ex", EXERCISES, ids=lambda e: e.title)
-def test_messages_never_contain_the_solution(ex):
-    src = ex.solution_source()
-    body = [line.strip() for line in src.splitlines()[1:] if line.strip() and not line.strip().startswith(('"', "#"))]
-    wrong = [m.fn for m in ex.mistakes] + [lambda *a: torch.zeros(1, dtype=torch.bool)]
-    for fn in wrong:
-        msg = ex.check(fn, quiet=True).message
-        assert src not in msg
-        for line in body:
-            if len(line) > 20:
-                assert line not in msg, line
+def test_masks_on_another_device_or_meta_get_a_device_hint(ex):
+    args = ex.cases[0][1]()
+    r = ex.check(lambda *a: ex.reference(*args).to("meta"), quiet=True)
+    assert not r.passed and "meta" in r.message

@@ -1,11 +1,13 @@
-"""Notebook 08's exercise checkers accept the reference, say 'not attempted' for the stub, reject typical
-wrong answers with their specific hint, and never print the solution's source."""
+"""Notebook 08's exercise checkers reject typical wrong answers (notebook 08's former demo cells among them:
+a causal cross-attention, the copy bug, the padded mean) with their specific hint; float ids are refused."""
 
 import pytest
 import torch
 
 from transformer_nb.exercises import models as exm
-from transformer_nb.exercises.models import EXERCISES
+from transformer_nb.exercises.solutions import models as sol
+
+EXERCISES = {"variant_masks": exm.variant_masks_ex, "lm_shift": exm.lm_shift_ex, "mean_pool": exm.mean_pool_ex}
 
 
 def _stub(*args):
@@ -16,7 +18,7 @@ def _with(fn_key, patch):
     """The reference answer with one entry replaced by ``patch(variant, src_keep, tgt_keep, ref)``."""
 
     def fn(variant, src_keep, tgt_keep):
-        out = exm._masks_ref(variant, src_keep, tgt_keep)
+        out = sol.variant_masks(variant, src_keep, tgt_keep)
         out[fn_key] = patch(variant, src_keep, tgt_keep, out)
         return out
 
@@ -32,7 +34,7 @@ WRONG = {
         (exm._masks_decoder_no_padding, "ignores padding"),
         (exm._masks_gpt_cross, "no cross-attention sublayer"),
         (exm._masks_cross_target_padding, "(B, 1, T, S)"),
-        (lambda v, s, t: {k: m for k, m in exm._masks_ref(v, s, t).items() if m is not None}, "exactly the keys"),
+        (lambda v, s, t: {k: m for k, m in sol.variant_masks(v, s, t).items() if m is not None}, "exactly the keys"),
         (
             _with("encoder_self", lambda v, s, t, ref: None if v == "encoder-decoder" else ref["encoder_self"]),
             "is missing",
@@ -55,22 +57,15 @@ WRONG = {
         (exm._shift_none, "only has to copy"),
         (exm._shift_backwards, "wrong way"),
         (exm._shift_no_ignore, "-100"),
-        (exm._shift_wrong_keep, "keep[:, 1:]"),
+        (exm._shift_wrong_keep, "off by one in the padding"),
+        (lambda ids, keep: tuple(t.float() for t in sol.lm_shift(ids, keep)), "integers"),  # float ids
     ],
     "mean_pool": [
         (exm._pool_all, "padded positions too"),
-        (exm._pool_divide_by_t, "keep.sum(1)"),
+        (exm._pool_divide_by_t, "divided by the padded length T"),
         (exm._pool_cls, "[CLS]"),
     ],
 }
-
-
-@pytest.mark.parametrize("name", list(EXERCISES))
-def test_accepts_reference_and_stub_is_not_attempted(name):
-    ex = EXERCISES[name]
-    assert ex.check(ex.reference, quiet=True).passed
-    r = ex.check(_stub, quiet=True)
-    assert not r.passed and "not attempted" in r.message
 
 
 @pytest.mark.parametrize("name,fn,hint", [(n, f, h) for n, cases in WRONG.items() for f, h in cases])
@@ -79,9 +74,7 @@ def test_rejects_typical_mistakes_with_specific_hint(name, fn, hint):
     r = ex.check(fn, quiet=True)
     assert not r.passed
     assert hint in r.message, r.message
-    src = ex.solution_source()
-    assert src not in r.message
-    body = [line.strip() for line in src.splitlines()[1:] if line.strip()]
+    body = [line.strip() for line in ex.solution_source().splitlines() if len(line.strip()) > 25]
     assert not any(line in r.message for line in body), r.message
 
 
@@ -90,4 +83,4 @@ def test_pooling_reference_is_padding_invariant():
     keep = torch.tensor([[True, True, False], [True, False, False]])
     longer = torch.cat([h, torch.randn(2, 2, 4, dtype=torch.float64)], 1)
     keep2 = torch.cat([keep, torch.zeros(2, 2, dtype=torch.bool)], 1)
-    assert torch.allclose(exm._pool_ref(h, keep), exm._pool_ref(longer, keep2))
+    assert torch.allclose(sol.mean_pool(h, keep), sol.mean_pool(longer, keep2))

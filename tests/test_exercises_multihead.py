@@ -1,75 +1,91 @@
-"""Notebook 03's exercise checkers accept the reference, reject typical wrong answers with their specific
-hint, say 'not attempted' for the stub, and never print the solution's source."""
+"""Notebook 03's checkers: Exercise 8.6 in full (the student's multi-head attention, the mean attention
+distance, local or global by the stated rule), GQA and the KV cache; typical wrong answers (notebook 03's
+former demo cells among them) get their own hint, other correct answers pass."""
+
+import math
 
 import pytest
 import torch
+import torch.nn as nn
 
-from transformer_nb.exercises.multihead import EXERCISES, attention_distance_ex, expand_kv_ex, kv_cache_ex
-
-
-def _stub(*args):
-    raise NotImplementedError
+from transformer_nb.exercises.gqa import expand_kv_ex, kv_cache_ex
+from transformer_nb.exercises.multihead import attention_distance_ex, head_kinds_ex, mha_ex
 
 
 def _gap(t):
     return (torch.arange(t)[:, None] - torch.arange(t)[None, :]).abs()
 
 
-WRONG = {
-    "attention_distance": [
-        (
-            lambda w: (w * (torch.arange(w.shape[-1])[:, None] - torch.arange(w.shape[-1])[None, :])).sum(-1).mean(-1),
-            "|i - j|",
-        ),  # signed offsets
-        (lambda w: _gap(w.shape[-1]).double().mean().expand(w.shape[0]).clone(), "without weighting"),
-        (lambda w: (w * _gap(w.shape[-1])).sum(-1).sum(-1), "Average them over the queries"),
-        (lambda w: (w * _gap(w.shape[-1])).sum(-1).mean(-1) / (w.shape[-1] - 1), "do not divide by T - 1"),
-    ],
-    "expand_kv": [
-        (lambda kv, h: kv.repeat(1, h // kv.shape[1], 1, 1), "i mod n_kv_heads"),
-        (lambda kv, h: kv.repeat_interleave(h // kv.shape[1], dim=2), "shape"),  # repeated the time axis
-    ],
-    "kv_cache": [
-        (lambda L, h, g, d, n, b, nb: L * g * d * n * b * nb, "keys AND values"),
-        (lambda L, h, g, d, n, b, nb: 2 * L * h * d * n * b * nb, "query heads"),
-        (lambda L, h, g, d, n, b, nb: 2 * L * g * d * n * nb, "batch size"),
-        (lambda L, h, g, d, n, b, nb: 16 * L * g * d * n * b * nb, "not bits"),
-        (lambda L, h, g, d, n, b, nb: 2 * L * g * d * n * b, "multiply by bytes_per_value"),
-    ],
-}
+def signed_distance(w):  # notebook 03's demo cell
+    t = w.shape[-1]
+    offsets = torch.arange(t)[:, None] - torch.arange(t)[None, :]
+    return (w * offsets).sum(-1).mean(-1)
 
 
-@pytest.mark.parametrize("name", list(EXERCISES))
-def test_accepts_reference_and_stub_is_not_attempted(name):
-    ex = EXERCISES[name]
-    assert ex.check(ex.reference, quiet=True).passed
-    r = ex.check(_stub, quiet=True)
-    assert not r.passed and "not attempted" in r.message
+def mha_via_torch(x, w_q, w_k, w_v, w_o, n_heads):
+    """A correct answer through nn.MultiheadAttention with the same weights (it stores them as (out, in))."""
+    d = x.shape[-1]
+    m = nn.MultiheadAttention(d, n_heads, bias=False, batch_first=True, dtype=x.dtype)
+    with torch.no_grad():
+        m.in_proj_weight.copy_(torch.cat([w_q.T, w_k.T, w_v.T]))
+        m.out_proj.weight.copy_(w_o.T)
+        out, w = m(x, x, x, average_attn_weights=False)
+    return out, w
 
 
-@pytest.mark.parametrize("name,fn,hint", [(n, f, h) for n, cases in WRONG.items() for f, h in cases])
-def test_rejects_typical_mistakes_with_specific_hint(name, fn, hint):
-    ex = EXERCISES[name]
-    r = ex.check(fn, quiet=True)
-    assert not r.passed
-    assert hint in r.message, r.message
-    src = ex.solution_source()
-    assert src not in r.message
-    body = [line.strip() for line in src.splitlines()[1:] if line.strip()]
-    assert not any(line in r.message for line in body), r.message
+def mha_view_without_transpose(x, w_q, w_k, w_v, w_o, n_heads):
+    b, t, d = x.shape
+    q, k, v = ((x @ w).view(b, n_heads, t, d // n_heads) for w in (w_q, w_k, w_v))
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d // n_heads), -1)
+    return (w @ v).transpose(1, 2).reshape(b, t, d) @ w_o, w
 
 
-def test_negative_distance_property():
-    r = attention_distance_ex.check(lambda w: -(w * _gap(w.shape[-1])).sum(-1).mean(-1), quiet=True)
-    assert not r.passed and "cannot be negative" in r.message
+def mha_scaled_by_d_model(x, w_q, w_k, w_v, w_o, n_heads):
+    b, t, d = x.shape
+    q, k, v = ((x @ w).view(b, t, n_heads, d // n_heads).transpose(1, 2) for w in (w_q, w_k, w_v))
+    w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(d), -1)
+    return (w @ v).transpose(1, 2).reshape(b, t, d) @ w_o, w
 
 
-def test_alternative_correct_answers_pass():
+def test_other_correct_answers_pass():
+    assert mha_ex.check(mha_via_torch, quiet=True).passed
+
     def distance_loop(w):
         h, t, _ = w.shape
         return torch.stack([sum(w[k, i, j] * abs(i - j) for i in range(t) for j in range(t)) / t for k in range(h)])
 
     assert attention_distance_ex.check(distance_loop, quiet=True).passed
-    expand_index = lambda kv, h: kv[:, torch.arange(h) // (h // kv.shape[1])]
-    assert expand_kv_ex.check(expand_index, quiet=True).passed
-    assert kv_cache_ex.check(lambda L, h, g, d, n, b, nb: float(2 * L * g * d * n * b * nb), quiet=True).passed
+    assert expand_kv_ex.check(lambda kv, h: kv[:, torch.arange(h) // (h // kv.shape[1])], quiet=True).passed
+    assert kv_cache_ex.check(lambda L, h, g, d, n, b, nb: 2 * L * g * d * n * b * nb, quiet=True).passed
+
+
+@pytest.mark.parametrize(
+    "ex, wrong, words",
+    [
+        (mha_ex, mha_view_without_transpose, "not the right slices"),
+        (mha_ex, mha_scaled_by_d_model, "scaled with d_model"),
+        (mha_ex, lambda *a: (mha_via_torch(*a)[0], mha_via_torch(*a)[1].mean(1)), "(B, h, T, T)"),
+        (attention_distance_ex, signed_distance, "yours cancel"),
+        (attention_distance_ex, lambda w: _gap(w.shape[-1]).double().mean().expand(w.shape[0]).clone(), "not weighted"),
+        (attention_distance_ex, lambda w: (w * _gap(w.shape[-1])).sum(-1).sum(-1), "average over the queries"),
+        (attention_distance_ex, lambda w: -(w * _gap(w.shape[-1])).sum(-1).mean(-1), "cannot be negative"),
+        (head_kinds_ex, lambda w: ["global"] * w.shape[0], "local"),
+        (head_kinds_ex, lambda w: "local", "list of 5 results"),
+        (expand_kv_ex, lambda kv, h: kv.repeat(1, h // kv.shape[1], 1, 1), "i mod n_kv_heads"),
+        (expand_kv_ex, lambda kv, h: kv.repeat_interleave(h // kv.shape[1], dim=2), "time axis"),
+        (kv_cache_ex, lambda L, h, g, d, n, b, nb: L * g * d * n * b * nb, "half the right size"),
+        (kv_cache_ex, lambda L, h, g, d, n, b, nb: 2 * L * h * d * n * b * nb, "query heads"),  # notebook 03's demo
+        (kv_cache_ex, lambda L, h, g, d, n, b, nb: 2 * L * g * d * n * nb, "batch"),
+        (kv_cache_ex, lambda L, h, g, d, n, b, nb: 16 * L * g * d * n * b * nb, "not bits"),
+        (kv_cache_ex, lambda L, h, g, d, n, b, nb: 2 * L * g * d * n * b, "number of cached values"),
+    ],
+)
+def test_mistakes_get_specific_hints(ex, wrong, words):
+    r = ex.check(wrong, quiet=True)
+    assert not r.passed and words in r.message, r.message
+
+
+def test_head_kinds_rule_on_known_heads():
+    from transformer_nb.exercises.multihead import _known_heads
+
+    assert head_kinds_ex.reference(*_known_heads()) == ["local", "local", "local", "global", "focused"]

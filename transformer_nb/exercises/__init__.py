@@ -1,21 +1,34 @@
-"""A small exercise-checker framework.
+"""The exercise mechanism: students do the work, the checker tells them where they went wrong.
 
-An :class:`Exercise` runs a student's function and the reference on several cases.
-When they differ it answers with a *specific* hint: it first tries to recognise a
-typical mistake (a known wrong implementation giving the same answer), then checks
-properties the answer must have (rows sum to 1, exact zeros under a mask, ...), and only
-then falls back to a generic message. It never prints the reference's values or source;
-``show_solution()`` reveals the solution on purpose.
+A notebook gives a stub in a cell tagged ``exercise`` and calls ``some_ex.check(fn)``:
 
-Each topic has its own module (``exercises/attention.py``, ...) that defines its
-exercises with their reference solutions, mistakes and hints.
+- ``check(fn)`` runs ``fn`` on several cases against a hidden reference, each call under a time limit,
+  and prints ``✓`` or a first nudge that names the symptom (the kind of answer first: None, dtype, device,
+  shape; then a recognised mistake's own hint; then a property the answer breaks). It never raises and
+  never prints the reference's values or source.
+- ``hint()`` prints the next hint of an escalating list (a nudge first, more specific each time).
+- ``solution()`` prints a solution written as a student would write it, and the worked verification.
+- ``use(fn)`` returns ``fn`` once it passes, else the hidden reference, and says which: cells after an
+  exercise run with the stub and with a correct answer alike.
+
+Each topic has its own module (``exercises/attention.py``, ...); the student-style solutions, which are
+also the references, live in ``exercises/solutions/``. :func:`all_exercises` finds every exercise (for the
+solutions run and the no-answer-shown test).
 """
 
+import ast
+import importlib
 import inspect
+import pkgutil
+import re
+import textwrap
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import torch
+
+from transformer_nb.exercises.compare import allclose, has_nan, shapes, type_problem
+from transformer_nb.exercises.timelimit import TimeLimitExceeded, call_with_time_limit
 
 
 @dataclass
@@ -39,6 +52,7 @@ class Result:
     passed: bool
     message: str
     case: str | None = None
+    extension: str | None = None  # what an extension case said (the exercise itself passed)
 
     def __bool__(self) -> bool:
         return self.passed
@@ -47,89 +61,188 @@ class Result:
         return self.message
 
 
-def _tensors(x):
-    if isinstance(x, (tuple, list)):
-        return [t for item in x for t in _tensors(item)]
-    if isinstance(x, torch.Tensor):
-        return [x]
-    if isinstance(x, (int, float, bool)):
-        return [torch.tensor(x, dtype=torch.float64)]
-    return [x]
-
-
-def allclose(out, ref, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
-    """Structural closeness of (nested tuples of) tensors and numbers."""
-    a, b = _tensors(out), _tensors(ref)
-    if len(a) != len(b):
-        return False
-    for x, y in zip(a, b):
-        if isinstance(x, torch.Tensor) and isinstance(y, torch.Tensor):
-            if x.shape != y.shape:
-                return False
-            x64, y64 = x.detach().cpu().double(), y.detach().cpu().double()
-            if torch.isnan(x64).any() != torch.isnan(y64).any():
-                return False
-            if not torch.allclose(x64.nan_to_num(), y64.nan_to_num(), atol=atol, rtol=rtol):
-                return False
-        elif x != y:
-            return False
-    return True
-
-
 def _clone(args):
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
 
-def _shape(x):
-    return [tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__ for t in _tensors(x)]
-
-
-@dataclass
+@dataclass(eq=False)
 class Exercise:
-    """An auto-checked exercise.
+    """An auto-checked exercise (see the module docstring for how a notebook uses it).
 
-    - ``cases``: list of ``(description, make_args)``; ``make_args()`` returns the argument tuple.
-    - ``reference``: the solution; ``mistakes`` and ``properties`` give hints.
-    - ``stub_hint``: what to say when the student's function still raises NotImplementedError.
+    - ``cases``: ``(description, make_args)`` pairs; ``make_args()`` returns the argument tuple.
+    - ``reference``: the hidden solution (student-style, from ``exercises/solutions``).
+    - ``name``: the variable a notebook imports (``"attention_ex"``), used in messages.
+    - ``hints``: escalating hints for ``hint()``; none of them is code that answers the exercise.
+    - ``solution_code``: the objects whose source ``solution()`` shows (default: the reference).
+    - ``explanation``: the worked verification ``solution()`` prints after the code.
+    - ``answers``: the numbers the exercise asks for, ``{label: value}``; a notebook must not show them
+      outside a solution cell (``tests/test_no_answer_shown.py``).
+    - ``reveals``: dotted names of package objects whose source is the answer (never shown outside a
+      solution cell either).
+    - ``extensions``: ``(description, make_args, hint)`` cases beyond what the exercise asks; checked after
+      the required cases pass and reported separately.
+    - ``harness(fn)``: what the checker runs for a function (the student's, the reference, each mistake),
+      e.g. two training steps followed by reading the parameters; default: the function itself.
+    - ``fresh_args``: build new arguments for every run (cases hold models or optimizers that a run changes).
+    - ``crash_hints``: ``{words of an error message: hint}`` for crashes that have a typical cause.
     """
 
     title: str
     reference: Callable
     cases: list
+    name: str = "ex"
     mistakes: list = field(default_factory=list)
     properties: list = field(default_factory=list)
+    hints: list = field(default_factory=list)
+    solution_code: tuple = ()
+    explanation: str = ""
+    answers: dict = field(default_factory=dict)
+    reveals: tuple = ()
+    extensions: list = field(default_factory=list)
     compare: Callable = allclose
-    stub_hint: str = "Replace `raise NotImplementedError` with your implementation."
+    time_limit: float = 10.0
+    harness: Callable | None = None
+    fresh_args: bool = False
+    crash_hints: dict = field(default_factory=dict)
+    last: Result | None = field(default=None, init=False, repr=False)
+    _last_fn: object = field(default=None, init=False, repr=False)
+    _hint_level: int = field(default=0, init=False, repr=False)
+    _make: object = field(default=None, init=False, repr=False)
 
-    def check(self, fn: Callable, quiet: bool = False) -> Result:
-        """Run ``fn`` on every case; print and return a :class:`Result` with a specific hint."""
+    # ---------------------------------------------------------------- what a student calls
+
+    def check(self, fn, quiet: bool = False) -> Result:
+        """Run ``fn`` on every case; print and return a :class:`Result` with the most specific nudge."""
         result = self._check(fn)
+        self.last, self._last_fn = result, fn
         if not quiet:
             print(result.message)
         return result
 
+    def hint(self) -> None:
+        """Print the next hint (each call is more specific); after the last, point to ``solution()``."""
+        if self._hint_level < len(self.hints):
+            self._hint_level += 1
+            print(f"Hint {self._hint_level}/{len(self.hints)} · {self.title}: {self.hints[self._hint_level - 1]}")
+        else:
+            print(f"No more hints for {self.title}. {self.name}.solution() shows a worked solution.")
+
+    def solution(self) -> None:
+        """Show a solution written as a student would, then the worked verification (on purpose only)."""
+        code = self.solution_source()
+        print(f"Solution · {self.title}")
+        try:
+            from IPython.display import Code, display
+
+            display(Code(code, language="python"))
+        except ImportError:
+            print(code)
+        if self.explanation:
+            print(textwrap.dedent(self.explanation).strip())
+
+    def use(self, fn) -> Callable:
+        """``fn`` if it passes this exercise, else the hidden reference; prints which one the next cells use."""
+        result = self.last if (self._last_fn is fn and self.last is not None) else self.check(fn, quiet=True)
+        label = getattr(fn, "__name__", "answer")
+        if result.passed:
+            print(f"(the cells below use your {label})")
+            return fn
+        print(f"(your {label} does not pass yet: the cells below use a hidden reference instead)")
+        return self.reference
+
+    # ---------------------------------------------------------------- the solution's source
+
+    def solution_source(self) -> str:
+        """The solution's code: the imports it needs, then the source of each object in ``solution_code``."""
+        objects = self.solution_code or (self.reference,)
+        text = "\n\n\n".join(_source_of(obj) for obj in objects)
+        imports = []
+        for obj in objects:
+            module = importlib.import_module(obj.split(":")[0]) if isinstance(obj, str) else inspect.getmodule(obj)
+            for line in _module_imports(module):
+                bound = line.split(" as ")[-1].split("import ")[-1].strip()
+                if re.search(rf"\b{re.escape(bound)}\b", text) and line not in imports:
+                    imports.append(line)
+        return ("\n".join(imports) + "\n\n\n" if imports else "") + text + "\n"
+
+    def defined_names(self) -> list:
+        """The names the solution's code binds at top level (the stubs it replaces)."""
+        nodes = ast.parse(self.solution_source()).body
+        return [name for node in nodes if not isinstance(node, (ast.Import, ast.ImportFrom)) for name in _bound(node)]
+
+    # ---------------------------------------------------------------- checking
+
+    def _call(self, fn, args):
+        """``fn`` run on ``args`` through the harness (no time limit: the reference and the mistakes)."""
+        return (self.harness(fn) if self.harness else fn)(*args)
+
+    def _args(self, make, args):
+        return make() if self.fresh_args else _clone(args)
+
+    def _run(self, fn, args):
+        """(output, None) or (None, message) for one call of the student's function."""
+        try:
+            return call_with_time_limit(self.harness(fn) if self.harness else fn, args, self.time_limit), None
+        except NotImplementedError:
+            return None, "not attempted"
+        except TimeLimitExceeded:
+            return None, (
+                f"your function did not finish within {self.time_limit:g} s (the reference takes a fraction of a "
+                "second). An infinite loop, or a Python loop over every element?"
+            )
+        except Exception as err:  # the student's code crashed: say where and why
+            hints = [hint for words, hint in self.crash_hints.items() if words in str(err)]
+            return None, f"your function raised {type(err).__name__}: {err}" + (f" {hints[0]}" if hints else "")
+
     def _check(self, fn) -> Result:
+        if not callable(fn):
+            return Result(False, f"✗ {self.title}: pass your function itself, e.g. {self.name}.check(my_function).")
         for desc, make in self.cases:
             args = make()
-            ref = self.reference(*_clone(args))
-            try:
-                out = fn(*_clone(args))
-            except NotImplementedError:
-                return Result(False, f"… {self.title}: not attempted yet. {self.stub_hint}", desc)
-            except Exception as err:  # the student's code crashed: say where and why
+            ref = self._call(self.reference, self._args(make, args))
+            out, error = self._run(fn, self._args(make, args))
+            if error == "not attempted":
                 return Result(
-                    False, f"✗ {self.title} — case '{desc}': your function raised {type(err).__name__}: {err}", desc
+                    False,
+                    f"… {self.title}: not attempted yet. Replace `raise NotImplementedError` with your code and run "
+                    f"the cell again ({self.name}.hint() if you want a start).",
+                    desc,
                 )
-            if self.compare(out, ref):
+            if error is None and self._matches(out, ref):
                 continue
-            return Result(False, f"✗ {self.title} — case '{desc}': {self.diagnose(args, out, ref)}", desc)
-        return Result(True, f"✓ {self.title}: all {len(self.cases)} cases match the reference.")
+            self._make = make
+            nudge = error or self.diagnose(args, out, ref)
+            return Result(False, f"✗ {self.title} — case '{desc}': {nudge} (More: {self.name}.hint())", desc)
+        message = f"✓ {self.title}: " + (f"all {len(self.cases)} cases pass." if len(self.cases) > 1 else "correct.")
+        extension = self._check_extensions(fn)
+        if extension:
+            message += f"\n  Extension, beyond the exercise: {extension}"
+        return Result(True, message, extension=extension)
+
+    def _matches(self, out, ref) -> bool:
+        try:
+            return self.type_problem(out, ref) is None and bool(self.compare(out, ref))
+        except Exception:
+            return False
+
+    def _check_extensions(self, fn) -> str | None:
+        for desc, make, hint in self.extensions:
+            args = make()
+            out, error = self._run(fn, self._args(make, args))
+            if error is not None or not self._matches(out, self._call(self.reference, self._args(make, args))):
+                return f"case '{desc}': {hint}"
+        return None
+
+    def type_problem(self, out, ref) -> str | None:
+        """A message when ``out`` is the wrong kind of answer (None, type, device, dtype); overridable."""
+        return type_problem(out, ref)
 
     def known_mistake(self, args, out) -> str | None:
         """The hint of the first typical mistake whose output equals ``out``, else None."""
+        make = self._make
         for m in self.mistakes:
             try:
-                if self.compare(out, m.fn(*_clone(args))):
+                if self._matches(out, self._call(m.fn, make() if self.fresh_args and make else _clone(args))):
                     return m.hint
             except Exception:
                 continue
@@ -139,7 +252,7 @@ class Exercise:
         """The hint of the first property ``out`` violates, else None."""
         for p in self.properties:
             try:
-                ok = p.holds(args, out)
+                ok = bool(p.holds(args, out))
             except Exception:
                 ok = False
             if not ok:
@@ -147,28 +260,77 @@ class Exercise:
         return None
 
     def diagnose(self, args, out, ref) -> str:
-        """The most specific hint available for a wrong ``out``: a recognised mistake first."""
+        """The most specific nudge for a wrong ``out``: its kind, a recognised mistake, NaN, a property."""
+        problem = self.type_problem(out, ref)
+        if problem:
+            return problem
         hint = self.known_mistake(args, out)
         if hint:
             return hint
-        if _shape(out) != _shape(ref):
-            return (
-                f"the output has shape(s) {_shape(out)}, expected {_shape(ref)}. "
-                "Check which axes you multiply and transpose."
-            )
-        for t in _tensors(out):
-            if isinstance(t, torch.Tensor) and t.is_floating_point() and torch.isnan(t).any():
-                return "the output contains NaN. Where does a softmax see a row that is all -inf, or a 0/0?"
+        if shapes(out) != shapes(ref):
+            hint = self.failed_property(args, out)
+            return f"the result has shape(s) {shapes(out)}, expected {shapes(ref)}." + (f" {hint}" if hint else "")
+        if has_nan(out):
+            return "the result contains NaN. Where does a softmax see a row that is all -inf, or a 0/0?"
         return self.failed_property(args, out) or (
-            "the shapes are right but the values differ from the reference. "
-            "Re-read the formula term by term and test on a tiny input by hand."
+            "the kind and shape of the result are right but the values differ. "
+            "Re-read the formula term by term and try a tiny input by hand."
         )
 
-    def show_solution(self) -> None:
-        """Reveal the reference solution's source (on purpose only)."""
-        from transformer_nb.source import show_source
 
-        show_source(self.reference)
+def _source_of(obj) -> str:
+    """The source of a function or class, or of a module-level assignment named ``"module:name"``."""
+    if not isinstance(obj, str):
+        return textwrap.dedent(inspect.getsource(obj)).rstrip()
+    module_name, name = obj.split(":")
+    source = inspect.getsource(importlib.import_module(module_name))
+    lines = source.splitlines()
+    for node in ast.parse(source).body:
+        if name in _bound(node):
+            start = node.lineno - 1
+            while start > 0 and lines[start - 1].startswith("#"):  # keep the comment above it
+                start -= 1
+            return "\n".join(lines[start : node.end_lineno])
+    raise ValueError(f"{module_name} does not assign {name!r}")
 
-    def solution_source(self) -> str:
-        return inspect.getsource(self.reference)
+
+def _module_imports(module) -> list:
+    """The module's top-level ``import`` lines, one per bound name."""
+    if module is None:
+        return []
+    lines = []
+    for node in ast.parse(inspect.getsource(module)).body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)) and "__future__" not in ast.unparse(node):
+            lines.extend(_split_import(node))
+    return lines
+
+
+def _split_import(node) -> list:
+    """``from a import b, c`` -> one line per bound name, so that only the names used are kept."""
+    if isinstance(node, ast.Import):
+        return [f"import {a.name}" + (f" as {a.asname}" if a.asname else "") for a in node.names]
+    return [f"from {node.module} import {a.name}" + (f" as {a.asname}" if a.asname else "") for a in node.names]
+
+
+def _bound(node) -> list:
+    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+        return [node.name]
+    if isinstance(node, (ast.Assign, ast.AnnAssign)):
+        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
+    if isinstance(node, (ast.Import, ast.ImportFrom)):
+        return [(a.asname or a.name).split(".")[0] for a in node.names]
+    return []
+
+
+def all_exercises() -> dict:
+    """Every exercise of every module in this package: ``{"module.variable": Exercise}``."""
+    found = {}
+    for info in pkgutil.iter_modules(__path__):
+        if info.name in ("compare", "timelimit", "leaks", "solutions"):
+            continue
+        module = importlib.import_module(f"{__name__}.{info.name}")
+        for var, obj in vars(module).items():
+            if isinstance(obj, Exercise) and obj.name == var:  # defined here, not imported from elsewhere
+                found[f"{info.name}.{var}"] = obj
+    return found

@@ -1,68 +1,48 @@
 """Exercises for notebook 06 (the Transformer block).
 
-- ``rms_norm_ex``: RMSNorm from scratch (it must equal ``nn.RMSNorm``).
-- ``swiglu_ex``: the SwiGLU feed-forward of LLaMA/PaLM, from three weight matrices.
-- ``encoder_stack_ex``: Exercise 8.8 — four Pre-LN encoder blocks (d_model 64, h 4, d_ff 256)
-  that keep the shape (2, 12, 64) and pass a gradient to every parameter.
+- :data:`rms_norm_ex` -- ``my_rms_norm(x, weight, eps)``: RMSNorm from scratch (equal to ``nn.RMSNorm``).
+- :data:`swiglu_ex` -- ``my_swiglu(x, w_gate, w_up, w_down)``: the SwiGLU feed-forward of LLaMA/PaLM.
+- :data:`encoder_stack_ex` -- Exercise 8.8: ``build_encoder_stack(d_model, n_heads, d_ff, n_blocks)``, a
+  stack of Pre-LN encoder blocks, checked by what it *does* (:func:`stack_signature`), not by its code.
 """
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.block import EncoderLayer, rms_norm
-from transformer_nb.exercises import Exercise, Mistake, Property, Result
+from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises.solutions import block as sol
+
+NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module
 
 
 def _gen(seed):
     return torch.Generator().manual_seed(seed)
 
 
-# --------------------------------------------------------------------------- 1. RMSNorm
+def _rms(centre=False, eps_outside=False, reduce="mean", weight=True, root=True, dim=-1):
+    def fn(x, w, eps):
+        c = x - x.mean(-1, keepdim=True) if centre else x
+        ms = (c * c).mean(dim, keepdim=True) if reduce == "mean" else (c * c).sum(dim, keepdim=True)
+        denom = (ms.sqrt() + eps) if eps_outside else ((ms + eps).sqrt() if root else ms + eps)
+        return c / denom * (w if weight else 1.0)
 
-
-def _rms_ref(x, weight, eps):
-    return rms_norm(x, weight, eps)
-
-
-def _rms_centred(x, weight, eps):
-    c = x - x.mean(-1, keepdim=True)
-    return c / torch.sqrt((c * c).mean(-1, keepdim=True) + eps) * weight
-
-
-def _rms_eps_outside(x, weight, eps):
-    return x / (torch.sqrt((x * x).mean(-1, keepdim=True)) + eps) * weight
-
-
-def _rms_sum(x, weight, eps):
-    return x / torch.sqrt((x * x).sum(-1, keepdim=True) + eps) * weight
-
-
-def _rms_no_weight(x, weight, eps):
-    return x / torch.sqrt((x * x).mean(-1, keepdim=True) + eps)
-
-
-def _rms_no_sqrt(x, weight, eps):
-    return x / ((x * x).mean(-1, keepdim=True) + eps) * weight
-
-
-def _rms_wrong_axis(x, weight, eps):
-    return x / torch.sqrt((x * x).mean(0, keepdim=True) + eps) * weight
+    return fn
 
 
 def _rms_case(seed, shape, offset=0.0, eps=1e-6, scale=1.0):
     def make():
         g = _gen(seed)
         x = scale * torch.randn(*shape, generator=g, dtype=torch.float64) + offset
-        w = 1.0 + 0.5 * torch.randn(shape[-1], generator=g, dtype=torch.float64)
-        return x, w, eps
+        return x, 1.0 + 0.5 * torch.randn(shape[-1], generator=g, dtype=torch.float64), eps
 
     return make
 
 
 rms_norm_ex = Exercise(
     "RMSNorm from scratch",
-    _rms_ref,
+    sol.my_rms_norm,
+    name="rms_norm_ex",
     cases=[
         ("x of shape (2, 5, 16), random γ", _rms_case(1, (2, 5, 16))),
         ("rows with a large mean (offset 3)", _rms_case(2, (3, 8), offset=3.0)),
@@ -70,144 +50,88 @@ rms_norm_ex = Exercise(
         ("batch of 6 rows, d = 4", _rms_case(4, (6, 4))),
     ],
     mistakes=[
-        Mistake(
-            _rms_centred,
-            "you subtracted the mean: that is LayerNorm (without β). RMSNorm skips the "
-            "centring and divides x itself by its root mean square.",
-        ),
-        Mistake(
-            _rms_eps_outside,
-            "ε sits outside the square root: nn.RMSNorm adds it to the mean of the squares, inside the root.",
-        ),
-        Mistake(
-            _rms_sum,
-            "you divided by the root of the *sum* of squares (the L2 norm), which is sqrt(d) times "
-            "the root of the *mean* of squares.",
-        ),
-        Mistake(_rms_no_weight, "the learned scale γ (weight) is missing: multiply the normalised x by it."),
-        Mistake(_rms_no_sqrt, "you divided by the mean square itself; take its square root (RMS = root mean square)."),
-        Mistake(
-            _rms_wrong_axis,
-            "you averaged over the wrong axis: the statistics of a norm are taken over the "
-            "features of each token, the last axis (dim=-1).",
-        ),
+        Mistake(_rms(centre=True), "you subtracted the mean: that is LayerNorm (without β). RMSNorm does not centre."),
+        Mistake(_rms(eps_outside=True), "ε sits outside the square root; nn.RMSNorm adds it inside the root."),
+        Mistake(_rms(reduce="sum"), "you divided by the root of the SUM of squares (the L2 norm), not the MEAN."),
+        Mistake(_rms(weight=False), "the learned scale γ (weight) is missing."),
+        Mistake(_rms(root=False), "you divided by the mean square itself; RMS is its square ROOT."),
+        Mistake(_rms(dim=0), "the statistics of a norm are taken over each token's features, the last axis."),
     ],
-    properties=[
-        Property(
-            lambda args, out: (
-                torch.allclose((out / args[1]).pow(2).mean(-1), torch.ones(1, dtype=out.dtype), atol=0.2)
-                if args[2] < 1e-3
-                else True
-            ),
-            "after dividing by γ, every row should have a root mean square close to 1.",
-        ),
+    hints=[
+        "RMSNorm divides each token's vector by its root mean square, then scales by γ.",
+        "The mean of the squares runs over the last axis, kept with keepdim=True so that it broadcasts.",
+        "ε is added to the mean square, under the root, as nn.RMSNorm does.",
     ],
+    reveals=("transformer_nb.block.rms_norm",),
 )
 
 
-# --------------------------------------------------------------------------- 2. SwiGLU
+def _glu(act=F.silu, swap=False, combine="mul", up=True):
+    def fn(x, w_gate, w_up, w_down):
+        a, b = x @ w_gate.T, x @ w_up.T
+        if swap:
+            a, b = b, a
+        h = act(a) if not up else (act(a) * b if combine == "mul" else act(a) + b)
+        return h @ w_down.T
 
-
-def _swiglu_ref(x, w_gate, w_up, w_down):
-    return (F.silu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
-
-
-def _swiglu_swapped(x, w_gate, w_up, w_down):
-    return ((x @ w_gate.T) * F.silu(x @ w_up.T)) @ w_down.T
-
-
-def _swiglu_sigmoid(x, w_gate, w_up, w_down):
-    return (torch.sigmoid(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
-
-
-def _swiglu_no_gate(x, w_gate, w_up, w_down):
-    return F.silu(x @ w_gate.T) @ w_down.T
-
-
-def _swiglu_relu(x, w_gate, w_up, w_down):
-    return (F.relu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
-
-
-def _swiglu_gelu(x, w_gate, w_up, w_down):
-    return (F.gelu(x @ w_gate.T) * (x @ w_up.T)) @ w_down.T
-
-
-def _swiglu_sum(x, w_gate, w_up, w_down):
-    return (F.silu(x @ w_gate.T) + (x @ w_up.T)) @ w_down.T
+    return fn
 
 
 def _swiglu_case(seed, b, t, d, d_ff):
     def make():
         g = _gen(seed)
         x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
-        return (x,) + tuple(
-            torch.randn(*s, generator=g, dtype=torch.float64) / s[1] ** 0.5 for s in ((d_ff, d), (d_ff, d), (d, d_ff))
-        )
+        shapes = ((d_ff, d), (d_ff, d), (d, d_ff))
+        return (x, *(torch.randn(*s, generator=g, dtype=torch.float64) / s[1] ** 0.5 for s in shapes))
 
     return make
 
 
 swiglu_ex = Exercise(
     "SwiGLU feed-forward",
-    _swiglu_ref,
+    sol.my_swiglu,
+    name="swiglu_ex",
     cases=[
         ("x (2, 5, 8), d_ff = 12", _swiglu_case(5, 2, 5, 8, 12)),
         ("x (1, 3, 16), d_ff = 40", _swiglu_case(6, 1, 3, 16, 40)),
     ],
     mistakes=[
-        Mistake(
-            _swiglu_swapped,
-            "the SiLU is on the wrong branch: apply it to x·W_gateᵀ and multiply the "
-            "result by the plain linear branch x·W_upᵀ.",
-        ),
-        Mistake(_swiglu_sigmoid, "you used the sigmoid σ(z) where SwiGLU uses Swish/SiLU, z·σ(z)."),
-        Mistake(
-            _swiglu_relu, "you used ReLU in the gate; SwiGLU's gate is Swish/SiLU, z·σ(z) (ReLU would make it ReGLU)."
-        ),
-        Mistake(_swiglu_gelu, "you used GELU in the gate; that is GeGLU. SwiGLU's gate is Swish/SiLU, z·σ(z)."),
-        Mistake(
-            _swiglu_no_gate,
-            "the up-projection W_up is never used: SwiGLU multiplies the SiLU branch "
-            "elementwise by a second linear branch before W_down.",
-        ),
-        Mistake(_swiglu_sum, "the two branches must be multiplied elementwise (a gate), not added."),
+        Mistake(_glu(swap=True), "the SiLU is on the wrong branch: it belongs to the gate, x·W_gateᵀ."),
+        Mistake(_glu(act=torch.sigmoid), "you used the sigmoid σ(z); SwiGLU's gate is Swish/SiLU, z·σ(z)."),
+        Mistake(_glu(act=F.relu), "you used ReLU in the gate (that is ReGLU); SwiGLU's gate is Swish/SiLU."),
+        Mistake(_glu(act=F.gelu), "you used GELU in the gate (that is GeGLU); SwiGLU's gate is Swish/SiLU."),
+        Mistake(_glu(up=False), "the up-projection W_up is never used: the gate multiplies a second branch."),
+        Mistake(_glu(combine="add"), "the two branches must be multiplied elementwise (a gate), not added."),
+    ],
+    hints=[
+        "Two linear branches of x, one of them through an activation, combined elementwise, then W_down.",
+        "The weights are stored like nn.Linear.weight, (out, in): a linear layer computes x @ W.T.",
+        "The activation is Swish/SiLU, z·σ(z) (F.silu), on the gate branch only.",
     ],
 )
 
 
-# --------------------------------------------------------------------------- 3. Exercise 8.8
+class _Block(nn.Module):
+    """The solution's block with one thing done another way (the typical mistakes of Exercise 8.8)."""
+
+    def __init__(self, d_model, n_heads, d_ff, post_ln=False, residual=True):
+        super().__init__()
+        self.inner, self.post_ln, self.residual = sol.PreLNBlock(d_model, n_heads, d_ff), post_ln, residual
+
+    def forward(self, x):
+        b = self.inner
+        if self.post_ln:
+            x = b.norm1(x + b.attend(x))
+            return b.norm2(x + b.ffn(x))
+        if not self.residual:
+            return b.ffn(b.norm2(b.attend(b.norm1(x))))
+        return b(x)
 
 
-def _stack_ref(d_model, n_heads, d_ff, n_blocks):
-    """Exercise 8.8: ``n_blocks`` Pre-LN encoder blocks in an ``nn.Sequential`` (no final norm)."""
-    return nn.Sequential(*[EncoderLayer(d_model, n_heads, d_ff, dropout=0.0, norm_first=True) for _ in range(n_blocks)])
-
-
-class _PostLNStack(nn.Sequential):
-    def __init__(self, d_model, n_heads, d_ff, n_blocks):
-        super().__init__(*[EncoderLayer(d_model, n_heads, d_ff, norm_first=False) for _ in range(n_blocks)])
-
-
-def _stack_post_ln(d_model, n_heads, d_ff, n_blocks):
-    return _PostLNStack(d_model, n_heads, d_ff, n_blocks)
-
-
-def _stack_final_norm(d_model, n_heads, d_ff, n_blocks):
-    return nn.Sequential(*_stack_ref(d_model, n_heads, d_ff, n_blocks), nn.LayerNorm(d_model))
-
-
-def _stack_no_residual(d_model, n_heads, d_ff, n_blocks):
-    return nn.Sequential(
-        *[EncoderLayer(d_model, n_heads, d_ff, norm_first=True, residual=False) for _ in range(n_blocks)]
-    )
-
-
-class _SharedBlock(nn.Module):
-    """The same block applied n_blocks times: 1/n_blocks of the parameters."""
-
+class _Shared(nn.Module):
     def __init__(self, d_model, n_heads, d_ff, n_blocks):
         super().__init__()
-        self.block, self.n = EncoderLayer(d_model, n_heads, d_ff), n_blocks
+        self.block, self.n = sol.PreLNBlock(d_model, n_heads, d_ff), n_blocks
 
     def forward(self, x):
         for _ in range(self.n):
@@ -215,35 +139,21 @@ class _SharedBlock(nn.Module):
         return x
 
 
-def _stack_shared(d_model, n_heads, d_ff, n_blocks):
-    return _SharedBlock(d_model, n_heads, d_ff, n_blocks)
-
-
-def _stack_four(d_model, n_heads, d_ff, n_blocks):
-    return _stack_ref(d_model, n_heads, d_ff, 4)
-
-
 def _allowed_counts(d_model, d_ff, n_blocks):
     """Parameter counts of n_blocks Pre-LN blocks with LayerNorms, with or without linear biases."""
-    w = 4 * d_model * d_model + 2 * d_model * d_ff
-    norms = 4 * d_model
-    biases = {"all": 4 * d_model + d_ff + d_model, "ffn only": d_ff + d_model, "attention only": 4 * d_model, "none": 0}
-    return {n_blocks * (w + norms + b) for b in biases.values()}
+    weights, norms = 4 * d_model * d_model + 2 * d_model * d_ff, 4 * d_model
+    biases = (4 * d_model + d_ff + d_model, d_ff + d_model, 4 * d_model, 0)
+    return {n_blocks * (weights + norms + b) for b in biases}
 
 
 def stack_signature(model, d_model: int, d_ff: int, n_blocks: int, seed: int = 0) -> dict:
-    """What Exercise 8.8 asks of a stack, measured (not read from its code).
-
-    ``shape_ok``: (2, 12, d) -> (2, 12, d); ``all_grads``: every parameter has a ``.grad`` after
-    ``out.sum().backward()``; ``count``: ``"ok"`` if the parameter count is that of ``n_blocks``
-    blocks, else the count; ``residual``: for a large input ``c·x`` the output stays ≈ ``c·x``
-    (each Pre-LN block adds a bounded update to its input); ``normalised``: every output token
-    has mean 0 and variance 1 (a norm is the last thing applied).
-    """
+    """What Exercise 8.8 asks of a stack, measured: ``shape_ok`` ((2, 12, d) -> (2, 12, d)), ``all_grads``
+    (every parameter gets a ``.grad`` from ``out.sum().backward()``), ``count`` (``"ok"`` for the parameter
+    count of ``n_blocks`` blocks, else the count), ``residual`` (a large input passes nearly unchanged) and
+    ``normalised`` (every output token has mean 0 and variance 1: a norm is applied last)."""
     if not isinstance(model, nn.Module):
         return {"module": False}
-    g = _gen(seed)
-    x = torch.randn(2, 12, d_model, generator=g)
+    x = torch.randn(2, 12, d_model, generator=_gen(seed))
     for p in model.parameters():
         p.grad = None
     model.train(False)
@@ -261,155 +171,92 @@ def stack_signature(model, d_model: int, d_ff: int, n_blocks: int, seed: int = 0
     sig["count"] = "ok" if n in _allowed_counts(d_model, d_ff, n_blocks) else n
     with torch.no_grad():
         big = 1000.0 * x
-        y = model(big)
-        sig["residual"] = bool(((y - big).norm() / big.norm()) < 0.05)
-        y1 = model(x)
-        mean, var = y1.mean(-1), y1.var(-1, unbiased=False)
-        sig["normalised"] = bool(mean.abs().max() < 1e-3 and (var - 1).abs().max() < 1e-2)
+        sig["residual"] = bool(((model(big) - big).norm() / big.norm()) < 0.05)
+        y = model(x)
+        sig["normalised"] = bool(y.mean(-1).abs().max() < 1e-3 and (y.var(-1, unbiased=False) - 1).abs().max() < 1e-2)
     return sig
 
 
-class ModuleExercise(Exercise):
-    """An exercise whose answer is an ``nn.Module``: compared by measured behaviour, not by values.
+def _measured(fn):
+    """The harness: build the module (seeded), then measure it."""
 
-    ``compare(out, ref)`` is ``signature(out) == signature(ref)``; mistakes are other modules whose
-    signature the student's may share.
-    """
-
-    def diagnose(self, args, out, ref) -> str:
-        if not isinstance(out, nn.Module):
-            return (
-                f"your function returned a {type(out).__name__}; return the nn.Module itself "
-                f"(e.g. an nn.Sequential of blocks, or your own nn.Module subclass)."
-            )
-        sig = _sig(out, args)
-        if "error" in sig:
-            return (
-                f"calling your module on a random input of shape (2, 12, {args[0]}) raised {sig['error']}. "
-                f"A block takes and returns (B, T, d_model)."
-            )
-        return (
-            self.known_mistake(args, out)
-            or self.failed_property(args, out)
-            or (
-                "the stack behaves differently from four Pre-LN blocks in a way the checker cannot name. "
-                "Re-read the block: x = x + MHA(LN(x)); x = x + FFN(LN(x))."
-            )
-        )
-
-    def _check(self, fn) -> Result:
-        with torch.random.fork_rng():  # seeded for repeatable checks; the caller's RNG state is untouched
+    def run(d_model, n_heads, d_ff, n_blocks):
+        with torch.random.fork_rng():
             torch.manual_seed(0)
-            return super()._check(fn)
+            model = fn(d_model, n_heads, d_ff, n_blocks)
+        if not isinstance(model, nn.Module):
+            return {"returned": type(model).__name__}
+        return stack_signature(model, d_model, d_ff, n_blocks)
+
+    return run
 
 
-def _sig(args_out_or_module, args):
-    d_model, _, d_ff, n_blocks = args
-    return stack_signature(args_out_or_module, d_model, d_ff, n_blocks)
-
-
-def _compare_stacks(out, ref):
-    if not isinstance(out, nn.Module) or not isinstance(ref, nn.Module):
-        return False
-    args = getattr(ref, "_ex_args", None) or getattr(out, "_ex_args", None)
-    if args is None:
-        return False
-    return _sig(out, args) == _sig(ref, args)
-
-
-def _tagged(fn):
-    """Wrap a module factory so the module remembers the case arguments it was built for."""
-
-    def make(*args):
-        m = fn(*args)
-        if isinstance(m, nn.Module):
-            m._ex_args = args
-        return m
-
-    make.__name__ = getattr(fn, "__name__", "make")
-    make.__doc__ = fn.__doc__
-    return make
+class _StackExercise(Exercise):
+    def type_problem(self, out, ref):
+        if "returned" in out:
+            got = "None (is a `return` missing?)" if out["returned"] == "NoneType" else f"a {out['returned']}"
+            return f"your function returned {got}; return the nn.Module (e.g. an nn.Sequential)."
+        if "error" in out:
+            return f"calling your module on an input of shape (2, 12, d_model) raised {out['error']}"
+        return None
 
 
 def _prop(key, hint):
-    def holds(args, out):
-        sig = _sig(out, args)
-        return sig.get(key) in (True, "ok")
-
-    return Property(holds, hint)
-
-
-class _StackExercise(ModuleExercise):
-    def _check(self, fn) -> Result:
-        return super()._check(_tagged(fn))
-
-    def show_solution(self) -> None:
-        from transformer_nb.source import show_source
-
-        show_source(_stack_ref)
-
-    def solution_source(self) -> str:
-        import inspect
-
-        return inspect.getsource(_stack_ref)
+    return Property(lambda args, out: out.get(key) in (True, "ok"), hint)
 
 
 encoder_stack_ex = _StackExercise(
     "Exercise 8.8: four Pre-LN encoder blocks",
-    _tagged(_stack_ref),
+    sol.build_encoder_stack,
+    name="encoder_stack_ex",
+    solution_code=(sol.PreLNBlock, sol.build_encoder_stack),
+    harness=_measured,
+    compare=lambda out, ref: out == ref,
     cases=[
         ("Exercise 8.8: d_model 64, h 4, d_ff 256, 4 blocks", lambda: (64, 4, 256, 4)),
         ("a second size: d_model 32, h 2, d_ff 64, 2 blocks", lambda: (32, 2, 64, 2)),
     ],
     mistakes=[
         Mistake(
-            _tagged(_stack_post_ln),
-            "every block's output is normalised, so this is Post-LN "
-            "(LN(x + Sublayer(x))). Exercise 8.8 asks for Pre-LN: "
-            "x + Sublayer(LN(x)), with the norm inside the residual branch.",
+            lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, post_ln=True) for _ in range(n)]),
+            "every block's output is normalised, so this is Post-LN (LN(x + Sublayer(x))). Exercise 8.8 asks "
+            "for Pre-LN, with the norm inside the residual branch.",
         ),
         Mistake(
-            _tagged(_stack_final_norm),
-            "your stack ends with a LayerNorm. Pre-LN models do add one "
-            "before the output layer, but Exercise 8.8 stacks the blocks only: "
-            "leave the final norm out here.",
+            lambda d, h, f, n: nn.Sequential(sol.build_encoder_stack(d, h, f, n), nn.LayerNorm(d)),
+            "your stack ends with a LayerNorm. Pre-LN models add one before the output layer, but Exercise 8.8 "
+            "stacks the blocks only.",
         ),
         Mistake(
-            _tagged(_stack_no_residual),
-            "the input is not carried through: for a large input the output "
-            "should stay close to it. Add the residual: x = x + Sublayer(LN(x)).",
+            lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, residual=False) for _ in range(n)]),
+            "the input is not carried through: for a large input the output should stay close to it.",
         ),
         Mistake(
-            _tagged(_stack_shared),
-            "you have a quarter of the parameters: one block applied several times "
-            "shares its weights. Build n_blocks separate blocks (nn.ModuleList or "
-            "nn.Sequential of new instances).",
+            lambda d, h, f, n: _Shared(d, h, f, n),
+            "one block applied several times shares its weights: build n_blocks separate blocks.",
         ),
-        Mistake(_tagged(_stack_four), "you always build 4 blocks; use the n_blocks argument."),
+        Mistake(lambda d, h, f, n: sol.build_encoder_stack(d, h, f, 4), "you always build 4 blocks; use n_blocks."),
     ],
     properties=[
-        _prop(
-            "shape_ok",
-            "the output must have the input's shape (B, T, d_model): a block maps (B, T, d) to "
-            "(B, T, d). Does your forward return a tuple (e.g. attention weights too)?",
-        ),
-        _prop(
-            "all_grads",
-            "some parameters get no gradient after out.sum().backward(): is every module you "
-            "create used in forward (and nothing detached)?",
-        ),
+        _prop("shape_ok", "the output must have the input's shape (B, T, d_model). Does forward return a tuple?"),
+        _prop("all_grads", "some parameters get no gradient: is every module you create used in forward?"),
         _prop(
             "count",
-            "the number of parameters is not that of n_blocks blocks with two LayerNorms, a "
-            "4·d² attention and a d→d_ff→d FFN each (biases optional).",
+            "the parameter count is not that of n_blocks blocks with two LayerNorms, a 4·d² attention and a "
+            "d→d_ff→d FFN each (biases optional).",
         ),
-        _prop(
-            "residual",
-            "for a large input the output should stay close to the input (each block adds a "
-            "bounded update): is there a residual connection x + ... around both sublayers, "
-            "with the LayerNorm inside the branch?",
-        ),
+        _prop("residual", "for a large input the output should stay close to the input: a residual is missing."),
     ],
-    compare=_compare_stacks,
-    stub_hint="Build the stack in build_encoder_stack and return it.",
+    hints=[
+        "One block: normalise, attend, add the input back; normalise, feed forward, add back. Stack n of them.",
+        "Give each block its own LayerNorms, attention (your multi-head attention from notebook 03, or "
+        "nn.MultiheadAttention with batch_first=True) and FFN; nn.Sequential chains modules that take one input.",
+        "In Pre-LN the norm is applied to the sublayer's INPUT inside the branch: x + sublayer(norm(x)).",
+    ],
+    reveals=("transformer_nb.block.EncoderLayer.forward",),
+    explanation="""
+    The chapter's two verifications, on build_encoder_stack(64, 4, 256, 4): the output of a (2, 12, 64) input
+    has shape (2, 12, 64), and after out.sum().backward() every parameter has a .grad. The parameter count is
+    4 × (4·64² + 4·64 + 2·64·256 + 256 + 64 + 4·64) = 4 × 50,240 = 200,960 with biases.
+    """,
 )

@@ -14,6 +14,10 @@ the wrong axis, ...) and answers with a hint aimed at that mistake.
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises.compare import tensor_problem
+from transformer_nb.exercises.solutions import masks as sol
+
+NOTEBOOK = "02_masking"  # the notebook whose exercise cells use this module
 
 _POLARITY = (
     "your mask is True where attention is BLOCKED. Here (as in F.scaled_dot_product_attention) "
@@ -38,9 +42,15 @@ class MaskExercise(Exercise):
 
     expected_shape: str = ""
 
+    def type_problem(self, out, ref):
+        if isinstance(out, torch.Tensor) and out.device.type == "cpu" and out.dtype != torch.bool:
+            return None  # a number mask: diagnose() says what it would do and what its pattern is
+        return tensor_problem(out, ref, "your mask")
+
     def diagnose(self, args, out, ref) -> str:
-        if not isinstance(out, torch.Tensor):
-            return f"return a torch.Tensor (a bool mask), got {type(out).__name__}."
+        problem = self.type_problem(out, ref)
+        if problem:
+            return problem
         if tuple(out.shape) != tuple(ref.shape):
             return (
                 f"your mask has shape {tuple(out.shape)}, expected {tuple(ref.shape)} = {self.expected_shape}. "
@@ -61,13 +71,6 @@ class MaskExercise(Exercise):
 # ----------------------------------------------------------------------------------------
 # 1. the causal mask
 # ----------------------------------------------------------------------------------------
-
-
-def _causal_solution(T):
-    """(T, T) bool: True where key j is not in query i's future (j <= i)."""
-    i = torch.arange(T)[:, None]  # query index, one per row
-    j = torch.arange(T)[None, :]  # key index, one per column
-    return j <= i
 
 
 def _causal_strict(T):
@@ -93,7 +96,8 @@ class _CausalExercise(MaskExercise):
 causal_ex = _CausalExercise(
     compare=_mask_equal,
     title="Causal mask",
-    reference=_causal_solution,
+    name="causal_ex",
+    reference=sol.my_causal_mask,
     cases=[("T=4", lambda: (4,)), ("T=1", lambda: (1,)), ("T=7", lambda: (7,))],
     mistakes=[
         Mistake(
@@ -119,7 +123,12 @@ causal_ex = _CausalExercise(
             "some entries above the diagonal are True: those are future keys (j > i).",
         ),
     ],
-    stub_hint="Return a (T, T) bool tensor, True where query i may attend to key j.",
+    hints=[
+        "Row i is query i, column j is key j. Which keys may query 2 of 4 attend to? Draw the 4 × 4 grid.",
+        "The allowed entries compare two indices: the key's position and the query's.",
+        "Build a column of query indices and a row of key indices; broadcasting a comparison gives (T, T).",
+    ],
+    reveals=("transformer_nb.masks.causal_mask",),
 )
 
 
@@ -128,22 +137,16 @@ causal_ex = _CausalExercise(
 # ----------------------------------------------------------------------------------------
 
 
-def _padding_solution(lengths, max_len):
-    """(B, max_len) bool: True at the first lengths[b] positions of row b (right padding)."""
-    lengths = torch.as_tensor(lengths)
-    return torch.arange(max_len)[None, :] < lengths[:, None]
-
-
 def _padding_off_by_one(lengths, max_len):
     return torch.arange(max_len)[None, :] <= torch.as_tensor(lengths)[:, None]
 
 
 def _padding_inverted(lengths, max_len):
-    return ~_padding_solution(lengths, max_len)
+    return ~sol.my_padding_mask(lengths, max_len)
 
 
 def _padding_left(lengths, max_len):
-    return _padding_solution(lengths, max_len).flip(-1)
+    return sol.my_padding_mask(lengths, max_len).flip(-1)
 
 
 class _PaddingExercise(MaskExercise):
@@ -161,7 +164,8 @@ class _PaddingExercise(MaskExercise):
 padding_ex = _PaddingExercise(
     compare=_mask_equal,
     title="Padding mask from lengths",
-    reference=_padding_solution,
+    name="padding_ex",
+    reference=sol.my_padding_mask,
     cases=[
         ("lengths [3, 1, 4], max_len 5", lambda: ([3, 1, 4], 5)),
         ("lengths [2, 2], max_len 2", lambda: ([2, 2], 2)),
@@ -190,24 +194,18 @@ padding_ex = _PaddingExercise(
             "row b must hold exactly lengths[b] True entries, one per real token.",
         ),
     ],
-    stub_hint="Return a (B, max_len) bool tensor, True at real tokens (the first lengths[b] positions).",
+    hints=[
+        "Row b is sequence b; its first lengths[b] positions are real tokens, the rest is padding.",
+        "Position t of row b is real exactly when t is below that row's length.",
+        "Compare a row of positions 0..max_len-1 with a column of lengths; broadcasting gives (B, max_len).",
+    ],
+    reveals=("transformer_nb.masks.padding_mask",),
 )
 
 
 # ----------------------------------------------------------------------------------------
 # 3. padding + causal for a batch (decoder self-attention)
 # ----------------------------------------------------------------------------------------
-
-
-def _combined_solution(keep):
-    """keep: (B, T) bool, True at real tokens -> (B, 1, T, T) bool, True = may attend.
-
-    A query may attend to a key iff the key is a real token AND not in the query's future.
-    Padded queries still attend to real keys (their outputs are ignored by the loss).
-    """
-    T = keep.shape[-1]
-    causal = torch.ones(T, T, dtype=torch.bool).tril()  # (T_q, T_k)
-    return keep[:, None, None, :] & causal  # (B, 1, 1, T_k) & (T_q, T_k)
 
 
 def _combined_no_causal(keep):
@@ -245,7 +243,8 @@ def _keep(lengths, T):
 combined_ex = _CombinedExercise(
     compare=_mask_equal,
     title="Padding + causal mask for a batch",
-    reference=_combined_solution,
+    name="combined_ex",
+    reference=sol.my_decoder_mask,
     cases=[
         ("lengths [3, 5, 1], T=5", lambda: (_keep([3, 5, 1], 5),)),
         ("lengths [2, 4], T=4", lambda: (_keep([2, 4], 4),)),
@@ -281,7 +280,11 @@ combined_ex = _CombinedExercise(
             "some padded keys are visible: every column of a padded position must be False.",
         ),
     ],
-    stub_hint="Return a (B, 1, T, T) bool tensor: key is real AND key position <= query position.",
+    hints=[
+        "Two conditions decide whether query i may attend to key j of sequence b. Name them.",
+        "One condition depends on (i, j) only, the other on (b, j) only: combine a (T, T) mask with a "
+        "(B, T) one, each placed on the right axes of (B, 1, T, T).",
+        "A key is visible only if BOTH conditions hold; padding concerns keys, so it goes on the last axis.",
+    ],
+    reveals=("transformer_nb.masks.self_attention_mask",),
 )
-
-ALL = [causal_ex, padding_ex, combined_ex]

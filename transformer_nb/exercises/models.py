@@ -11,6 +11,9 @@
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises.solutions import models as sol
+
+NOTEBOOK = "08_architecture_variants"  # the notebook whose exercise cells use this module
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 KEYS = ("encoder_self", "decoder_self", "cross")
@@ -35,45 +38,36 @@ def _tril(t):
     return torch.ones(t, t, dtype=torch.bool).tril()
 
 
-def _masks_ref(variant, src_keep, tgt_keep):
-    s, t = src_keep.shape[1], tgt_keep.shape[1]
-    if variant == "encoder-only":
-        return {"encoder_self": _pad(src_keep, s), "decoder_self": None, "cross": None}
-    if variant == "decoder-only":
-        return {"encoder_self": None, "decoder_self": _pad(tgt_keep, t) & _tril(t), "cross": None}
-    return {"encoder_self": _pad(src_keep, s), "decoder_self": _pad(tgt_keep, t) & _tril(t), "cross": _pad(src_keep, t)}
-
-
 def _masks_bert_causal(variant, src_keep, tgt_keep):
-    out = _masks_ref(variant, src_keep, tgt_keep)
+    out = sol.variant_masks(variant, src_keep, tgt_keep)
     if variant == "encoder-only":
         out["encoder_self"] = out["encoder_self"] & _tril(src_keep.shape[1])
     return out
 
 
 def _masks_encdec_encoder_causal(variant, src_keep, tgt_keep):
-    out = _masks_ref(variant, src_keep, tgt_keep)
+    out = sol.variant_masks(variant, src_keep, tgt_keep)
     if variant == "encoder-decoder":
         out["encoder_self"] = out["encoder_self"] & _tril(src_keep.shape[1])
     return out
 
 
 def _masks_gpt_cross(variant, src_keep, tgt_keep):
-    out = _masks_ref(variant, src_keep, tgt_keep)
+    out = sol.variant_masks(variant, src_keep, tgt_keep)
     if variant == "decoder-only":
         out["cross"] = _pad(tgt_keep, tgt_keep.shape[1])
     return out
 
 
 def _masks_gpt_not_causal(variant, src_keep, tgt_keep):
-    out = _masks_ref(variant, src_keep, tgt_keep)
+    out = sol.variant_masks(variant, src_keep, tgt_keep)
     if out["decoder_self"] is not None:
         out["decoder_self"] = _pad(tgt_keep, tgt_keep.shape[1])
     return out
 
 
 def _masks_cross_causal(variant, src_keep, tgt_keep):
-    out = _masks_ref(variant, src_keep, tgt_keep)
+    out = sol.variant_masks(variant, src_keep, tgt_keep)
     if out["cross"] is not None:
         s, t = src_keep.shape[1], tgt_keep.shape[1]
         out["cross"] = out["cross"] & torch.ones(t, s, dtype=torch.bool).tril()
@@ -81,14 +75,14 @@ def _masks_cross_causal(variant, src_keep, tgt_keep):
 
 
 def _masks_cross_target_padding(variant, src_keep, tgt_keep):
-    out = _masks_ref(variant, src_keep, tgt_keep)
+    out = sol.variant_masks(variant, src_keep, tgt_keep)
     if out["cross"] is not None:
         out["cross"] = _pad(tgt_keep, tgt_keep.shape[1])
     return out
 
 
 def _masks_decoder_no_padding(variant, src_keep, tgt_keep):
-    out = _masks_ref(variant, src_keep, tgt_keep)
+    out = sol.variant_masks(variant, src_keep, tgt_keep)
     if out["decoder_self"] is not None:
         t = tgt_keep.shape[1]
         out["decoder_self"] = _tril(t).expand(tgt_keep.shape[0], 1, t, t)
@@ -108,14 +102,20 @@ def _dict_equal(out, ref) -> bool:
 class _VariantMasksExercise(Exercise):
     """Answers are dicts of masks: say which key is wrong, and how, before the generic hints."""
 
-    def diagnose(self, args, out, ref) -> str:
-        variant = args[0]
+    def type_problem(self, out, ref):
         if not isinstance(out, dict) or set(out) != set(KEYS):
             got = sorted(out) if isinstance(out, dict) else type(out).__name__
             return (
                 f"return a dict with exactly the keys {list(KEYS)} (None for a sublayer the variant "
                 f"does not have), got {got}."
             )
+        return None
+
+    def diagnose(self, args, out, ref) -> str:
+        variant = args[0]
+        problem = self.type_problem(out, ref)
+        if problem:
+            return problem
         for key in KEYS:
             mine, want = out[key], ref[key]
             if (mine is None) != (want is None):
@@ -153,7 +153,8 @@ def _case(variant, src_lengths, s, tgt_lengths, t):
 
 variant_masks_ex = _VariantMasksExercise(
     "the attention masks of each variant",
-    _masks_ref,
+    sol.variant_masks,
+    name="variant_masks_ex",
     cases=[
         ("encoder-only, source lengths [5, 3]", _case("encoder-only", [5, 3], 5, [4, 2], 4)),
         ("decoder-only, sequence lengths [4, 2]", _case("decoder-only", [5, 3], 5, [4, 2], 4)),
@@ -198,8 +199,12 @@ variant_masks_ex = _VariantMasksExercise(
             "a real token must always be allowed to attend to itself: check the diagonal of your self-attention masks.",
         ),
     ],
-    stub_hint="Decide first which of the three sublayers the variant has (None for the others), then build each "
-    "mask from the padding (block padded keys) and, where generation needs it, the causal triangle.",
+    hints=[
+        "First decide, for each variant, which of the three sublayers it has; the others are None.",
+        "Every mask blocks padded KEYS, so each is built from the keep mask of the sequence its keys come from.",
+        "Only the sublayer that reads the sequence being generated is causal; cross-attention reads the source.",
+    ],
+    reveals=("transformer_nb.models.Encoder", "transformer_nb.models.DecoderOnly"),
 )
 
 
@@ -209,11 +214,6 @@ def _keep_for(args, key):
 
 
 # --------------------------------------------------------------------------- 2. the LM shift
-
-
-def _shift_ref(ids, keep):
-    targets = ids[:, 1:].masked_fill(~keep[:, 1:], -100)
-    return ids[:, :-1], targets
 
 
 def _shift_none(ids, keep):
@@ -243,7 +243,8 @@ def _shift_case(seed, lengths, t):
 
 lm_shift_ex = Exercise(
     "inputs and targets for next-token prediction",
-    _shift_ref,
+    sol.lm_shift,
+    name="lm_shift_ex",
     cases=[
         ("lengths [6, 4], T = 6", _shift_case(31, [6, 4], 6)),
         ("lengths [5, 5, 2], T = 5", _shift_case(32, [5, 5, 2], 5)),
@@ -257,8 +258,7 @@ lm_shift_ex = Exercise(
         ),
         Mistake(
             _shift_backwards,
-            "you shifted the wrong way: your model would predict the previous token from the ones after it. "
-            "Inputs are ids[:, :-1] (drop the last), targets ids[:, 1:] (drop the first).",
+            "you shifted the wrong way: your model would predict the previous token from the ones after it.",
         ),
         Mistake(
             _shift_no_ignore,
@@ -267,25 +267,24 @@ lm_shift_ex = Exercise(
         ),
         Mistake(
             _shift_wrong_keep,
-            "off by one in the padding: you used the keep mask of the inputs (keep[:, :-1]), so the first "
-            "padded target is counted and, in a full row, nothing changes. A target is real when *it* is a "
-            "real token: use keep[:, 1:].",
+            "off by one in the padding: you used the keep mask of the inputs, so the first padded target is "
+            "counted. A target is real when *it* is a real token.",
         ),
     ],
     properties=[
         Property(lambda args, out: isinstance(out, tuple) and len(out) == 2, "return a pair (inputs, targets)."),
     ],
-    stub_hint="The input at position t is token t and the target is token t+1: slice off one token at opposite "
-    "ends, then mark padded targets with -100.",
+    hints=[
+        "At position t the model has read tokens 0..t. Which token should it predict there?",
+        "Inputs and targets are the same sequence, one step apart; both have T - 1 positions.",
+        "A target that is padding must not count in the loss: -100 is F.cross_entropy's ignore_index. Which "
+        "keep entries describe the targets?",
+    ],
+    reveals=("transformer_nb.models.lm_batch",),
 )
 
 
 # --------------------------------------------------------------------------- 3. masked mean pooling
-
-
-def _pool_ref(hidden, keep):
-    w = keep.to(hidden.dtype)[..., None]  # (B, T, 1)
-    return (hidden * w).sum(1) / w.sum(1).clamp_min(1.0)
 
 
 def _pool_all(hidden, keep):
@@ -311,7 +310,8 @@ def _pool_case(seed, lengths, t, d=4):
 
 mean_pool_ex = Exercise(
     "mean pooling over the real tokens",
-    _pool_ref,
+    sol.mean_pool,
+    name="mean_pool_ex",
     cases=[
         ("lengths [5, 2], T = 5", _pool_case(41, [5, 2], 5)),
         ("lengths [3, 3, 1], T = 4", _pool_case(42, [3, 3, 1], 4)),
@@ -336,8 +336,9 @@ mean_pool_ex = Exercise(
             "the result has one d-vector per sequence: shape (B, d); average over the time axis (dim 1).",
         ),
     ],
-    stub_hint="Weight each position by keep (1 for real, 0 for padding), sum over time, divide by the number of "
-    "real tokens in that sequence.",
+    hints=[
+        "The result is one d-vector per sequence: an average over the time axis, but not over every position.",
+        "Padded positions must not count, neither in the sum nor in the number you divide by.",
+        "keep as a 0/1 float tensor, with a trailing axis of size 1, weights each position.",
+    ],
 )
-
-EXERCISES = {"variant_masks": variant_masks_ex, "lm_shift": lm_shift_ex, "mean_pool": mean_pool_ex}

@@ -1,56 +1,122 @@
-"""Exercises for notebook 03 (multi-head attention, Exercise 8.6, MQA/GQA, KV cache).
+"""Exercise 8.6 (000) for notebook 03: multi-head attention, and which of its heads are local.
 
-- ``attention_distance_ex``: Exercise 8.6's measured statistic, the mean attention distance per head.
-- ``expand_kv_ex``: GQA's sharing of key/value heads among groups of query heads.
-- ``kv_cache_ex``: 002's KV-cache formula, in bytes.
+- :data:`mha_ex` -- ``multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads) -> (out, weights)``: the
+  student's own multi-head attention, checked exactly against the reference for the same weights.
+- :data:`attention_distance_ex` -- ``mean_distance(w)``: each head's mean attention distance.
+- :data:`head_kinds_ex` -- ``head_kinds(w)``: the exercise's description made checkable; each head is
+  ``"local"``, ``"global"`` or ``"focused"`` by a stated rule.
+
+GQA and the KV cache are in :mod:`transformer_nb.exercises.gqa`.
 """
+
+import math
 
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises.solutions import multihead as sol
+
+NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use this module
 
 
-def _gen(seed):
+def _g(seed):
     return torch.Generator().manual_seed(seed)
 
 
-# --------------------------------------------------------------------------- 1. attention distance
+def _mha(split="view_transpose", scale="d_k", out_proj=True, merge="transpose", softmax_dim=-1):
+    """Multi-head attention with one step done another way (the typical mistakes)."""
+
+    def fn(x, w_q, w_k, w_v, w_o, n_heads):
+        B, T, d = x.shape
+        d_k = d // n_heads
+
+        def heads(t):
+            return t.view(B, n_heads, T, d_k) if split == "view" else t.view(B, T, n_heads, d_k).transpose(1, 2)
+
+        q, k, v = heads(x @ w_q), heads(x @ w_k), heads(x @ w_v)
+        size = {"d_k": d_k, "d_model": d, "none": 1}[scale]
+        w = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(size), dim=softmax_dim)
+        o = w @ v
+        o = o.reshape(B, T, d) if merge == "reshape" else o.transpose(1, 2).reshape(B, T, d)
+        return (o @ w_o if out_proj else o), w
+
+    return fn
 
 
-def _distance_ref(weights):
-    t = weights.shape[-1]
-    pos = torch.arange(t, dtype=weights.dtype)
-    gap = (pos[:, None] - pos[None, :]).abs()
-    return (weights * gap).sum(-1).mean(-1)
+def _mha_case(seed, b, t, d, h):
+    def make():
+        g = _g(seed)
+        x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
+        ws = [torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d) for _ in range(4)]
+        return (x, *ws, h)
+
+    return make
 
 
-def _distance_signed(weights):
-    t = weights.shape[-1]
-    pos = torch.arange(t, dtype=weights.dtype)
-    return (weights * (pos[:, None] - pos[None, :])).sum(-1).mean(-1)
+mha_ex = Exercise(
+    "Exercise 8.6: multi-head attention",
+    sol.multi_head_attention,
+    name="mha_ex",
+    cases=[
+        ("the exercise's size: d_model=32, h=4, 7 tokens", _mha_case(61, 1, 7, 32, 4)),
+        ("batch 2, d_model=24, h=3, 5 tokens", _mha_case(62, 2, 5, 24, 3)),
+        ("one head (h=1): plain attention", _mha_case(63, 1, 4, 8, 1)),
+    ],
+    mistakes=[
+        Mistake(
+            _mha(split="view"),
+            "your heads are not the right slices: viewing (B, T, d_model) directly as (B, h, T, d_k) mixes "
+            "positions into the heads. Head i owns features i·d_k..(i+1)·d_k-1 of EVERY position.",
+        ),
+        Mistake(_mha(scale="d_model"), "the scores are scaled with d_model; each head's dot products have d_k terms."),
+        Mistake(_mha(scale="none"), "the scores are not scaled."),
+        Mistake(_mha(out_proj=False), "the output projection W_O is missing: it mixes the concatenated heads."),
+        Mistake(
+            _mha(merge="reshape"),
+            "the heads are concatenated in the wrong order: bring the head axis back next to d_k before "
+            "merging (B, h, T, d_k) into (B, T, d_model).",
+        ),
+        Mistake(_mha(softmax_dim=-2), "the softmax runs over the queries; each query's weights must sum to 1."),
+    ],
+    properties=[
+        Property(lambda a, o: isinstance(o, (tuple, list)) and len(o) == 2, "return (output, weights)."),
+        Property(
+            lambda a, o: tuple(o[1].shape) == (a[0].shape[0], a[5], a[0].shape[1], a[0].shape[1]),
+            "return the weights of every head, (B, h, T, T), not their average.",
+        ),
+    ],
+    hints=[
+        "Project x with each matrix, split each projection into h heads, attend inside each head, put the heads "
+        "side by side, project with W_O. Check the shape after every step.",
+        "Splitting heads: (B, T, d_model) -> (B, T, h, d_k), then move the head axis forward: (B, h, T, d_k).",
+        "Each head is an attention of size d_k; merging reverses the split exactly before the output projection.",
+    ],
+    reveals=(
+        "transformer_nb.multihead.MultiHeadAttention.forward",
+        "transformer_nb.multihead.split_heads",
+        "transformer_nb.multihead.merge_heads",
+    ),
+)
 
 
-def _distance_unweighted(weights):
-    t = weights.shape[-1]
-    pos = torch.arange(t, dtype=weights.dtype)
-    gap = (pos[:, None] - pos[None, :]).abs()
-    return gap.mean().expand(weights.shape[:-2]).clone()
+def _distance(signed=False, weighted=True, reduce="mean", fraction=False):
+    def fn(w):
+        t = w.shape[-1]
+        pos = torch.arange(t, dtype=w.dtype)
+        gap = pos[:, None] - pos[None, :]
+        gap = gap if signed else gap.abs()
+        if not weighted:
+            return gap.mean().expand(w.shape[:-2]).clone()
+        per_query = (w * gap).sum(-1)
+        out = per_query.mean(-1) if reduce == "mean" else per_query.sum(-1)
+        return out / (t - 1) if fraction else out
 
-
-def _distance_summed(weights):
-    t = weights.shape[-1]
-    pos = torch.arange(t, dtype=weights.dtype)
-    gap = (pos[:, None] - pos[None, :]).abs()
-    return (weights * gap).sum(-1).sum(-1)
-
-
-def _distance_fraction(weights):
-    return _distance_ref(weights) / (weights.shape[-1] - 1)
+    return fn
 
 
 def _softmax_case(seed, h, t, sharp=2.0, causal=False):
     def make():
-        s = sharp * torch.randn(h, t, t, generator=_gen(seed), dtype=torch.float64)
+        s = sharp * torch.randn(h, t, t, generator=_g(seed), dtype=torch.float64)
         if causal:
             s = s.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
         return (torch.softmax(s, -1),)
@@ -58,156 +124,112 @@ def _softmax_case(seed, h, t, sharp=2.0, causal=False):
     return make
 
 
-def _prev_token_case():
-    w = torch.zeros(2, 6, 6, dtype=torch.float64)
-    w[:, 0, 0] = 1.0
-    w[:, torch.arange(1, 6), torch.arange(0, 5)] = 1.0
-    w[1] = torch.eye(6, dtype=torch.float64)
-    return (w,)
+def _known_heads():
+    """(5, 7, 7): previous token, itself, soft local e^-|i-j|, uniform, a random focused head."""
+    t = 7
+    pos = torch.arange(t, dtype=torch.float64)
+    prev = torch.zeros(t, t, dtype=torch.float64)
+    prev[torch.arange(t), (torch.arange(t) - 1).clamp_min(0)] = 1.0
+    soft = torch.softmax(-(pos[:, None] - pos[None, :]).abs(), -1)
+    uniform = torch.full((t, t), 1 / t, dtype=torch.float64)
+    focused = torch.softmax(6 * torch.randn(t, t, generator=_g(14), dtype=torch.float64), -1)
+    return (torch.stack([prev, torch.eye(t, dtype=torch.float64), soft, uniform, focused]),)
 
 
 attention_distance_ex = Exercise(
-    "mean attention distance per head",
-    _distance_ref,
+    "Exercise 8.6: mean attention distance per head",
+    sol.mean_distance,
+    name="attention_distance_ex",
     cases=[
         ("4 heads, 7 tokens, random weights", _softmax_case(11, 4, 7)),
-        ("head 0 = previous token, head 1 = itself", _prev_token_case),
+        ("five heads whose behaviour is known", _known_heads),
         ("2 heads, 5 tokens, causal weights", _softmax_case(12, 2, 5, causal=True)),
     ],
     mistakes=[
-        Mistake(
-            _distance_signed,
-            "attending 2 tokens back and 2 tokens ahead should both count as distance 2, but yours cancel "
-            "out: use the absolute offset |i - j|.",
+        Mistake(_distance(signed=True), "looking 2 back and 2 ahead should both count as distance 2; yours cancel."),
+        Mistake(_distance(weighted=False), "every head gets the same number: the offsets are not weighted by w."),
+        Mistake(_distance(reduce="sum"), "your numbers grow with the sequence length: average over the queries."),
+        Mistake(_distance(fraction=True), "the distance is in tokens, not a fraction of the longest offset."),
+    ],
+    properties=[
+        Property(lambda args, out: bool((out >= -1e-9).all()), "a distance cannot be negative."),
+        Property(
+            lambda args, out: bool((out <= args[0].shape[-1] - 1 + 1e-9).all()),
+            "no head's mean distance can exceed T - 1.",
         ),
-        Mistake(
-            _distance_unweighted,
-            "every head gets the same number: you averaged |i - j| over all pairs without weighting "
-            "each pair by how much query i attends to key j.",
-        ),
-        Mistake(
-            _distance_summed,
-            "your numbers grow with the sequence length: you added up the per-query distances. "
-            "Average them over the queries instead.",
-        ),
-        Mistake(
-            _distance_fraction,
-            "the distance should be in tokens, not a fraction of the longest possible offset: do not divide by T - 1.",
-        ),
+    ],
+    hints=[
+        "For one head and one query i: weight each key's offset |i - j| by how much i attends to j.",
+        "Build the (T, T) matrix of offsets |i - j| once; it broadcasts against w of shape (h, T, T).",
+        "Sum over the keys (the last axis), then average over the queries: one number per head.",
+    ],
+)
+
+
+def _kinds(log=math.log, entropy_reduce="mean", signed=False, half=True, nan_safe=True):
+    def fn(w):
+        t = w.shape[-1]
+        pos = torch.arange(t, dtype=w.dtype)
+        gap = pos[:, None] - pos[None, :]
+        distance = (w * (gap if signed else gap.abs())).sum(-1).mean(-1)
+        logs = (w.clamp_min(1e-12) if nan_safe else w).log() / math.log(math.e if log is math.log else 2)
+        per_query = -(w * logs).sum(-1)
+        entropy = per_query.mean(-1) if entropy_reduce == "mean" else per_query.sum(-1)
+        uniform = (t * t - 1) / (3 * t)
+        limit = uniform / 2 if half else uniform
+        return [
+            "local" if d < limit else "global" if h > 0.9 * math.log(t) else "focused"
+            for d, h in zip(distance.tolist(), entropy.tolist())
+        ]
+
+    return fn
+
+
+def _mixed_heads():
+    """Heads chosen so that each typical slip changes at least one label."""
+    t = 7
+    pos = torch.arange(t, dtype=torch.float64)
+    gap = (pos[:, None] - pos[None, :]).abs()
+    wide_local = torch.softmax(-0.5 * gap, -1)  # distance between u/2 and u: 'local' only with the wrong limit
+    future = torch.zeros(t, t, dtype=torch.float64)
+    future[torch.arange(t), (torch.arange(t) + 2).clamp_max(t - 1)] = 0.5
+    future[torch.arange(t), (torch.arange(t) - 2).clamp_min(0)] += 0.5  # looks 2 back and 2 ahead: signed ~ 0
+    mid = torch.softmax(1.1 * torch.randn(t, t, generator=_g(15), dtype=torch.float64), -1)  # entropy ~ 0.8 ln T
+    all_but_one = torch.full((t, t), 1 / (t - 1), dtype=torch.float64)
+    all_but_one[torch.arange(t), (torch.arange(t) + 3) % t] = 0.0  # exact zeros, entropy ln 6 > 0.9 ln 7
+    return (torch.stack([wide_local, future, mid, torch.eye(t, dtype=torch.float64), all_but_one]),)
+
+
+head_kinds_ex = Exercise(
+    "Exercise 8.6: local or global? (the description, checked)",
+    sol.head_kinds,
+    name="head_kinds_ex",
+    cases=[
+        ("five heads whose behaviour is known", _known_heads),
+        ("heads near the thresholds", _mixed_heads),
+        ("4 heads, 7 tokens, random weights", _softmax_case(11, 4, 7)),
+    ],
+    mistakes=[
+        Mistake(_kinds(log=math.log2), "your entropy is in bits; the rule compares it with 0.9·ln T, in nats."),
+        Mistake(_kinds(entropy_reduce="sum"), "your entropy adds up the queries; the rule uses the mean per query."),
+        Mistake(_kinds(signed=True), "use the absolute offset |i - j|: looking back and ahead must not cancel."),
+        Mistake(_kinds(half=False), "a head is local when its distance is below HALF the uniform distance."),
+        Mistake(_kinds(nan_safe=False), "0 · log 0 gave NaN: a zero weight contributes 0 to the entropy."),
     ],
     properties=[
         Property(
-            lambda args, out: bool((out >= -1e-9).all()),
-            "a distance cannot be negative: use the absolute offset |i - j|.",
+            lambda a, o: isinstance(o, (list, tuple)) and len(o) == a[0].shape[0],
+            "return one label per head, a list of strings.",
         ),
         Property(
-            lambda args, out: bool((out <= args[0].shape[-1] - 1 + 1e-9).all()),
-            "no token is more than T - 1 positions away, so no head's mean distance can exceed T - 1.",
+            lambda a, o: all(k in ("local", "global", "focused") for k in o),
+            'each label is one of "local", "global", "focused".',
         ),
     ],
-    stub_hint="For each query i, weight each offset |i - j| by w[i, j] and add; then average over the queries.",
+    hints=[
+        "The rule needs two numbers per head: its mean attention distance and its mean entropy over the queries.",
+        "Entropy of one query's weights: -Σ_j w_ij ln w_ij, with 0·ln 0 = 0; uniform attention over T keys has "
+        "entropy ln T and mean distance (T² - 1)/(3T).",
+        "Test 'local' first (distance below half the uniform distance), then 'global' (entropy above 0.9 ln T).",
+    ],
 )
-
-
-# --------------------------------------------------------------------------- 2. GQA: share K/V heads
-
-
-def _expand_ref(kv, n_heads):
-    group = n_heads // kv.shape[1]
-    return kv.repeat_interleave(group, dim=1)
-
-
-def _expand_tiled(kv, n_heads):
-    return kv.repeat(1, n_heads // kv.shape[1], 1, 1)
-
-
-def _expand_case(seed, b, n_kv, t, dh, h):
-    return lambda: (torch.randn(b, n_kv, t, dh, generator=_gen(seed)), h)
-
-
-expand_kv_ex = Exercise(
-    "share key/value heads among query heads (GQA)",
-    _expand_ref,
-    cases=[
-        ("2 K/V heads for 8 query heads", _expand_case(21, 2, 2, 5, 4, 8)),
-        ("3 K/V heads for 6 query heads", _expand_case(22, 1, 3, 4, 2, 6)),
-        ("1 K/V head for 4 query heads (MQA)", _expand_case(23, 1, 1, 3, 2, 4)),
-    ],
-    mistakes=[
-        Mistake(
-            _expand_tiled,
-            "query head i got K/V head (i mod n_kv_heads): you tiled whole copies of the K/V heads one "
-            "after another. In GQA a group is a run of neighbouring query heads, so query head i uses "
-            "K/V head i // (n_heads // n_kv_heads): each K/V head must be repeated in place.",
-        ),
-    ],
-    stub_hint="Each K/V head serves n_heads // n_kv_heads neighbouring query heads: repeat it that many times "
-    "along the head axis, in place.",
-)
-
-
-# --------------------------------------------------------------------------- 3. KV-cache bytes
-
-
-def _cache_ref(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, bytes_per_value):
-    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
-
-
-def _cache_no_two(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, bytes_per_value):
-    return n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
-
-
-def _cache_query_heads(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, bytes_per_value):
-    return 2 * n_layers * n_heads * d_head * seq_len * batch * bytes_per_value
-
-
-def _cache_no_batch(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, bytes_per_value):
-    return 2 * n_layers * n_kv_heads * d_head * seq_len * bytes_per_value
-
-
-def _cache_bits(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, bytes_per_value):
-    return 8 * _cache_ref(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, bytes_per_value)
-
-
-def _cache_values(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, bytes_per_value):
-    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch
-
-
-def _exact(out, ref) -> bool:
-    try:
-        return float(out) == float(ref)
-    except (TypeError, ValueError):
-        return False
-
-
-kv_cache_ex = Exercise(
-    "KV-cache size in bytes",
-    _cache_ref,
-    cases=[
-        ("tiny MHA: 2 layers, 4 heads, d_head 16, 10 tokens, batch 5, fp32", lambda: (2, 4, 4, 16, 10, 5, 4)),
-        (
-            "LLaMA-2-70B-like: 80 layers, 64 query / 8 K/V heads, d_head 128, 4096 tokens, batch 1, fp16",
-            lambda: (80, 64, 8, 128, 4096, 1, 2),
-        ),
-        (
-            "Mistral-7B-like: 32 layers, 32 query / 8 K/V heads, d_head 128, 8192 tokens, batch 3, fp16",
-            lambda: (32, 32, 8, 128, 8192, 3, 2),
-        ),
-    ],
-    mistakes=[
-        Mistake(_cache_no_two, "exactly half the right size: the cache stores keys AND values."),
-        Mistake(
-            _cache_query_heads,
-            "you counted the query heads. Queries are never cached; only the n_kv_heads key/value heads are, "
-            "which is the whole point of GQA/MQA.",
-        ),
-        Mistake(_cache_no_batch, "every sequence in the batch has its own cache: multiply by the batch size."),
-        Mistake(_cache_bits, "8 times too large: bytes_per_value is already in bytes, not bits."),
-        Mistake(_cache_values, "that is the number of cached values; multiply by bytes_per_value to get bytes."),
-    ],
-    compare=_exact,
-    stub_hint="Count the cached numbers (keys and values, per layer, per K/V head, per feature, per token, "
-    "per sequence) and multiply by the bytes each takes.",
-)
-
-EXERCISES = {"attention_distance": attention_distance_ex, "expand_kv": expand_kv_ex, "kv_cache": kv_cache_ex}

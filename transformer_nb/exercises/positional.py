@@ -14,8 +14,11 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, Mistake, Property, allclose
-from transformer_nb.positional import sinusoidal_encoding
+from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises.compare import allclose, tensor_problem
+from transformer_nb.exercises.solutions import positional as sol
+
+NOTEBOOK = "04_positional_encodings"  # the notebook whose exercise cells use this module
 
 
 def _as_tensor(x):
@@ -32,6 +35,19 @@ def _compare(out, ref, atol=1e-6, rtol=1e-5):
     return allclose(_as_tensor(out), _as_tensor(ref), atol=atol, rtol=rtol)
 
 
+class _TableExercise(Exercise):
+    """Answers may be tensors of any float dtype, or nested lists of numbers."""
+
+    def type_problem(self, out, ref):
+        return tensor_problem(_as_tensor(out), ref.to(torch.float64))
+
+
+def _sinusoids(T, d):
+    pos = torch.arange(T, dtype=torch.float64)[:, None]
+    angle = pos * 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
+
+
 def _g(seed):
     return torch.Generator().manual_seed(seed)
 
@@ -39,12 +55,6 @@ def _g(seed):
 # ----------------------------------------------------------------------------------------
 # Exercise 8.3: offset_matrix(k, omega) -> (2, 2)
 # ----------------------------------------------------------------------------------------
-
-
-def _offset_matrix_solution(k, omega):
-    """M with M @ [sin(p·ω), cos(p·ω)] = [sin((p+k)·ω), cos((p+k)·ω)] for every p."""
-    c, s = math.cos(k * omega), math.sin(k * omega)
-    return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
 
 
 def _om_inverse(k, omega):  # the rotation the other way: maps PE(p) to PE(p - k)
@@ -80,9 +90,10 @@ def _det_one(args, out):
     return abs(torch.linalg.det(_as_tensor(out)).item() - 1.0) < 1e-6
 
 
-offset_matrix_ex = Exercise(
+offset_matrix_ex = _TableExercise(
     title="Exercise 8.3: the offset matrix M(k, ω)",
-    reference=_offset_matrix_solution,
+    name="offset_matrix_ex",
+    reference=sol.offset_matrix,
     cases=[
         ("k=1, ω=1 (the fastest pair, i=0)", lambda: (1, 1.0)),
         ("k=5, ω=0.1", lambda: (5, 0.1)),
@@ -93,9 +104,8 @@ offset_matrix_ex = Exercise(
         Mistake(
             _om_inverse,
             "your matrix moves the pair BACK by k: it maps PE(pos) to PE(pos-k) (or it is written for the "
-            "order [cos, sin]; the pair is [PE(pos, 2i), PE(pos, 2i+1)] = [sin, cos]). Expand "
-            "sin(a+b) = sin a·cos b + cos a·sin b with a = pos·ω, b = k·ω: the entry that "
-            "multiplies cos(pos·ω) in the first row is +sin(kω).",
+            "order [cos, sin]; the pair is [PE(pos, 2i), PE(pos, 2i+1)] = [sin, cos]). Check the sign of the "
+            "entry that multiplies cos(pos·ω) in the first row.",
         ),
         Mistake(_om_no_omega, "the angle of the rotation is k·ω (offset times the pair's frequency), not k."),
         Mistake(
@@ -115,19 +125,23 @@ offset_matrix_ex = Exercise(
         Property(_maps_pe, "M @ [sin(pos·ω), cos(pos·ω)] must equal [sin((pos+k)·ω), cos((pos+k)·ω)] for every pos."),
     ],
     compare=_compare,
-    stub_hint="Write offset_matrix(k, omega) returning a 2×2 torch tensor (float64).",
+    hints=[
+        "Write a = pos·ω and b = k·ω. You need sin(a+b) and cos(a+b) in terms of sin a and cos a.",
+        "The angle-addition formulas give both as linear combinations of sin a and cos a whose coefficients "
+        "involve b only: those coefficients are the matrix entries.",
+        "Row 1 produces sin(a+b), row 2 cos(a+b); the columns multiply sin a and cos a, in that order.",
+    ],
+    reveals=(),
+    explanation="""
+    M(k) = [[cos kω, sin kω], [-sin kω, cos kω]]. MᵀM = I (cos² + sin² = 1) and det M = cos² + sin² = +1: a
+    rotation, by the angle -kω in the (sin, cos) plane. It contains k and ω only, never pos: the same matrix
+    moves every position by k.
+    """,
 )
 
 # ----------------------------------------------------------------------------------------
 # Exercise 8.7: offset_average_similarity(pe) -> (T,)
 # ----------------------------------------------------------------------------------------
-
-
-def _offset_similarity_solution(pe):
-    """pe: (T, d). Entry k of the result is the mean cosine similarity over the T - k pairs (i, i+k)."""
-    unit = pe / pe.norm(dim=-1, keepdim=True)
-    sim = unit @ unit.T  # (T, T) cosine similarities
-    return torch.stack([sim.diagonal(k).mean() for k in range(pe.shape[0])])
 
 
 def _os_dot(pe):  # forgot to normalise: dot products
@@ -160,7 +174,7 @@ def _os_bounded(args, out):
 
 
 def _case_sinusoid():
-    return (sinusoidal_encoding(256, 128),)
+    return (_sinusoids(256, 128),)
 
 
 def _case_random():
@@ -173,9 +187,10 @@ def _case_learned_like():
     return (torch.randn(50, 16, generator=g) * 0.02 + 0.01,)
 
 
-offset_similarity_ex = Exercise(
+offset_similarity_ex = _TableExercise(
     title="Exercise 8.7: average cosine similarity at each offset |i - j|",
-    reference=_offset_similarity_solution,
+    name="offset_similarity_ex",
+    reference=sol.offset_average_similarity,
     cases=[
         ("the exercise's sinusoids, T=256, d_model=128", _case_sinusoid),
         ("a random (20, 8) table whose rows have different norms", _case_random),
@@ -191,13 +206,12 @@ offset_similarity_ex = Exercise(
             _os_first_row,
             "you compared every row with row 0 only. For sinusoids that happens to give the "
             "same numbers (that is what the exercise asks you to verify!), but the average "
-            "must run over ALL T - k pairs (i, i+k).",
+            "must run over ALL T - k pairs (i, i+k), for any table.",
         ),
         Mistake(_os_divide_by_t, "there are only T - k pairs at offset k: divide the sum by T - k, not by T."),
         Mistake(
             _os_wrong_axis,
-            "you normalised each dimension (column); cosine similarity normalises each "
-            "position's vector (row): pe / pe.norm(dim=-1, keepdim=True).",
+            "you normalised each dimension (column); cosine similarity normalises each position's vector (row).",
         ),
     ],
     properties=[
@@ -211,7 +225,13 @@ offset_similarity_ex = Exercise(
         Property(_os_bounded, "a cosine similarity lies in [-1, 1]."),
     ],
     compare=lambda out, ref: _compare(out, ref, atol=1e-5, rtol=1e-4),
-    stub_hint="Write offset_average_similarity(pe) returning a tensor of shape (T,).",
+    hints=[
+        "First the (T, T) matrix of cosine similarities of every pair of rows; then, for each offset k, the "
+        "pairs (i, i + k).",
+        "Cosine similarity is the dot product of the two vectors scaled to length 1: normalise each row once, "
+        "and one matrix product gives every pair.",
+        "The pairs at offset k lie on one diagonal of that matrix; there are T - k of them.",
+    ],
 )
 
 # ----------------------------------------------------------------------------------------
@@ -219,27 +239,12 @@ offset_similarity_ex = Exercise(
 # ----------------------------------------------------------------------------------------
 
 
-def _alibi_slopes_solution(n_heads):
-    """Press et al. (2022): for n a power of 2, the geometric sequence that starts at 2^(-8/n) with ratio
-    2^(-8/n). Otherwise take n0 = the largest power of 2 below n, its n0 slopes, then the first n - n0
-    of every other slope (the 1st, 3rd, 5th, ...) of 2·n0 heads."""
-
-    def power_of_2(n):
-        return [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]
-
-    n0 = 2 ** math.floor(math.log2(n_heads))
-    slopes = power_of_2(n0)
-    if n0 < n_heads:
-        slopes += power_of_2(2 * n0)[0::2][: n_heads - n0]
-    return torch.tensor(slopes, dtype=torch.float64)
-
-
 def _as_halves(n_heads):  # the 8-head slopes 1/2, 1/4, ... for every n
     return torch.tensor([2.0**-h for h in range(1, n_heads + 1)], dtype=torch.float64)
 
 
 def _as_reversed(n_heads):  # what 000 §8.4.5 states: head n uses 0.5
-    return _alibi_slopes_solution(n_heads).flip(0)
+    return sol.my_alibi_slopes(n_heads).flip(0)
 
 
 def _as_naive_geometric(n_heads):  # 2^(-8h/n) also for n not a power of 2
@@ -247,20 +252,21 @@ def _as_naive_geometric(n_heads):  # 2^(-8h/n) also for n not a power of 2
 
 
 def _as_sorted(n_heads):  # the paper's set, sorted instead of appended
-    return _alibi_slopes_solution(n_heads).sort(descending=True).values
+    return sol.my_alibi_slopes(n_heads).sort(descending=True).values
 
 
 def _as_exponents(n_heads):  # returned log2 of the slopes
-    return torch.log2(_alibi_slopes_solution(n_heads))
+    return torch.log2(sol.my_alibi_slopes(n_heads))
 
 
 def _as_from_zero(n_heads):  # h = 0 .. n-1: starts at slope 1
-    return _alibi_slopes_solution(n_heads) * 2.0 ** (8.0 / 2 ** math.floor(math.log2(n_heads)))
+    return sol.my_alibi_slopes(n_heads) * 2.0 ** (8.0 / 2 ** math.floor(math.log2(n_heads)))
 
 
-alibi_slopes_ex = Exercise(
+alibi_slopes_ex = _TableExercise(
     title="ALiBi head slopes",
-    reference=_alibi_slopes_solution,
+    name="alibi_slopes_ex",
+    reference=sol.my_alibi_slopes,
     cases=[
         ("n_heads=8 (the paper's example)", lambda: (8,)),
         ("n_heads=4", lambda: (4,)),
@@ -285,9 +291,8 @@ alibi_slopes_ex = Exercise(
         Mistake(_as_exponents, "you returned the exponents -8h/n; return the slopes 2^(-8h/n)."),
         Mistake(
             _as_naive_geometric,
-            "right for powers of 2, but the paper does not use 2^(-8h/n) for other "
-            "head counts: take n0 = the largest power of 2 below n, use its n0 "
-            "slopes, then append every other slope of 2·n0 heads until you have n.",
+            "right for powers of 2, but the paper does not use 2^(-8h/n) for other head counts "
+            "(see its rule for n that is not a power of 2).",
         ),
         Mistake(
             _as_sorted,
@@ -304,11 +309,12 @@ alibi_slopes_ex = Exercise(
         ),
     ],
     compare=lambda out, ref: _compare(out, ref, atol=1e-9, rtol=1e-9),
-    stub_hint="Write my_alibi_slopes(n_heads) returning a tensor of shape (n_heads,).",
+    hints=[
+        "Start with n_heads = 8: the paper's slopes are 1/2, 1/4, ..., 1/256. What is the pattern in terms of n?",
+        "For n a power of 2 the slopes are a geometric sequence whose first term equals its ratio; the last "
+        "head always ends at 2^-8.",
+        "For other n the paper takes the largest power of 2 below n, its slopes, then fills up with every "
+        "other slope of twice as many heads.",
+    ],
+    reveals=("transformer_nb.positional.alibi_slopes",),
 )
-
-EXERCISES = {
-    "offset_matrix": offset_matrix_ex,
-    "offset_similarity": offset_similarity_ex,
-    "alibi_slopes": alibi_slopes_ex,
-}

@@ -16,44 +16,24 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.exercises import Exercise, Mistake, Property
-from transformer_nb.reversal import BOS, EOS, FIRST_SYMBOL, PAD, VOCAB_SIZE, reverse_padded, shift_for_teacher_forcing
+from transformer_nb.exercises.compare import equal
+from transformer_nb.exercises.solutions import reversal as sol
+from transformer_nb.reversal import BOS, EOS, FIRST_SYMBOL, PAD, VOCAB_SIZE, reverse_padded
 
-
-def _long_equal(out, ref) -> bool:
-    if not (isinstance(out, (tuple, list)) and isinstance(ref, (tuple, list))):
-        out, ref = (out,), (ref,)
-    if len(out) != len(ref):
-        return False
-    return all(
-        isinstance(o, torch.Tensor) and o.shape == r.shape and torch.equal(o.long().cpu(), r.cpu())
-        for o, r in zip(out, ref)
-    )
-
+NOTEBOOK = "09_reversal_translation"  # the notebook whose exercise cells use this module
 
 # ----------------------------------------------------------------------------------------
 # 1. the teacher-forcing shift
 # ----------------------------------------------------------------------------------------
 
 
-def _shift_solution(tgt):
-    """tgt (B, L) right-padded -> tgt_in = BOS y1..yL, tgt_out = y1..yL EOS, both (B, L+1), PAD after."""
-    B, L = tgt.shape
-    lengths = (tgt != PAD).sum(dim=1)  # (B,) real symbols per row
-    full = torch.full((B, L + 2), PAD, dtype=torch.long)
-    full[:, 0] = BOS
-    full[:, 1 : L + 1] = tgt
-    full[torch.arange(B), lengths + 1] = EOS  # EOS right after each row's last symbol
-    tgt_in, tgt_out = full[:, :-1], full[:, 1:]  # the shift: input lags the labels by one
-    return tgt_in.masked_fill(tgt_in == EOS, PAD), tgt_out  # no EOS in the decoder input
-
-
 def _shift_swapped(tgt):
-    tgt_in, tgt_out = shift_for_teacher_forcing(tgt)
+    tgt_in, tgt_out = sol.shift(tgt)
     return tgt_out, tgt_in
 
 
 def _shift_not_shifted(tgt):
-    _, tgt_out = shift_for_teacher_forcing(tgt)
+    _, tgt_out = sol.shift(tgt)
     return tgt_out.clone(), tgt_out
 
 
@@ -65,7 +45,7 @@ def _shift_eos_in_last_column(tgt):
 
 
 def _shift_no_eos(tgt):
-    tgt_in, tgt_out = shift_for_teacher_forcing(tgt)
+    tgt_in, tgt_out = sol.shift(tgt)
     return tgt_in, tgt_out.masked_fill(tgt_out == EOS, PAD)
 
 
@@ -84,8 +64,9 @@ def _tgt(rows):
 
 shift_ex = Exercise(
     title="Teacher-forcing shift",
-    reference=_shift_solution,
-    compare=_long_equal,
+    name="shift_ex",
+    reference=sol.shift,
+    compare=equal,
     cases=[
         ("one row [6, 4, 9]", lambda: (_tgt([[6, 4, 9]]),)),
         ("equal lengths", lambda: (_tgt([[5, 3, 7, 4], [12, 11, 10, 9]]),)),
@@ -104,8 +85,7 @@ shift_ex = Exercise(
         ),
         Mistake(
             _shift_eos_in_last_column,
-            "EOS is in the last column for every row. In a padded batch a shorter row ends earlier: put "
-            "EOS right after each row's last real symbol (its length = number of non-PAD entries).",
+            "EOS is in the last column for every row. In a padded batch a shorter row ends earlier.",
         ),
         Mistake(
             _shift_no_eos,
@@ -116,7 +96,7 @@ shift_ex = Exercise(
             _shift_eos_kept_in_input,
             "close: your tgt_in keeps each shorter row's EOS (the text's collate_batch does the same). It "
             "is harmless for training (that position's label is PAD), but here tgt_in must be exactly "
-            "BOS y1..yL followed by PAD: replace EOS by PAD in tgt_in.",
+            "BOS y1..yL followed by PAD.",
         ),
     ],
     properties=[
@@ -133,7 +113,12 @@ shift_ex = Exercise(
             "each row of tgt_out must contain exactly one EOS.",
         ),
     ],
-    stub_hint="Return (tgt_in, tgt_out), each (B, L + 1): BOS y1..yL then PAD, and y1..yL EOS then PAD.",
+    hints=[
+        "Write out both outputs for one row [6, 4, 9] by hand, then for a shorter row padded with PAD.",
+        "Both outputs are one column longer than tgt: one has a BOS in front, the other an EOS after the last symbol.",
+        "Each row's EOS goes right after its own last real symbol; count the non-PAD entries of the row.",
+    ],
+    reveals=("transformer_nb.reversal.shift_for_teacher_forcing",),
 )
 
 
@@ -180,26 +165,6 @@ class HandBuiltReverser(nn.Module):
 def F_pad(x, width):
     """Right-pad ``x (B, S)`` with PAD to at least ``width`` columns."""
     return nn.functional.pad(x, (0, max(0, width - x.shape[1])), value=PAD)
-
-
-def _greedy_solution(model, src, max_new):
-    """Batched greedy decoding: (B, S) -> (B, max_new), each row BOS-started, PAD after its EOS."""
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)  # encode once
-    B = src.shape[0]
-    ys = torch.full((B, 1), BOS, dtype=torch.long)  # every row starts from BOS
-    out = torch.full((B, max_new), PAD, dtype=torch.long)
-    done = torch.zeros(B, dtype=torch.bool)
-    for t in range(max_new):
-        logits = model.decode(ys, memory, src_keep, ys != PAD)  # (B, t+1, V)
-        nxt = logits[:, -1].argmax(-1)  # the LAST position predicts the next token
-        nxt = nxt.masked_fill(done, PAD)  # finished rows only get PAD
-        out[:, t] = nxt
-        done = done | (nxt == EOS)
-        if done.all():
-            break
-        ys = torch.cat([ys, nxt[:, None]], dim=1)  # feed the prediction back in
-    return out
 
 
 def _greedy_first_position(model, src, max_new):
@@ -263,7 +228,7 @@ def _greedy_compare(out, ref) -> bool:
     if not isinstance(out, torch.Tensor) or out.dim() != 2 or out.shape[0] != ref.shape[0]:
         return False
     width = max(out.shape[1], ref.shape[1])
-    return torch.equal(F_pad(out.long().cpu(), width), F_pad(ref.long().cpu(), width))
+    return equal(F_pad(out, width), F_pad(ref, width))
 
 
 def _src(rows):
@@ -281,14 +246,13 @@ class _GreedyExercise(Exercise):
                 f"your output has {out.shape[1]} columns; at most max_new = {ref.shape[1]} tokens may be "
                 "generated (do not include BOS in the output)."
             )
-        if out.dtype.is_floating_point:
-            return "return token ids (argmax of the logits), not logits or probabilities."
-        return super().diagnose(args, F_pad(out.long().cpu(), ref.shape[1]), ref)
+        return super().diagnose(args, F_pad(out, ref.shape[1]), ref)
 
 
 greedy_ex = _GreedyExercise(
     title="Batched greedy decoding",
-    reference=_greedy_solution,
+    name="greedy_ex",
+    reference=sol.greedy,
     compare=_greedy_compare,
     cases=[
         ("one sequence [3, 5, 7, 9, 4]", lambda: (HandBuiltReverser(), _src([[3, 5, 7, 9, 4]]), 6)),
@@ -331,6 +295,11 @@ greedy_ex = _GreedyExercise(
             "after a row's EOS only PAD may follow.",
         ),
     ],
-    stub_hint="Loop max_new times: decode the current prefix, take the arg-max at the last position, "
-    "append it; rows that produced EOS get PAD afterwards.",
+    hints=[
+        "Greedy decoding is a loop: start every row from BOS, predict one token, feed it back in, repeat.",
+        "Encode the source once. Of the decoder's logits (B, t, V), which position predicts the NEXT token?",
+        "Rows finish at different times: remember which rows have produced EOS, give them PAD from then on, and "
+        "stop early only when all are done.",
+    ],
+    reveals=("transformer_nb.reversal.greedy_decode",),
 )

@@ -12,7 +12,11 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property, allclose
+from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises.compare import allclose
+from transformer_nb.exercises.solutions import rope as sol
+
+NOTEBOOK = "05_rope"  # the notebook whose exercise cells use this module
 
 
 def _g(seed):
@@ -39,27 +43,6 @@ def _rotate(x, thetas, sign=1.0, half=False):
 # ----------------------------------------------------------------------------------------
 # Exercise 8.10: rope_scores(x, w_q, w_k, n_heads) -> (n_heads, T, T)
 # ----------------------------------------------------------------------------------------
-
-
-def _rope_scores_solution(x, w_q, w_k, n_heads):
-    """x: (T, d_model); w_q, w_k: (d_model, d_model) with q = x @ w_q, k = x @ w_k.
-
-    Split q and k into n_heads heads of d_k = d_model / n_heads, rotate pair (2i, 2i+1) of the vector at
-    position m by m·θ_i, θ_i = 10000^(-2i/d_k), and return S[h, m, n] = <R_m q_m, R_n k_n> / sqrt(d_k).
-    """
-    t, d_model = x.shape
-    d_k = d_model // n_heads
-    q = (x @ w_q).view(t, n_heads, d_k).transpose(0, 1)  # (h, T, d_k)
-    k = (x @ w_k).view(t, n_heads, d_k).transpose(0, 1)
-    theta = 10000.0 ** (-torch.arange(0, d_k, 2, dtype=x.dtype) / d_k)
-    angle = torch.arange(t, dtype=x.dtype)[:, None] * theta  # (T, d_k/2)
-    cos, sin = torch.cos(angle), torch.sin(angle)
-
-    def rotate(v):
-        v1, v2 = v[..., 0::2], v[..., 1::2]
-        return torch.stack((v1 * cos - v2 * sin, v1 * sin + v2 * cos), dim=-1).flatten(-2)
-
-    return rotate(q) @ rotate(k).transpose(-2, -1) / math.sqrt(d_k)
 
 
 def _scores_with(
@@ -139,7 +122,8 @@ def _case_three_heads():
 
 rope_scores_ex = Exercise(
     title="Exercise 8.10: RoPE scores of a two-head attention",
-    reference=_rope_scores_solution,
+    name="rope_scores_ex",
+    reference=sol.rope_scores,
     cases=[
         ("the exercise: T=32, d_model=16, 2 heads (d_k=8)", _case_exercise),
         ("one token repeated 32 times", _case_repeated),
@@ -172,8 +156,9 @@ rope_scores_ex = Exercise(
         ),
         Mistake(
             _scores_with(half=True),
-            "you paired dimension i with i + d_k/2 (the 'rotate_half' layout); the "
-            "exercise pairs neighbours (2i, 2i+1).",
+            "you paired dimension i with i + d_k/2 (the 'rotate_half' layout of GPT-NeoX and Hugging Face, "
+            "section 4); the exercise pairs neighbours (2i, 2i+1). Both are rotations, so the identity holds "
+            "either way, but the scores differ.",
         ),
         Mistake(
             _scores_with(one_based=True),
@@ -198,7 +183,15 @@ rope_scores_ex = Exercise(
         ),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-8, rtol=1e-6),
-    stub_hint="Write rope_scores(x, w_q, w_k, n_heads) returning a (n_heads, T, T) tensor.",
+    hints=[
+        "Four steps: project, split into heads of d_k, rotate each head's q and k by their positions, then "
+        "the scaled dot products of every query with every key.",
+        "Rotation: pair (2i, 2i+1) of the vector at position m turns by the angle m·θ_i, θ_i = 10000^(-2i/d_k), "
+        "with d_k the HEAD size.",
+        "Turning (a, b) by φ gives (a cos φ - b sin φ, a sin φ + b cos φ); the even and odd features are two "
+        "strided slices of the last axis, and stacking them back interleaves them.",
+    ],
+    reveals=("transformer_nb.rope.RoPE", "transformer_nb.rope.rotate_pairs"),
 )
 
 # ----------------------------------------------------------------------------------------
@@ -206,20 +199,14 @@ rope_scores_ex = Exercise(
 # ----------------------------------------------------------------------------------------
 
 
-def _relative_score_solution(q, k, delta):
-    """q, k: (d,); the score <R_m q, R_n k> for any m, n with n - m = delta (θ_i = 10000^(-2i/d))."""
-    d = q.shape[-1]
-    theta = 10000.0 ** (-torch.arange(0, d, 2, dtype=q.dtype) / d)
-    q1, q2, k1, k2 = q[0::2], q[1::2], k[0::2], k[1::2]
-    a = delta * theta
-    return ((q1 * k1 + q2 * k2) * torch.cos(a) + (q2 * k1 - q1 * k2) * torch.sin(a)).sum()
-
-
-def _rs_with(*, sign=1.0, sine=True, one_based=False, no_two=False):
+def _rs_with(*, sign=1.0, sine=True, one_based=False, no_two=False, half=False):
     def fn(q, k, delta):
         d = q.shape[-1]
         a = delta * _thetas(d, one_based=one_based, no_two=no_two)
-        q1, q2, k1, k2 = q[0::2], q[1::2], k[0::2], k[1::2]
+        if half:  # the rotate_half pairing: dimension i with i + d/2
+            q1, q2, k1, k2 = q[: d // 2], q[d // 2 :], k[: d // 2], k[d // 2 :]
+        else:
+            q1, q2, k1, k2 = q[0::2], q[1::2], k[0::2], k[1::2]
         s = (q2 * k1 - q1 * k2) * torch.sin(a) * sign if sine else 0.0
         return ((q1 * k1 + q2 * k2) * torch.cos(a) + s).sum()
 
@@ -235,8 +222,9 @@ def _rs_case(d, delta, seed):
 
 
 relative_score_ex = Exercise(
-    title="The RoPE identity: qᵀ R_Δ k pair by pair",
-    reference=_relative_score_solution,
+    title="Exercise 8.10 (the identity): qᵀ R_Δ k pair by pair",
+    name="relative_score_ex",
+    reference=sol.relative_score,
     cases=[
         ("d=8, Δ = 7 (Exercise 8.10's offset)", _rs_case(8, 7, 820)),
         ("d=16, Δ = -5", _rs_case(16, -5, 821)),
@@ -246,9 +234,13 @@ relative_score_ex = Exercise(
     mistakes=[
         Mistake(
             _rs_with(sign=-1.0),
-            "the sine term has the wrong sign: you computed the score for offset m - n. "
-            "Rotate one pair of k with [[cos Δθ, -sin Δθ], [sin Δθ, cos Δθ]] (counter-clockwise) "
-            "and dot it with q's pair. The sign matters: qᵀR_Δk ≠ qᵀR_(-Δ)k unless q and k are parallel pair by pair.",
+            "the sine term has the wrong sign: you computed the score for offset m - n. The sign matters: "
+            "qᵀR_Δk ≠ qᵀR_(-Δ)k unless q and k are parallel pair by pair.",
+        ),
+        Mistake(
+            _rs_with(half=True),
+            "you paired dimension i with i + d/2 (the 'rotate_half' layout, section 4); here pair i is the "
+            "neighbours (2i, 2i+1). The same rotation in another coordinate order gives another score.",
         ),
         Mistake(
             _rs_with(sine=False),
@@ -271,7 +263,9 @@ relative_score_ex = Exercise(
         ),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-9),
-    stub_hint="Write relative_score(q, k, delta) returning one number.",
+    hints=[
+        "Take one pair: q's (q1, q2) and k's (k1, k2). Rotate k's pair by the angle Δθ_i and dot it with q's pair.",
+        "Multiply out: the result has a cos(Δθ_i) term and a sin(Δθ_i) term, each a combination of q1, q2, k1, k2.",
+        "The pairs are the strided slices [0::2] and [1::2]; sum the d/2 pair scores.",
+    ],
 )
-
-EXERCISES = {"rope_scores": rope_scores_ex, "relative_score": relative_score_ex}

@@ -1,19 +1,16 @@
-"""Warm-up exercises for notebook 00: the two operations attention is made of.
+"""Notebook 00's warm-ups: the two operations attention is made of.
 
-1. ``stable_softmax(x)``: softmax over the last axis that never overflows.
-2. ``scores(q, k)``: all query–key dot products of a batch, ``(B, T_q, d), (B, T_k, d) -> (B, T_q, T_k)``.
+- :data:`softmax_ex` -- ``my_softmax(x)``: softmax over the last axis that never overflows.
+- :data:`scores_ex` -- ``my_scores(q, k)``: every query–key dot product,
+  ``(B, T_q, d), (B, T_k, d) -> (B, T_q, T_k)``.
 """
 
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises.solutions import warmup as sol
 
-
-def stable_softmax(x: torch.Tensor) -> torch.Tensor:
-    """Softmax over the last axis: ``(..., n) -> (..., n)``, rows sum to 1, safe for large inputs."""
-    z = x - x.max(dim=-1, keepdim=True).values  # softmax(x) = softmax(x - c): no exp overflows
-    e = z.exp()
-    return e / e.sum(dim=-1, keepdim=True)
+NOTEBOOK = "00_start_here"  # the notebook whose exercise cells use this module
 
 
 def _naive(x):
@@ -30,9 +27,15 @@ def _global_sum(x):
     return z / z.sum()
 
 
-SOFTMAX = Exercise(
+def _global_max(x):  # subtracts the tensor's max, not each row's: a row far below it underflows to 0/0
+    z = (x - x.max()).exp()
+    return z / z.sum(dim=-1, keepdim=True)
+
+
+softmax_ex = Exercise(
     "Warm-up 1 · stable softmax",
-    stable_softmax,
+    sol.my_softmax,
+    name="softmax_ex",
     cases=[
         (
             "small scores (3, 4)",
@@ -40,21 +43,20 @@ SOFTMAX = Exercise(
         ),
         ("a batch (2, 3, 5)", lambda: (torch.linspace(-3, 3, 30).reshape(2, 3, 5),)),
         ("huge scores (1, 3)", lambda: (torch.tensor([[1000.0, 999.0, 990.0]]),)),
+        ("rows far apart (2, 3)", lambda: (torch.tensor([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0]]),)),
     ],
     mistakes=[
         Mistake(
             _naive,
-            "exp(1000) overflows to inf and inf/inf is NaN. Softmax does not change when you "
-            "subtract the same number from a whole row: subtract each row's max first.",
+            "exp(1000) overflows to inf, and inf/inf is NaN. Softmax does not change when the same number is "
+            "subtracted from a whole row: which number keeps every exp small?",
         ),
+        Mistake(_wrong_axis, "your columns sum to 1, not your rows: normalise over the last axis."),
+        Mistake(_global_sum, "you divided by the sum of the whole tensor; each row must sum to 1 on its own."),
         Mistake(
-            _wrong_axis,
-            "your rows do not sum to 1, your columns do: normalise over the last axis (dim=-1), where the keys are.",
-        ),
-        Mistake(
-            _global_sum,
-            "you divided by the sum of the whole tensor; each row must sum to 1 on its own "
-            "(sum over dim=-1 with keepdim=True).",
+            _global_max,
+            "you subtracted one maximum for the whole tensor; a row far below it underflows to 0/0. "
+            "Subtract each row's own maximum.",
         ),
     ],
     properties=[
@@ -63,13 +65,13 @@ SOFTMAX = Exercise(
             "each row must sum to 1: divide by the row's own sum of exponentials.",
         )
     ],
-    stub_hint="Subtract the row max, exponentiate, divide by the row sum (all over dim=-1).",
+    hints=[
+        "softmax(x)_i = exp(x_i) / Σ_j exp(x_j) over the last axis. Try your function on [1000., 999., 990.].",
+        "Adding the same constant to every entry of a row leaves its softmax unchanged.",
+        "Choose that constant per row so that the largest exponent is exp(0) = 1; keep the row axis with "
+        "keepdim=True so the shapes broadcast.",
+    ],
 )
-
-
-def scores(q: torch.Tensor, k: torch.Tensor) -> torch.Tensor:
-    """All dot products ``q_i · k_j``: ``(B, T_q, d), (B, T_k, d) -> (B, T_q, T_k)``."""
-    return q @ k.transpose(-2, -1)
 
 
 def _transposed(q, k):
@@ -84,9 +86,10 @@ def _elementwise(q, k):
     return (q * k).sum(-1)
 
 
-SCORES = Exercise(
+scores_ex = Exercise(
     "Warm-up 2 · the score matrix Q·Kᵀ",
-    scores,
+    sol.my_scores,
+    name="scores_ex",
     cases=[
         (
             "B=1, T_q=T_k=4, d=2",
@@ -103,19 +106,20 @@ SCORES = Exercise(
     mistakes=[
         Mistake(
             _transposed,
-            "you computed K·Qᵀ: rows are keys and columns queries. Row i must hold query i's "
-            "scores against every key, so put q first: q @ k.transpose(-2, -1).",
+            "you computed K·Qᵀ: rows are keys and columns queries. Row i must hold query i's scores against every key.",
         ),
         Mistake(
             _dims,
-            "your result is (B, d, d): you transposed the queries instead of the keys, so the "
-            "sum runs over positions, not over the d features.",
+            "your result is (B, d, d): the sum runs over positions instead of over the d features.",
         ),
         Mistake(
             _elementwise,
-            "(q * k).sum(-1) pairs query i only with key i (and needs T_q = T_k). Attention "
-            "needs every query with every key: a matrix product.",
+            "(q * k).sum(-1) pairs query i only with key i. Attention needs every query with every key.",
         ),
     ],
-    stub_hint="One batched matrix product: queries (B, T_q, d) times keys transposed to (B, d, T_k).",
+    hints=[
+        "Write out one entry: [b, i, j] = Σ_c q[b, i, c] · k[b, j, c]. Which product of matrices has that entry?",
+        "It is one batched matrix product; only the last two axes of one of the inputs need swapping.",
+        "Row i holds query i's scores, so the queries come first; the keys are transposed to (B, d, T_k).",
+    ],
 )

@@ -1,0 +1,142 @@
+"""Every exercise checker (the capstone's have their own tests): its reference and its student-style
+solution pass; at least two typical mistakes are rejected, each with its own hint; a stub is 'not
+attempted'; a crash is reported, not raised; hints escalate and end by pointing to the solution; no message
+contains the solution's code; and hostile answers never pass and never raise."""
+
+import contextlib
+import io
+
+import pytest
+import torch
+
+from transformer_nb.exercises import Exercise, all_exercises
+from transformer_nb.exercises.verdict import VerdictExercise
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
+
+EXERCISES = {k: v for k, v in all_exercises().items() if not k.startswith("capstone")}
+IDS = sorted(EXERCISES)
+MISTAKES = [(k, i) for k in IDS for i in range(len(EXERCISES[k].mistakes))]
+
+
+def _solution_lines(ex):
+    lines = [line.strip() for line in ex.solution_source().splitlines()]
+    return [line for line in lines if len(line) > 25 and not line.startswith(("#", "import", "from", '"', "def "))]
+
+
+def _quiet(fn, *args):
+    with contextlib.redirect_stdout(io.StringIO()) as out:
+        fn(*args)
+    return out.getvalue()
+
+
+def test_every_chapter_exercise_has_checkers():
+    titles = " ".join(ex.title for ex in EXERCISES.values())
+    for n in range(1, 11):
+        assert f"Exercise 8.{n}" in titles, f"no checker for Exercise 8.{n}"
+    assert len(EXERCISES) >= 39
+
+
+@pytest.mark.parametrize("key", IDS)
+def test_name_is_the_variable_and_reference_passes(key):
+    ex = EXERCISES[key]
+    assert key.split(".")[1] == ex.name
+    r = ex.check(ex.reference, quiet=True)
+    assert r.passed, r.message
+    assert r.extension is None, r.extension  # the reference also handles the extension cases
+
+
+@pytest.mark.parametrize("key", IDS)
+def test_student_style_solution_defines_the_stub_and_passes(key):
+    ex = EXERCISES[key]
+    namespace = {}
+    exec(compile(ex.solution_source(), f"<solution of {key}>", "exec"), namespace)
+    names = ex.defined_names()
+    assert names, "the solution binds the stub's name"
+    answer = namespace[names[-1]]
+    assert ex.check(answer, quiet=True).passed
+    if not isinstance(ex, VerdictExercise):
+        assert answer.__name__ == ex.reference.__name__ or ex.solution_code, "the solution has the stub's name"
+
+
+@pytest.mark.parametrize("key", IDS)
+def test_at_least_two_mistakes_and_three_hints(key):
+    ex = EXERCISES[key]
+    assert len(ex.mistakes) >= 2 or isinstance(ex, VerdictExercise)
+    assert len(ex.hints) >= 3
+    assert len({m.hint for m in ex.mistakes}) == len(ex.mistakes), "each mistake has its own hint"
+
+
+@pytest.mark.parametrize("key,i", MISTAKES)
+def test_each_mistake_is_rejected_with_its_own_hint_and_no_solution_code(key, i):
+    ex = EXERCISES[key]
+    m = ex.mistakes[i]
+    r = ex.check(m.fn, quiet=True)
+    assert not r.passed
+    assert m.hint in r.message, r.message
+    for line in _solution_lines(ex):
+        assert line not in r.message
+
+
+@pytest.mark.parametrize("key", IDS)
+def test_stub_crash_and_hostile_answers_never_pass_and_never_raise(key):
+    ex = EXERCISES[key]
+
+    def stub(*args):
+        raise NotImplementedError
+
+    def crashes(*args):
+        raise RuntimeError("boom")
+
+    class Agreeable:  # an object that says it equals everything
+        __eq__ = lambda self, other: True
+        __ne__ = lambda self, other: False
+
+    r = ex.check(stub, quiet=True)
+    assert not r.passed and "not attempted" in r.message
+    r = ex.check(crashes, quiet=True)
+    assert not r.passed and "RuntimeError: boom" in r.message
+    for answer in (lambda *a: None, lambda *a: Agreeable(), lambda *a: torch.empty(2, 3, device="meta"), 42):
+        r = ex.check(answer, quiet=True)
+        assert not r.passed, r.message
+
+
+@pytest.mark.parametrize("key", IDS)
+def test_hints_escalate_then_point_to_the_solution(key):
+    ex = EXERCISES[key]
+    ex._hint_level = 0
+    shown = [_quiet(ex.hint) for _ in ex.hints]
+    for i, text in enumerate(shown):
+        assert text.startswith(f"Hint {i + 1}/{len(ex.hints)}") and ex.hints[i] in text
+    assert f"{ex.name}.solution()" in _quiet(ex.hint)
+    ex._hint_level = 0
+    for text in shown:  # no hint is the solution's code
+        for line in _solution_lines(ex):
+            assert line not in text
+
+
+@pytest.mark.parametrize("key", IDS)
+def test_solution_shows_the_code(key):
+    ex = EXERCISES[key]
+    text = _quiet(ex.solution)
+    assert ex.title in text
+
+
+def test_use_returns_the_students_function_once_it_passes_else_the_reference():
+    ex = EXERCISES["warmup.softmax_ex"]
+    mine = ex.reference
+
+    def stub(x):
+        raise NotImplementedError
+
+    assert _quiet(lambda: None) == ""
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert ex.use(stub) is ex.reference
+        assert ex.use(lambda x: mine(x)) is not ex.reference
+    assert "hidden reference" in out.getvalue() and "use your" in out.getvalue()
+
+
+def test_exercise_is_a_plain_dataclass_with_the_documented_fields():
+    fields = set(Exercise.__dataclass_fields__)
+    assert {"hints", "solution_code", "explanation", "answers", "reveals", "extensions", "time_limit"} <= fields

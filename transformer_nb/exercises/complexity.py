@@ -1,0 +1,157 @@
+"""Exercise 8.4 (000) for notebook 07: the cost of self-attention, in full.
+
+- :data:`attention_memory_ex` -- ``attention_bytes(seq_len, n_heads, bytes_per_value)``: all h attention
+  matrices of one layer.
+- :data:`attention_flops_ex` -- ``attn_flops(seq_len, d_model, n_heads)``: FLOPs of one layer, by term.
+- :data:`crossover_ex` -- ``crossover_lengths(d_model, n_heads)``: the smallest T at which the quadratic
+  term wins, by the exercise's inequality, by all FLOPs, and for memory (the hint's d/h).
+- :data:`interpretation_ex` -- ``my_interpretation``: which term dominates for typical models and lengths.
+"""
+
+from transformer_nb.exercises import Exercise, Mistake
+from transformer_nb.exercises.compare import equal
+from transformer_nb.exercises.params import DictExercise, exact_dicts
+from transformer_nb.exercises.solutions import params as sol
+from transformer_nb.exercises.verdict import VerdictExercise
+
+NOTEBOOK = "07_parameter_counting"  # the notebook whose exercise cells use this module
+
+attention_memory_ex = Exercise(
+    "Exercise 8.4: attention-matrix memory in bytes",
+    sol.attention_bytes,
+    name="attention_memory_ex",
+    cases=[
+        ("T 4096, h 32, fp16", lambda: (4096, 32, 2)),
+        ("T 512, h 1, fp16", lambda: (512, 1, 2)),
+        ("T 1000, h 12, fp32", lambda: (1000, 12, 4)),
+    ],
+    mistakes=[
+        Mistake(lambda t, h, b: t * t * b, "you stored one attention matrix; every head has its own."),
+        Mistake(lambda t, h, b: h * t * t, "that is the number of values; the question asks for bytes."),
+        Mistake(lambda t, h, b: h * t * t * b / 1e9, "return bytes, not gigabytes (convert only when you print)."),
+        Mistake(lambda t, h, b: h * t * t * b / 2**30, "return bytes, not GiB (convert only when you print)."),
+        Mistake(lambda t, h, b: h * t * b, "memory grows with T², not T: each query has a weight for each key."),
+        Mistake(lambda t, h, b: h * t * t * b * 8, "you multiplied by bits (8 per byte)."),
+        Mistake(lambda t, h, b: 2 * h * t * t * b, "twice too much: there is one weight matrix per head."),
+    ],
+    compare=equal,
+    hints=[
+        "How many numbers does one head's attention matrix hold for T tokens?",
+        "Every head has its own matrix; every number takes bytes_per_value bytes.",
+        "Return bytes; divide by 1e9 (GB) or 2**30 (GiB) only when you print the answer.",
+    ],
+    answers={"T=4096, h=32, fp16 (bytes)": 1_073_741_824},
+    explanation="""
+    32 · 4096² · 2 = 2^5 · 2^24 · 2 = 2^30 bytes = 1 GiB ≈ 1.07 GB, per layer and per sequence; space O(T² h).
+    """,
+)
+
+
+def _flops(proj=4, per_mac=2, heads=True, d_k=True, quadratic=True):
+    def fn(t, d, h):
+        width = (d // h if d_k else d) * (h if heads else 1)
+        inner = per_mac * t * (t if quadratic else d) * width
+        return {"projections": proj * per_mac * t * d * d, "scores": inner, "weighted_sum": inner}
+
+    return fn
+
+
+attention_flops_ex = DictExercise(
+    "Exercise 8.4: FLOPs of multi-head self-attention",
+    sol.attn_flops,
+    name="attention_flops_ex",
+    cases=[
+        ("T 4096, d 4096, h 32", lambda: (4096, 4096, 32)),
+        ("T 128, d 512, h 8", lambda: (128, 512, 8)),
+        ("T 1000, d 768, h 12", lambda: (1000, 768, 12)),
+    ],
+    mistakes=[
+        Mistake(_flops(per_mac=1), "every term is half: a multiply-add is 2 FLOPs, (m × k)(k × n) costs 2·m·k·n."),
+        Mistake(_flops(proj=3), "projections: the output projection W_O is missing."),
+        Mistake(_flops(heads=False), "scores and weighted sum: that is one head; there are h of them."),
+        Mistake(
+            _flops(d_k=False), "scores and weighted sum: each head works in d_k = d_model/h dimensions, not d_model."
+        ),
+        Mistake(_flops(quadratic=False), "scores and weighted sum grow with T², the T × T matrix of each head."),
+    ],
+    compare=exact_dicts,
+    hints=[
+        "A product of an (m × k) and a (k × n) matrix costs m·k·n multiply-adds, 2·m·k·n FLOPs.",
+        "Projections: four (T × d_model)(d_model × d_model) products. Each head: scores (T × d_k)(d_k × T), "
+        "weighted sum (T × T)(T × d_k).",
+        "Add the h heads' costs; with h·d_k = d_model, h disappears from the total.",
+    ],
+    answers={"projections, T=d=4096": 549_755_813_888, "scores, T=d=4096, h=32": 137_438_953_472},
+    reveals=("transformer_nb.params.attention_flops",),
+)
+
+crossover_ex = DictExercise(
+    "Exercise 8.4: the crossover lengths",
+    sol.crossover_lengths,
+    name="crossover_ex",
+    cases=[
+        ("the exercise: d_model 4096, h 32", lambda: (4096, 32)),
+        ("BERT-base: d_model 768, h 12", lambda: (768, 12)),
+        ("d_model 100, h 5", lambda: (100, 5)),
+    ],
+    mistakes=[
+        Mistake(
+            lambda d, h: {**sol.crossover_lengths(d, h), "flops": d // h + 1},
+            "'flops': that is the hint's T > d/h. Compare the quadratic FLOPs (4T²d) with the projections' (8Td²).",
+        ),
+        Mistake(
+            lambda d, h: {**sol.crossover_lengths(d, h), "flops": d + 1},
+            "'flops': T > d is the exercise's T² > d·T; counting every term, 4T²d against 8Td², gives another T.",
+        ),
+        Mistake(
+            lambda d, h: {k: v - 1 for k, v in sol.crossover_lengths(d, h).items()},
+            "off by one: at the boundary both sides are equal; the question asks for the first T where the "
+            "quadratic side is strictly larger.",
+        ),
+        Mistake(
+            lambda d, h: {**sol.crossover_lengths(d, h), "memory": d + 1},
+            "'memory': the h attention matrices hold h·T² numbers, the activations T·d_model.",
+        ),
+    ],
+    compare=exact_dicts,
+    hints=[
+        "Each key asks for the smallest integer T at which one side of an inequality overtakes the other.",
+        "'text': T² > d·T. 'flops': scores + weighted sums against the four projections (your attn_flops). "
+        "'memory': h·T² attention weights against T·d_model activations.",
+        "Solve each for T (divide by T): T > something. The smallest integer strictly above it is the answer.",
+    ],
+    answers={"flops crossover, d=4096": 8193},
+)
+
+_SETTINGS = {
+    "BERT-base: T=512, d=768, h=12": (512, 768, 12),
+    "GPT-3: T=2048, d=12288, h=96": (2048, 12288, 96),
+    "a small model with a long window: T=4096, d=512, h=8": (4096, 512, 8),
+    "LLaMA-2-7B: T=4096, d=4096, h=32": (4096, 4096, 32),
+    "a 128K context: T=131072, d=4096, h=32": (131072, 4096, 32),
+}
+
+
+def _dominant(settings):
+    """Which term of one attention layer costs more FLOPs, for each (T, d_model, h)."""
+    out = {}
+    for name, (t, d, h) in settings.items():
+        f = sol.attn_flops(t, d, h)
+        out[name] = "attention" if f["scores"] + f["weighted_sum"] > f["projections"] else "projections"
+    return out
+
+
+interpretation_ex = VerdictExercise(
+    "Exercise 8.4: which term dominates, for typical models?",
+    _dominant,
+    name="interpretation_ex",
+    cases=[("five typical settings", lambda: (_SETTINGS,))],
+    solution_code=("transformer_nb.exercises.solutions.params:my_interpretation",),
+    choices=dict.fromkeys(_SETTINGS, ("projections", "attention")),
+    key_hints=dict.fromkeys(_SETTINGS, "compare 4T²d (scores and weighted sums) with 8Td² (projections) here."),
+    hints=[
+        "For each setting, compare the quadratic FLOPs with the projections' FLOPs of one layer.",
+        "Their ratio is 4T²d / 8Td² = T / (2 d_model): only the ratio of context to width matters.",
+        "Typical context lengths (512 to 4096) are below 2·d_model for large models; long contexts are not.",
+    ],
+)

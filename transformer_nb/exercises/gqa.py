@@ -1,0 +1,93 @@
+"""Exercises for notebook 03 beyond Exercise 8.6: grouped-query attention and the KV cache's size.
+
+- :data:`expand_kv_ex` -- ``expand_kv(kv, n_heads)``: GQA's sharing of key/value heads among groups of query heads.
+- :data:`kv_cache_ex` -- ``cache_bytes(...)``: 002's KV-cache formula, in bytes.
+"""
+
+import torch
+
+from transformer_nb.exercises import Exercise, Mistake
+from transformer_nb.exercises.compare import equal
+from transformer_nb.exercises.solutions import multihead as sol
+
+NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use this module
+
+
+def _expand_case(seed, b, n_kv, t, dh, h):
+    return lambda: (torch.randn(b, n_kv, t, dh, generator=torch.Generator().manual_seed(seed)), h)
+
+
+expand_kv_ex = Exercise(
+    "share key/value heads among query heads (GQA)",
+    sol.expand_kv,
+    name="expand_kv_ex",
+    cases=[
+        ("2 K/V heads for 8 query heads", _expand_case(21, 2, 2, 5, 4, 8)),
+        ("3 K/V heads for 6 query heads", _expand_case(22, 1, 3, 4, 2, 6)),
+        ("1 K/V head for 4 query heads (MQA)", _expand_case(23, 1, 1, 3, 2, 4)),
+    ],
+    mistakes=[
+        Mistake(
+            lambda kv, n_heads: kv.repeat(1, n_heads // kv.shape[1], 1, 1),
+            "query head i got K/V head (i mod n_kv_heads): you tiled whole copies of the K/V heads one after "
+            "another. In GQA a group is a run of NEIGHBOURING query heads.",
+        ),
+        Mistake(
+            lambda kv, n_heads: kv.repeat_interleave(n_heads // kv.shape[1], dim=2),
+            "you repeated along the time axis; the heads are axis 1 of (B, heads, T, d_k).",
+        ),
+    ],
+    hints=[
+        "With 8 query heads and 2 K/V heads, write down which K/V head each query head 0..7 uses.",
+        "Query head i uses K/V head i // (n_heads // n_kv_heads): each K/V head is repeated in place, not "
+        "the whole block of heads tiled.",
+        "torch has a repeat that repeats each element in place along one axis.",
+    ],
+    reveals=("transformer_nb.multihead.MultiHeadAttention.kv_heads",),
+)
+
+
+def _bytes(kv=True, two=2, batch=True, scale=1):
+    def fn(n_layers, n_heads, n_kv_heads, d_head, seq_len, b, bytes_per_value):
+        heads = n_kv_heads if kv else n_heads
+        return two * n_layers * heads * d_head * seq_len * (b if batch else 1) * bytes_per_value * scale
+
+    return fn
+
+
+kv_cache_ex = Exercise(
+    "KV-cache size in bytes",
+    sol.cache_bytes,
+    name="kv_cache_ex",
+    cases=[
+        ("tiny MHA: 2 layers, 4 heads, d_head 16, 10 tokens, batch 5, fp32", lambda: (2, 4, 4, 16, 10, 5, 4)),
+        (
+            "LLaMA-2-70B-like: 80 layers, 64 query / 8 K/V heads, d_head 128, 4096 tokens, batch 1, fp16",
+            lambda: (80, 64, 8, 128, 4096, 1, 2),
+        ),
+        (
+            "Mistral-7B-like: 32 layers, 32 query / 8 K/V heads, d_head 128, 8192 tokens, batch 3, fp16",
+            lambda: (32, 32, 8, 128, 8192, 3, 2),
+        ),
+    ],
+    mistakes=[
+        Mistake(_bytes(two=1), "exactly half the right size: what two things does the cache store per token?"),
+        Mistake(
+            _bytes(kv=False),
+            "you counted the query heads. Queries are never cached; only the K/V heads are, which is the whole "
+            "point of GQA/MQA.",
+        ),
+        Mistake(_bytes(batch=False), "every sequence in the batch has its own cache."),
+        Mistake(_bytes(scale=8), "8 times too large: bytes_per_value is already in bytes, not bits."),
+        Mistake(
+            lambda *a: sol.cache_bytes(*a) // a[-1],
+            "that is the number of cached values; the question asks for bytes.",
+        ),
+    ],
+    compare=equal,
+    hints=[
+        "List what the cache holds for ONE token in ONE layer, then multiply out.",
+        "Per token and layer: a key and a value vector for every head that is cached. Which heads are cached?",
+        "Then: × layers × tokens × sequences in the batch × bytes per number. Not every argument is needed.",
+    ],
+)

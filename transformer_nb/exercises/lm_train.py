@@ -1,0 +1,269 @@
+"""Exercise 8.9 (000) for notebook 10: what the student produces, checked.
+
+- :data:`evaluate_ex` -- ``evaluate_perplexity(model, batches)``: perplexity over batches of unequal size.
+- :data:`train_step_ex` -- ``train_step(model, optimizer, x, y)``: one causal-LM step on a fixed batch; the
+  checker runs two steps and compares the losses returned and the parameters reached.
+- :data:`greedy_lm_ex` -- ``greedy_continue(model, ids, n_new)``: greedy decoding of a continuation.
+- :data:`verdict_ex` -- ``verdict(results)`` (or the dict itself): the comparison with the LSTM, checked
+  against the run's own numbers, ``{"Transformer": {...}, "LSTM": {...}}`` with ``perplexity``,
+  ``seconds_per_epoch`` and ``parameters``.
+
+The checkers run on :class:`TinyLM`, a seeded causal model with dropout, small enough to run in milliseconds.
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from transformer_nb.exercises import Exercise, Mistake
+from transformer_nb.exercises.compare import allclose, is_number
+from transformer_nb.exercises.solutions import lm as sol
+from transformer_nb.exercises.verdict import VerdictExercise
+
+NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
+
+VOCAB = 11
+
+
+class TinyLM(nn.Module):
+    """ids (B, T) -> logits (B, T, VOCAB); position t sees tokens 0..t (a running mean), with dropout."""
+
+    def __init__(self, seed: int = 0, dropout: float = 0.25):
+        super().__init__()
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            self.embed, self.mix, self.head = nn.Embedding(VOCAB, 8), nn.Linear(8, 8), nn.Linear(8, VOCAB)
+        self.drop = nn.Dropout(dropout)
+
+    def forward(self, ids):
+        h = self.embed(ids)
+        h = h.cumsum(1) / torch.arange(1, ids.shape[1] + 1)[:, None]
+        return self.head(torch.tanh(self.mix(self.drop(h))) + h)
+
+
+def _seeded(fn):
+    """The harness: the same dropout masks for the student's function, the reference and the mistakes."""
+
+    def run(*args):
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            return fn(*args)
+
+    return run
+
+
+def _stream(seed, n):
+    return torch.randint(0, VOCAB, (n,), generator=torch.Generator().manual_seed(seed))
+
+
+def _batches(seed, shapes):
+    out, ids = [], _stream(seed, sum(b * (t + 1) for b, t in shapes))
+    for b, t in shapes:
+        chunk, ids = ids[: b * (t + 1)].view(b, t + 1), ids[b * (t + 1) :]
+        out.append((chunk[:, :-1], chunk[:, 1:]))
+    return out
+
+
+def _eval(combine, eval_mode=True):
+    def fn(model, batches):
+        if eval_mode:
+            model.eval()
+        sums, counts = [], []
+        with torch.no_grad():
+            for x, y in batches:
+                sums.append(F.cross_entropy(model(x).flatten(0, 1), y.flatten(), reduction="sum").item())
+                counts.append(y.numel())
+        return combine(sums, counts)
+
+    return fn
+
+
+_EXACT = lambda s, c: math.exp(sum(s) / sum(c))
+
+evaluate_ex = Exercise(
+    "Exercise 8.9: perplexity of a model over batches",
+    sol.evaluate_perplexity,
+    name="evaluate_ex",
+    harness=_seeded,
+    fresh_args=True,
+    cases=[
+        ("2 equal batches", lambda: (TinyLM(1), _batches(1, [(2, 6), (2, 6)]))),
+        ("batches of 2×8, 3×5 and 1×2 targets", lambda: (TinyLM(2), _batches(2, [(2, 8), (3, 5), (1, 2)]))),
+    ],
+    mistakes=[
+        Mistake(_eval(_EXACT, eval_mode=False), "dropout is still on: measure with the model in eval mode."),
+        Mistake(
+            _eval(lambda s, c: sum(math.exp(a / b) for a, b in zip(s, c)) / len(s)),
+            "you average the batches' perplexities; exp of a mean is not a mean of exps.",
+        ),
+        Mistake(
+            _eval(lambda s, c: math.exp(sum(a / b for a, b in zip(s, c)) / len(s))),
+            "you average the batches' mean losses with equal weight, so a small batch counts as much as a big one.",
+        ),
+        Mistake(_eval(lambda s, c: sum(s) / sum(c)), "that is the mean loss per token; perplexity is its exponential."),
+        Mistake(_eval(lambda s, c: math.exp(sum(s) / len(s))), "divide by the number of targets, not of batches."),
+        Mistake(_eval(lambda s, c: 2 ** (sum(s) / sum(c))), "F.cross_entropy is in nats: perplexity is e**loss."),
+    ],
+    compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-6),
+    crash_hints={"Expected target size": "F.cross_entropy wants logits (N, V) and targets (N,): flatten B and T."},
+    hints=[
+        "Perplexity is exp of the mean negative log-likelihood per target, over ALL targets of all batches.",
+        "Add up the summed loss of every batch and the number of targets of every batch; divide at the end.",
+        "Measure in eval mode without gradients; F.cross_entropy needs the class axis second, or flattened inputs.",
+    ],
+)
+
+
+def _step(zero=True, step=True, train=True, reduction="mean", double_shift=False):
+    def fn(model, optimizer, x, y):
+        model.train(train)
+        if zero:
+            optimizer.zero_grad()
+        logits = model(x)
+        if double_shift:
+            logits, y = logits[:, :-1], y[:, 1:]
+        loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction=reduction)
+        loss.backward()
+        if step:
+            optimizer.step()
+        return loss.item()
+
+    return fn
+
+
+def _two_steps(fn):
+    def run(model, optimizer, batches):
+        with torch.random.fork_rng():
+            torch.manual_seed(0)
+            losses = tuple(fn(model, optimizer, x, y) for x, y in batches)
+        return losses, torch.cat([p.detach().flatten() for p in model.parameters()])
+
+    return run
+
+
+def _train_case(seed):
+    def make():
+        model = TinyLM(seed)
+        return model, torch.optim.AdamW(model.parameters(), lr=0.05), _batches(seed, [(2, 6), (2, 6)])
+
+    return make
+
+
+class _StepExercise(Exercise):
+    def type_problem(self, out, ref):
+        if not all(is_number(v) or (isinstance(v, torch.Tensor) and v.numel() == 1) for v in out[0]):
+            return "train_step should return the batch's loss as one number (loss.item())."
+        return None
+
+
+train_step_ex = _StepExercise(
+    "Exercise 8.9: one training step",
+    sol.train_step,
+    name="train_step_ex",
+    harness=_two_steps,
+    fresh_args=True,
+    cases=[("two steps of AdamW on fixed batches", _train_case(3)), ("another model and batches", _train_case(4))],
+    mistakes=[
+        Mistake(_step(zero=False), "the second step also used the first step's gradients: they add up until cleared."),
+        Mistake(
+            _step(step=False),
+            "the parameters never change: the optimizer's step never runs, or the gradients are cleared before it.",
+        ),
+        Mistake(_step(train=False), "dropout is off while training: a training step runs in train mode."),
+        Mistake(_step(reduction="sum"), "return (and train on) the MEAN loss per target, F.cross_entropy's default."),
+        Mistake(_step(double_shift=True), "x and y are already shifted by one: compare logits at t with y at t."),
+    ],
+    compare=lambda out, ref: allclose(out, ref, atol=1e-6, rtol=1e-5),
+    crash_hints={"Expected target size": "F.cross_entropy wants logits (N, V) and targets (N,): flatten B and T."},
+    hints=[
+        "One step: forward, loss, gradients, update. Which call clears the gradients of the previous step?",
+        "The loss compares the logits at every position with the target at the same position (y is x shifted).",
+        "Order: clear gradients, forward, loss, backward, optimizer step; return the loss as a Python number.",
+    ],
+)
+
+
+def _greedy(position=-1, feed_back=True, only_new=False, eval_mode=True, sample=False):
+    def fn(model, ids, n_new):
+        model.train(not eval_mode)
+        prompt = ids
+        with torch.no_grad():
+            for _ in range(n_new):
+                logits = model(ids if feed_back else prompt)[:, position]
+                nxt = torch.multinomial(logits.softmax(-1), 1)[:, 0] if sample else logits.argmax(-1)
+                ids = torch.cat([ids, nxt[:, None]], dim=1)
+        return ids[:, prompt.shape[1] :] if only_new else ids
+
+    return fn
+
+
+greedy_lm_ex = Exercise(
+    "Exercise 8.9: greedy continuation",
+    sol.greedy_continue,
+    name="greedy_lm_ex",
+    harness=_seeded,
+    fresh_args=True,
+    cases=[
+        ("one prompt of 5 tokens, 8 new", lambda: (TinyLM(5), _stream(5, 5)[None], 8)),
+        ("two prompts of 3 tokens, 6 new", lambda: (TinyLM(6), _stream(6, 6).view(2, 3), 6)),
+    ],
+    mistakes=[
+        Mistake(_greedy(position=0), "the logits at position 0 predict token 1; the next token comes from the LAST."),
+        Mistake(_greedy(feed_back=False), "each prediction must be appended and fed back in before the next."),
+        Mistake(_greedy(only_new=True), "return the prompt followed by the new tokens, (B, T + n_new)."),
+        Mistake(_greedy(eval_mode=False), "dropout is on while generating: switch the model to eval mode."),
+        Mistake(_greedy(sample=True), "greedy decoding takes the arg-max; you sampled."),
+    ],
+    compare=lambda out, ref: isinstance(out, torch.Tensor) and allclose(out, ref, atol=0, rtol=0),
+    hints=[
+        "Generation is a loop of n_new steps: run the model on everything so far and pick one token.",
+        "Of the logits (B, T, V), only the last position's row predicts the token after the prompt.",
+        "Greedy: the arg-max over the vocabulary; append it to ids (dim 1) and run again. Eval mode, no gradients.",
+    ],
+)
+
+
+def _verdict_reference(results):
+    for name in ("Transformer", "LSTM"):
+        row = results.get(name) if isinstance(results, dict) else None
+        if not isinstance(row, dict) or not all(k in row for k in ("perplexity", "seconds_per_epoch", "parameters")):
+            raise ValueError(
+                'results must be {"Transformer": {...}, "LSTM": {...}}, each with "perplexity", '
+                f'"seconds_per_epoch" and "parameters"; got {results!r}'
+            )
+    return sol.verdict(results)
+
+
+def _results(ppl, seconds, params):
+    keys = ("perplexity", "seconds_per_epoch", "parameters")
+    return ({n: dict(zip(keys, (ppl[i], seconds[i], params[i]))) for i, n in enumerate(("Transformer", "LSTM"))},)
+
+
+verdict_ex = VerdictExercise(
+    "Exercise 8.9: the comparison with the LSTM",
+    _verdict_reference,
+    name="verdict_ex",
+    solution_code=(sol.verdict,),
+    cases=[
+        ("the Transformer wins both", lambda: _results((180.0, 240.0), (3.0, 5.0), (2_570_628, 2_561_000))),
+        ("the LSTM is faster", lambda: _results((150.0, 260.0), (9.0, 4.0), (2_570_628, 2_600_000))),
+        ("the LSTM wins both, at half the size", lambda: _results((300.0, 200.0), (6.0, 2.0), (2_570_628, 1_200_000))),
+    ],
+    choices={
+        "lower_perplexity": ("Transformer", "LSTM"),
+        "faster_per_epoch": ("Transformer", "LSTM"),
+        "comparable_size": (True, False),
+    },
+    key_hints={
+        "lower_perplexity": "compare the two models' final training perplexities in this run; lower is better.",
+        "faster_per_epoch": "compare this run's seconds per epoch (on this machine, not the hint's GPU).",
+        "comparable_size": "comparable means parameter counts within 25% of each other (ratio in (0.8, 1.25)).",
+    },
+    hints=[
+        "Read the numbers of the run above: each question is answered by one comparison.",
+        "Answer with the model names exactly as in the results dict, and True/False for the size question.",
+        "Write it as a function of results, so that your verdict follows the numbers when the run changes.",
+    ],
+)
