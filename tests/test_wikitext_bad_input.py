@@ -162,8 +162,9 @@ def test_random_windows_stay_inside_the_stream():
     "kwargs, err, msg",
     [
         ({"download": "no"}, TypeError, r"download must be True or False, got 'no'"),
-        ({"timeout": 0}, ValueError, r"timeout must be a positive number of seconds, got 0"),
-        ({"timeout": "5"}, ValueError, r"timeout must be a positive number of seconds, got '5'"),
+        ({"timeout": 0}, ValueError, r"timeout must be a finite positive number, got 0"),
+        ({"timeout": float("nan")}, ValueError, r"timeout must be a finite positive number, got nan"),
+        ({"timeout": "5"}, TypeError, r"timeout must be a real number, got str '5'"),
         ({"path": 123}, TypeError, r"path must be a str or os\.PathLike folder, got int"),
     ],
 )

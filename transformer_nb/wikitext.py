@@ -10,13 +10,13 @@ rare words by ``<unk>``; at encode time an unknown word also maps to ``<unk>``.
 
 from __future__ import annotations
 
-import operator
 import os
 from dataclasses import dataclass
 from pathlib import Path
 
 import torch
 
+from transformer_nb.utils import as_int
 from transformer_nb.wikitext_files import (  # noqa: F401  (re-exported: wikitext.find_data_dir etc.)
     BASE_URL,
     HOW_TO_GET,
@@ -40,19 +40,6 @@ EOS, UNK = "<eos>", "<unk>"
 
 
 # --------------------------------------------------------------------------- argument checks
-def _count(name: str, value, low: int = 1) -> int:
-    """``value`` as a Python int ``>= low``, or a ``TypeError`` / ``ValueError`` naming ``name``."""
-    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.is_floating_point()):
-        raise TypeError(f"{name} must be an int, got {value!r}")
-    try:
-        n = operator.index(value)
-    except TypeError:
-        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
-    if n < low:
-        raise ValueError(f"{name} must be >= {low}, got {n}")
-    return n
-
-
 def _ids_tensor(name: str, t, dim: int) -> None:
     """``t`` must be a ``dim``-D tensor of integer token ids."""
     if not isinstance(t, torch.Tensor):
@@ -124,7 +111,7 @@ class Vocab:
             ids = ids.tolist()
         elif isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
             raise TypeError(f"ids must be a 1-D tensor or a sequence of ints, got {type(ids).__name__}")
-        ids = [_count("ids", i, low=0) for i in ids]
+        ids = [as_int("ids", i) for i in ids]
         n = len(self.itos)
         bad = [i for i in ids if i >= n]
         if bad:
@@ -177,7 +164,7 @@ def batchify(data: torch.Tensor, batch_size: int) -> torch.Tensor:
     keeps the transposed ``(N // B, B)`` layout instead).
     """
     _ids_tensor("data", data, dim=1)
-    batch_size = _count("batch_size", batch_size)
+    batch_size = as_int("batch_size", batch_size, minimum=1)
     n = data.numel() // batch_size
     if n < 2:
         raise ValueError(f"a stream of {data.numel()} tokens is too short for batch_size={batch_size} rows")
@@ -198,7 +185,7 @@ def get_batch(streams: torch.Tensor, i: int, seq_len: int) -> tuple[torch.Tensor
     ``T = min(seq_len, N - 1 - i)``; target ``y[:, t]`` is the token right after ``x[:, t]``.
     """
     n = _check_streams(streams)
-    i, seq_len = _count("i", i, low=0), _count("seq_len", seq_len)
+    i, seq_len = as_int("i", i), as_int("seq_len", seq_len, minimum=1)
     if i >= n - 1:
         raise ValueError(f"start i must be in [0, {n - 1}) (the last token has no target), got {i}")
     t = min(seq_len, n - 1 - i)
@@ -210,7 +197,7 @@ def iter_batches(streams: torch.Tensor, seq_len: int):
 
     The arguments are checked at the call, not at the first ``next()``.
     """
-    n, seq_len = _check_streams(streams), _count("seq_len", seq_len)
+    n, seq_len = _check_streams(streams), as_int("seq_len", seq_len, minimum=1)
     return (get_batch(streams, i, seq_len) for i in range(0, n - 1, seq_len))
 
 
@@ -219,7 +206,7 @@ def random_windows(
 ) -> tuple[torch.Tensor, torch.Tensor]:
     """``batch_size`` random windows of a flat ``(N,)`` stream: ``x, y`` of shape ``(B, T)``, y = x shifted by one."""
     _ids_tensor("data", data, dim=1)
-    batch_size, seq_len = _count("batch_size", batch_size), _count("seq_len", seq_len)
+    batch_size, seq_len = as_int("batch_size", batch_size, minimum=1), as_int("seq_len", seq_len, minimum=1)
     if data.numel() < seq_len + 1:
         raise ValueError(f"data must be longer than seq_len={seq_len}, got {data.numel()} tokens")
     if generator is not None and not isinstance(generator, torch.Generator):

@@ -27,13 +27,14 @@ from __future__ import annotations
 
 import hashlib
 import http.client
-import numbers
 import os
 import shutil
 import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
+
+from transformer_nb.utils import as_real
 
 SPLITS = ("train", "valid", "test")
 SHA256 = {
@@ -103,8 +104,7 @@ def find_data_dir(
     """
     if download is not None:
         _flag("download", download)
-    if isinstance(timeout, bool) or not isinstance(timeout, numbers.Real) or not timeout > 0:
-        raise ValueError(f"timeout must be a positive number of seconds, got {timeout!r}")
+    timeout = as_real("timeout", timeout, positive=True)
     looked: list[str] = []
     if path is not None:
         for c in _candidates(path):

@@ -1,0 +1,156 @@
+"""tools/colab.py: the badge and setup cell come from the one setting, --apply is idempotent, --check catches drift.
+
+``--apply`` is exercised on copies of the notebooks only (the real ones get it in phase 2).
+"""
+
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import jupytext
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import colab  # noqa: E402
+
+URL = "https://github.com/transformer-nb/transformer-nb"
+# Notebooks that may still lack the Colab cells: the phase-1 notebooks, until phase 2 applies them. A notebook
+# listed here that has them fails the test below (take it off the list); every other notebook must have them.
+NOT_YET = {
+    "00_start_here",
+    "01_scaled_attention",
+    "02_masking",
+    "03_multihead_attention",
+    "04_positional_encodings",
+    "05_rope",
+    "06_transformer_block",
+    "07_parameter_counting",
+    "08_architecture_variants",
+    "09_reversal_translation",
+    "10_wikitext_lm",
+}
+
+
+@pytest.fixture
+def copies(tmp_path):
+    """A copy of notebooks/ (twins and stored notebooks) and of pyproject.toml."""
+    shutil.copytree(ROOT / "notebooks", tmp_path / "notebooks")
+    shutil.copy(ROOT / "pyproject.toml", tmp_path / "pyproject.toml")
+    return tmp_path
+
+
+def tool(*args):
+    """Run ``tools/colab.py ARGS`` as a maintainer would."""
+    cmd = [sys.executable, str(ROOT / "tools" / "colab.py"), *map(str, args)]
+    return subprocess.run(cmd, capture_output=True, text=True)
+
+
+def test_the_one_setting_is_the_repository_url():
+    assert colab.repo_url() == URL
+    assert colab.badge("05_rope", URL) == (
+        "[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
+        "(https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/05_rope.ipynb)"
+    )
+    assert f'"TNB_INSTALL_FROM", "git+{URL}"' in colab.setup_cell(URL)
+
+
+def test_changing_the_setting_changes_badges_and_install_source(copies):
+    pyproject = copies / "pyproject.toml"
+    text = pyproject.read_text()
+    pyproject.write_text(text.replace(f'Repository = "{URL}"', 'Repository = "https://github.com/someone/fork.git"'))
+    assert colab.repo_url(pyproject) == "https://github.com/someone/fork"
+    shown = tool("--show", "--pyproject", pyproject, "--notebooks", copies / "notebooks").stdout
+    assert "install source in Colab: git+https://github.com/someone/fork" in shown
+    assert "colab.research.google.com/github/someone/fork/blob/main/notebooks/00_start_here.ipynb" in shown
+    assert "transformer-nb/transformer-nb" not in shown
+
+
+@pytest.mark.parametrize("url", ["", "https://gitlab.com/a/b", "github.com/a/b", "https://github.com/a"])
+def test_a_setting_colab_cannot_open_is_refused(tmp_path, url):
+    (tmp_path / "pyproject.toml").write_text(f'[project.urls]\nRepository = "{url}"\n')
+    with pytest.raises(ValueError, match=r"Repository must be https://github\.com/OWNER/REPO"):
+        colab.repo_url(tmp_path / "pyproject.toml")
+
+
+def test_apply_writes_the_cells_once_and_check_then_passes(copies):
+    nbdir = copies / "notebooks"
+    first = tool("--apply", "--notebooks", nbdir)
+    assert first.returncode == 0, first.stderr
+    twins = sorted((nbdir / "py").glob("[0-9][0-9]_*.py"))
+    after = {p: p.read_text() for p in twins}
+    again = tool("--apply", "--notebooks", nbdir)
+    assert "updated" not in again.stdout and {p: p.read_text() for p in twins} == after  # idempotent
+    for twin in twins:
+        assert colab.check_twin(after[twin], twin.stem, URL) == []
+        # the stored notebook that jupytext makes from the twin has exactly the generated cell, magic included
+        nb = json.loads(jupytext.writes(jupytext.reads(after[twin], fmt="py:percent"), fmt="ipynb"))
+        assert colab.check_ipynb(nb, twin.stem, URL) == [], twin.stem
+
+
+def test_apply_keeps_a_notebooks_setup_arguments_and_its_other_cells(copies):
+    nbdir = copies / "notebooks"
+    twin = nbdir / "py" / "07_parameter_counting.py"
+    before = twin.read_text()
+    assert "env = setup(threads=1)" in before
+    tool("--apply", "07_parameter_counting", "--notebooks", nbdir)
+    after = twin.read_text()
+    assert after.count("env = setup(threads=1)  # seeds everything") == 1
+    assert after.count("# %%") == before.count("# %%")  # the old setup cell was replaced, not duplicated
+    rest = before[before.index("# %%\nimport os\nimport time") :]
+    assert after.endswith(rest)  # everything after the setup cell is untouched
+
+
+def test_apply_inserts_before_a_mixed_first_cell_and_says_so(copies):
+    nbdir = copies / "notebooks"
+    before = (nbdir / "py" / "05_rope.py").read_text()
+    out = tool("--apply", "05_rope", "--notebooks", nbdir).stdout
+    assert "05_rope: the next code cell also calls setup()" in out
+    assert (nbdir / "py" / "05_rope.py").read_text().count("# %%") == before.count("# %%") + 1
+
+
+def test_check_catches_any_drift(copies):
+    nbdir = copies / "notebooks"
+    tool("--apply", "01_scaled_attention", "--notebooks", nbdir)
+    twin = nbdir / "py" / "01_scaled_attention.py"
+    good = twin.read_text()
+    assert colab.check_twin(good, "01_scaled_attention", URL) == []
+    for old, new in [
+        ('"-q", source, pin]', '"-q", source]'),  # torch no longer pinned
+        ("blob/main/notebooks/01_scaled_attention", "blob/dev/notebooks/01_scaled_attention"),
+        ("# %matplotlib inline", "# %matplotlib widget"),
+        ('find_spec("google.colab")', 'find_spec("google.cloud")'),
+    ]:
+        assert old in good
+        assert colab.check_twin(good.replace(old, new), "01_scaled_attention", URL) != [], old
+    assert colab.check_twin(good, "02_masking", URL) == ["the first markdown cell lacks the generated Colab badge line"]
+    result = tool("--check", "01_scaled_attention", "--notebooks", nbdir)  # the twin is right, the .ipynb not yet
+    assert result.returncode == 1 and "notebooks/01_scaled_attention.ipynb:" in result.stdout
+    assert "notebooks/py/01_scaled_attention.py" not in result.stdout
+
+
+def test_apply_to_a_stored_copy_matches_check():
+    nb = json.loads((ROOT / "notebooks" / "00_start_here.ipynb").read_text())
+    nb = colab.apply_ipynb(nb, "00_start_here", URL)
+    assert colab.check_ipynb(nb, "00_start_here", URL) == []
+    assert colab.check_ipynb(colab.apply_ipynb(nb, "00_start_here", URL), "00_start_here", URL) == []
+
+
+def test_every_notebook_has_the_colab_cells():
+    names = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
+    names += sorted(p.stem for p in (ROOT / "notebooks" / "py").glob("[0-9][0-9]_*.py") if p.stem not in names)
+    url = colab.repo_url()
+    wrong, early = [], []
+    for name in names:
+        twin, stored = ROOT / "notebooks" / "py" / f"{name}.py", ROOT / "notebooks" / f"{name}.ipynb"
+        problems = (colab.check_twin(twin.read_text(), name, url) if twin.exists() else []) + (
+            colab.check_ipynb(json.loads(stored.read_text()), name, url) if stored.exists() else []
+        )
+        if problems and name not in NOT_YET:
+            wrong.append(f"{name}: {problems}")
+        if not problems and name in NOT_YET:
+            early.append(name)
+    assert not wrong, "run `tools/colab.py --apply NAME`, then `make refresh NB=NAME`:\n" + "\n".join(wrong)
+    assert not early, f"these notebooks have the Colab cells now: remove them from NOT_YET in this test: {early}"
