@@ -34,7 +34,16 @@ def test_pair_slider_changes_the_frequency_and_grid_is_toeplitz():
     assert math.isclose(rot.norm().item(), w.q.norm().item(), rel_tol=1e-12)  # rotation keeps length
 
 
-def test_sliders_redraw_only_on_release():
-    """Each redraw takes a few tenths of a second; redrawing while dragging would lag live."""
-    w = RotatePair()
-    assert all(not c.continuous_update for c in w.controls.values())
+def test_shifting_both_positions_keeps_the_score():
+    """The "shift both by s" slider: positions m + s and n + s, the same score for every s."""
+    w = RotatePair(m=3, n=11)
+    w.refresh()
+    first = w.last["score"]
+    for s in (1, 7, 29, 40):
+        w.controls["shift"].value = s
+        assert (w.last["pos_q"], w.last["pos_k"]) == (3 + s, 11 + s) and w.last["offset"] == 8
+        assert math.isclose(w.last["score"], first, abs_tol=1e-12)
+    star = w.fig.axes[1].lines[1]
+    assert list(star.get_xdata()) == [51] and list(star.get_ydata()) == [43]  # the figure shows it
+    w.controls["n"].value = 12
+    assert not math.isclose(w.last["score"], first, abs_tol=1e-6)

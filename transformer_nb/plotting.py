@@ -7,12 +7,23 @@ cell ends with ``plt.show()``.
 import time
 
 import matplotlib.pyplot as plt
-import numpy as np
 import torch
 
 
 def _np(x):
     return x.detach().float().cpu().numpy() if isinstance(x, torch.Tensor) else x
+
+
+def luminance(rgba) -> float:
+    """Relative luminance (WCAG 2) of an sRGB colour ``(r, g, b[, a])`` in [0, 1]: 0 black, 1 white."""
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
+    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
+
+
+def text_color(rgba) -> str:
+    """``"k"`` or ``"w"``: whichever contrasts more with a cell of colour ``rgba`` (WCAG contrast)."""
+    lum = luminance(rgba)
+    return "k" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "w"
 
 
 def heatmap(
@@ -36,21 +47,16 @@ def heatmap(
     ax = ax or plt.subplots(figsize=(4, 3.4))[1]
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     if xlabels is not None:
-        ax.set_xticks(range(len(xlabels)), [str(s) for s in xlabels], rotation=60, ha="right")
+        xlabels = [str(s) for s in xlabels]
+        turn = max(map(len, xlabels), default=0) > 3  # words slant; short numbers stay upright
+        ax.set_xticks(range(len(xlabels)), xlabels, rotation=60 if turn else 0, ha="right" if turn else "center")
     if ylabels is not None:
         ax.set_yticks(range(len(ylabels)), [str(s) for s in ylabels])
     if annotate:
+        rgba = im.cmap(im.norm(m))  # the colour of every cell, as drawn
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
-                ax.text(
-                    j,
-                    i,
-                    f"{m[i, j]:.2f}",
-                    ha="center",
-                    va="center",
-                    color="w" if m[i, j] < (np.nanmax(m) + np.nanmin(m)) / 2 else "k",
-                    fontsize=8,
-                )
+                ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", color=text_color(rgba[i, j]), fontsize=8)
     if title:
         ax.set_title(title)
     if xlabel:
@@ -119,6 +125,10 @@ def _in_notebook() -> bool:
         return False
 
 
+#: Which panel a logged quantity goes to when ``LiveLoss(panels=...)`` does not say: by its name.
+AUTO_PANELS = (("acc", "accuracy"), ("match", "accuracy"), ("ppl", "perplexity"), ("perplexity", "perplexity"))
+
+
 class LiveLoss:
     """A ``tqdm.auto`` progress bar plus a loss figure that redraws while training runs.
 
@@ -128,9 +138,13 @@ class LiveLoss:
         for step in range(steps):
             ...
             live.update(loss=loss.item())            # logs at the current step
-            live.log(val_loss=v)                      # extra series, any time
+            live.log(val_loss=v, exact_match=acc)    # extra series, any time
         live.close()                                  # final figure stays in the cell
 
+    Each quantity is drawn in the panel of its unit, side by side, each with its own y label:
+    ``panels`` maps a name to its panel's label; other names containing "acc" or "match" go to an
+    "accuracy" panel (0 to 1), "ppl" or "perplexity" to a "perplexity" panel (log scale), and the
+    rest to the main panel (``ylabel``, ``logy``). So a loss and an exact match never share an axis.
     ``history`` keeps one dict per logged point: ``{"step", "seconds", name: value}``.
     Outside Jupyter (benchmarks, tests) no figure is drawn.
     """
@@ -145,10 +159,12 @@ class LiveLoss:
         x: str = "step",
         disable: bool = False,
         plot: bool | None = None,
+        panels: dict | None = None,
     ):
         from tqdm.auto import tqdm
 
         self.total, self.title, self.ylabel, self.logy, self.x = total, title, ylabel, logy, x
+        self.panels = dict(panels or {})
         self.every = every or max(1, total // 20)
         self.bar = tqdm(total=total, desc=title, disable=disable)
         self.step, self.t0, self.history = 0, time.perf_counter(), []
@@ -178,22 +194,45 @@ class LiveLoss:
     def names(self):
         return [k for k in dict.fromkeys(k for h in self.history for k in h) if k not in ("step", "seconds")]
 
+    def panel_of(self, name: str) -> str:
+        """The y label of the panel that ``name`` is drawn in."""
+        if name in self.panels:
+            return self.panels[name]
+        low = name.lower()
+        return next((label for key, label in AUTO_PANELS if key in low), self.ylabel)
+
+    def layout(self) -> dict:
+        """``{panel label: [names]}`` in drawing order: the main panel first, then as first logged."""
+        out = {}
+        for name in sorted(self.names(), key=lambda n: self.panel_of(n) != self.ylabel):
+            out.setdefault(self.panel_of(name), []).append(name)
+        return out
+
     def draw(self) -> None:
         """Redraw the figure in place (a display handle update in Jupyter)."""
         from IPython.display import display
 
-        if self.fig is None:
-            self.fig, self.ax = plt.subplots(figsize=(6, 3.4))
+        panels = self.layout()
+        if self.fig is None or len(self.fig.axes) != max(1, len(panels)):
+            n = max(1, len(panels))
+            self.fig, axes = plt.subplots(1, n, figsize=(6 + 4 * (n - 1), 3.4), squeeze=False)
+            self.axes = list(axes[0])
             plt.close(self.fig)  # we display it ourselves; stop inline from showing a copy
-        self.ax.clear()
-        plot_curves(
-            {n: self.series(n) for n in self.names()},
-            xlabel=self.x,
-            ylabel=self.ylabel,
-            title=f"{self.title} (step {self.step}/{self.total})",
-            ax=self.ax,
-            logy=self.logy,
-        )
+        for ax, (label, names) in zip(self.axes, panels.items()):
+            ax.clear()
+            plot_curves(
+                {n: self.series(n) for n in names},
+                xlabel=self.x,
+                ylabel=label,
+                ax=ax,
+                logy=self.logy if label == self.ylabel else label == "perplexity",
+            )
+            if label == "accuracy":
+                ax.set_ylim(0, 1.02)
+            if len(names) == 1 and label != names[0]:
+                ax.set_title(names[0].replace("_", " "), fontsize=10)
+        self.fig.suptitle(f"{self.title} (step {self.step}/{self.total})", fontsize=11)
+        self.fig.tight_layout()
         if self.handle is None:
             self.handle = display(self.fig, display_id=True)
         else:

@@ -41,21 +41,15 @@ class ScalingWidget(Widget):
     def __init__(self, d_k: int = 64, scaled: bool = True, n_keys: int = 10, seed: int = 0):
         style = {"description_width": "initial"}
         super().__init__(
-            d_k=widgets.SelectionSlider(
-                options=D_K_CHOICES, value=d_k, description="d_k", continuous_update=False, style=style
-            ),
+            d_k=widgets.SelectionSlider(options=D_K_CHOICES, value=d_k, description="d_k", style=style),
             scaled=widgets.ToggleButtons(
                 options=[("scaled: QKᵀ/√d_k", True), ("unscaled: QKᵀ", False)],
                 value=scaled,
                 description="scores",
                 style=style,
             ),
-            n_keys=widgets.IntSlider(
-                value=n_keys, min=2, max=32, description="keys", continuous_update=False, style=style
-            ),
-            seed=widgets.IntSlider(
-                value=seed, min=0, max=20, description="sample (seed)", continuous_update=False, style=style
-            ),
+            n_keys=widgets.IntSlider(value=n_keys, min=2, max=32, description="keys", style=style),
+            seed=widgets.IntSlider(value=seed, min=0, max=20, description="sample (seed)", style=style),
         )
 
     def compute(self, d_k, scaled, n_keys, seed) -> dict:
@@ -80,32 +74,49 @@ class ScalingWidget(Widget):
         }
 
     def draw(self, data):
-        n = data["n_keys"]
-        xs = list(range(1, n + 1))
+        xs = list(range(1, 33))
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
-        z = data["logits"].numpy()
-        a1.bar(xs, z, color=["C3" if abs(v) > 3 else "C0" for v in z])
+        a1.bar(xs, [0] * 32, color="C0")
         a1.axhspan(-3, 3, color="0.85", zorder=-1)
-        lim = max(4.0, 1.1 * float(abs(data["logits"]).max()))
-        a1.set_ylim(-lim, lim)
         a1.set_xlabel("key j")
         a1.set_ylabel("score fed to softmax")
-        how = "q·k / √d_k" if data["scaled"] else "q·k (unscaled)"
-        a1.set_title(f"{how}, d_k = {data['d_k']}  (grey band: [-3, +3])", fontsize=10)
-        w = data["weights"].numpy()
-        a2.bar(xs, w, color="C2")
-        a2.axhline(1 / n, color="k", ls="--", lw=1, label="uniform 1/n")
+        a2.bar(xs, [0] * 32, color="C2")
+        a2.axhline(0, color="k", ls="--", lw=1, label="uniform 1/n")
         a2.set_ylim(0, 1.25)
         a2.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
         a2.set_xlabel("key j")
         a2.set_ylabel("attention weight")
+        a2.legend(loc="upper left", fontsize=8, frameon=False)
+        for ax in (a1, a2):
+            ax.set_title(" ", fontsize=10)
+        fig.tight_layout()
+        self.update(fig, data)
+        return fig
+
+    def update(self, fig, data) -> bool:
+        """Bars, limits and titles of ``data`` into the figure ``draw`` made (bars beyond n hidden)."""
+        a1, a2 = fig.axes
+        n = data["n_keys"]
+        z, w = data["logits"].tolist(), data["weights"].tolist()
+        for j, (b1, b2) in enumerate(zip(a1.patches, a2.patches)):
+            b1.set_visible(j < n)
+            b2.set_visible(j < n)
+            if j < n:
+                b1.set_height(z[j])
+                b1.set_color("C3" if abs(z[j]) > 3 else "C0")
+                b2.set_height(w[j])
+        lim = max(4.0, 1.1 * max(abs(v) for v in z))
+        a1.set_ylim(-lim, lim)
+        how = "q·k / √d_k" if data["scaled"] else "q·k (unscaled)"
+        a1.set_title(f"{how}, d_k = {data['d_k']}  (grey band: [-3, +3])", fontsize=10)
+        a2.lines[0].set_ydata([1 / n, 1 / n])
         a2.set_title(
             f"entropy {data['entropy']:.2f} of max {data['max_entropy']:.2f} nats · "
             f"max weight {data['max_weight']:.2f}",
             fontsize=10,
         )
-        a2.legend(loc="upper left", fontsize=8, frameon=False)
+        xs = list(range(1, n + 1))
         for ax in (a1, a2):
+            ax.set_xlim(0.4, n + 0.6)
             ax.set_xticks(xs if n <= 16 else xs[::2])
-        fig.tight_layout()
-        return fig
+        return True

@@ -13,7 +13,7 @@ Everything is computed by ``block.layer_grad_norms`` and ``block.stream_stats``.
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
-from transformer_nb.block import layer_grad_norms, stream_stats
+from transformer_nb.experiments import layer_grad_norms, stream_stats
 from transformer_nb.widgets.base import Widget
 
 PLACEMENTS = ("Pre-LN", "Post-LN")
@@ -28,15 +28,16 @@ class DepthWidget(Widget):
     ``grad[-1] / grad[0]`` (last layer over first).
     """
 
+    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
+    REDRAW = "a few seconds: it differentiates a fresh stack of blocks"
+
     def __init__(
         self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64, seed: int = 0
     ):
         self.seed = seed
         style = {"description_width": "initial"}
         super().__init__(
-            depth=W.IntSlider(
-                value=depth, min=2, max=48, step=2, description="blocks", continuous_update=False, style=style
-            ),
+            depth=W.IntSlider(value=depth, min=2, max=48, step=2, description="blocks", style=style),
             placement=W.ToggleButtons(
                 options=PLACEMENTS, value=placement, description="norm", style={**style, "button_width": "70px"}
             ),

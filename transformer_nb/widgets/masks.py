@@ -47,6 +47,9 @@ class MaskExplorer(Widget):
     ``row_sums (B, T)`` and ``has_nan`` (always False: the package never returns NaN).
     """
 
+    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
+    REDRAW = "half a second"
+
     def __init__(self, lengths=(5, 3, 7), pad_side: str = "right", causal: bool = True, seed: int = 0, d_k: int = 8):
         style = {"description_width": "initial"}
         sliders = {
@@ -55,7 +58,6 @@ class MaskExplorer(Widget):
                 min=0,
                 max=MAX_LEN,
                 description=f"length {b + 1}",
-                continuous_update=False,
                 style=style,
                 layout=widgets.Layout(width="230px"),
             )

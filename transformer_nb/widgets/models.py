@@ -15,8 +15,9 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from transformer_nb.masks import padding_mask
-from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly, capture_masks
+from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly
 from transformer_nb.multihead import record_attention
+from transformer_nb.probes import capture_masks
 from transformer_nb.widgets.base import Widget
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
@@ -61,6 +62,9 @@ class VariantWidget(Widget):
     largest weight any query gives a padded key (0 exactly when the masks work).
     """
 
+    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
+    REDRAW = "a second"
+
     def __init__(
         self,
         variant: str = "encoder-decoder",
@@ -73,7 +77,7 @@ class VariantWidget(Widget):
         self.seed = seed
         self.models = {v: build_variant(v, seed) for v in VARIANTS}
         style = {"description_width": "initial"}
-        slider = dict(continuous_update=False, style=style, layout=W.Layout(width="230px"))
+        slider = dict(style=style, layout=W.Layout(width="230px"))
         super().__init__(
             variant=W.ToggleButtons(options=VARIANTS, value=variant, description="variant", style=style),
             src_len=W.IntSlider(value=src_len, min=1, max=10, description="input/source tokens", **slider),

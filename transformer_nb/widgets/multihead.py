@@ -74,6 +74,9 @@ class HeadsWidget(Widget):
     ``entropy`` lists, and the uniform-attention baselines ``uniform_distance`` and ``uniform_entropy``.
     """
 
+    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
+    REDRAW = "half a second"
+
     def __init__(
         self,
         sentence: str = SENTENCES[0],
@@ -113,7 +116,6 @@ class HeadsWidget(Widget):
                 max=3,
                 step=0.25,
                 description="W_Q scale",
-                continuous_update=False,
                 style=style,
             ),
         )

@@ -66,21 +66,16 @@ class ParamCalculator(Widget):
                 style=style,
                 layout=narrow,
             ),
-            d_model=W.IntSlider(
-                value=768, min=64, max=16384, step=64, description="d_model", continuous_update=False, style=style
-            ),
-            n_layers=W.IntSlider(value=12, min=1, max=128, description="layers", continuous_update=False, style=style),
-            n_heads=W.IntSlider(value=12, min=1, max=128, description="heads", continuous_update=False, style=style),
-            n_kv_heads=W.IntSlider(
-                value=12, min=1, max=128, description="KV heads", continuous_update=False, style=style
-            ),
+            d_model=W.IntSlider(value=768, min=64, max=16384, step=64, description="d_model", style=style),
+            n_layers=W.IntSlider(value=12, min=1, max=128, description="layers", style=style),
+            n_heads=W.IntSlider(value=12, min=1, max=128, description="heads", style=style),
+            n_kv_heads=W.IntSlider(value=12, min=1, max=128, description="KV heads", style=style),
             ffn_ratio=W.FloatSlider(
                 value=4.0,
                 min=0.5,
                 max=8.0,
                 step=0.125,
                 description="d_ff / d_model",
-                continuous_update=False,
                 style=style,
             ),
             activation=W.ToggleButtons(
@@ -193,23 +188,37 @@ class ParamCalculator(Widget):
             )
             ax.axis("off")
             return fig
-        b, _cfg = data["breakdown"], data["config"]
-        cats = [c for c in CATEGORIES if b[c] > 0]
+        cats = [c for c in CATEGORIES if data["breakdown"][c] > 0]
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.8), width_ratios=[1.6, 1], layout="constrained")
-        vals = [b[c] for c in cats]
-        bars = ax1.barh(cats, vals, color=[COLORS[c] for c in cats])
+        ax1.barh(cats, [1] * len(cats), color=[COLORS[c] for c in cats])
         ax1.invert_yaxis()
-        for bar, v in zip(bars, vals):
-            ax1.text(
-                bar.get_width(),
-                bar.get_y() + bar.get_height() / 2,
-                f" {_fmt(v)} ({100 * v / b['total']:.1f}%)",
-                va="center",
-                fontsize=9,
-            )
-        ax1.set_xlim(0, max(vals) * 1.45)
+        for _ in cats:
+            ax1.text(0, 0, "", va="center", fontsize=9)
         ax1.set_xlabel("parameters")
         ax1.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: _fmt(x)))
+        ax1.set_title(" \n ", fontsize=10, loc="left")
+        self._cats = cats
+        self.update(fig, data)
+        fig.set_layout_engine("none")  # laid out once: later redraws keep it (and skip its cost)
+        return fig
+
+    def update(self, fig, data) -> bool:
+        """Bars, labels, ring and title of ``data`` into the figure ``draw`` made, if it shows
+        the same categories (else False: ``draw`` builds a new one)."""
+        if "error" in data or len(fig.axes) != 2:
+            return False
+        b = data["breakdown"]
+        cats = [c for c in CATEGORIES if b[c] > 0]
+        if cats != self._cats:
+            return False
+        ax1, ax2 = fig.axes
+        vals = [b[c] for c in cats]
+        for bar, label, v in zip(ax1.patches, ax1.texts, vals):
+            bar.set_width(v)
+            label.set_position((v, bar.get_y() + bar.get_height() / 2))
+            label.set_text(f" {_fmt(v)} ({100 * v / b['total']:.1f}%)")
+        ax1.set_xlim(0, max(vals) * 1.45)
+        ax2.clear()
         ax2.pie(
             vals,
             colors=[COLORS[c] for c in cats],
@@ -230,4 +239,4 @@ class ParamCalculator(Widget):
             fontsize=10,
             loc="left",
         )
-        return fig
+        return True

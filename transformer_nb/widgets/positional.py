@@ -27,12 +27,8 @@ class SinusoidFingerprint(Widget):
         self.omega = sinusoid_frequencies(d_model)
         self.n_positions, self.d_model = n_positions, d_model
         super().__init__(
-            position=W.IntSlider(
-                value=position, min=0, max=n_positions - 1, description="position p", continuous_update=False
-            ),
-            pair=W.IntSlider(
-                value=pair, min=0, max=d_model // 2 - 1, description="pair i (freq.)", continuous_update=False
-            ),
+            position=W.IntSlider(value=position, min=0, max=n_positions - 1, description="position p"),
+            pair=W.IntSlider(value=pair, min=0, max=d_model // 2 - 1, description="pair i (freq.)"),
         )
 
     def compute(self, position, pair):
@@ -48,34 +44,56 @@ class SinusoidFingerprint(Widget):
         }
 
     def draw(self, data):
-        p, i, omega = data["position"], data["pair"], data["omega"]
         fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), gridspec_kw={"width_ratios": [1.3, 1.3, 1]})
         ax = axes[0]
         ax.imshow(self.pe.T.numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
-        ax.axvline(p, color="k", lw=1.5)
-        ax.axhspan(2 * i - 0.5, 2 * i + 1.5, color="gold", alpha=0.5)
+        ax.axvline(0, color="k", lw=1.5)
+        ax.add_patch(plt.Rectangle((-0.5, -0.5), self.n_positions, 2, color="gold", alpha=0.5))
         ax.set_xlabel("position")
         ax.set_ylabel("dimension")
         ax.set_title("PE table: column = fingerprint")
         ax = axes[1]
         xs = np.linspace(0, self.n_positions - 1, 600)
-        ax.plot(xs, np.sin(xs * omega), label=f"PE[·, {2 * i}] = sin(p·ω)")
-        ax.plot(xs, np.cos(xs * omega), label=f"PE[·, {2 * i + 1}] = cos(p·ω)")
-        ax.plot([p, p], data["pair_values"], "ko")
-        ax.axvline(p, color="k", lw=0.8, ls=":")
+        for _ in range(2):
+            ax.plot(xs, np.zeros_like(xs), label=" ")
+        ax.plot([0, 0], [0, 0], "ko")
+        ax.axvline(0, color="k", lw=0.8, ls=":")
         ax.set_ylim(-1.15, 1.6)
         ax.set_xlabel("position p")
-        ax.set_title(f"pair i={i}: ω={omega:.3g}, wavelength={data['wavelength']:.3g}")
-        ax.legend(loc="upper right", fontsize=8, ncol=2)
+        ax.set_title(" ")
         ax = axes[2]
-        fp = data["fingerprint"].numpy()
-        colors = ["gold" if d // 2 == i else ("tab:blue" if d % 2 == 0 else "tab:orange") for d in range(len(fp))]
-        ax.bar(range(len(fp)), fp, color=colors, width=1.0)
+        ax.bar(range(self.d_model), np.zeros(self.d_model), width=1.0)
         ax.set_ylim(-1.1, 1.1)
         ax.set_xlabel("dimension (blue sin, orange cos)")
-        ax.set_title(f"fingerprint PE[{p}]")
+        ax.set_title(" ")
         fig.tight_layout()
+        self.update(fig, data)
         return fig
+
+    def update(self, fig, data) -> bool:
+        """Cursor, band, curves, bars and titles of ``data`` into the figure ``draw`` made."""
+        p, i, omega = data["position"], data["pair"], data["omega"]
+        ax0, ax1, ax2 = fig.axes
+        ax0.lines[0].set_xdata([p, p])
+        ax0.patches[0].set_y(2 * i - 0.5)
+        sin, cos, dots, cursor = ax1.lines
+        xs = sin.get_xdata()
+        sin.set_ydata(np.sin(xs * omega))
+        cos.set_ydata(np.cos(xs * omega))
+        sin.set_label(f"PE[·, {2 * i}] = sin(p·ω)")
+        cos.set_label(f"PE[·, {2 * i + 1}] = cos(p·ω)")
+        dots.set_data([p, p], data["pair_values"])
+        cursor.set_xdata([p, p])
+        ax1.legend(handles=[sin, cos], loc="upper right", fontsize=8, ncol=2)
+        ax1.set_title(f"pair i={i}: ω={omega:.3g}, wavelength={data['wavelength']:.3g}")
+        fp = data["fingerprint"].tolist()
+        for dim, bar in enumerate(ax2.patches):
+            bar.set_height(fp[dim])
+            bar.set_color("gold" if dim // 2 == i else ("tab:blue" if dim % 2 == 0 else "tab:orange"))
+        ax2.set_title(f"fingerprint PE[{p}]")
+        # what moves; the rest (table, axes, ticks) is drawn once: see Widget.png
+        self.animated = [*ax0.lines, *ax0.patches, *ax1.lines, ax1.get_legend(), ax1.title, *ax2.patches, ax2.title]
+        return True
 
 
 class AlibiExplorer(Widget):
@@ -87,8 +105,8 @@ class AlibiExplorer(Widget):
 
     def __init__(self, n_heads: int = 8, query: int = 24):
         super().__init__(
-            n_heads=W.IntSlider(value=n_heads, min=1, max=16, description="heads", continuous_update=False),
-            query=W.IntSlider(value=query, min=1, max=63, description="query pos", continuous_update=False),
+            n_heads=W.IntSlider(value=n_heads, min=1, max=16, description="heads"),
+            query=W.IntSlider(value=query, min=1, max=63, description="query pos"),
         )
 
     def compute(self, n_heads, query):
@@ -106,27 +124,46 @@ class AlibiExplorer(Widget):
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
-        n, s = data["n_heads"], data["slopes"].numpy()
         ax = axes[0]
-        colors = ["tab:orange" if f else "tab:blue" for f in data["interpolated"]]
-        ax.bar(range(1, n + 1), np.log2(s), color=colors)
+        ax.bar(range(1, 17), np.zeros(16))
         ax.set_xlabel("head (blue: geometric base, orange: interpolated)")
         ax.set_ylabel("log2(slope)")
         ax.set_ylim(-8.5, 0)
-        ax.set_title(f"ALiBi slopes, {n} heads")
+        ax.set_title(" ")
         ax = axes[1]
-        cmap = plt.get_cmap("viridis")
-        for h in range(n):
-            ax.plot(
-                range(data["query"] + 1),
-                data["weights"][h].numpy(),
-                color=cmap(h / max(n - 1, 1)),
-                label=f"head {h + 1}" if n <= 8 else None,
-            )
+        for _ in range(16):
+            ax.plot([0], [0])
+        ax.set_ylim(0, 1.05)
         ax.set_xlabel("key position j")
         ax.set_ylabel("attention weight")
-        ax.set_title(f"query at {data['query']}, equal content scores")
-        if n <= 8:
-            ax.legend(fontsize=7, ncol=2)
+        ax.set_title(" ")
         fig.tight_layout()
+        self.update(fig, data)
         return fig
+
+    def update(self, fig, data) -> bool:
+        """Bars, curves, legend and titles of ``data`` into the figure ``draw`` made."""
+        ax0, ax1 = fig.axes
+        n, s = data["n_heads"], np.log2(data["slopes"].numpy())
+        for h, bar in enumerate(ax0.patches):
+            bar.set_visible(h < n)
+            if h < n:
+                bar.set_height(s[h])
+                bar.set_color("tab:orange" if data["interpolated"][h] else "tab:blue")
+        ax0.set_xlim(0.4, n + 0.6)
+        ax0.set_title(f"ALiBi slopes, {n} heads")
+        cmap, keys = plt.get_cmap("viridis"), np.arange(data["query"] + 1)
+        for h, line in enumerate(ax1.lines):
+            line.set_visible(h < n)
+            if h < n:
+                line.set_data(keys, data["weights"][h].numpy())
+                line.set_color(cmap(h / max(n - 1, 1)))
+                line.set_label(f"head {h + 1}")
+        ax1.set_xlim(0, data["query"])
+        ax1.set_ylim(0, 1.05 * float(data["weights"].max()))
+        ax1.set_title(f"query at {data['query']}, equal content scores")
+        if ax1.get_legend() is not None:
+            ax1.get_legend().remove()
+        if n <= 8:
+            ax1.legend(handles=ax1.lines[:n], fontsize=7, ncol=2)
+        return True

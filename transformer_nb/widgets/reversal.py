@@ -14,6 +14,15 @@ from transformer_nb.plotting import heatmap
 from transformer_nb.reversal import BOS, EOS, MAX_LEN, MIN_LEN, PAD, attention_maps, greedy_decode, parse_tokens
 from transformer_nb.widgets.base import Widget
 
+EXTRA_STEPS = 4  # greedy decoding may run this many steps past the source length
+
+
+def max_source_len(model) -> int | None:
+    """The longest source the widget can decode: the shortest position table in ``model``
+    (``max_len`` of its positional modules) less BOS and the extra decoding steps; None if unbounded."""
+    tables = [m.max_len for m in model.modules() if isinstance(getattr(m, "max_len", None), int)]
+    return min(tables) - 1 - EXTRA_STEPS if tables else None
+
 
 def _label(tok: int) -> str:
     return {PAD: "PAD", BOS: "BOS", EOS: "EOS"}.get(int(tok), str(int(tok)))
@@ -28,8 +37,11 @@ class ReversalWidget(Widget):
     output symbols whose attention peaks at the mirrored source position).
     """
 
+    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
+    REDRAW = "a second"
+
     def __init__(self, model, text: str = "3 5 7 9 4"):
-        self.model = model
+        self.model, self.max_src = model, max_source_len(model)
         n_layers, n_heads = len(model.decoder.layers), model.decoder.layers[0].cross_attn.n_heads
         super().__init__(
             text=widgets.Text(
@@ -53,9 +65,16 @@ class ReversalWidget(Widget):
             src = parse_tokens(text)
         except ValueError as err:
             return {**data, "error": str(err)}
+        if self.max_src is not None and len(src) > self.max_src:
+            return {
+                **data,
+                "error": f"{len(src)} symbols is too long: this model decodes at most {self.max_src} "
+                f"(its position tables have {self.max_src + 1 + EXTRA_STEPS} rows); it was trained "
+                f"on {MIN_LEN}..{MAX_LEN}",
+            }
         device = next(self.model.parameters()).device
         src_t = torch.tensor([src], device=device)
-        out = greedy_decode(self.model, src_t, max_new=len(src) + 4)[0].tolist()
+        out = greedy_decode(self.model, src_t, max_new=len(src) + EXTRA_STEPS)[0].tolist()
         ended = EOS in out
         pred = out[: out.index(EOS)] if ended else out
         outputs = pred + ([EOS] if ended else [])

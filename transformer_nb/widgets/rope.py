@@ -1,7 +1,7 @@
 """Widgets for notebook 05 (rotary position embeddings).
 
 - :class:`RotatePair` -- one 2-D pair of a query and a key, rotated by their positions m and n:
-  the dot product depends only on the offset n - m (drag both sliders by the same amount).
+  the dot product depends only on the offset n - m: "shift both by s" moves both positions at once.
 """
 
 import ipywidgets as W
@@ -14,10 +14,12 @@ from transformer_nb.widgets.base import Widget
 
 
 class RotatePair(Widget):
-    """Sliders ``m`` (query position), ``n`` (key position), ``pair`` (i, frequency θ_i of d = ``d``).
+    """Sliders ``m`` (query position), ``n`` (key position), ``shift`` (s, added to both), ``pair``
+    (i, frequency θ_i of d = ``d``). The rotated pair sits at positions m + s and n + s.
 
-    ``last``: ``m``, ``n``, ``offset`` (n - m), ``theta``, ``q_rot``/``k_rot`` (the rotated 2-D
-    vectors), ``score`` (their dot product), ``score_at_offset`` (qᵀ R_(n-m) k, positions 0 and n-m).
+    ``last``: ``m``, ``n``, ``shift``, ``pos_q``/``pos_k`` (m + s, n + s), ``offset`` (n - m), ``theta``,
+    ``q_rot``/``k_rot`` (the rotated 2-D vectors), ``score`` (their dot product), ``score_at_offset``
+    (qᵀ R_(n-m) k, positions 0 and n-m) and ``grid`` (the score at every pair of positions 0..2·max_pos).
     """
 
     def __init__(self, q=(1.0, 0.3), k=(0.6, 0.8), d: int = 8, m: int = 5, n: int = 12, max_pos: int = 40):
@@ -25,24 +27,12 @@ class RotatePair(Widget):
         self.k = torch.tensor(k, dtype=torch.float64)
         self.thetas = rope_frequencies(d)
         self.max_pos = max_pos
+        style = {"description_width": "initial"}
         super().__init__(
-            m=W.IntSlider(
-                value=m,
-                min=0,
-                max=max_pos,
-                description="query pos m",
-                continuous_update=False,
-                style={"description_width": "initial"},
-            ),
-            n=W.IntSlider(
-                value=n,
-                min=0,
-                max=max_pos,
-                description="key pos n",
-                continuous_update=False,
-                style={"description_width": "initial"},
-            ),
-            pair=W.IntSlider(value=1, min=0, max=d // 2 - 1, description="pair i", continuous_update=False),
+            m=W.IntSlider(value=m, min=0, max=max_pos, description="query pos m", style=style),
+            n=W.IntSlider(value=n, min=0, max=max_pos, description="key pos n", style=style),
+            shift=W.IntSlider(value=0, min=0, max=max_pos, description="shift both by s", style=style),
+            pair=W.IntSlider(value=1, min=0, max=d // 2 - 1, description="pair i"),
         )
 
     @staticmethod
@@ -50,12 +40,13 @@ class RotatePair(Widget):
         c, s = np.cos(angle), np.sin(angle)
         return torch.stack([v[0] * c - v[1] * s, v[0] * s + v[1] * c])
 
-    def compute(self, m, n, pair):
+    def compute(self, m, n, pair, shift=0):
         theta = float(self.thetas[pair])
-        q_rot, k_rot = self._rot(self.q, m * theta), self._rot(self.k, n * theta)
+        pm, pn = m + shift, n + shift
+        q_rot, k_rot = self._rot(self.q, pm * theta), self._rot(self.k, pn * theta)
         score = float(q_rot @ k_rot)
         at_offset = float(self.q @ self._rot(self.k, (n - m) * theta))
-        pos = torch.arange(self.max_pos + 1, dtype=torch.float64)
+        pos = torch.arange(2 * self.max_pos + 1, dtype=torch.float64)
         # score for every (m', n') of this pair: S[m', n'] = qᵀ R((n' - m')θ) k
         d = (pos[None, :] - pos[:, None]) * theta
         qk, cross = float(self.q @ self.k), float(self.q[1] * self.k[0] - self.q[0] * self.k[1])
@@ -63,6 +54,9 @@ class RotatePair(Widget):
         return {
             "m": m,
             "n": n,
+            "shift": shift,
+            "pos_q": pm,
+            "pos_k": pn,
             "offset": n - m,
             "pair": pair,
             "theta": theta,
@@ -75,11 +69,15 @@ class RotatePair(Widget):
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.2))
+        self._grid_pair = data["pair"]
         ax = axes[0]
-        for v, rot, c, name in ((self.q, data["q_rot"], "tab:blue", "q"), (self.k, data["k_rot"], "tab:red", "k")):
+        self._arrows, self._labels = [], []  # the rotated q and k, and their labels: moved by update
+        for v, c, name in ((self.q, "tab:blue", "q"), (self.k, "tab:red", "k")):
             ax.annotate("", xy=v.numpy(), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=c, alpha=0.3))
-            ax.annotate("", xy=rot.numpy(), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=c, lw=2))
-            ax.text(*(rot.numpy() * 1.12), f"R_{'m' if name == 'q' else 'n'} {name}", color=c, ha="center")
+            self._arrows.append(
+                ax.annotate("", xy=v.numpy(), xytext=(0, 0), arrowprops=dict(arrowstyle="->", color=c, lw=2))
+            )
+            self._labels.append(ax.text(0, 0, f"R_({'m+s' if name == 'q' else 'n+s'}) {name}", color=c, ha="center"))
         t = np.linspace(0, 2 * np.pi, 200)
         ax.plot(np.cos(t), np.sin(t), color="0.85", lw=0.8)
         ax.set_xlim(-1.4, 1.4)
@@ -87,20 +85,41 @@ class RotatePair(Widget):
         ax.set_aspect("equal")
         ax.axhline(0, color="0.8", lw=0.5)
         ax.axvline(0, color="0.8", lw=0.5)
-        ax.set_title(
-            f"pair {data['pair']} (θ={data['theta']:.3g}): m={data['m']}, n={data['n']}\n"
-            f"score {data['score']:+.4f}  =  qᵀR(n-m)k {data['score_at_offset']:+.4f}"
-        )
+        ax.set_title(" \n ")
         ax = axes[1]
         lim = float(self.q.norm() * self.k.norm())  # |score| <= |q||k|
-        im = ax.imshow(data["grid"].numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, origin="upper")
-        ax.plot([data["n"]], [data["m"]], "k*", ms=12)
-        off = data["offset"]
-        xs = np.arange(max(0, off), min(self.max_pos, self.max_pos + off) + 1)
-        ax.plot(xs, xs - off, "k--", lw=1)
-        ax.set_xlabel("key position n")
-        ax.set_ylabel("query position m")
-        ax.set_title(f"score of this pair for every (m, n): constant along n - m = {off}")
+        im = ax.imshow(
+            data["grid"].numpy(), cmap="RdBu_r", vmin=-lim, vmax=lim, origin="upper", interpolation="nearest"
+        )
+        ax.plot([0], [0], "k--", lw=1)
+        ax.plot([0], [0], "k*", ms=12)
+        ax.set_xlabel("key position n + s")
+        ax.set_ylabel("query position m + s")
+        ax.set_title(" ", fontsize=10)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
         fig.tight_layout()
+        self.update(fig, data)
         return fig
+
+    def update(self, fig, data) -> bool:
+        """Arrows, star, diagonal, grid and titles of ``data`` into the figure ``draw`` made."""
+        ax, ax2 = fig.axes[:2]
+        for arrow, label, rot in zip(self._arrows, self._labels, (data["q_rot"], data["k_rot"])):
+            arrow.xy = tuple(rot.tolist())
+            label.set_position(tuple((rot * 1.12).tolist()))
+        ax.set_title(
+            f"pair {data['pair']} (θ={data['theta']:.3g}): m+s={data['pos_q']}, n+s={data['pos_k']}\n"
+            f"score {data['score']:+.4f}  =  qᵀR(n-m)k {data['score_at_offset']:+.4f}"
+        )
+        if data["pair"] != getattr(self, "_grid_pair", None):
+            ax2.images[0].set_data(data["grid"].numpy())
+            self._grid_pair = data["pair"]
+            self.invalidate()  # the grid changed: draw everything
+        dash, star = ax2.lines
+        star.set_data([data["pos_k"]], [data["pos_q"]])
+        off, top = data["offset"], 2 * self.max_pos
+        xs = np.arange(max(0, off), min(top, top + off) + 1)
+        dash.set_data(xs, xs - off)
+        ax2.set_title(f"score of this pair for every position: constant along n - m = {off}", fontsize=10)
+        self.animated = [*self._arrows, *self._labels, ax.title, dash, star, ax2.title]  # see Widget.png
+        return True

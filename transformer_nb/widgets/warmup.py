@@ -19,10 +19,8 @@ class SoftmaxTemperature(Widget):
     def __init__(self, seed: int = 0):
         self.scores = torch.randn(32, generator=torch.Generator().manual_seed(seed))
         super().__init__(
-            scale=W.FloatLogSlider(
-                value=1.0, base=10, min=-1, max=math.log10(30), step=0.05, description="scale", continuous_update=False
-            ),
-            n=W.IntSlider(value=8, min=2, max=32, description="keys", continuous_update=False),
+            scale=W.FloatLogSlider(value=1.0, base=10, min=-1, max=math.log10(30), step=0.05, description="scale"),
+            n=W.IntSlider(value=8, min=2, max=32, description="keys"),
         )
 
     def compute(self, scale: float, n: int) -> dict:
@@ -39,13 +37,30 @@ class SoftmaxTemperature(Widget):
 
     def draw(self, d: dict):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [2, 1]})
-        ax1.bar(range(d["n"]), d["weights"].numpy(), color="tab:blue")
+        ax1.bar(range(len(self.scores)), [0.0] * len(self.scores), color="tab:blue")
         ax1.set_ylim(0, 1)
         ax1.set_xlabel("key j")
         ax1.set_ylabel("weight")
-        ax1.set_title(f"softmax({d['scale']:.2g} · s): max weight {d['max_weight']:.2f}")
-        ax2.barh(["entropy", "uniform"], [d["entropy"], d["max_entropy"]], color=["tab:orange", "0.7"])
+        ax1.set_title(" ")
+        ax2.barh(["entropy", "uniform"], [0, 0], color=["tab:orange", "0.7"])
         ax2.set_xlim(0, math.log(32))
         ax2.set_title("entropy (nats)")
         fig.tight_layout()
+        self.update(fig, d)
         return fig
+
+    def update(self, fig, d: dict) -> bool:
+        """Bars and title of ``d`` into the figure ``draw`` made (the bars beyond ``n`` hidden)."""
+        ax1, ax2 = fig.axes
+        self.animated = [*ax1.patches, ax1.title, *ax2.patches]
+        if ax1.get_xlim() != (-0.6, d["n"] - 0.4):
+            self.invalidate()  # the axis changed: draw everything
+        w = d["weights"].tolist()
+        for j, bar in enumerate(ax1.patches):
+            bar.set_height(w[j] if j < d["n"] else 0)
+            bar.set_visible(j < d["n"])
+        ax1.set_xlim(-0.6, d["n"] - 0.4)
+        ax1.set_title(f"softmax({d['scale']:.2g} · s): max weight {d['max_weight']:.2f}")
+        for bar, v in zip(ax2.patches, (d["entropy"], d["max_entropy"])):
+            bar.set_width(v)
+        return True

@@ -1,0 +1,71 @@
+"""The figure helpers: annotations readable on every cell, and each quantity of a live plot on its own axis."""
+
+import matplotlib.pyplot as plt
+import pytest
+import torch
+
+from transformer_nb.plotting import LiveLoss, heatmap, luminance, text_color
+
+
+def test_luminance_and_text_colour():
+    assert luminance((0, 0, 0)) == 0 and luminance((1, 1, 1, 1)) == pytest.approx(1)
+    assert text_color((1, 1, 1)) == "k" and text_color((0, 0, 0)) == "w"
+    assert text_color(plt.get_cmap("Reds")(0.05)) == "k"  # a pale cell
+    assert text_color(plt.get_cmap("Reds")(0.95)) == "w"  # a dark red cell
+    assert text_color(plt.get_cmap("viridis")(1.0)) == "k"  # yellow
+    assert text_color(plt.get_cmap("viridis")(0.0)) == "w"  # dark purple
+
+
+def test_annotations_are_dark_on_pale_cells_and_light_on_dark_ones():
+    """09's first-mistake heatmap: most cells near 0 in "Reds" (white), a few large (dark red).
+    Before, a value below the midpoint of the range always got white text, unreadable on white."""
+    m = torch.tensor([[0.0, 0.02, 0.1], [0.2, 0.38, 0.47]])
+    ax = heatmap(m, cmap="Reds", annotate=True)
+    colors = {t.get_text(): t.get_color() for t in ax.texts}
+    assert colors["0.00"] == colors["0.02"] == colors["0.10"] == colors["0.20"] == "k"
+    assert colors["0.47"] == "w"
+    plt.close(ax.figure)
+
+
+def test_short_tick_labels_stay_upright_and_words_slant():
+    ax = heatmap(torch.rand(2, 3), xlabels=[0, 1, 2])
+    assert all(t.get_rotation() == 0 for t in ax.get_xticklabels())
+    ax2 = heatmap(torch.rand(2, 3), xlabels=["the", "government", "cat"])
+    assert all(t.get_rotation() == 60 for t in ax2.get_xticklabels())
+    plt.close("all")
+
+
+def _live(**kw):
+    live = LiveLoss(total=10, title="toy", plot=False, disable=True, **kw)
+    for step in range(10):
+        live.update(loss=2.0 - 0.1 * step)
+        if step % 5 == 4:
+            live.log(exact_match=0.1 * step, token_accuracy=0.5)
+    return live
+
+
+def test_a_loss_and_an_exact_match_get_separate_panels_with_their_labels():
+    """09's live plot drew the exact match on the loss axis, labelled "loss"."""
+    live = _live()
+    assert live.layout() == {"loss": ["loss"], "accuracy": ["exact_match", "token_accuracy"]}
+    live.handle = type("Handle", (), {"update": lambda self, fig: None})()  # no IPython display here
+    live.draw()
+    assert [ax.get_ylabel() for ax in live.axes] == ["loss", "accuracy"]
+    assert [len(ax.get_lines()) for ax in live.axes] == [1, 2]
+    assert live.axes[1].get_ylim() == (0, 1.02)
+    plt.close(live.fig)
+
+
+def test_panels_can_be_named_and_units_share_a_panel():
+    live = _live(panels={"exact_match": "held-out exact match"})
+    assert live.layout() == {
+        "loss": ["loss"],
+        "held-out exact match": ["exact_match"],
+        "accuracy": ["token_accuracy"],
+    }
+    ppl = LiveLoss(total=2, ylabel="perplexity", plot=False, disable=True)
+    ppl.log(train_ppl=300.0, val_ppl=320.0)
+    assert ppl.layout() == {"perplexity": ["train_ppl", "val_ppl"]}  # one panel, as before
+    two_losses = LiveLoss(total=2, ylabel="training loss (nats)", plot=False, disable=True)
+    two_losses.update(**{"with causal mask": 0.7, "without mask": 0.1})
+    assert two_losses.layout() == {"training loss (nats)": ["with causal mask", "without mask"]}
