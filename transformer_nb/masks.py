@@ -69,7 +69,8 @@ def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tens
     t = int(lengths.max()) if max_len is None else _as_size("max_len", max_len)
     if (lengths > t).any():
         raise ValueError(f"a length exceeds max_len={t}: lengths {lengths.tolist()}")
-    check_memory(f"a padding mask of B={len(lengths)} x T={t}", len(lengths) * t, lengths.device)
+    what = f"T=max(lengths)={t}" if max_len is None else f"max_len={t}"
+    check_memory(f"a padding mask of B={len(lengths)} x {what}", len(lengths) * t, lengths.device)
     return torch.arange(t, device=lengths.device)[None, :] < lengths[:, None]
 
 

@@ -67,7 +67,10 @@ class SinusoidalPositionalEncoding(nn.Module):
 
     def __init__(self, d_model: int, max_len: int = 5000, base: float = 10000.0):
         super().__init__()
-        pe = sinusoidal_encoding(as_int("max_len", max_len, minimum=1), d_model, base)  # checks d_model and base
+        max_len = as_int("max_len", max_len, minimum=1)
+        sinusoid_frequencies(d_model, base)  # checks d_model and base
+        check_memory(f"a sinusoidal table of max_len={max_len} x d_model={d_model}", 12 * max_len * d_model)
+        pe = sinusoidal_encoding(max_len, d_model, base)
         self.max_len, self.d_model = int(max_len), int(d_model)
         self.register_buffer("pe", pe, persistent=False)
 
@@ -83,6 +86,7 @@ class LearnedPositionalEmbedding(nn.Module):
     def __init__(self, max_len: int, d_model: int):
         super().__init__()
         self.max_len, self.d_model = as_int("max_len", max_len, minimum=1), as_int("d_model", d_model, minimum=1)
+        check_memory(f"a learned table of max_len={max_len} x d_model={d_model}", 4 * self.max_len * self.d_model)
         self.emb = nn.Embedding(self.max_len, self.d_model)
         nn.init.normal_(self.emb.weight, std=0.02)
 
