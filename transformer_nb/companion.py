@@ -12,6 +12,8 @@ import os
 import re
 from pathlib import Path
 
+from transformer_nb.utils import as_real
+
 TEXTS = {
     "000": "Ch. 8 The Transformer Architecture (textbook draft, §8.1–8.6, Ex. 8.1–8.10)",
     "001": "Ch. 19 The Transformer Architecture (PyTorch from scratch)",
@@ -114,3 +116,80 @@ def exercise_map(index: list) -> dict:
         for ex in nb["exercises"]:
             out.setdefault(ex, []).append(nb["name"])
     return dict(sorted(out.items(), key=lambda kv: int(kv[0].split(".")[1])))
+
+
+# --------------------------------------------------------------------------- runtimes in the headers
+
+RUNTIME_LABEL = "**Runtime on 2 CPU cores:**"
+
+
+def format_runtime(seconds: float) -> str:
+    """Round a runtime for a header: ``~35 s`` (nearest 5 s below 1 min), ``~90 s`` (nearest 10 s
+    below 2 min), ``~2.5 min`` (nearest half minute below 10 min), ``~17 min`` (nearest minute)."""
+    seconds = as_real("seconds", seconds)
+    if seconds < 0:
+        raise ValueError(f"seconds must be >= 0, got {seconds}")
+    if seconds < 57.5:
+        return f"~{max(5, 5 * round(seconds / 5))} s"
+    if seconds < 115:
+        return f"~{10 * round(seconds / 10)} s"
+    if seconds < 585:
+        return f"~{round(seconds / 30) / 2:g} min"
+    return f"~{round(seconds / 60)} min"
+
+
+def runtime_line(name: str, runtimes: dict | None = None) -> str:
+    """The header sentence for notebook ``name`` from ``notebooks/runtimes.json``:
+    ``**Runtime on 2 CPU cores:** quick ~10 s, full ~35 s.``"""
+    if runtimes is None:
+        path = notebooks_dir() / "runtimes.json"
+        runtimes = json.loads(path.read_text()) if path.exists() else {}
+    times = runtimes.get(name, {})
+    missing = [p for p in ("quick", "full") if times.get(f"{p}_s") is None]
+    if missing:
+        raise ValueError(
+            f"notebooks/runtimes.json has no {' and no '.join(missing)} runtime for {name!r}: run "
+            f"make refresh NB={name} (full) and make runtimes (quick)"
+        )
+    return f"{RUNTIME_LABEL} quick {format_runtime(times['quick_s'])}, full {format_runtime(times['full_s'])}."
+
+
+def stated_runtimes(text: str) -> dict:
+    """``{"quick": seconds, "full": seconds}`` stated after the runtime label in ``text`` (missing ones left out).
+
+    Reads ``quick ~N s`` / ``full ~N min`` (also ``≈``, ``about``, ``under``, or no sign).
+    """
+    i = text.find(RUNTIME_LABEL)
+    if i < 0:
+        return {}
+    sentence = " ".join(text[i + len(RUNTIME_LABEL) :].split())
+    out = {}
+    for profile in ("quick", "full"):
+        m = re.search(rf"\b{profile}(?: profile)?\s*(?:~|≈|about|under)?\s*(\d+(?:\.\d+)?)\s*(s|sec|min)\b", sentence)
+        if m:
+            out[profile] = float(m.group(1)) * (60 if m.group(2) == "min" else 1)
+    return out
+
+
+def runtime_problems(name: str, header: str, runtimes: dict) -> list:
+    """Why the header's stated runtimes disagree with ``runtimes.json`` (empty: they agree).
+
+    A stated value must lie within max(5 s, 20 %) of the recorded one: the rounding of
+    ``format_runtime`` always does, and so does the noise between two runs on shared cores.
+    """
+    stated, times = stated_runtimes(header), runtimes.get(name, {})
+    fix = f"state them as `{runtime_line(name, runtimes)}`" if times.get("quick_s") and times.get("full_s") else ""
+    if RUNTIME_LABEL not in header:
+        return [f"{name}: the first markdown cell has no {RUNTIME_LABEL} sentence; {fix or 'add one'}"]
+    problems = []
+    for profile in ("quick", "full"):
+        recorded = times.get(f"{profile}_s")
+        if recorded is None:
+            problems.append(f"{name}: notebooks/runtimes.json has no {profile} runtime (make runtimes / make refresh)")
+        elif profile not in stated:
+            problems.append(f"{name}: the header states no {profile} runtime; {fix}")
+        elif abs(stated[profile] - recorded) > max(5.0, 0.2 * recorded):
+            problems.append(
+                f"{name}: the header says {profile} {stated[profile]:g} s, runtimes.json records {recorded:g} s; {fix}"
+            )
+    return problems
