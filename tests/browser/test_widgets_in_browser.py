@@ -16,7 +16,13 @@ A missing Chromium or Playwright skips, with the command that installs it; a wid
 nothing, raises, or does not change its figure fails.
 Environment: ``TNB_CHROMIUM`` (path to a Chromium/Chrome binary, default ``/usr/bin/chromium``),
 ``TNB_BROWSER_TIMEOUT`` (seconds a notebook's cells may take to run, default 300),
-``TNB_BROWSER_NOTEBOOKS`` (space-separated .ipynb paths to test instead of ``notebooks/*.ipynb``).
+``TNB_BROWSER_NOTEBOOKS`` (space-separated .ipynb paths to test instead of ``notebooks/*.ipynb``),
+``TNB_BROWSER_KERNEL_PYTHON`` (the Python the notebooks' kernel runs, e.g. a Colab-like venv with
+ipywidgets 7.7.1 made by ``tools/colab_venv.sh``; default: this one; JupyterLab stays this one's).
+
+A widget that animates (``CONTINUOUS``, see ``transformer_nb.widgets.base``) must also redraw while
+its first slider is dragged, before the mouse button is released. A widget that shows an error
+line (``.tnb-widget-error``) fails.
 """
 
 from __future__ import annotations
@@ -46,6 +52,7 @@ RUN_S = float(os.environ.get("TNB_BROWSER_TIMEOUT", "300"))  # for a notebook's 
 RENDER_S = 30.0  # for the widget to show its first figure once its cell has run
 WARM_UP = "import torch, matplotlib.pyplot, ipywidgets, transformer_nb, transformer_nb.widgets.base"
 TIMES: dict[str, float] = {}  # what took how long, reported when the server stops
+KERNEL: dict[str, str] = {}  # what the notebooks' kernel runs, reported with TIMES
 CHANGE_S = 20.0  # per control tried: how long a redraw may take
 INSTALL_CHROMIUM = (
     "install Debian's Chromium: `sudo apt-get install chromium` (or set TNB_CHROMIUM to a "
@@ -303,6 +310,16 @@ class Lab:
         (ext / "apputils-extension" / "notification.jupyterlab-settings").write_text(
             json.dumps({"fetchNews": "false", "checkForUpdates": False})
         )
+        kernel_python = os.environ.get("TNB_BROWSER_KERNEL_PYTHON")
+        if kernel_python:  # "python3" in this server means that interpreter
+            spec = dirs["data"] / "kernels" / "python3"
+            spec.mkdir(parents=True, exist_ok=True)
+            argv = [kernel_python, "-m", "ipykernel_launcher", "-f", "{connection_file}"]
+            (spec / "kernel.json").write_text(
+                json.dumps({"argv": argv, "display_name": "Python 3 (ipykernel)", "language": "python"})
+            )
+        probe = [kernel_python or sys.executable, "-c", "import ipywidgets; print(ipywidgets.__version__)"]
+        KERNEL["ipywidgets"] = subprocess.run(probe, capture_output=True, text=True).stdout.strip() or "?"
         bin_dir = Path(sys.executable).parent
         env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JUPYTER_PATH")}
         env.update(
@@ -452,7 +469,10 @@ def lab(browser_tools, tmp_path_factory, request):
         server.stop()
         total = time.monotonic() - t0
         parts = ", ".join(f"{k} {v:.1f} s" for k, v in TIMES.items())
-        line = f"browser test: {total:.1f} s in all (server + browser + notebooks): {parts}"
+        line = (
+            f"browser test: {total:.1f} s in all (server + browser + notebooks): {parts}; "
+            f"kernel ipywidgets {KERNEL.get('ipywidgets', '?')}"
+        )
         tr = request.config.pluginmanager.get_plugin("terminalreporter")
         capman = request.config.pluginmanager.get_plugin("capturemanager")
         if tr is not None and capman is not None:
@@ -562,7 +582,8 @@ CHANGED = """([id, idx, old]) => {
 def _widget_errors(cell) -> list[str]:
     sel = (
         ".widget-output [data-mime-type='application/vnd.jupyter.error'], "
-        ".widget-output [data-mime-type='application/vnd.jupyter.stderr']"
+        ".widget-output [data-mime-type='application/vnd.jupyter.stderr'], "
+        ".widget-output .tnb-widget-error, .jupyter-widgets-output-area .tnb-widget-error"
     )
     return [t for t in cell.locator(sel).all_inner_texts() if t.strip()]
 
@@ -657,7 +678,42 @@ def _check_widget(page, lab, nb_id: str, idx: int, label: str, stem: str) -> lis
     _shot(cell, SHOTS / f"{stem}-after.png")
     errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
     problems += [f"{where}: error after {tried[-1]}:\n{e}" for e in errs]
+    if _continuous(label):
+        problems += _check_drag(page, nb_id, idx, cell, where, stem)
     return problems
+
+
+def _continuous(label: str) -> bool:
+    """Whether the widget class ``label`` animates while a slider is dragged (its ``CONTINUOUS``)."""
+    try:
+        from transformer_nb.widgets.catalog import WIDGETS
+    except ImportError:
+        return False
+    return any(e.name == label and e.cls().CONTINUOUS for e in WIDGETS)
+
+
+def _check_drag(page, nb_id: str, idx: int, cell, where: str, stem: str) -> list[str]:
+    """Drag the first slider with the mouse: the figure must change before the button is released."""
+    handle = cell.locator(".widget-slider .noUi-handle, .widget-slider .ui-slider-handle").first
+    if not handle.count():
+        return [f"{where}: animates, but no slider handle was found to drag"]
+    handle.scroll_into_view_if_needed()
+    box = handle.bounding_box()
+    at_max = handle.get_attribute("aria-valuenow") == handle.get_attribute("aria-valuemax")
+    x, y = box["x"] + box["width"] / 2, box["y"] + box["height"] / 2
+    before = cell.locator(IMG).first.get_attribute("src")
+    page.mouse.move(x, y)
+    page.mouse.down()
+    try:
+        page.mouse.move(x + (-40 if at_max else 40), y, steps=8)
+        page.wait_for_function(CHANGED, arg=[nb_id, idx, before], timeout=CHANGE_S * 1000)
+        _shot(cell, SHOTS / f"{stem}-dragging.png")
+        return []
+    except Exception:
+        return [f"{where}: animates, but the figure did not change while a slider was dragged"]
+    finally:
+        page.mouse.up()
+        page.wait_for_function(IDLE, timeout=CHANGE_S * 1000)
 
 
 def _prepare(lab, ipynb: Path):
