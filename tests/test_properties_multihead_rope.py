@@ -1,0 +1,203 @@
+"""Property-based tests of ``transformer_nb.multihead`` and ``transformer_nb.rope`` (modules of the ``lm``
+helper): generated widths, head counts, lengths, positions and dtypes. Good input gives the defining
+property (heads round-trip, MHA = per-head reference attention, the parameter formula = numel, RoPE is
+a rotation whose scores depend only on the relative position); bad input a ``ValueError``/``TypeError``
+that names the argument. Failures found in these modules are marked xfail and reported to their owner."""
+
+import math
+
+import pytest
+import torch
+from hypothesis import example, given
+from hypothesis import strategies as st
+from property_helpers import NOT_INT, NOT_REAL, Arg, bad, call, expect_refusal, float_tensors, good, size
+
+from transformer_nb import multihead as mh
+from transformer_nb import rope as rp
+from transformer_nb.attention import scaled_dot_product_attention
+
+
+@st.composite
+def mha_shapes(draw):
+    d_head, n_heads = draw(st.integers(1, 4)), draw(st.integers(1, 4))
+    n_kv = draw(st.sampled_from([d for d in range(1, n_heads + 1) if n_heads % d == 0]))
+    return d_head * n_heads, n_heads, n_kv, draw(st.booleans())
+
+
+@given(
+    x=st.tuples(st.integers(1, 3), st.integers(0, 4), st.integers(1, 4), st.integers(1, 4)).flatmap(
+        lambda s: float_tensors((s[0], s[1], s[2] * s[3])).map(lambda t: (t, s[2]))
+    )
+)
+def test_split_and_merge_heads_round_trip(x):
+    t, n_heads = x
+    heads = mh.split_heads(t, n_heads)
+    b, n, d = t.shape
+    assert heads.shape == (b, n_heads, n, d // n_heads)
+    assert torch.equal(
+        heads[:, 1 % n_heads, :, :], t[..., (1 % n_heads) * (d // n_heads) : (1 % n_heads + 1) * (d // n_heads)]
+    )
+    assert torch.equal(mh.merge_heads(heads), t)
+
+
+LM = "reported to lm: "
+
+
+@pytest.mark.xfail(strict=True, reason=LM + "split_heads(x, n_heads=2.0 / None / a tensor) crashes inside torch")
+@given(n_heads=st.one_of(good(st.integers(1, 3)), bad(NOT_INT), bad(st.integers(-2, 0)), bad(st.just(5))))
+@example(n_heads=Arg(None, False))
+def test_split_heads_refuses_bad_head_counts(n_heads):
+    call(mh.split_heads, {"x": torch.zeros(2, 3, 6), "n_heads": n_heads}, {"n_heads": ["heads", "d_model"]})
+
+
+@given(shape=mha_shapes(), t=st.integers(1, 5), causal=st.booleans())
+def test_mha_equals_the_reference_per_head(shape, t, causal):
+    d, n_heads, n_kv, bias = shape
+    torch.manual_seed(d * 31 + n_heads)
+    m = mh.MultiHeadAttention(d, n_heads, n_kv_heads=n_kv, bias=bias).eval()
+    x = torch.randn(2, t, d)
+    y = m(x, is_causal=causal)
+    assert y.shape == x.shape and torch.isfinite(y).all()
+    # the reference, head by head, with shared key/value heads repeated
+    q = m.q_proj(x).view(2, t, n_heads, -1).transpose(1, 2)
+    k = m.k_proj(x).view(2, t, n_kv, -1).transpose(1, 2).repeat_interleave(n_heads // n_kv, dim=1)
+    v = m.v_proj(x).view(2, t, n_kv, -1).transpose(1, 2).repeat_interleave(n_heads // n_kv, dim=1)
+    mask = torch.ones(t, t, dtype=torch.bool).tril() if causal else None
+    out, _ = scaled_dot_product_attention(q, k, v, mask)
+    ref = m.out_proj(out.transpose(1, 2).reshape(2, t, d))
+    assert torch.allclose(y, ref, atol=1e-5)
+
+
+@given(shape=mha_shapes())
+def test_mha_param_count_is_numel(shape):
+    d, n_heads, n_kv, bias = shape
+    m = mh.MultiHeadAttention(d, n_heads, n_kv_heads=n_kv, bias=bias)
+    assert mh.mha_param_count(d, n_heads, n_kv, bias) == sum(p.numel() for p in m.parameters())
+
+
+@pytest.mark.xfail(
+    strict=True, reason="reported to lm: mha_param_count(64.0, 8) returns a float instead of refusing d_model"
+)
+@given(d_model=st.sampled_from([64.0, True, "64"]))
+def test_mha_param_count_refuses_non_int_sizes(d_model):
+    expect_refusal(mh.mha_param_count, ["d_model"], d_model, 8)
+
+
+@pytest.mark.xfail(
+    strict=True, reason=LM + "MultiHeadAttention(None, 4) / (8, 2, n_kv_heads='2') crash with '<=' not supported"
+)
+@given(
+    d_model=size(1, 16),
+    n_heads=size(1, 4),
+    n_kv_heads=st.one_of(good(st.none()), size(1, 4)),
+)
+@example(d_model=Arg(8, True), n_heads=Arg(None, False), n_kv_heads=Arg(None, True))
+def test_mha_constructor_refuses_what_does_not_divide(d_model, n_heads, n_kv_heads):
+    divides = d_model.ok and n_heads.ok and d_model.value % n_heads.value == 0
+    kv_ok = n_kv_heads.value is None or (n_kv_heads.ok and n_heads.ok and n_heads.value % n_kv_heads.value == 0)
+    extra = [] if divides or not (d_model.ok and n_heads.ok) else ["n_heads", "d_model"]
+    if not kv_ok and n_kv_heads.ok:
+        extra += ["n_kv_heads", "n_heads"]
+    call(mh.MultiHeadAttention, {"d_model": d_model, "n_heads": n_heads, "n_kv_heads": n_kv_heads}, extra_bad=extra)
+
+
+@given(args=st.tuples(*(st.integers(0, 64) for _ in range(6))))
+def test_kv_cache_bytes_formula(args):
+    layers, kv, d_head, seq, batch, nbytes = args
+    assert mh.kv_cache_bytes(layers, kv, d_head, seq, batch, nbytes) == 2 * layers * kv * d_head * seq * batch * nbytes
+
+
+@pytest.mark.xfail(strict=True, reason=LM + "kv_cache_bytes(False, ...) and other bools are accepted as sizes")
+@given(bad_value=st.one_of(NOT_INT, st.integers(-5, -1)), which=st.integers(0, 5))
+@example(bad_value=False, which=0)
+def test_kv_cache_bytes_refuses_bad_sizes(bad_value, which):
+    names = ["n_layers", "n_kv_heads", "d_head", "seq_len", "batch", "bytes_per_value"]
+    args = [2, 2, 8, 16, 1, 2]
+    args[which] = bad_value
+    expect_refusal(mh.kv_cache_bytes, [names[which]], *args)
+
+
+@given(t=st.integers(1, 8), seed=st.integers(0, 1000))
+def test_head_stats_bounds_and_uniform_distance(t, seed):
+    w = torch.softmax(torch.randn(3, t, t, generator=torch.Generator().manual_seed(seed)), -1)
+    stats = mh.head_stats(w)
+    assert bool((stats["entropy"] >= -1e-6).all()) and bool((stats["entropy"] <= math.log(t) + 1e-6).all())
+    uniform = mh.head_stats(torch.full((1, t, t), 1 / t))
+    assert math.isclose(float(uniform["distance"][0]), mh.uniform_distance(t), rel_tol=1e-5, abs_tol=1e-6)
+    assert math.isclose(mh.uniform_distance(t), (t * t - 1) / (3 * t), rel_tol=1e-9)
+
+
+# --------------------------------------------------------------------------- rope
+
+D_EVEN = st.integers(1, 4).map(lambda h: 2 * h)
+
+
+@given(d=D_EVEN, base=st.floats(2, 1e5))
+def test_rope_frequencies_closed_form(d, base):
+    f = rp.rope_frequencies(d, base)
+    assert f.shape == (d // 2,) and torch.allclose(
+        f, torch.tensor([base ** (-2 * i / d) for i in range(d // 2)], dtype=torch.float64)
+    )
+
+
+@pytest.mark.xfail(strict=True, reason=LM + "rope_frequencies(4, base=None or a 2-element tensor) crashes inside torch")
+@given(
+    d=st.one_of(good(D_EVEN), bad(st.sampled_from([3, 0, -2])), bad(NOT_INT)),
+    base=st.one_of(good(st.floats(2, 1e5)), bad(NOT_REAL)),
+)
+@example(d=Arg(4, True), base=Arg(None, False))
+def test_rope_frequencies_refuses_bad_arguments(d, base):
+    call(rp.rope_frequencies, {"d": d, "base": base}, {"d": ["d_head", "d_model", "dimension"]})
+
+
+@given(d=D_EVEN, t=st.integers(1, 6), pairing=st.sampled_from(["interleaved", "half"]), seed=st.integers(0, 999))
+def test_apply_rope_rotates_and_scores_depend_on_relative_position(d, t, pairing, seed):
+    g = torch.Generator().manual_seed(seed)
+    q, k = torch.randn(t, d, generator=g, dtype=torch.float64), torch.randn(t, d, generator=g, dtype=torch.float64)
+    rq = rp.apply_rope(q, pairing=pairing)
+    assert torch.allclose(rq.norm(dim=-1), q.norm(dim=-1))  # a rotation keeps lengths
+    shift = torch.arange(t, dtype=torch.float64) + 3.0
+    s1 = rp.apply_rope(q, pairing=pairing) @ rp.apply_rope(k, pairing=pairing).T
+    s2 = rp.apply_rope(q, shift, pairing=pairing) @ rp.apply_rope(k, shift, pairing=pairing).T
+    assert torch.allclose(s1, s2, atol=1e-9)  # the same shift everywhere: the same scores
+    m = rp.rope_matrix(2.0, d, pairing=pairing)
+    assert torch.allclose(m @ m.T, torch.eye(d, dtype=torch.float64), atol=1e-12)
+    assert torch.allclose(rp.apply_rope(q[None, :1], torch.tensor([2.0]), pairing=pairing)[0, 0], m @ q[0])
+
+
+@given(d=D_EVEN, seed=st.integers(0, 999))
+def test_half_permutation_maps_interleaved_to_half(d, seed):
+    x = torch.randn(3, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
+    perm = rp.half_permutation(d)
+    assert sorted(perm.tolist()) == list(range(d))
+    assert torch.allclose(
+        rp.apply_rope(x[..., perm], pairing="half"), rp.apply_rope(x, pairing="interleaved")[..., perm]
+    )
+
+
+@given(
+    d=D_EVEN,
+    max_len=st.integers(1, 8),
+    t=st.integers(0, 8),
+    offset=st.one_of(st.integers(0, 8), st.integers(-2, -1), NOT_INT),
+)
+def test_rope_module_matches_apply_rope_and_guards_its_table(d, max_len, t, offset):
+    r = rp.RoPE(d, max_len=max_len)
+    x = torch.randn(1, t, d, generator=torch.Generator().manual_seed(t))
+    offset_ok = isinstance(offset, int) and not isinstance(offset, bool) and offset >= 0
+    if not offset_ok:
+        expect_refusal(r.rotate, ["offset"], x, offset)
+    elif offset + t > max_len:
+        expect_refusal(r.rotate, ["max_len"], x, offset)
+    else:
+        got = r.rotate(x, offset)
+        want = rp.apply_rope(x.double(), torch.arange(offset, offset + t, dtype=torch.float64)).float()
+        assert got.dtype == x.dtype and torch.allclose(got, want, atol=1e-5)
+
+
+@given(dtype=st.sampled_from([torch.int64, torch.int32, torch.bool]))
+def test_rope_refuses_integer_input(dtype):
+    """Issue 18: RoPE on an integer tensor returned zeros or truncated values."""
+    x = torch.ones(1, 3, 4, dtype=dtype)
+    expect_refusal(rp.apply_rope, ["x"], x)
+    expect_refusal(rp.RoPE(4, 8).rotate, ["x"], x)
