@@ -33,6 +33,7 @@ NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanit
 help:
 	@echo "make lab                  install, then JupyterLab on notebooks/"
 	@echo "make test                 unit tests + every notebook under nbval (quick profile)"
+	@echo "make solutions [NB=NAME]  every notebook with exercises, each stub replaced by its solution (quick)"
 	@echo "make lint                 ruff: lint the package, tests, tools and notebooks; check the formatting"
 	@echo "make browser-test         every notebook's widgets in JupyterLab + headless Chromium"
 	@echo "make refresh NB=NAME      re-execute one notebook from notebooks/py/NAME.py (full profile)"
@@ -74,6 +75,14 @@ test: $(INSTALLED)
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	echo "make test finished in $$(( $$(date +%s) - $(MAKE_START) )) s (install included), exit $$status"; \
 	exit $$status
+
+# Every notebook with exercise cells, quick profile, each stub replaced by its student-style solution: every
+# check must pass and every later cell run. Reuses the models the nbval run of `make test` trained (same cache).
+.PHONY: solutions
+solutions: $(INSTALLED)
+	@mkdir -p build/test-cache
+	$(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$${TNB_CACHE_DIR:-$(CURDIR)/build/test-cache}" \
+	  $(BIN)/python tools/solutions.py $(NB)
 
 runtimes: $(INSTALLED)  ## time every notebook in the quick profile into notebooks/runtimes.json
 	@rm -rf build/test-cache && mkdir -p build/test-cache

@@ -5,9 +5,10 @@ import pytest
 import torch
 
 from transformer_nb.exercises import models as exm
+from transformer_nb.exercises import objectives as exo
 from transformer_nb.exercises.solutions import models as sol
 
-EXERCISES = {"variant_masks": exm.variant_masks_ex, "lm_shift": exm.lm_shift_ex, "mean_pool": exm.mean_pool_ex}
+EXERCISES = {"variant_masks": exm.variant_masks_ex, "lm_shift": exo.lm_shift_ex, "mean_pool": exo.mean_pool_ex}
 
 
 def _stub(*args):
@@ -54,16 +55,16 @@ WRONG = {
         ),
     ],
     "lm_shift": [
-        (exm._shift_none, "only has to copy"),
-        (exm._shift_backwards, "wrong way"),
-        (exm._shift_no_ignore, "-100"),
-        (exm._shift_wrong_keep, "off by one in the padding"),
+        (exo._shift_none, "only has to copy"),
+        (exo._shift_backwards, "wrong way"),
+        (exo._shift_no_ignore, "-100"),
+        (exo._shift_wrong_keep, "off by one in the padding"),
         (lambda ids, keep: tuple(t.float() for t in sol.lm_shift(ids, keep)), "integers"),  # float ids
     ],
     "mean_pool": [
-        (exm._pool_all, "padded positions too"),
-        (exm._pool_divide_by_t, "divided by the padded length T"),
-        (exm._pool_cls, "[CLS]"),
+        (exo._pool_all, "padded positions too"),
+        (exo._pool_divide_by_t, "divided by the padded length T"),
+        (exo._pool_cls, "[CLS]"),
     ],
 }
 

@@ -108,3 +108,13 @@ def test_a_planted_leak_in_a_copy_of_a_real_notebook_is_reported_precisely(tmp_p
         "00_start_here, cell 1 ('Exercise 8.2 comes to 35,270,656 parameters.'): shows the answer of "
         "Exercise 8.2: parameter count, part by part (total = 35,270,656) as '35,270,656'"
     ]
+
+
+def test_every_reveal_names_an_existing_package_object():
+    from transformer_nb.exercises import all_exercises
+    from transformer_nb.exercises.leaks import _resolve
+
+    missing = [
+        (key, dotted) for key, ex in all_exercises().items() for dotted in ex.reveals if _resolve(dotted) is None
+    ]
+    assert not missing, f"reveals that name nothing (moved or renamed?): {missing}"

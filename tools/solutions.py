@@ -122,10 +122,15 @@ def _failure(nb, solved) -> str:
     return "the kernel stopped (no cell recorded an error)"
 
 
-def run(path: Path, out_dir: Path | None = None, timeout: int = 600) -> dict:
-    """Run one notebook with its solutions; return a report, or raise SolutionsError saying where it failed."""
+def run(path: Path, out_dir: Path | None = None, timeout: int = 600, solve: bool = True) -> dict:
+    """Run one notebook with its solutions (``solve=False``: with its stubs, as nbval does, without comparing);
+    return a report, or raise SolutionsError saying where it failed."""
     nb = nbformat.read(path, as_version=4)
-    solved = prepare(nb)
+    solved = (
+        prepare(nb)
+        if solve
+        else [(i, ["(stub)"]) for i, c in enumerate(nb.cells) if "exercise" in c.metadata.get("tags", [])]
+    )
     report = {"notebook": path.stem, "exercises": sum(len(t) for _, t in solved), "cells": len(nb.cells)}
     if not solved:
         return {**report, "skipped": True}
@@ -154,15 +159,17 @@ def run(path: Path, out_dir: Path | None = None, timeout: int = 600) -> dict:
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("notebooks", nargs="*", type=Path, help="default: notebooks/*.ipynb")
+    parser.add_argument("notebooks", nargs="*", type=Path, help="paths or names (default: notebooks/*.ipynb)")
     parser.add_argument("--out", type=Path, default=ROOT / "build" / "solutions", help="executed copies go here")
     parser.add_argument("--timeout", type=int, default=600, help="seconds per cell")
+    parser.add_argument("--stubs", action="store_true", help="run the notebooks as they are (stubs), not solved")
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted((ROOT / "notebooks").glob("*.ipynb"))
+    paths = [p if p.exists() else ROOT / "notebooks" / f"{p.stem}.ipynb" for p in args.notebooks]
+    paths = paths or sorted((ROOT / "notebooks").glob("*.ipynb"))
     failures, start = [], time.perf_counter()
     for path in paths:
         try:
-            r = run(path, args.out, args.timeout)
+            r = run(path, args.out, args.timeout, solve=not args.stubs)
         except SolutionsError as err:
             failures.append(str(err))
             print(f"✗ {err}", flush=True)
@@ -171,7 +178,8 @@ def main(argv=None) -> int:
             print(f"- {r['notebook']}: no exercise cells, not run", flush=True)
         else:
             print(
-                f"✓ {r['notebook']}: {r['exercises']} exercises solved, {r['cells']} cells run, {r['seconds']} s",
+                f"✓ {r['notebook']}: {r['exercises']} exercises {'left as stubs' if args.stubs else 'solved'}, "
+                f"{r['cells']} cells run, {r['seconds']} s",
                 flush=True,
             )
     passed = len(paths) - len(failures)

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from transformer_nb.exercises.code import bound_names, module_imports, source_of
 from transformer_nb.exercises.compare import allclose, has_nan, shapes, type_problem
 from transformer_nb.exercises.timelimit import TimeLimitExceeded, call_with_time_limit
 
@@ -155,11 +156,11 @@ class Exercise:
     def solution_source(self) -> str:
         """The solution's code: the imports it needs, then the source of each object in ``solution_code``."""
         objects = self.solution_code or (self.reference,)
-        text = "\n\n\n".join(_source_of(obj) for obj in objects)
+        text = "\n\n\n".join(source_of(obj) for obj in objects)
         imports = []
         for obj in objects:
             module = importlib.import_module(obj.split(":")[0]) if isinstance(obj, str) else inspect.getmodule(obj)
-            for line in _module_imports(module):
+            for line in module_imports(module):
                 bound = line.split(" as ")[-1].split("import ")[-1].strip()
                 if re.search(rf"\b{re.escape(bound)}\b", text) and line not in imports:
                     imports.append(line)
@@ -168,7 +169,9 @@ class Exercise:
     def defined_names(self) -> list:
         """The names the solution's code binds at top level (the stubs it replaces)."""
         nodes = ast.parse(self.solution_source()).body
-        return [name for node in nodes if not isinstance(node, (ast.Import, ast.ImportFrom)) for name in _bound(node)]
+        return [
+            name for node in nodes if not isinstance(node, (ast.Import, ast.ImportFrom)) for name in bound_names(node)
+        ]
 
     # ---------------------------------------------------------------- checking
 
@@ -278,56 +281,11 @@ class Exercise:
         )
 
 
-def _source_of(obj) -> str:
-    """The source of a function or class, or of a module-level assignment named ``"module:name"``."""
-    if not isinstance(obj, str):
-        return textwrap.dedent(inspect.getsource(obj)).rstrip()
-    module_name, name = obj.split(":")
-    source = inspect.getsource(importlib.import_module(module_name))
-    lines = source.splitlines()
-    for node in ast.parse(source).body:
-        if name in _bound(node):
-            start = node.lineno - 1
-            while start > 0 and lines[start - 1].startswith("#"):  # keep the comment above it
-                start -= 1
-            return "\n".join(lines[start : node.end_lineno])
-    raise ValueError(f"{module_name} does not assign {name!r}")
-
-
-def _module_imports(module) -> list:
-    """The module's top-level ``import`` lines, one per bound name."""
-    if module is None:
-        return []
-    lines = []
-    for node in ast.parse(inspect.getsource(module)).body:
-        if isinstance(node, (ast.Import, ast.ImportFrom)) and "__future__" not in ast.unparse(node):
-            lines.extend(_split_import(node))
-    return lines
-
-
-def _split_import(node) -> list:
-    """``from a import b, c`` -> one line per bound name, so that only the names used are kept."""
-    if isinstance(node, ast.Import):
-        return [f"import {a.name}" + (f" as {a.asname}" if a.asname else "") for a in node.names]
-    return [f"from {node.module} import {a.name}" + (f" as {a.asname}" if a.asname else "") for a in node.names]
-
-
-def _bound(node) -> list:
-    if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-        return [node.name]
-    if isinstance(node, (ast.Assign, ast.AnnAssign)):
-        targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-        return [n.id for t in targets for n in ast.walk(t) if isinstance(n, ast.Name)]
-    if isinstance(node, (ast.Import, ast.ImportFrom)):
-        return [(a.asname or a.name).split(".")[0] for a in node.names]
-    return []
-
-
 def all_exercises() -> dict:
     """Every exercise of every module in this package: ``{"module.variable": Exercise}``."""
     found = {}
     for info in pkgutil.iter_modules(__path__):
-        if info.name in ("compare", "timelimit", "leaks", "solutions"):
+        if info.name in ("code", "compare", "timelimit", "leaks", "solutions", "verdict"):
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for var, obj in vars(module).items():

@@ -108,6 +108,7 @@ swiglu_ex = Exercise(
         "The weights are stored like nn.Linear.weight, (out, in): a linear layer computes x @ W.T.",
         "The activation is Swish/SiLU, z·σ(z) (F.silu), on the gate branch only.",
     ],
+    reveals=("transformer_nb.block.FeedForward",),
 )
 
 

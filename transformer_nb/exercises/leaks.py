@@ -26,7 +26,8 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
-from transformer_nb.exercises import _bound, all_exercises
+from transformer_nb.exercises import all_exercises
+from transformer_nb.exercises.code import bound_names
 
 SEPARATORS = "[,_ \u2009\u202f\u00a0]?"
 SCALES = [(1e3, "k|K|thousand"), (1e6, "M|million"), (1e9, "G|B|billion"), (1e12, "T|trillion")]
@@ -154,6 +155,17 @@ def _source_lines(obj) -> list:
     return [line for line in lines if len(line) > 30 and not line.startswith(("#", '"', "'"))]
 
 
+def _imported_checkers(nb) -> set:
+    """Names a notebook imports from ``transformer_nb.exercises.*`` (whatever they are called)."""
+    names = set()
+    for cell in nb.get("cells", []):
+        tree = _tree(cell) if cell.get("cell_type") == "code" else None
+        for node in ast.walk(tree) if tree else ():
+            if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformer_nb.exercises"):
+                names.update(a.asname or a.name for a in node.names)
+    return names
+
+
 def exercises_by_notebook() -> dict:
     """``{notebook name: {variable: Exercise}}`` from each exercise module's ``NOTEBOOK``."""
     out = {}
@@ -186,6 +198,7 @@ class _Scanner:
         nb = json.loads(Path(path).read_text())
         name = Path(path).stem
         mine = self.by_notebook.get(name, {})
+        self.checkers = set(mine) | _imported_checkers(nb)
         leaks = []
         for i, cell in enumerate(nb.get("cells", [])):
             if "solution" in _tags(cell):
@@ -219,16 +232,16 @@ class _Scanner:
                     found.append(f"its output contains the source of {dotted}, the answer to {ex.title}")
         if tree is None:
             return found
-        stubs = {name for node in tree.body for name in _bound(node)}
+        stubs = {name for node in tree.body for name in bound_names(node)}
         for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
             f = call.func
             if (
                 isinstance(f, ast.Attribute)
                 and f.attr == "check"
                 and isinstance(f.value, ast.Name)
-                and f.value.id in mine
+                and f.value.id in self.checkers
             ):
-                title = mine[f.value.id].title
+                title = mine[f.value.id].title if f.value.id in mine else f.value.id
                 if not exercise_cell:
                     found.append(
                         f"calls {f.value.id}.check outside an exercise cell (a mistake demo belongs in tests/)"
@@ -259,7 +272,7 @@ class _Scanner:
                 if not raises:
                     found.append(f"the stub {node.name} does not raise NotImplementedError: is it filled in?")
             if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict):
-                names = set(_bound(node)) & answers
+                names = set(bound_names(node)) & answers
                 if names and any(not (isinstance(v, ast.Constant) and v.value is None) for v in node.value.values):
                     found.append(f"the stub {sorted(names)[0]} holds answers: its values must all be None")
         return found
