@@ -4,9 +4,9 @@
 #   tools/colab_venv.sh [DIR]        (default build/colab-venv; DIR is deleted and made again)
 #
 # It holds torch ($TORCH_SPEC, default torch==2.13.0: the CPU build), numpy, matplotlib, tqdm, ipywidgets 7.7.1
-# (the version Colab ships: $IPYWIDGETS_SPEC), the kernel and the test runner (ipykernel, pytest, nbval), and a stub
-# package `google.colab`: the module by which the notebooks' setup cell recognises Colab. The companion itself is
-# NOT installed: in `make colab-test` only the notebooks' own setup cell installs it.
+# (the version Colab ships: $IPYWIDGETS_SPEC), the kernel (ipykernel), the test runners (pytest, nbval, hypothesis),
+# and a stub package `google.colab`: the module by which the notebooks' setup cell recognises Colab. The companion
+# itself is NOT installed: in `make colab-test` only the notebooks' own setup cell installs it.
 #
 # The widget tests under ipywidgets 7.7.1 (the package taken from the checkout, not installed):
 #   tools/colab_venv.sh && PYTHONPATH=$PWD build/colab-venv/bin/python -m pytest -p no:cacheprovider tests/test_widget*.py
@@ -25,7 +25,7 @@ pip_install() {  # quiet, without the warnings about absent local index folders
 rm -rf "$DIR"
 "$PYTHON" -m venv "$DIR"
 pip_install "$TORCH_SPEC"   # first, so that nothing later pulls another torch build
-pip_install numpy matplotlib tqdm "$IPYWIDGETS_SPEC" ipykernel pytest nbval
+pip_install numpy matplotlib tqdm "$IPYWIDGETS_SPEC" ipykernel pytest nbval hypothesis
 
 site=$("$DIR/bin/python" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')
 mkdir -p "$site/google/colab"   # no google/__init__.py: `google` stays a namespace package, as in Colab
