@@ -39,7 +39,7 @@ help:
 	@echo "make refresh NB=NAME      re-execute one notebook from notebooks/py/NAME.py (full profile)"
 	@echo "make refresh-all          the same for every notebook"
 	@echo "make runtimes             time every notebook (quick profile) into notebooks/runtimes.json"
-	@echo "make book                 execute all notebooks (full) into build/book/ as HTML"
+	@echo "make book [EXECUTE=1]     the stored notebooks as a navigable HTML book in build/book/ (EXECUTE=1: run them first)"
 	@echo "make slides NB=NAME       reveal.js slides of a stored notebook into build/slides/"
 	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC))"
 	@echo "make wheel                the package wheel into dist/ (Colab's setup cell can install it)"
@@ -103,7 +103,7 @@ refresh-all: $(INSTALLED)
 
 book: $(INSTALLED)  ## HTML of the stored notebooks (full-profile outputs); EXECUTE=1 runs them all again first
 	rm -rf build/book
-	$(RUN) $(BIN)/python tools/refresh.py --all --out build/book --html $(if $(EXECUTE),,--stored)
+	$(RUN) $(BIN)/python tools/book.py --out build/book $(if $(EXECUTE),--execute)
 
 slides: $(INSTALLED)
 	@if [ -z "$(NB)" ]; then echo "usage: make slides NB=01_scaled_attention" >&2; exit 2; fi

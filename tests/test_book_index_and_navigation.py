@@ -1,0 +1,123 @@
+"""The rendered book (tools/book.py): an index that says what each notebook is, and pages a reader can
+navigate (previous / next, a table of contents), with the appendix and the solutions folded."""
+
+import re
+import sys
+from pathlib import Path
+
+import nbformat
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import book  # noqa: E402
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+
+
+def _notebook(num: str, name: str, exercise: str | None = None) -> nbformat.NotebookNode:
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    opening = (
+        f"# {num} · {name}\n\n[![Open In Colab](https://colab.research.google.com/assets/colab-badge.svg)](x)\n\n"
+        f"{name} is the letter number {num}. It comes after the one before.\n\n"
+        f"**Serves:** 000 §8.{int(num) + 1}" + (f", Exercise {exercise}" if exercise else "") + "\n\n"
+        "**Runtime on 2 CPU cores:** quick ~1 s"
+    )
+    cells = [
+        md(opening),
+        code("x = 1"),
+        md("## 1 · First section\n\nText."),
+        md("### A smaller part"),
+        code("print(x)"),
+        md("## Exercises" + (f"\n\n### Exercise {exercise}: do it" if exercise else "")),
+    ]
+    if exercise:
+        cells.append(code("# Solution: the worked check\nassert x == 1", metadata={"tags": ["solution"]}))
+    cells += [
+        md("## Appendix · The texts, checked", metadata={"jp-MarkdownHeadingCollapsed": True}),
+        code("print('audit')"),
+        md("### Audit detail"),
+    ]
+    nb = nbformat.v4.new_notebook(cells=cells)
+    nb.metadata["widgets"] = {WIDGET_STATE: {"state": {}, "version_major": 2, "version_minor": 0}}
+    return nb
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory):
+    src, out = tmp_path_factory.mktemp("nbs"), tmp_path_factory.mktemp("book")
+    paths = []
+    for num, name, ex in (("00", "Alpha", None), ("01", "Beta", "8.1"), ("02", "Gamma", None)):
+        paths.append(src / f"{num}_{name.lower()}.ipynb")
+        nbformat.write(_notebook(num, name, ex), paths[-1])
+    runtimes = {"01_beta": {"quick_s": 3.2, "full_s": 125.0}}
+    book.build(paths, out, runtimes)
+    return out
+
+
+def _page(out, name):
+    return (out / f"{name}.html").read_text(encoding="utf-8")
+
+
+def test_the_index_says_what_each_notebook_is(built):
+    index = (built / "index.html").read_text(encoding="utf-8")
+    for stem, title in (("00_alpha", "00 · Alpha"), ("01_beta", "01 · Beta"), ("02_gamma", "02 · Gamma")):
+        assert f'href="{stem}.html">{title}</a>' in index
+        assert f'href="{stem}.ipynb"' in index and (built / f"{stem}.ipynb").exists()
+    assert "Beta is the letter number 01." in index  # the summary: the opening's first sentence
+    assert "It comes after" not in index and "colab" not in index.lower().split("</h1>")[1].split("jupyter (or")[0]
+    assert "<b>Serves:</b> 000 §8.2, Exercise 8.1" in index
+    assert '<span class="tnb-ex">Ex. 8.1</span>' in index
+    assert "quick 3 s<br>full 2 min" in index and "quick –<br>full –" in index  # 00 and 02 have no runtime
+
+
+def test_pages_link_to_their_neighbours_and_the_contents(built):
+    first, middle, last = (_page(built, n) for n in ("00_alpha", "01_beta", "02_gamma"))
+    for page in (first, middle, last):
+        assert page.count('href="index.html"') >= 3  # sidebar title, top and bottom pagers
+    assert 'rel="prev"' not in first and first.count('href="01_beta.html" rel="next"') == 2
+    assert middle.count('href="00_alpha.html" rel="prev"') == 2 and middle.count('href="02_gamma.html" rel="next"') == 2
+    assert 'rel="next"' not in last and last.count('href="01_beta.html" rel="prev"') == 2
+    assert '<li class="tnb-here"><a href="01_beta.html">01 · Beta</a></li>' in middle  # where the reader is
+
+
+def test_every_page_has_a_table_of_contents_that_points_at_its_headings(built):
+    page = _page(built, "01_beta")
+    side = page.split('<nav class="tnb-side">', 1)[1].split("</nav>", 1)[0]
+    toc = re.findall(r'<li class="tnb-h([23])"><a href="#([^"]+)">([^<]*)</a>', side)
+    assert [(lvl, text) for lvl, _, text in toc] == [
+        ("2", "1 · First section"),
+        ("3", "A smaller part"),
+        ("2", "Exercises"),
+        ("3", "Exercise 8.1: do it"),
+        ("2", "Appendix · The texts, checked"),
+        ("3", "Audit detail"),
+    ]
+    body = page.split("</nav>", 2)[-1]
+    for _, anchor, _ in toc:
+        assert f'id="{anchor}"' in body, anchor
+
+
+def test_the_appendix_and_the_solutions_are_folded(built):
+    page = _page(built, "01_beta")
+    folds = re.findall(r'<details class="(tnb-fold|tnb-solution)"><summary>(.*?)</summary>(.*?)</details>', page, re.S)
+    assert [(kind, re.sub("<[^>]+>", "", s)) for kind, s, _ in folds] == [
+        ("tnb-solution", "Solution: the worked check (click to show)"),
+        ("tnb-fold", "Appendix · The texts, checked (click to open)"),
+    ]
+    solution, appendix = folds[0][2], folds[1][2]
+    assert "assert" in solution and "Appendix" not in solution
+    assert "audit" in appendix and "Audit detail" in appendix  # folded up to the end of the notebook
+    assert "Exercises" not in appendix
+    assert page.index("Exercise 8.1: do it") < page.index('<details class="tnb-solution">')
+
+
+def test_widget_state_stays_embedded(built):
+    assert WIDGET_STATE in _page(built, "00_alpha")
+
+
+def test_the_summary_skips_a_paragraph_that_only_introduces_a_list():
+    nb = nbformat.v4.new_notebook(
+        cells=[nbformat.v4.new_markdown_cell("# 01 · X\n\nWhat this covers:\n\n1. one\n2. two\n\nX is a *letter*.")]
+    )
+    assert book.summary(nb) == "X is a letter."

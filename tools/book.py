@@ -1,0 +1,311 @@
+#!/usr/bin/env python3
+"""The companion as a book a reader can navigate: build/book/index.html and one page per notebook.
+
+    python tools/book.py                  # render the stored notebooks (their full-profile outputs)
+    python tools/book.py --execute        # run every notebook again first (tools/refresh.py --all --out)
+    python tools/book.py --out DIR        # somewhere else than build/book
+
+The index lists every notebook in book order with its one-line summary, the texts, sections and
+exercises it serves, and its runtime (read with ``transformer_nb.companion`` from the notebooks and
+``notebooks/runtimes.json``). Every page has previous / next links, a table of contents of its
+sections and the list of all pages. Pages are nbconvert's JupyterLab HTML with the widget state
+embedded (a widget shows its stored figure and controls; moving them needs a kernel). The audit
+appendix (a heading cell with ``jp-MarkdownHeadingCollapsed``, up to the next heading of its level)
+and each solution cell (tagged ``solution``) render collapsed, as ``<details>``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import html
+import json
+import re
+import shutil
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+import nbformat  # noqa: E402
+
+from transformer_nb import companion  # noqa: E402
+
+BOOK_TITLE = "transformer-nb"
+TOC_MARK = "<!--tnb-toc-->"
+HEADING = re.compile(r"^(#{1,6})\s+(.*)$")
+TOC_HEADING = re.compile(r'<h([23])[^>]*\bid="([^"]+)"[^>]*>(.*?)</h\1>', flags=re.S)
+
+CSS = """
+:root { --tnb-side: 17rem; --tnb-accent: #1a5fb4; }
+body.jp-Notebook { margin: 0; }
+nav.tnb-side { position: fixed; top: 0; left: 0; bottom: 0; width: var(--tnb-side); overflow-y: auto;
+  padding: 1rem 0.9rem; box-sizing: border-box; background: #f6f7f9; border-right: 1px solid #dde1e6;
+  font: 14px/1.4 system-ui, sans-serif; z-index: 10; }
+nav.tnb-side a { color: #222; text-decoration: none; }
+nav.tnb-side a:hover { color: var(--tnb-accent); text-decoration: underline; }
+nav.tnb-side .tnb-home { font-weight: 700; font-size: 16px; display: block; margin-bottom: 0.8rem; }
+nav.tnb-side h4 { margin: 1rem 0 0.3rem; font-size: 12px; text-transform: uppercase; color: #666; }
+nav.tnb-side ol, nav.tnb-side ul { margin: 0; padding-left: 1.1rem; }
+nav.tnb-side li { margin: 0.15rem 0; }
+nav.tnb-side li.tnb-h3 { margin-left: 0.9rem; font-size: 13px; list-style: circle; }
+nav.tnb-side li.tnb-here > a { font-weight: 700; color: var(--tnb-accent); }
+main { margin-left: var(--tnb-side); }
+.tnb-pager { display: flex; justify-content: space-between; gap: 1rem; padding: 0.6rem 1.5rem;
+  font: 14px/1.4 system-ui, sans-serif; border-bottom: 1px solid #dde1e6; background: #fff; }
+.tnb-pager.tnb-bottom { border-top: 1px solid #dde1e6; border-bottom: 0; margin-top: 2rem; }
+.tnb-pager a { color: var(--tnb-accent); text-decoration: none; }
+.tnb-pager .tnb-next { text-align: right; }
+details.tnb-fold { margin: 1rem 0; border: 1px solid #dde1e6; border-radius: 6px; padding: 0 0.5rem; }
+details.tnb-fold > summary { cursor: pointer; padding: 0.5rem; font: 600 17px/1.4 system-ui, sans-serif; }
+details.tnb-solution { margin: 0.4rem 0 0.4rem 4rem; border-left: 3px solid #c9a227; padding-left: 0.5rem; }
+details.tnb-solution > summary { cursor: pointer; font: 14px/1.4 system-ui, sans-serif; color: #7a5d00; }
+nav.tnb-side ul.tnb-pages { list-style: none; padding-left: 0; }
+@media (max-width: 900px) { nav.tnb-side { display: none; } main { margin-left: 0; } }
+"""
+
+TEMPLATE = (
+    """{%- extends 'lab/index.html.j2' -%}
+{% block extra_css %}<style type="text/css">"""
+    + CSS
+    + """</style>{% endblock extra_css %}
+{%- block body_header -%}
+{{ super() }}
+{{ resources.book.side }}
+{{ resources.book.pager_top }}
+{%- endblock body_header -%}
+{% block body_footer %}
+{{ resources.book.pager_bottom }}
+{{ super() }}
+{% endblock body_footer %}
+{%- block any_cell scoped -%}
+{%- if cell.metadata.get('tnb_open') -%}
+<details class="{{ cell.metadata.tnb_open.kind }}"><summary>{{ cell.metadata.tnb_open.summary }}</summary>
+{%- endif -%}
+{{ super() }}
+{%- for _ in range(cell.metadata.get('tnb_close', 0)) -%}</details>{%- endfor -%}
+{%- endblock any_cell -%}
+"""
+)
+
+INDEX_CSS = """
+body { font: 15px/1.5 system-ui, sans-serif; max-width: 72rem; margin: 2rem auto; padding: 0 1.5rem; color: #222; }
+h1 { margin-bottom: 0.2rem; } p.tnb-lead { color: #555; margin-top: 0; }
+table { border-collapse: collapse; width: 100%; }
+th, td { text-align: left; vertical-align: top; padding: 0.55rem 0.6rem; border-bottom: 1px solid #dde1e6; }
+th { font-size: 13px; text-transform: uppercase; color: #666; }
+td.tnb-num { font-weight: 700; color: #888; } td.tnb-time { white-space: nowrap; font-size: 13px; }
+a { color: #1a5fb4; } .tnb-title { font-weight: 600; font-size: 16px; }
+.tnb-summary { margin: 0.2rem 0; } .tnb-serves { font-size: 13px; color: #555; }
+.tnb-ex { display: inline-block; background: #eef3fb; border-radius: 4px; padding: 0 0.35rem; margin: 0 0.2rem 0.2rem 0;
+  font-size: 12px; }
+"""
+
+
+# --------------------------------------------------------------------------- what a notebook says about itself
+
+
+def _plain(markdown: str) -> str:
+    """Markdown to one line of plain text: emphasis, code marks, links and math delimiters dropped."""
+    text = re.sub(r"\[([^\]]*)\]\([^)]*\)", r"\1", markdown)
+    text = re.sub(r"[*_`$]", "", text)
+    return " ".join(text.split())
+
+
+def summary(nb, limit: int = 220) -> str:
+    """The first sentence of the notebook's opening paragraph (after the title; the Colab badge and
+    the Serves / Runtime lines skipped), at most ``limit`` characters."""
+    for cell in nb.cells[:3]:
+        if cell.cell_type != "markdown" or not cell.source.lstrip().startswith("# "):
+            continue
+        for para in re.split(r"\n\s*\n", cell.source)[1:]:
+            para = para.strip()
+            if not para or para.startswith(("**Serves", "**Runtime", "[![", "<a ", "#", "1. ", "- ", "* ")):
+                continue
+            text = _plain(para.split("\n1.")[0])
+            first = re.match(r"(.{20,}?(?<!e\.g)(?<!i\.e)[.!?])(\s|$)", text)
+            text = first.group(1) if first else text
+            if text.endswith(":"):  # "What this notebook covers:" introduces a list, it sums nothing up
+                continue
+            return text if len(text) <= limit else text[: limit - 1].rsplit(" ", 1)[0] + "…"
+    return ""
+
+
+def fold_cells(nb) -> None:
+    """Mark, in the cells' metadata, where ``<details>`` open and close (read by TEMPLATE): a heading
+    cell with ``jp-MarkdownHeadingCollapsed`` folds up to the next heading of its level or higher;
+    a code cell tagged ``solution`` folds alone, summarised by its first comment line."""
+    cells = nb.cells
+    for cell in cells:
+        cell.metadata.pop("tnb_open", None)
+        cell.metadata.pop("tnb_close", None)
+    for i, cell in enumerate(cells):
+        first = cell.source.lstrip().split("\n", 1)[0]
+        head = HEADING.match(first)
+        if cell.cell_type == "markdown" and head and cell.metadata.get("jp-MarkdownHeadingCollapsed"):
+            level, end = len(head.group(1)), len(cells)
+            for j in range(i + 1, len(cells)):
+                other = HEADING.match(cells[j].source.lstrip().split("\n", 1)[0])
+                if cells[j].cell_type == "markdown" and other and len(other.group(1)) <= level:
+                    end = j
+                    break
+            text = html.escape(_plain(head.group(2)))
+            cell.metadata["tnb_open"] = {"kind": "tnb-fold", "summary": f"{text} <small>(click to open)</small>"}
+            cells[end - 1].metadata["tnb_close"] = cells[end - 1].metadata.get("tnb_close", 0) + 1
+        elif cell.cell_type == "code" and "solution" in cell.metadata.get("tags", []):
+            label = first.lstrip("# ").strip() if first.startswith("#") else "worked solution"
+            label = label if label.lower().startswith("solution") else f"Solution: {label}"
+            summary_text = f"{html.escape(label)} <small>(click to show)</small>"
+            cell.metadata["tnb_open"] = {"kind": "tnb-solution", "summary": summary_text}
+            cell.metadata["tnb_close"] = cell.metadata.get("tnb_close", 0) + 1
+
+
+# --------------------------------------------------------------------------- pages
+
+
+def _link(page: dict | None, rel: str) -> str:
+    if page is None:
+        return "<span></span>"
+    arrow = "← " if rel == "prev" else ""
+    after = " →" if rel == "next" else ""
+    cls = "tnb-next" if rel == "next" else "tnb-prev"
+    return f'<a class="{cls}" href="{page["name"]}.html" rel="{rel}">{arrow}{html.escape(page["title"])}{after}</a>'
+
+
+def _pager(prev: dict | None, nxt: dict | None, where: str) -> str:
+    index = '<a class="tnb-index" href="index.html">contents</a>'
+    return f'<nav class="tnb-pager tnb-{where}">{_link(prev, "prev")}{index}{_link(nxt, "next")}</nav>'
+
+
+def _side(pages: list, here: str) -> str:
+    items = "".join(
+        f'<li class="{"tnb-here" if p["name"] == here else ""}"><a href="{p["name"]}.html">'
+        f"{html.escape(p['title'])}</a></li>"
+        for p in pages
+    )
+    return (
+        f'<nav class="tnb-side"><a class="tnb-home" href="index.html">{BOOK_TITLE}</a>'
+        f'<h4>On this page</h4>{TOC_MARK}<h4>All notebooks</h4><ul class="tnb-pages">{items}</ul></nav>'
+    )
+
+
+def toc(body: str) -> str:
+    """The page's table of contents, from the ``<h2>``/``<h3>`` ids nbconvert gave its headings."""
+    items = []
+    for level, anchor, inner in TOC_HEADING.findall(body):
+        text = re.sub(r"<[^>]+>", "", inner).replace("¶", "").strip()
+        items.append(f'<li class="tnb-h{level}"><a href="#{anchor}">{text}</a></li>')
+    return f"<ul>{''.join(items)}</ul>" if items else "<ul><li>(no sections)</li></ul>"
+
+
+def render_page(path: Path, pages: list, k: int, exporter) -> str:
+    """One notebook's HTML page: nbconvert's lab template with the book's navigation and folds."""
+    nb = nbformat.read(path, as_version=4)
+    fold_cells(nb)
+    prev, nxt = (pages[k - 1] if k else None), (pages[k + 1] if k + 1 < len(pages) else None)
+    resources = {
+        "metadata": {"name": pages[k]["title"]},
+        "book": {
+            "side": _side(pages, path.stem),
+            "pager_top": _pager(prev, nxt, "top"),
+            "pager_bottom": _pager(prev, nxt, "bottom"),
+        },
+    }
+    body, _ = exporter.from_notebook_node(nb, resources=resources)
+    return body.replace(TOC_MARK, toc(body), 1)
+
+
+def _seconds(s) -> str:
+    if s is None:
+        return "–"
+    return f"{s:.0f} s" if s < 90 else f"{s / 60:.0f} min"
+
+
+def render_index(pages: list) -> str:
+    """The contents page: per notebook its number, title, summary, what it serves and its runtime."""
+    rows = []
+    for p in pages:
+        exercises = "".join(f'<span class="tnb-ex">Ex. {e}</span>' for e in p["exercises"])
+        rows.append(
+            "<tr>"
+            f'<td class="tnb-num">{html.escape(p["name"][:2])}</td>'
+            f'<td><a class="tnb-title" href="{p["name"]}.html">{html.escape(p["title"])}</a>'
+            f'<p class="tnb-summary">{html.escape(p["summary"])}</p>'
+            f'<div class="tnb-serves"><b>Serves:</b> {html.escape(_plain(p["serves"])) or "–"}</div>'
+            f"<div>{exercises}</div></td>"
+            f'<td class="tnb-time">quick {_seconds(p["quick_s"])}<br>full {_seconds(p["full_s"])}</td>'
+            f'<td><a href="{p["name"]}.ipynb">.ipynb</a></td>'
+            "</tr>"
+        )
+    return (
+        '<!doctype html>\n<html lang="en"><head><meta charset="utf-8">'
+        '<meta name="viewport" content="width=device-width, initial-scale=1.0">'
+        f"<title>{BOOK_TITLE}: contents</title><style>{INDEX_CSS}</style></head><body>"
+        f'<h1>{BOOK_TITLE}</h1><p class="tnb-lead">A Jupyter companion to the Transformer chapter: '
+        f"{len(pages)} notebooks in book order, rendered with their full-profile outputs. Widgets show "
+        "their stored state; open a notebook in Jupyter (or Colab) to drive them. Runtimes: 2 CPU cores.</p>"
+        "<table><thead><tr><th>#</th><th>notebook</th><th>runtime</th><th></th></tr></thead><tbody>"
+        + "".join(rows)
+        + "</tbody></table></body></html>\n"
+    )
+
+
+def page_info(path: Path, runtimes: dict) -> dict:
+    """What the index and the navigation show of one notebook."""
+    nb = nbformat.read(path, as_version=4)
+    facts = companion.info(path, runtimes)
+    return {**facts, "summary": summary(nb)}
+
+
+def build(notebooks: list[Path], out_dir: Path, runtimes: dict) -> list[Path]:
+    """Render ``notebooks`` (book order) into ``out_dir``: NAME.html, NAME.ipynb and index.html."""
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter
+
+    out_dir.mkdir(parents=True, exist_ok=True)
+    pages = [page_info(p, runtimes) for p in notebooks]
+    exporter = HTMLExporter(
+        template_name="lab", extra_loaders=[DictLoader({"book.html.j2": TEMPLATE})], template_file="book.html.j2"
+    )
+    written = []
+    for k, path in enumerate(notebooks):
+        if path.parent.resolve() != out_dir.resolve():
+            shutil.copyfile(path, out_dir / path.name)
+        written.append(out_dir / f"{path.stem}.html")
+        written[-1].write_text(render_page(path, pages, k, exporter), encoding="utf-8")
+    (out_dir / "index.html").write_text(render_index(pages), encoding="utf-8")
+    return written
+
+
+def stored_notebooks(folder: Path = ROOT / "notebooks") -> list[Path]:
+    """The stored notebooks ``NN_*.ipynb`` in book order."""
+    return sorted(folder.glob("[0-9][0-9]_*.ipynb"))
+
+
+def main(argv=None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--out", type=Path, default=ROOT / "build" / "book")
+    parser.add_argument(
+        "--execute", action="store_true", help="run every notebook again into --out first (tools/refresh.py --all)"
+    )
+    args = parser.parse_args(argv)
+    out = args.out.resolve()
+    if args.execute:
+        sys.path.insert(0, str(ROOT / "tools"))
+        import refresh
+
+        status = refresh.main(["--all", "--out", str(out)])
+        if status:
+            print("book: a notebook failed to run; the book was not rendered", file=sys.stderr)
+            return status
+        notebooks = sorted(out.glob("[0-9][0-9]_*.ipynb"))
+    else:
+        notebooks = stored_notebooks()
+    rt = ROOT / "notebooks" / "runtimes.json"
+    runtimes = json.loads(rt.read_text()) if rt.exists() else {}
+    pages = build(notebooks, out, runtimes)
+    print(f"book: {len(pages)} pages and the contents -> {out / 'index.html'}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
