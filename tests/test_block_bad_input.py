@@ -1,10 +1,19 @@
 """Bad input to the block module raises a clear error (type and message)."""
 
 import pytest
+import torch
 import torch.nn as nn
 
-from transformer_nb.block import DecoderLayer, EncoderLayer, FeedForward, make_norm, swiglu_hidden_size
-from transformer_nb.experiments import build_stack, layer_grad_norms, markov_batches, train_toy_lm
+from transformer_nb.block import (
+    DecoderLayer,
+    EncoderLayer,
+    FeedForward,
+    layer_norm,
+    make_norm,
+    rms_norm,
+    swiglu_hidden_size,
+)
+from transformer_nb.experiments import build_stack, layer_grad_norms, markov_batches, token_diversity, train_toy_lm
 from transformer_nb.interop import copy_from_torch, to_torch
 from transformer_nb.probes import trace_shapes
 
@@ -88,3 +97,57 @@ def test_experiment_helpers_bad_args():
         markov_batches(2, vocab=0)
     with pytest.raises(TypeError, match="needs an nn.Module"):
         trace_shapes(lambda x: x, 1)
+
+
+def test_written_out_norms_check_their_arguments():
+    x = torch.randn(2, 3, 8)
+    with pytest.raises(TypeError, match="floating-point tensor"):
+        layer_norm(torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(TypeError, match="floating-point tensor"):
+        rms_norm([1.0, 2.0])
+    with pytest.raises(ValueError, match=r"weight must have shape \(d,\) = \(8,\), got \(3,\)"):
+        layer_norm(x, torch.ones(3))
+    with pytest.raises(ValueError, match="bias must have shape"):
+        layer_norm(x, torch.ones(8), torch.ones(8, 1))
+    with pytest.raises(ValueError, match="eps must be a positive finite number"):
+        layer_norm(x, eps=0.0)
+    with pytest.raises(ValueError, match="eps must be a positive finite number"):
+        rms_norm(x, eps=float("nan"))
+
+
+@pytest.mark.parametrize("eps", [0.0, -1.0, float("nan"), float("inf"), "1e-5"])
+def test_norm_eps_must_be_positive_and_finite(eps):
+    with pytest.raises(ValueError, match="eps must be a positive finite number"):
+        make_norm("layer", 16, eps)
+    with pytest.raises(ValueError, match="eps must be a positive finite number"):
+        EncoderLayer(16, 2, 32, eps=eps)
+
+
+def test_blocks_check_their_input():
+    with pytest.raises(ValueError, match=r"FeedForward input x must have shape \(\.\.\., d_model=16\)"):
+        FeedForward(16, 32)(torch.randn(2, 3, 8))
+    with pytest.raises(TypeError, match="floating-point"):
+        FeedForward(16, 32)(torch.ones(2, 3, 16, dtype=torch.long))
+    with pytest.raises(ValueError, match="dropout is a probability"):
+        FeedForward(16, 32, dropout=1.5)
+    with pytest.raises(ValueError, match=r"EncoderLayer input x must have shape \(B, T, d_model=16\), got \(2, 5, 8\)"):
+        EncoderLayer(16, 2, 32)(torch.randn(2, 5, 8))
+    with pytest.raises(ValueError, match=r"got \(5, 16\)"):
+        EncoderLayer(16, 2, 32)(torch.randn(5, 16))
+    with pytest.raises(ValueError, match=r"memory \(the encoder output\) must have shape"):
+        DecoderLayer(16, 2, 32)(torch.randn(2, 5, 16), torch.randn(2, 4, 8))
+    with pytest.raises(ValueError, match="ffn_dim_multiplier must be positive and finite"):
+        swiglu_hidden_size(64, 8, float("inf"))
+
+
+def test_experiments_check_their_data():
+    with pytest.raises(ValueError, match="data must be what markov_batches returns"):
+        train_toy_lm(1, True, 1e-3, 0, 2, data=(1, 2, 3))
+    with pytest.raises(ValueError, match="lr must be a positive finite number"):
+        train_toy_lm(1, True, float("nan"), 0, 2)
+    with pytest.raises(ValueError, match="sharpness must be a finite number"):
+        markov_batches(2, sharpness=float("inf"))
+    with pytest.raises(ValueError, match="floating-point"):
+        token_diversity(torch.ones(2, 3, 4, dtype=torch.long))
+    with pytest.raises(ValueError, match="NaN or inf"):
+        token_diversity(torch.full((2, 3, 4), float("nan")))

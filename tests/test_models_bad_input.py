@@ -5,9 +5,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.interop import copy_from_torch, to_torch
+from transformer_nb.interop import copy_from_torch, to_torch, to_torch_attn_mask, torch_masks
 from transformer_nb.models import Decoder, DecoderOnly, Encoder, EncoderDecoder, EncoderOnly
-from transformer_nb.objectives import lm_batch, mlm_batch
+from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm_batch, span_corruption
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
 
 V = 20
@@ -37,7 +37,7 @@ def test_ids_not_two_dimensional(seq2seq):
 
 
 def test_ids_of_the_wrong_type(seq2seq):
-    _raises(TypeError, ["integers", "torch.float32"], seq2seq.encode, torch.tensor([[1.0, 2.0]]))
+    _raises(TypeError, ["integer token ids", "torch.float32"], seq2seq.encode, torch.tensor([[1.0, 2.0]]))
     _raises(TypeError, ["torch.Tensor", "list"], seq2seq.encode, [[1, 2]])
 
 
@@ -120,3 +120,63 @@ def test_helpers_reject_bad_input():
     _raises(ValueError, ["bool (B, T_q, T_k)"], mask_kind, torch.ones(3, 3))
     _raises(TypeError, ["nn.Module"], capture_masks, "model")
     _raises(TypeError, ["nn.Module"], trace_shapes, lambda x: x)
+
+
+def test_embedding_sizes_and_pad_id():
+    _raises(ValueError, ["vocab_size must be a positive integer", "0"], EncoderDecoder, 0, 10)
+    _raises(ValueError, ["d_model must be a positive integer"], DecoderOnly, 10, 0)
+    _raises(ValueError, ["pad_id must be None or an id in [0, vocab_size=10)", "12"], DecoderOnly, 10, pad_id=12)
+
+
+def test_stacks_check_masks_and_inputs():
+    enc = Encoder(16, 2, 32, 1)
+    x = torch.randn(2, 5, 16)
+    _raises(TypeError, ["mask must be a torch.Tensor"], enc, x, None, [[True]])
+    _raises(TypeError, ["floating-point", "torch.int64"], enc, torch.ones(2, 5, 16, dtype=torch.long))
+    _raises(ValueError, ["n_layers must be a positive integer"], Encoder, 16, 2, 32, 0)
+    _raises(
+        TypeError,
+        ["memory (the encoder output)", "floating-point"],
+        Decoder(16, 2, 32, 1),
+        x,
+        torch.ones(2, 3, 16, dtype=torch.long),
+    )
+
+
+def test_an_additive_mask_and_padding_combine():
+    """ALiBi-style float bias plus a padding mask: padded keys get -inf on top of the bias."""
+    torch.manual_seed(0)
+    enc = Encoder(16, 2, 32, 1).eval()
+    x, keep = torch.randn(2, 5, 16), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
+    bias = -torch.rand(2, 5, 5)  # (h, T, T)
+    with torch.no_grad():
+        both = enc(x, keep, mask=bias)
+        by_hand = enc(x, None, mask=torch.where(keep[:, None, None, :], bias, float("-inf")))
+    assert torch.allclose(both, by_hand, atol=1e-6)
+
+
+def test_objectives_refuse_what_would_be_silently_wrong():
+    ids = torch.tensor([[3, 4, 5], [6, 7, 0]])
+    _raises(ValueError, ["protect=3 leaves a row with no real token"], mlm_batch, ids, None, 1, V, protect=3)
+    _raises(ValueError, ["vocab must be an integer >= 1"], mlm_batch, ids, None, 1, 0)
+    _raises(ValueError, ["p is the fraction", "nan"], mlm_batch, ids, None, 1, V, p=float("nan"))
+    _raises(TypeError, ["integer token ids", "float32"], lm_batch, ids.float())
+    logits = torch.randn(2, 3, 5)
+    _raises(ValueError, ["every target is ignore_index=-100"], lm_loss, logits, torch.full((2, 3), -100))
+    _raises(ValueError, ["targets must be ids in [0, V=5)"], lm_loss, logits, torch.full((2, 3), 7))
+    _raises(TypeError, ["integer token ids"], lm_loss, logits, torch.ones(2, 3))
+    _raises(ValueError, ["logits must be (B, T, V)"], lm_loss, logits, torch.ones(2, 4, dtype=torch.long))
+    _raises(ValueError, ["noise is the fraction"], span_corruption, ids, None, 20, noise=0.0)
+    _raises(ValueError, ["all-False row"], span_corruption, ids, torch.zeros(2, 3, dtype=torch.bool), 20)
+    _raises(ValueError, ["one shape"], describe_objective, ids, ids[:, :2])
+
+
+def test_probes_and_torch_masks_check_their_arguments():
+    _raises(ValueError, ["kind must be 'self' or 'cross'"], mask_kind, torch.ones(1, 2, 2, dtype=torch.bool), "selff")
+    _raises(TypeError, ["mask must be bool", "torch.int64"], to_torch_attn_mask, torch.ones(2, 2, dtype=torch.long), 2)
+    _raises(
+        ValueError, ["n_heads must be a positive integer"], to_torch_attn_mask, torch.ones(2, 2, dtype=torch.bool), 0
+    )
+    _raises(TypeError, ["src_keep must be a (B, T) bool tensor"], torch_masks, torch.ones(2, 3, dtype=torch.long))
+    layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
+    _raises(TypeError, ["expected one of MultiHeadAttention"], copy_from_torch, layer, Encoder(16, 2, 32, 1))

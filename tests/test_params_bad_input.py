@@ -8,8 +8,10 @@ from transformer_nb.params import (
     attention_matrix_bytes,
     attention_params,
     build_transformer,
+    bytes_human,
     ffn_params,
     norm_params,
+    numel,
     numel_breakdown,
     param_breakdown,
     position_params,
@@ -97,3 +99,32 @@ def test_forward_refuses_wrong_inputs():
         ed(torch.zeros(1, 3, dtype=torch.long))
     with pytest.raises(NotImplementedError, match="counted here, not implemented"):
         build_transformer(preset("t5-base"))(torch.zeros(1, 3, dtype=torch.long, device="meta"))
+
+
+def test_more_formula_arguments():
+    with pytest.raises(ValueError, match="d_model must be a positive integer, got -1"):
+        position_params("learned", -1, 5)
+    with pytest.raises(TypeError, match="expected a TransformerConfig"):
+        param_breakdown({"d_model": 512})
+    with pytest.raises(TypeError, match="build_transformer needs a TransformerConfig"):
+        build_transformer("gpt2-small")
+    with pytest.raises(ValueError, match="device must name a torch device"):
+        build_transformer(preset("gpt2-small"), device="gpu")
+    with pytest.raises(TypeError, match="numel needs an nn.Module"):
+        numel([1, 2])
+
+
+@pytest.mark.parametrize("n", [-1, float("nan"), float("inf"), "5", None])
+def test_bytes_human_refuses_what_is_not_a_byte_count(n):
+    with pytest.raises(ValueError, match="n must be a finite number of bytes"):
+        bytes_human(n)
+
+
+def test_the_counting_model_checks_its_ids():
+    import torch
+
+    m = build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu")
+    with pytest.raises(TypeError, match="integer token ids"):
+        m(torch.ones(1, 3))
+    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 10\), got range \[1, 11\]"):
+        m(torch.tensor([[1, 11]]))

@@ -30,6 +30,34 @@ def _check_positive_int(name: str, value) -> None:
         raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
+def check_hidden(x, d_model: int, name: str, dims: str = "B, T") -> None:
+    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions)."""
+    shape = f"({dims}, d_model={d_model})"
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a {shape} torch.Tensor, got {type(x).__name__}")
+    if (x.dim() != 3 if dims == "B, T" else x.dim() < 1) or x.shape[-1] != d_model:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be floating-point (hidden states, not token ids), got dtype {x.dtype}")
+
+
+def _check_eps(eps) -> None:
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
+        raise ValueError(f"eps must be a positive finite number (it keeps the denominator away from 0), got {eps!r}")
+
+
+def _check_norm_args(x, weight, bias=None, eps=1e-5) -> None:
+    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 1:
+        what = f"dtype {x.dtype}, shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"x must be a floating-point tensor of shape (..., d), got {what}")
+    for name, t in (("weight", weight), ("bias", bias)):
+        if t is not None and (not isinstance(t, torch.Tensor) or tuple(t.shape) != (x.shape[-1],)):
+            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
+            raise ValueError(f"{name} must have shape (d,) = ({x.shape[-1]},), got {got}")
+    if eps is not None:
+        _check_eps(eps)
+
+
 # --------------------------------------------------------------------------- norms
 
 
@@ -41,6 +69,7 @@ def layer_norm(
     ``x: (..., d)``; ``μ`` and ``σ²`` are the mean and the *biased* variance (divide by ``d``)
     of each row; ``weight`` (γ) and ``bias`` (β) are ``(d,)`` or None. Same as ``nn.LayerNorm(d, eps)``.
     """
+    _check_norm_args(x, weight, bias, eps)
     mu = x.mean(dim=-1, keepdim=True)
     var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
     y = (x - mu) / torch.sqrt(var + eps)
@@ -57,6 +86,7 @@ def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float | N
     ``x: (..., d)``, ``weight`` (γ): ``(d,)`` or None. ``eps=None`` means ``torch.finfo(x.dtype).eps``,
     the default of ``nn.RMSNorm``.
     """
+    _check_norm_args(x, weight, None, eps)
     eps = torch.finfo(x.dtype).eps if eps is None else eps
     y = x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps)
     return y if weight is None else y * weight
@@ -67,6 +97,7 @@ def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
     if kind not in NORMS:
         raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
     _check_positive_int("d_model", d_model)
+    _check_eps(eps)
     if kind == "layer":
         return nn.LayerNorm(d_model, eps=eps)
     return nn.RMSNorm(d_model, eps=eps)
@@ -85,8 +116,8 @@ def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier:
     _check_positive_int("multiple_of", multiple_of)
     hidden = int(2 * 4 * d_model / 3)
     if ffn_dim_multiplier is not None:
-        if not ffn_dim_multiplier > 0:
-            raise ValueError(f"ffn_dim_multiplier must be positive, got {ffn_dim_multiplier!r}")
+        if not 0 < ffn_dim_multiplier < float("inf"):
+            raise ValueError(f"ffn_dim_multiplier must be positive and finite, got {ffn_dim_multiplier!r}")
         hidden = int(ffn_dim_multiplier * hidden)
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
@@ -109,13 +140,16 @@ class FeedForward(nn.Module):
                 f"d_ff (the FFN's hidden width) must be a positive integer, got {d_ff!r}; "
                 f"the usual choice is 4·d_model = {4 * d_model}"
             )
-        self.activation = activation
+        if not 0.0 <= dropout < 1.0:
+            raise ValueError(f"dropout is a probability in [0, 1), got {dropout!r}")
+        self.activation, self.d_model = activation, d_model
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.gate = nn.Linear(d_model, d_ff, bias=bias) if activation == "swiglu" else None
         self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
+        check_hidden(x, self.d_model, "the FeedForward input x", dims="...")
         h = self.linear1(x)
         if self.activation == "relu":
             h = F.relu(h)
@@ -160,6 +194,7 @@ class EncoderLayer(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, mask=None, is_causal: bool = False, rope=None):
+        check_hidden(x, self.self_attn.d_model, "the EncoderLayer input x")
         attn = lambda h: self.drop(self.self_attn(h, mask=mask, is_causal=is_causal, rope=rope))
         ff = lambda h: self.drop(self.ff(h))
         skip = (lambda h: h) if self.residual else (lambda h: 0.0)
@@ -202,6 +237,8 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, memory, self_mask=None, memory_mask=None):
+        check_hidden(x, self.self_attn.d_model, "the DecoderLayer input x")
+        check_hidden(memory, self.self_attn.d_model, "memory (the encoder output)")
         sa = lambda h: self.drop(self.self_attn(h, mask=self_mask, is_causal=True))
         ca = lambda h: self.drop(self.cross_attn(h, memory, memory, mask=memory_mask))
         ff = lambda h: self.drop(self.ff(h))

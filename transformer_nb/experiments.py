@@ -18,6 +18,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.stack import Encoder
+from transformer_nb.train import train
 
 
 def _check_positive_int(name: str, value) -> None:
@@ -194,8 +195,17 @@ def toy_lm(vocab: int, depth: int, norm_first: bool, d_model: int = 64, n_heads:
     return nn.Sequential(embedding, *init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, vocab))))
 
 
+def _check_data(data):
+    ok = isinstance(data, (tuple, list)) and len(data) == 3 and all(isinstance(t, torch.Tensor) for t in data[:2])
+    if not ok or data[0].dim() != 3 or data[0].shape != data[1].shape or data[0].is_floating_point():
+        raise ValueError("data must be what markov_batches returns: (inputs, targets, entropy), ids of shape (N, B, T)")
+    return data
+
+
 def train_toy_lm(depth: int, norm_first: bool, lr: float, warmup: int, steps: int, seed: int = 0, data=None) -> list:
     """Train a ``toy_lm`` with Adam (β = 0.9, 0.98, as in the original paper) and return the loss per step.
+
+    It runs the package's one training loop (``train.train``), one batch of ``data`` per step.
 
     The learning rate rises linearly from ``lr/warmup`` to ``lr`` over the first ``warmup`` steps
     (``warmup=0``: constant ``lr`` from step 1). ``data`` is ``markov_batches(...)`` (default: a
@@ -206,7 +216,7 @@ def train_toy_lm(depth: int, norm_first: bool, lr: float, warmup: int, steps: in
         raise ValueError(f"warmup must be a non-negative integer number of steps, got {warmup!r}")
     if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not 0 < lr < math.inf:
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
-    inputs, targets, _ = markov_batches(steps) if data is None else data
+    inputs, targets, _ = markov_batches(steps) if data is None else _check_data(data)
     if inputs.shape[0] < steps:
         raise ValueError(f"data holds {inputs.shape[0]} batches, fewer than steps={steps}")
     vocab = int(max(inputs.max(), targets.max())) + 1
@@ -214,13 +224,5 @@ def train_toy_lm(depth: int, norm_first: bool, lr: float, warmup: int, steps: in
     model = toy_lm(vocab, depth, norm_first)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
-    losses = []
-    for step in range(steps):
-        logits = model(inputs[step])
-        loss = F.cross_entropy(logits.flatten(0, 1), targets[step].flatten())
-        opt.zero_grad(set_to_none=True)
-        loss.backward()
-        opt.step()
-        sched.step()
-        losses.append(loss.item())
-    return losses
+    loss_fn = lambda m, b: F.cross_entropy(m(b[0]).flatten(0, 1), b[1].flatten())
+    return train(model, loss_fn, zip(inputs, targets), opt, sched, steps=steps, bar=False)["loss"]

@@ -22,7 +22,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.positional import SinusoidalPositionalEncoding, embedding_scale
-from transformer_nb.stack import Decoder, Encoder, check_keep
+from transformer_nb.stack import Decoder, Encoder, check_ids, check_keep
 
 __all__ = ["Decoder", "DecoderOnly", "Embedder", "Encoder", "EncoderDecoder", "EncoderOnly"]
 
@@ -32,6 +32,13 @@ class Embedder(nn.Module):
 
     def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.0, pad_id: int | None = None):
         super().__init__()
+        for name, v in (("vocab_size", vocab_size), ("d_model", d_model), ("max_len", max_len)):
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+        if pad_id is not None and (
+            isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id < vocab_size
+        ):
+            raise ValueError(f"pad_id must be None or an id in [0, vocab_size={vocab_size}), got {pad_id!r}")
         self.vocab_size = vocab_size
         self.tok = nn.Embedding(vocab_size, d_model, padding_idx=pad_id)
         self.pos = SinusoidalPositionalEncoding(d_model, max_len)
@@ -39,18 +46,7 @@ class Embedder(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"token ids must be a (B, T) integer torch.Tensor, got {type(ids).__name__}")
-        if ids.dim() != 2:
-            raise ValueError(f"token ids must have shape (B, T), got {tuple(ids.shape)}")
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise TypeError(f"token ids must be integers (torch.long), got dtype {ids.dtype}")
-        # the range check reads the ids back to the host: impossible (and skipped) while a CUDA graph is captured
-        capturing = ids.is_cuda and torch.cuda.is_current_stream_capturing()
-        if ids.numel() and not capturing:
-            lo, hi = ids.aminmax()
-            if lo < 0 or hi >= self.vocab_size:
-                raise ValueError(f"token ids must lie in [0, {self.vocab_size}), got range [{int(lo)}, {int(hi)}]")
+        check_ids(ids, "token ids", self.vocab_size)
         return self.drop(self.pos(self.tok(ids) * self.scale))
 
 

@@ -12,18 +12,9 @@ Targets hold ``IGNORE`` (``F.cross_entropy``'s default ``ignore_index``) where n
 import torch
 import torch.nn.functional as F
 
-from transformer_nb.stack import check_keep
+from transformer_nb.stack import check_ids, check_keep
 
 IGNORE = -100  # F.cross_entropy's default ignore_index: positions with this target carry no loss
-
-
-def _check_ids(ids, name: str = "ids", min_len: int = 1) -> None:
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a (B, T) integer torch.Tensor, got {type(ids).__name__}")
-    if ids.dim() != 2 or ids.shape[1] < min_len:
-        raise ValueError(f"{name} must have shape (B, T) with T >= {min_len}, got {tuple(ids.shape)}")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {ids.dtype}")
 
 
 def _check_int(name: str, value, low: int) -> None:
@@ -36,7 +27,7 @@ def lm_batch(ids: torch.Tensor, keep: torch.Tensor | None = None, ignore_index: 
 
     Returns ``(inputs, targets, inputs_keep)``, all ``(B, T-1)``.
     """
-    _check_ids(ids, min_len=2)
+    check_ids(ids, "ids", min_len=2)
     keep = torch.ones_like(ids, dtype=torch.bool) if keep is None else keep
     check_keep(keep, ids.shape[0], ids.shape[1], "keep")
     targets = ids[:, 1:].masked_fill(~keep[:, 1:], ignore_index)
@@ -63,7 +54,7 @@ def mlm_batch(
     """
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 < p < 1.0:
         raise ValueError(f"p is the fraction of tokens to mask, in (0, 1), got {p}")
-    _check_ids(ids)
+    check_ids(ids, "ids", min_len=1)
     _check_int("vocab", vocab, 1)
     _check_int("mask_id", mask_id, 0)
     _check_int("protect", protect, 0)
@@ -71,6 +62,10 @@ def mlm_batch(
     check_keep(keep, ids.shape[0], ids.shape[1], "keep")
     eligible = keep.clone()
     eligible[:, :protect] = False
+    if not bool(eligible.any(dim=1).all()):
+        raise ValueError(
+            f"protect={protect} leaves a row with no real token to mask (keep has {keep.sum(1).tolist()} real tokens)"
+        )
     u = torch.rand(ids.shape, generator=generator).to(ids.device)
     chosen = (u < p) & eligible
     first = torch.where(eligible, u, torch.full_like(u, 2.0)).argmin(dim=1)  # guarantee one per row
@@ -111,7 +106,7 @@ def span_corruption(
     replaced by sentinel ``sentinel_start + k``. The target is ``s_0 span_0 s_1 span_1 ... [eos]``.
     Returns ``(src, src_keep, tgt, tgt_keep)``, right-padded with ``pad_id``, on ``ids``' device.
     """
-    _check_ids(ids)
+    check_ids(ids, "ids", min_len=1)
     if not isinstance(noise, (int, float)) or isinstance(noise, bool) or not 0.0 < noise < 1.0:
         raise ValueError(f"noise is the fraction of tokens to drop, in (0, 1), got {noise}")
     _check_int("mean_span", mean_span, 1)
@@ -147,10 +142,18 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = IGN
     """Mean cross-entropy over the positions whose target is not ``ignore_index``: ``(B, T, V), (B, T) -> ()``."""
     if not isinstance(logits, torch.Tensor) or not isinstance(targets, torch.Tensor):
         raise TypeError("logits and targets must be torch.Tensors")
+    if not logits.is_floating_point():
+        raise TypeError(f"logits must be floating-point scores, got dtype {logits.dtype}")
     if logits.dim() != 3 or targets.shape != logits.shape[:2]:
         raise ValueError(
             f"logits must be (B, T, V) and targets (B, T), got {tuple(logits.shape)} and {tuple(targets.shape)}"
         )
+    check_ids(targets, "targets", min_len=1)
+    valid = targets != ignore_index
+    if not bool(valid.any()):
+        raise ValueError(f"every target is ignore_index={ignore_index}: there is no position to take a loss on")
+    if bool(((targets < 0) | (targets >= logits.shape[-1]))[valid].any()):
+        raise ValueError(f"targets must be ids in [0, V={logits.shape[-1]}) or ignore_index={ignore_index}")
     return F.cross_entropy(logits.flatten(0, 1), targets.flatten(), ignore_index=ignore_index)
 
 
@@ -191,8 +194,8 @@ def describe_objective(
 
     Returns those facts and ``name``.
     """
-    _check_ids(inputs, "inputs")
-    _check_ids(targets, "targets")
+    check_ids(inputs, "inputs", min_len=1)
+    check_ids(targets, "targets", min_len=1)
     if inputs.shape != targets.shape:
         raise ValueError(
             f"inputs and targets must have one shape, got {tuple(inputs.shape)} and {tuple(targets.shape)}"

@@ -18,7 +18,7 @@ experiments, which switch the residual connections off with ``residual=False``).
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import DecoderLayer, EncoderLayer, make_norm
+from transformer_nb.block import DecoderLayer, EncoderLayer, check_hidden, make_norm
 from transformer_nb.masks import cross_attention_mask, key_padding
 
 
@@ -39,14 +39,24 @@ def check_keep(keep, b: int, t: int, name: str) -> None:
         )
 
 
-def check_hidden(x, d_model: int, name: str) -> None:
-    """``x`` must be a floating-point ``(B, T, d_model)`` tensor."""
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a (B, T, d_model={d_model}) torch.Tensor, got {type(x).__name__}")
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must be a floating-point tensor (hidden states, not ids), got dtype {x.dtype}")
+def check_ids(ids, name: str = "token ids", vocab: int | None = None, min_len: int = 0) -> None:
+    """``ids`` must be a ``(B, T)`` integer tensor with ``T >= min_len`` and, given ``vocab``, ids in ``[0, vocab)``.
+
+    The range check reads two numbers back to the host: it is skipped on the meta device (no
+    values) and while a CUDA graph is being captured (no reads allowed).
+    """
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"{name} must be a (B, T) integer torch.Tensor, got {type(ids).__name__}")
+    if ids.dim() != 2 or ids.shape[1] < min_len:
+        at_least = f" with T >= {min_len}" if min_len else ""
+        raise ValueError(f"{name} must have shape (B, T){at_least}, got {tuple(ids.shape)}")
+    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {ids.dtype}")
+    capturing = ids.is_cuda and torch.cuda.is_current_stream_capturing()
+    if vocab is not None and ids.numel() and not ids.is_meta and not capturing:
+        lo, hi = ids.aminmax()
+        if lo < 0 or hi >= vocab:
+            raise ValueError(f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
 
 
 def _final_norm(final_norm: bool | None, norm_first: bool, norm: str, d_model: int, eps: float) -> nn.Module:

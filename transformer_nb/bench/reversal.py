@@ -4,11 +4,15 @@
    ``--target`` (default 99.9%) of 1,000 held-out sequences exactly right, evaluating every
    ``--eval-every`` steps once the training loss is below ``--eval-below``. ``train_seconds``
    counts the optimisation steps (data, forward, backward, update); ``eval_seconds`` the
-   evaluations; ``wall_seconds`` both.
-2. The text's recipe as written (``reversal.TEXT_RECIPE``: 30 epochs over 2,000 pairs) runs in the
+   evaluations; ``wall_seconds`` both (on a GPU, up to a final synchronisation).
+2. Throughput: ``--throughput-steps`` more steps of the same recipe with no evaluation, timed
+   between two synchronisations: ``tokens_per_s`` (real source + target tokens per second),
+   the FLOPs of a step (``torch.utils.flop_counter``), and on a GPU the MFU against that GPU's
+   bf16 matmul peak, measured here (``peak_bf16_tflops``; the model trains in fp32).
+3. The text's recipe as written (``reversal.TEXT_RECIPE``: 30 epochs over 2,000 pairs) runs in the
    same process and is scored on the same held-out set.
 
-The last line printed is one JSON object.
+``--device`` picks the device (default ``cpu``). The last line printed is one JSON object.
 """
 
 import argparse
@@ -19,26 +23,97 @@ import time
 from dataclasses import replace
 
 import torch
+from torch.utils.flop_counter import FlopCounterMode
 
 from transformer_nb import reversal as rv
 
 
+def sync(device: torch.device) -> None:
+    """Wait for the device's queued work (a no-op on the CPU)."""
+    if device.type == "cuda":
+        torch.cuda.synchronize(device)
+
+
 def run_improved(
-    eval_batch, target: float, eval_every: int, seed: int, recipe=rv.IMPROVED, eval_below: float | None = None
+    eval_batch, target: float, eval_every: int, seed: int, recipe=rv.IMPROVED, eval_below=None, device="cpu"
 ) -> dict:
-    model = rv.build_model(recipe.model, seed=seed)
+    device = torch.device(device)
+    model = rv.build_model(recipe.model, seed=seed, device=device)
     t0 = time.perf_counter()
     hist = rv.train(model, recipe, eval_batch, eval_every=eval_every, target=target, seed=seed, eval_below=eval_below)
-    wall = time.perf_counter() - t0
-    return {"model": model, "hist": hist, "wall": wall}
+    sync(device)
+    return {"model": model, "hist": hist, "wall": time.perf_counter() - t0}
 
 
-def run_text(eval_batch, seed: int, eval_every: int, epochs: int = 30) -> dict:
+def run_text(eval_batch, seed: int, eval_every: int, epochs: int = 30, device="cpu") -> dict:
     recipe = replace(rv.TEXT_RECIPE, steps=epochs * rv.TEXT_RECIPE.steps_per_epoch())
-    model = rv.build_model(recipe.model, seed=seed)
+    model = rv.build_model(recipe.model, seed=seed, device=device)
     t0 = time.perf_counter()
     hist = rv.train(model, recipe, eval_batch, eval_every=eval_every, target=None, seed=seed)
+    sync(torch.device(device))
     return {"model": model, "hist": hist, "wall": time.perf_counter() - t0}
+
+
+def step_flops(recipe, device) -> int:
+    """FLOPs of one training step's forward and backward (matmuls and attention), on a batch as trained."""
+    model = rv.build_model(recipe.model, seed=0, device=device).train()
+    width = rv.MAX_LEN if torch.device(device).type == "cuda" else None  # as rv.train pads on a GPU
+    b = next(rv.batches(recipe, torch.Generator().manual_seed(0), device=device, width=width))
+    with FlopCounterMode(display=False) as counter:
+        rv.loss_fn(model(b.src, b.tgt_in, b.src_keep, b.tgt_keep), b.tgt_out, recipe.label_smoothing).backward()
+    return counter.get_total_flops()
+
+
+def peak_bf16_flops(device: torch.device, n: int = 8192, repeats: int = 20) -> float:
+    """The device's measured bf16 matmul rate in FLOP/s (``n × n`` by ``n × n``, best of ``repeats``)."""
+    a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
+    best = float("inf")
+    for i in range(repeats + 3):
+        sync(device)
+        t0 = time.perf_counter()
+        a @ b
+        sync(device)
+        if i >= 3:  # warm-up first
+            best = min(best, time.perf_counter() - t0)
+    return 2 * n**3 / best
+
+
+def throughput(recipe, steps: int, seed: int, device: torch.device) -> dict:
+    """``steps`` training steps without evaluation, timed between two synchronisations."""
+    run = replace(recipe, steps=steps)
+    model = rv.build_model(run.model, seed=seed, device=device)
+    stream = rv.batches(run, torch.Generator().manual_seed(seed))  # the same batches train() draws, on the CPU
+    tokens = sum(int(b.src_keep.sum() + b.tgt_keep.sum()) for b, _ in zip(stream, range(steps)))
+    sync(device)
+    t0 = time.perf_counter()
+    rv.train(model, run, None, eval_every=steps, seed=seed)
+    sync(device)
+    seconds = time.perf_counter() - t0
+    flops = step_flops(run, device)
+    out = {
+        "throughput_steps": steps,
+        "throughput_seconds": round(seconds, 3),
+        "ms_per_step": round(1e3 * seconds / steps, 3),
+        "tokens_per_s": round(tokens / seconds),
+        "flops_per_step": flops,
+        "achieved_tflops": round(flops * steps / seconds / 1e12, 4),
+    }
+    if device.type == "cuda":
+        peak = peak_bf16_flops(device)
+        out.update(peak_bf16_tflops=round(peak / 1e12, 1), mfu=round(flops * steps / seconds / peak, 6))
+    return out
+
+
+def _device(name: str) -> torch.device:
+    device = torch.device(name)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        raise SystemExit(f"--device {name}: this machine has no CUDA device (torch {torch.__version__})")
+    if device.type == "mps" and not torch.backends.mps.is_available():
+        raise SystemExit(f"--device {name}: MPS is not available on this machine")
+    if device.type == "meta":
+        raise SystemExit("--device meta holds no values: choose cpu, cuda or mps")
+    return device
 
 
 def main(argv=None) -> int:
@@ -47,6 +122,7 @@ def main(argv=None) -> int:
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
+    p.add_argument("--device", default="cpu", help="cpu (default), cuda, cuda:1, mps")
     p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--target", type=float, default=0.999, help="exact match to reach (default 0.999)")
     p.add_argument("--eval-every", type=int, default=25, help="evaluate every N steps (default 25)")
@@ -62,18 +138,21 @@ def main(argv=None) -> int:
     p.add_argument("--skip-text", action="store_true", help="do not run the text's recipe")
     p.add_argument("--text-epochs", type=int, default=30, help="epochs of the text's recipe (default 30, as written)")
     p.add_argument("--max-steps", type=int, default=None, help="cap on the improved recipe's steps")
+    p.add_argument("--throughput-steps", type=int, default=100, help="steps of the throughput run (0: skip it)")
     args = p.parse_args(argv)
 
+    device = _device(args.device)
     torch.set_num_threads(args.threads)
-    eval_batch = rv.heldout_set(args.n_eval)
+    eval_batch = rv.heldout_set(args.n_eval, device=device)
+    name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
     print(
-        f"reversal benchmark | torch {torch.__version__} | threads {torch.get_num_threads()} | "
+        f"reversal benchmark | {device} ({name}) | torch {torch.__version__} | threads {torch.get_num_threads()} | "
         f"{args.n_eval} held-out sequences, target exact match {args.target:.1%}",
         flush=True,
     )
 
     recipe = rv.IMPROVED if args.max_steps is None else replace(rv.IMPROVED, steps=args.max_steps)
-    imp = run_improved(eval_batch, args.target, args.eval_every, args.seed, recipe, args.eval_below)
+    imp = run_improved(eval_batch, args.target, args.eval_every, args.seed, recipe, args.eval_below, device)
     h = imp["hist"]
     for s, t, em in zip(h["eval_step"], h["eval_train_seconds"], h["exact_match"]):
         print(f"  improved  step {s:5d}  train {t:6.2f} s  exact match {em:.3f}", flush=True)
@@ -87,6 +166,8 @@ def main(argv=None) -> int:
 
     result = {
         "bench": "reversal",
+        "device": str(device),
+        "device_name": name,
         "exact_match": round(final["exact_match"], 4),
         "token_accuracy": round(final["token_accuracy"], 4),
         "reached_target": bool(h["reached"]),
@@ -94,13 +175,18 @@ def main(argv=None) -> int:
         "eval_seconds": round(h["eval_seconds"], 2),
         "wall_seconds": round(imp["wall"], 2),
         "steps": h["steps"],
-        "batch_size": rv.IMPROVED.batch_size,
+        "batch_size": recipe.batch_size,
         "n_eval": args.n_eval,
     }
+    if args.throughput_steps > 0:
+        tp = throughput(recipe, args.throughput_steps, args.seed, device)
+        mfu = f", MFU {tp['mfu']:.2e} of a {tp['peak_bf16_tflops']} TFLOP/s bf16 peak" if "mfu" in tp else ""
+        print(f"throughput: {tp['tokens_per_s']:,} tokens/s, {tp['ms_per_step']} ms/step{mfu}", flush=True)
+        result.update(tp)
 
     if not args.skip_text:
         spe = rv.TEXT_RECIPE.steps_per_epoch()
-        txt = run_text(eval_batch, args.seed, eval_every=5 * spe, epochs=args.text_epochs)
+        txt = run_text(eval_batch, args.seed, eval_every=5 * spe, epochs=args.text_epochs, device=device)
         th = txt["hist"]
         for s, t, em in zip(th["eval_step"], th["eval_train_seconds"], th["exact_match"]):
             print(f"  text      epoch {s // spe:3d}  train {t:6.2f} s  exact match {em:.3f}", flush=True)
@@ -116,6 +202,7 @@ def main(argv=None) -> int:
             text_recipe_exact_match=round(tf["exact_match"], 4),
             text_recipe_token_accuracy=round(tf["token_accuracy"], 4),
             text_recipe_seconds=round(th["train_seconds"], 2),
+            text_recipe_wall_seconds=round(txt["wall"], 2),
             text_recipe_steps=th["steps"],
             text_recipe_epochs=args.text_epochs,
             text_recipe_demo=demo,

@@ -59,6 +59,7 @@ def position_params(kind: str, d_model: int, max_len: int = 0, n_heads: int = 1)
     """
     if kind not in POSITIONS:
         raise ValueError(f"positions must be one of {POSITIONS}, got {kind!r}")
+    _pos_int("d_model", d_model)
     if kind == "t5-bias":
         _pos_int("n_heads", n_heads)
         return T5_BUCKETS * n_heads
@@ -166,6 +167,8 @@ class TransformerConfig:
 
 def validate(cfg: TransformerConfig) -> TransformerConfig:
     """Raise ``ValueError`` naming the field for any impossible configuration; return ``cfg``."""
+    if not isinstance(cfg, TransformerConfig):
+        raise TypeError(f"expected a TransformerConfig (e.g. PRESETS['gpt2-small']), got {type(cfg).__name__}")
     if cfg.arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
     for name in ("d_model", "n_heads", "n_layers", "vocab"):

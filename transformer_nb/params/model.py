@@ -19,7 +19,7 @@ from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.params.formulas import CATEGORIES, T5_BUCKETS, TransformerConfig, validate
 from transformer_nb.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, alibi_bias
 from transformer_nb.rope import RoPE
-from transformer_nb.stack import Decoder, Encoder
+from transformer_nb.stack import Decoder, Encoder, check_ids
 
 HEADS = ("lm_head", "mlm_head", "generator")  # the output projections of this module's and models.py's models
 
@@ -81,16 +81,7 @@ class Transformer(nn.Module):
         return None
 
     def _embed(self, ids, table, pos, name: str):
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"{name} must be a (B, T) integer torch.Tensor, got {type(ids).__name__}")
-        if ids.dim() != 2:
-            raise ValueError(f"token ids must have shape (B, T), got {tuple(ids.shape)}")
-        if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {ids.dtype}")
-        if ids.numel() and not ids.is_meta and (ids.min() < 0 or ids.max() >= table.num_embeddings):
-            raise ValueError(
-                f"{name} must lie in [0, {table.num_embeddings}), got range [{int(ids.min())}, {int(ids.max())}]"
-            )
+        check_ids(ids, name, table.num_embeddings)
         x = table(ids)
         if pos is not None:
             x = pos(x)
@@ -112,13 +103,13 @@ class Transformer(nn.Module):
             raise ValueError(f"arch={cfg.arch!r} takes one sequence of ids; tgt is for an encoder-decoder")
         if cfg.arch == "encoder-decoder" and tgt is None:
             raise ValueError("an encoder-decoder needs forward(src, tgt)")
-        x = self._embed(ids, self.tok_emb, self.pos, "ids")
+        x = self._embed(ids, self.tok_emb, self.pos, "token ids")
         alibi = alibi_bias(ids.shape[1], cfg.n_heads, device=ids.device) if cfg.positions == "alibi" else None
         x = self.encoder(x, mask=alibi, rope=self.rope)
         if self.decoder is None:
             return self._head(x)
         table = self.tgt_emb if self.tgt_emb is not None else self.tok_emb
-        return self._head(self.decoder(self._embed(tgt, table, self.tgt_pos, "tgt"), x))
+        return self._head(self.decoder(self._embed(tgt, table, self.tgt_pos, "target token ids"), x))
 
 
 _INIT_FUNCTIONS = ("uniform_", "normal_", "kaiming_uniform_", "ones_", "zeros_", "xavier_uniform_", "trunc_normal_")
@@ -150,7 +141,10 @@ def build_transformer(cfg: TransformerConfig, device="meta") -> Transformer:
     """
     if not isinstance(cfg, TransformerConfig):
         raise TypeError(f"build_transformer needs a TransformerConfig, got {type(cfg).__name__}")
-    device = torch.device(device)
+    try:
+        device = torch.device(device)
+    except (RuntimeError, TypeError) as err:
+        raise ValueError(f"device must name a torch device such as 'meta', 'cpu' or 'cuda', got {device!r}") from err
     with torch.device(device), _no_init() if device.type == "meta" else nullcontext():
         return Transformer(cfg)
 

@@ -22,6 +22,8 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 
+from transformer_nb.stack import check_ids
+
 PAD, BOS, EOS = 0, 1, 2
 FIRST_SYMBOL = 3
 N_SYMBOLS = 10
@@ -48,14 +50,9 @@ def _check_lengths(min_len, max_len, n_symbols) -> None:
         )
 
 
-def check_ids(ids, name: str, allowed: str = "tokens") -> None:
-    """``ids`` must be a ``(B, L)`` integer tensor; ``allowed="symbols"``: only PAD and symbols, right-padded."""
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a (B, L) torch.Tensor of token ids, got {type(ids).__name__}")
-    if ids.dim() != 2:
-        raise ValueError(f"{name} must have shape (B, L), got {tuple(ids.shape)}")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {ids.dtype}")
+def check_tokens(ids, name: str, allowed: str = "tokens") -> None:
+    """``ids``: a ``(B, T)`` tensor of the task's ids; ``allowed="symbols"``: only PAD and symbols, right-padded."""
+    check_ids(ids, name)
     if not ids.numel():
         return
     lo = FIRST_SYMBOL if allowed == "symbols" else 0
@@ -144,7 +141,7 @@ def shift_for_teacher_forcing(tgt: torch.Tensor) -> tuple[torch.Tensor, torch.Te
     ``tgt_in = BOS y1 .. yL`` and ``tgt_out = y1 .. yL EOS``, both ``(B, L + 1)`` and PAD after:
     the label at position t is the token the decoder must predict having seen ``tgt_in[:, :t+1]``.
     """
-    check_ids(tgt, "tgt", allowed="symbols")
+    check_tokens(tgt, "tgt", allowed="symbols")
     return _shift(tgt)
 
 
@@ -173,14 +170,14 @@ def collate(pairs, device=None) -> Batch:
     rows = lambda i: [torch.tensor(p[i], dtype=torch.long) for p in pairs]
     src = nn.utils.rnn.pad_sequence(rows(0), batch_first=True, padding_value=PAD)
     tgt = nn.utils.rnn.pad_sequence(rows(1), batch_first=True, padding_value=PAD)
-    check_ids(src, "the sources", allowed="symbols")
-    check_ids(tgt, "the targets", allowed="symbols")
+    check_tokens(src, "the sources", allowed="symbols")
+    check_tokens(tgt, "the targets", allowed="symbols")
     return _batch(src, tgt).to(device or "cpu")
 
 
 def reverse_padded(src: torch.Tensor) -> torch.Tensor:
     """Reverse each right-padded row of ``src: (B, S)`` within its own length; PAD stays at the end."""
-    check_ids(src, "src", allowed="symbols")
+    check_tokens(src, "src", allowed="symbols")
     return _reverse(src)
 
 
@@ -197,7 +194,7 @@ def sequence_codes(src: torch.Tensor) -> torch.Tensor:
 
     Little-endian base-``VOCAB_SIZE`` digits; PAD = 0 adds nothing. Exact up to 16 tokens.
     """
-    check_ids(src, "src")
+    check_tokens(src, "src")
     if src.shape[1] > MAX_CODE_LEN:
         raise ValueError(f"sequence_codes is exact for at most {MAX_CODE_LEN} tokens, got width {src.shape[1]}")
     return _codes(src)

@@ -18,7 +18,7 @@ import torch.nn.functional as F
 
 from transformer_nb.models import EncoderDecoder
 from transformer_nb.multihead import record_attention
-from transformer_nb.reversal.data import BOS, EOS, PAD, Batch, check_ids, random_batch
+from transformer_nb.reversal.data import BOS, EOS, PAD, Batch, check_tokens, random_batch
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -48,7 +48,7 @@ def greedy_decode(
     LAST position. A row that has produced EOS gets PAD afterwards. Stops early when every row
     is done (the rest stays PAD). ``max_new`` defaults to ``S + 1`` (a reversal plus EOS).
     """
-    check_ids(src, "src")
+    check_tokens(src, "src")
     _check_keep(src_keep, src)
     if max_new is not None and (isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1):
         raise ValueError(f"max_new must be a positive integer number of tokens, got {max_new!r}")
@@ -86,8 +86,8 @@ def score(pred: torch.Tensor, tgt_out: torch.Tensor) -> dict:
     ``correct (B, T)`` bool at real label positions, ``first_wrong (B,)`` (-1 if exact), and the
     rates ``exact_match`` and ``token_accuracy`` (over all real label positions, EOS included).
     """
-    check_ids(pred, "pred")
-    check_ids(tgt_out, "tgt_out")
+    check_tokens(pred, "pred")
+    check_tokens(tgt_out, "tgt_out")
     if pred.shape[0] != tgt_out.shape[0]:
         raise ValueError(f"pred has {pred.shape[0]} rows but tgt_out has {tgt_out.shape[0]}")
     tgt_out = tgt_out.to(pred.device)
@@ -169,7 +169,7 @@ def attention_maps(model: EncoderDecoder, src: torch.Tensor, tgt_in: torch.Tenso
     """
     if not isinstance(model, EncoderDecoder):
         raise TypeError(f"attention_maps needs an EncoderDecoder, got {type(model).__name__}")
-    check_ids(src, "src")
+    check_tokens(src, "src")
     device = model_device(model)
     src = src.to(device)
     src_keep = src != PAD
@@ -179,7 +179,7 @@ def attention_maps(model: EncoderDecoder, src: torch.Tensor, tgt_in: torch.Tenso
         tgt_in = torch.where(tgt_in == EOS, torch.full_like(tgt_in, PAD), tgt_in)
         tgt_in = tgt_in[:, : int((tgt_in != PAD).sum(1).max())]
     else:
-        check_ids(tgt_in, "tgt_in")
+        check_tokens(tgt_in, "tgt_in")
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in has {tgt_in.shape[0]} rows but src has {src.shape[0]}")
         tgt_in = tgt_in.to(device)

@@ -8,9 +8,9 @@ history (``cache.load_or_train``).
 
 Devices: the model trains where it lives (or on ``device``); batches are drawn on the CPU and
 moved there; the held-out set is moved there once. On a CUDA device the batches are padded to
-one fixed width and the model's forward and backward run as CUDA graphs (``_GraphedForward``),
-Adam is fused, and nothing waits for the GPU inside a step: the numbers are the same recipe's,
-only the launch overhead of hundreds of tiny kernels per step is gone.
+one fixed width and the model's forward and backward run as CUDA graphs (``_GraphedForward``;
+``CUDA_GRAPHS = False`` turns them off), Adam is fused, and nothing waits for the GPU inside a
+step: it is the same recipe, without the launch overhead of hundreds of tiny kernels per step.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ from transformer_nb.reversal.recipes import Recipe, build_model, warmup_factor
 from transformer_nb.train import train as run_training
 from transformer_nb.utils import get_device
 
+CUDA_GRAPHS = True  # on a CUDA device, run the training forward and backward as CUDA graphs (False: eager)
+
 
 def loss_fn(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
     """Mean cross-entropy over real target tokens: ``logits (B, T, V)``, ``tgt_out (B, T)``; PAD ignored."""
@@ -40,23 +42,25 @@ def loss_fn(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float 
 
 
 def make_optimizer(model: nn.Module, recipe: Recipe):
-    """Adam (β = 0.9, 0.98, ε = 1e-9 as in the paper) and its ``LambdaLR`` schedule; fused on a GPU."""
-    fused = model_device(model).type == "cuda"
-    opt = torch.optim.Adam(
-        model.parameters(), lr=recipe.lr, betas=tuple(recipe.betas), eps=recipe.eps, fused=fused or None
-    )
+    """Adam (β = 0.9, 0.98, ε = 1e-9 as in the paper) and its ``LambdaLR`` schedule.
+
+    One fused kernel on a GPU; on the CPU the multi-tensor (``foreach``) update, which gives the
+    same numbers as PyTorch's CPU default, one parameter at a time, only faster.
+    """
+    kernel = {"fused": True} if model_device(model).type == "cuda" else {"foreach": True}
+    opt = torch.optim.Adam(model.parameters(), lr=recipe.lr, betas=tuple(recipe.betas), eps=recipe.eps, **kernel)
     factor = warmup_factor(recipe.warmup if recipe.schedule == "warmup" else 0)
     return opt, torch.optim.lr_scheduler.LambdaLR(opt, factor)
 
 
-def batches(recipe: Recipe, generator: torch.Generator, exclude: Batch | None = None, device=None):
+def batches(recipe: Recipe, generator: torch.Generator, exclude: Batch | None = None, device=None, width=None):
     """The recipe's endless stream of training batches on ``device``, never holding a sequence of ``exclude``.
 
     ``data="fixed"``: ``n_train`` pairs made once and cycled in order; ``"fresh"``: a new random
-    batch each step. On a CUDA device every batch is padded to ``MAX_LEN`` (a fixed shape).
+    batch each step. ``width``: pad every batch to this many source positions (a fixed shape;
+    the padding is masked, so the losses do not change).
     """
     device = torch.device(device or "cpu")
-    width = MAX_LEN if device.type == "cuda" else None
     place = lambda b: (b if width is None else b.pad_to(width)).to(device)
     if recipe.data == "fixed":
         held = None if exclude is None else {tuple(r[r != PAD].tolist()) for r in exclude.src.cpu()}
@@ -150,9 +154,10 @@ def train(
     device = model_device(model) if device is None else torch.device(device)
     model.to(device)
     eval_batch = None if eval_batch is None else eval_batch.to(device)
-    stream = batches(recipe, torch.Generator().manual_seed(seed), eval_batch, device)
+    graphs = CUDA_GRAPHS and device.type == "cuda"
+    stream = batches(recipe, torch.Generator().manual_seed(seed), eval_batch, device, MAX_LEN if graphs else None)
     forward = None
-    if device.type == "cuda":
+    if graphs:
         first = next(stream)
         model.train()
         forward = _GraphedForward(model, first)
@@ -211,6 +216,8 @@ def load_or_train(
     curve, seconds) is stored with the weights, so a re-run can redraw it. ``live``: a ``LiveLoss``,
     or a function returning one (called only if training happens).
     """
+    if not isinstance(recipe, Recipe):
+        raise TypeError(f"recipe must be a reversal Recipe (e.g. rv.IMPROVED), got {type(recipe).__name__}")
     device = get_device() if device is None else torch.device(device)
     model = build_model(recipe.model, seed=seed, device=device)
     config = {

@@ -1,0 +1,189 @@
+"""Bad input to the reversal task fails at once with a ValueError/TypeError naming the argument (issue 18),
+never a silent wrong answer: each case here was probed against the public API."""
+
+from dataclasses import replace
+
+import pytest
+import torch
+import torch.nn as nn
+
+from transformer_nb import reversal as rv
+
+
+def _raises(exc, words, fn, *args, **kwargs):
+    with pytest.raises(exc) as info:
+        fn(*args, **kwargs)
+    for w in words:
+        assert w in str(info.value), str(info.value)
+
+
+@pytest.fixture(scope="module")
+def model():
+    return rv.build_model(rv.IMPROVED.model, device="cpu").eval()
+
+
+# ----------------------------------------------------------------------------- the two findings of issue 18
+
+
+def test_paper_lr_without_warmup_says_so():
+    """It divided by warmup**1.5 and crashed with ZeroDivisionError."""
+    _raises(ValueError, ["warmup must be an integer >= 1", "warmup_factor(0)"], rv.paper_lr, 10, 64, 0)
+    _raises(ValueError, ["warmup"], rv.paper_lr, 10, 64, 2.5)
+    _raises(ValueError, ["step >= 1"], rv.paper_lr, 1.5, 64, 10)
+    _raises(ValueError, ["d_model"], rv.paper_lr, 1, 0, 10)
+
+
+@pytest.mark.parametrize("fn", [rv.random_batch, rv.make_pairs])
+def test_more_symbols_than_the_vocabulary_holds(fn):
+    """random_batch(n_symbols=20) emitted ids up to 22 for a 13-id vocabulary."""
+    _raises(ValueError, ["n_symbols must be at most 10", "VOCAB_SIZE=13", "n_symbols=20"], fn, 4, n_symbols=20)
+    b = rv.random_batch(256, n_symbols=10, generator=torch.Generator().manual_seed(0))
+    assert int(b.src.max()) == rv.VOCAB_SIZE - 1  # the largest allowed alphabet fills the vocabulary exactly
+
+
+# ----------------------------------------------------------------------------- data
+
+
+def test_data_arguments():
+    _raises(ValueError, ["batch_size must be a positive integer"], rv.random_batch, 0)
+    _raises(ValueError, ["batch_size"], rv.random_batch, 2.0)
+    _raises(ValueError, ["n must be a non-negative integer"], rv.make_pairs, -1)
+    _raises(ValueError, ["batch_size"], rv.heldout_set, 0)
+    _raises(ValueError, ["exclude works for sequences of at most 16"], rv.random_batch, 4, 3, 20, exclude=torch.ones(1))
+    _raises(ValueError, ["at least one"], rv.collate, [])
+    _raises(ValueError, ["PAD (0) and ids in [3, 13)", "[1, 2]"], rv.collate, [([1, 2], [2, 1])])
+    _raises(ValueError, ["[99]"], rv.collate, [([3, 99], [99, 3])])
+
+
+def test_token_tensors():
+    _raises(TypeError, ["integer token ids", "float32"], rv.reverse_padded, torch.ones(2, 3))
+    _raises(ValueError, ["right-padded"], rv.reverse_padded, torch.tensor([[0, 3, 4]]))
+    _raises(ValueError, ["(B, T)"], rv.reverse_padded, torch.tensor([3, 4]))
+    _raises(TypeError, ["torch.Tensor"], rv.shift_for_teacher_forcing, [[3, 4]])
+    _raises(ValueError, ["at most 16 tokens"], rv.sequence_codes, torch.ones(2, 20, dtype=torch.long))
+    _raises(ValueError, ["[40]"], rv.sequence_codes, torch.tensor([[3, 40]]))  # would collide with other codes
+    _raises(ValueError, ["[-1]"], rv.sequence_codes, torch.tensor([[3, -1]]))
+
+
+def test_parse_tokens():
+    _raises(ValueError, ["integers"], rv.parse_tokens, "3 x")
+    _raises(ValueError, ["at least one token"], rv.parse_tokens, " , ")
+    _raises(ValueError, ["3..12", "[2, 13]"], rv.parse_tokens, "2 5 13")
+    _raises(TypeError, ["string"], rv.parse_tokens, None)
+    _raises(ValueError, ["n_symbols must be at most 10"], rv.parse_tokens, "3 4", n_symbols=30)
+
+
+def test_batch_padding():
+    b = rv.heldout_set(4)
+    _raises(ValueError, ["smaller width"], b.pad_to, 2)
+
+
+# ----------------------------------------------------------------------------- model and recipes
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"d_model": 0}, "d_model must be a positive integer"),
+        ({"n_layers": 1.5}, "n_layers"),
+        ({"dropout": 1.0}, "dropout"),
+        ({"dropout": float("nan")}, "dropout"),
+        ({"max_len": 5}, "max_len must be an integer >= 9"),
+        ({"init": "he"}, "init must be one of"),
+    ],
+)
+def test_model_config_fields(kwargs, words):
+    _raises(ValueError, [words], rv.ModelConfig, **kwargs)
+
+
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({"lr": float("nan")}, "lr must be a finite number"),
+        ({"lr": -1e-3}, "lr"),
+        ({"lr": float("inf")}, "lr"),
+        ({"warmup": -1}, "warmup must be a non-negative integer"),
+        ({"steps": 0}, "steps must be a positive integer"),
+        ({"batch_size": 0}, "batch_size"),
+        ({"label_smoothing": 1.0}, "label_smoothing"),
+        ({"clip": 0.0}, "clip"),
+        ({"betas": (0.9,)}, "betas must be two numbers"),
+        ({"betas": (0.9, 1.5)}, "betas"),
+        ({"eps": 0.0}, "eps"),
+        ({"schedule": "cosine"}, "schedule must be"),
+        ({"data": "stream"}, "data must be"),
+    ],
+)
+def test_recipe_fields(kwargs, words):
+    _raises(ValueError, [words], replace, rv.IMPROVED, **kwargs)
+
+
+def test_build_model_needs_a_model_config():
+    _raises(TypeError, ["ModelConfig"], rv.build_model, "improved")
+    _raises(ValueError, ["n_heads=3 must divide d_model=64"], rv.build_model, rv.ModelConfig(n_heads=3))
+
+
+# ----------------------------------------------------------------------------- training
+
+
+def test_train_arguments(model):
+    r = replace(rv.IMPROVED, steps=1)
+    _raises(ValueError, ["eval_every must be a positive integer"], rv.train, model, r, eval_every=0)
+    _raises(ValueError, ["target is an exact-match rate in [0, 1]", "2.0"], rv.train, model, r, target=2.0)
+    _raises(TypeError, ["eval_batch must be a reversal Batch"], rv.train, model, r, torch.ones(2, 3))
+    _raises(TypeError, ["recipe must be a reversal Recipe"], rv.train, model, "improved")
+    _raises(TypeError, ["recipe must be a reversal Recipe"], rv.load_or_train, "improved")
+    _raises(ValueError, ["logits must be (B, T, V)"], rv.loss_fn, torch.randn(2, 3, 5), torch.ones(2, 4).long())
+
+
+# ----------------------------------------------------------------------------- decoding and scoring
+
+
+def test_greedy_decode_arguments(model):
+    src = torch.tensor([[3, 4, 5]])
+    _raises(TypeError, ["integer token ids"], rv.greedy_decode, model, src.float())
+    _raises(ValueError, ["(B, T)"], rv.greedy_decode, model, torch.tensor([3, 4]))
+    _raises(ValueError, ["max_new must be a positive integer"], rv.greedy_decode, model, src, max_new=0)
+    _raises(
+        ValueError, ["src_keep must be a bool tensor of src's shape"], rv.greedy_decode, model, src, src.ne(0).long()
+    )
+    _raises(ValueError, ["[20]"], rv.greedy_decode, model, torch.tensor([[3, 20]]))
+    _raises(ValueError, ["max_len=64"], rv.greedy_decode, model, torch.full((1, 70), 3))
+    assert rv.greedy_decode(model, torch.ones(0, 3, dtype=torch.long)).shape == (0, 4)  # an empty batch is fine
+
+
+def test_scoring_arguments(model):
+    _raises(ValueError, ["no labels"], rv.score, torch.ones(2, 3).long(), torch.zeros(2, 3).long())
+    _raises(
+        ValueError, ["pred has 2 rows but tgt_out has 3"], rv.score, torch.ones(2, 3).long(), torch.ones(3, 3).long()
+    )
+    _raises(TypeError, ["reversal Batch"], rv.evaluate, model, torch.ones(2, 3))
+    _raises(ValueError, ["chunk must be a positive integer"], rv.evaluate, model, rv.heldout_set(3), chunk=0)
+    _raises(ValueError, ["the dict evaluate() returns", "exact"], rv.failure_table, {})
+    _raises(ValueError, ["n must be a positive integer"], rv.length_sweep, model, [3], n=0)
+    _raises(ValueError, ["min_len must be a positive integer"], rv.length_sweep, model, [0], n=2)
+    _raises(TypeError, ["needs an EncoderDecoder", "Linear"], rv.attention_maps, nn.Linear(2, 2), torch.tensor([[3]]))
+    _raises(
+        ValueError,
+        ["tgt_in has 2 rows but src has 1"],
+        rv.attention_maps,
+        model,
+        torch.tensor([[3]]),
+        torch.ones(2, 1).long(),
+    )
+    _raises(
+        ValueError,
+        ["src_keep must be (B, S)"],
+        rv.anti_diagonal_share,
+        torch.rand(1, 2, 3, 4),
+        torch.ones(1, 3).bool(),
+        torch.tensor([3]),
+    )
+    _raises(
+        ValueError,
+        ["no output position"],
+        rv.anti_diagonal_share,
+        torch.rand(1, 2, 3, 4),
+        torch.ones(1, 4).bool(),
+        torch.tensor([0]),
+    )

@@ -1,0 +1,227 @@
+"""Where everything lives (issue 16 item 1): every public training, loading and decoding function of the
+reversal task puts its models and returned tensors on the requested device, after a cache load, a refused
+cache and a retrain too; data functions honour ``device``; models compute where they live.
+
+On a CPU-only machine the only devices are the CPU and ``meta`` (shapes without storage): the builders are
+checked against ``meta`` (a device other than the default), the functions that compute against the CPU,
+and notebook 09's cache demo (cell 38, which failed on a GPU) is replayed call for call.
+"""
+
+import json
+import os
+from dataclasses import replace
+
+import pytest
+import torch
+import torch.nn as nn
+
+from transformer_nb import cache
+from transformer_nb import reversal as rv
+from transformer_nb.reversal import training
+
+CPU, META = torch.device("cpu"), torch.device("meta")
+TINY = replace(rv.IMPROVED, name="devices", steps=3)
+
+
+def devices_of(obj) -> set:
+    """The set of devices of every tensor in ``obj`` (a module's parameters and buffers, nested containers)."""
+    if isinstance(obj, nn.Module):
+        return {t.device for t in (*obj.parameters(), *obj.buffers())}
+    if isinstance(obj, torch.Tensor):
+        return {obj.device}
+    if isinstance(obj, dict):
+        return set().union(*(devices_of(v) for v in obj.values())) if obj else set()
+    if isinstance(obj, (list, tuple)):
+        return set().union(*(devices_of(v) for v in obj)) if obj else set()
+    return set()
+
+
+# --------------------------------------------------------------------------- builders honour device=
+
+
+def test_data_builders_put_every_tensor_on_the_requested_device():
+    g = lambda: torch.Generator().manual_seed(0)
+    assert devices_of(rv.random_batch(4, generator=g())) == {CPU}  # default: the CPU
+    assert devices_of(rv.random_batch(4, generator=g(), device="meta")) == {META}
+    assert devices_of(rv.heldout_set(5, device="meta")) == {META}
+    assert devices_of(rv.collate([([3, 4], [4, 3])], device="meta")) == {META}
+    b = rv.heldout_set(5)
+    assert b.to("meta").device == META and devices_of(b.to("meta")) == {META}
+    stream = rv.batches(TINY, g(), exclude=b, device="meta")
+    assert devices_of(next(stream)) == {META}
+    fixed = rv.batches(replace(TINY, data="fixed", n_train=10, batch_size=4), g(), device="meta")
+    assert devices_of([next(fixed) for _ in range(4)]) == {META}
+
+
+def test_build_model_puts_the_model_on_the_requested_device(monkeypatch):
+    assert devices_of(rv.build_model(TINY.model, device="meta")) == {META}
+    monkeypatch.setattr(rv.recipes, "get_device", lambda: META)  # the default is utils.get_device()
+    assert devices_of(rv.build_model(TINY.model)) == {META}
+
+
+def test_build_model_gives_the_same_weights_on_every_device():
+    """Built on the CPU, then moved: the seed decides the weights, the device does not."""
+    a = rv.build_model(TINY.model, seed=3, device="cpu")
+    b = rv.build_model(TINY.model, seed=3, device="meta")
+    assert all(x.shape == y.shape for x, y in zip(a.state_dict().values(), b.state_dict().values()))
+    c = rv.build_model(TINY.model, seed=3, device="cpu")
+    assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), c.state_dict().values()))
+
+
+# --------------------------------------------------------------------------- training and the cache
+
+
+def _hist_tensors_on_cpu(hist):
+    json.dumps({k: v for k, v in hist.items() if k != "snapshot"})  # plain numbers and lists
+    assert devices_of(hist) <= {CPU}
+
+
+def test_train_leaves_the_model_where_it_was_asked_and_the_history_on_the_cpu():
+    model = rv.build_model(TINY.model, device="cpu")
+    hist = rv.train(model, TINY, rv.heldout_set(20), eval_every=2, snapshot_at=2, device="cpu")
+    assert devices_of(model) == {CPU} and hist["steps"] == 3
+    assert devices_of(hist["snapshot"]) == {CPU}
+    _hist_tensors_on_cpu(hist)
+
+
+def test_load_or_train_places_the_model_on_device_on_every_path(tmp_path, monkeypatch, capsys):
+    """Trained now, loaded from the cache, refused (corrupt) and retrained: the model is on ``device`` each time."""
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
+    ev = rv.heldout_set(20)
+    for expect in ("no cache", "loaded trained weights", "corrupt"):
+        if expect == "corrupt":
+            (path,) = tmp_path.glob("reversal_devices_*.pt")
+            path.write_bytes(b"not a torch file")
+        model, hist, trained = rv.load_or_train(TINY, ev, eval_every=3, device="cpu")
+        assert expect in capsys.readouterr().out
+        assert trained == (expect != "loaded trained weights")
+        assert devices_of(model) == {CPU} and not model.training
+        _hist_tensors_on_cpu(hist)
+        assert rv.evaluate(model, ev)["n"] == 20  # and it computes where it lives
+
+
+def test_load_or_train_defaults_to_the_device_setup_reports(tmp_path, monkeypatch):
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
+    seen = []
+    monkeypatch.setattr(training, "get_device", lambda: seen.append(1) or CPU)
+    model, _, _ = rv.load_or_train(TINY, rv.heldout_set(10), eval_every=3)
+    assert seen and devices_of(model) == {CPU}
+
+
+def test_notebook_09_cache_demo_replayed(tmp_path, monkeypatch):
+    """Cell 38 of notebook 09, call for call (it raised "index is on cuda:0, different from other tensors on cpu")."""
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
+    device = rv.model_device(rv.build_model(TINY.model))  # what env.device is in the notebook
+    eval_batch = rv.heldout_set(50).to(device)
+    tiny = replace(rv.IMPROVED, name="cache_demo", steps=3)
+    rv.load_or_train(tiny, eval_batch, eval_every=3)  # trains, saves
+    path = next(p for p in os.listdir(tmp_path) if p.startswith("reversal_cache_demo"))
+    config = json.loads(torch.load(tmp_path / path, weights_only=True)["config"])
+    (tmp_path / path).write_bytes(b"not a torch file")  # corrupt it
+    ok, msg, _ = cache.load(path[:-3], rv.build_model(tiny.model), config)
+    assert not ok and "corrupt" in msg
+    model, h, trained = rv.load_or_train(tiny, eval_batch, eval_every=3)  # ... and retrained
+    assert trained and h["steps"] == 3 and devices_of(model) == {device}
+    assert rv.evaluate(model, eval_batch)["n"] == 50
+
+
+# --------------------------------------------------------------------------- decoding computes where the model is
+
+
+@pytest.fixture(scope="module")
+def model():
+    return rv.build_model(TINY.model, seed=0, device="cpu").eval()
+
+
+def test_decoding_returns_every_tensor_on_the_models_device(model):
+    b = rv.heldout_set(30)
+    out = rv.greedy_decode(model, b.src)
+    assert devices_of(out) == {CPU} and out.dtype == torch.long
+    res = rv.evaluate(model, b)
+    assert devices_of(res) == {CPU}
+    assert devices_of(rv.score(res["pred"], b.tgt_out)) == {CPU}
+    maps = rv.attention_maps(model, b.src[:2])
+    assert devices_of(maps) == {CPU}
+    assert isinstance(rv.failure_table(res)["n_wrong"], int)
+    sweep = rv.length_sweep(model, [3, 4], n=5)
+    assert all(isinstance(v, float) for r in sweep.values() for v in r.values())
+    assert rv.model_device(model) == CPU
+
+
+def test_decoding_leaves_the_train_mode_as_it_was(model):
+    model.train()
+    try:
+        rv.greedy_decode(model, rv.heldout_set(3).src)
+        rv.attention_maps(model, rv.heldout_set(2).src)
+        assert model.training
+    finally:
+        model.eval()
+
+
+def test_model_device_of_a_model_without_parameters():
+    class Buffered(nn.Module):
+        def __init__(self):
+            super().__init__()
+            self.register_buffer("x", torch.zeros(1, device="meta"))
+
+    assert rv.model_device(Buffered()) == META and rv.model_device(nn.Identity()) == CPU
+    with pytest.raises(TypeError, match="nn.Module"):
+        rv.model_device("model")
+
+
+# --------------------------------------------------------------------------- what the GPU path changes
+
+
+def test_padding_to_a_fixed_width_changes_neither_logits_nor_loss(model):
+    """On a GPU every batch is padded to MAX_LEN (one shape for the CUDA graphs): the padding is invisible."""
+    b = rv.random_batch(16, 3, 5, generator=torch.Generator().manual_seed(1))
+    p = b.pad_to(rv.MAX_LEN)
+    assert p.src.shape == (16, rv.MAX_LEN) and p.tgt_out.shape == (16, rv.MAX_LEN + 1) and b.pad_to(5) is b
+    with torch.no_grad():
+        a = model(b.src, b.tgt_in, b.src_keep, b.tgt_keep)
+        c = model(p.src, p.tgt_in, p.src_keep, p.tgt_keep)
+    real = b.tgt_keep
+    assert torch.allclose(a[real], c[:, : a.shape[1]][real], atol=1e-5)
+    assert torch.allclose(rv.loss_fn(a, b.tgt_out, 0.1), rv.loss_fn(c, p.tgt_out, 0.1), atol=1e-6)
+    with pytest.raises(ValueError, match="smaller width"):
+        p.pad_to(3)
+
+
+def test_graphed_forward_routes_batches_and_gives_the_forward_back(monkeypatch, model, capsys):
+    """The CUDA-graph wrapper's plumbing, with a stand-in for torch.cuda.make_graphed_callables."""
+    calls = []
+
+    def fake_make_graphed(module, args):
+        eager = module.forward
+        module.forward = lambda *a: calls.append("graph") or eager(*a)
+        return module
+
+    monkeypatch.setattr(torch.cuda, "make_graphed_callables", fake_make_graphed)
+    b = rv.random_batch(4, generator=torch.Generator().manual_seed(0)).pad_to(rv.MAX_LEN)
+    model.train()
+    try:
+        fwd = training._GraphedForward(model, b)
+        fwd(b)  # the captured shape, training mode: the graph
+        fwd(rv.Batch(*(t[:2] for t in b)))  # another shape: eager
+        model.eval()
+        fwd(b)  # eval mode: eager
+        assert calls == ["graph"]
+        fwd.close()
+        assert "forward" not in model.__dict__  # the model's own forward is back
+    finally:
+        model.eval()
+
+    def failing(module, args):
+        raise RuntimeError("operation not permitted when stream is capturing")
+
+    monkeypatch.setattr(torch.cuda, "make_graphed_callables", failing)
+    fwd = training._GraphedForward(model, b)
+    assert fwd.graphed is None and "training eagerly" in capsys.readouterr().out
+    model.train()
+    assert fwd(b).shape == (4, rv.MAX_LEN + 1, rv.VOCAB_SIZE)
+    model.eval()
+
+
+def test_optimizer_kernel_per_device(model):
+    opt, _ = rv.make_optimizer(model, TINY)
+    assert opt.defaults["foreach"] is True and not opt.defaults.get("fused")
