@@ -4,7 +4,8 @@ import math
 
 import torch
 
-from transformer_nb.lm import TransformerLM, frequency_ranks
+from transformer_nb.lm import TransformerLM
+from transformer_nb.output_head import frequency_ranks
 
 V, D = 300, 32
 
@@ -45,15 +46,17 @@ def test_the_generation_table_equals_the_training_path_and_follows_updates():
     m = tied()
     ids = torch.arange(V).view(3, 100)
     train_path = m.embed_tokens(ids)
-    with torch.inference_mode():
-        table_path = m.embed_tokens(ids)
-    assert torch.allclose(train_path, table_path)
+    assert torch.allclose(m.head.embedding_table(), train_path.view(V, D), atol=1e-6)
+    with m.head.lookup_table():
+        assert torch.allclose(m.embed_tokens(ids), train_path, atol=1e-6)  # one lookup per token
+    assert m.head._table is None  # gone after the block: nothing is cached on the module
     with torch.no_grad():
-        m.head.asm.head.weight.mul_(2.0)  # an in-place update must invalidate the table
-    with torch.inference_mode():
+        m.head.asm.head.weight.mul_(2.0)  # the next table sees the update
+    with m.head.lookup_table():
         after = m.embed_tokens(ids)
     frequent = m.head.ranks[ids] < 40
     assert torch.allclose(after[frequent], 2 * train_path[frequent])
+    assert not hasattr(m.head, "_memos") and type(m.head).train is torch.nn.Module.train  # no memo, no train() override
 
 
 def test_no_separate_embedding_table_is_stored():

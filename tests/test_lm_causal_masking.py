@@ -3,7 +3,9 @@
 import pytest
 import torch
 
-from transformer_nb.lm import HEADS, LSTMLM, TransformerLM, frequency_ranks
+from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.output_head import HEADS, frequency_ranks
+from transformer_nb.params import numel
 
 V = 300
 
@@ -56,7 +58,7 @@ def test_log_probs_are_normalised_and_match_nll(head):
     y = torch.randint(0, V, (2, 10))
     with torch.no_grad():
         lp = m.log_probs(ids)
-        nll = m.nll(ids, y, reduction="none")
+        nll, _ = m(ids, y, reduction="none")
     assert lp.shape == (2, 10, V)
     assert torch.allclose(lp.exp().sum(-1), torch.ones(2, 10), atol=1e-5)
     assert torch.allclose(-lp.gather(-1, y[..., None]).squeeze(-1), nll, atol=1e-5)
@@ -66,9 +68,10 @@ def test_tied_head_shares_the_embedding_matrix():
     m = tiny("tied")
     assert m.head.logits(torch.zeros(1, 32)).shape == (1, V)
     names = [n for n, _ in m.named_parameters()]
-    assert not any("embedding" in n for n in names)  # the shared matrix is counted once
+    assert m.tok is None and "head.tok.weight" in names  # one V x d matrix, the head's
+    assert torch.equal(m.embed_tokens(torch.tensor([[3]]))[0, 0], m.head.tok.weight[3])
     full = tiny("full")
-    assert full.num_parameters() - m.num_parameters() == V * 32  # the saved V x d matrix
+    assert numel(full) - numel(m) == V * 32  # the saved V x d matrix
 
 
 def test_bad_ids_are_rejected():

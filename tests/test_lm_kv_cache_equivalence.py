@@ -1,17 +1,24 @@
-"""Generation with a KV cache computes the same hidden states and the same tokens as without."""
+"""Generation with a KV cache runs the same modules as without and computes the same hidden states
+and the same tokens; the cache lives in MultiHeadAttention.forward(..., cache=...)."""
+
+import inspect
 
 import pytest
 import torch
 
-from transformer_nb import lm
+import transformer_nb
 from transformer_nb.block import EncoderLayer
-from transformer_nb.lm import HEADS, TransformerLM, frequency_ranks, generate
+from transformer_nb.exercises.lm import kv_step_ex
+from transformer_nb.generation import generate
+from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.multihead import KVCache, MultiHeadAttention
+from transformer_nb.output_head import HEADS, frequency_ranks
 from transformer_nb.rope import RoPE
 
 V = 300
 
 
-def tiny(head="adaptive", positions="learned", n_kv_heads=None):
+def tiny(head="adaptive", positions="learned", activation="gelu", n_layers=3):
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
     m = TransformerLM(
@@ -19,33 +26,39 @@ def tiny(head="adaptive", positions="learned", n_kv_heads=None):
         d_model=32,
         n_heads=4,
         d_ff=64,
-        n_layers=3,
+        n_layers=n_layers,
         max_len=80,
         head=head,
         ranks=ranks,
         cutoffs=(40, 150),
         positions=positions,
+        activation=activation,
     )
     return m.eval()
 
 
 @pytest.mark.parametrize("positions", ["learned", "sinusoidal", "rope", "alibi"])
-def test_cached_hidden_in_chunks_equals_full_forward(positions):
-    m = tiny(positions=positions)
+@pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu"])
+def test_the_cached_pass_in_chunks_equals_the_full_pass(positions, activation):
+    m = tiny(positions=positions, activation=activation)
     ids = torch.randint(0, V, (2, 30))
-    cache = m.new_cache()
+    state = m.init_state()
     with torch.no_grad():
-        parts = [m.cached_hidden(ids[:, a:b], cache) for a, b in ((0, 9), (9, 10), (10, 11), (11, 30))]
-        full = m.hidden(ids)
-    assert cache.length == 30
-    assert len(cache.k) == 3 and cache.k[0].shape == (2, 4, 30, 8)
+        parts = []
+        for a, b in ((0, 9), (9, 10), (10, 11), (11, 30)):
+            h, state = m.hidden(ids[:, a:b], state)
+            parts.append(h)
+        full, none = m.hidden(ids)
+    assert none is None  # a plain pass carries nothing
+    assert [c.length for c in state] == [30, 30, 30]
+    assert state[0].k.shape == (2, 4, 80, 8)  # buffers for max_len positions, allocated once
     assert torch.allclose(torch.cat(parts, dim=1), full, atol=1e-5)
 
 
 @pytest.mark.parametrize("head", HEADS)
 @pytest.mark.parametrize("sampling", [dict(temperature=0.0), dict(temperature=1.0, top_k=20, seed=5)])
 def test_generate_with_and_without_cache_gives_identical_tokens(head, sampling):
-    m = tiny(head)
+    m = tiny(head, positions="rope")
     prompt = torch.randint(0, V, (6,), generator=torch.Generator().manual_seed(3))
     a = generate(m, prompt, 60, use_cache=True, **sampling)
     b = generate(m, prompt, 60, use_cache=False, **sampling)
@@ -54,80 +67,98 @@ def test_generate_with_and_without_cache_gives_identical_tokens(head, sampling):
     assert torch.equal(a, b)
 
 
-def test_cache_refuses_to_run_past_max_len_and_in_training_mode():
+def test_the_lstm_state_is_its_cache():
+    torch.manual_seed(0)
+    m = LSTMLM(V, 16, 24, head="full").eval()
+    prompt = torch.tensor([4, 5, 6])
+    assert torch.equal(generate(m, prompt, 20, use_cache=True), generate(m, prompt, 20, use_cache=False))
+
+
+def test_both_ways_run_the_same_attention_modules():
+    m = tiny(positions="rope", n_layers=2)
+    calls = {True: [], False: []}
+    for use_cache in (True, False):
+        hooks = [
+            mod.register_forward_hook(lambda mod, i, o, uc=use_cache: calls[uc].append(type(mod).__name__))
+            for mod in m.modules()
+        ]
+        generate(m, torch.tensor([1, 2, 3]), 1, use_cache=use_cache)
+        for h in hooks:
+            h.remove()
+    assert sorted(calls[True]) == sorted(calls[False])
+    assert calls[True].count("MultiHeadAttention") == 2
+
+
+def test_cache_refuses_to_run_past_max_len():
     m = tiny()
     with pytest.raises(ValueError, match="exceeds max_len=80"):
         generate(m, torch.zeros(10, dtype=torch.long), 71)
-    m.train()
-    with pytest.raises(ValueError, match="eval"):
-        m.cached_hidden(torch.zeros(1, 3, dtype=torch.long), m.new_cache())
+    state = m.init_state()
+    m.hidden(torch.zeros(1, 70, dtype=torch.long), state)
+    with pytest.raises(ValueError, match=r"positions 70\.\.80 exceed max_len=80"):
+        m.hidden(torch.zeros(1, 11, dtype=torch.long), state)
+    with pytest.raises(ValueError, match="state must be init_state"):
+        m.hidden(torch.zeros(1, 1, dtype=torch.long), state[:1])
 
 
 def test_cache_size_matches_formula():
     m = tiny()
-    cache = m.new_cache()
+    state = m.init_state()
     with torch.no_grad():
-        m.cached_hidden(torch.zeros(1, 17, dtype=torch.long), cache)
+        m.hidden(torch.zeros(1, 17, dtype=torch.long), state)
     # 2 (K and V) x layers x heads x d_head x tokens x 4 bytes (float32)
-    assert cache.nbytes() == 2 * 3 * 4 * 8 * 17 * 4
+    assert sum(c.nbytes() for c in state) == 2 * 3 * 4 * 8 * 17 * 4
 
 
 def test_cache_buffers_are_written_in_place_and_refuse_overflow():
-    cache = lm.KVCache(n_layers=1, capacity=5)
-    kv1 = torch.randn(2, 1, 2, 3, 4)  # keys and values of 3 positions
-    k_all, v_all = cache.store(0, kv1)
-    assert torch.equal(k_all, kv1[0]) and torch.equal(v_all, kv1[1])
-    assert cache.length == 0  # until every layer has stored
-    cache.advance(3)
-    kv2 = torch.randn(2, 1, 2, 2, 4)
-    k_all, _ = cache.store(0, kv2)
-    cache.advance(2)
-    assert torch.equal(k_all, torch.cat([kv1[0], kv2[0]], dim=2))
-    assert torch.equal(cache.v[0], torch.cat([kv1[1], kv2[1]], dim=2))
-    assert k_all.data_ptr() == cache.k[0].data_ptr()  # a view of the one buffer, not a copy
+    cache = KVCache(capacity=5)
+    k1, v1 = torch.randn(2, 1, 3, 4), torch.randn(2, 1, 3, 4)  # keys and values of 3 positions
+    k_all, v_all = cache.append(k1, v1)
+    assert torch.equal(k_all, k1) and torch.equal(v_all, v1) and cache.length == 3
+    k2, v2 = torch.randn(2, 1, 2, 4), torch.randn(2, 1, 2, 4)
+    k_all, v_all = cache.append(k2, v2)
+    assert torch.equal(k_all, torch.cat([k1, k2], dim=2)) and torch.equal(v_all, torch.cat([v1, v2], dim=2))
+    assert k_all.data_ptr() == cache.k.data_ptr()  # a view of the one buffer, not a copy
     with pytest.raises(ValueError, match="holds 5 positions; 6 were asked for"):
-        cache.store(0, kv2[:, :, :, :1])
+        cache.append(k2[:, :, :1], v2[:, :, :1])
+    c = KVCache(4)
+    c.append(k1[:, :, :1], v1[:, :, :1])
+    with pytest.raises(ValueError, match="the cache holds keys of shape"):
+        c.append(torch.randn(2, 1, 1, 8), torch.randn(2, 1, 1, 8))  # another d_head
+    with pytest.raises(ValueError, match="capacity must be a positive int"):
+        KVCache(0)
 
 
-def test_complex_rotation_equals_ropes_rotation():
-    rope = RoPE(16, max_len=64)
-    x = torch.randn(2, 3, 4, 10, 16)
-    rot = torch.complex(rope.cos, rope.sin)[20:30]
-    out = lm.rotate_complex_(x.clone(), rot)
-    assert torch.allclose(out, rope.rotate(x, offset=20), atol=1e-6)
-    y = x.clone()
-    lm.rotate_complex_(y, rot)
-    assert torch.equal(y, out)  # it rotates in place
+def test_attention_with_a_cache_equals_attention_over_the_whole_sequence():
+    torch.manual_seed(1)
+    for n_kv in (4, 2, 1):  # MHA, GQA, MQA
+        mha, rope = MultiHeadAttention(32, 4, n_kv_heads=n_kv).eval(), RoPE(8, 64)
+        x = torch.randn(2, 12, 32)
+        cache = KVCache(64)
+        with torch.no_grad():
+            parts = [mha(x[:, a:b], is_causal=True, rope=rope, cache=cache) for a, b in ((0, 5), (5, 6), (6, 12))]
+            full = mha(x, is_causal=True, rope=rope)
+        assert torch.allclose(torch.cat(parts, dim=1), full, atol=1e-6)
+        assert cache.k.shape[1] == n_kv  # the cache stores only the K/V heads
+    with pytest.raises(ValueError, match="cache= is for self-attention"):
+        mha(x, x[:, :3], cache=KVCache(8))
 
 
-@pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu"])
-def test_decoding_step_equals_the_block_for_every_activation(activation):
-    torch.manual_seed(0)
-    ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    m = TransformerLM(
-        V,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        n_layers=2,
-        max_len=40,
-        ranks=ranks,
-        cutoffs=(40, 150),
-        positions="rope",
-        activation=activation,
-    ).eval()
-    ids = torch.randint(0, V, (1, 20))
-    cache = m.new_cache()
+def test_the_block_threads_the_cache():
+    torch.manual_seed(2)
+    layer = EncoderLayer(32, 4, 64, activation="gelu").eval()
+    x = torch.randn(1, 9, 32)
+    cache = KVCache(16)
     with torch.no_grad():
-        parts = [m.cached_hidden(ids[:, a:b], cache) for a, b in ((0, 7), (7, 8), (8, 20))]
-        assert torch.allclose(torch.cat(parts, dim=1), m.hidden(ids), atol=1e-5)
+        a = layer(x[:, :4], is_causal=True, cache=cache)
+        b = layer(x[:, 4:], is_causal=True, cache=cache)
+        assert torch.allclose(torch.cat([a, b], dim=1), layer(x, is_causal=True), atol=1e-6)
 
 
-def test_decoding_weights_refuse_a_block_the_step_was_not_written_for():
-    with pytest.raises(ValueError, match="pre-LN LayerNorm"):
-        lm.decoding_weights(EncoderLayer(16, 4, 32, norm_first=False))
-    with pytest.raises(ValueError, match="one K/V head per query head"):
-        lm.decoding_weights(EncoderLayer(16, 4, 32, n_kv_heads=2))
+def test_one_forward_path_no_second_rope():
+    src = "".join(inspect.getsource(m) for m in (transformer_nb.lm, transformer_nb.generation))
+    for gone in ("cached_hidden", "decoding_weights", "rotate_complex_", "view_as_complex", "feed_forward"):
+        assert gone not in src
 
 
 def test_generate_switches_onednn_off_and_restores_it():
@@ -138,3 +169,16 @@ def test_generate_switches_onednn_off_and_restores_it():
     generate(m, torch.tensor([1, 2, 3]), 4)
     assert seen == [False] * 4
     assert torch.backends.mkldnn.enabled == before
+
+
+def test_the_kv_step_exercise_reference_is_what_the_cache_does():
+    """Notebook 10's KV-step exercise (one new token attends over cache + itself) against KVCache."""
+    q, kn, vn, kc, vc = (
+        torch.randn(1, 2, n, 8, generator=torch.Generator().manual_seed(i)) for i, n in enumerate((1, 1, 1, 5, 5))
+    )
+    out, k_all, v_all = kv_step_ex.reference(q, kn, vn, kc, vc)
+    cache = KVCache(16)
+    cache.append(kc, vc)
+    k_pkg, v_pkg = cache.append(kn, vn)
+    assert torch.equal(k_all, k_pkg) and torch.equal(v_all, v_pkg)
+    assert torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k_pkg, v_pkg), atol=1e-6)

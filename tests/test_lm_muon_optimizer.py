@@ -6,12 +6,12 @@ That Muon trains is in test_lm_training_and_eval (every model kind with every op
 import pytest
 import torch
 
-from transformer_nb import lm
+from transformer_nb import lm, lm_training
 
 
 def _split(model, kind):
-    cfg = lm.TrainConfig(steps=1, optimizer=kind)
-    opts = lm.make_optimizers(model, cfg)
+    cfg = lm_training.TrainConfig(steps=1, optimizer=kind)
+    opts = lm_training.make_optimizers(model, cfg)
     return opts, [{id(p) for g in o.param_groups for p in g["params"]} for o in opts]
 
 
@@ -46,18 +46,20 @@ def test_adamw_alone_covers_every_parameter():
 
 def test_unknown_optimizer_is_refused():
     with pytest.raises(ValueError, match="optimizer must be one of"):
-        lm.TrainConfig(steps=1, optimizer="sgd")
+        lm_training.TrainConfig(steps=1, optimizer="sgd")
 
 
 def test_adamw_lr_sets_only_the_adamw_half_of_muon():
     m = lm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=1, head="full")
-    muon, adamw = lm.make_optimizers(m, lm.TrainConfig(steps=1, optimizer="muon", lr=2e-3, adamw_lr=8e-3))
+    muon, adamw = lm_training.make_optimizers(
+        m, lm_training.TrainConfig(steps=1, optimizer="muon", lr=2e-3, adamw_lr=8e-3)
+    )
     assert {g["lr"] for g in muon.param_groups} == {2e-3}
     assert {g["lr"] for g in adamw.param_groups} == {8e-3}
-    muon, adamw = lm.make_optimizers(m, lm.TrainConfig(steps=1, optimizer="muon", lr=2e-3))
+    muon, adamw = lm_training.make_optimizers(m, lm_training.TrainConfig(steps=1, optimizer="muon", lr=2e-3))
     assert {g["lr"] for g in adamw.param_groups} == {2e-3}
 
 
 def test_adamw_lr_without_muon_is_refused():
     with pytest.raises(ValueError, match="adamw_lr sets the AdamW half"):
-        lm.TrainConfig(steps=1, optimizer="adamw", adamw_lr=1e-2)
+        lm_training.TrainConfig(steps=1, optimizer="adamw", adamw_lr=1e-2)

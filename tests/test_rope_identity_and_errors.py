@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from transformer_nb.block import EncoderLayer
 from transformer_nb.multihead import MultiHeadAttention, merge_heads, split_heads
-from transformer_nb.rope import RoPE, apply_rope, half_permutation, rope_frequencies, rope_matrix
+from transformer_nb.rope import RoPE, apply_rope, half_permutation, rope_frequencies, rope_matrix, rotate_pairs
 
 
 def test_score_depends_only_on_the_offset():
@@ -54,6 +54,20 @@ def test_matches_the_complex_number_form():
     z = torch.view_as_complex(x.reshape(20, 8, 2).contiguous())
     turn = torch.polar(torch.ones(20, 8, dtype=torch.float64), torch.arange(20)[:, None] * rope_frequencies(16))
     assert torch.allclose(apply_rope(x), torch.view_as_real(z * turn).reshape(20, 16), atol=1e-12)
+
+
+@pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
+def test_matches_the_real_rotation_formula(dtype):
+    """rotate_pairs (a complex product) against (x1 cos - x2 sin, x1 sin + x2 cos) written out."""
+    x = torch.randn(3, 7, 16, dtype=torch.float64)
+    ang = torch.rand(7, 8, dtype=torch.float64) * 6
+    x1, x2 = x[..., 0::2], x[..., 1::2]
+    ref = torch.stack((x1 * ang.cos() - x2 * ang.sin(), x1 * ang.sin() + x2 * ang.cos()), -1).flatten(-2)
+    out = rotate_pairs(x.to(dtype), ang.cos().to(dtype), ang.sin().to(dtype))
+    assert out.dtype == dtype
+    assert torch.allclose(out.double(), ref, atol={torch.bfloat16: 3e-2, torch.float32: 1e-5}.get(dtype, 1e-12))
+    half = rotate_pairs(x[..., half_permutation(16)].to(dtype), ang.cos().to(dtype), ang.sin().to(dtype), "half")
+    assert torch.allclose(half.double(), ref[..., half_permutation(16)], atol={torch.bfloat16: 3e-2}.get(dtype, 1e-5))
 
 
 @pytest.mark.parametrize("pairing", ["interleaved", "half"])

@@ -193,9 +193,9 @@ class EncoderLayer(nn.Module):
         self.norm2 = make_norm(norm, d_model, eps)
         self.drop = nn.Dropout(dropout)
 
-    def forward(self, x, mask=None, is_causal: bool = False, rope=None):
+    def forward(self, x, mask=None, is_causal: bool = False, rope=None, cache=None):
         check_hidden(x, self.self_attn.d_model, "the EncoderLayer input x")
-        attn = lambda h: self.drop(self.self_attn(h, mask=mask, is_causal=is_causal, rope=rope))
+        attn = lambda h: self.drop(self.self_attn(h, mask=mask, is_causal=is_causal, rope=rope, cache=cache))
         ff = lambda h: self.drop(self.ff(h))
         skip = (lambda h: h) if self.residual else (lambda h: 0.0)
         if self.norm_first:

@@ -55,7 +55,9 @@ class MultiHeadAttention(nn.Module):
       ``query: (B, T_q, d_model)``, ``key``/``value: (B, T_k, d_model)`` (default: self-attention),
       ``mask``: bool (True = may attend) or additive float, broadcastable to ``(B, h, T_q, T_k)``.
       ``rope``: optional callable ``rope(q, k) -> (q, k)`` on ``(B, h, T, d_head)`` tensors.
-      Returns ``(B, T_q, d_model)``.
+      ``cache``: a ``KVCache`` (self-attention): the new keys and values join the cached ones and the
+      queries attend over all of them; ``rope`` is then called as ``rope(q, k, cache.length, cache.length)``
+      (``RoPE.forward``'s offsets: the new tokens' positions). Returns ``(B, T_q, d_model)``.
     - ``n_kv_heads``: number of key/value heads; 1 is MQA, ``1 < n_kv_heads < n_heads`` is GQA.
       Query head ``i`` uses key/value head ``i // (n_heads // n_kv_heads)``.
     """
@@ -125,21 +127,26 @@ class MultiHeadAttention(nn.Module):
         value = key if value is None else value
         return split_heads(self.k_proj(key), self.n_kv_heads), split_heads(self.v_proj(value), self.n_kv_heads)
 
-    def forward(self, query, key=None, value=None, mask=None, is_causal: bool = False, rope=None):
+    def forward(self, query, key=None, value=None, mask=None, is_causal: bool = False, rope=None, cache=None):
         key = query if key is None else key
         value = key if value is None else value
         self._check(query, key, value)
-        b, t_q, t_k = query.shape[0], query.shape[1], key.shape[1]
+        if cache is not None and not (key is query and value is query):
+            raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
+        b, t_q = query.shape[0], query.shape[1]
         q = split_heads(self.q_proj(query), self.n_heads)  # (B, h, T_q, d_head)
         k, v = self.kv_heads(key, value)  # (B, kv, T_k, d_head)
-        if rope is not None:
-            q, k = rope(q, k)
+        if rope is not None:  # with a cache, the new tokens sit at positions cache.length ..
+            q, k = rope(q, k) if cache is None else rope(q, k, cache.length, cache.length)
+        if cache is not None:
+            k, v = cache.append(k, v)  # every key and value so far: (B, kv, T_past + T_q, d_head)
+        t_k = k.shape[2]
         if self.n_kv_heads != self.n_heads:  # GQA/MQA: share each K/V head
             k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
             v = v.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
         if mask is not None:
             self._check_mask(mask, b, t_q, t_k)
-        if is_causal:
+        if is_causal and (t_q > 1 or t_k < t_q):  # aligned bottom-right: one query (the newest) sees every key
             causal = causal_mask(t_q, t_k, device=query.device)
             if mask is None:
                 mask = causal
@@ -156,6 +163,43 @@ class MultiHeadAttention(nn.Module):
         else:
             out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
         return self.out_proj(merge_heads(out))
+
+
+class KVCache:
+    """The keys and values one self-attention layer has seen, for decoding a token at a time (002).
+
+    ``append(k, v)`` writes the new keys and values ``(B, n_kv_heads, T_new, d_head)`` at positions
+    ``length .. length + T_new - 1`` of buffers allocated once, for ``capacity`` positions (``torch.cat``
+    would copy every stored one again at every step), and returns all of them so far,
+    ``(B, n_kv_heads, length, d_head)`` each. ``MultiHeadAttention.forward(x, cache=...)`` calls it.
+    """
+
+    def __init__(self, capacity: int):
+        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
+            raise ValueError(f"capacity must be a positive int (the positions to hold), got {capacity!r}")
+        self.capacity, self.length = capacity, 0
+        self.k = self.v = None  # (B, n_kv_heads, capacity, d_head) buffers, made by the first append
+
+    def append(self, k: torch.Tensor, v: torch.Tensor):
+        t0, t1 = self.length, self.length + k.shape[2]
+        if t1 > self.capacity:
+            raise ValueError(f"the KV cache holds {self.capacity} positions; {t1} were asked for")
+        if self.k is None:
+            self.k = k.new_empty(*k.shape[:2], self.capacity, k.shape[3])
+            self.v = v.new_empty(*v.shape[:2], self.capacity, v.shape[3])
+        elif k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3] or k.dtype != self.k.dtype:
+            raise ValueError(
+                f"the cache holds keys of shape (B, heads, T, d_head) = {tuple(self.k.shape[:2])} x T x "
+                f"{self.k.shape[3]} in {self.k.dtype}; got {tuple(k.shape)} in {k.dtype}"
+            )
+        self.k[:, :, t0:t1] = k
+        self.v[:, :, t0:t1] = v
+        self.length = t1
+        return self.k[:, :, :t1], self.v[:, :, :t1]
+
+    def nbytes(self) -> int:
+        """Bytes of the keys and values stored so far (it grows linearly with ``length``)."""
+        return 0 if self.k is None else 2 * self.k[:, :, : self.length].numel() * self.k.element_size()
 
 
 @contextmanager

@@ -47,15 +47,38 @@ def rope_frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
     return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
 
 
+def _check_float(x, name: str = "x") -> None:
+    if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
+        got = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"RoPE rotates real vectors: {name} must be a floating-point tensor, got {got}")
+
+
 def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str = "interleaved") -> torch.Tensor:
-    """Rotate the pairs of ``x: (..., T, d)`` by angles given as ``cos, sin: (T, d/2)``; returns ``(..., T, d)``."""
+    """Rotate the pairs of ``x: (..., T, d)`` by angles given as ``cos, sin: (T, d/2)``; returns ``(..., T, d)``.
+
+    A pair ``(x1, x2)`` is read as the complex number ``x1 + i·x2``. Multiplying it by
+    ``e^{iθ} = cos θ + i·sin θ`` gives ``(x1 cos θ - x2 sin θ) + i·(x1 sin θ + x2 cos θ)``: the pair
+    turned by ``θ``, one complex product per pair. Computed in at least float32; returns ``x``'s dtype.
+    """
     _check_pairing(pairing)
-    d = x.shape[-1]
-    if pairing == "interleaved":
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1).flatten(-2)
-    x1, x2 = x[..., : d // 2], x[..., d // 2 :]
-    return torch.cat((x1 * cos - x2 * sin, x1 * sin + x2 * cos), dim=-1)
+    _check_float(x)
+    w = torch.promote_types(x.dtype, torch.float32)
+    return _turn(x, torch.complex(cos.to(w), sin.to(w)), pairing)
+
+
+def _turn(x: torch.Tensor, turn: torch.Tensor, pairing: str) -> torch.Tensor:
+    """``rotate_pairs`` with the unit complex numbers ``turn = cos + i·sin: (T, d/2)`` given."""
+    xw = x.to(turn.real.dtype)
+    if pairing == "interleaved":  # pairs (2i, 2i+1): a complex view of x, no copy
+        pairs = xw.unflatten(-1, (-1, 2))
+        try:
+            z = torch.view_as_complex(pairs)
+        except RuntimeError:  # a layout the view cannot take
+            z = torch.view_as_complex(pairs.contiguous())
+        return torch.view_as_real(z * turn).flatten(-2).to(x.dtype)
+    x1, x2 = xw.chunk(2, dim=-1)  # pairs (i, i + d/2)
+    z = torch.complex(x1, x2) * turn
+    return torch.cat((z.real, z.imag), dim=-1).to(x.dtype)
 
 
 def apply_rope(x: torch.Tensor, positions=None, base: float = 10000.0, pairing: str = "interleaved") -> torch.Tensor:
@@ -70,6 +93,7 @@ def apply_rope(x: torch.Tensor, positions=None, base: float = 10000.0, pairing: 
             f"x must be a tensor of shape (..., T, d), got "
             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
         )
+    _check_float(x)
     d, t = x.shape[-1], x.shape[-2]
     _check_dim(d, "the last dimension of x")
     positions = torch.arange(t) if positions is None else torch.as_tensor(positions)
@@ -123,28 +147,41 @@ class RoPE(nn.Module):
         self.register_buffer("cos", torch.cos(angles).float(), persistent=False)
         self.register_buffer("sin", torch.sin(angles).float(), persistent=False)
 
-    def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        """Rotate ``x: (..., T, d_head)`` for positions ``offset .. offset+T-1``."""
+    def _check(self, x: torch.Tensor, offset, name: str) -> None:
+        _check_float(x, name)
         if x.dim() < 2 or x.shape[-1] != self.d_head:
             raise ValueError(
-                f"RoPE(d_head={self.d_head}) expects x of shape (..., T, {self.d_head}), got {tuple(x.shape)}"
+                f"RoPE(d_head={self.d_head}) expects {name} of shape (..., T, {self.d_head}), got {tuple(x.shape)}"
             )
-        t = x.shape[-2]
+        if isinstance(offset, bool) or not isinstance(offset, Integral):
+            raise TypeError(f"offset must be an int (the position of the first token), got {offset!r}")
         if offset < 0:
             raise ValueError(f"offset must be >= 0 (the position of the first token), got {offset}")
-        if offset + t > self.max_len:
+        if offset + x.shape[-2] > self.max_len:
             raise ValueError(
-                f"positions {offset}..{offset + t - 1} exceed RoPE's table of max_len={self.max_len}; "
-                f"build RoPE(d_head, max_len=...) with max_len >= {offset + t}"
+                f"positions {offset}..{offset + x.shape[-2] - 1} exceed RoPE's table of max_len={self.max_len}; "
+                f"build RoPE(d_head, max_len=...) with max_len >= {offset + x.shape[-2]}"
             )
+
+    def _turns(self, offset: int, t: int, dtype: torch.dtype) -> torch.Tensor:
+        """``(t, d_head/2)`` complex ``cos + i·sin`` for positions ``offset .. offset+t-1``."""
+        w = torch.promote_types(dtype, torch.float32)
+        return torch.complex(self.cos[offset : offset + t].to(w), self.sin[offset : offset + t].to(w))
+
+    def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
+        """Rotate ``x: (..., T, d_head)`` for positions ``offset .. offset+T-1``."""
+        self._check(x, offset, "x")
         if x.dtype == torch.float64:  # exact checks: recompute the angles in float64
-            return apply_rope(x, torch.arange(offset, offset + t), self.base, self.pairing)
-        cos = self.cos[offset : offset + t].to(x.dtype)
-        sin = self.sin[offset : offset + t].to(x.dtype)
-        return rotate_pairs(x, cos, sin, self.pairing)
+            return apply_rope(x, torch.arange(offset, offset + x.shape[-2]), self.base, self.pairing)
+        return _turn(x, self._turns(offset, x.shape[-2], x.dtype), self.pairing)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, q_offset: int = 0, k_offset: int = 0):
-        return self.rotate(q, q_offset), self.rotate(k, k_offset)
+        if q_offset != k_offset or q.shape[-2] != k.shape[-2] or q.dtype != k.dtype or q.dtype == torch.float64:
+            return self.rotate(q, q_offset), self.rotate(k, k_offset)
+        self._check(q, q_offset, "q")
+        self._check(k, k_offset, "k")
+        turn = self._turns(q_offset, q.shape[-2], q.dtype)  # the same positions: one table for both
+        return _turn(q, turn, self.pairing), _turn(k, turn, self.pairing)
 
     def at(self, q_offset: int = 0, k_offset: int = 0):
         """A callable ``(q, k) -> (q, k)`` with fixed offsets, for ``MultiHeadAttention(..., rope=...)``."""

@@ -18,7 +18,7 @@ averaged across ranks, only rank 0 draws the progress bar, and a wall-clock budg
 rank 0 and broadcast, so every rank runs the same number of steps.
 
 The history is a dict of plain lists and numbers (cacheable with the weights):
-``loss``, ``lr`` and (when clipping) ``grad_norm`` per step; ``eval_step``, ``eval_train_seconds`` and
+``loss``, ``lr``, ``step_seconds`` and (when clipping) ``grad_norm`` per step; ``eval_step``, ``eval_train_seconds`` and
 one list per metric that ``evaluate`` returns; ``steps``, ``train_seconds``, ``eval_seconds``,
 ``stopped`` (``stop`` ended the run).
 """
@@ -119,7 +119,7 @@ def train(
     own_live = not isinstance(live, LiveLoss)
     if own_live:
         live = LiveLoss(total=total, title=title, x="step", plot=None if live else False, disable=not bar or rank > 0)
-    hist = {"loss": [], "lr": [], "grad_norm": [], "eval_step": [], "eval_train_seconds": []}
+    hist = {"loss": [], "lr": [], "grad_norm": [], "step_seconds": [], "eval_step": [], "eval_train_seconds": []}
     hist.update(steps=0, train_seconds=0.0, eval_seconds=0.0, stopped=False)
     losses = torch.zeros(log_every, device=device)  # this log period's losses and norms, on the device
     norms = torch.zeros(log_every, device=device)
@@ -198,7 +198,8 @@ def train(
         hist["lr"].append(optimizers[0].param_groups[0]["lr"])  # the rate this step used
         pending, step = pending + 1, step + 1
         hist["steps"] = step
-        hist["train_seconds"] += clock() - t0
+        hist["step_seconds"].append(clock() - t0)  # host time: on a GPU, until the step is queued
+        hist["train_seconds"] += hist["step_seconds"][-1]
         if progress is not None:
             progress.value = min(1.0, step / steps if steps is not None else hist["train_seconds"] / budget_s)
         for sched in schedulers:

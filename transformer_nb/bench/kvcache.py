@@ -1,16 +1,22 @@
 """``python -m transformer_nb.bench kvcache``: greedy generation of 256 new tokens with and without a KV cache.
 
-The model is the notebook's full-data recipe (``lm.RECIPE_MODEL``). If notebook 10 has
+The model is the notebook's full-data recipe (``lm_recipe.RECIPE_MODEL``). If notebook 10 has
 trained and cached it (``TNB_CACHE_DIR``), those weights are used; otherwise a freshly
 initialised model is timed (the cost of a forward pass does not depend on the weights) and
 the JSON says ``"weights": "random-init"``.
 
-Without the cache every new token re-runs the model on the whole sequence so far; with it
-the prompt is processed once and each step feeds one token, attending over the stored keys
-and values. Each variant runs ``--repeats`` times; the best time counts. ``speedup`` is for
-the notebook's 5-token prompt; ``speedup_prompt_256`` repeats the measurement after a
-256-token prompt (the longer the context, the more recomputation the cache saves). The last
-line is one JSON object; ``identical`` says whether every pair produced exactly the same tokens.
+Without the cache every new token re-runs the model on the whole sequence so far; with it the
+prompt is processed once and each step feeds one token, attending over the stored keys and
+values. Both run the same modules (``generation.generate``, what notebook 10 teaches). Each
+variant runs ``--repeats`` times; the best time counts. ``speedup`` is for the notebook's 5-token
+prompt; ``speedup_prompt_256`` repeats the measurement after a 256-token prompt (the longer the
+context, the more recomputation the cache saves).
+
+On a CPU a decoding step does so little arithmetic that calling modules costs as much as
+computing; ``bench/fused_decode.py`` writes the same step in plain ``F`` calls (benchmark only,
+tested to give the same tokens): ``speedup_fused`` is the no-cache time over its time.
+On a GPU (``--device cuda``) the JSON also gives tokens/s of each way.
+The last line is one JSON object; ``identical`` says whether every pair produced the same tokens.
 """
 
 import argparse
@@ -20,7 +26,11 @@ import time
 
 import torch
 
-from transformer_nb import lm
+from transformer_nb import lm_recipe
+from transformer_nb.bench.fused_decode import fused_generate
+from transformer_nb.generation import generate
+from transformer_nb.output_head import frequency_ranks
+from transformer_nb.params import numel
 from transformer_nb.wikitext import load_wikitext2
 
 
@@ -32,6 +42,7 @@ def main(argv=None) -> int:
     )
     p.add_argument("--new-tokens", type=int, default=256)
     p.add_argument("--prompt", default="The history of machine learning")
+    p.add_argument("--device", default="cpu", help="cpu (default) or cuda[:N]")
     p.add_argument("--threads", type=int, default=2)
     p.add_argument("--repeats", type=int, default=5)
     p.add_argument("--data", default=None, help="WikiText-2 folder (default: TNB_DATA_DIR, then the user cache)")
@@ -44,67 +55,77 @@ def main(argv=None) -> int:
     )
     args = p.parse_args(argv)
 
+    device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     data = load_wikitext2(args.data, progress=False)
     V = len(data.vocab)
-    model = lm.build_model("transformer", V, lm.frequency_ranks(data.train, V))
+    model = lm_recipe.build_model("transformer", V, frequency_ranks(data.train, V)).to(device)
     weights = "random-init"
     if not args.random_init:
-        ok, msg = lm.load_cached_recipe(model, V)
+        ok, msg = lm_recipe.load_cached_recipe(model, V)
         print(msg, flush=True)
         weights = "trained" if ok else weights
     model.eval()
-    prompt = data.vocab.encode(args.prompt)
+    prompt = data.vocab.encode(args.prompt).to(device)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(
-        f"kvcache benchmark | torch {torch.__version__} | threads {torch.get_num_threads()} | "
-        f"load average {load:.2f} | {model.num_parameters():,} parameters ({weights}) | "
+        f"kvcache benchmark | torch {torch.__version__} | {device.type} | threads {torch.get_num_threads()} | "
+        f"load average {load:.2f} | {numel(model):,} parameters ({weights}) | "
         f"prompt {prompt.numel()} tokens + {args.new_tokens} new",
         flush=True,
     )
+    ways = {
+        "cache": lambda pr: generate(model, pr, args.new_tokens, use_cache=True),
+        "no_cache": lambda pr: generate(model, pr, args.new_tokens, use_cache=False),
+    }
+    if device.type == "cpu":
+        ways["fused"] = lambda pr: fused_generate(model, pr, args.new_tokens)
 
-    def time_both(prompt):
+    def time_all(prompt):
         times, outs = {}, {}
-        for use_cache in (True, False):
+        for name, fn in ways.items():
             best = float("inf")
             for _ in range(args.repeats):
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
                 t0 = time.perf_counter()
-                out = lm.generate(model, prompt, args.new_tokens, temperature=0.0, use_cache=use_cache)
+                out = fn(prompt)
+                if device.type == "cuda":
+                    torch.cuda.synchronize(device)
                 best = min(best, time.perf_counter() - t0)
-            times[use_cache], outs[use_cache] = best, out
-            print(
-                f"  {'with' if use_cache else 'without'} cache: {best:.3f} s ({args.new_tokens / best:.1f} tokens/s)",
-                flush=True,
-            )
-        return times, outs
+            times[name], outs[name] = best, out
+            print(f"  {name:9s} {best:.3f} s ({args.new_tokens / best:.1f} tokens/s)", flush=True)
+        same = all(torch.equal(outs["no_cache"], o) for o in outs.values())
+        return times, outs, same
 
-    times, outs = time_both(prompt)
-    identical = bool(torch.equal(outs[True], outs[False]))
-    text = data.vocab.decode(outs[True][prompt.numel() : prompt.numel() + 30])
+    times, outs, identical = time_all(prompt)
+    text = data.vocab.decode(outs["cache"][prompt.numel() : prompt.numel() + 30].cpu())
     print(f"  first 30 generated tokens: {text}", flush=True)
     result = {
         "bench": "kvcache",
+        "device": device.type,
         "new_tokens": args.new_tokens,
-        "speedup": round(times[False] / times[True], 2),
+        "speedup": round(times["no_cache"] / times["cache"], 2),
         "identical": identical,
-        "seconds_cache": round(times[True], 3),
-        "seconds_no_cache": round(times[False], 3),
-        "prompt_tokens": int(prompt.numel()),
-        "weights": weights,
-        "threads": torch.get_num_threads(),
-        "load_avg_start": round(load, 2),
+        "seconds_cache": round(times["cache"], 3),
+        "seconds_no_cache": round(times["no_cache"], 3),
+        "tokens_per_s_cache": round(args.new_tokens / times["cache"], 1),
+        "tokens_per_s_no_cache": round(args.new_tokens / times["no_cache"], 1),
     }
+    if "fused" in times:
+        result["speedup_fused"] = round(times["no_cache"] / times["fused"], 2)
+        result["seconds_fused"] = round(times["fused"], 3)
+    result.update(prompt_tokens=int(prompt.numel()), weights=weights, threads=torch.get_num_threads())
+    result["load_avg_start"] = round(load, 2)
     if args.long_prompt:
-        long = data.valid[: args.long_prompt]
+        long = data.valid[: args.long_prompt].to(device)
         print(f"the same with a {long.numel()}-token prompt (the first validation tokens):", flush=True)
-        lt, lo = time_both(long)
-        result.update(
-            {
-                f"speedup_prompt_{long.numel()}": round(lt[False] / lt[True], 2),
-                f"identical_prompt_{long.numel()}": bool(torch.equal(lo[True], lo[False])),
-            }
-        )
-        identical = identical and result[f"identical_prompt_{long.numel()}"]
-        result["identical"] = identical
+        lt, _, same = time_all(long)
+        n = long.numel()
+        result[f"speedup_prompt_{n}"] = round(lt["no_cache"] / lt["cache"], 2)
+        if "fused" in lt:
+            result[f"speedup_fused_prompt_{n}"] = round(lt["no_cache"] / lt["fused"], 2)
+        result[f"identical_prompt_{n}"] = same
+        result["identical"] = identical = identical and same
     print(json.dumps(result))
     return 0 if identical else 1

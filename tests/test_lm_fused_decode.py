@@ -1,0 +1,33 @@
+"""The benchmark's fused CPU decoding step (bench/fused_decode.py) gives exactly the tokens of generate."""
+
+import pytest
+import torch
+
+from transformer_nb.bench.fused_decode import fused_generate
+from transformer_nb.generation import generate
+from transformer_nb.lm import TransformerLM
+from transformer_nb.output_head import frequency_ranks
+
+V = 300
+
+
+@pytest.mark.parametrize("positions", ["learned", "sinusoidal", "rope"])
+@pytest.mark.parametrize("activation", ["relu", "gelu", "swiglu"])
+def test_fused_step_gives_the_tokens_of_generate(positions, activation):
+    torch.manual_seed(0)
+    ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
+    m = TransformerLM(
+        V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=80, head="adaptive_tied", ranks=ranks,
+        cutoffs=(40, 150), positions=positions, activation=activation,
+    ).eval()  # fmt: skip
+    prompt = torch.randint(0, V, (5,), generator=torch.Generator().manual_seed(3))
+    assert torch.equal(fused_generate(m, prompt, 40), generate(m, prompt, 40))
+
+
+def test_fused_step_refuses_what_it_was_not_written_for():
+    m = TransformerLM(50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="full", positions="alibi")
+    with pytest.raises(ValueError, match="ALiBi"):
+        fused_generate(m, torch.tensor([1, 2]), 3)
+    m = TransformerLM(50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="full")
+    with pytest.raises(ValueError, match="exceeds max_len=16"):
+        fused_generate(m, torch.tensor([1, 2]), 15)

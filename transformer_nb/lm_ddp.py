@@ -1,0 +1,111 @@
+"""Train the WikiText-2 recipe on several processes with DistributedDataParallel::
+
+    torchrun --standalone --nproc_per_node=2 -m transformer_nb.lm_ddp --steps 4600
+
+Every process holds a copy of the model and reads its own windows of the training stream
+(``lm_training.window_batches``: one seeded order per epoch, process ``r`` takes every ``world``-th
+window from ``r``), so ``world`` processes together read exactly what one process reads: the
+recipe's ``batch_size`` is the batch of all processes together. After each backward pass DDP
+averages the gradients, so every copy takes the same step. The logged losses and the validation
+perplexity are averaged / summed across processes; process 0 saves the trained model in the
+cache under the name notebook 10's ``lm_recipe.load_or_train`` looks for (same recipe, same steps).
+
+CPU: the gloo backend, ``--threads`` torch threads per process. GPU: NCCL, one GPU per process.
+The models hold registered buffers (RoPE's cos/sin tables), so they are wrapped with
+``broadcast_buffers=False`` (the buffers are constants) and evaluated through the unwrapped module
+on every rank: a forward through the wrapper on one rank alone would wait for the others forever.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import time
+from datetime import timedelta
+
+import torch
+import torch.distributed as dist
+from torch.nn.parallel import DistributedDataParallel
+
+from transformer_nb import cache
+from transformer_nb.lm_recipe import FULL_STEPS, LSTM_FULL_STEPS, build_model, cache_config, recipe_config
+from transformer_nb.lm_training import train_lm
+from transformer_nb.output_head import frequency_ranks
+from transformer_nb.perplexity import evaluate
+from transformer_nb.wikitext import load_wikitext2
+
+
+def wrap(model: torch.nn.Module, device: torch.device) -> DistributedDataParallel:
+    """``model`` in ``DistributedDataParallel``, as this module trains it: constant buffers are not
+    re-broadcast at every forward; a parameter a batch does not reach (an adaptive-softmax cluster
+    without a word in it) is allowed."""
+    ids = [device.index] if device.type == "cuda" else None
+    return DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False, find_unused_parameters=True)
+
+
+def main(argv=None) -> int:
+    p = argparse.ArgumentParser(prog="torchrun --standalone --nproc_per_node=N -m transformer_nb.lm_ddp")
+    p.add_argument("--kind", choices=("transformer", "lstm"), default="transformer")
+    p.add_argument("--steps", type=int, default=None, help="optimizer steps (default: the notebook's full profile)")
+    p.add_argument("--budget", type=float, default=None, help="seconds of training instead of --steps")
+    p.add_argument("--threads", type=int, default=1, help="torch CPU threads per process (default 1)")
+    p.add_argument("--eval-tokens", type=int, default=20_000, help="validation tokens of each point")
+    p.add_argument("--final-eval-tokens", type=int, default=None, help="validation tokens at the end (default all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--data", default=None, help="WikiText-2 folder (default: TNB_DATA_DIR, then the user cache)")
+    p.add_argument("--timeout", type=float, default=300.0, help="seconds a collective may wait (default 300)")
+    p.add_argument("--no-save", action="store_true", help="do not write the cache")
+    args = p.parse_args(argv)
+    if args.steps is not None and args.budget is not None:
+        p.error("give --steps or --budget, not both")
+
+    local = int(os.environ.get("LOCAL_RANK", 0))
+    cuda = torch.cuda.is_available()
+    device = torch.device("cuda", local) if cuda else torch.device("cpu")
+    if cuda:
+        torch.cuda.set_device(device)
+    torch.set_num_threads(args.threads)
+    dist.init_process_group("nccl" if cuda else "gloo", timeout=timedelta(seconds=args.timeout))
+    rank, world = dist.get_rank(), dist.get_world_size()
+    try:
+        data = load_wikitext2(args.data, progress=False)
+        vocab = len(data.vocab)
+        model = build_model(args.kind, vocab, frequency_ranks(data.train, vocab), seed=args.seed).to(device)
+        if args.budget is None:
+            steps = args.steps or (FULL_STEPS if args.kind == "transformer" else LSTM_FULL_STEPS)
+            tcfg = recipe_config(args.kind, device, steps=steps, seed=args.seed, eval_tokens=args.eval_tokens)
+        else:
+            tcfg = recipe_config(args.kind, device, budget_s=args.budget, seed=args.seed, eval_tokens=args.eval_tokens)
+        if rank == 0:
+            how = "NCCL" if cuda else f"gloo, {args.threads} thread(s) each"
+            share = f"{world} x {tcfg.batch_size // world}"
+            print(f"{world} processes ({how}); batch {tcfg.batch_size} = {share} windows of {tcfg.seq_len}", flush=True)
+        t0 = time.perf_counter()
+        hist = train_lm(wrap(model, device), data.train, tcfg, data.valid, live=False, bar=rank == 0, title=args.kind)
+        wall = time.perf_counter() - t0
+        final = evaluate(model, data.valid, tcfg.seq_len, tcfg.eval_batch_size, args.final_eval_tokens,
+                         tcfg.bf16, tcfg.eval_stride)  # fmt: skip
+        if rank == 0:
+            config = cache_config(args.kind, tcfg, vocab)
+            name = cache.cache_name(f"wikitext2_{args.kind}", config)
+            path = None if args.no_save or args.budget else cache.save(name, model, config, hist)
+            result = {
+                "world": world,
+                "backend": dist.get_backend(),
+                "threads": args.threads,
+                "steps": hist["steps"],
+                "tokens_per_s": round(hist["tokens_per_s"], 1),
+                "train_s": round(hist["train_seconds"], 1),
+                "wall_s": round(wall, 1),
+                "val_ppl": round(final["ppl"], 2),
+                "saved": str(path) if path else None,
+            }
+            print(json.dumps(result), flush=True)
+    finally:
+        dist.destroy_process_group()
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

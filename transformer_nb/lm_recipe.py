@@ -1,0 +1,157 @@
+"""The WikiText-2 recipes of notebooks 10 and 11, and their cache (000 §8.6.2; 001 §19.13-19.14).
+
+- ``RECIPE_MODEL`` / ``RECIPE_TRAIN``: the Transformer recipe; ``LSTM_MODEL`` / ``LSTM_TRAIN``: the
+  LSTM baseline. Every choice was measured against its alternatives (notebook 11).
+- ``build_model(kind, V, ranks)`` and ``recipe_config(kind, device=..., steps=...|budget_s=...)``:
+  a fresh seeded model and its ``TrainConfig``. On a GPU the recipe reads ``GPU_BATCH_SCALE`` times
+  more windows per step (and evaluates more streams at once): the device does the work.
+- ``load_or_train(kind, data, steps)``: the trained model from the cache (``cache.load_or_train``,
+  verified), or trained now and saved; ``cached_results(prefix, config, compute)``: the same for
+  results that are not weights (comparisons, final perplexities), keyed on the code that made them.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn as nn
+
+from transformer_nb import cache
+from transformer_nb.lm import LSTMLM, LanguageModel, TransformerLM
+from transformer_nb.lm_training import TrainConfig, train_lm
+from transformer_nb.output_head import frequency_ranks
+from transformer_nb.utils import get_device
+
+KINDS = ("transformer", "lstm")
+
+#: The full-data recipe (notebook 10 and ``python -m transformer_nb.bench lm``).
+RECIPE_MODEL = dict(
+    d_model=128,
+    n_heads=4,
+    d_ff=512,
+    n_layers=2,
+    positions="rope",
+    max_len=1024,
+    head="adaptive_tied",
+    cutoffs=(2000, 10000),
+    div_value=4.0,
+    dropout=0.0,
+)
+RECIPE_TRAIN = dict(
+    batch_size=8,
+    seq_len=128,
+    lr=3e-3,
+    weight_decay=0.1,
+    warmup=0.05,
+    bf16=True,
+    eval_stride=32,
+    optimizer="muon",
+    adamw_lr=9e-3,
+)
+#: The LSTM baseline: the same embedding width and output head (tied adaptive: 154.4 against
+#: 169.4 untied at 360 s), the same optimisers and schedule; consecutive windows with the state
+#: carried over (its natural way to read a corpus); fp32, lr 3e-3 (better than 2e-3 at 150 s);
+#: AdamW's part at 9e-3 like the Transformer's (182.7 against 195.2 with 3e-3 at 150 s).
+LSTM_MODEL = dict(
+    d_model=128, hidden_size=256, n_layers=2, head="adaptive_tied", cutoffs=(2000, 10000), div_value=4.0, dropout=0.0
+)
+LSTM_TRAIN = dict(
+    batch_size=16,
+    seq_len=64,
+    lr=3e-3,
+    weight_decay=0.1,
+    warmup=0.05,
+    bf16=False,
+    contiguous=True,
+    optimizer="muon",
+    adamw_lr=9e-3,
+)
+#: Optimiser steps of the notebook's full profile (~340 s on 2 idle cores, Muon included).
+FULL_STEPS = 4600
+#: The LSTM's steps in the full profile (about the Transformer's seconds: Muon costs the LSTM more).
+LSTM_FULL_STEPS = 3800
+#: On a GPU: this many times the windows per step, and this many evaluation streams.
+GPU_BATCH_SCALE, GPU_EVAL_BATCH = 8, 64
+
+
+def _check_kind(kind) -> None:
+    if kind not in KINDS:
+        raise ValueError(f"kind must be one of {KINDS}, got {kind!r}")
+
+
+def build_model(kind: str, vocab_size: int, ranks: torch.Tensor | None = None, seed: int = 0, **overrides):
+    """A fresh, seeded recipe model (on the CPU): ``kind`` is ``"transformer"`` or ``"lstm"``."""
+    _check_kind(kind)
+    torch.manual_seed(seed)
+    cls = TransformerLM if kind == "transformer" else LSTMLM
+    return cls(vocab_size, ranks=ranks, **{**(RECIPE_MODEL if kind == "transformer" else LSTM_MODEL), **overrides})
+
+
+def recipe_config(kind: str = "transformer", device=None, **overrides) -> TrainConfig:
+    """The recipe's ``TrainConfig`` for ``device`` (default: the CPU); pass ``steps=`` or ``budget_s=``
+    (and any override). On a CUDA device the batch is ``GPU_BATCH_SCALE`` times larger."""
+    _check_kind(kind)
+    base = dict(RECIPE_TRAIN if kind == "transformer" else LSTM_TRAIN)
+    if torch.device(device or "cpu").type == "cuda":
+        base.update(batch_size=base["batch_size"] * GPU_BATCH_SCALE, eval_batch_size=GPU_EVAL_BATCH)
+    return TrainConfig(**{**base, **overrides})
+
+
+def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides: dict | None = None) -> dict:
+    """What a cached model was trained with; a cache saved under another config is retrained."""
+    model = {**(RECIPE_MODEL if kind == "transformer" else LSTM_MODEL), **(model_overrides or {})}
+    return {"kind": kind, "model": model, "train": tcfg.as_dict(), "vocab_size": vocab_size}
+
+
+def load_or_train(
+    kind: str,
+    data,
+    steps: int,
+    seed: int = 0,
+    retrain: bool = False,
+    live: bool = True,
+    eval_tokens: int = 20_000,
+    eval_every: int | None = None,
+    device=None,
+):
+    """The recipe model trained for ``steps`` optimiser steps: loaded from the cache, or trained now.
+
+    ``data`` is a ``wikitext.WikiText2``; validation points use the first ``eval_tokens`` of its
+    validation split. ``device``: where the model trains and is returned (default: ``get_device()``,
+    i.e. ``TNB_DEVICE`` or the best one here); the recipe scales with it (``recipe_config``).
+    A corrupt, damaged or mismatched cache is reported and the model retrained. Returns
+    ``(model, history, trained_now)``, the model in eval mode on ``device``.
+    """
+    device = torch.device(device) if device is not None else get_device()
+    vocab_size = len(data.vocab)
+    model = build_model(kind, vocab_size, frequency_ranks(data.train, vocab_size), seed=seed).to(device)
+    tcfg = recipe_config(kind, device, steps=steps, seed=seed, eval_tokens=eval_tokens, eval_every=eval_every)
+    config = cache_config(kind, tcfg, vocab_size)
+
+    def train_fn(m):
+        return train_lm(m, data.train, tcfg, valid_ids=data.valid, live=live, title=f"{kind} on WikiText-2")
+
+    hist, trained = cache.load_or_train(cache.cache_name(f"wikitext2_{kind}", config), model, config, train_fn, retrain)
+    return model.eval(), hist, trained
+
+
+def load_cached_recipe(model: LanguageModel, vocab_size: int, steps: int | None = None, device=None):
+    """Load notebook 10's cached full-profile Transformer into ``model``: ``(ok, message)``."""
+    tcfg = recipe_config("transformer", device, steps=steps or FULL_STEPS)
+    config = cache_config("transformer", tcfg, vocab_size)
+    ok, msg, _ = cache.load(cache.cache_name("wikitext2_transformer", config), model, config)
+    return ok, msg
+
+
+class CachedResults(nn.Module):
+    """No weights: what ``cached_results`` saves its numbers with (the cache keys them on this
+    module's code and the package modules it uses, so a change to the models recomputes them)."""
+
+
+def cached_results(prefix: str, config: dict, compute, retrain: bool = False) -> tuple[dict, bool]:
+    """``compute() -> dict`` (numbers, lists, tensors), run once per ``config`` and then read from the
+    cache (``cache.load_or_train``: verified, keyed on ``config`` and on the model code). Returns
+    ``(results, computed_now)``."""
+    if not callable(compute):
+        raise TypeError(f"compute must be callable () -> dict, got {type(compute).__name__}")
+    name = cache.cache_name(prefix, config)
+    return cache.load_or_train(name, CachedResults(), config, lambda _: compute(), retrain)

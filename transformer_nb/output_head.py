@@ -1,0 +1,204 @@
+"""The output layer of a language model: hidden states -> a distribution over the vocabulary
+(000 §8.6.2; 001 §19.11.3 weight tying; Grave et al. 2017; Baevski & Auli 2019).
+
+``OutputHead(kind, d_model, vocab_size, ranks=None)`` with ``kind``:
+
+- ``"full"``: a ``Linear(d, V)`` (with bias) and a softmax over all ``V`` words;
+- ``"tied"``: the same, with the logits ``h @ E^T + b`` read from the token embedding ``E``,
+  which the head owns (``embed`` looks words up in it; Press & Wolf 2017);
+- ``"adaptive"``: ``nn.AdaptiveLogSoftmaxWithLoss``. Words sorted by frequency are split by
+  ``cutoffs`` into a head of frequent words (full width) and tail clusters whose words go
+  through a narrower projection (``d / div_value^i``). It needs ``ranks = frequency_ranks(...)``;
+  the head keeps that order in buffers, so every public method speaks vocabulary ids;
+- ``"adaptive_tied"``: the adaptive softmax whose weights are also the input embedding
+  ("adaptive input"): a frequent word's embedding is its row of the head matrix, a rarer word's
+  its row of the cluster matrix ``(n_i, d/4^i)`` mapped back to ``d`` by the cluster projection.
+
+Shapes: hidden ``h: (N, d)``; targets ``y: (N,)``; log-probabilities ``(N, V)``.
+"""
+
+from __future__ import annotations
+
+from contextlib import contextmanager
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+HEADS = ("full", "tied", "adaptive", "adaptive_tied")
+
+
+def frequency_ranks(train_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
+    """``(V,)`` int64: ``rank[id]`` = position of ``id`` when words are sorted by training count
+    (0 = most frequent; ties keep id order)."""
+    if not isinstance(train_ids, torch.Tensor) or train_ids.dtype.is_floating_point or train_ids.dtype == torch.bool:
+        raise TypeError(f"train_ids must be an integer tensor of word ids, got {_describe(train_ids)}")
+    if train_ids.numel() and train_ids.min() < 0:
+        raise ValueError(f"train_ids must be >= 0, got {int(train_ids.min())}")
+    counts = torch.bincount(train_ids.reshape(-1).cpu(), minlength=vocab_size)
+    if counts.numel() != vocab_size:
+        raise ValueError(f"train_ids hold ids >= vocab_size={vocab_size}")
+    order = torch.argsort(counts, descending=True, stable=True)  # rank -> id
+    ranks = torch.empty_like(order)
+    ranks[order] = torch.arange(vocab_size)
+    return ranks
+
+
+def _describe(x) -> str:
+    return f"{x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+class OutputHead(nn.Module):
+    """Hidden states ``(N, d)`` -> per-token NLL, log-probabilities, or the greedy word (see the module doc)."""
+
+    def __init__(
+        self,
+        kind: str,
+        d_model: int,
+        vocab_size: int,
+        ranks: torch.Tensor | None = None,
+        cutoffs=(2000, 10000),
+        div_value: float = 4.0,
+    ):
+        super().__init__()
+        if kind not in HEADS:
+            raise ValueError(f"head must be one of {HEADS}, got {kind!r}")
+        self.kind, self.d_model, self.vocab_size = kind, d_model, vocab_size
+        self._table = None  # the (V, d) embeddings while ``lookup_table()`` is active
+        if kind == "full":
+            self.proj = nn.Linear(d_model, vocab_size)
+        elif kind == "tied":
+            self.tok = nn.Embedding(vocab_size, d_model)
+            self.bias = nn.Parameter(torch.zeros(vocab_size))
+        else:
+            if ranks is None:
+                raise ValueError(
+                    f"the {kind} head needs ranks = frequency_ranks(train_ids, V): "
+                    "its clusters only save work if frequent words come first"
+                )
+            if not isinstance(ranks, torch.Tensor) or ranks.shape != (vocab_size,):
+                raise ValueError(f"ranks must be a tensor of shape ({vocab_size},), got {_describe(ranks)}")
+            if not torch.equal(torch.sort(ranks.long().cpu()).values, torch.arange(vocab_size)):
+                raise ValueError("ranks must be a permutation of 0 .. V-1 (use frequency_ranks)")
+            self.register_buffer("ranks", ranks.clone().long())
+            self.register_buffer("order", torch.argsort(self.ranks))  # rank -> word id
+            self.asm = nn.AdaptiveLogSoftmaxWithLoss(d_model, vocab_size, list(cutoffs), div_value=div_value)
+
+    @property
+    def adaptive(self) -> bool:
+        return self.kind in ("adaptive", "adaptive_tied")
+
+    @property
+    def embeds(self) -> bool:
+        """Whether this head also provides the input embeddings (``embed``)."""
+        return self.kind in ("tied", "adaptive_tied")
+
+    def _weight_dtype(self) -> torch.dtype:
+        return self.asm.head.weight.dtype
+
+    # ----- input side ---------------------------------------------------------------------
+    def embed(self, ids: torch.Tensor) -> torch.Tensor:
+        """Tied heads only: ids ``(...)`` -> embeddings ``(..., d)`` read from the output weights."""
+        if self.kind == "tied":
+            return self.tok(ids)
+        if self.kind != "adaptive_tied":
+            raise ValueError(f"a {self.kind!r} head does not provide embeddings; only the tied heads do")
+        if self._table is not None:
+            return F.embedding(ids, self._table)
+        return self._embed_rows(ids)
+
+    def _embed_rows(self, ids: torch.Tensor) -> torch.Tensor:
+        asm = self.asm
+        r = self.ranks[ids.reshape(-1)]
+        bounds = [0] + list(asm.cutoffs)  # [0, 2000, 10000, V]
+        out = F.embedding(r.clamp(max=bounds[1] - 1), asm.head.weight)  # frequent words: head rows
+        for i, (lo, hi) in enumerate(zip(bounds[1:-1], bounds[2:])):
+            idx = ((r >= lo) & (r < hi)).nonzero().squeeze(1)
+            if idx.numel():
+                low = F.embedding(r[idx] - lo, asm.tail[i][1].weight)  # (n, d / div^(i+1))
+                out = out.index_copy(0, idx, low @ asm.tail[i][0].weight)
+        # The softmax weights start small (uniform in +-1/sqrt(d)); scaled by sqrt(d) the embeddings
+        # have roughly unit size, as an nn.Embedding's would (as in Vaswani et al. §3.4).
+        return out.view(*ids.shape, self.d_model) * self.d_model**0.5
+
+    @torch.no_grad()
+    def embedding_table(self) -> torch.Tensor:
+        """``adaptive_tied``: the ``(V, d)`` embeddings of every word, ``embed(arange(V))``, built a
+        cluster at a time (in rank order the clusters are consecutive blocks of rows)."""
+        asm = self.asm
+        blocks = [asm.head.weight[: asm.cutoffs[0]]] + [rows.weight @ proj.weight for proj, rows in asm.tail]
+        return (torch.cat(blocks) * self.d_model**0.5)[self.ranks]
+
+    @contextmanager
+    def lookup_table(self):
+        """Within the block, ``embed`` reads one ``(V, d)`` table computed on entry (``adaptive_tied``;
+        a no-op for the other kinds). For generation, where the weights stay fixed: a token's
+        embedding becomes one lookup instead of a pass over the clusters."""
+        if self.kind != "adaptive_tied":
+            yield
+            return
+        self._table = self.embedding_table()
+        try:
+            yield
+        finally:
+            self._table = None
+
+    # ----- output side --------------------------------------------------------------------
+    def logits(self, h: torch.Tensor) -> torch.Tensor:
+        """``(N, d) -> (N, V)`` logits (full and tied heads)."""
+        if self.kind == "full":
+            return self.proj(h)
+        if self.kind == "tied":
+            return F.linear(h, self.tok.weight, self.bias)
+        raise ValueError("the adaptive head has no single logit matrix; use log_probs")
+
+    def nll(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
+        """Per-token negative log-likelihood: ``h (N, d)``, ``y (N,)`` -> ``(N,)`` float32."""
+        if self.adaptive:
+            with torch.autocast(h.device.type, enabled=False):  # the adaptive head runs in its weights' dtype
+                return -self.asm(h.to(self._weight_dtype()), self.ranks[y]).output.float()
+        return F.cross_entropy(self.logits(h).float(), y, reduction="none")
+
+    def log_probs(self, h: torch.Tensor) -> torch.Tensor:
+        """``(N, d) -> (N, V)`` float32 log-probabilities in vocabulary-id order."""
+        if self.adaptive:
+            with torch.autocast(h.device.type, enabled=False):
+                return self.asm.log_prob(h.to(self._weight_dtype())).float()[:, self.ranks]
+        return F.log_softmax(self.logits(h).float(), dim=-1)
+
+    def next_token_scores(self, h: torch.Tensor):
+        """For sampling: ``(log_probs (N, V), order)`` where column ``j`` is word ``order[j]``
+        (``order`` is None for id order). The adaptive head answers in frequency-rank order,
+        which saves reordering 33k numbers at every generated token."""
+        if self.adaptive:
+            with torch.autocast(h.device.type, enabled=False):
+                return self.asm.log_prob(h.to(self._weight_dtype())).float(), self.order
+        return self.log_probs(h), None
+
+    def greedy(self, h: torch.Tensor) -> torch.Tensor:
+        """``(N, d) -> (N,)`` the most likely word ids, exactly ``log_probs(h).argmax(-1)``.
+
+        The adaptive head skips what cannot win. A word of tail cluster ``i`` has log-probability
+        ``log p(cluster i) + log p(word | cluster i) <= log p(cluster i)``, so the cluster is
+        computed only when its own entry in the head beats the best word found so far. (The
+        library's ``AdaptiveLogSoftmaxWithLoss.predict`` computes all 33k log-probabilities as
+        soon as any cluster wins the head, which in generation is most steps.) The head's
+        log-softmax is never needed: every head entry is shifted by the same log-sum-exp, so
+        its raw logits rank the same way.
+        """
+        if not self.adaptive:
+            return self.logits(h).argmax(dim=-1)
+        asm, s = self.asm, self.asm.shortlist_size
+        with torch.autocast(h.device.type, enabled=False):
+            h = h.to(self._weight_dtype())
+            z = F.linear(h, asm.head.weight, asm.head.bias).float()  # (N, shortlist + clusters) logits
+            best, rank = z[:, :s].max(dim=1)
+            may_win = (z[:, s:] > best[:, None]).any(dim=0).tolist()  # per cluster, for any row
+            for i in range(asm.n_clusters):
+                if not may_win[i]:
+                    continue  # no word of cluster i can win
+                c = z[:, s + i]
+                v, j = (F.log_softmax(asm.tail[i](h).float(), dim=1) + c[:, None]).max(dim=1)
+                win = v > best  # ties: the lower rank, as argmax
+                best, rank = torch.where(win, v, best), torch.where(win, j + asm.cutoffs[i], rank)
+        return self.order[rank]

@@ -1,0 +1,117 @@
+"""Perplexity, the score of a language model, and the unigram baseline (000 §8.6.2, Exercise 8.9;
+001 §19.13).
+
+The perplexity of a model on a text of ``N`` predicted tokens is ``exp(-(1/N) Σ log p(w_t | w_<t))``:
+the exponential of the mean negative log-likelihood (NLL) per token. A model that spreads its
+probability evenly over ``k`` words has perplexity ``k``. Summing the NLL over the whole split and
+dividing once by the number of tokens is what makes it exact (a mean of per-batch perplexities is not).
+"""
+
+from __future__ import annotations
+
+import math
+from numbers import Integral
+
+import torch
+import torch.distributed as dist
+
+from transformer_nb.train import rank_and_world, unwrap
+from transformer_nb.wikitext import batchify, iter_batches
+
+
+def _check_stream(name: str, ids, least: int = 2) -> None:
+    if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex:
+        got = f"a {ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise TypeError(f"{name} must be an integer tensor of word ids, got {got}")
+    if ids.dim() != 1 or ids.numel() < least:
+        raise ValueError(f"{name} must be a flat (N,) stream of at least {least} ids, got shape {tuple(ids.shape)}")
+
+
+def _check_positive(name: str, v, allow_none: bool = False) -> None:
+    if v is None and allow_none:
+        return
+    if isinstance(v, bool) or not isinstance(v, Integral) or v < 1:
+        raise ValueError(f"{name} must be a positive int{' or None' if allow_none else ''}, got {v!r}")
+
+
+def unigram_perplexity(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_size: int) -> float:
+    """Perplexity of the unigram model ``p(w) = count_train(w) / N_train`` on ``eval_ids``.
+
+    Raises ``ValueError`` if an evaluated word never occurs in training (infinite perplexity).
+    """
+    _check_stream("train_ids", train_ids, 1)
+    _check_stream("eval_ids", eval_ids, 1)
+    if min(train_ids.min(), eval_ids.min()) < 0 or max(train_ids.max(), eval_ids.max()) >= vocab_size:
+        raise ValueError(f"ids must lie in [0, vocab_size={vocab_size})")
+    counts = torch.bincount(train_ids.cpu(), minlength=vocab_size).double()
+    nll = -(counts / counts.sum()).log()[eval_ids.cpu()]
+    if torch.isinf(nll).any():
+        raise ValueError("an evaluated word has zero training count: the unigram perplexity is infinite")
+    return math.exp(nll.mean().item())
+
+
+@torch.no_grad()
+def evaluate(
+    model,
+    ids: torch.Tensor,
+    seq_len: int = 128,
+    batch_size: int = 16,
+    max_tokens: int | None = None,
+    bf16: bool = False,
+    stride: int | None = None,
+) -> dict:
+    """Perplexity of ``model`` on a flat ``(N,)`` split: ``exp(sum of NLL / number of targets)``.
+
+    The split is cut into ``batch_size`` contiguous streams, read in windows of ``seq_len``; every
+    target is scored exactly once, on the model's device. A model that carries a state (the LSTM)
+    carries it from window to window, so every prediction sees all the text before it. A
+    Transformer sees only its window: with ``stride=None`` the windows do not overlap (a word early
+    in a window has little context); with ``stride < seq_len`` the window slides by ``stride`` and
+    only its last ``stride`` targets are scored, so every prediction after the first window has at
+    least ``seq_len - stride`` words of context (at ``seq_len / stride`` times the cost).
+    Under ``torch.distributed`` each rank scores its own contiguous part and the sums are added up.
+    Returns ``{"nll_sum", "tokens", "ppl"}``.
+    """
+    _check_stream("ids", ids)
+    _check_positive("seq_len", seq_len)
+    _check_positive("batch_size", batch_size)
+    _check_positive("max_tokens", max_tokens, allow_none=True)
+    _check_positive("stride", stride, allow_none=True)
+    raw = unwrap(model)
+    device = next(raw.parameters()).device
+    data = ids if max_tokens is None else ids[:max_tokens]
+    rank, world = rank_and_world()
+    if world > 1:  # rank r scores targets r*n+1 .. (r+1)*n
+        n = (data.numel() - 1) // world
+        data = data[rank * n : (rank + 1) * n + 1]
+    if data.numel() < 2:
+        raise ValueError(f"max_tokens={max_tokens} leaves fewer than 2 tokens to score")
+    raw.check_ids(data[None], "ids")
+    streams = batchify(data, max(1, min(batch_size, (data.numel() - 1) // 2))).to(device)
+    was_training = raw.training
+    raw.eval()
+    total = torch.zeros((), dtype=torch.float64, device=device)
+    count = 0
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
+        if stride is None or stride >= seq_len:
+            state = None
+            for x, y in iter_batches(streams, seq_len):
+                nll, state = raw(x, y, state, reduction="sum")
+                total += nll.double()
+                count += y.numel()
+        else:
+            last, done = streams.shape[1] - 1, 0  # targets are streams[:, 1 .. last]; 0 .. done-1 are scored
+            while done < last:
+                end = min(done + (seq_len if done == 0 else stride), last)
+                start = max(0, end - seq_len)
+                nll, _ = raw(streams[:, start:end], streams[:, start + 1 : end + 1], reduction="none")
+                total += nll[:, done - start :].double().sum()  # only the targets not scored yet
+                count += nll[:, done - start :].numel()
+                done = end
+    raw.train(was_training)
+    if world > 1:
+        both = torch.stack([total, torch.tensor(float(count), dtype=torch.float64, device=device)])
+        dist.all_reduce(both)
+        total, count = both[0], int(both[1])
+    total = float(total)
+    return {"nll_sum": total, "tokens": count, "ppl": math.exp(total / count)}

@@ -1,0 +1,132 @@
+"""Exercise 8.9 as stated (000 §8.6.2): a Transformer and an LSTM of about the same size, trained on
+a small WikiText-2 sample with AdamW at a constant learning rate, compared by perplexity.
+
+- ``sample_corpus``: the first ``n_tokens`` of the training stream with their own vocabulary;
+- ``lstm_matching``: the ``LSTMLM`` whose hidden size brings it closest to a parameter count;
+- ``train_epochs``: the exercise's recipe (epochs over shuffled non-overlapping windows), run
+  through the package's one training loop;
+- ``exercise_8_9``: both models trained on the sample and scored, through the model cache.
+"""
+
+from __future__ import annotations
+
+import math
+
+import torch
+
+from transformer_nb import cache
+from transformer_nb.lm import LSTMLM, LanguageModel, TransformerLM
+from transformer_nb.params import numel
+from transformer_nb.perplexity import evaluate
+from transformer_nb.train import train
+
+#: The exercise's Transformer: 4 blocks of width 128 over windows of 256 tokens.
+EX89_TRANSFORMER = dict(d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256, head="full")
+EX89_TRAIN = dict(batch_size=16, seq_len=256, lr=3e-4)
+
+
+def sample_corpus(train_ids: torch.Tensor, itos: list[str], n_tokens: int = 50_000, unk: str = "<unk>"):
+    """The first ``n_tokens`` of the training stream, re-indexed with its own vocabulary.
+
+    Returns ``(ids (n_tokens,), itos_sample)``; ``itos_sample`` lists the sample's word types in
+    order of first appearance (plus ``unk`` if absent), so a word outside the sample encodes to ``unk``.
+    """
+    if not isinstance(train_ids, torch.Tensor) or train_ids.dim() != 1 or train_ids.numel() < n_tokens:
+        raise ValueError(f"need a 1-D stream of at least n_tokens={n_tokens} ids, got {train_ids!r:.60}")
+    part = train_ids[:n_tokens]
+    old = list(dict.fromkeys(part.tolist()))
+    words = [itos[i] for i in old]
+    if unk not in words:
+        words.append(unk)
+    remap = {o: n for n, o in enumerate(old)}
+    return torch.tensor([remap[i] for i in part.tolist()], dtype=torch.long), words
+
+
+def lstm_matching(target_params: int, vocab_size: int, d_model: int, n_layers: int = 2, **kw) -> LSTMLM:
+    """An ``LSTMLM`` whose hidden size makes its parameter count closest to ``target_params``."""
+    base = numel(LSTMLM(vocab_size, d_model, d_model, n_layers, **kw))
+
+    def count(h):  # an LSTM layer: 4 gates x (input + hidden + 2 biases) x hidden; the projection h -> d
+        rnn = sum(4 * h * ((d_model if i == 0 else h) + h + 2) for i in range(n_layers))
+        return rnn + (h * d_model + d_model if h != d_model else 0)
+
+    hidden = min(range(4, 8 * d_model + 1), key=lambda h: abs(base - count(d_model) + count(h) - target_params))
+    return LSTMLM(vocab_size, d_model, hidden, n_layers, **kw)
+
+
+def _epoch_batches(windows: torch.Tensor, batch_size: int, generator: torch.Generator):
+    """Forever: each epoch, the ``(n, T + 1)`` windows in a fresh shuffled order, ``batch_size`` at a time."""
+    while True:
+        for idx in torch.randperm(windows.shape[0], generator=generator).split(batch_size):
+            yield windows[idx.to(windows.device)]
+
+
+def train_epochs(
+    model: LanguageModel,
+    ids: torch.Tensor,
+    epochs: int = 5,
+    batch_size: int = 16,
+    seq_len: int = 256,
+    lr: float = 3e-4,
+    seed: int = 0,
+    live: bool = True,
+    title: str = "training",
+) -> dict:
+    """Exercise 8.9's recipe: AdamW at a constant ``lr`` for ``epochs`` passes over ``ids``.
+
+    ``ids`` is cut into non-overlapping windows of ``seq_len + 1`` tokens (inputs and the targets
+    shifted by one), shuffled each epoch with a seeded generator; the LSTM starts every window from
+    a zero state, like the Transformer. Returns ``train.train``'s history plus per epoch
+    ``train_ppl`` (over the epoch's tokens) and ``seconds`` (training time).
+    """
+    n = (ids.numel() - 1) // seq_len
+    if n < 1:
+        raise ValueError(f"{ids.numel()} tokens do not fill one window of seq_len={seq_len}")
+    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
+        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    device = next(model.parameters()).device
+    windows = ids[: n * seq_len + 1].unfold(0, seq_len + 1, seq_len).to(device)  # (n, seq_len + 1), overlap 1
+    torch.manual_seed(seed)
+    per_epoch = math.ceil(n / batch_size)
+    sizes = [min(batch_size, n - i * batch_size) for i in range(per_epoch)]  # windows in each batch of an epoch
+    hist = train(
+        model,
+        lambda m, w: m(w[:, :-1], w[:, 1:])[0],
+        _epoch_batches(windows, batch_size, torch.Generator().manual_seed(seed)),
+        torch.optim.AdamW(model.parameters(), lr=lr),
+        steps=epochs * per_epoch,
+        live=live,
+        title=title,
+    )
+    for e in range(epochs):
+        losses = hist["loss"][e * per_epoch : (e + 1) * per_epoch]
+        hist.setdefault("train_ppl", []).append(math.exp(sum(a * s for a, s in zip(losses, sizes)) / n))
+        hist.setdefault("seconds", []).append(sum(hist["step_seconds"][e * per_epoch : (e + 1) * per_epoch]))
+    model.train()
+    return hist
+
+
+def exercise_8_9(data, n_tokens: int = 50_000, epochs: int = 5, seed: int = 0, retrain: bool = False, device=None):
+    """Both models of the exercise trained on the first ``n_tokens`` of WikiText-2's training split
+    (cached) and scored on that sample (once, when trained). Returns ``{"vocab": itos, "ids": ...,
+    "models": {name: model}, "hist": {name: history}, "ppl": {name: perplexity}}``; models in eval
+    mode on ``device``."""
+    ids, itos = sample_corpus(data.train, data.vocab.itos, n_tokens)
+    device = torch.device(device or "cpu")
+    torch.manual_seed(seed)
+    tf = TransformerLM(len(itos), **EX89_TRANSFORMER)
+    lstm = lstm_matching(numel(tf), len(itos), d_model=128, n_layers=2, head="full")
+    out = {"vocab": itos, "ids": ids, "models": {}, "hist": {}, "ppl": {}}
+    for name, model in (("Transformer", tf.to(device)), ("LSTM", lstm.to(device))):
+        config = {"exercise": "8.9", "model": name, "params": numel(model), "n_tokens": n_tokens, "epochs": epochs}
+        config.update(seed=seed, **EX89_TRAIN)
+
+        def train_fn(m, name=name):
+            hist = train_epochs(m, ids, epochs, seed=seed, title=f"Exercise 8.9: {name}", **EX89_TRAIN)
+            return {**hist, "ppl": evaluate(m, ids, seq_len=EX89_TRAIN["seq_len"])["ppl"]}  # scored once
+
+        hist, _ = cache.load_or_train(
+            cache.cache_name(f"ex89_{name.lower()}", config), model, config, train_fn, retrain
+        )
+        out["models"][name], out["hist"][name], out["ppl"][name] = model.eval(), hist, hist["ppl"]
+    return out
