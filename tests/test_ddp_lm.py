@@ -1,0 +1,84 @@
+"""DistributedDataParallel: two gloo processes of one thread each train the LM exactly as one process
+trains it on their joint batch, and end with identical parameters (lm_ddp.wrap + lm_training.train_lm)."""
+
+from datetime import timedelta
+
+import pytest
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.lm_ddp import wrap
+from transformer_nb.lm_training import TrainConfig, train_lm
+from transformer_nb.output_head import frequency_ranks
+
+V, STEPS = 40, 6
+KINDS = ("transformer", "lstm")
+
+
+def stream(n, seed):
+    return torch.randint(0, V, (n,), generator=torch.Generator().manual_seed(seed))
+
+
+def tiny(kind):
+    torch.manual_seed(0)
+    ranks = frequency_ranks(stream(3000, 1), V)
+    small = dict(head="adaptive_tied", ranks=ranks, cutoffs=(8, 20))
+    if kind == "transformer":
+        return TransformerLM(V, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=32, positions="rope", **small)
+    return LSTMLM(V, d_model=16, hidden_size=24, n_layers=1, **small)
+
+
+def config(kind):
+    return TrainConfig(
+        steps=STEPS, batch_size=8, seq_len=16, lr=1e-2, optimizer="muon", adamw_lr=2e-2, contiguous=kind == "lstm",
+        eval_every=3, eval_tokens=400,
+    )  # fmt: skip
+
+
+def run(kind, ddp: bool) -> dict:
+    model = tiny(kind)
+    trained = wrap(model, torch.device("cpu")) if ddp else model
+    hist = train_lm(trained, stream(3000, 1), config(kind), valid_ids=stream(400, 2), live=False, bar=False)
+    params = {k: v.clone() for k, v in model.state_dict().items()}
+    return {"params": params, "loss": hist["loss"], "val": hist["val_ppl"]}
+
+
+def worker(rank, world, init_file, out):
+    torch.set_num_threads(1)
+    dist.init_process_group(
+        "gloo", init_method=f"file://{init_file}", rank=rank, world_size=world, timeout=timedelta(seconds=30)
+    )
+    try:
+        torch.save({kind: run(kind, ddp=True) for kind in KINDS}, f"{out}/rank{rank}.pt")
+    finally:
+        dist.destroy_process_group()
+
+
+@pytest.fixture(scope="module")
+def two_ranks(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("ddp")
+    mp.spawn(worker, args=(2, tmp / "init", tmp), nprocs=2, join=True)  # fresh processes: no forked thread pools
+    return [torch.load(tmp / f"rank{r}.pt") for r in range(2)]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_parameters_are_identical_across_ranks(two_ranks, kind):
+    a, b = two_ranks[0][kind], two_ranks[1][kind]
+    for k in a["params"]:
+        assert torch.equal(a["params"][k], b["params"][k]), k
+    assert a["loss"] == b["loss"] and a["val"] == b["val"]  # the logged numbers are reduced across ranks
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_processes_match_one_process_on_the_joint_batch(two_ranks, kind):
+    torch.set_num_threads(1)
+    one, two = run(kind, ddp=False), two_ranks[0][kind]
+    moved = 0.0
+    for k, v in one["params"].items():
+        assert torch.allclose(two["params"][k], v, atol=2e-5, rtol=1e-4), k
+        moved = max(moved, (v - tiny(kind).state_dict()[k]).abs().max().item())
+    assert moved > 1e-3  # training really moved the weights
+    assert two["loss"] == pytest.approx(one["loss"], rel=1e-4)
+    assert two["val"] == pytest.approx(one["val"], rel=0.05)  # each rank scores its half of the split
