@@ -16,9 +16,15 @@ from dataclasses import dataclass
 
 import pytest
 import torch
+from hypothesis import settings
 from hypothesis import strategies as st
 
 HUGE = st.integers(10**12, 10**15)  # sizes whose tensors cannot fit any machine's memory
+
+
+def heavy(test):
+    """A quarter of the profile's examples (at least 5), for properties that build and run whole models."""
+    return settings(max_examples=max(5, settings().max_examples // 4))(test)
 
 
 @dataclass(frozen=True)
