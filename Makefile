@@ -27,7 +27,7 @@ endif
 
 NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
 
-.PHONY: help venv install lab lint test browser-test runtimes refresh refresh-all book slides clean distclean
+.PHONY: help venv install lab lint test browser-test runtimes refresh refresh-all book lecture slides clean distclean
 .PHONY: wheel colab-test
 
 help:
@@ -40,6 +40,7 @@ help:
 	@echo "make refresh-all          the same for every notebook"
 	@echo "make runtimes             time every notebook (quick profile) into notebooks/runtimes.json"
 	@echo "make book [EXECUTE=1]     the stored notebooks as a navigable HTML book in build/book/ (EXECUTE=1: run them first)"
+	@echo "make lecture              train once the models of 09, 10, 12 that the lecture notebook (14) loads"
 	@echo "make slides NB=NAME       reveal.js slides of a stored notebook into build/slides/"
 	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC))"
 	@echo "make wheel                the package wheel into dist/ (Colab's setup cell can install it)"
@@ -72,6 +73,9 @@ test: $(INSTALLED)
 	$(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" \
 	  $(BIN)/python -m pytest tests $(NOTEBOOKS) $(NBVAL) --durations=0 --durations-min=1 \
 	  || status=$$?; \
+	if [ $$status -eq 0 ] || [ $$status -eq 5 ]; then \
+	  $(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" $(BIN)/python tools/solutions.py \
+	  || status=$$?; fi; \
 	if [ $$status -eq 5 ]; then status=0; fi; \
 	echo "make test finished in $$(( $$(date +%s) - $(MAKE_START) )) s (install included), exit $$status"; \
 	exit $$status
@@ -104,6 +108,12 @@ refresh-all: $(INSTALLED)
 book: $(INSTALLED)  ## HTML of the stored notebooks (full-profile outputs); EXECUTE=1 runs them all again first
 	rm -rf build/book
 	$(RUN) $(BIN)/python tools/book.py --out build/book $(if $(EXECUTE),--execute)
+
+# Lecture mode: train once (through the notebooks' own cache entries, active profile) the models that
+# notebooks/14_lecture.ipynb loads; a warm cache makes this a few seconds.
+lecture: $(INSTALLED)  ## the trained models of 09, 10 and 12 for the lecture notebook (14), trained once
+	$(RUN) $(BIN)/python -m transformer_nb.lecture
+	@echo "open notebooks/14_lecture.ipynb (make lab): every widget, ready to drive"
 
 slides: $(INSTALLED)
 	@if [ -z "$(NB)" ]; then echo "usage: make slides NB=01_scaled_attention" >&2; exit 2; fi
