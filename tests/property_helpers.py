@@ -61,14 +61,17 @@ NOT_REAL = st.one_of(
 )
 
 
-def size(lo: int = 0, hi: int = 6, huge_ok: bool = False, none_ok: bool = False) -> st.SearchStrategy:
+def size(
+    lo: int = 0, hi: int = 6, huge_ok: bool = False, none_ok: bool = False, huge: bool = True
+) -> st.SearchStrategy:
     """A size argument: good ints in ``lo..hi``, or bad ones (below ``lo``, non-ints, huge unless ``huge_ok``).
 
-    ``none_ok``: ``None`` is a good value (an optional size).
+    ``none_ok``: ``None`` is a good value (an optional size). ``huge=False``: draw no huge sizes at all.
     """
     not_int = NOT_INT.filter(lambda v: v is not None) if none_ok else NOT_INT
     choices = [good(st.integers(lo, hi)), good(st.integers(lo, hi)), bad(not_int), bad(st.integers(lo - 5, lo - 1))]
-    choices.append(good(HUGE) if huge_ok else bad(HUGE))
+    if huge:
+        choices.append(good(HUGE) if huge_ok else bad(HUGE))
     if none_ok:
         choices.append(good(st.none()))
     return st.one_of(*choices)
