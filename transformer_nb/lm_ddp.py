@@ -12,13 +12,15 @@ cache under the name notebook 10's ``lm_recipe.load_or_train`` looks for (same r
 
 CPU: the gloo backend, ``--threads`` torch threads per process. GPU: NCCL, one GPU per process.
 The models hold registered buffers (RoPE's cos/sin tables), so they are wrapped with
-``broadcast_buffers=False`` (the buffers are constants) and evaluated through the unwrapped module
-on every rank: a forward through the wrapper on one rank alone would wait for the others forever.
+``forward_sync_buffers=False`` (``broadcast_buffers=False`` on older torch: the buffers are
+constants) and evaluated through the unwrapped module on every rank: a forward through the
+wrapper on one rank alone would wait for the others forever.
 """
 
 from __future__ import annotations
 
 import argparse
+import inspect
 import json
 import os
 import time
@@ -41,6 +43,8 @@ def wrap(model: torch.nn.Module, device: torch.device) -> DistributedDataParalle
     re-broadcast at every forward; a parameter a batch does not reach (an adaptive-softmax cluster
     without a word in it) is allowed."""
     ids = [device.index] if device.type == "cuda" else None
+    if "forward_sync_buffers" in inspect.signature(DistributedDataParallel.__init__).parameters:  # torch >= 2.12
+        return DistributedDataParallel(model, device_ids=ids, forward_sync_buffers=False, find_unused_parameters=True)
     return DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False, find_unused_parameters=True)
 
 
