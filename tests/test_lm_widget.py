@@ -27,12 +27,15 @@ WORDS = [
 ]
 
 
+def tiny_lm():
+    """A seeded, untrained two-layer Transformer LM over ``WORDS``."""
+    torch.manual_seed(0)
+    return TransformerLM(len(Vocab(WORDS)), d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64, head="tied")
+
+
 @pytest.fixture
 def widget():
-    vocab = Vocab(WORDS)
-    torch.manual_seed(0)
-    model = TransformerLM(len(vocab), d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64, head="tied")
-    return GenerateWidget(model, vocab, prompt="the history of machine learning", length=10, top_k=5)
+    return GenerateWidget(tiny_lm(), Vocab(WORDS), prompt="the history of machine learning", length=10, top_k=5)
 
 
 def test_widget_generates_and_records_last_token_attention(widget):
@@ -71,7 +74,7 @@ def test_widget_needs_a_transformer():
 
 def test_widget_works_with_the_recipe_kind_of_model():
     """RoPE positions and the tied adaptive head (notebook 10's recipe): attention rows still sum to 1."""
-    from transformer_nb.lm import frequency_ranks
+    from transformer_nb.output_head import frequency_ranks
 
     vocab = Vocab(WORDS)
     torch.manual_seed(0)

@@ -9,10 +9,12 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 
-from transformer_nb.lm import TransformerLM, generate
+from transformer_nb.generation import generate
+from transformer_nb.lm import TransformerLM
 from transformer_nb.multihead import record_attention
 from transformer_nb.widgets.base import Widget
 
+MAX_SEED = 2**31 - 1  # the seed box clamps to 0..MAX_SEED (torch takes seeds below 2**64)
 MAX_SHOWN = 24  # columns of the attention figure: the last token and the tokens before it
 
 
@@ -24,6 +26,9 @@ class GenerateWidget(Widget):
     (each row sums to 1 over all earlier tokens; only the last ``MAX_SHOWN`` are drawn),
     ``row_labels``, and ``unknown`` (prompt words that became ``<unk>``).
     """
+
+    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
+    REDRAW = "a few seconds: it generates word by word"
 
     def __init__(
         self,
@@ -48,21 +53,17 @@ class GenerateWidget(Widget):
                 max=2.0,
                 step=0.1,
                 description="temperature",
-                continuous_update=False,
                 style=style,
             ),
-            top_k=W.IntSlider(
-                value=top_k, min=0, max=200, step=5, description="top-k (0 = off)", continuous_update=False, style=style
-            ),
+            top_k=W.IntSlider(value=top_k, min=0, max=200, step=5, description="top-k (0 = off)", style=style),
             length=W.IntSlider(
                 value=min(length, max_new),
                 min=1,
                 max=max_new,
                 description="new words",
-                continuous_update=False,
                 style=style,
             ),
-            seed=W.IntText(value=seed, description="seed", layout=W.Layout(width="140px")),
+            seed=W.BoundedIntText(value=seed, min=0, max=MAX_SEED, description="seed", layout=W.Layout(width="160px")),
         )
 
     def compute(self, prompt, temperature, top_k, length, seed):
@@ -71,7 +72,7 @@ class GenerateWidget(Widget):
         ids = generate(self.model, prompt_ids, length, temperature=temperature, top_k=top_k or None, seed=seed)
         self.model.eval()
         with torch.no_grad(), record_attention(self.model) as mods:
-            self.model.hidden(ids[:-1][None])  # the attention that predicted the last word
+            self.model.hidden(ids[:-1][None])  # the attention that predicted the last word (no KV cache)
             rows = torch.cat([m.last_weights[0, :, -1, :] for m in mods])  # (L·h, T)
         shown = min(MAX_SHOWN, rows.shape[1])
         n_heads = mods[0].n_heads
