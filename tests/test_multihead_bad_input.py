@@ -21,20 +21,26 @@ Q, K = torch.randn(2, 5, 32), torch.randn(2, 6, 32)
 def test_heads_must_divide_d_model():
     with pytest.raises(ValueError, match=r"n_heads=5 must divide d_model=32"):
         MultiHeadAttention(32, 5)
-    with pytest.raises(ValueError, match="must divide d_model"):
+    with pytest.raises(ValueError, match="n_heads must be >= 1, got 0"):
         MultiHeadAttention(32, 0)
 
 
 def test_kv_heads_must_divide_heads():
     with pytest.raises(ValueError, match=r"n_kv_heads=3 must divide n_heads=8"):
         MultiHeadAttention(32, 8, n_kv_heads=3)
-    with pytest.raises(ValueError, match="must divide n_heads"):
+    with pytest.raises(ValueError, match="n_kv_heads must be >= 1, got 0"):
         MultiHeadAttention(32, 8, n_kv_heads=0)
 
 
 def test_bad_d_model_and_dropout():
-    with pytest.raises(ValueError, match="d_model must be a positive integer"):
+    with pytest.raises(ValueError, match="d_model must be >= 1"):
         MultiHeadAttention(0, 1)
+    with pytest.raises(TypeError, match="d_model must be an int, got NoneType"):
+        MultiHeadAttention(None, 4)
+    with pytest.raises(TypeError, match="n_kv_heads must be an int, got str"):
+        MultiHeadAttention(8, 2, n_kv_heads="2")
+    with pytest.raises(ValueError, match="d_model=1000000 would need"):
+        MultiHeadAttention(10**6, 4)
     with pytest.raises(ValueError, match=r"dropout is a probability in \[0, 1\)"):
         MultiHeadAttention(32, 4, dropout=1.5)
 
@@ -110,9 +116,15 @@ def test_torch_interop_refuses_mismatches():
 
 
 def test_counting_helpers_reject_bad_arguments():
-    with pytest.raises(ValueError, match="need n_heads | d_model"):
+    with pytest.raises(ValueError, match="n_heads=4 must divide d_model=30"):
         mha_param_count(30, 4)
-    with pytest.raises(ValueError, match="seq_len must be a non-negative integer, got -1"):
+    with pytest.raises(TypeError, match="d_model must be an int, got float 64.0"):
+        mha_param_count(64.0, 8)
+    with pytest.raises(ValueError, match="seq_len must be >= 0, got -1"):
         kv_cache_bytes(2, 4, 16, -1)
+    with pytest.raises(TypeError, match="n_layers must be an int, got False"):
+        kv_cache_bytes(False, 4, 16, 8)
+    with pytest.raises(TypeError, match="n_heads must be an int"):
+        split_heads(torch.zeros(2, 3, 6), 2.0)
     with pytest.raises(ValueError, match=r"head_stats expects self-attention weights of shape \(..., T, T\)"):
         head_stats(torch.rand(4, 3, 5))

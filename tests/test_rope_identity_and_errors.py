@@ -143,3 +143,38 @@ def test_wrong_head_size_and_positions_raise():
 def test_bad_max_len_raises(max_len):
     with pytest.raises(ValueError, match="max_len must be a positive integer"):
         RoPE(8, max_len=max_len)
+
+
+def test_integer_tensors_are_refused_not_truncated():
+    """Issue 18: RoPE on an integer tensor returned zeros (module) or truncated values (apply_rope)."""
+    ids = torch.arange(16).view(2, 8)
+    with pytest.raises(TypeError, match="x must be a floating-point tensor, got a torch.int64 tensor"):
+        RoPE(8).rotate(ids)
+    with pytest.raises(TypeError, match="q must be a floating-point tensor"):
+        RoPE(8)(ids, ids.float())
+    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
+        apply_rope(ids)
+    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
+        rotate_pairs(ids, torch.ones(2, 4), torch.zeros(2, 4))
+
+
+@pytest.mark.parametrize("offset", [1.5, 2.0, "3", None, True])
+def test_a_fractional_or_non_int_offset_is_refused(offset):
+    """Issue 18: a fractional offset crashed obscurely (slicing with a float)."""
+    with pytest.raises(TypeError, match="offset must be an int"):
+        RoPE(8).rotate(torch.zeros(1, 2, 8), offset=offset)
+
+
+def test_bad_bases_are_refused():
+    with pytest.raises(TypeError, match="base must be a real number"):
+        rope_frequencies(4, base=None)
+    with pytest.raises(ValueError, match="base must be a finite positive number"):
+        rope_frequencies(4, base=-1.0)
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_half_precision_is_rotated_in_float32_and_returned_in_its_dtype(dtype):
+    rope, x = RoPE(8, 64), torch.randn(2, 3, 5, 8)
+    out = rope.rotate(x.to(dtype), offset=7)
+    assert out.dtype == dtype
+    assert torch.allclose(out.float(), rope.rotate(x.to(dtype).float(), offset=7), atol=1e-2)

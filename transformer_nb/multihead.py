@@ -22,6 +22,7 @@ import torch.nn.functional as F
 
 from transformer_nb.attention import check_mask, scaled_dot_product_attention
 from transformer_nb.masks import causal_mask
+from transformer_nb.utils import as_int
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -32,7 +33,8 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
         )
     b, t, d = x.shape
-    if n_heads <= 0 or d % n_heads:
+    n_heads = as_int("n_heads", n_heads, 1)
+    if d % n_heads:
         raise ValueError(f"cannot split {d} features into n_heads={n_heads} equal heads")
     return x.reshape(b, t, n_heads, d // n_heads).transpose(1, 2)
 
@@ -46,6 +48,27 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
         )
     b, h, t, dh = x.shape
     return x.transpose(1, 2).reshape(b, t, h * dh)
+
+
+MAX_WEIGHTS = 2**40  # 4·d_model² weights beyond this cannot be allocated on any machine (4 TB in float32)
+
+
+def _head_sizes(d_model, n_heads, n_kv_heads=None) -> tuple[int, int, int]:
+    """Checked ``(d_model, n_heads, n_kv_heads)``: positive ints, ``n_heads | d_model``, ``n_kv_heads | n_heads``."""
+    d_model, n_heads = as_int("d_model", d_model, 1), as_int("n_heads", n_heads, 1)
+    n_kv_heads = n_heads if n_kv_heads is None else as_int("n_kv_heads", n_kv_heads, 1)
+    if 4 * d_model * d_model > MAX_WEIGHTS:
+        raise ValueError(f"d_model={d_model} would need 4·d_model² = {4 * d_model * d_model:.2e} weights")
+    if d_model % n_heads:
+        raise ValueError(
+            f"n_heads={n_heads} must divide d_model={d_model} (each head gets d_model / n_heads dimensions)"
+        )
+    if n_heads % n_kv_heads:
+        raise ValueError(
+            f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
+            f"(each key/value head is shared by a whole group of query heads)"
+        )
+    return d_model, n_heads, n_kv_heads
 
 
 class MultiHeadAttention(nn.Module):
@@ -66,19 +89,8 @@ class MultiHeadAttention(nn.Module):
         self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True, dropout: float = 0.0
     ):
         super().__init__()
-        n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-        if d_model <= 0:
-            raise ValueError(f"d_model must be a positive integer, got {d_model}")
-        if n_heads <= 0 or d_model % n_heads:
-            raise ValueError(
-                f"n_heads={n_heads} must divide d_model={d_model} (each head gets d_model / n_heads dimensions)"
-            )
-        if n_kv_heads <= 0 or n_heads % n_kv_heads:
-            raise ValueError(
-                f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
-                f"(each key/value head is shared by a whole group of query heads)"
-            )
-        if not 0.0 <= dropout < 1.0:
+        d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads)
+        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_head = d_model // n_heads
@@ -224,12 +236,9 @@ def mha_param_count(d_model: int, n_heads: int, n_kv_heads: int | None = None, b
     W_Q and W_O are ``d_model × d_model``; W_K and W_V are ``d_model × (n_kv_heads·d_head)``.
     With ``n_kv_heads == n_heads`` this is ``4·d_model² (+ 4·d_model)``, whatever ``n_heads`` is.
     """
-    n_kv_heads = n_heads if n_kv_heads is None else n_kv_heads
-    if d_model <= 0 or n_heads <= 0 or d_model % n_heads or n_kv_heads <= 0 or n_heads % n_kv_heads:
-        raise ValueError(
-            f"need n_heads | d_model and n_kv_heads | n_heads, got d_model={d_model}, "
-            f"n_heads={n_heads}, n_kv_heads={n_kv_heads}"
-        )
+    d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads)
+    if not isinstance(bias, bool):
+        raise TypeError(f"bias must be True or False, got {bias!r}")
     d_kv = n_kv_heads * (d_model // n_heads)
     weights = 2 * d_model * d_model + 2 * d_model * d_kv
     biases = 2 * d_model + 2 * d_kv
@@ -252,8 +261,7 @@ def kv_cache_bytes(
         ("batch", batch),
         ("bytes_per_value", bytes_per_value),
     ):
-        if not isinstance(v, int) or v < 0:
-            raise ValueError(f"{name} must be a non-negative integer, got {v!r}")
+        as_int(name, v, 0)
     return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
 
 

@@ -26,6 +26,8 @@ from numbers import Integral
 import torch
 import torch.nn as nn
 
+from transformer_nb.utils import as_real
+
 PAIRINGS = ("interleaved", "half")
 
 
@@ -42,8 +44,7 @@ def _check_pairing(pairing) -> None:
 def rope_frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
     """``(d/2,)`` float64 ``θ_i = base^(-2i/d)`` for ``i = 0 .. d/2 - 1`` (θ_0 = 1, the fastest pair)."""
     _check_dim(d)
-    if not base > 0:
-        raise ValueError(f"base must be positive, got {base!r}")
+    base = as_real("base", base, positive=True)
     return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
 
 
@@ -171,15 +172,18 @@ class RoPE(nn.Module):
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate ``x: (..., T, d_head)`` for positions ``offset .. offset+T-1``."""
         self._check(x, offset, "x")
+        return self._rotate(x, offset)
+
+    def _rotate(self, x: torch.Tensor, offset: int) -> torch.Tensor:
         if x.dtype == torch.float64:  # exact checks: recompute the angles in float64
             return apply_rope(x, torch.arange(offset, offset + x.shape[-2]), self.base, self.pairing)
         return _turn(x, self._turns(offset, x.shape[-2], x.dtype), self.pairing)
 
     def forward(self, q: torch.Tensor, k: torch.Tensor, q_offset: int = 0, k_offset: int = 0):
-        if q_offset != k_offset or q.shape[-2] != k.shape[-2] or q.dtype != k.dtype or q.dtype == torch.float64:
-            return self.rotate(q, q_offset), self.rotate(k, k_offset)
         self._check(q, q_offset, "q")
         self._check(k, k_offset, "k")
+        if q_offset != k_offset or q.shape[-2] != k.shape[-2] or q.dtype != k.dtype or q.dtype == torch.float64:
+            return self._rotate(q, q_offset), self._rotate(k, k_offset)
         turn = self._turns(q_offset, q.shape[-2], q.dtype)  # the same positions: one table for both
         return _turn(q, turn, self.pairing), _turn(k, turn, self.pairing)
 
