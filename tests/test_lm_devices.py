@@ -8,6 +8,7 @@ one the data start on; the functions that need numbers (training, evaluation, ge
 the CPU, with the device given explicitly and by default (``utils.get_device``).
 """
 
+import math
 from pathlib import Path
 
 import pytest
@@ -134,3 +135,19 @@ def test_cached_results_and_exercise_8_9_come_back_on_the_cpu(tiny_recipe, monke
     out = small_corpus.exercise_8_9(fake_data(), n_tokens=400, epochs=1, device="cpu")
     assert all(devices_of(m) == {CPU} for m in out["models"].values())
     assert set(out["ppl"]) == {"Transformer", "LSTM"} and cache.cache_dir() == tiny_recipe
+
+
+def test_comparisons_and_final_perplexities_are_computed_once(tiny_recipe, monkeypatch):
+    monkeypatch.setattr(lm_recipe, "get_device", lambda: CPU)
+    data = fake_data()
+    variants = {"recipe": ({}, {}), "AdamW only": ({}, {"optimizer": "adamw", "adamw_lr": None})}
+    first = lm_recipe.compare(variants, data, budget_s=0.3, eval_tokens=200)
+    assert set(first) == set(variants) and all(h["steps"] > 0 and h["val_ppl"] for h in first.values())
+    m, _, _ = lm_recipe.load_or_train("transformer", data, steps=2, live=False, eval_tokens=200)
+    cfg = lm_recipe.recipe_config("transformer", steps=2)
+    scores = lm_recipe.final_perplexities({"tf": (m, cfg)}, data, key={"tf": "tiny"})
+    monkeypatch.setattr(lm_recipe, "train_lm", lambda *a, **k: pytest.fail("trained again"))
+    monkeypatch.setattr(lm_recipe, "evaluate", lambda *a, **k: pytest.fail("scored again"))
+    assert lm_recipe.compare(variants, data, budget_s=0.3, eval_tokens=200) == first
+    assert lm_recipe.final_perplexities({"tf": (m, cfg)}, data, key={"tf": "tiny"}) == scores
+    assert set(scores["tf"]) == {"valid", "test"} and all(math.isfinite(v) for v in scores["tf"].values())

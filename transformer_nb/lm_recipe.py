@@ -7,7 +7,9 @@
   more windows per step (and evaluates more streams at once): the device does the work.
 - ``load_or_train(kind, data, steps)``: the trained model from the cache (``cache.load_or_train``,
   verified), or trained now and saved; ``cached_results(prefix, config, compute)``: the same for
-  results that are not weights (comparisons, final perplexities), keyed on the code that made them.
+  results that are not weights, keyed on the code that made them: ``compare`` (variants trained
+  for equal seconds) and ``final_perplexities`` (whole splits) use it, so a warm re-run trains and
+  scores nothing.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from transformer_nb import cache
 from transformer_nb.lm import LSTMLM, LanguageModel, TransformerLM
 from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.output_head import frequency_ranks
+from transformer_nb.perplexity import evaluate
 from transformer_nb.utils import get_device
 
 KINDS = ("transformer", "lstm")
@@ -155,3 +158,54 @@ def cached_results(prefix: str, config: dict, compute, retrain: bool = False) ->
         raise TypeError(f"compute must be callable () -> dict, got {type(compute).__name__}")
     name = cache.cache_name(prefix, config)
     return cache.load_or_train(name, CachedResults(), config, lambda _: compute(), retrain)
+
+
+def compare(
+    variants: dict,
+    data,
+    budget_s: float,
+    kind: str = "transformer",
+    eval_tokens: int = 10_000,
+    seed: int = 0,
+    retrain: bool = False,
+    device=None,
+) -> dict:
+    """Equal-time comparison: each variant ``{label: (model_overrides, train_overrides)}`` is trained
+    from the same seed for ``budget_s`` seconds of training and scored on the first ``eval_tokens``
+    validation tokens (non-overlapping windows). Cached as a whole (``cached_results``): a re-run
+    reads the numbers instead of training again. Returns ``{label: history}`` (``train_lm``'s)."""
+    device = torch.device(device) if device is not None else get_device()
+    vocab_size = len(data.vocab)
+    ranks = frequency_ranks(data.train, vocab_size)
+
+    def run() -> dict:
+        out = {}
+        for label, (model_kw, train_kw) in variants.items():
+            model = build_model(kind, vocab_size, ranks, seed=seed, **model_kw).to(device)
+            tcfg = recipe_config(kind, device, budget_s=budget_s, seed=seed, eval_stride=None, eval_tokens=eval_tokens)
+            tcfg = TrainConfig(**{**tcfg.as_dict(), **train_kw})
+            out[label] = train_lm(model, data.train, tcfg, valid_ids=data.valid, live=False, bar=False, title=label)
+        return out
+
+    config = {"kind": kind, "variants": variants, "budget_s": budget_s, "eval_tokens": eval_tokens, "seed": seed}
+    config.update(device=device.type, vocab_size=vocab_size)
+    return cached_results(f"wikitext2_compare_{kind}", config, run, retrain)[0]
+
+
+def final_perplexities(models: dict, data, splits=("valid", "test"), eval_tokens: int | None = None, key=None) -> dict:
+    """``{name: {split: perplexity}}`` of trained ``models`` ``{name: (model, TrainConfig)}`` on whole
+    splits, each read as its recipe evaluates (the Transformer's sliding windows, the LSTM's carried
+    state). Cached under ``key`` (a JSON-able description of the models, e.g. their cache configs):
+    scoring whole splits is the slowest step of a warm re-run."""
+
+    def run() -> dict:
+        return {
+            name: {
+                s: evaluate(m, data.split(s), c.seq_len, c.eval_batch_size, eval_tokens, c.bf16, c.eval_stride)["ppl"]
+                for s in splits
+            }
+            for name, (m, c) in models.items()
+        }
+
+    config = {"models": key, "splits": list(splits), "eval_tokens": eval_tokens, "vocab_size": len(data.vocab)}
+    return cached_results("wikitext2_final_ppl", config, run)[0]
