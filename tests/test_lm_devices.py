@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 import torch
-import torch.nn as nn
+from device_helpers import devices_of
 
 from transformer_nb import cache, lm_recipe, small_corpus
 from transformer_nb.generation import generate, time_generation
@@ -25,19 +25,6 @@ from transformer_nb.wikitext import Vocab, WikiText2
 
 CPU, META = torch.device("cpu"), torch.device("meta")
 V = 60
-
-
-def devices_of(obj) -> set:
-    """The devices of every tensor in ``obj`` (a module's parameters and buffers, nested containers)."""
-    if isinstance(obj, nn.Module):
-        return {t.device for t in (*obj.parameters(), *obj.buffers())}
-    if isinstance(obj, torch.Tensor):
-        return {obj.device}
-    if isinstance(obj, dict):
-        return set().union(set(), *(devices_of(v) for v in obj.values()))
-    if isinstance(obj, (list, tuple)):
-        return set().union(set(), *(devices_of(v) for v in obj))
-    return set()
 
 
 def fake_data(n=4000) -> WikiText2:
