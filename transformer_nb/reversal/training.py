@@ -61,7 +61,14 @@ def batches(recipe: Recipe, generator: torch.Generator, exclude: Batch | None = 
     the padding is masked, so the losses do not change).
     """
     device = torch.device(device or "cpu")
-    place = lambda b: (b if width is None else b.pad_to(width)).to(device)
+
+    def place(b: Batch) -> Batch:
+        b = b if width is None else b.pad_to(width)
+        if device.type != "cuda":
+            return b.to(device)
+        # from pinned memory, without waiting: a plain .to() would wait for the GPU to finish every queued step
+        return Batch(*(t.pin_memory().to(device, non_blocking=True) for t in b))
+
     if recipe.data == "fixed":
         held = None if exclude is None else {tuple(r[r != PAD].tolist()) for r in exclude.src.cpu()}
         pairs = make_pairs(recipe.n_train, generator=generator, exclude=held)
