@@ -23,7 +23,6 @@ NOT_YET = {
     "00_start_here",
     "01_scaled_attention",
     "02_masking",
-    "04_positional_encodings",
     "05_rope",
     "06_transformer_block",
     "07_parameter_counting",
