@@ -138,26 +138,38 @@ def _check_stack(ours, theirs) -> None:
         _check_pair(mine, other)
 
 
-def _require_final_norms(ours: EncoderDecoder) -> None:
+def _check_whole(ours: EncoderDecoder, theirs: nn.Transformer | None) -> None:
     if isinstance(ours.encoder.norm, nn.Identity) or isinstance(ours.decoder.norm, nn.Identity):
         raise ValueError(
             "nn.Transformer always applies a final LayerNorm after each stack; this Post-LN model "
             "(norm_first=False) has none, so no nn.Transformer computes the same function. "
             "Compare the stacks with to_torch(model.encoder) / to_torch(model.decoder) instead"
         )
-
-
-def _check_whole(ours: EncoderDecoder, theirs: nn.Transformer) -> None:
-    _require_final_norms(ours)
-    _check_stack(ours.encoder, theirs.encoder)
-    _check_stack(ours.decoder, theirs.decoder)
+    if theirs is not None:
+        _check_stack(ours.encoder, theirs.encoder)
+        _check_stack(ours.decoder, theirs.decoder)
 
 
 # --------------------------------------------------------------------------- copying
 
 
 def _paired_tensors(ours, theirs) -> list:
-    """``[(our tensor, torch's tensor), ...]`` of the pair, attention projections excluded."""
+    """``[(our tensor, torch's tensor), ...]`` that hold the same numbers (sub-pairs excluded, see ``_children``).
+
+    Attention: torch packs ``[W_q; W_k; W_v]`` into one ``in_proj_weight``; its ``chunk(3)`` views are the three.
+    """
+    if isinstance(ours, MultiHeadAttention):
+        projs = (ours.q_proj, ours.k_proj, ours.v_proj)
+        pairs = [
+            *zip([p.weight for p in projs], theirs.in_proj_weight.chunk(3)),
+            (ours.out_proj.weight, theirs.out_proj.weight),
+        ]
+        if theirs.in_proj_bias is not None:
+            pairs += [
+                *zip([p.bias for p in projs], theirs.in_proj_bias.chunk(3)),
+                (ours.out_proj.bias, theirs.out_proj.bias),
+            ]
+        return pairs
     if isinstance(ours, (EncoderLayer, DecoderLayer)):
         mods = [(ours.ff.linear1, theirs.linear1), (ours.ff.linear2, theirs.linear2)]
         mods += [
@@ -178,32 +190,16 @@ def _children(ours, theirs) -> list:
         return [(ours.self_attn, theirs.self_attn), (ours.cross_attn, theirs.multihead_attn)]
     if isinstance(ours, (Encoder, Decoder)):
         return list(zip(ours.layers, theirs.layers))
-    return [(ours.encoder, theirs.encoder), (ours.decoder, theirs.decoder)]  # EncoderDecoder
+    if isinstance(ours, EncoderDecoder):
+        return [(ours.encoder, theirs.encoder), (ours.decoder, theirs.decoder)]
+    return []
 
 
 @torch.no_grad()
 def _copy(ours, theirs, to_torch_side: bool) -> None:
-    if isinstance(ours, MultiHeadAttention):
-        mine_w = [ours.q_proj.weight, ours.k_proj.weight, ours.v_proj.weight]
-        if to_torch_side:
-            theirs.in_proj_weight.copy_(torch.cat(mine_w))
-        else:
-            for w, part in zip(mine_w, theirs.in_proj_weight.chunk(3, dim=0)):
-                w.copy_(part)
-        pairs = [(ours.out_proj.weight, theirs.out_proj.weight)]
-        if theirs.in_proj_bias is not None:
-            mine_b = [ours.q_proj.bias, ours.k_proj.bias, ours.v_proj.bias]
-            if to_torch_side:
-                theirs.in_proj_bias.copy_(torch.cat(mine_b))
-            else:
-                for b, part in zip(mine_b, theirs.in_proj_bias.chunk(3)):
-                    b.copy_(part)
-            pairs.append((ours.out_proj.bias, theirs.out_proj.bias))
-    else:
-        for mine, other in _children(ours, theirs):
-            _copy(mine, other, to_torch_side)
-        pairs = _paired_tensors(ours, theirs)
-    for mine, other in pairs:
+    for mine, other in _children(ours, theirs):
+        _copy(mine, other, to_torch_side)
+    for mine, other in _paired_tensors(ours, theirs):
         (other if to_torch_side else mine).copy_(mine if to_torch_side else other)
 
 
@@ -264,7 +260,7 @@ def _build(ours):
             theirs = nn.TransformerDecoder(layers[0], len(layers), norm=norm)
         theirs.layers = nn.ModuleList(layers)  # one module per layer, not torch's deep copies of layers[0]
         return theirs
-    _require_final_norms(ours)
+    _check_whole(ours, None)
     enc, dec = _build(ours.encoder), _build(ours.decoder)
     l0 = enc.layers[0]
     d, h, ff = l0.self_attn.embed_dim, l0.self_attn.num_heads, l0.linear1.out_features
