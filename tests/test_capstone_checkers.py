@@ -1,0 +1,267 @@
+"""The capstone's checkers (notebook 12, steps 3-7): each passes its reference solution, and each recognises
+wrong answers with a hint aimed at the mistake: the typical mistakes it lists, and more written here
+(causality, names, initialisation, stubs)."""
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from transformer_nb.exercises import all_exercises
+from transformer_nb.exercises.capstone import block_ex, mha_ex, student_names
+from transformer_nb.exercises.capstone_lm import generate_ex, lm_ex, package_lm, params_ex
+from transformer_nb.exercises.solutions import capstone as sol
+
+pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py: tiny tensors, one thread
+
+EXERCISES = {"mha": mha_ex, "block": block_ex, "lm": lm_ex, "params": params_ex, "generate": generate_ex}
+
+
+@pytest.mark.parametrize("key", EXERCISES)
+def test_reference_passes(key):
+    ex = EXERCISES[key]
+    assert ex.check(ex.reference, quiet=True).passed
+
+
+@pytest.mark.parametrize(("key", "i"), [(k, i) for k, ex in EXERCISES.items() for i in range(len(ex.mistakes))])
+def test_each_listed_mistake_gets_its_own_hint(key, i):
+    ex = EXERCISES[key]
+    result = ex.check(ex.mistakes[i].fn, quiet=True)
+    assert not result.passed and ex.mistakes[i].hint in result.message
+
+
+def _solution_lines(ex):
+    lines = [line.strip() for line in ex.solution_source().splitlines()]
+    return [line for line in lines if len(line) > 25 and not line.startswith(("#", "import", "from", '"', "def "))]
+
+
+@pytest.mark.parametrize("key", EXERCISES)
+def test_mistakes_and_hints_are_distinct_and_never_the_solution(key, capsys):
+    ex = EXERCISES[key]
+    assert len(ex.mistakes) >= 2 and len(ex.hints) >= 3
+    assert len({m.hint for m in ex.mistakes}) == len(ex.mistakes)
+    ex._hint_level = 0
+    for _ in range(len(ex.hints) + 1):
+        ex.hint()
+    shown = capsys.readouterr().out
+    assert f"Hint {len(ex.hints)}/{len(ex.hints)}" in shown and f"{ex.name}.solution()" in shown
+    ex._hint_level = 0
+    messages = [ex.check(m.fn, quiet=True).message for m in ex.mistakes]
+    for line in _solution_lines(ex):
+        assert line not in shown and not any(line in msg for msg in messages)
+
+
+@pytest.mark.parametrize("key", EXERCISES)
+def test_the_solution_shown_runs_where_the_notebook_runs_it(key):
+    """``solution()``'s code, executed after the earlier steps' solutions (as the solutions run pastes it)."""
+    ex = EXERCISES[key]
+    namespace = {name: getattr(sol, name) for name in ("attention", "my_causal_mask", "MultiHeadAttention", "Block")}
+    exec(compile(ex.solution_source(), f"<solution of {key}>", "exec"), namespace)
+    assert ex.check(namespace[ex.defined_names()[-1]], quiet=True).passed
+
+
+@pytest.mark.parametrize("key", EXERCISES)
+def test_stub_crash_and_hostile_answers_never_pass_and_never_raise(key):
+    ex = EXERCISES[key]
+
+    def stub(*args):
+        raise NotImplementedError
+
+    def crashes(*args):
+        raise RuntimeError("boom")
+
+    class Agreeable:  # an object that says it equals everything
+        __eq__ = lambda self, other: True
+        __ne__ = lambda self, other: False
+
+    assert "not attempted" in ex.check(stub, quiet=True).message
+    assert "RuntimeError: boom" in ex.check(crashes, quiet=True).message
+    for answer in (lambda *a: None, lambda *a: Agreeable(), lambda *a: torch.empty(2, 3, device="meta"), 42):
+        assert not ex.check(answer, quiet=True).passed
+
+
+def test_the_exercises_are_found_by_the_solutions_run():
+    found = all_exercises()
+    for var in ("mha_ex", "block_ex"):
+        assert found[f"capstone.{var}"] is EXERCISES[var[:-3]]
+    for var in ("lm_ex", "params_ex", "generate_ex"):
+        assert found[f"capstone_lm.{var}"] is EXERCISES[var[:-3]]
+    assert params_ex.defined_names() == ["count_parameters"]
+    assert lm_ex.defined_names() == ["LanguageModel"]
+
+
+# --------------------------------------------------------------------------- stubs and crashes
+
+
+class StubMHA(nn.Module):
+    def __init__(self, d_model, n_heads):
+        super().__init__()
+        raise NotImplementedError
+
+
+def test_a_stub_is_not_attempted():
+    assert "not attempted" in mha_ex.check(StubMHA, quiet=True).message
+
+
+class NoWeightsMHA(sol.MultiHeadAttention):
+    def forward(self, x, mask=None):
+        out = super().forward(x, mask)
+        del self.weights
+        return out
+
+
+def test_an_attention_that_keeps_no_weights_is_told_to():
+    result = mha_ex.check(NoWeightsMHA, quiet=True)
+    assert not result.passed and "self.weights" in result.message
+
+
+class RenamedBlock(sol.Block):
+    def __init__(self, d_model, n_heads, d_ff):
+        super().__init__(d_model, n_heads, d_ff)
+        self.ffn = nn.Sequential(self.ff1, nn.ReLU(), self.ff2)
+        del self.ff1, self.ff2
+
+    def forward(self, x, mask=None):
+        x = x + self.attn(self.norm1(x), mask)
+        return x + self.ffn(self.norm2(x))
+
+
+def test_other_parameter_names_are_listed():
+    result = block_ex.check(RenamedBlock, quiet=True)
+    assert not result.passed and "`ff1.weight`" in result.message and "`ffn.0.weight`" in result.message
+
+
+# --------------------------------------------------------------------------- the language model
+
+
+def _lm_with_mask(mask_fn):
+    class LM(sol.LanguageModel):
+        def forward(self, ids):
+            T = ids.shape[1]
+            x = self.tok(ids) + self.pos(torch.arange(T))
+            for block in self.blocks:
+                x = block(x, mask_fn(T))
+            return self.norm(x) @ self.tok.weight.T + self.bias
+
+    return LM
+
+
+@pytest.mark.parametrize(
+    ("mask_fn", "words"),
+    [
+        (lambda T: None, "Does the causal mask reach"),
+        (lambda T: torch.ones(T, T, dtype=torch.bool).triu(), "transposed or inverted"),
+        (lambda T: torch.ones(T, T, dtype=torch.bool).tril(1), "diagonal off by one"),
+    ],
+    ids=["no mask", "transposed", "diagonal off by one"],
+)
+def test_causality_violations_are_named(mask_fn, words):
+    result = lm_ex.check(_lm_with_mask(mask_fn), quiet=True)
+    assert not result.passed and "the model sees the future" in result.message and words in result.message
+
+
+class UntiedLM(sol.LanguageModel):
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len):
+        super().__init__(vocab_size, d_model, n_heads, d_ff, n_layers, max_len)
+        del self.bias
+        self.head = nn.Linear(d_model, vocab_size)
+
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos(torch.arange(ids.shape[1]))
+        for block in self.blocks:
+            x = block(x, sol.my_causal_mask(ids.shape[1]))
+        return self.head(self.norm(x))
+
+
+class ListLM(sol.LanguageModel):
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len):
+        nn.Module.__init__(self)
+        self.tok, self.pos = nn.Embedding(vocab_size, d_model), nn.Embedding(max_len, d_model)
+        self.blocks = [sol.Block(d_model, n_heads, d_ff) for _ in range(n_layers)]  # a Python list
+        self.norm, self.bias = nn.LayerNorm(d_model), nn.Parameter(torch.zeros(vocab_size))
+        nn.init.normal_(self.tok.weight, std=0.02)
+
+
+class LoudInitLM(sol.LanguageModel):
+    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len):
+        super().__init__(vocab_size, d_model, n_heads, d_ff, n_layers, max_len)
+        nn.init.normal_(self.tok.weight)  # nn.Embedding's default: N(0, 1)
+
+
+class PositionsByIdLM(sol.LanguageModel):
+    def forward(self, ids):
+        x = self.tok(ids) + self.pos(ids)
+        for block in self.blocks:
+            x = block(x, sol.my_causal_mask(ids.shape[1]))
+        return self.norm(x) @ self.tok.weight.T + self.bias
+
+
+@pytest.mark.parametrize(
+    ("cls", "words"),
+    [
+        (UntiedLM, "Tie it"),
+        (ListLM, "nn.ModuleList"),
+        (LoudInitLM, "Start the weights smaller"),
+        (PositionsByIdLM, "indexed by the positions"),
+    ],
+    ids=["untied output layer", "blocks in a list", "N(0, 1) embeddings", "positions indexed by the ids"],
+)
+def test_language_model_mistakes_beyond_the_list(cls, words):
+    result = lm_ex.check(cls, quiet=True)
+    assert not result.passed and words in result.message
+
+
+def test_a_model_returning_the_hidden_states_is_told_the_shape():
+    class Hidden(sol.LanguageModel):
+        def forward(self, ids):
+            return super().forward(ids) @ self.tok.weight  # (B, T, d): not logits
+
+    result = lm_ex.check(Hidden, quiet=True)
+    assert not result.passed and "(B, T, vocab_size)" in result.message
+
+
+def test_the_checkers_leave_the_global_random_state_alone():
+    torch.manual_seed(123)
+    expected = torch.rand(3)
+    torch.manual_seed(123)
+    for ex in EXERCISES.values():
+        ex.check(ex.reference, quiet=True)
+    assert torch.equal(torch.rand(3), expected)
+
+
+# --------------------------------------------------------------------------- the references themselves
+
+
+@pytest.mark.parametrize("cfg", [(33278, 128, 4, 512, 4, 256), (50, 12, 3, 24, 3, 4), (7, 8, 1, 24, 0, 5)])
+def test_the_count_is_numel_of_both_models(cfg):
+    expected = sol.count_parameters(*cfg)
+    with torch.device("meta"):
+        assert sum(p.numel() for p in sol.LanguageModel(*cfg).parameters()) == expected
+    assert sum(p.numel() for p in package_lm(*cfg, device="meta").parameters()) == expected
+
+
+def test_the_names_map_the_whole_package_model_onto_the_reference():
+    pkg, ours = package_lm(40, 16, 2, 32, 2, 8), sol.LanguageModel(40, 16, 2, 32, 2, 8)
+    mapped = student_names(pkg.state_dict())
+    assert set(mapped) == set(ours.state_dict())
+    assert all(mapped[k].shape == v.shape for k, v in ours.state_dict().items())
+
+
+def test_the_reference_block_is_the_package_block_written_out():
+    from transformer_nb.block import EncoderLayer
+
+    torch.manual_seed(0)
+    pkg, ours = EncoderLayer(16, 4, 32, norm_first=True), sol.Block(16, 4, 32)
+    ours.load_state_dict(student_names(pkg.state_dict()))
+    x = torch.randn(2, 6, 16)
+    torch.testing.assert_close(ours(x, sol.my_causal_mask(6)), pkg(x, is_causal=True), atol=1e-5, rtol=1e-5)
+
+
+def test_the_reference_starts_near_a_uniform_guess():
+    torch.manual_seed(0)
+    model = sol.LanguageModel(1000, 32, 4, 64, 2, 16)
+    ids = torch.randint(0, 1000, (4, 16))
+    loss = F.cross_entropy(model(ids).flatten(0, 1), ids.roll(-1, 1).flatten())
+    assert abs(loss.item() - math.log(1000)) < 0.05

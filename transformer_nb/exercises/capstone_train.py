@@ -1,0 +1,213 @@
+"""The capstone (notebook 12): training the student's language model on WikiText-2, and the loss check.
+
+- ``CAPSTONE_MODEL``, ``CAPSTONE_TRAIN``, ``CAPSTONE_RUN``: the model (Exercise 8.9's sizes), how it trains with
+  the package's one loop (``train.train``: AdamW, linear warm-up then cosine decay from
+  ``torch.optim.lr_scheduler``, gradient clipping, bf16 autocast, random windows of the training split), and
+  how long per profile.
+- ``load_or_train(model_cls, data, who)``: the trained model from the cache (``transformer_nb.cache``), or
+  trained now and cached; ``load_trained(vocab_size)``: the reference model notebook 12 trained (for the
+  lecture notebook), or None.
+- ``to_package(model, vocab_size)``: the package's ``TransformerLM`` holding the model's weights (the same
+  logits: step 5 checks it); the validation points and the final perplexity are the package's
+  ``perplexity.evaluate`` of it. ``attention_maps``: what each head of a trained model attends to.
+- ``training_check``: the run's last validation loss against the profile's ``LOSS_THRESHOLD``, with hints.
+"""
+
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from transformer_nb import cache, wikitext
+from transformer_nb.exercises import Result
+from transformer_nb.exercises.capstone import student_names
+from transformer_nb.exercises.capstone_lm import package_lm
+from transformer_nb.exercises.solutions import capstone as sol
+from transformer_nb.perplexity import evaluate
+from transformer_nb.train import train
+from transformer_nb.utils import profile
+
+#: Exercise 8.9's Transformer: 4 blocks, d_model 128, 4 heads, d_ff 512, learned positions up to 256.
+CAPSTONE_MODEL = dict(d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256)
+#: How it trains (the same in both profiles).
+CAPSTONE_TRAIN = dict(batch_size=16, seq_len=64, lr=3e-3, betas=(0.9, 0.99), weight_decay=0.1, warmup=0.05, clip=1.0)
+CAPSTONE_TRAIN.update(bf16=True, seed=0)
+#: Per profile: optimiser steps (full: about 3 minutes on 2 CPU cores), and the validation words scored at
+#: each of ``eval_points`` points of the curve.
+CAPSTONE_RUN = {"quick": dict(steps=40, eval_tokens=2_048, eval_points=4)}
+CAPSTONE_RUN["full"] = dict(steps=500, eval_tokens=10_000, eval_points=10)
+#: The validation loss (nats) the run must end below, per profile (full: perplexity e^6.0 = 403).
+LOSS_THRESHOLD = {"quick": 7.5, "full": 6.0}
+
+
+def _config(vocab_size: int, run: dict, who: str) -> dict:
+    return {"model": CAPSTONE_MODEL, "train": CAPSTONE_TRAIN, "run": run, "vocab_size": vocab_size, "who": who}
+
+
+def build(model_cls, vocab_size: int, device=None) -> nn.Module:
+    """``model_cls(vocab_size, **CAPSTONE_MODEL)``, seeded, on ``device``."""
+    torch.manual_seed(CAPSTONE_TRAIN["seed"])
+    m = CAPSTONE_MODEL
+    return model_cls(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"]).to(device)
+
+
+def _optimizer(model: nn.Module, cfg: dict) -> torch.optim.AdamW:
+    """AdamW; weight decay on the matrices inside the blocks only (not embeddings, norms or biases)."""
+    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not n.startswith(("tok", "pos"))]
+    ids = {id(p) for p in decay}
+    rest = [p for p in model.parameters() if id(p) not in ids]
+    groups = [{"params": decay, "weight_decay": cfg["weight_decay"]}, {"params": rest, "weight_decay": 0.0}]
+    return torch.optim.AdamW(groups, lr=cfg["lr"], betas=cfg["betas"])
+
+
+def validation_loss(model: nn.Module, ids: torch.Tensor, bf16: bool = False) -> float:
+    """Mean next-word loss (nats) of ``model`` on the flat split ``ids``: ``perplexity.evaluate`` of the package
+    model holding its weights, in windows of ``CAPSTONE_TRAIN["seq_len"]`` words."""
+    result = evaluate(to_package(model, model.tok.num_embeddings), ids, CAPSTONE_TRAIN["seq_len"], bf16=bf16)
+    return result["nll_sum"] / result["tokens"]
+
+
+def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str = "training") -> dict:
+    """Train ``model`` for ``run["steps"]`` steps of ``CAPSTONE_TRAIN`` on ``data.train`` with ``train.train``;
+    return its history, with ``val_loss`` at step 0 and ``run["eval_points"]`` more points (the first
+    ``run["eval_tokens"]`` validation words)."""
+    cfg, steps, device = CAPSTONE_TRAIN, run["steps"], next(model.parameters()).device
+    opt = _optimizer(model, cfg)
+    warm = max(1, round(cfg["warmup"] * steps))
+    sched = torch.optim.lr_scheduler.SequentialLR(
+        opt,
+        [
+            torch.optim.lr_scheduler.LinearLR(opt, start_factor=1e-3, total_iters=warm),
+            torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps - warm)),
+        ],
+        milestones=[warm],
+    )
+    gen = torch.Generator().manual_seed(cfg["seed"])
+
+    def batches():
+        while True:
+            x, y = wikitext.random_windows(data.train, cfg["batch_size"], cfg["seq_len"], generator=gen)
+            yield x.to(device), y.to(device)
+
+    valid = data.valid[: run["eval_tokens"]]
+    return train(
+        model,
+        lambda m, b: F.cross_entropy(m(b[0]).flatten(0, 1).float(), b[1].flatten()),
+        batches(),
+        opt,
+        sched,
+        steps=steps,
+        clip=cfg["clip"],
+        bf16=cfg["bf16"],
+        log_every=10,
+        evaluate=lambda m, h: {"val_loss": validation_loss(m, valid, cfg["bf16"])},
+        eval_every=max(1, steps // run["eval_points"]),
+        eval_at=(0,),
+        live=live,
+        title=title,
+    )
+
+
+def load_or_train(model_cls, data, who: str, retrain: bool = False, live: bool = True, device=None):
+    """``(model, history, trained_now)``: ``model_cls`` built with ``CAPSTONE_MODEL`` and trained for the profile's
+    ``CAPSTONE_RUN``, or loaded from the cache (which also checks that the model's code is unchanged).
+    ``who`` (``"reference"`` or ``"student"``) keeps the two models' caches apart."""
+    vocab_size, run = len(data.vocab), CAPSTONE_RUN[profile()]
+    model = build(model_cls, vocab_size, device)
+    config, title = _config(vocab_size, run, who), f"the {who} model on WikiText-2"
+    name = cache.cache_name(f"capstone_{who}", config)
+    hist, trained = cache.load_or_train(name, model, config, lambda m: train_model(m, data, run, live, title), retrain)
+    return model.eval(), hist, trained
+
+
+def load_trained(vocab_size: int = 33_278, profile_name: str | None = None):
+    """The reference model notebook 12 trained (``solutions.capstone.LanguageModel``) from the cache:
+    ``(model, history)``, or ``(None, message)`` if there is none. ``profile_name``: default the active one."""
+    model = build(sol.LanguageModel, vocab_size)
+    config = _config(vocab_size, CAPSTONE_RUN[profile_name or profile()], "reference")
+    ok, message, hist = cache.load(cache.cache_name("capstone_reference", config), model, config)
+    return (model.eval(), hist) if ok else (None, message)
+
+
+# --------------------------------------------------------------------------- the loss check
+
+
+class LossCheck:
+    """The checker of a finished training run (not an exercise: there is no stub): its last validation loss
+    must be below the profile's ``LOSS_THRESHOLD``. ``training_check(history, vocab_size)`` prints ✓ or a
+    nudge and returns a ``Result``; ``training_check.hint()`` says more."""
+
+    name, title = "training_check", "Step 8 · training"
+    hints = (
+        "Compare the first training loss with ln V: a model that knows nothing yet should be close to it.",
+        "If the loss does not move, check that every parameter is registered (nn.ModuleList, nn.Parameter) and "
+        "that nothing in forward is detached or computed under torch.no_grad().",
+        "NaN usually comes from a softmax over a row of -inf only, or from a division by zero.",
+    )
+
+    def __init__(self):
+        self._level = 0
+
+    def __call__(self, history: dict, vocab_size: int, threshold: float | None = None, quiet: bool = False) -> Result:
+        threshold = LOSS_THRESHOLD[profile()] if threshold is None else threshold
+        result = self._check(history, vocab_size, threshold)
+        if not quiet:
+            print(result.message)
+        return result
+
+    def _check(self, hist, vocab_size, threshold) -> Result:
+        fail = lambda why: Result(False, f"✗ {self.title}: {why} (More: {self.name}.hint())")
+        losses, val = hist.get("loss") or [], hist.get("val_loss") or []
+        if not losses or not val:
+            return fail("the history holds no losses: did the training run?")
+        bad = [i for i, v in enumerate(losses) if not math.isfinite(v)]
+        if bad or not all(math.isfinite(v) for v in val):
+            return fail(f"the loss became NaN or infinite (first at step {bad[0] if bad else '?'}).")
+        uniform = math.log(vocab_size)
+        if losses[0] > uniform + 1.0:
+            return fail(
+                f"the first loss was {losses[0]:.1f}, far above ln V = {uniform:.1f} (a uniform guess): the initial "
+                "logits are too large, and the run spends its steps undoing them. Start the weights smaller."
+            )
+        if val[-1] > val[0] - 0.05 * abs(val[0]):
+            return fail(f"the validation loss did not fall ({val[0]:.2f} -> {val[-1]:.2f}): is the model learning?")
+        if val[-1] >= threshold:
+            return fail(f"the validation loss fell to {val[-1]:.2f}, not below {threshold:.2f}: train longer?")
+        return Result(
+            True,
+            f"✓ {self.title}: validation loss {val[-1]:.2f} < {threshold:.2f} (perplexity {math.exp(val[-1]):.0f} < "
+            f"{math.exp(threshold):.0f}).",
+        )
+
+    def hint(self) -> None:
+        if self._level < len(self.hints):
+            self._level += 1
+            print(f"Hint {self._level}/{len(self.hints)} · {self.title}: {self.hints[self._level - 1]}")
+        else:
+            print(f"No more hints for {self.title}.")
+
+
+training_check = LossCheck()
+
+
+# --------------------------------------------------------------------------- looking inside
+
+
+@torch.no_grad()
+def attention_maps(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
+    """``(n_layers, n_heads, T, T)``: every block's attention weights for the one sequence ``ids (T,)``
+    (read from ``blocks[i].attn.weights``, which step 3 asks each attention to keep)."""
+    model.eval()
+    model(ids[None].to(next(model.parameters()).device))
+    return torch.stack([block.attn.weights[0].float().cpu() for block in model.blocks])
+
+
+def to_package(model: nn.Module, vocab_size: int, sizes: dict | None = None):
+    """The package's ``TransformerLM`` (``capstone_lm.package_lm``) holding ``model``'s weights, on its device: the
+    same logits (step 5 checks it), plus the package's evaluation and generation. ``sizes``: ``CAPSTONE_MODEL``."""
+    m, device = sizes or CAPSTONE_MODEL, next(model.parameters()).device
+    pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
+    theirs = model.state_dict()
+    pkg.load_state_dict({name: theirs[new] for name, new in zip(pkg.state_dict(), student_names(pkg.state_dict()))})
+    return pkg.eval()
