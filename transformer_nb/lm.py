@@ -58,7 +58,11 @@ class LanguageModel(nn.Module):
         if ids.dim() != 2:
             raise ValueError(f"{name} must have shape (B, T), got {tuple(ids.shape)}")
         if ids.device.type == "cpu" and ids.numel():
-            lo, hi = torch.aminmax(ids)
+            if ids.numel() <= 8:  # a decoding step: a few Python ints are cheaper than a reduction
+                vals = ids.view(-1).tolist()
+                lo, hi = min(vals), max(vals)
+            else:
+                lo, hi = torch.aminmax(ids)
             if lo < 0 or hi >= self.vocab_size:
                 raise ValueError(f"{name} must lie in [0, {self.vocab_size}), got range [{int(lo)}, {int(hi)}]")
 

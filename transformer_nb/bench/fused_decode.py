@@ -5,7 +5,8 @@ cache lives in ``MultiHeadAttention.forward(x, cache=...)``). On a CPU a one-tok
 little arithmetic that calling ~20 small modules per block costs as much as computing. This file
 writes the same pre-LN block in plain ``F`` calls on weights gathered once per generation (q, k, v
 stacked into one product): the benchmark's yardstick for what the module calls cost. It reuses
-the model's own ``RoPE``, ``multihead.KVCache``, embedding and output head, and
+the model's own RoPE rotation (``rope._turn``, its angles computed once per step), ``multihead.KVCache``,
+embedding and output head, and
 ``tests/test_lm_fused_decode.py`` checks that it produces exactly the tokens of ``generate``.
 """
 
@@ -17,6 +18,7 @@ import torch.nn.functional as F
 
 from transformer_nb.generation import no_onednn
 from transformer_nb.lm import TransformerLM
+from transformer_nb.rope import _turn
 
 _ACT = {"relu": F.relu, "gelu": F.gelu}
 
@@ -48,12 +50,15 @@ def block_weights(model: TransformerLM) -> list:
 def fused_hidden(model: TransformerLM, ids: torch.Tensor, state: list, weights: list) -> torch.Tensor:
     """``model.hidden(ids, state)[0]`` for a model with ``positions`` learned, sinusoidal or rope."""
     past, (b, t), d = state[0].length, ids.shape, model.d_model
+    pairing = None if model.rope is None else model.rope.pairing
     x = model.embed_tokens(ids)
     x = x if model.pos is None else model.pos(x, offset=past)
     mask = None if t == 1 else torch.ones(t, past + t, dtype=torch.bool).tril(past)
+    # RoPE's own rotation (rope._turn), its unit complex numbers computed once for every block and q and k
+    turn = None if model.rope is None else model.rope._turns(past, t, x.dtype)
     for cache, (h, n1, qkv_w, out_w, n2, act, ff1, gate, ff2) in zip(state, weights):
         qkv = F.linear(F.layer_norm(x, (d,), *n1[:2], n1[2]), *qkv_w).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
-        q, k = (qkv[0], qkv[1]) if model.rope is None else model.rope(qkv[0], qkv[1], past, past)
+        q, k = qkv[:2] if turn is None else _turn(qkv[:2], turn, pairing)  # q and k in one product
         k, v = cache.append(k, qkv[2])
         a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
         x = x + F.linear(a.transpose(1, 2).reshape(b, t, d), *out_w)
