@@ -81,3 +81,10 @@ def test_valid_edge_cases_give_correct_results():
     half = LPE(X.to(torch.bfloat16))
     assert half.dtype == torch.bfloat16  # the output keeps x's dtype (before: float32)
     assert embedding_scale(64) == 8.0
+
+
+def test_an_empty_alibi_bias_with_a_huge_key_length_is_refused_before_allocating():
+    """Found by the deep property profile: T_q = 0 made the bias empty, but the key positions
+    (T_k of them) were still allocated: 8 TB for T_k = 10**12, a crash in the allocator."""
+    with pytest.raises(ValueError, match="T_k=1000000000000"):
+        alibi_bias(0, 1, 10**12)

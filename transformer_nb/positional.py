@@ -148,7 +148,8 @@ def alibi_bias(t_q: int, n_heads: int, t_k: int | None = None, dtype=torch.float
         raise TypeError(f"dtype must be a floating torch.dtype (the bias is fractional), got {dtype!r}")
     if t_k < t_q:
         raise ValueError(f"alibi_bias needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
-    check_memory(f"an ALiBi bias of n_heads={n_heads} x T_q={t_q} x T_k={t_k}", 16 * n_heads * t_q * t_k, device)
+    n_bytes = 16 * n_heads * t_q * t_k + 8 * (t_q + t_k)  # the float64 bias and the positions it is built from
+    check_memory(f"an ALiBi bias of n_heads={n_heads} x T_q={t_q} x T_k={t_k}", n_bytes, device)
     q_pos = torch.arange(t_k - t_q, t_k, dtype=torch.float64)
     k_pos = torch.arange(t_k, dtype=torch.float64)
     dist = (q_pos[:, None] - k_pos[None, :]).abs()  # (T_q, T_k)
