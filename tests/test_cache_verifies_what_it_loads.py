@@ -5,6 +5,7 @@ Issue 18, findings 1 and 4 (second half): before the sha256, a bit flipped in a 
 loaded silently; before the code digest, weights trained by older code loaded after a change.
 """
 
+import linecache
 import struct
 import sys
 import zipfile
@@ -208,3 +209,22 @@ def test_bad_arguments_are_named(tmp_path, monkeypatch, call, exc, words):
     monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
     with pytest.raises(exc, match=words):
         call()
+
+
+def _cell_class(body: str, cell: int):
+    """A class typed into a notebook cell: its code lives in linecache only, as IPython keeps it."""
+    src = f"import torch.nn as nn\n\n\nclass Student(nn.Linear):\n    def forward(self, x):\n        return {body}\n"
+    filename = f"<ipython-input-{cell}>"
+    linecache.cache[filename] = (len(src), None, src.splitlines(True), filename)
+    namespace = {"__name__": "__main__"}
+    exec(compile(src, filename, "exec"), namespace)
+    return namespace["Student"]
+
+
+def test_a_model_class_typed_into_a_notebook_cell_is_digested_by_its_methods(tmp_path, monkeypatch):
+    """The capstone's students define their model in a cell: editing it must retrain, not load old weights."""
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
+    cache.load_or_train("m", _cell_class("super().forward(x)", 1)(2, 2), CONFIG, _train)
+    assert cache.load("m", _cell_class("super().forward(x)", 2)(2, 2), CONFIG)[0]  # the same code, re-run
+    ok, msg, _ = cache.load("m", _cell_class("2 * super().forward(x)", 3)(2, 2), CONFIG)
+    assert not ok and "other model code (__main__.Student changed)" in msg

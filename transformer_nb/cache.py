@@ -25,6 +25,7 @@ import json
 import os
 import re
 import sys
+import textwrap
 import time
 import uuid
 import warnings
@@ -153,12 +154,23 @@ def code_digests(model: torch.nn.Module) -> dict:
                 if isinstance(ref, str) and _is_model_code(ref) and ref not in out:
                     todo.append(sys.modules.get(ref) or v)
         elif not inspect.ismodule(obj):
-            key = f"{name}.{obj.__qualname__}"
-            try:
-                out[key] = _source_digest(inspect.getsource(obj))
-            except (OSError, TypeError):  # e.g. a class typed into a kernel without source
-                out[key] = "no source"
+            out[f"{name}.{obj.__qualname__}"] = _class_digest(obj)
     return dict(sorted(out.items()))
+
+
+def _class_digest(cls) -> str:
+    """A class's source digest; for a class typed into a notebook cell (no source file), its methods'."""
+    try:
+        return _source_digest(inspect.getsource(cls))
+    except (OSError, TypeError):
+        methods = [getattr(v, "__func__", v) for _, v in sorted(vars(cls).items())]
+        parts = []
+        for f in filter(inspect.isfunction, methods):
+            try:
+                parts.append(textwrap.dedent(inspect.getsource(f)))
+            except (OSError, TypeError):
+                parts.append(f.__qualname__)
+        return _source_digest("\n".join(parts)) if parts else "no source"
 
 
 def torch_release() -> str:
