@@ -21,8 +21,6 @@ URL = "https://github.com/transformer-nb/transformer-nb"
 # listed here that has them fails the test below (take it off the list); every other notebook must have them.
 NOT_YET = {
     "00_start_here",
-    "01_scaled_attention",
-    "02_masking",
     "05_rope",
     "06_transformer_block",
     "07_parameter_counting",

@@ -1,31 +1,42 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
-# # 01 · Scaled dot-product attention and the 1/√d_k derivation
+# # 01 · Scaled dot-product attention
 #
-# What this notebook covers:
+# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/01_scaled_attention.ipynb)
 #
-# 1. **Q, K and V are projections** of the same input (self-attention) or of two inputs
-#    (cross-attention), and attention is a *soft dictionary lookup*.
-# 2. **Attention from scratch**, step by step on the texts' worked examples — which we recompute,
-#    and where the numbers are wrong we say so and give the correct values.
-# 3. **Our version equals the package's and PyTorch's** `F.scaled_dot_product_attention`
-#    (masks, batches, heads), and **fully masked rows give zeros, not NaN**.
-# 4. **Why divide by √d_k**: Var(q·k) = d_k, derived step by step (Exercise 8.1) and confirmed
-#    for d_k = 4 … 1024; what goes wrong without the scale (softmax saturation: max weight,
-#    entropy, gradient), and a widget to show it live.
-# 5. **Exercises** with auto-checkers: Exercise 8.5 (implement attention, with a causal mask) and
-#    two checkable steps of Exercise 8.1.
+# To understand a word, a model has to look at other words: in "she sat on the bank of the river", *bank*
+# needs *river*. A recurrent network carries that information forward one step at a time; attention lets
+# every token fetch what it needs from every other token **in one step**. Each token asks a question (its
+# query), every token advertises what it holds (its key), and the answer is a mix of the tokens' contents
+# (their values), weighted by how well each key matches the query. This notebook builds that lookup from
+# scratch, checks it against PyTorch's `F.scaled_dot_product_attention`, and shows why the scores are divided
+# by √d_k.
 #
-# **Serves:** 000 §8.2.1–8.2.5, Exercises 8.1 and 8.5 · 002 "Attention as a Differentiable
-# Dictionary" (soft lookup, why scale by √d_k) · 004 §5.1–5.3 (incl. §5.2's 3-token worked example)
-# and the §5.7 table.
+# **Serves:** 000 §8.2.1–8.2.5, Exercises 8.1 and 8.5 · 002 "Attention as a Differentiable Dictionary" ·
+# 004 §5.1–5.3 and the §5.7 table.
 #
-# **Runtime on 2 CPU cores:** quick profile ≈ 18 s, full profile ≈ 30 s (kernel start included). Everything here is
-# small and runs on the CPU.
+# **Runtime on 2 CPU cores:** quick ~35 s, full ~45 s.
 
 # %%
-%matplotlib inline
+# Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+
+if find_spec("google") and find_spec("google.colab"):  # only Colab has google.colab
+    import torch
+
+    source = os.environ.get("TNB_INSTALL_FROM", "git+https://github.com/transformer-nb/transformer-nb")
+    pin = f"torch=={torch.__version__}"  # so that pip keeps Colab's torch
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", source, pin], check=True)
+    from transformer_nb.wikitext import find_data_dir
+
+    find_data_dir()  # downloads WikiText-2 once (13 MB), checking its sha256
+
+# %matplotlib inline
 from transformer_nb import setup
-env = setup()          # seeds everything, prints profile / device / torch version
+
+env = setup()  # seeds everything, picks the device, prints both
 
 # %%
 import math
@@ -34,70 +45,39 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
+from transformer_nb import check_close, check_equal, check_raises, check_true, pick
+from transformer_nb.attention import scaled_dot_product_attention
+from transformer_nb.masks import additive, causal_mask, key_padding, padding_mask
 from transformer_nb.plotting import heatmap, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
-N_SAMPLES = pick(quick=20_000, full=200_000)   # Monte-Carlo samples per d_k in the variance study
-N_QUERIES = pick(quick=1_000, full=4_000)        # queries per d_k in the saturation study
+N_QUERIES = pick(quick=1_000, full=4_000)  # random queries per d_k in the saturation study
 D_KS = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 1 · Queries, keys and values are projections
+# ## 1 · Attention is a soft dictionary
 #
-# Self-attention starts from **one** input $X \in \mathbb{R}^{T \times d_{\text{model}}}$ (one row per
-# token) and three learned matrices (000 §8.2.1, 004 §5.1, 002):
+# A Python `dict` returns the value whose key **equals** the query, and nothing else. Attention compares the
+# query with **every** key, turns the match scores $q\cdot k_j$ into weights with a softmax, and returns the
+# weighted mix of **all** the values (002, 004 §2.2). A strong match takes almost all the weight; no match
+# at all gives the plain average.
 #
-# $$Q = XW^Q,\quad K = XW^K,\quad V = XW^V,\qquad W^Q, W^K \in \mathbb{R}^{d_{\text{model}}\times d_k},\;
-# W^V \in \mathbb{R}^{d_{\text{model}}\times d_v}.$$
-#
-# A common wrong picture is that Q, K and V are three different inputs. In self-attention every
-# token plays all three roles: it *asks* (its query $q_i$), it *advertises* (its key $k_j$) and it
-# *offers content* (its value $v_j$). In **cross-attention** the queries come from one sequence
-# (the decoder) and the keys and values from another (the encoder output). The score matrix
-# $QK^\top$ then has one row per *query* and one column per *key*, so it need not be square.
+# To see the hard lookup as a limit of the soft one, take four one-hot keys, values 10, 20, 30, 40, and a
+# query that points at key 2 with strength $c$: as $c$ grows, the output slides from the average of the
+# values (25) to exactly $v_2 = 20$.
 
 # %%
-T, S, d_model, d_k, d_v = 5, 7, 16, 8, 6
-W_q = torch.randn(d_model, d_k) / math.sqrt(d_model)
-W_k = torch.randn(d_model, d_k) / math.sqrt(d_model)
-W_v = torch.randn(d_model, d_v) / math.sqrt(d_model)
-
-X = torch.randn(T, d_model)                 # one sequence: self-attention
-Q, K, V = X @ W_q, X @ W_k, X @ W_v
-
-X_dec, X_enc = torch.randn(T, d_model), torch.randn(S, d_model)   # two sequences: cross-attention
-Q_x, K_x, V_x = X_dec @ W_q, X_enc @ W_k, X_enc @ W_v
-
-# %% tags=["nbval-check-output"]
-check_equal("self-attention: Q, K, V shapes", [tuple(Q.shape), tuple(K.shape), tuple(V.shape)],
-            [(T, d_k), (T, d_k), (T, d_v)])
-check_equal("self-attention: scores Q Kᵀ are (T, T)", tuple((Q @ K.T).shape), (T, T))
-check_equal("cross-attention: Q from the decoder, K and V from the encoder",
-            [tuple(Q_x.shape), tuple(K_x.shape), tuple(V_x.shape)], [(T, d_k), (S, d_k), (S, d_v)])
-check_equal("cross-attention: scores are (T_q, T_k) = (decoder length, encoder length)",
-            tuple((Q_x @ K_x.T).shape), (T, S))
-check_equal("output (T_q, d_v): its width is d_v, not d_k",
-            tuple((torch.softmax(Q_x @ K_x.T / math.sqrt(d_k), -1) @ V_x).shape), (T, d_v))
-
-# %% [markdown]
-# ### Attention is a soft dictionary (002, 004 §2.2)
-#
-# A Python `dict` returns the value whose key *equals* the query. Attention returns a **weighted
-# mix of all values**, with weights $\operatorname{softmax}(q\cdot k_j)$. To see that the hard lookup
-# is a limit of the soft one, take four one-hot keys, a query that points at key 2 with strength
-# $c$, and watch the output slide from the average of all values ($c = 0$) to exactly $v_2$
-# ($c \to \infty$).
-
-# %%
-keys = torch.eye(4)                                   # key j = e_j
+keys = torch.eye(4)  # key j = e_j
 values = torch.tensor([[10.0], [20.0], [30.0], [40.0]])
 strengths = torch.linspace(0, 12, 49)
 lookups = torch.stack([torch.softmax(c * keys[1] @ keys.T, -1) @ values for c in strengths])
 
-ax = plot_curves({"output of the soft lookup": (strengths, lookups[:, 0])},
-                 xlabel="query strength c  (q = c · e₂)", ylabel="attention output",
-                 title="A soft dictionary becomes a hard one as the query sharpens")
+ax = plot_curves(
+    {"output of the soft lookup": (strengths, lookups[:, 0])},
+    xlabel="query strength c  (q = c · e₂)",
+    ylabel="attention output",
+    title="A soft dictionary becomes a hard one as the query sharpens",
+)
 ax.axhline(20, color="C2", ls="--", lw=1, label="v₂ = 20 (hard lookup)")
 ax.axhline(25, color="C3", ls=":", lw=1, label="mean of the values = 25")
 ax.legend()
@@ -105,540 +85,259 @@ plt.show()
 
 # %% tags=["nbval-check-output"]
 check_close("c = 0: the output is the plain average of the values", lookups[0, 0], 25.0, atol=1e-5)
-check_close("c = 30: the output is (almost exactly) v₂, a hard lookup",
-            torch.softmax(30 * keys[1] @ keys.T, -1) @ values, [20.0], atol=1e-6)
+hard = torch.softmax(30 * keys[1] @ keys.T, -1) @ values
+check_close("c = 30: the output is v₂, a hard lookup", hard, [20.0], atol=1e-6)
+
+# %% [markdown]
+# ### Queries, keys and values are projections
+#
+# Where do $q$, $k$ and $v$ come from? In **self-attention** all three are learned linear maps of the same
+# input $X \in \mathbb{R}^{T \times d_{\text{model}}}$, one row per token (000 §8.2.1, 004 §5.1):
+# $Q = XW^Q$, $K = XW^K$, $V = XW^V$. Every token plays all three roles. In **cross-attention** the queries
+# come from one sequence (a decoder) and the keys and values from another (an encoder's output), so the
+# score matrix $QK^\top$ has one row per query and one column per key and need not be square.
+
+# %% tags=["nbval-check-output"]
+T, S, d_model, d_k, d_v = 5, 7, 16, 8, 6
+W_q, W_k, W_v = torch.randn(d_model, d_k), torch.randn(d_model, d_k), torch.randn(d_model, d_v)
+X = torch.randn(T, d_model)  # one sequence: self-attention
+Q, K, V = X @ W_q, X @ W_k, X @ W_v
+check_equal("self-attention: Q, K, V shapes", [Q.shape, K.shape, V.shape], [(T, d_k), (T, d_k), (T, d_v)])
+check_equal("self-attention: scores Q Kᵀ are (T, T)", (Q @ K.T).shape, (T, T))
+X_dec, X_enc = torch.randn(T, d_model), torch.randn(S, d_model)  # two sequences: cross-attention
+Q_x, K_x = X_dec @ W_q, X_enc @ W_k
+check_equal("cross-attention: scores are (T_q, T_k) = (decoder, encoder length)", (Q_x @ K_x.T).shape, (T, S))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 2 · Attention from scratch, on 004 §5.2's worked example
+# ## 2 · The four steps, on a worked example
 #
-# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}} + M\right)V
-# \qquad\text{(000 Eq. 8.1; } M = 0 \text{ without a mask)}$$
+# $$\operatorname{Attention}(Q, K, V) = \operatorname{softmax}\!\left(\frac{QK^\top}{\sqrt{d_k}}\right)V
+# \qquad\text{(000 Eq. 8.1)}$$
 #
-# Four steps: scores $QK^\top$, scale by $1/\sqrt{d_k}$, softmax over each **row** (each query's
-# weights over the keys sum to 1), then weights times $V$. 004 §5.2 traces them for the three
-# tokens *the, cat, sat* with head_dim $d_k = 4$ (it gives no $V$, so step 4 waits for the next example):
+# 1. **scores** $QK^\top$: entry $(i, j)$ is how well query $i$ matches key $j$;
+# 2. **scale** by $1/\sqrt{d_k}$ (section 4 says why);
+# 3. **softmax** over each **row**: each query's weights over the keys are positive and sum to 1;
+# 4. **mix**: the weights times $V$, one output row per query.
+#
+# 000 §8.2.5 works these steps for $T = 4$ positions with $d_k = d_v = 3$, but its matrices were lost when the
+# text was extracted. What survives (the first query's scores $[1, 0, 2, 1]$, their scaled values and the
+# weights) pins down $q_1$ and the keys; the other queries and the values below are our choice.
 
 # %%
-tokens = ["the", "cat", "sat"]
-Q3 = torch.tensor([[1., 0, 1, 0],
-                   [0., 1, 0, 1],
-                   [1., 1, 0, 0]])
-K3 = torch.tensor([[1., 0, 0, 1],
-                   [0., 1, 1, 0],
-                   [1., 1, 0, 0]])
-scores3 = Q3 @ K3.T                          # step 1: (3, 3), entry (i, j) = q_i · k_j
-scaled3 = scores3 / math.sqrt(4)             # step 2: 1/sqrt(d_k) = 1/2
-weights3 = torch.softmax(scaled3, dim=-1)    # step 3: softmax over the keys (last axis)
-print("Q Kᵀ =\n", scores3, "\nweights =\n", weights3)
+Q4 = torch.tensor([[1.0, 0, 1], [0, 1, 0], [1, 1, 0], [0, 0, 1]])  # (T, d_k): q_1 is the text's
+K4 = torch.tensor([[1.0, 0, 0], [0, 1, 0], [1, 0, 1], [0, 0, 1]])  # (T, d_k)
+V4 = torch.tensor([[1.0, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1]])  # (T, d_v)
 
-# %% [markdown]
-# **The text's numbers are wrong here.** 004 §5.2 prints
-# $QK^\top = \begin{bmatrix}1&1&2\\1&1&0\\1&2&2\end{bmatrix}$, but with the $Q$ and $K$ it gives,
-# **the correct product is** $\begin{bmatrix}1&1&1\\1&1&1\\1&1&2\end{bmatrix}$ — three entries
-# differ. For example $q_1\cdot k_3 = [1,0,1,0]\cdot[1,1,0,0] = 1$, not 2, and
-# $q_2 \cdot k_3 = [0,1,0,1]\cdot[1,1,0,0] = 1$, not 0.
-#
-# Its weights $\begin{bmatrix}0.27&0.27&0.46\\0.33&0.33&0.33\\0.21&0.39&0.39\end{bmatrix}$ match
-# **neither** matrix. From the correct scores the weights are
-# $\begin{bmatrix}1/3&1/3&1/3\\1/3&1/3&1/3\\0.27&0.27&0.45\end{bmatrix}$; even the softmax of the
-# text's own scaled matrix would be $\begin{bmatrix}0.27&0.27&0.45\\0.38&0.38&0.23\\0.23&0.38&0.38\end{bmatrix}$
-# (0.45, not 0.46; row 2 is not uniform; row 3 starts with 0.23, not 0.21). So the reading
-# "*the* attends most strongly to *sat* (0.46)" is wrong: with the given Q and K, *the* attends
-# evenly to all three tokens, and it is *sat* that attends most to itself (0.45). The next cell
-# proves the correct values.
+scores4 = Q4 @ K4.T  # step 1: (T, T)
+scaled4 = scores4 / math.sqrt(Q4.shape[-1])  # step 2: divide by √d_k = √3
+weights4 = torch.softmax(scaled4, dim=-1)  # step 3: over the keys, the last axis
+out4 = weights4 @ V4  # step 4: (T, d_v)
 
-# %% tags=["nbval-check-output"]
-text_scores = torch.tensor([[1., 1, 2], [1, 1, 0], [1, 2, 2]])
-text_weights = torch.tensor([[0.27, 0.27, 0.46], [0.33, 0.33, 0.33], [0.21, 0.39, 0.39]])
-check_equal("004 §5.2: Q Kᵀ (correct values)", scores3, torch.tensor([[1., 1, 1], [1, 1, 1], [1, 1, 2]]))
-check_equal("entries where the text's Q Kᵀ is wrong", int((scores3 != text_scores).sum()), 3)
-e = math.exp(0.5)
-check_close("004 §5.2: weights (correct values)", weights3,
-            [[round(x, 6) for x in row] for row in [[1 / 3] * 3, [1 / 3] * 3, [1 / (2 + e), 1 / (2 + e), e / (2 + e)]]],
-            atol=1e-6)
-check_true("the text's weights differ from the correct ones by more than rounding (> 0.05)",
-           (text_weights - weights3).abs().max() > 0.05)
-check_close("softmax of the text's OWN scaled row 1 [0.5, 0.5, 1.0]: the third weight is 0.45",
-            torch.softmax(text_scores[0] / 2, -1)[2], round(e / (2 + e), 6), atol=1e-6)
-check_true("softmax of the text's OWN row 2 is not uniform (text: 0.33 each)",
-           (torch.softmax(text_scores[1] / 2, -1) - 1 / 3).abs().max() > 0.04)
-
-# %% [markdown]
-# The same four steps as one function. It is deliberately naive (a fully masked row will expose
-# it in section 4):
-
-# %%
-def attention_from_scratch(q, k, v, mask=None):
-    """q: (..., T_q, d_k), k: (..., T_k, d_k), v: (..., T_k, d_v).
-    mask: bool (True = may attend) or additive float, broadcastable to (..., T_q, T_k).
-    Returns output (..., T_q, d_v) and weights (..., T_q, T_k)."""
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -math.inf) if mask.dtype == torch.bool else scores + mask
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
-
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ## 3 · 000 §8.2.5's walkthrough, reconstructed
-#
-# 000 §8.2.5 works an example with $T = 4$ positions and $d_k = d_v = 3$, but its $Q$, $K$, $V$ and
-# score matrices were lost in extraction. What survives:
-#
-# - $q_1\cdot k_1 = 1 + 0 + 1 = 1$ and $q_1 \cdot k_3 = 1 + 0 + 1 = 2$;
-# - the first row of scores, $[1, 0, 2, 1]$, scaled by $1/\sqrt 3$ to $[0.577, 0, 1.155, 0.577]$;
-# - exponentials summing to $7.734$, and weights $[0.230, 0.129, 0.410, 0.230]$ that sum to 1;
-# - the output is $0.230\,v_1 + 0.129\,v_2 + 0.410\,v_3 + 0.230\,v_4$, of shape $4 \times 3$.
-#
-# **Reconstruction.** $q_1 = [1, 0, 1]$ and $k_3 = [1, 0, 1]$ give the term pattern "$1 + 0 + 1$" and
-# $q_1\cdot k_3 = 2$. For $q_1 \cdot k_1 = 1$, $k_1$ must share exactly one of the two non-zero
-# components with $q_1$: we take $k_1 = [1, 0, 0]$, $k_2 = [0, 1, 0]$ (score 0), $k_4 = [0, 0, 1]$
-# (score 1). Only row 1 of the scores survives, so rows 2–4 of $Q$ and all of $V$ below are **our
-# choice**; everything the text states is reproduced by it.
-#
-# **What is inconsistent in the text:**
-#
-# - "**$q_1\cdot k_1 = 1 + 0 + 1 = 1$**" is arithmetically false ($1 + 0 + 1 = 2$). The score row
-#   $[1, 0, 2, 1]$ needs $q_1 \cdot k_1 = 1$, so the term-by-term sum must be $1 + 0 + 0$ (in our
-#   reconstruction $1\cdot1 + 0\cdot0 + 1\cdot0$).
-# - "**summing to 7.734**": the four exponentials $e^{0.577} \approx 1.781$, $e^{0} = 1$,
-#   $e^{1.155} \approx 3.173$, $e^{0.577} \approx 1.781$ sum to **7.736** (7.7357 exactly; 7.7356 from
-#   the 3-decimal exponents). The weights are right to 3 decimals either way.
-# - The printed weights "sum to 1" only before rounding: $0.230 + 0.129 + 0.410 + 0.230 = 0.999$.
-
-# %%
-Q4 = torch.tensor([[1., 0, 1],     # q_1: the only row the text pins down
-                   [0., 1, 0],
-                   [1., 1, 0],
-                   [0., 0, 1]])
-K4 = torch.tensor([[1., 0, 0],
-                   [0., 1, 0],
-                   [1., 0, 1],
-                   [0., 0, 1]])
-V4 = torch.tensor([[1., 0, 0],
-                   [0., 1, 0],
-                   [0., 0, 1],
-                   [1., 1, 1]])
-out4, w4 = attention_from_scratch(Q4, K4, V4)
-print("scores Q Kᵀ =\n", Q4 @ K4.T, "\nscaled =\n", Q4 @ K4.T / math.sqrt(3), "\nweights =\n", w4,
-      "\noutput =\n", out4)
-
-# %% tags=["nbval-check-output"]
-s4 = Q4 @ K4.T
-check_equal("q₁·k₁ = 1·1 + 0·0 + 1·0", [(Q4[0] * K4[0]).tolist(), int(s4[0, 0])], [[1.0, 0.0, 0.0], 1])
-check_equal("q₁·k₃ = 1·1 + 0·0 + 1·1", [(Q4[0] * K4[2]).tolist(), int(s4[0, 2])], [[1.0, 0.0, 1.0], 2])
-check_equal("the text's '1 + 0 + 1' sums to 2, not 1", 1 + 0 + 1, 2)
-check_equal("scores, row 1", s4[0], torch.tensor([1., 0, 2, 1]))
-check_close("scaled row 1 (text: [0.577, 0, 1.155, 0.577])", s4[0] / math.sqrt(3),
-            [0.577, 0, 1.155, 0.577], atol=5e-4)
-exps = torch.exp(s4[0].double() / math.sqrt(3))
-check_close("e^0.577 and e^1.155", exps[[0, 2]], [1.781, 3.173], atol=5e-4)
-check_close("sum of the exponentials (text: 7.734)", exps.sum(), 7.736, atol=5e-4)
-check_true("the text's 7.734 is off by more than rounding", abs(exps.sum() - 7.734) > 1e-3)
-check_close("weights, row 1 (text: [0.230, 0.129, 0.410, 0.230])", w4[0],
-            [0.230, 0.129, 0.410, 0.230], atol=5e-4)
-check_close("the rounded weights sum to 0.999", sum([0.230, 0.129, 0.410, 0.230]), 0.999, atol=1e-9)
-check_close("output row 1 = 0.230 v₁ + 0.129 v₂ + 0.410 v₃ + 0.230 v₄ (with our V)", out4[0],
-            [0.460, 0.359, 0.640], atol=1e-3)
-check_equal("shapes: weights (T, T), output (T, d_v)", [tuple(w4.shape), tuple(out4.shape)], [(4, 4), (4, 3)])
-
-# %% [markdown]
-# The text's code listing right after the walkthrough runs one batch of 4 positions with
-# $d_k = 8$ and claims output shape `[1, 4, 8]` and a `[4, 4]` weight matrix. Checked:
-
-# %% tags=["nbval-check-output"]
-o, w = attention_from_scratch(torch.randn(1, 4, 8), torch.randn(1, 4, 8), torch.randn(1, 4, 8))
-check_equal("000 §8.2.5 listing: output shape", tuple(o.shape), (1, 4, 8))
-check_equal("000 §8.2.5 listing: weights[0] shape", tuple(w[0].shape), (4, 4))
-
-# %%
-fig, axes = plt.subplots(1, 4, figsize=(15, 3.4))
+fig, axes = plt.subplots(1, 3, figsize=(13, 3.4))
 pos = ["1", "2", "3", "4"]
-panels = [(w4, pos, "000 §8.2.5, reconstructed"), (text_weights, tokens, "004 §5.2 as printed"),
-          (weights3, tokens, "004 §5.2, correct"), (torch.softmax(text_scores / 2, -1), tokens,
-                                                    "softmax of 004's printed scores")]
-for ax, (m, labels, title) in zip(axes, panels):
-    heatmap(m, xlabels=labels, ylabels=labels, title=title, ax=ax, annotate=True, vmin=0, vmax=0.6,
-            colorbar=False, xlabel="key", ylabel="query")
-fig.suptitle("Attention weights of the worked examples: the printed 004 weights match neither computation", y=1.03)
+heatmap(scaled4, pos, pos, title="scaled scores QKᵀ/√3", ax=axes[0], annotate=True, xlabel="key", ylabel="query")
+heatmap(weights4, pos, pos, title="weights: softmax of each row", ax=axes[1], annotate=True, vmin=0, vmax=1)
+heatmap(out4, ["1", "2", "3"], pos, title="output: weights @ V", ax=axes[2], annotate=True, xlabel="value dimension")
 fig.tight_layout()
 plt.show()
 
+# %% [markdown]
+# Query 1 matches key 3 best (score 2), so key 3 gets the largest weight, 0.41; keys 1 and 4 (score 1) get
+# 0.23 each and key 2 (score 0) 0.13. Its output is $0.230\,v_1 + 0.129\,v_2 + 0.410\,v_3 + 0.230\,v_4$.
+
+# %% tags=["nbval-check-output"]
+check_equal("step 1, query 1's scores", scores4[0], torch.tensor([1.0, 0, 2, 1]))
+check_close("step 2, scaled by 1/√3", scaled4[0], [0.577, 0.0, 1.155, 0.577], atol=5e-4)
+check_close("step 3, query 1's weights", weights4[0], [0.230, 0.129, 0.410, 0.230], atol=5e-4)
+check_close("step 3, every row of weights sums to 1", weights4.sum(-1), [1.0] * 4, atol=1e-6)
+check_close("step 4, output row 1 = 0.230 v₁ + 0.129 v₂ + 0.410 v₃ + 0.230 v₄", out4[0], [0.46, 0.359, 0.64], atol=1e-3)
+check_equal("shapes: weights (T, T), output (T, d_v)", [tuple(weights4.shape), tuple(out4.shape)], [(4, 4), (4, 3)])
+
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 4 · Our attention = the package's = PyTorch's
+# ## 3 · The same in one call: PyTorch's `F.scaled_dot_product_attention`
 #
-# Now the same computation three ways: `attention_from_scratch` above, the package's reference
-# `transformer_nb.attention.scaled_dot_product_attention` (which also returns the weights), and
-# PyTorch's fused `F.scaled_dot_product_attention`. Cases: no mask, a boolean mask, an additive
-# float mask (a finite bias plus −∞), causal, a batch of 4-D multi-head tensors, $T_q \ne T_k$ and
-# $d_v \ne d_k$.
+# PyTorch computes attention in one fused call, `F.scaled_dot_product_attention(q, k, v, attn_mask=...)`,
+# which on a GPU dispatches to kernels such as FlashAttention. It returns the output only; the package's
+# reference `transformer_nb.attention.scaled_dot_product_attention` returns the weights too, for looking at
+# them. Both take a **mask**: bool, True where a query *may* attend, or a float mask *added* to the scores
+# (0 or $-\infty$, or a finite bias). Notebook 02 builds masks; here we only use them.
+#
+# The four steps above, on batches of several heads, equal both; with masks of every kind (and
+# $T_q \ne T_k$, $d_v \ne d_k$), the package equals PyTorch:
 
 # %%
-from transformer_nb.attention import scaled_dot_product_attention
-from transformer_nb.masks import additive, causal_mask, key_padding, padding_mask
-
-
-def case_tensors(shape_q, shape_k, d_v, seed):
+def qkv(shape_q, shape_k, d_v, seed):
+    """Random q (shape_q), k (shape_k) and v (shape_k[:-1] + (d_v,))."""
     g = torch.Generator().manual_seed(seed)
     q, k = torch.randn(*shape_q, generator=g), torch.randn(*shape_k, generator=g)
     return q, k, torch.randn(*shape_k[:-1], d_v, generator=g)
 
 
-keep = torch.rand(6, 9) > 0.3
-keep[:, 0] = True                                   # every query can see at least key 0
-bias = -torch.arange(9.0).abs() * 0.5               # a finite additive bias (ALiBi-like)
-float_mask = bias.expand(6, 9).masked_fill(~keep, -math.inf)
+keep = torch.rand(6, 9, generator=torch.Generator().manual_seed(0)) > 0.3
+keep[:, 0] = True  # every query may attend to key 0 at least
+bias = -0.5 * torch.arange(9.0)  # a finite additive bias, as ALiBi adds (notebook 04)
 cases = {
-    "no mask, batched, T_q=6 ≠ T_k=9, d_v=5 ≠ d_k=8": (case_tensors((2, 6, 8), (2, 9, 8), 5, 0), None),
-    "bool mask (6, 9)": (case_tensors((2, 6, 8), (2, 9, 8), 5, 1), keep),
-    "additive float mask: bias + -inf": (case_tensors((2, 6, 8), (2, 9, 8), 5, 2), float_mask),
-    "causal (7, 7) bool": (case_tensors((3, 7, 16), (3, 7, 16), 16, 3), causal_mask(7)),
-    "4-D multi-head (B=2, h=4) + key padding (B, 1, T_q, T_k)":
-        (case_tensors((2, 4, 5, 8), (2, 4, 5, 8), 8, 4), key_padding(padding_mask([5, 3]), 5)),
-    "4-D, causal + padding, d_v=3": (case_tensors((2, 4, 5, 8), (2, 4, 5, 8), 3, 5),
-                                     key_padding(padding_mask([5, 3]), 5) & causal_mask(5)),
+    "no mask, T_q=6, T_k=9, d_v=5": (qkv((2, 6, 8), (2, 9, 8), 5, 0), None),
+    "bool mask (6, 9)": (qkv((2, 6, 8), (2, 9, 8), 5, 1), keep),
+    "float mask: finite bias and -inf": (qkv((2, 6, 8), (2, 9, 8), 5, 2), bias.masked_fill(~keep, -math.inf)),
+    "causal bool mask (7, 7)": (qkv((3, 7, 16), (3, 7, 16), 16, 3), causal_mask(7)),
+    "4 heads, key padding (B, 1, T_q, T_k)": (qkv((2, 4, 5, 8), (2, 4, 5, 8), 8, 4), key_padding(padding_mask([5, 3]))),
 }
 
 # %% tags=["nbval-check-output"]
+q, k, v = qkv((2, 4, 6, 8), (2, 4, 6, 8), 8, 5)  # (batch, heads, T, d_k)
+def gap(a, b):
+    """The largest elementwise difference |a - b|."""
+    return (a - b).abs().max()
+
+
+four_steps = torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(8), dim=-1) @ v
+package = scaled_dot_product_attention(q, k, v)[0]
+check_close("four steps vs package, 2 sequences × 4 heads", gap(four_steps, package), 0, atol=1e-5)
+check_close("four steps vs F.sdpa", gap(four_steps, F.scaled_dot_product_attention(q, k, v)), 0, atol=1e-5)
 for name, ((q, k, v), mask) in cases.items():
-    ours, w_ours = attention_from_scratch(q, k, v, mask)
-    pkg, w_pkg = scaled_dot_product_attention(q, k, v, mask)
-    ref = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-    ok = (torch.allclose(ours, pkg, atol=1e-6) and torch.allclose(w_ours, w_pkg, atol=1e-6)
-          and torch.allclose(pkg, ref, atol=1e-5))
-    check_true(f"{name}: ours = package = F.sdpa, output {tuple(ref.shape)}", ok)
-
-(q, k, v), _ = cases["causal (7, 7) bool"]
-check_true("is_causal=True in F.sdpa = our causal bool mask",
-           torch.allclose(F.scaled_dot_product_attention(q, k, v, is_causal=True),
-                          scaled_dot_product_attention(q, k, v, causal_mask(7))[0], atol=1e-5))
-check_true("a bool mask and its additive 0/-inf form give the same weights",
-           torch.equal(scaled_dot_product_attention(q, k, v, causal_mask(7))[1],
-                       scaled_dot_product_attention(q, k, v, additive(causal_mask(7)))[1]))
+    ours = scaled_dot_product_attention(q, k, v, mask)[0]
+    sdpa = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    check_close(f"{name}: package vs F.sdpa", gap(ours, sdpa), 0, atol=1e-5)
+(q, k, v), mask = cases["causal bool mask (7, 7)"]
+ours, w_bool = scaled_dot_product_attention(q, k, v, mask)
+is_causal = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+check_close("is_causal=True vs the causal bool mask", gap(is_causal, ours), 0, atol=1e-5)
+w_float = scaled_dot_product_attention(q, k, v, additive(mask))[1]
+check_true("a bool mask and its 0/-inf form give identical weights", torch.equal(w_bool, w_float))
 
 # %% [markdown]
-# ### Fully masked rows: zeros, not NaN
-#
-# A query that may attend to **no** key (say, a padding query whose keys are all padding) has a row
-# of scores that is all −∞. Its softmax is $0/0$ = NaN, and one NaN spreads through every later
-# layer and into the loss. (Filling with a large finite number such as $-10^6$ instead, as d2l.ai's
-# `masked_softmax` does, avoids the NaN but silently gives that row *uniform* weights over keys it
-# was told to ignore.) The package gives
-# such a row **zero weights and a zero output**, as `F.scaled_dot_product_attention` does since
-# PyTorch 2.5 — and without NaN in the gradient either.
-
-# %%
-(q, k, v), _ = cases["bool mask (6, 9)"]
-q = q.clone().requires_grad_()
-dead = keep.clone()
-dead[2] = False                                     # query 2 may attend to nothing
-naive_out, naive_w = attention_from_scratch(q, k, v, dead)
-pkg_out, pkg_w = scaled_dot_product_attention(q, k, v, dead)
-print("naive weights, row 2:", naive_w[0, 2].detach())
-print("package weights, row 2:", pkg_w[0, 2].detach())
-
-# %% tags=["nbval-check-output"]
-check_true("naive softmax: the fully masked row is NaN", torch.isnan(naive_w[:, 2]).all())
-check_equal("package: the fully masked row has zero weights", pkg_w[:, 2], torch.zeros(2, 9))
-check_equal("package: ... and a zero output", pkg_out[:, 2], torch.zeros(2, 5))
-check_true("package: every other row is unchanged and sums to 1",
-           torch.allclose(pkg_w[:, [0, 1, 3, 4, 5]].sum(-1), torch.ones(2, 5)))
-check_true("F.sdpa (PyTorch ≥ 2.5) also gives a zero output for that row",
-           torch.equal(F.scaled_dot_product_attention(q, k, v, attn_mask=dead)[:, 2], torch.zeros(2, 5)))
-pkg_out.sum().backward()
-check_true("no NaN in the gradient either (bool mask)", torch.isfinite(q.grad).all())
-q.grad = None
-scaled_dot_product_attention(q, k, v, additive(dead))[0].sum().backward()
-check_true("no NaN in the gradient either (additive -inf mask)", torch.isfinite(q.grad).all())
-
-# %% [markdown]
-# The package does this by spotting rows that are entirely −∞ *before* the softmax (it runs the
-# softmax on zeros there, so even the backward pass stays finite) and zeroing them after. Its
-# source, including the input checks we test next:
-
-# %%
-show_source(scaled_dot_product_attention)
-
-# %% [markdown]
-# Bad input gets a clear error instead of a silent wrong answer — a few of the checks above:
+# The shapes must fit: queries and keys share $d_k$, keys and values share their length $T_k$, and a mask
+# must broadcast to $(\dots, T_q, T_k)$. The package says which rule a call breaks instead of failing deep
+# inside a matrix product:
 
 # %% tags=["nbval-check-output"]
 q, k, v = torch.randn(2, 4, 8), torch.randn(2, 5, 8), torch.randn(2, 5, 3)
 check_raises(ValueError, "d_k", scaled_dot_product_attention, q, torch.randn(2, 5, 6), v)
 check_raises(ValueError, "same length", scaled_dot_product_attention, q, k, torch.randn(2, 6, 3))
-check_raises(ValueError, "does not broadcast", scaled_dot_product_attention, q, k, v, torch.ones(4, 4, dtype=torch.bool))
-check_raises(ValueError, "multiplicative", scaled_dot_product_attention, q, k, v, torch.ones(4, 5).tril())
-check_raises(TypeError, "bool", scaled_dot_product_attention, q, k, v, torch.ones(4, 5, dtype=torch.long))
+_ = check_raises(ValueError, "does not broadcast", scaled_dot_product_attention, q, k, v, torch.ones(4, 4) > 0)
 
 # %% [markdown]
-# **From here on we use the library:** `F.scaled_dot_product_attention` in models (it dispatches to
-# fused kernels such as FlashAttention on a GPU) and the package's reference when we want to *look
-# at* the weights.
+# ### A query with nothing to attend to
+#
+# A mask can block **every** key of a query: in a padded batch, a padding query may have no real key in
+# sight (notebook 02 shows where that happens). Its scores are then all $-\infty$, and the softmax of such a
+# row is $0/0$, NaN. One NaN spreads through every later layer and into the loss. The package and
+# `F.scaled_dot_product_attention` (PyTorch ≥ 2.5) give such a query **zero weights and a zero output**,
+# and no NaN in the gradient either.
+
+# %%
+print("softmax of a row of -inf:", torch.softmax(torch.full((4,), -math.inf), dim=-1))
+
+(q, k, v), _ = cases["bool mask (6, 9)"]
+q = q.clone().requires_grad_()
+dead = keep.clone()
+dead[2] = False  # query 2 may attend to nothing
+out_dead, w_dead = scaled_dot_product_attention(q, k, v, dead)
+
+# %% tags=["nbval-check-output"]
+check_true("a plain softmax of an all -inf row is NaN", torch.softmax(torch.full((4,), -math.inf), -1).isnan().all())
+check_equal("package: the blocked query's weights", w_dead[:, 2], torch.zeros(2, 9))
+check_equal("package: ... and its output", out_dead[:, 2], torch.zeros(2, 5))
+check_close("package: every other row still sums to 1", w_dead[:, [0, 1, 3, 4, 5]].sum(-1), torch.ones(2, 5))
+sdpa_dead = F.scaled_dot_product_attention(q, k, v, attn_mask=dead)
+check_equal("F.sdpa also gives a zero output", sdpa_dead[:, 2], torch.zeros(2, 5))
+out_dead.sum().backward()
+check_true("no NaN in the gradient", torch.isfinite(q.grad).all())
+
+# %% [markdown]
+# **From here on we use the library:** `F.scaled_dot_product_attention` inside models, and the package's
+# reference when we want to look at the weights.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 5 · Why divide by √d_k? (Exercise 8.1, guided)
+# ## 4 · Why divide by √d_k?
 #
-# **Assumption** (000 §8.2.3, 002, 004 §5.3): the components $q_i$ and $k_i$ are independent, with
-# mean 0 and variance 1. We derive the mean and variance of $q\cdot k = \sum_{i=1}^{d_k} q_i k_i$ in
-# four steps and check each one numerically.
-#
-# **Step 1 — the mean of one term.** $q_i$ and $k_i$ are independent, so
-# $\mathbb{E}[q_i k_i] = \mathbb{E}[q_i]\,\mathbb{E}[k_i] = 0$.
-#
-# **Step 2 — the variance of one term.** For independent $X, Y$:
-# $\operatorname{Var}(XY) = \mathbb{E}[X^2]\mathbb{E}[Y^2] - \mathbb{E}[X]^2\mathbb{E}[Y]^2$, and with
-# $\mathbb{E}[X^2] = \operatorname{Var}X + (\mathbb{E}X)^2$ this expands to
-#
-# $$\operatorname{Var}(XY) = \operatorname{Var}(X)\operatorname{Var}(Y) + \operatorname{Var}(X)\,\mathbb{E}[Y]^2
-# + \operatorname{Var}(Y)\,\mathbb{E}[X]^2,$$
-#
-# the expansion 000 §8.2.3 writes out (its symbols were lost in extraction). With zero means and unit
-# variances, $\operatorname{Var}(q_i k_i) = 1$. Note that nothing here needs Gaussians: we check with
-# Gaussian, uniform and ±1 (Rademacher) components, and with non-zero means for the general formula.
+# A score $q\cdot k = \sum_{i=1}^{d_k} q_i k_i$ adds up $d_k$ products. If the components are independent
+# with mean 0 and variance 1, as at initialisation, the spread of the scores grows with $d_k$: the
+# variance of $q\cdot k$ grows in proportion to $d_k$, and dividing by $\sqrt{d_k}$ brings it back to 1 for
+# every $d_k$. Exercise 8.1 asks you to prove it. Here is what it looks like, for random $q$ and $k$:
 
 # %%
-n = N_SAMPLES
-draws = {
-    "gaussian": lambda: torch.randn(n, dtype=torch.float64),
-    "uniform": lambda: (torch.rand(n, dtype=torch.float64) - 0.5) * math.sqrt(12),   # mean 0, var 1
-    "rademacher ±1": lambda: torch.randint(0, 2, (n,), dtype=torch.float64) * 2 - 1,
-}
-term_stats = {}
-for name, draw in draws.items():
-    prod = draw() * draw()
-    term_stats[name] = (prod.mean(), prod.var(), prod.std() / math.sqrt(n))
-    print(f"{name:14s} E[q_i k_i] = {prod.mean():+.4f}   Var(q_i k_i) = {prod.var():.4f}")
+g = torch.Generator().manual_seed(0)
+dot = {d: (torch.randn(20_000, d, generator=g) * torch.randn(20_000, d, generator=g)).sum(-1) for d in (16, 64, 1024)}
 
-mq, sq, mk, sk = 0.5, 2.0, -1.0, 0.5                 # means and standard deviations
-prod = (mq + sq * torch.randn(n, dtype=torch.float64)) * (mk + sk * torch.randn(n, dtype=torch.float64))
-general = sq**2 * sk**2 + sq**2 * mk**2 + sk**2 * mq**2
-print(f"non-zero means: Var(q_i k_i) = {prod.var():.4f}, the formula gives {general}")
-
-# %% tags=["nbval-check-output"]
-for name, (mean, var, se) in term_stats.items():
-    check_true(f"step 1, {name}: E[q_i k_i] = 0 within 5 standard errors", abs(mean) < 5 * se)
-    # the variance of a sample variance of a zero-mean product x: (E[x^4] - Var(x)^2) / n, E[x^4] <= 9 here
-    check_true(f"step 2, {name}: Var(q_i k_i) = 1 within 5 standard errors",
-               abs(var - 1) < 5 * math.sqrt(8 / n))
-check_close("step 2, the general expansion: Var(q)Var(k) + Var(q)E[k]² + Var(k)E[q]²", general, 1.0 + 4.0 + 0.0625)
-c = prod - prod.mean()
-se_var = ((c ** 4).mean() - c.var() ** 2).sqrt() / math.sqrt(n)      # standard error of a sample variance
-check_true("step 2, the general expansion matches the simulation within 5 standard errors",
-           abs(prod.var() - general) < 5 * se_var)
-
-# %% [markdown]
-# **Step 3 — the variance of the sum.** The $d_k$ terms $q_i k_i$ are independent, so their variances
-# add: $\operatorname{Var}(q\cdot k) = \sum_i \operatorname{Var}(q_i k_i) = d_k$, and
-# $\mathbb{E}[q\cdot k] = 0$. The standard deviation is $\sqrt{d_k}$.
-#
-# **Step 4 — the scaled score.** $\operatorname{Var}(c X) = c^2\operatorname{Var}(X)$, so
-# $\operatorname{Var}\!\left(q\cdot k/\sqrt{d_k}\right) = d_k / d_k = 1$ for **every** $d_k$.
-#
-# We check both for $d_k = 4, 8, \dots, 1024$ by sampling pairs $(q, k)$. The tolerance is five
-# standard errors of each estimate: for a sample variance of $N$ draws that is
-# $5\,d_k\sqrt{(2 + 6/d_k)/N}$, because $q\cdot k$ has excess kurtosis $6/d_k$.
-
-# %%
-def score_samples(d, n, chunk=10_000):
-    """n samples of q·k with q, k ~ N(0, I_d), generated in chunks to bound memory."""
-    out = []
-    for start in range(0, n, chunk):
-        m = min(chunk, n - start)
-        out.append((torch.randn(m, d) * torch.randn(m, d)).sum(-1).double())
-    return torch.cat(out)
-
-
-var_study = {}
-for d in D_KS:
-    s = score_samples(d, N_SAMPLES)
-    var_study[d] = {"mean": s.mean().item(), "var": s.var().item(), "scaled_var": (s / math.sqrt(d)).var().item(),
-                    "samples": s[:20_000]}
-for d, r in var_study.items():
-    print(f"d_k={d:5d}  mean {r['mean']:+7.3f}   Var(q·k) {r['var']:9.2f}   Var(q·k/√d_k) {r['scaled_var']:.4f}")
-
-# %% tags=["nbval-check-output"]
-for d, r in var_study.items():
-    tol = 5 * math.sqrt((2 + 6 / d) / N_SAMPLES)          # relative: profile-dependent, so not printed
-    ok = (abs(r["var"] / d - 1) < tol and abs(r["scaled_var"] - 1) < tol
-          and abs(r["mean"]) < 5 * math.sqrt(d / N_SAMPLES))
-    check_true(f"d_k={d:4d}: mean ≈ 0, Var(q·k) ≈ {d}, Var(q·k/√d_k) ≈ 1 (each within 5 s.e.)", ok)
-
-# %%
-fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.8))
-ds = torch.tensor(D_KS, dtype=torch.float64)
-a1.loglog(D_KS, [var_study[d]["var"] for d in D_KS], "o", label="empirical Var(q·k)")
-a1.loglog(D_KS, D_KS, "k--", lw=1, label="theory: d_k")
-a1.loglog(D_KS, [var_study[d]["scaled_var"] for d in D_KS], "s", label="empirical Var(q·k / √d_k)")
-a1.axhline(1, color="C1", ls=":", lw=1, label="theory: 1")
-a1.set_xscale("log", base=2)
-a1.set_xlabel("d_k")
-a1.set_ylabel("variance")
-a1.set_title("Var(q·k) grows like d_k; scaling brings it back to 1")
-a1.legend(fontsize=8)
-a1.grid(alpha=0.3, which="both")
-bins = torch.linspace(-60, 60, 121).numpy()
-for d, c in [(16, "C0"), (64, "C1"), (1024, "C3")]:
-    a2.hist(var_study[d]["samples"].numpy(), bins=bins, density=True, histtype="step", color=c,
-            lw=1.5, label=f"q·k, d_k={d} (std {math.sqrt(d):.0f})")
-a2.hist((var_study[1024]["samples"] / 32).numpy(), bins=torch.linspace(-6, 6, 61).numpy(), density=True,
-        color="0.5", alpha=0.6, label="q·k/√d_k, d_k=1024 (std 1)")
-a2.axvspan(-3, 3, color="C2", alpha=0.12, label="[-3, +3]")
-a2.set_ylim(0, 0.45)
-a2.set_xlabel("score")
-a2.set_title("Unscaled scores spread out; scaled ones do not")
-a2.legend(fontsize=8)
+fig, (a1, a2) = plt.subplots(1, 2, figsize=(11, 3.4), sharey=True)
+for d, c in zip(dot, ("C0", "C1", "C3")):
+    a1.hist(dot[d].numpy(), bins=torch.linspace(-100, 100, 201).numpy(), density=True, histtype="step", color=c, lw=1.5,
+            label=f"d_k = {d}")
+    a2.hist((dot[d] / math.sqrt(d)).numpy(), bins=torch.linspace(-5, 5, 101).numpy(), density=True, histtype="step",
+            color=c, lw=1.5, label=f"d_k = {d}")
+a1.set_title("unscaled scores q·k spread out as d_k grows")
+a2.set_title("scaled scores q·k/√d_k look the same for every d_k")
+for ax, xlabel in ((a1, "q·k"), (a2, "q·k / √d_k")):
+    ax.set_xlabel(xlabel)
+    ax.legend(fontsize=8)
+a1.set_ylabel("density")
 fig.tight_layout()
 plt.show()
 
 # %% [markdown]
-# ### The numbers 000 §8.2.3, 004 §5.3 and §5.7, and 002 quote
+# **Why a wide spread hurts.** The softmax only sees differences between scores: $p_j/p_l = e^{s_j - s_l}$.
+# When the scores spread over tens of units, the largest one beats the runner-up by a factor of millions,
+# the weights become one-hot, and the softmax is flat in every direction around that point: almost no
+# gradient reaches the scores, so the model cannot learn to look elsewhere (000 §8.2.3, 002, 004 §5.3).
 #
-# | text | claim | verdict |
-# |---|---|---|
-# | 000 §8.2.3 | $d_k = 64$: std 8, dot products "routinely" in $[-24, +24]$ | ✓ ($\pm 3\sigma$: about 99.7% of them) |
-# | 000 §8.2.3 | $d_k = 512$: std ≈ 22.6, span $[-68, +68]$ | ✓ ($\sqrt{512} = 22.63$, $3\sigma = 67.9$) |
-# | 000 §8.2.2 | a 512-token sequence has 262,144 scores | ✓ ($512^2$) |
-# | 000 §8.2.3 | one input at 24, the rest near 0 → nearly all mass on it | ✓ (weight $1/(1 + 511e^{-24}) \approx 1 - 2\times10^{-8}$ even among 512 keys) |
-# | 000 §8.2.3 | after scaling, inputs "stay in $[-3, +3]$" | **only about 99.7% do.** In one $512\times512$ score matrix ($d_k = 64$) several **hundred** of the 262,144 scaled scores fall outside (708 expected for exact Gaussians; a bit more in practice, since $q\cdot k$ has heavier tails), and the largest is near ±5 |
-# | 004 §5.3 | head_dim 64 → std 8; head_dim 768 → std **27** | 64 ✓; **768 gives $\sqrt{768} = 27.7$** (≈ 28, not 27) |
-# | 004 §5.7 | $512^2$ = 262K (~0.5 MB fp16), $4096^2$ = 16.8M (~32 MB), 128K² = 16.4B (~31 GB) | ✓ if "MB/GB" are MiB/GiB and "128K" is 128,000. **With 128K = 131,072** (as "4K" = 4,096 in the row above) it is **17.2B entries, 32 GiB** |
-# | 002 | $q\cdot k$ has mean 0 and variance $d_k$; $d_{\text{model}} = 768$, $h = 12$ → $d_k = 64$ | ✓ |
-# | 002 | causal attention as $\operatorname{softmax}\big((QK^\top + M)/\sqrt{d_k}\big)$ | ✓ the same as 000's $QK^\top/\sqrt{d_k} + M$, because $M \in \{0, -\infty\}$ is unchanged by the division (it would not be for a finite bias such as ALiBi) |
-
-# %% tags=["nbval-check-output"]
-check_close("000: d_k = 64 → std 8", math.sqrt(64), 8.0, atol=0)
-check_close("000: d_k = 512 → std ≈ 22.6", math.sqrt(512), 22.6, atol=0.05)
-check_close("000: d_k = 512 → 3 std ≈ 68", 3 * math.sqrt(512), 68.0, atol=0.5)
-frac64 = (var_study[64]["samples"].abs() <= 24).double().mean().item()
-check_true("000: at d_k = 64, between 99.4% and 99.9% of q·k lie in [-24, +24]", 0.994 < frac64 < 0.999)
-check_equal("000: scores of a 512-token sequence", 512 ** 2, 262_144)
-p24 = torch.softmax(torch.cat([torch.tensor([24.0]), torch.zeros(511)]).double(), -1)[0].item()
-check_true("000: one score 24 among 511 zeros gets weight 1 - 511·e^-24 ≈ 1 - 1.9e-8", abs(p24 - (1 - 511 * math.exp(-24))) < 1e-12)
-g = torch.Generator().manual_seed(0)
-S512 = torch.randn(512, 64, generator=g) @ torch.randn(512, 64, generator=g).T / 8    # scaled, d_k = 64
-outside = int((S512.abs() > 3).sum())
-expected_outside = 262_144 * math.erfc(3 / math.sqrt(2))
-check_close("expected scaled scores outside [-3, +3] in a 512×512 matrix (Gaussian)", expected_outside, 707.7, atol=0.05)
-check_true("000: 'stay in [-3, +3]' is false: hundreds of the 262,144 fall outside (400 < count < 1200)",
-           400 < outside < 1200)
-check_true("... and the largest |scaled score| in that matrix lies between 4 and 6.5", 4 < S512.abs().max() < 6.5)
-check_close("004: head_dim 768 → std is 27.7, not 27", math.sqrt(768), 27.7, atol=0.05)
-check_equal("004 §5.7: 512² entries", 512 ** 2, 262_144)
-check_close("004 §5.7: 512² fp16 in MiB (~0.5 MB)", 512 ** 2 * 2 / 2 ** 20, 0.5, atol=0)
-check_close("004 §5.7: 4096² entries in millions (16.8M)", 4096 ** 2 / 1e6, 16.8, atol=0.05)
-check_close("004 §5.7: 4096² fp16 in MiB (~32 MB)", 4096 ** 2 * 2 / 2 ** 20, 32.0, atol=0)
-check_close("004 §5.7: 128,000² in billions (16.4B)", 128_000 ** 2 / 1e9, 16.4, atol=0.05)
-check_close("004 §5.7: 128,000² fp16 in GiB (~31 GB)", 128_000 ** 2 * 2 / 2 ** 30, 30.5, atol=0.05)
-check_close("004 §5.7: with 128K = 131,072: entries in billions", 131_072 ** 2 / 1e9, 17.2, atol=0.05)
-check_close("004 §5.7: with 128K = 131,072: fp16 GiB", 131_072 ** 2 * 2 / 2 ** 30, 32.0, atol=0)
-check_equal("002: d_model = 768, h = 12 → d_k", 768 // 12, 64)
-(q, k, v), _ = cases["causal (7, 7) bool"]
-M = additive(causal_mask(7))
-check_true("002's (QKᵀ + M)/√d_k gives the same weights as 000's QKᵀ/√d_k + M",
-           torch.equal(torch.softmax((q @ k.mT + M) / 4, -1), torch.softmax(q @ k.mT / 4 + M, -1)))
-
-# %% [markdown] slideshow={"slide_type": "slide"}
-# ### Step 5 — why variance $d_k$ saturates the softmax
-#
-# The softmax only cares about **differences** between scores: $p_j / p_l = e^{z_j - z_l}$. If the
-# scores have standard deviation $\sigma$, the gap between the largest and the second largest grows
-# in proportion to $\sigma$, so the weight ratio between the top two keys grows like
-# $e^{c\,\sigma}$ (for 10 Gaussian scores the mean gap is $0.54\,\sigma$). Unscaled,
-# $\sigma = \sqrt{d_k}$: at $d_k = 1024$ the mean gap is $0.54 \cdot 32 \approx 17$, a weight ratio of
-# $e^{17} \approx 2\times10^{7}$, and the weights are one-hot. The softmax's Jacobian,
-# $\partial p/\partial z = \operatorname{diag}(p) - pp^\top$, then vanishes: a one-hot $p$ gives
-# $\operatorname{diag}(p) - pp^\top = 0$, so no gradient reaches the scores and the model cannot learn
-# to look elsewhere. Scaled, $\sigma = 1$ for every $d_k$, and the weights stay soft.
-#
-# Why $\sqrt{d_k}$ and not $d_k$? Dividing by $d_k$ overshoots: the variance becomes $d_k/d_k^2 = 1/d_k$,
-# so for large $d_k$ every score is squeezed towards 0 and the weights go **uniform** — the query can no
-# longer prefer any key. $\sqrt{d_k}$ is the one power that keeps the variance at 1 for every $d_k$.
-#
-# We measure three things for one query against **10 keys** (as in the widget below), over many
-# random queries: the **max weight**, the **entropy** of the weights (uniform over 10 keys:
-# $\ln 10 = 2.30$ nats; one-hot: 0), and the **Frobenius norm of the softmax Jacobian** (the size
-# of the gradient that reaches the scores) — for the unscaled scores, the scaled ones, and, as a
-# control, scores over-scaled by $1/d_k$.
+# We measure it for one query against 10 random keys, over many queries: the weight on the top key, the
+# entropy of the weights (uniform over 10 keys: $\ln 10 = 2.30$ nats; one-hot: 0), and the size of the
+# gradient that reaches the scores (the norm of the softmax's Jacobian; Exercise 8.1 has you derive it). As
+# a control, scores divided by $d_k$ instead of $\sqrt{d_k}$: too much scaling squeezes them towards 0, and
+# the weights go uniform.
 
 # %%
 from transformer_nb.widgets.attention import softmax_stats
 
 n_keys = 10
-sat = {True: {}, False: {}}
-over = {}                                                       # control: q·k / d_k (too much scaling)
-gaps = {}
+U, Sc, O = "unscaled: q·k", "scaled: q·k/√d_k", "over-scaled: q·k/d_k"
+scalings = {U: lambda s, d: s, Sc: lambda s, d: s / math.sqrt(d), O: lambda s, d: s / d}
+STATS = {"max_weight": "weight on the top key", "entropy": "entropy (nats; dotted: uniform)",
+         "jacobian_norm": "gradient reaching the scores"}
+curves = {key: {name: [] for name in scalings} for key in STATS}  # curves[stat][scaling]: one value per d_k
 for d in D_KS:
-    q = torch.randn(N_QUERIES, 1, d)
-    keys_ = torch.randn(N_QUERIES, n_keys, d)
-    raw = (q * keys_).sum(-1)                                   # (N_QUERIES, n_keys)
-    top2 = raw.topk(2, dim=-1).values
-    gaps[d] = (top2[:, 0] - top2[:, 1]).mean().item()
-    for scaled in (True, False):
-        st = softmax_stats(raw / math.sqrt(d) if scaled else raw)
-        sat[scaled][d] = {name: st[name].mean().item() for name in ("max_weight", "entropy", "jacobian_norm")}
-    st = softmax_stats(raw / d)
-    over[d] = {name: st[name].mean().item() for name in ("max_weight", "entropy", "jacobian_norm")}
+    raw = (torch.randn(N_QUERIES, 1, d) * torch.randn(N_QUERIES, n_keys, d)).sum(-1)  # (queries, keys)
+    for name, scale in scalings.items():
+        st = softmax_stats(scale(raw, d))
+        for key in STATS:
+            curves[key][name].append(st[key].mean().item())
 
-# %% [markdown]
-# The Jacobian norm uses the closed form $\|\operatorname{diag}(p) - pp^\top\|_F^2 =
-# \sum p_j^2 - 2\sum p_j^3 + (\sum p_j^2)^2$. Check it against autograd once before trusting it:
-
-# %% tags=["nbval-check-output"]
-z = torch.randn(n_keys, dtype=torch.float64, generator=torch.Generator().manual_seed(1)) * 3
-jac = torch.autograd.functional.jacobian(lambda t: torch.softmax(t, -1), z)
-check_true("closed-form Jacobian norm = autograd's (to 1e-12)",
-           abs(softmax_stats(z)["jacobian_norm"] - jac.norm()) < 1e-12)
-p = torch.softmax(z, -1)
-check_true("and the Jacobian is diag(p) - p pᵀ", torch.allclose(jac, torch.diag(p) - torch.outer(p, p)))
-
-# %%
 fig, axes = plt.subplots(1, 3, figsize=(13, 3.6))
-labels = {True: "scaled: q·k/√d_k", False: "unscaled: q·k"}
-for ax, (key, ylabel, logy) in zip(axes, [("max_weight", "mean max weight", False),
-                                          ("entropy", "mean entropy (nats)", False),
-                                          ("jacobian_norm", "mean ‖∂p/∂z‖ (Frobenius, log)", True)]):
-    plot_curves({labels[s]: (D_KS, [sat[s][d][key] for d in D_KS]) for s in (True, False)},
-                xlabel="d_k", ylabel=ylabel, ax=ax, marker="o", logy=logy)
-    ax.plot(D_KS, [over[d][key] for d in D_KS], "s--", color="0.5", ms=4, label="over-scaled: q·k/d_k")
+for ax, (key, title) in zip(axes, STATS.items()):
+    for name, style in zip(scalings, ("o-", "o-", "s--")):
+        ax.plot(D_KS, curves[key][name], style, ms=4, label=name)
     ax.set_xscale("log", base=2)
-    ax.legend(fontsize=8)
-axes[0].axhline(1 / n_keys, color="k", ls=":", lw=1)
+    ax.set_xlabel("d_k")
+    ax.set_title(title)
+    ax.grid(alpha=0.3)
 axes[1].axhline(math.log(n_keys), color="k", ls=":", lw=1)
-axes[0].set_title("weight on the top key")
-axes[1].set_title("entropy (dotted: uniform, ln 10)")
-axes[2].set_title("gradient reaching the scores")
+axes[2].set_yscale("log")
+axes[0].legend(fontsize=8)
 fig.suptitle("Softmax over 10 keys: unscaled scores collapse onto one key, over-scaled ones go uniform", y=1.02)
 fig.tight_layout()
 plt.show()
 
 # %% tags=["nbval-check-output"]
-U, Sc = sat[False], sat[True]
-check_true("unscaled: the max weight grows with d_k (4 → 64 → 1024)",
-           U[4]["max_weight"] < U[64]["max_weight"] < U[1024]["max_weight"])
-check_true("unscaled, d_k = 1024: max weight > 0.9 (nearly one-hot)", U[1024]["max_weight"] > 0.9)
-check_true("unscaled, d_k = 1024: entropy < 0.1 · ln 10", U[1024]["entropy"] < 0.1 * math.log(n_keys))
-check_true("scaled: max weight < 0.4 at every d_k (stays soft)", max(Sc[d]["max_weight"] for d in D_KS) < 0.4)
-check_true("scaled: entropy > 0.8 · ln 10 at every d_k", min(Sc[d]["entropy"] for d in D_KS) > 0.8 * math.log(n_keys))
-check_true("scaled: max weight varies by < 0.06 across d_k = 16 … 1024",
-           max(Sc[d]["max_weight"] for d in D_KS[2:]) - min(Sc[d]["max_weight"] for d in D_KS[2:]) < 0.06)
-check_true("d_k = 1024: the unscaled gradient is < 1/4 of the scaled one",
-           U[1024]["jacobian_norm"] < 0.25 * Sc[1024]["jacobian_norm"])
-check_true("the top-2 score gap grows like √d_k: gap(1024)/gap(64) ≈ 4 (within 15%)",
-           abs(gaps[1024] / gaps[64] / 4 - 1) < 0.15)
-check_true("unscaled, d_k = 1024: mean top-2 gap ≈ 0.54 · √1024 ≈ 17 (within 10%)",
-           abs(gaps[1024] / (0.5374 * 32) - 1) < 0.10)
-check_true("over-scaled by 1/d_k, d_k = 1024: entropy > 0.99 · ln 10 (the weights are uniform)",
-           over[1024]["entropy"] > 0.99 * math.log(n_keys))
-check_true("over-scaled: max weight < 0.11 at d_k = 1024 (uniform is 0.1)", over[1024]["max_weight"] < 0.11)
+top, ent, grad = curves["max_weight"], curves["entropy"], curves["jacobian_norm"]
+ln10 = math.log(n_keys)
+check_true("unscaled: the top weight grows with d_k (4 → 64 → 1024)", top[U][0] < top[U][4] < top[U][-1])
+check_true("unscaled, d_k = 1024: top weight > 0.9, nearly one-hot", top[U][-1] > 0.9)
+check_true("unscaled, d_k = 1024: entropy < 0.1 · ln 10", ent[U][-1] < 0.1 * ln10)
+check_true("scaled: top weight < 0.4 at every d_k (the weights stay soft)", max(top[Sc]) < 0.4)
+check_true("scaled: entropy > 0.8 · ln 10 at every d_k", min(ent[Sc]) > 0.8 * ln10)
+check_true("d_k = 1024: the unscaled gradient is < 1/4 of the scaled one", grad[U][-1] < 0.25 * grad[Sc][-1])
+check_true("over-scaled, d_k = 1024: entropy > 0.99 · ln 10 (uniform weights)", ent[O][-1] > 0.99 * ln10)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 6 · Widget: drive the scale live
+# ### Drive the scale yourself
 #
-# One query against a handful of keys, every component drawn from N(0, 1). Left: the scores the
-# softmax sees (red bars lie outside $[-3, +3]$). Right: the weights, with their entropy. Move
-# **d_k** with the scores *unscaled* and watch the weights collapse onto one key; flip to *scaled*
-# and they stay soft at any $d_k$. **sample** draws new vectors; **keys** changes how many keys the
-# query competes over. (The drawing needs a live kernel; a stored notebook shows the first state.)
+# One query against a handful of keys, every component drawn from N(0, 1). Left: the scores the softmax
+# sees (red bars lie outside $[-3, +3]$). Right: the weights, with their entropy. Set the scores to
+# *unscaled* and move **d_k**: the weights collapse onto one key. Switch to *scaled*: they stay soft at any
+# $d_k$. **sample** draws new vectors; **keys** sets how many keys compete. (The widget needs a live kernel;
+# a stored notebook shows its first state.)
 
 # %%
 from transformer_nb.widgets.attention import ScalingWidget
@@ -646,143 +345,211 @@ from transformer_nb.widgets.attention import ScalingWidget
 ScalingWidget(d_k=64, scaled=True, n_keys=10).show()
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 7 · Exercises
+# ## 5 · Exercises
 #
-# Each exercise gives a stub. Replace `raise NotImplementedError` with your code and run the
-# check cell: it runs your function on several cases against a hidden reference and, when they
-# differ, tells you *which* typical mistake you made. `ex.show_solution()` reveals a solution —
-# call it only on purpose.
+# Each exercise gives a stub: replace `raise NotImplementedError` with your code and run the cell. The
+# checker runs your function on several cases against a hidden reference and prints `✓` or a nudge that
+# names the symptom. `ex.hint()` gives a hint (more specific each time), `ex.solution()` a worked solution:
+# only after you have tried.
 #
-# ### Exercise 8.1, step 2 in general (theory, auto-checked)
+# ### Exercise 8.1 (theory): the mean and variance of q·k
 #
-# Extend step 2: the components of $q$ are i.i.d. with mean `mean_q` and variance `var_q`, those of
-# $k$ with mean `mean_k` and variance `var_k`, all independent. Return $\operatorname{Var}(q\cdot k)$
-# for dimension `d_k`. (Then explain in one paragraph, in your own words, why variance $d_k$
-# saturates the softmax and variance 1 does not — step 5 above is the numeric evidence.)
+# The components of $q$ are independent with mean `mean_q` and variance `var_q`, those of $k$ with mean
+# `mean_k` and variance `var_k`, and all are independent of each other. Write
+# `dot_product_moments(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0)` returning the pair
+# $(\mathbb{E}[q\cdot k], \operatorname{Var}(q\cdot k))$ for vectors of dimension $d_k$. The chapter's case
+# is mean 0 and variance 1; the checker also tries other means and variances, so derive it in general.
 
 # %%
-from transformer_nb.exercises.attention import attention_ex, causal_ex, empirical_ex, variance_ex
+from transformer_nb.exercises.attention import attention_ex, causal_ex
+from transformer_nb.exercises.variance import empirical_ex, jacobian_ex, moments_ex
+
+# %% tags=["exercise"]
+def dot_product_moments(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
+    raise NotImplementedError  # your code here
 
 
-def dot_product_variance(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
-    raise NotImplementedError
-
-
-# %%
-result = variance_ex.check(dot_product_variance)
+moments_ex.check(dot_product_moments)
 
 # %% [markdown]
-# What the checker says to a typical wrong answer — here one that forgets the sum over the $d_k$
-# components:
-
-# %% tags=["nbval-check-output"]
-def one_term_only(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):
-    return var_q * var_k + var_q * mean_k ** 2 + var_k * mean_q ** 2
-
-
-r = variance_ex.check(one_term_only)
-assert not r.passed and "variances of independent terms add" in r.message
-
-# %% [markdown]
-# ### Exercise 8.1, numerically (auto-checked)
+# ### Exercise 8.1 (numeric): the variance of the scores, measured
 #
-# `q` and `k` hold $N$ sampled vectors, shape `(N, d_k)`. Return the sample variance of the $N$
-# dot products $q_n\cdot k_n$ — divided by $\sqrt{d_k}$ first when `scaled` is true. This is the
-# tool the figure in section 5 was made with.
+# `q` and `k` hold $N$ sampled vectors, shape `(N, d_k)`. Write `score_variance(q, k, scaled)`: the sample
+# variance of the $N$ dot products $q_n\cdot k_n$, each divided by $\sqrt{d_k}$ first when `scaled` is true.
 
-# %%
+# %% tags=["exercise"]
 def score_variance(q, k, scaled):
-    raise NotImplementedError
+    raise NotImplementedError  # your code here
 
 
-# %%
-result = empirical_ex.check(score_variance)
-
-# %% tags=["nbval-check-output"]
-def all_pairs(q, k, scaled):          # a typical slip: every pair q_n · k_m instead of q_n · k_n
-    s = q @ k.T
-    return (s / math.sqrt(q.shape[-1]) if scaled else s).var()
-
-
-r = empirical_ex.check(all_pairs)
-assert not r.passed and "row-wise" in r.message
+empirical_ex.check(score_variance)
 
 # %% [markdown]
-# ### Exercise 8.5 — implement attention (programming, auto-checked)
+# Once your `score_variance` passes, the next cell measures, with your function, the variance of the raw and
+# of the scaled scores of standard normal $q, k$ for growing $d_k$, and compares them with your
+# `dot_product_moments`.
+
+# %%
+measure, moments = empirical_ex.use(score_variance), moments_ex.use(dot_product_moments)
+if measure is score_variance and moments is dot_product_moments:
+    g = torch.Generator().manual_seed(0)
+    for d_k in (16, 64, 256, 1024):
+        q, k = torch.randn(20_000, d_k, generator=g), torch.randn(20_000, d_k, generator=g)
+        print(f"d_k = {d_k:5d}: measured Var {float(measure(q, k, False)):8.1f} (yours predicts "
+              f"{moments(d_k, 1.0, 1.0)[1]:.0f}), scaled {float(measure(q, k, True)):.3f}")
+else:
+    print("(this measurement runs once both of your functions pass)")
+
+# %% [markdown]
+# ### Exercise 8.1 (interpretation): why a large variance saturates the softmax
+#
+# The softmax turns scores $s$ into weights $p$. How much does a small change of the scores move the
+# weights? Write `softmax_jacobian(s)` for `s` of shape `(..., n)`: the matrix $J_{ij} = \partial p_i/\partial s_j$
+# of every row, shape `(..., n, n)`.
+
+# %% tags=["exercise"]
+def softmax_jacobian(s):
+    raise NotImplementedError  # your code here
+
+
+jacobian_ex.check(softmax_jacobian)
+
+# %% [markdown]
+# With your Jacobian, the next cell compares scores of variance $d_k = 512$ (unscaled) with scores of
+# variance 1 (scaled), over 1,000 random queries against 10 keys: the largest weight, and the size of the
+# Jacobian, i.e. how much gradient reaches the scores.
+
+# %%
+jac = jacobian_ex.use(softmax_jacobian)
+if jac is softmax_jacobian:
+    g = torch.Generator().manual_seed(1)
+    for name, std in (("unscaled, Var = 512", math.sqrt(512)), ("scaled, Var = 1", 1.0)):
+        s = std * torch.randn(1000, 10, generator=g, dtype=torch.float64)
+        print(f"{name:20s} mean largest weight {s.softmax(-1).max(-1).values.mean():.3f}, "
+              f"mean |J| {jac(s).norm(dim=(-2, -1)).mean():.4f}")
+else:
+    print("(this comparison runs once your softmax_jacobian passes)")
+
+# %% [markdown]
+# **Your explanation.** In one paragraph, in your own words: why does variance $d_k$ saturate the softmax, and
+# why does variance 1 not? Use the two numbers the cell above printed. (Not checked: compare with
+# `moments_ex.solution()` afterwards.)
+
+# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# Solution · Exercise 8.1 — open after you have tried
+# Var(q·k) = d_k for mean 0 and variance 1, and Var(q·k/√d_k) = 1, checked by simulation (5 standard errors).
+g = torch.Generator().manual_seed(2)
+for d_k in (4, 64, 1024):
+    s = (torch.randn(50_000, d_k, generator=g) * torch.randn(50_000, d_k, generator=g)).sum(-1).double()
+    se = d_k * math.sqrt((2 + 6 / d_k) / s.numel())  # standard error of a sample variance (excess kurtosis 6/d_k)
+    check_true(f"d_k = {d_k}: Var(q·k) = d_k within 5 standard errors", abs(s.var() - d_k) < 5 * se)
+    scaled_var = (s / math.sqrt(d_k)).var()
+    check_true(f"d_k = {d_k}: Var(q·k/√d_k) = 1 within 5 standard errors", abs(scaled_var - 1) < 5 * se / d_k)
+moments_ex.solution()
+
+# %% [markdown]
+# ### Exercise 8.5: implement attention
 #
 # Implement scaled dot-product attention from scratch (no `nn.MultiheadAttention`, no
-# `F.scaled_dot_product_attention`). `q: (batch, T_q, d_k)`, `k: (batch, T_k, d_k)`,
-# `v: (batch, T_k, d_v)`, and an optional boolean `mask: (T_q, T_k)`, True where a query *may*
-# attend. Return `(output, weights)` with shapes `(batch, T_q, d_v)` and `(batch, T_q, T_k)`.
-# A query whose keys are **all** masked must get zero weights and a zero output, not NaN.
+# `F.scaled_dot_product_attention`). `q: (batch, T_q, d_k)`, `k: (batch, T_k, d_k)`, `v: (batch, T_k, d_v)`,
+# and an optional `mask: (T_q, T_k)`, nonzero (or True) where a query *may* attend. Return `(output, weights)`
+# with shapes `(batch, T_q, d_v)` and `(batch, T_q, T_k)`.
 
-# %%
+# %% tags=["exercise"]
 def attention(q, k, v, mask=None):
-    raise NotImplementedError
+    raise NotImplementedError  # your code here
 
+
+attention_ex.check(attention)
+
+# %% [markdown]
+# The tests Exercise 8.5 asks for, run on *your* function once it passes: batch = 2, seq_len = 8,
+# $d_k = d_v = 16$; every row of the weights sums to 1, and with a causal mask the weights above the diagonal
+# are exactly zero.
 
 # %%
-result = attention_ex.check(attention)
+attend = attention_ex.use(attention)
+g = torch.Generator().manual_seed(0)
+q, k, v = (torch.randn(2, 8, 16, generator=g) for _ in range(3))
+out, weights = attend(q, k, v)
+check_true("every row of the weights sums to 1", torch.allclose(weights.sum(-1), torch.ones_like(weights.sum(-1))))
+out, weights = attend(q, k, v, torch.tril(torch.ones(8, 8)))
+check_true("with a causal mask, the weights above the diagonal are exactly 0", bool((weights.triu(1) == 0).all()))
 
 # %% [markdown]
-# The tests Exercise 8.5 asks for (batch = 2, seq_len = 8, $d_k = d_v = 16$: every row of the weights
-# sums to 1; with a causal mask the weights above the diagonal are exactly zero). They run once
-# your function passes the checker:
-
-# %%
-if result:
-    g = torch.Generator().manual_seed(0)
-    q, k, v = (torch.randn(2, 8, 16, generator=g) for _ in range(3))
-    out, weights = attention(q, k, v)
-    assert torch.allclose(weights.sum(-1), torch.ones_like(weights.sum(-1)))
-    out, weights = attention(q, k, v, torch.tril(torch.ones(8, 8, dtype=torch.bool)))
-    assert (weights.triu(diagonal=1) == 0).all()
-    print("Exercise 8.5's tests pass.")
-else:
-    print("Make the checker pass first.")
-
-# %% [markdown]
-# The checker catching a typical mistake — a softmax over the wrong axis:
-
-# %% tags=["nbval-check-output"]
-def softmax_over_queries(q, k, v, mask=None):
-    scores = q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])
-    if mask is not None:
-        scores = scores.masked_fill(~mask, -math.inf)
-    weights = torch.softmax(scores, dim=1)          # dim=1 is the query axis here
-    return weights @ v, weights
-
-
-r = attention_ex.check(softmax_over_queries)
-assert not r.passed and "wrong axis" in r.message
-
-# %% [markdown]
-# ### Exercise 8.5, the causal half (auto-checked)
+# ### Exercise 8.5, the causal half
 #
-# Write `causal_attention(q, k, v)` for `q, k: (batch, T, d_k)`, `v: (batch, T, d_v)`: build the
-# causal mask yourself (query $i$ may attend to keys $0 \dots i$, itself included) and return
-# `(output, weights)`.
+# Write `causal_attention(q, k, v)` for `q, k: (batch, T, d_k)`, `v: (batch, T, d_v)`: build the causal mask
+# yourself (query $i$ may attend to keys $0 \dots i$, itself included) and return `(output, weights)`.
 
-# %%
+# %% tags=["exercise"]
 def causal_attention(q, k, v):
-    raise NotImplementedError
+    raise NotImplementedError  # your code here
 
 
-# %%
-result = causal_ex.check(causal_attention)
+causal_ex.check(causal_attention)
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Appendix · The texts, checked
+#
+# Every claim of the five texts that belongs to this notebook, with its verdict from the claims ledger
+# (`transformer_nb.claims`, rendered in notebook 13); the ledger runs its checks below. In short:
+#
+# - **000 §8.2.5's walkthrough** (reconstructed in section 2) is right in its scores, scaled scores and
+#   weights, with three slips: "$q_1\cdot k_1 = 1 + 0 + 1 = 1$" (the sum is 2; the score row needs the terms
+#   $1 + 0 + 0$, `000-8.2.5-q1k1`); "the exponentials sum to 7.734" (they sum to **7.7357**; from the
+#   3-decimal exponents 0.577 and 1.155 the sum is **7.7354**, from the 3-decimal exponentials 7.735,
+#   `000-8.2.5-expsum`); and the printed weights sum to 0.999, not 1 (`000-8.2.5-sum1`).
+# - **004 §5.2's 3-token example is wrong**: with the $Q$ and $K$ it prints, three entries of its $QK^\top$
+#   differ, and its weights match neither the correct scores nor its own (`004-5.2-scores`,
+#   `004-5.2-weights`); the figure below shows all four matrices.
+# - **000 §8.2.3**: after scaling, the scores do not all "stay in $[-3, +3]$"; about 99.7% do, and one
+#   $512\times512$ score matrix has hundreds outside (`000-8.2.3-range3`, imprecise). **004 §5.3**: head_dim
+#   768 gives a standard deviation of 27.7, not 27 (`004-5.3-std768`, imprecise).
+# - **004 §5.7's memory table** is right in all three rows, the 128K row included (128,000 tokens, in the
+#   binary units of the rows above: `004-5.7-128k`).
 
 # %% tags=["nbval-check-output"]
-def off_by_one(q, k, v):                  # hides the diagonal: a token cannot see itself
-    t = q.shape[-2]
-    allowed = torch.ones(t, t, dtype=torch.bool).tril(diagonal=-1)
-    scores = (q @ k.transpose(-2, -1) / math.sqrt(q.shape[-1])).masked_fill(~allowed, -math.inf)
-    weights = torch.softmax(scores, dim=-1)
-    return weights @ v, weights
+from transformer_nb.claims import report
 
-
-r = causal_ex.check(off_by_one)
-assert not r.passed and "off by one" in r.message
+report(notebook="01")
 
 # %% [markdown]
-# To see a reference solution on purpose: `attention_ex.show_solution()` (likewise `causal_ex`,
-# `variance_ex`, `empirical_ex`).
+# The section-2 reconstruction reproduces every number 000 §8.2.5 states for the first query (its text
+# values, to the 3 decimals it prints):
+
+# %% tags=["nbval-check-output"]
+exps = torch.exp(scaled4[0].double())
+check_close("scaled row (text: 0.577, 0, 1.155, 0.577)", scaled4[0], [0.577, 0.0, 1.155, 0.577], atol=5e-4)
+check_close("exponentials e^0.577, e^0, e^1.155, e^0.577", exps, [1.781, 1.0, 3.173, 1.781], atol=5e-4)
+check_close("their sum: 7.7357, not the text's 7.734", exps.sum(), 7.7357, atol=5e-5)
+from_rounded = 2 * math.exp(0.577) + 1 + math.exp(1.155)
+check_close("from the 3-decimal exponents 0.577 and 1.155: 7.7354", from_rounded, 7.7354, atol=5e-5)
+check_close("weights (text: 0.230, 0.129, 0.410, 0.230)", weights4[0], [0.230, 0.129, 0.410, 0.230], atol=5e-4)
+
+# %% [markdown]
+# 004 §5.2 traces the four steps for the tokens *the, cat, sat* with $d_k = 4$. Its $Q$ and $K$, the product
+# and weights it prints, and the correct ones:
+
+# %%
+tokens = ["the", "cat", "sat"]
+Q3 = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]])
+K3 = torch.tensor([[1.0, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]])
+printed_scores = torch.tensor([[1.0, 1, 2], [1, 1, 0], [1, 2, 2]])
+printed_weights = torch.tensor([[0.27, 0.27, 0.46], [0.33, 0.33, 0.33], [0.21, 0.39, 0.39]])
+weights3 = torch.softmax(Q3 @ K3.T / 2, dim=-1)
+
+fig, axes = plt.subplots(1, 5, figsize=(17, 3.3))
+panels = [(printed_scores, "QKᵀ as printed"), (Q3 @ K3.T, "QKᵀ, correct"), (printed_weights, "weights as printed"),
+          (weights3, "weights, correct"), (torch.softmax(printed_scores / 2, -1), "softmax of the printed QKᵀ/2")]
+for ax, (m, title) in zip(axes, panels):
+    vmax = 2.0 if "QKᵀ" in title[:3] else 0.6
+    heatmap(m, tokens, tokens, title=title, ax=ax, annotate=True, vmin=0, vmax=vmax, colorbar=False, xlabel="key")
+axes[0].set_ylabel("query")
+fig.suptitle("004 §5.2: its printed QKᵀ is wrong, and its printed weights match neither QKᵀ", y=1.03)
+fig.tight_layout()
+plt.show()
+
+# %% tags=["nbval-check-output"]
+check_equal("004 §5.2: entries where the printed QKᵀ is wrong", int((printed_scores != Q3 @ K3.T).sum()), 3)
+check_true("its printed weights are off by more than rounding", gap(printed_weights, weights3) > 0.05)
