@@ -1,196 +1,195 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 00 · Start here
 #
-# This is the companion to the Transformer chapter: eleven notebooks, one per section, each of which
-# **builds an idea from scratch, checks it exactly, and then hands you exercises that check you back**.
-# This first notebook shows how to use them:
+# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/00_start_here.ipynb)
 #
-# 1. how a notebook is organised (profiles, devices, check cells, widgets, exercises);
-# 2. a map from every notebook to the sections of the five texts it accompanies, with its runtime;
-# 3. a warm-up: the two operations attention is made of (softmax and the score matrix), with a widget
-#    and two auto-checked exercises.
+# A textbook chapter explains the Transformer; a notebook lets you take it apart. This companion follows the
+# chapter on the Transformer section by section: each notebook **builds one idea from scratch, checks it
+# exactly, and then hands you exercises that check you back**. This first notebook shows how the companion
+# works (profiles, check cells, exercises, Colab, the lecture and ledger notebooks), gives a map of all
+# notebooks read from the notebooks themselves, and warms up with the two operations attention is made of.
 #
-# **Serves:** all five texts: 000 (Ch. 8, the main spine), 001 (Ch. 19), 002 (article), 003 (lecture
-# notes), 004 (blog post) — see the map below.
+# **Serves:** all five texts: 000 (Ch. 8, the main spine, Exercises 8.1–8.10), 001 (Ch. 19), 002 (article),
+# 003 (lecture notes), 004 (blog post); the map below says which notebook serves which sections.
 #
-# **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s (nothing here trains).
+# **Runtime on 2 CPU cores:** quick ~10 s, full ~15 s.
 
 # %%
+# Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+
+if find_spec("google") and find_spec("google.colab"):  # only Colab has google.colab
+    import torch
+
+    source = os.environ.get("TNB_INSTALL_FROM", "git+https://github.com/transformer-nb/transformer-nb")
+    pin = f"torch=={torch.__version__}"  # so that pip keeps Colab's torch
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", source, pin], check=True)
+    from transformer_nb.wikitext import find_data_dir
+
+    find_data_dir()  # downloads WikiText-2 once (13 MB), checking its sha256
+
 # %matplotlib inline
 from transformer_nb import setup
 
-env = setup()
+env = setup()  # seeds everything, picks the device, prints both
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 1 · How the notebooks work
+# ## 1 · How the companion works
 #
-# **The first code cell** of every notebook calls `setup()`. It seeds every random generator (so a second
-# run gives the same numbers), picks the device (a GPU when there is one, otherwise the CPU) and prints
-# both, together with the **profile**:
+# **Open in Colab.** The badge under each notebook's title opens it in Colab. There, the first code cell (the
+# *setup cell*) notices that it runs in Colab and first installs this companion with pip, pinning torch to
+# the version Colab already has (Colab's torch and its GPU build are never replaced), and downloads
+# WikiText-2 once (13 MB, checked by sha256) for the notebooks that train language models. Everywhere else it
+# installs and downloads nothing. Then, everywhere, it runs `%matplotlib inline` and `env = setup()`, which
+# seeds every random generator (a second run gives the same numbers), picks the device (a GPU when there is
+# one) and prints both with the **profile**:
 #
 # | profile | set by | what it does |
 # |---|---|---|
-# | `full` (default) | nothing, or `TNB_PROFILE=full` | the real thing: what you read in the stored outputs |
-# | `quick` | `TNB_PROFILE=quick` | fewer training steps, smaller sweeps: what CI runs on every change |
+# | `full` (default) | nothing, or `TNB_PROFILE=full` | the real runs: what the stored outputs show |
+# | `quick` | `TNB_PROFILE=quick` | fewer training steps and smaller sweeps: what CI runs, and a slow laptop |
 #
-# Training notebooks (09, 10) cache their trained weights (in `TNB_CACHE_DIR`, default
-# `~/.cache/transformer_nb`), so running them a second time takes seconds. `TNB_RETRAIN=1` forces a
-# retrain; a corrupt or outdated cache is reported and retrained, never a crash.
+# The notebooks that train (09, 10, 12) keep their trained weights in a cache (`TNB_CACHE_DIR`, default
+# `~/.cache/transformer_nb`), so a second run takes seconds; `TNB_RETRAIN=1` forces a retrain, and a damaged
+# or outdated cache is reported and retrained, never loaded.
 #
-# **Check cells** are the cells whose output is a list of `✓` lines. Each one *asserts* a fact — a shape,
-# an exact count, a value within a stated tolerance — and prints the expected value. CI re-runs every
-# notebook and compares these outputs, so what you read in a check cell is true on every machine. When a
-# text is wrong, a check cell proves the correct value, and the markdown above it says so plainly.
-#
-# **Widgets** are the sliders and boxes for exploring live (an instructor can drive them in a lecture).
-# **Exercises** come last. You fill in a function, call `ex.check(your_function)`, and get either
-# `✓` or a *specific* hint ("you normalised over the wrong axis"), never the answer. If you are stuck,
-# `ex.show_solution()` reveals the reference on purpose.
-#
-# **Code you see** is either built from scratch in the notebook and then asserted equal to the package's
-# version and to PyTorch's, or the package's own source shown with `show_source(...)`. For example, the
-# helper that every check cell uses:
-
-# %%
-from transformer_nb import check_close, show_source
-
-show_source(check_close)
-
-# %% [markdown]
-# A check that passes prints the *expected* value, not the computed one (float noise differs between
-# machines, the fact does not). A check that fails stops the notebook with both values:
+# **Check cells** print a list of `✓` lines. Each one *asserts* a fact (a shape, an exact count, a value
+# within a stated tolerance) and prints the **expected** value, because float noise differs between machines
+# and the fact does not. CI re-runs every notebook and compares these outputs. A check that fails stops the
+# notebook with both values:
 
 # %% tags=["nbval-check-output"]
 import math
 
+import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from transformer_nb import check_equal, check_raises, check_true
+from transformer_nb import check_close, check_equal, check_raises, check_true
 
 check_close("sqrt(64)", torch.tensor(64.0).sqrt(), 8.0)
-check_raises(AssertionError, "expected 9", check_close, "sqrt(64)", torch.tensor(64.0).sqrt(), 9.0, 1e-6)
+_ = check_raises(AssertionError, "expected 9", check_close, "sqrt(64)", torch.tensor(64.0).sqrt(), 9.0, 1e-6)
 
 # %% [markdown]
-# The environment this companion needs: PyTorch with the fused attention kernel and `nn.RMSNorm`
-# (PyTorch ≥ 2.5, which also returns zeros rather than NaN for fully masked attention rows).
+# **Code you see** is built from scratch in the notebook and then checked equal to the package's version and
+# to PyTorch's, or it is the package's own source, shown with `show_source(...)`. Once an idea is taught, the
+# notebooks use the library for it (`F.scaled_dot_product_attention`, `nn.LayerNorm`, ...).
+#
+# **Widgets** are sliders and buttons to explore an idea live; a stored notebook shows their first state.
+#
+# **Exercises** come at the end of each notebook's main path. A stub cell holds a function whose body is
+# `raise NotImplementedError`; replace that line with your code and run the cell:
+#
+# - `some_ex.check(your_function)` runs it on several cases against a hidden reference and prints `✓`, or a
+#   first nudge that names the symptom ("the weights of each query must sum to 1"), never the answer;
+# - `some_ex.hint()` prints a hint, more specific each time you call it;
+# - `some_ex.solution()` shows a worked solution: call it after you have tried;
+# - the cells after an exercise run either way: with your function once it passes, otherwise with a hidden
+#   reference, and they say which (`fn = some_ex.use(your_function)`).
+#
+# Worked verifications that would give an answer away sit in **solution cells** right after the exercise,
+# collapsed and labelled "Solution · Exercise 8.N — open after you have tried". Nothing before an exercise
+# shows its answer.
+#
+# **The texts, checked.** Where one of the five texts states something checkable (a number, a shape, a
+# count, a claim about a model), the companion checks it. Those verdicts stay out of the lessons: each
+# notebook ends with a collapsed **Appendix · The texts, checked**, and all of them (each confirmed,
+# wrong with the correct value, imprecise with the exact statement, or not checkable here) are in one
+# ledger, `transformer_nb.claims`, rendered by notebook **13_claims_ledger** (in a terminal:
+# `python -m transformer_nb.claims`). A notebook cites a claim by its id, such as `000-8.2.5-expsum`.
+#
+# **Beyond the chapter.** **11_lm_lab** is an optional engineering lab after notebook 10: where the compute
+# of a language model goes on a CPU, and what makes it faster. **12_capstone** is where you build a whole
+# Transformer language model from your own code (attention, the causal mask, multi-head attention, a Pre-LN
+# block) and train it on WikiText-2. **14_lecture** is for instructors: every widget of the companion, ready to
+# drive, in book order; `make lecture` trains its models once, after which it opens in seconds.
+#
+# This companion needs PyTorch ≥ 2.5 (the fused attention kernel, `nn.RMSNorm`, and zeros rather than NaN for
+# fully masked attention rows):
 
 # %% tags=["nbval-check-output"]
-major, minor = (int(x) for x in torch.__version__.split(".")[:2])
-check_true("PyTorch >= 2.5", (major, minor) >= (2, 5))
+check_true("PyTorch >= 2.5", tuple(int(x) for x in torch.__version__.split(".")[:2]) >= (2, 5))
 check_true("F.scaled_dot_product_attention exists", hasattr(F, "scaled_dot_product_attention"))
 check_true("nn.RMSNorm exists", hasattr(torch.nn, "RMSNorm"))
-check_equal("device type is one of cpu/cuda/mps", env.device.type in ("cpu", "cuda", "mps"), True)
+check_true("the device is a cpu, cuda or mps device", env.device.type in ("cpu", "cuda", "mps"))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 2 · The map: notebooks, texts, exercises, runtimes
+# ## 2 · The map
 #
-# Everything in this section is *read from the notebooks themselves* (`transformer_nb.companion`): the
-# titles, the "Serves" line of each opening cell, the exercises named in their headings, the check cells,
-# figures and widgets in their stored outputs, and the runtimes recorded when they were last run. So the
-# map cannot drift from the notebooks.
-#
-# The five texts:
+# Everything in this section is **read**, not typed: the notebooks' titles, the "Serves" line of their
+# opening cell and the chapter exercises named in their headings come from the notebooks themselves
+# (`transformer_nb.companion`), and the runtimes from `notebooks/runtimes.json`, measured on 2 CPU cores (the
+# quick profile under CI's test run, the full one when the stored outputs were made). A notebook whose stored
+# version does not exist yet is listed as in progress. (In Colab only this notebook is present, so the map is
+# empty there; the README has the same table.)
 
 # %%
-from transformer_nb.companion import TEXTS, exercise_map, notebook_index
+import importlib
+import re
 
-for key, title in TEXTS.items():
-    print(f"{key}  {title}")
-
-# %%
 from IPython.display import Markdown, display
 
+from transformer_nb.companion import TEXTS, exercise_map, format_runtime, notebook_index
+
 index = notebook_index()
-
-
-def _fmt_s(s):
-    return "–" if s is None else f"{s:.0f} s"
-
-
-rows = ["| notebook | serves | chapter exercises | checks | figures | widgets | quick | full |",
-        "|---|---|---|---:|---:|---:|---:|---:|"]
+print("\n".join(f"{key}  {title}" for key, title in TEXTS.items()))
+rows = ["| notebook | serves | chapter exercises | quick | full |", "|---|---|---|---|---|"]
 for nb in index:
-    rows.append(f"| **{nb['title']}** | {nb['serves']} | {', '.join(nb['exercises']) or '–'} | "
-                f"{nb['check_cells']} | {nb['figures']} | {nb['widgets']} | {_fmt_s(nb['quick_s'])} | "
-                f"{_fmt_s(nb['full_s'])} |")
-display(Markdown("\n".join(rows)))
+    title = nb["title"] if nb["stored"] else f"{nb['name']} (in progress)"
+    quick, full = (format_runtime(nb[k]) if nb[k] is not None else "–" for k in ("quick_s", "full_s"))
+    rows.append(f"| **{title}** | {nb['serves'] or '–'} | {', '.join(nb['exercises']) or '–'} | {quick} | {full} |")
+display(Markdown("\n".join(rows) if index else "*No notebooks folder here: see the README's table.*"))
 
 # %% [markdown]
-# The runtimes were measured on a 2-core CPU machine (the machine CI uses) — the quick profile under
-# nbval, the full profile when the stored outputs were produced. On a laptop they are usually shorter;
-# with a GPU, the two training notebooks are much shorter.
-#
-# Which texts does each notebook serve? Darker means the notebook cites more sections of that text.
-
-# %%
-import matplotlib.pyplot as plt
-import numpy as np
-
-from transformer_nb.plotting import heatmap
-
-cover = np.array([[nb["serves"].count(t) for t in TEXTS] for nb in index], dtype=float)
-ax = heatmap(cover, xlabels=[f"{k}" for k in TEXTS], ylabels=[nb["title"][:38] for nb in index],
-             title="sections cited per text", cmap="Blues", colorbar=False, annotate=False)
-ax.figure.set_size_inches(6.5, 5)
-ax.set_xlabel("text (see the list above)")
-plt.show()
-
-# %%
-names = [nb["name"][:2] for nb in index]
-quick = [nb["quick_s"] or 0 for nb in index]
-full = [nb["full_s"] or 0 for nb in index]
-fig, ax = plt.subplots(figsize=(7, 3))
-x = np.arange(len(index))
-ax.bar(x - 0.2, quick, 0.4, label="quick profile (CI)")
-ax.bar(x + 0.2, full, 0.4, label="full profile (stored outputs)")
-ax.set_xticks(x, names)
-ax.set_xlabel("notebook")
-ax.set_ylabel("seconds on 2 CPU cores")
-ax.set_yscale("log")
-ax.legend()
-ax.set_title("runtime per notebook")
-plt.show()
-
-# %% [markdown]
-# What the map promises, checked. Every notebook of this release is present with its text twin (the
-# `.py` file under `notebooks/py/` that you edit and diff; the `.ipynb` is generated from it), says which
-# texts it serves, and proves its claims in at least five check cells.
+# **The chapter's ten exercises, all auto-checked.** Each of Exercises 8.1–8.10 (000) has checkers in the
+# package, `transformer_nb.exercises`, and is worked in one notebook. The list below is read from the
+# checkers themselves (their titles and the notebook each module names); the cell after it checks that each
+# of those notebooks does name the exercise in a heading.
 
 # %% tags=["nbval-check-output"]
-expected = ["00_start_here", "01_scaled_attention", "02_masking", "03_multihead_attention",
-            "04_positional_encodings", "05_rope", "06_transformer_block", "07_parameter_counting",
-            "08_architecture_variants", "09_reversal_translation", "10_wikitext_lm"]
-check_equal("notebooks in book order", [nb["name"] for nb in index], expected)
-others = [nb for nb in index if nb["name"] != "00_start_here"]   # this one is being run right now
-check_true("every notebook has its jupytext twin", all(nb["has_twin"] for nb in index))
-check_true("every other notebook is stored with outputs", all(nb["stored"] for nb in others))
-check_true("every other notebook says which texts it serves", all(nb["texts"] for nb in others))
-check_true("every other notebook has >= 5 check cells", all(nb["check_cells"] >= 5 for nb in others))
-check_true("every other notebook has >= 2 figures and a widget",
-           all(nb["figures"] >= 2 and nb["widgets"] >= 1 for nb in others))
+from transformer_nb.exercises import all_exercises
 
-# %% [markdown]
-# Where each of the chapter's ten exercises (000, Exercises 8.1–8.10) is worked:
+checkers = {}  # "8.N" -> [(notebook, checker)]
+for key, ex in all_exercises().items():
+    number = re.match(r"Exercise (8\.\d+)\b", ex.title)
+    if number:
+        notebook = importlib.import_module(f"transformer_nb.exercises.{key.split('.')[0]}").NOTEBOOK
+        checkers.setdefault(number.group(1), []).append((notebook, ex.name))
+for n in range(1, 11):
+    found = checkers.get(f"8.{n}", [])
+    where = sorted({nb for nb, _ in found})
+    print(f"Exercise 8.{n:<2} → {', '.join(where)}: {len(found)} checker(s), {', '.join(sorted(c for _, c in found))}")
+numbers = sorted(checkers, key=lambda e: int(e[2:]))
+check_equal("chapter exercises with a checker", numbers, [f"8.{n}" for n in range(1, 11)])
+check_true("each is worked in exactly one notebook", all(len({nb for nb, _ in c}) == 1 for c in checkers.values()))
 
-# %% tags=["nbval-check-output"]
-where = exercise_map(index)
-for ex, nbs in where.items():
-    print(f"Exercise {ex:5s} → {', '.join(nbs)}")
-check_equal("exercises present", [e for e in where if e.startswith("8.")],
-            [f"8.{i}" for i in range(1, 11)])
+# %%
+if index:  # a checkout: the notebooks agree with the map and with the checkers
+    names = [nb["name"] for nb in index]
+    headings = exercise_map(index)
+    assert names == sorted(names) and len({n[:2] for n in names}) == len(names), names
+    assert all(nb["has_twin"] for nb in index), "a stored notebook without its twin in notebooks/py/"
+    assert all(nb["texts"] for nb in index if nb["stored"]), "a stored notebook without a Serves line"
+    for ex, found in checkers.items():
+        assert found[0][0] in headings.get(ex, []), (ex, headings.get(ex), found)  # (12 reuses some of them)
+    print(f"{len(index)} notebooks ({sum(nb['stored'] for nb in index)} stored); the exercises are where the map says.")
+else:
+    print("No notebooks folder here (in Colab, only this notebook is present): nothing to compare the map with.")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · Warm-up: softmax turns scores into weights
 #
-# Attention is built from two operations: a matrix of scores (every query against every key) and a
-# softmax that turns each row of scores into weights that are positive and sum to 1:
+# Attention is built from two operations: a matrix of scores (every query against every key) and a softmax
+# that turns each row of scores into weights that are positive and sum to 1:
 #
 # $$\mathrm{softmax}(s)_j = \frac{e^{s_j}}{\sum_{j'} e^{s_{j'}}}.$$
 #
-# Softmax is a *soft* argmax. Multiply the scores by a larger number and it hardens towards a one-hot
-# vector on the largest score; multiply by a smaller one and it flattens towards uniform. This single
-# fact is why notebook 01 divides scores by √d_k. Drag the **scale** slider:
+# Softmax is a *soft* argmax. Multiply the scores by a larger number and it hardens towards a one-hot vector
+# on the largest score; multiply by a smaller one and it flattens towards uniform. This one fact is why
+# notebook 01 divides the scores by √d_k. Drag the **scale** slider:
 
 # %%
 from transformer_nb.widgets.warmup import SoftmaxTemperature
@@ -198,17 +197,16 @@ from transformer_nb.widgets.warmup import SoftmaxTemperature
 SoftmaxTemperature().show()
 
 # %% [markdown]
-# The same in one static figure: the entropy of the weights (in nats; `log n` is uniform, 0 is one-hot)
+# The same in one static figure: the entropy of the weights (in nats; $\ln n$ is uniform, 0 is one-hot)
 # against the scale, for 8 keys with fixed scores.
 
 # %%
 scores8 = torch.randn(8, generator=torch.Generator().manual_seed(0))
 scales = torch.logspace(-1, 1.5, 60)
 W = torch.softmax(scales[:, None] * scores8[None, :], dim=-1)
-entropy = -(W * W.log()).sum(-1)
 fig, ax = plt.subplots(figsize=(5.5, 3.2))
-ax.plot(scales, entropy, label="entropy of softmax(scale · s)")
-ax.axhline(math.log(8), color="0.5", ls="--", label="uniform: log 8")
+ax.plot(scales, -(W * W.log()).sum(-1), label="entropy of softmax(scale · s)")
+ax.axhline(math.log(8), color="0.5", ls="--", label="uniform: ln 8")
 ax.set_xscale("log")
 ax.set_xlabel("scale")
 ax.set_ylabel("entropy (nats)")
@@ -216,24 +214,31 @@ ax.legend()
 plt.show()
 
 # %% [markdown]
-# Three exact facts about softmax, checked: its rows sum to 1; it does not change when the same number is
-# added to a whole row (this is what makes the max-subtraction trick below safe); and a large scale makes
-# it one-hot on the largest score.
+# Three exact facts about softmax: its rows sum to 1; it does not change when the same number is added to a
+# whole row; and a large scale makes it one-hot on the largest score.
 
 # %% tags=["nbval-check-output"]
 s = torch.tensor([[1.0, 2.0, 3.0], [0.5, -1.0, 4.0]])
 check_close("row sums", torch.softmax(s, -1).sum(-1), [1.0, 1.0], atol=1e-6)
-check_close("shift invariance: max |softmax(s + 100) - softmax(s)|",
-            (torch.softmax(s + 100, -1) - torch.softmax(s, -1)).abs().max(), 0.0, atol=1e-6)
-check_close("softmax(1000 · s) is one-hot on the argmax", torch.softmax(1000 * s, -1),
-            F.one_hot(s.argmax(-1), 3).float(), atol=1e-6)
-check_equal("naive exp(1000) overflows float32", torch.tensor(1000.0).exp().isinf().item(), True)
+shifted = torch.softmax(s + 100, -1) - torch.softmax(s, -1)
+check_close("shift invariance: max |softmax(s + 100) - softmax(s)|", shifted.abs().max(), 0.0, atol=1e-6)
+one_hot = F.one_hot(s.argmax(-1), 3).float()
+check_close("softmax(1000 · s) is one-hot on the argmax", torch.softmax(1000 * s, -1), one_hot)
+check_true("exp(1000) overflows float32 to inf", torch.tensor(1000.0).exp().isinf())
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4 · Exercises
 #
-# Both exercises are checked on several inputs against a reference. A wrong answer gets a hint aimed at
-# the mistake you probably made; the reference itself is never printed unless you ask for it.
+# Every exercise in this companion works the same way:
+#
+# 1. a cell gives a **stub**: a function whose body is `raise NotImplementedError`. Replace that line with
+#    your code and run the cell. Its last line, `some_ex.check(your_function)`, runs your function on several
+#    inputs against a hidden reference and prints `✓`, or a first nudge that names what went wrong;
+# 2. stuck? `some_ex.hint()` prints a hint; call it again for a more specific one;
+# 3. `some_ex.solution()` shows a worked solution. Call it only after you have tried.
+#
+# Cells after an exercise run either way: with your function once it passes, otherwise with a hidden
+# reference (they say which).
 #
 # ### Warm-up 1 · a softmax that never overflows
 #
@@ -241,27 +246,23 @@ check_equal("naive exp(1000) overflows float32", torch.tensor(1000.0).exp().isin
 # scores like `[1000, 999, 990]`, where a naive `exp` overflows.
 
 # %%
-from transformer_nb.exercises.warmup import SCORES, SOFTMAX
+from transformer_nb.exercises.warmup import scores_ex, softmax_ex
 
-
+# %% tags=["exercise"]
 def my_softmax(x):
-    # your code here
-    raise NotImplementedError
+    raise NotImplementedError  # your code here
 
 
-SOFTMAX.check(my_softmax)
+softmax_ex.check(my_softmax)
 
 # %% [markdown]
-# This is what a typical mistake looks like — a naive softmax that forgets the max subtraction. The
-# checker recognises it and says what to change:
+# Once it passes, the next cell uses your softmax where a naive one fails: on a row of huge scores.
 
 # %%
-def naive_softmax(x):
-    return x.exp() / x.exp().sum(dim=-1, keepdim=True)
-
-
-result = SOFTMAX.check(naive_softmax)
-assert not result.passed and "max" in result.message
+softmax = softmax_ex.use(my_softmax)
+huge = torch.tensor([[1000.0, 999.0, 990.0]])
+check_true("no NaN or inf for scores around 1000", bool(torch.isfinite(softmax(huge)).all()))
+check_close("the row sums to 1", softmax(huge).sum(), 1.0, atol=1e-6)
 
 # %% [markdown]
 # ### Warm-up 2 · the score matrix
@@ -269,23 +270,25 @@ assert not result.passed and "max" in result.message
 # Write `my_scores(q, k)` that returns every query–key dot product for a batch:
 # `q: (B, T_q, d)`, `k: (B, T_k, d)` → `(B, T_q, T_k)`, where entry `[b, i, j]` is `q[b, i] · k[b, j]`.
 
-# %%
+# %% tags=["exercise"]
 def my_scores(q, k):
-    # your code here
-    raise NotImplementedError
+    raise NotImplementedError  # your code here
 
 
-SCORES.check(my_scores)
-
-# %% [markdown]
-# A typical mistake — the product taken the wrong way round, which gives keys along the rows:
-
-# %%
-result = SCORES.check(lambda q, k: k @ q.transpose(-2, -1))
-assert not result.passed and "K·Qᵀ" in result.message
+scores_ex.check(my_scores)
 
 # %% [markdown]
-# Stuck? `SOFTMAX.show_solution()` and `SCORES.show_solution()` reveal the reference solutions.
-#
-# **Next:** notebook 01 turns these two operations into scaled dot-product attention and derives why the
+# **Next:** notebook 01 turns these two operations into scaled dot-product attention and shows why the
 # scores are divided by √d_k.
+
+# %% [markdown] jp-MarkdownHeadingCollapsed=true
+# ## Appendix · The texts, checked
+#
+# The few claims of the texts that concern the Transformer's history (who built it, when, what followed),
+# with their verdicts from the claims ledger; the other claims belong to the notebooks that teach their topic,
+# and all of them are in notebook 13.
+
+# %% tags=["nbval-check-output"]
+from transformer_nb.claims import report
+
+report(notebook="00")
