@@ -105,7 +105,7 @@ _ = check_raises(AssertionError, "expected 9", check_close, "sqrt(64)", torch.te
 # of a language model goes on a CPU, and what makes it faster. **12_capstone** is where you build a whole
 # Transformer language model from your own code (attention, the causal mask, multi-head attention, a Pre-LN
 # block) and train it on WikiText-2. **14_lecture** is for instructors: every widget of the companion, ready to
-# drive, in book order; `make lecture` trains its models once, after which it opens in seconds.
+# drive, in book order; `make lecture` trains its models once, and from then on it only loads them.
 #
 # This companion needs PyTorch ≥ 2.5 (the fused attention kernel, `nn.RMSNorm`, and zeros rather than NaN for
 # fully masked attention rows):
