@@ -148,3 +148,18 @@ def test_solution_source_has_its_imports_and_the_stubs_name():
     src = softmax_ex.solution_source()
     assert src.startswith("def my_softmax(x):") and softmax_ex.defined_names() == ["my_softmax"]
     assert "import math" in EX.solution_source() or "_ref" in EX.solution_source()
+
+
+def test_a_cell_ending_with_check_shows_the_message_once():
+    """IPython displays a cell's last value: the Result must not repeat what check() printed."""
+    from IPython.core.interactiveshell import InteractiveShell
+
+    from transformer_nb.exercises import Result
+
+    shell = InteractiveShell.instance()
+    shell.user_ns["Result"] = Result
+    from IPython.utils.capture import capture_output
+
+    with capture_output() as out:
+        shell.run_cell('print("✗ message"); Result(False, "✗ message")', store_history=False)
+    assert out.stdout.count("✗ message") == 1, out.stdout

@@ -61,6 +61,9 @@ class Result:
     def __repr__(self) -> str:
         return self.message
 
+    def _ipython_display_(self) -> None:
+        """Show nothing when a cell ends with ``ex.check(fn)``: ``check`` has printed the message already."""
+
 
 def _clone(args):
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
