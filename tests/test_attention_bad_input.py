@@ -171,3 +171,14 @@ def test_check_mask_checks_its_dtype_argument():
 
     with pytest.raises(TypeError, match="dtype must be a torch.dtype"):
         check_mask(torch.zeros(2, 2), (2, 2), dtype="float32")
+
+
+def test_check_qkv_names_what_is_wrong_when_called_directly():
+    from transformer_nb.attention import check_qkv
+
+    q, k, v = qkv()
+    assert check_qkv(q, k, v) == (2,)
+    with pytest.raises(TypeError, match="value must be a torch.Tensor"):
+        check_qkv(q, k, None)
+    with pytest.raises(ValueError, match="query contains NaN or inf"):
+        check_qkv(q / 0, k, v)

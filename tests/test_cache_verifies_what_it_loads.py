@@ -203,6 +203,13 @@ def test_extra_that_weights_only_cannot_load_is_a_warning_not_a_lost_model(tmp_p
         (lambda: cache.load_or_train("m", Net(), {}, "train"), TypeError, "train_fn"),
         (lambda: cache.load_or_train("m", Net(), {}, lambda m: [1, 2]), TypeError, "train_fn must return a dict"),
         (lambda: cache.save("m", Net().to("meta"), {}), ValueError, "meta"),
+        (lambda: cache.save("m", Net(), [1]), TypeError, "config must be a dict"),
+        (lambda: cache.load("m", "not a model", {}), TypeError, "model must be a torch.nn.Module"),
+        (lambda: cache.load("../m", Net(), {}), ValueError, "name must be"),
+        (lambda: cache.load("m", Net(), "d=3"), TypeError, "config must be a dict"),
+        (lambda: cache.code_digests("model"), TypeError, "model must be a torch.nn.Module"),
+        (lambda: cache.payload_sha256({"d": 3}, {}, {}), TypeError, "config must be a str"),
+        (lambda: cache.clean_stale(3), TypeError, "folder must be a path"),
     ],
 )
 def test_bad_arguments_are_named(tmp_path, monkeypatch, call, exc, words):

@@ -97,8 +97,19 @@ def _feed(h, obj, where: str = "extra") -> None:
         )
 
 
+def _check_args(model=None, config=None) -> None:
+    if model is not None and not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    if config is not None and not isinstance(config, dict):
+        raise TypeError(f"config must be a dict (JSON-able), got {type(config).__name__}")
+
+
 def payload_sha256(config: str, state_dict: dict, extra: dict) -> str:
     """sha256 of the canonical config, every weight (dtype, shape and bytes) and ``extra``."""
+    if not isinstance(config, str) or not isinstance(state_dict, dict):
+        raise TypeError(
+            f"config must be a str and state_dict a dict, got {type(config).__name__}, {type(state_dict).__name__}"
+        )
     h = hashlib.sha256(config.encode())
     _feed(h, dict(state_dict), "state_dict")
     _feed(h, extra)
@@ -135,6 +146,7 @@ def code_digests(model: torch.nn.Module) -> dict:
     hashed whole; a class defined elsewhere (a test, a notebook cell) by its own source; torch's
     own classes are covered by the torch version.
     """
+    _check_args(model)
     out, todo = {}, [type(m) for m in model.modules()]
     while todo:
         obj = todo.pop()
@@ -199,6 +211,8 @@ def _alive(pid: int) -> bool:
 def clean_stale(folder: Path | None = None, max_age: float = STALE_SECONDS) -> list:
     """Remove temporary files left by interrupted writes: their writer has exited, or they are
     older than ``max_age`` seconds (``<name>.tmp`` files of the old format always). Returns them."""
+    if folder is not None and not isinstance(folder, (str, os.PathLike)):
+        raise TypeError(f"folder must be a path, got {type(folder).__name__}")
     folder, removed = Path(folder or cache_dir()), []
     if not folder.is_dir():
         return removed
@@ -226,6 +240,7 @@ def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = N
     path, or ``None`` with a warning when the folder cannot be written (the model is untouched).
     """
     path = cache_path(name)
+    _check_args(model, config)
     if _device_of(model) == torch.device("meta"):
         raise ValueError("model is on the meta device: it has no weights to cache")
     extra = extra or {}
@@ -296,6 +311,7 @@ def load(name: str, model: torch.nn.Module, config: dict):
     A refused file leaves ``model`` untouched. ``extra``'s tensors come back on the CPU.
     """
     path = cache_path(name)
+    _check_args(model, config)
     try:
         if not path.is_file():
             return False, f"no cache at {path}", {}
@@ -329,8 +345,7 @@ def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, ret
     device it came on. If the cache cannot be written, a warning says so and the trained model
     is still returned. ``TNB_RETRAIN=1`` forces training. Returns ``(extra, trained_now)``.
     """
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
+    _check_args(model, config)
     if not callable(train_fn):
         raise TypeError(f"train_fn must be callable (model -> extra dict), got {type(train_fn).__name__}")
     path, device = cache_path(name), _device_of(model)
