@@ -225,3 +225,24 @@ def test_graphed_forward_routes_batches_and_gives_the_forward_back(monkeypatch, 
 def test_optimizer_kernel_per_device(model):
     opt, _ = rv.make_optimizer(model, TINY)
     assert opt.defaults["foreach"] is True and not opt.defaults.get("fused")
+
+
+def test_the_gpu_training_path_end_to_end_with_a_stand_in_for_cuda_graphs(monkeypatch):
+    """train()'s CUDA path on the CPU: fixed-width batches, the graphed forward for the captured shape, the
+    model's own forward given back afterwards; the losses are the eager path's."""
+    calls = []
+
+    def fake_make_graphed(module, args):
+        eager = module.forward
+        module.forward = lambda *a: calls.append(tuple(a[0].shape)) or eager(*a)
+        return module
+
+    monkeypatch.setattr(torch.cuda, "make_graphed_callables", fake_make_graphed)
+    recipe = replace(rv.IMPROVED, steps=4)
+    eager = rv.train(rv.build_model(recipe.model, device="cpu"), recipe, seed=2)
+    monkeypatch.setattr(training, "_use_graphs", lambda device: True)
+    model = rv.build_model(recipe.model, device="cpu")
+    graphed = rv.train(model, recipe, seed=2)
+    assert calls == [(recipe.batch_size, rv.MAX_LEN)] * 4  # every step: one fixed shape, through the graph
+    assert "forward" not in model.__dict__
+    assert graphed["loss"] == pytest.approx(eager["loss"], rel=1e-5)  # padding to MAX_LEN changes nothing

@@ -106,6 +106,10 @@ class _GraphedForward:
         self.model.__dict__.pop("forward", None)
 
 
+def _use_graphs(device: torch.device) -> bool:
+    return CUDA_GRAPHS and device.type == "cuda"
+
+
 def _evaluator(eval_batch, eval_every, eval_below, last_step, snapshot_at, out):
     """The loop's ``evaluate`` callback: exact match on ``eval_batch`` when due; weights kept at ``snapshot_at``."""
 
@@ -161,7 +165,7 @@ def train(
     device = model_device(model) if device is None else torch.device(device)
     model.to(device)
     eval_batch = None if eval_batch is None else eval_batch.to(device)
-    graphs = CUDA_GRAPHS and device.type == "cuda"
+    graphs = _use_graphs(device)
     stream = batches(recipe, torch.Generator().manual_seed(seed), eval_batch, device, MAX_LEN if graphs else None)
     forward = None
     if graphs:
