@@ -328,8 +328,9 @@ AlibiExplorer().show()
 #   $b$ at $j$, compute the score, then move both by $s$. A relative scheme gives the same score for every $i, j, s$;
 # * **runs past the training length** (here 512 → 1024): whether a longer input works or raises.
 #
-# Sinusoids fail the shift test even though $PE(i)\cdot PE(j)$ alone depends on $i - j$ only: the content and the
-# position mix inside $W^Q$ and $W^K$. RoPE (notebook 05) is included for comparison.
+# Sinusoids fail the shift test: the content and the position are added before $W^Q$ and $W^K$ and mix there, so
+# the score depends on where the two tokens stand, not only on how far apart. RoPE (notebook 05) is included for
+# comparison.
 
 # %%
 D, H, L = 512, 8, 512
