@@ -59,3 +59,31 @@ def test_check_memory():
 def test_env_is_a_plain_record():
     env = Env(profile="quick", device=torch.device("cpu"), seed=0, threads=1)
     assert "profile: quick" in str(env) and "device: cpu" in str(env)
+
+
+@pytest.mark.parametrize(
+    "kwargs,exc,words",
+    [
+        ({"profile": "fast"}, ValueError, "profile must be one of quick, full"),
+        ({"device": "cpu"}, TypeError, "device must be a torch.device"),
+        ({"seed": -1}, ValueError, "seed"),
+        ({"threads": 0}, ValueError, "threads must be >= 1"),
+    ],
+)
+def test_env_refuses_what_setup_would_never_build(kwargs, exc, words):
+    args = {"profile": "quick", "device": torch.device("cpu"), "seed": 0, "threads": 1, **kwargs}
+    with pytest.raises(exc, match=words):
+        Env(**args)
+
+
+def test_memory_of_checks_its_device():
+    assert memory_of("cpu") > 0 and memory_of("meta") is None
+    with pytest.raises(ValueError, match="device must be one of"):
+        memory_of("gpu")
+
+
+def test_pick_needs_both_profiles():
+    from transformer_nb.utils import pick
+
+    with pytest.raises(TypeError, match="full"):
+        pick(quick=1)

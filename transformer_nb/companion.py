@@ -37,8 +37,14 @@ def _markdown_text(nb: dict) -> str:
     return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
 
 
+def _check_nb(nb) -> None:
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
+        raise TypeError(f"nb must be a notebook dict with a list of cells, got {type(nb).__name__}")
+
+
 def serves(nb: dict) -> str:
     """The "**Serves:**" paragraph of a notebook's opening, as one line."""
+    _check_nb(nb)
     for cell in nb["cells"][:6]:
         text = "".join(cell["source"])
         m = re.search(r"\*\*Serves:\*\*(.*?)(?:\n\s*\n|\n\*\*|\Z)", text, flags=re.S)
@@ -49,7 +55,10 @@ def serves(nb: dict) -> str:
 
 def info(path: Path, runtimes: dict | None = None) -> dict:
     """Facts about one stored notebook ``path`` (an ``.ipynb``)."""
-    nb = json.loads(Path(path).read_text(encoding="utf-8"))
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be the path of an .ipynb, got {type(path).__name__}")
+    path = Path(path)
+    nb = json.loads(path.read_text(encoding="utf-8"))
     md = _markdown_text(nb)
     title = next((line[2:].strip() for line in md.splitlines() if line.startswith("# ")), path.stem)
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
@@ -77,6 +86,8 @@ def info(path: Path, runtimes: dict | None = None) -> dict:
 
 def notebook_index(folder: Path | None = None) -> list:
     """``info()`` of every notebook in book order: stored ones, and twins not yet stored (``stored=False``)."""
+    if folder is not None and not isinstance(folder, (str, os.PathLike)):
+        raise TypeError(f"folder must be a path, got {type(folder).__name__}")
     folder = Path(folder or notebooks_dir())
     rt = folder / "runtimes.json"
     runtimes = json.loads(rt.read_text()) if rt.exists() else {}
@@ -111,6 +122,8 @@ def notebook_index(folder: Path | None = None) -> list:
 
 def exercise_map(index: list) -> dict:
     """``{"8.1": ["01_scaled_attention"], ...}``: where each chapter exercise is worked."""
+    if not isinstance(index, list) or not all(isinstance(nb, dict) for nb in index):
+        raise TypeError(f"index must be the list notebook_index() returns, got {type(index).__name__}")
     out = {}
     for nb in index:
         for ex in nb["exercises"]:
@@ -159,6 +172,8 @@ def stated_runtimes(text: str) -> dict:
 
     Reads ``quick ~N s`` / ``full ~N min`` (also ``≈``, ``about``, ``under``, or no sign).
     """
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str (a markdown cell), got {type(text).__name__}")
     i = text.find(RUNTIME_LABEL)
     if i < 0:
         return {}
@@ -177,6 +192,8 @@ def runtime_problems(name: str, header: str, runtimes: dict) -> list:
     A stated value must lie within max(5 s, 20 %) of the recorded one: the rounding of
     ``format_runtime`` always does, and so does the noise between two runs on shared cores.
     """
+    if not isinstance(runtimes, dict):
+        raise TypeError(f"runtimes must be the dict of notebooks/runtimes.json, got {type(runtimes).__name__}")
     stated, times = stated_runtimes(header), runtimes.get(name, {})
     fix = f"state them as `{runtime_line(name, runtimes)}`" if times.get("quick_s") and times.get("full_s") else ""
     if RUNTIME_LABEL not in header:

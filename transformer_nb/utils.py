@@ -120,7 +120,7 @@ def as_device(name: str, device) -> torch.device | None:
 
 def memory_of(device=None) -> int | None:
     """Bytes of memory of ``device`` (CPU: physical RAM; CUDA: the GPU's), or None if unknown/unbounded (meta)."""
-    dev = torch.device(device or "cpu")
+    dev = as_device("device", device) or torch.device("cpu")
     if dev.type == "cuda":
         return torch.cuda.get_device_properties(dev).total_memory
     if dev.type == "cpu" and hasattr(os, "sysconf"):
@@ -162,6 +162,14 @@ class Env:
     device: torch.device
     seed: int
     threads: int
+
+    def __post_init__(self):
+        if self.profile not in PROFILES:
+            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {self.profile!r}")
+        if not isinstance(self.device, torch.device):
+            raise TypeError(f"device must be a torch.device, got {type(self.device).__name__}")
+        _check_seed(self.seed)
+        as_int("threads", self.threads, minimum=1)
 
     def __str__(self) -> str:
         return (

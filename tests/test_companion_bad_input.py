@@ -1,0 +1,22 @@
+"""``transformer_nb.companion`` refuses arguments it cannot read, naming them (issue 18)."""
+
+import pytest
+
+from transformer_nb import companion
+
+
+@pytest.mark.parametrize(
+    "call,exc,words",
+    [
+        (lambda: companion.serves("# a notebook"), TypeError, "nb must be a notebook dict"),
+        (lambda: companion.serves({"cells": None}), TypeError, "nb must be a notebook dict"),
+        (lambda: companion.info(3), TypeError, "path must be the path of an .ipynb"),
+        (lambda: companion.notebook_index(3), TypeError, "folder must be a path"),
+        (lambda: companion.exercise_map("01"), TypeError, "index must be the list"),
+        (lambda: companion.stated_runtimes(None), TypeError, "text must be a str"),
+        (lambda: companion.runtime_problems("x", "", None), TypeError, "runtimes must be the dict"),
+    ],
+)
+def test_bad_arguments_are_named(call, exc, words):
+    with pytest.raises(exc, match=words):
+        call()
