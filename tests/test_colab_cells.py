@@ -22,7 +22,6 @@ URL = "https://github.com/transformer-nb/transformer-nb"
 NOT_YET = {
     "06_transformer_block",
     "07_parameter_counting",
-    "08_architecture_variants",
     "09_reversal_translation",
     "10_wikitext_lm",
 }
