@@ -2,6 +2,7 @@
 
 import math
 
+import pytest
 import torch
 
 from transformer_nb.lm import TransformerLM
@@ -63,3 +64,16 @@ def test_no_separate_embedding_table_is_stored():
     m = tied()
     assert m.tok is None
     assert not any(n.startswith("tok.") for n, _ in m.named_parameters())
+
+
+def test_an_open_lookup_table_serves_every_generation_inside_it():
+    from transformer_nb.generation import generate
+
+    m = tied()
+    with m.head.lookup_table():
+        table = m.head._table
+        m.head.embedding_table = lambda: pytest.fail("the table was built again")
+        a = generate(m, torch.tensor([1, 2]), 5)
+        assert m.head._table is table  # generate's own lookup_table() reused the open one
+    del m.head.embedding_table
+    assert torch.equal(a, generate(m, torch.tensor([1, 2]), 5)) and m.head._table is None

@@ -125,16 +125,18 @@ class OutputHead(nn.Module):
     def embedding_table(self) -> torch.Tensor:
         """``adaptive_tied``: the ``(V, d)`` embeddings of every word, ``embed(arange(V))``, built a
         cluster at a time (in rank order the clusters are consecutive blocks of rows)."""
-        asm = self.asm
-        blocks = [asm.head.weight[: asm.cutoffs[0]]] + [rows.weight @ proj.weight for proj, rows in asm.tail]
-        return (torch.cat(blocks) * self.d_model**0.5)[self.ranks]
+        asm, scale = self.asm, self.d_model**0.5
+        blocks = [asm.head.weight[: asm.cutoffs[0]] * scale]
+        blocks += [rows.weight @ (proj.weight * scale) for proj, rows in asm.tail]
+        return F.embedding(self.ranks, torch.cat(blocks))  # row ``rank[id]`` for every id (a fast row gather)
 
     @contextmanager
     def lookup_table(self):
         """Within the block, ``embed`` reads one ``(V, d)`` table computed on entry (``adaptive_tied``;
         a no-op for the other kinds). For generation, where the weights stay fixed: a token's
-        embedding becomes one lookup instead of a pass over the clusters."""
-        if self.kind != "adaptive_tied":
+        embedding becomes one lookup instead of a pass over the clusters. ``generate`` opens one;
+        open it around several generations (timing, a widget) to build the table once."""
+        if self.kind != "adaptive_tied" or self._table is not None:  # nothing to do, or already inside one
             yield
             return
         self._table = self.embedding_table()
@@ -163,7 +165,7 @@ class OutputHead(nn.Module):
         """``(N, d) -> (N, V)`` float32 log-probabilities in vocabulary-id order."""
         if self.adaptive:
             with torch.autocast(h.device.type, enabled=False):
-                return self.asm.log_prob(h.to(self._weight_dtype())).float()[:, self.ranks]
+                return self.asm.log_prob(h.to(self._weight_dtype())).float().index_select(1, self.ranks)
         return F.log_softmax(self.logits(h).float(), dim=-1)
 
     def next_token_scores(self, h: torch.Tensor):
