@@ -26,7 +26,7 @@ def test_unknown_norm():
 
 
 def test_norm_width_must_be_positive():
-    with pytest.raises(ValueError, match="d_model must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="d_model must be >= 1, got 0"):
         make_norm("layer", 0)
 
 
@@ -42,7 +42,7 @@ def test_ffn_width_must_be_positive_int(d_ff):
 
 
 def test_ffn_model_width():
-    with pytest.raises(ValueError, match="d_model must be a positive integer"):
+    with pytest.raises(ValueError, match="d_model must be >= 1, got 0"):
         FeedForward(0, 32)
 
 
@@ -78,22 +78,22 @@ def test_to_torch_refuses_what_torch_cannot_express():
 
 
 def test_swiglu_hidden_size_bad_args():
-    with pytest.raises(ValueError, match="multiple_of must be a positive integer"):
+    with pytest.raises(ValueError, match="multiple_of must be >= 1"):
         swiglu_hidden_size(512, 0)
     with pytest.raises(ValueError, match="ffn_dim_multiplier must be positive"):
         swiglu_hidden_size(512, 256, -1.0)
 
 
 def test_experiment_helpers_bad_args():
-    with pytest.raises(ValueError, match="depth must be a positive integer, got 0"):
+    with pytest.raises(ValueError, match="depth must be >= 1, got 0"):
         build_stack(0)
     with pytest.raises(ValueError, match="seeds must name at least one seed"):
         layer_grad_norms(2, seeds=())
-    with pytest.raises(ValueError, match="warmup must be a non-negative integer"):
+    with pytest.raises(ValueError, match="warmup must be >= 0, got -5"):
         train_toy_lm(2, True, 1e-3, -5, 3)
     with pytest.raises(ValueError, match="fewer than steps=5"):
         train_toy_lm(2, True, 1e-3, 0, 5, data=markov_batches(2))
-    with pytest.raises(ValueError, match="vocab must be a positive integer"):
+    with pytest.raises(ValueError, match="vocab must be >= 1"):
         markov_batches(2, vocab=0)
     with pytest.raises(TypeError, match="needs an nn.Module"):
         trace_shapes(lambda x: x, 1)

@@ -133,7 +133,7 @@ def test_stacks_check_masks_and_inputs():
     x = torch.randn(2, 5, 16)
     _raises(TypeError, ["mask must be a torch.Tensor"], enc, x, None, [[True]])
     _raises(TypeError, ["floating-point", "torch.int64"], enc, torch.ones(2, 5, 16, dtype=torch.long))
-    _raises(ValueError, ["n_layers must be a positive integer"], Encoder, 16, 2, 32, 0)
+    _raises(ValueError, ["n_layers must be >= 1, got 0"], Encoder, 16, 2, 32, 0)
     _raises(
         TypeError,
         ["memory (the encoder output)", "floating-point"],
@@ -158,7 +158,7 @@ def test_an_additive_mask_and_padding_combine():
 def test_objectives_refuse_what_would_be_silently_wrong():
     ids = torch.tensor([[3, 4, 5], [6, 7, 0]])
     _raises(ValueError, ["protect=3 leaves a row with no real token"], mlm_batch, ids, None, 1, V, protect=3)
-    _raises(ValueError, ["vocab must be an integer >= 1"], mlm_batch, ids, None, 1, 0)
+    _raises(ValueError, ["vocab must be >= 1, got 0"], mlm_batch, ids, None, 1, 0)
     _raises(ValueError, ["p is the fraction", "nan"], mlm_batch, ids, None, 1, V, p=float("nan"))
     _raises(TypeError, ["integer token ids", "float32"], lm_batch, ids.float())
     logits = torch.randn(2, 3, 5)

@@ -33,9 +33,9 @@ from transformer_nb.params import (
         (TransformerConfig(norm="batch"), "norm must be one of"),
         (TransformerConfig(positions="relative"), "positions must be one of"),
         (TransformerConfig(d_ff=0), "d_ff (the FFN hidden width) must be a positive integer"),
-        (TransformerConfig(n_layers=0), "n_layers must be a positive integer"),
-        (TransformerConfig(vocab=-1), "vocab must be a positive integer"),
-        (TransformerConfig(positions="learned", max_len=0), "max_len must be a positive integer"),
+        (TransformerConfig(n_layers=0), "n_layers must be >= 1, got 0"),
+        (TransformerConfig(vocab=-1), "vocab must be >= 1, got -1"),
+        (TransformerConfig(positions="learned", max_len=0), "max_len must be >= 1, got 0"),
         (TransformerConfig(d_model=24, n_heads=8, positions="rope"), "d_head = d_model / n_heads must be even"),
         (TransformerConfig(arch="decoder", n_dec_layers=6), "belong to an encoder-decoder"),
         (TransformerConfig(lm_head=False), "tie_output=True needs an output projection"),
@@ -43,7 +43,7 @@ from transformer_nb.params import (
             TransformerConfig(lm_head=False, tie_output=False, output_bias=True),
             "output_bias=True needs an output projection",
         ),
-        (TransformerConfig(token_types=-1), "token_types must be a non-negative integer"),
+        (TransformerConfig(token_types=-1), "token_types must be >= 0, got -1"),
     ],
 )
 def test_invalid_configs(cfg, words):
@@ -58,7 +58,7 @@ def test_formula_argument_errors():
     with pytest.raises(ValueError) as err:  # multihead.mha_param_count, under its formula-family name
         attention_params(64, 5)
     assert "n_heads=5" in str(err.value) and "d_model=64" in str(err.value)
-    with pytest.raises(ValueError, match="d_ff must be a positive integer"):
+    with pytest.raises(ValueError, match="d_ff must be >= 1, got 0"):
         ffn_params(64, 0)
     with pytest.raises(ValueError, match="activation must be one of"):
         ffn_params(64, 128, "elu")
@@ -66,7 +66,7 @@ def test_formula_argument_errors():
         norm_params(64, "group")
     with pytest.raises(ValueError, match="positions must be one of"):
         position_params("absolute", 64, 10)
-    with pytest.raises(ValueError, match="seq_len must be a positive integer"):
+    with pytest.raises(ValueError, match="seq_len must be >= 1"):
         attention_matrix_bytes(0, 8)
     with pytest.raises(ValueError, match="n_heads=3 must divide d_model=64"):
         attention_flops(10, 64, 3)
@@ -102,7 +102,7 @@ def test_forward_refuses_wrong_inputs():
 
 
 def test_more_formula_arguments():
-    with pytest.raises(ValueError, match="d_model must be a positive integer, got -1"):
+    with pytest.raises(ValueError, match="d_model must be >= 1, got -1"):
         position_params("learned", -1, 5)
     with pytest.raises(TypeError, match="expected a TransformerConfig"):
         param_breakdown({"d_model": 512})

@@ -45,9 +45,9 @@ def test_more_symbols_than_the_vocabulary_holds(fn):
 
 
 def test_data_arguments():
-    _raises(ValueError, ["batch_size must be a positive integer"], rv.random_batch, 0)
-    _raises(ValueError, ["batch_size"], rv.random_batch, 2.0)
-    _raises(ValueError, ["n must be a non-negative integer"], rv.make_pairs, -1)
+    _raises(ValueError, ["batch_size must be >= 1, got 0"], rv.random_batch, 0)
+    _raises(TypeError, ["batch_size must be an int", "2.0"], rv.random_batch, 2.0)
+    _raises(ValueError, ["n must be >= 0, got -1"], rv.make_pairs, -1)
     _raises(ValueError, ["batch_size"], rv.heldout_set, 0)
     _raises(ValueError, ["exclude works for sequences of at most 16"], rv.random_batch, 4, 3, 20, exclude=torch.ones(1))
     _raises(ValueError, ["at least one"], rv.collate, [])
@@ -82,18 +82,18 @@ def test_batch_padding():
 
 
 @pytest.mark.parametrize(
-    "kwargs, words",
+    "kwargs, exc, words",
     [
-        ({"d_model": 0}, "d_model must be a positive integer"),
-        ({"n_layers": 1.5}, "n_layers"),
-        ({"dropout": 1.0}, "dropout"),
-        ({"dropout": float("nan")}, "dropout"),
-        ({"max_len": 5}, "max_len must be an integer >= 9"),
-        ({"init": "he"}, "init must be one of"),
+        ({"d_model": 0}, ValueError, "d_model must be >= 1, got 0"),
+        ({"n_layers": 1.5}, TypeError, "n_layers must be an int"),
+        ({"dropout": 1.0}, ValueError, "dropout"),
+        ({"dropout": float("nan")}, ValueError, "dropout"),
+        ({"max_len": 5}, ValueError, "max_len must be >= 9, got 5"),
+        ({"init": "he"}, ValueError, "init must be one of"),
     ],
 )
-def test_model_config_fields(kwargs, words):
-    _raises(ValueError, [words], rv.ModelConfig, **kwargs)
+def test_model_config_fields(kwargs, exc, words):
+    _raises(exc, [words], rv.ModelConfig, **kwargs)
 
 
 @pytest.mark.parametrize(
@@ -102,8 +102,8 @@ def test_model_config_fields(kwargs, words):
         ({"lr": float("nan")}, "lr must be a finite number"),
         ({"lr": -1e-3}, "lr"),
         ({"lr": float("inf")}, "lr"),
-        ({"warmup": -1}, "warmup must be a non-negative integer"),
-        ({"steps": 0}, "steps must be a positive integer"),
+        ({"warmup": -1}, "warmup must be >= 0, got -1"),
+        ({"steps": 0}, "steps must be >= 1, got 0"),
         ({"batch_size": 0}, "batch_size"),
         ({"label_smoothing": 1.0}, "label_smoothing"),
         ({"clip": 0.0}, "clip"),
@@ -128,7 +128,7 @@ def test_build_model_needs_a_model_config():
 
 def test_train_arguments(model):
     r = replace(rv.IMPROVED, steps=1)
-    _raises(ValueError, ["eval_every must be a positive integer"], rv.train, model, r, eval_every=0)
+    _raises(ValueError, ["eval_every must be >= 1, got 0"], rv.train, model, r, eval_every=0)
     _raises(ValueError, ["target is an exact-match rate in [0, 1]", "2.0"], rv.train, model, r, target=2.0)
     _raises(TypeError, ["eval_batch must be a reversal Batch"], rv.train, model, r, torch.ones(2, 3))
     _raises(TypeError, ["recipe must be a reversal Recipe"], rv.train, model, "improved")
@@ -143,7 +143,7 @@ def test_greedy_decode_arguments(model):
     src = torch.tensor([[3, 4, 5]])
     _raises(TypeError, ["integer token ids"], rv.greedy_decode, model, src.float())
     _raises(ValueError, ["(B, T)"], rv.greedy_decode, model, torch.tensor([3, 4]))
-    _raises(ValueError, ["max_new must be a positive integer"], rv.greedy_decode, model, src, max_new=0)
+    _raises(ValueError, ["max_new must be >= 1, got 0"], rv.greedy_decode, model, src, max_new=0)
     _raises(
         ValueError, ["src_keep must be a bool tensor of src's shape"], rv.greedy_decode, model, src, src.ne(0).long()
     )
@@ -158,10 +158,10 @@ def test_scoring_arguments(model):
         ValueError, ["pred has 2 rows but tgt_out has 3"], rv.score, torch.ones(2, 3).long(), torch.ones(3, 3).long()
     )
     _raises(TypeError, ["reversal Batch"], rv.evaluate, model, torch.ones(2, 3))
-    _raises(ValueError, ["chunk must be a positive integer"], rv.evaluate, model, rv.heldout_set(3), chunk=0)
+    _raises(ValueError, ["chunk must be >= 1, got 0"], rv.evaluate, model, rv.heldout_set(3), chunk=0)
     _raises(ValueError, ["the dict evaluate() returns", "exact"], rv.failure_table, {})
-    _raises(ValueError, ["n must be a positive integer"], rv.length_sweep, model, [3], n=0)
-    _raises(ValueError, ["min_len must be a positive integer"], rv.length_sweep, model, [0], n=2)
+    _raises(ValueError, ["n must be >= 1, got 0"], rv.length_sweep, model, [3], n=0)
+    _raises(ValueError, ["min_len must be >= 1, got 0"], rv.length_sweep, model, [0], n=2)
     _raises(TypeError, ["needs an EncoderDecoder", "Linear"], rv.attention_maps, nn.Linear(2, 2), torch.tensor([[3]]))
     _raises(
         ValueError,

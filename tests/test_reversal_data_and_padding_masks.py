@@ -80,7 +80,7 @@ def test_exclusion_redraws_rows():
     "kwargs, words",
     [
         ({"min_len": 5, "max_len": 3}, "min_len must be <= max_len"),
-        ({"min_len": 0}, "min_len must be a positive integer"),
+        ({"min_len": 0}, "min_len must be >= 1, got 0"),
     ],
 )
 def test_bad_lengths_raise(kwargs, words):

@@ -51,7 +51,7 @@ def test_lambda_lr_reproduces_the_text_formula(warmup):
 
 
 def test_schedule_rejects_bad_input():
-    with pytest.raises(ValueError, match="non-negative integer"):
+    with pytest.raises(ValueError, match="warmup must be >= 0, got -1"):
         rv.warmup_factor(-1)
     with pytest.raises(ValueError, match="step >= 1"):
         rv.paper_lr(0, 64, 4000)

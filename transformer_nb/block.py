@@ -20,14 +20,10 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.utils import as_int
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("layer", "rms")
-
-
-def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
 
 
 def check_hidden(x, d_model: int, name: str, dims: str = "B, T") -> None:
@@ -96,7 +92,7 @@ def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
     """``"layer"`` -> ``nn.LayerNorm`` (2·d parameters), ``"rms"`` -> ``nn.RMSNorm`` (d parameters)."""
     if kind not in NORMS:
         raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
-    _check_positive_int("d_model", d_model)
+    as_int("d_model", d_model, 1)
     _check_eps(eps)
     if kind == "layer":
         return nn.LayerNorm(d_model, eps=eps)
@@ -112,8 +108,8 @@ def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier:
     SwiGLU has three ``d × d_ff`` matrices instead of two; taking ``d_ff ≈ 2/3 · 4d`` keeps
     its ``3·d·d_ff ≈ 8·d²`` weights equal to a ReLU FFN's ``2·d·4d``. LLaMA-7B: 4096 -> 11008.
     """
-    _check_positive_int("d_model", d_model)
-    _check_positive_int("multiple_of", multiple_of)
+    as_int("d_model", d_model, 1)
+    as_int("multiple_of", multiple_of, 1)
     hidden = int(2 * 4 * d_model / 3)
     if ffn_dim_multiplier is not None:
         if not 0 < ffn_dim_multiplier < float("inf"):
@@ -134,7 +130,7 @@ class FeedForward(nn.Module):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-        _check_positive_int("d_model", d_model)
+        as_int("d_model", d_model, 1)
         if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff <= 0:
             raise ValueError(
                 f"d_ff (the FFN's hidden width) must be a positive integer, got {d_ff!r}; "

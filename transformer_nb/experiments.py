@@ -19,11 +19,7 @@ import torch.nn.functional as F
 
 from transformer_nb.stack import Encoder
 from transformer_nb.train import train
-
-
-def _check_positive_int(name: str, value) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
-        raise ValueError(f"{name} must be a positive integer, got {value!r}")
+from transformer_nb.utils import as_int
 
 
 def init_xavier_(module: nn.Module) -> nn.Module:
@@ -53,7 +49,7 @@ def build_stack(
     ``model[0]`` is the ``Encoder`` (its ``layers`` and final ``norm``), ``model[1]`` the read-out.
     Same seed -> same weights.
     """
-    _check_positive_int("depth", depth)
+    as_int("depth", depth, 1)
     torch.manual_seed(seed)
     d_ff = 4 * d_model if d_ff is None else d_ff
     encoder = Encoder(d_model, n_heads, d_ff, depth, norm_first=norm_first, causal=causal, residual=residual)
@@ -88,9 +84,9 @@ def layer_grad_norms(
     - ``"input"``: ``(depth,)`` the L2 norm of ∂loss/∂(input of layer l), the signal that
       reaches layer l from above.
     """
-    _check_positive_int("depth", depth)
-    _check_positive_int("seq_len", seq_len)
-    _check_positive_int("batch", batch)
+    as_int("depth", depth, 1)
+    as_int("seq_len", seq_len, 1)
+    as_int("batch", batch, 1)
     seeds = _check_seeds(seeds)
     param, inp = torch.zeros(depth, dtype=torch.float64), torch.zeros(depth, dtype=torch.float64)
     for seed in seeds:
@@ -142,8 +138,8 @@ def stream_stats(
     Entry 0 is the input ``x ~ N(0, 1)``; entry l is measured after layer l: ``rms`` =
     ``sqrt(mean(x_l²))``, ``diversity`` = ``token_diversity(x_l)``.
     """
-    _check_positive_int("seq_len", seq_len)
-    _check_positive_int("batch", batch)
+    as_int("seq_len", seq_len, 1)
+    as_int("batch", batch, 1)
     encoder, _ = build_stack(depth, norm_first, residual, d_model, n_heads, seed=seed)
     g = torch.Generator().manual_seed(10_000 + seed)
     h = torch.randn(batch, seq_len, d_model, generator=g)
@@ -169,7 +165,7 @@ def markov_batches(
     in nats (the lowest loss a model can reach; ``ln vocab`` is what guessing uniformly costs).
     """
     for name, v in (("n_batches", n_batches), ("batch", batch), ("seq_len", seq_len), ("vocab", vocab)):
-        _check_positive_int(name, v)
+        as_int(name, v, 1)
     if not isinstance(sharpness, (int, float)) or isinstance(sharpness, bool) or not math.isfinite(sharpness):
         raise ValueError(f"sharpness must be a finite number, got {sharpness!r}")
     g = torch.Generator().manual_seed(seed)
@@ -188,8 +184,8 @@ def toy_lm(vocab: int, depth: int, norm_first: bool, d_model: int = 64, n_heads:
 
     The blocks and the read-out are Xavier-initialised; the embedding keeps ``nn.Embedding``'s N(0, 1).
     """
-    _check_positive_int("vocab", vocab)
-    _check_positive_int("depth", depth)
+    as_int("vocab", vocab, 1)
+    as_int("depth", depth, 1)
     embedding = nn.Embedding(vocab, d_model)
     encoder = Encoder(d_model, n_heads, 4 * d_model, depth, norm_first=norm_first, causal=True)
     return nn.Sequential(embedding, *init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, vocab))))
@@ -211,9 +207,8 @@ def train_toy_lm(depth: int, norm_first: bool, lr: float, warmup: int, steps: in
     (``warmup=0``: constant ``lr`` from step 1). ``data`` is ``markov_batches(...)`` (default: a
     fresh one with ``steps`` batches).
     """
-    _check_positive_int("steps", steps)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative integer number of steps, got {warmup!r}")
+    as_int("steps", steps, 1)
+    as_int("warmup", warmup, 0)
     if not isinstance(lr, (int, float)) or isinstance(lr, bool) or not 0 < lr < math.inf:
         raise ValueError(f"lr must be a positive finite number, got {lr!r}")
     inputs, targets, _ = markov_batches(steps) if data is None else _check_data(data)

@@ -13,13 +13,9 @@ import torch
 import torch.nn.functional as F
 
 from transformer_nb.stack import check_ids, check_keep
+from transformer_nb.utils import as_int
 
 IGNORE = -100  # F.cross_entropy's default ignore_index: positions with this target carry no loss
-
-
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        raise ValueError(f"{name} must be an integer >= {low}, got {value!r}")
 
 
 def lm_batch(ids: torch.Tensor, keep: torch.Tensor | None = None, ignore_index: int = IGNORE):
@@ -55,9 +51,9 @@ def mlm_batch(
     if not isinstance(p, (int, float)) or isinstance(p, bool) or not 0.0 < p < 1.0:
         raise ValueError(f"p is the fraction of tokens to mask, in (0, 1), got {p}")
     check_ids(ids, "ids", min_len=1)
-    _check_int("vocab", vocab, 1)
-    _check_int("mask_id", mask_id, 0)
-    _check_int("protect", protect, 0)
+    as_int("vocab", vocab, 1)
+    as_int("mask_id", mask_id, 0)
+    as_int("protect", protect, 0)
     keep = torch.ones_like(ids, dtype=torch.bool) if keep is None else keep
     check_keep(keep, ids.shape[0], ids.shape[1], "keep")
     eligible = keep.clone()
@@ -109,8 +105,8 @@ def span_corruption(
     check_ids(ids, "ids", min_len=1)
     if not isinstance(noise, (int, float)) or isinstance(noise, bool) or not 0.0 < noise < 1.0:
         raise ValueError(f"noise is the fraction of tokens to drop, in (0, 1), got {noise}")
-    _check_int("mean_span", mean_span, 1)
-    _check_int("sentinel_start", sentinel_start, 0)
+    as_int("mean_span", mean_span, 1)
+    as_int("sentinel_start", sentinel_start, 0)
     keep = torch.ones_like(ids, dtype=torch.bool) if keep is None else keep
     check_keep(keep, ids.shape[0], ids.shape[1], "keep")
     srcs, tgts = [], []

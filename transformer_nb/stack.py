@@ -20,6 +20,7 @@ import torch.nn as nn
 
 from transformer_nb.block import DecoderLayer, EncoderLayer, check_hidden, make_norm
 from transformer_nb.masks import cross_attention_mask, key_padding
+from transformer_nb.utils import as_int
 
 
 def check_keep(keep, b: int, t: int, name: str) -> None:
@@ -94,8 +95,7 @@ class Encoder(nn.Module):
         final_norm: bool | None = None,
     ):
         super().__init__()
-        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
-            raise ValueError(f"n_layers must be a positive integer, got {n_layers!r}")
+        as_int("n_layers", n_layers, 1)
         self.d_model, self.causal = d_model, causal
         self.layers = nn.ModuleList(
             EncoderLayer(
@@ -156,8 +156,7 @@ class Decoder(nn.Module):
         final_norm: bool | None = None,
     ):
         super().__init__()
-        if isinstance(n_layers, bool) or not isinstance(n_layers, int) or n_layers < 1:
-            raise ValueError(f"n_layers must be a positive integer, got {n_layers!r}")
+        as_int("n_layers", n_layers, 1)
         self.d_model = d_model
         self.layers = nn.ModuleList(
             DecoderLayer(

@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 
 from transformer_nb.block import ACTIVATIONS, NORMS
 from transformer_nb.multihead import mha_param_count as attention_params  # the one copy (notebook 03 teaches it)
+from transformer_nb.utils import as_int
 
 ARCHS = ("encoder", "decoder", "encoder-decoder")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")
@@ -17,19 +18,13 @@ CATEGORIES = ("embeddings", "positions", "attention", "ffn", "norms", "head", "o
 # a breakdown also reports "cross-attention": the part of "attention" in the decoder's cross-attention
 
 
-def _pos_int(name: str, value, allow_zero: bool = False) -> None:
-    ok = isinstance(value, int) and not isinstance(value, bool) and (value >= 0 if allow_zero else value > 0)
-    if not ok:
-        raise ValueError(f"{name} must be a {'non-negative' if allow_zero else 'positive'} integer, got {value!r}")
-
-
 # --------------------------------------------------------------------------- per-module formulas
 
 
 def ffn_params(d_model: int, d_ff: int, activation: str = "relu", bias: bool = True) -> int:
     """``FeedForward``: ``2·d·d_ff (+ d_ff + d)`` for relu/gelu, ``3·d·d_ff (+ 2·d_ff + d)`` for swiglu."""
-    _pos_int("d_model", d_model)
-    _pos_int("d_ff", d_ff)
+    as_int("d_model", d_model, 1)
+    as_int("d_ff", d_ff, 1)
     if activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
     n_in = 2 if activation == "swiglu" else 1  # matrices that read x: W1 (and the gate W3)
@@ -38,7 +33,7 @@ def ffn_params(d_model: int, d_ff: int, activation: str = "relu", bias: bool = T
 
 def norm_params(d_model: int, kind: str = "layer") -> int:
     """LayerNorm: γ and β, ``2d``; RMSNorm: γ only, ``d``."""
-    _pos_int("d_model", d_model)
+    as_int("d_model", d_model, 1)
     if kind not in NORMS:
         raise ValueError(f"norm must be one of {NORMS}, got {kind!r}")
     return 2 * d_model if kind == "layer" else d_model
@@ -46,8 +41,8 @@ def norm_params(d_model: int, kind: str = "layer") -> int:
 
 def embedding_params(vocab: int, d_model: int) -> int:
     """A token embedding table: one ``d``-vector per token, ``|V|·d``."""
-    _pos_int("vocab", vocab)
-    _pos_int("d_model", d_model)
+    as_int("vocab", vocab, 1)
+    as_int("d_model", d_model, 1)
     return vocab * d_model
 
 
@@ -59,13 +54,13 @@ def position_params(kind: str, d_model: int, max_len: int = 0, n_heads: int = 1)
     """
     if kind not in POSITIONS:
         raise ValueError(f"positions must be one of {POSITIONS}, got {kind!r}")
-    _pos_int("d_model", d_model)
+    as_int("d_model", d_model, 1)
     if kind == "t5-bias":
-        _pos_int("n_heads", n_heads)
+        as_int("n_heads", n_heads, 1)
         return T5_BUCKETS * n_heads
     if kind != "learned":
         return 0
-    _pos_int("max_len", max_len)
+    as_int("max_len", max_len, 1)
     return max_len * d_model
 
 
@@ -89,7 +84,7 @@ def decoder_layer_params(d_model, n_heads, d_ff, activation="relu", norm="layer"
 
 def block_rule(d_model: int) -> int:
     """002's rule of thumb: ``12·d²`` per block (4d² attention + 8d² FFN with d_ff = 4d; no biases, no norms)."""
-    _pos_int("d_model", d_model)
+    as_int("d_model", d_model, 1)
     return 12 * d_model * d_model
 
 
@@ -172,14 +167,14 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
     if cfg.arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
     for name in ("d_model", "n_heads", "n_layers", "vocab"):
-        _pos_int(name, getattr(cfg, name))
+        as_int(name, getattr(cfg, name), 1)
     if cfg.d_ff is not None and (isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0):
         raise ValueError(f"d_ff (the FFN hidden width) must be a positive integer, got {cfg.d_ff!r}")
     if cfg.d_model % cfg.n_heads:
         raise ValueError(
             f"n_heads={cfg.n_heads} must divide d_model={cfg.d_model} (each head gets d_model / n_heads dimensions)"
         )
-    _pos_int("n_kv_heads", cfg.kv_heads)
+    as_int("n_kv_heads", cfg.kv_heads, 1)
     if cfg.n_heads % cfg.kv_heads:
         raise ValueError(
             f"n_kv_heads={cfg.kv_heads} must divide n_heads={cfg.n_heads} "
@@ -192,7 +187,7 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
     if cfg.positions not in POSITIONS:
         raise ValueError(f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
     if cfg.positions in ("learned", "sinusoidal"):
-        _pos_int("max_len", cfg.max_len)
+        as_int("max_len", cfg.max_len, 1)
     if cfg.positions == "rope" and (cfg.d_model // cfg.n_heads) % 2:
         raise ValueError(
             f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
@@ -201,8 +196,8 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
         if cfg.n_dec_layers is not None or cfg.tgt_vocab is not None:
             raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
     else:
-        _pos_int("n_dec_layers", cfg.dec_layers)
-        _pos_int("tgt_vocab", cfg.target_vocab)
+        as_int("n_dec_layers", cfg.dec_layers, 1)
+        as_int("tgt_vocab", cfg.target_vocab, 1)
         if cfg.share_embeddings and cfg.target_vocab != cfg.vocab:
             raise ValueError(
                 f"share_embeddings needs one vocabulary for source and target, but vocab={cfg.vocab} "
@@ -213,7 +208,7 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
         raise ValueError("tie_output=True needs an output projection to tie, but lm_head=False")
     if cfg.output_bias and not cfg.lm_head:
         raise ValueError("output_bias=True needs an output projection, but lm_head=False")
-    _pos_int("token_types", cfg.token_types, allow_zero=True)
+    as_int("token_types", cfg.token_types, 0)
     return cfg
 
 

@@ -7,13 +7,13 @@ byte counts. The KV cache's size is ``multihead.kv_cache_bytes`` (002's formula)
 
 import math
 
-from transformer_nb.params.formulas import _pos_int
+from transformer_nb.utils import as_int
 
 
 def attention_matrix_bytes(seq_len: int, n_heads: int = 1, bytes_per_value: int = 2, batch: int = 1) -> int:
     """Bytes of the attention weights of one layer: ``batch · n_heads · T² · bytes`` (fp16: 2 bytes)."""
     for name, v in (("seq_len", seq_len), ("n_heads", n_heads), ("bytes_per_value", bytes_per_value), ("batch", batch)):
-        _pos_int(name, v)
+        as_int(name, v, 1)
     return batch * n_heads * seq_len * seq_len * bytes_per_value
 
 
@@ -25,9 +25,9 @@ def attention_flops(seq_len: int, d_model: int, n_heads: int) -> dict:
     - ``weighted_sum``: ``A V`` for every head, also ``2·T²·d``.
     The softmax and the scaling (O(h·T²)) are left out, as FLOP counters do.
     """
-    _pos_int("seq_len", seq_len)
-    _pos_int("d_model", d_model)
-    _pos_int("n_heads", n_heads)
+    as_int("seq_len", seq_len, 1)
+    as_int("d_model", d_model, 1)
+    as_int("n_heads", n_heads, 1)
     if d_model % n_heads:
         raise ValueError(f"n_heads={n_heads} must divide d_model={d_model}")
     t, d = seq_len, d_model

@@ -23,6 +23,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.stack import check_ids
+from transformer_nb.utils import as_int
 
 PAD, BOS, EOS = 0, 1, 2
 FIRST_SYMBOL = 3
@@ -32,15 +33,9 @@ MIN_LEN, MAX_LEN = 3, 8
 MAX_CODE_LEN = 16  # sequence_codes is exact up to this many tokens (13**16 < 2**63)
 
 
-def _check_int(name: str, value, low: int = 1) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        what = {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
-        raise ValueError(f"{name} must be {what}, got {value!r}")
-
-
 def _check_lengths(min_len, max_len, n_symbols) -> None:
     for name, v in (("min_len", min_len), ("max_len", max_len), ("n_symbols", n_symbols)):
-        _check_int(name, v)
+        as_int(name, v, 1)
     if min_len > max_len:
         raise ValueError(f"min_len must be <= max_len, got min_len={min_len}, max_len={max_len}")
     if n_symbols > N_SYMBOLS:
@@ -124,7 +119,7 @@ def make_pairs(
     ``[3, 3 + n_symbols)``. ``exclude``: a set of tuples never to produce (redrawn instead).
     """
     _check_lengths(min_len, max_len, n_symbols)
-    _check_int("n", n, 0)
+    as_int("n", n, 0)
     pairs = []
     while len(pairs) < n:
         length = int(torch.randint(min_len, max_len + 1, (1,), generator=generator))
@@ -228,7 +223,7 @@ def random_batch(
     batch is trimmed to its longest row.
     """
     _check_lengths(min_len, max_len, n_symbols)
-    _check_int("batch_size", batch_size)
+    as_int("batch_size", batch_size, 1)
     src = _draw(batch_size, min_len, max_len, n_symbols, generator)
     if exclude is not None and exclude.numel():
         if max_len > MAX_CODE_LEN:

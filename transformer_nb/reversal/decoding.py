@@ -19,6 +19,7 @@ import torch.nn.functional as F
 from transformer_nb.models import EncoderDecoder
 from transformer_nb.multihead import record_attention
 from transformer_nb.reversal.data import BOS, EOS, PAD, Batch, check_tokens, random_batch
+from transformer_nb.utils import as_int
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -50,8 +51,8 @@ def greedy_decode(
     """
     check_tokens(src, "src")
     _check_keep(src_keep, src)
-    if max_new is not None and (isinstance(max_new, bool) or not isinstance(max_new, int) or max_new < 1):
-        raise ValueError(f"max_new must be a positive integer number of tokens, got {max_new!r}")
+    if max_new is not None:
+        as_int("max_new", max_new, 1)
     device = model_device(model)
     src = src.to(device)
     src_keep = (src != PAD) if src_keep is None else src_keep.to(device)
@@ -118,8 +119,7 @@ def evaluate(model: nn.Module, batch: Batch, chunk: int = 1000) -> dict:
     """
     if not isinstance(batch, Batch):
         raise TypeError(f"batch must be a reversal Batch, got {type(batch).__name__}")
-    if isinstance(chunk, bool) or not isinstance(chunk, int) or chunk < 1:
-        raise ValueError(f"chunk must be a positive integer, got {chunk!r}")
+    as_int("chunk", chunk, 1)
     batch = batch.to(model_device(model))
     preds = [
         greedy_decode(model, batch.src[i : i + chunk], batch.src_keep[i : i + chunk], max_new=batch.tgt_out.shape[1])
@@ -145,8 +145,7 @@ def failure_table(res: dict) -> dict:
 
 def length_sweep(model: nn.Module, lengths=range(3, 13), n: int = 500, seed: int = 99) -> dict:
     """Exact match and per-token accuracy at each source length (``n`` random sequences each)."""
-    if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-        raise ValueError(f"n must be a positive integer, got {n!r}")
+    as_int("n", n, 1)
     device, out = model_device(model), {}
     for L in lengths:
         b = random_batch(n, L, L, generator=torch.Generator().manual_seed(seed + L), device=device)

@@ -19,15 +19,9 @@ import torch.nn as nn
 
 from transformer_nb.models import EncoderDecoder
 from transformer_nb.reversal.data import MAX_LEN, PAD, VOCAB_SIZE
-from transformer_nb.utils import get_device
+from transformer_nb.utils import as_int, get_device
 
 INITS = ("default", "xavier", "xavier_embeddings")
-
-
-def _check_int(name: str, value, low: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int) or value < low:
-        what = {0: "a non-negative integer", 1: "a positive integer"}.get(low, f"an integer >= {low}")
-        raise ValueError(f"{name} must be {what}, got {value!r}")
 
 
 def _check_number(name: str, value, low: float, high: float = math.inf, low_open: bool = True) -> None:
@@ -58,8 +52,8 @@ class ModelConfig:
         if self.init not in INITS:
             raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
         for name in ("d_model", "n_heads", "n_layers", "d_ff"):
-            _check_int(name, getattr(self, name), 1)
-        _check_int("max_len", self.max_len, MAX_LEN + 1)
+            as_int(name, getattr(self, name), 1)
+        as_int("max_len", self.max_len, MAX_LEN + 1)
         _check_number("dropout", self.dropout, 0.0, 1.0, low_open=False)
 
 
@@ -113,7 +107,7 @@ def paper_lr(step: int, d_model: int, warmup: int) -> float:
     """
     if isinstance(step, bool) or not isinstance(step, int) or step < 1:
         raise ValueError(f"the schedule is defined for integer step >= 1, got {step!r}")
-    _check_int("d_model", d_model, 1)
+    as_int("d_model", d_model, 1)
     if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
         raise ValueError(
             f"warmup must be an integer >= 1 (the formula divides by warmup^1.5), got {warmup!r}; "
@@ -129,9 +123,7 @@ def warmup_factor(warmup: int):
     0). With base lr ``(d_model · warmup)^-0.5`` this is exactly :func:`paper_lr` at step ``n``.
     ``warmup = 0`` means a constant factor 1.
     """
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative integer number of steps, got {warmup!r}")
-    if warmup == 0:
+    if as_int("warmup", warmup, 0) == 0:
         return lambda s: 1.0
     return lambda s: min((s + 1) / warmup, math.sqrt(warmup / (s + 1)))
 
@@ -166,9 +158,9 @@ class Recipe:
         if self.data not in ("fresh", "fixed"):
             raise ValueError(f"data must be 'fresh' or 'fixed', got {self.data!r}")
         _check_number("lr", self.lr, 0.0)
-        _check_int("warmup", self.warmup, 0)
+        as_int("warmup", self.warmup, 0)
         for name in ("batch_size", "n_train", "steps"):
-            _check_int(name, getattr(self, name), 1)
+            as_int(name, getattr(self, name), 1)
         _check_number("label_smoothing", self.label_smoothing, 0.0, 1.0, low_open=False)
         if self.clip is not None:
             _check_number("clip", self.clip, 0.0)

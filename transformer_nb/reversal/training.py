@@ -27,7 +27,7 @@ from transformer_nb.reversal.data import MAX_LEN, PAD, Batch, collate, make_pair
 from transformer_nb.reversal.decoding import evaluate, model_device
 from transformer_nb.reversal.recipes import Recipe, build_model, warmup_factor
 from transformer_nb.train import train as run_training
-from transformer_nb.utils import get_device
+from transformer_nb.utils import as_int, get_device
 
 CUDA_GRAPHS = True  # on a CUDA device, run the training forward and backward as CUDA graphs (False: eager)
 
@@ -156,8 +156,7 @@ def train(
     """
     if not isinstance(recipe, Recipe):
         raise TypeError(f"recipe must be a reversal Recipe, got {type(recipe).__name__}")
-    if isinstance(eval_every, bool) or not isinstance(eval_every, int) or eval_every < 1:
-        raise ValueError(f"eval_every must be a positive integer number of steps, got {eval_every!r}")
+    as_int("eval_every", eval_every, 1)
     if target is not None and not (isinstance(target, (int, float)) and 0.0 <= target <= 1.0):
         raise ValueError(f"target is an exact-match rate in [0, 1] (or None), got {target!r}")
     if eval_batch is not None and not isinstance(eval_batch, Batch):
