@@ -1,6 +1,7 @@
 """Impossible configurations and bad arguments to params.py raise clear errors."""
 
 import pytest
+import torch
 
 from transformer_nb.params import (
     TransformerConfig,
@@ -85,7 +86,6 @@ def test_with_validates():
 
 
 def test_forward_refuses_wrong_inputs():
-    import torch
 
     m = build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu")
     with pytest.raises(ValueError, match="token ids must have shape"):
@@ -121,7 +121,6 @@ def test_bytes_human_refuses_what_is_not_a_byte_count(n):
 
 
 def test_the_counting_model_checks_its_ids():
-    import torch
 
     m = build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu")
     with pytest.raises(TypeError, match="integer token ids"):

@@ -2,6 +2,9 @@
 
 import json
 
+import pytest
+import torch
+
 from transformer_nb.bench import __main__ as bench
 
 
@@ -51,8 +54,6 @@ def test_bench_reversal_last_line_is_json(capsys):
 
 
 def test_bench_reversal_refuses_a_missing_device():
-    import pytest
-    import torch
 
     if torch.cuda.is_available():
         pytest.skip("this machine has CUDA")

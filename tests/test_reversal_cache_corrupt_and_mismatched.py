@@ -1,5 +1,6 @@
 """The reversal model's cache: a re-run loads the weights; a corrupt or mismatched file retrains."""
 
+import json
 from dataclasses import replace
 
 import torch
@@ -55,7 +56,6 @@ def test_truncated_cache_retrains(tmp_path, monkeypatch, capsys):
 
 
 def _config_of(path):
-    import json
 
     return json.loads(torch.load(path, weights_only=True)["config"])
 
