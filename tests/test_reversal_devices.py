@@ -14,6 +14,7 @@ from dataclasses import replace
 import pytest
 import torch
 import torch.nn as nn
+from device_helpers import devices_of
 
 from transformer_nb import cache
 from transformer_nb import reversal as rv
@@ -21,19 +22,6 @@ from transformer_nb.reversal import training
 
 CPU, META = torch.device("cpu"), torch.device("meta")
 TINY = replace(rv.IMPROVED, name="devices", steps=3)
-
-
-def devices_of(obj) -> set:
-    """The set of devices of every tensor in ``obj`` (a module's parameters and buffers, nested containers)."""
-    if isinstance(obj, nn.Module):
-        return {t.device for t in (*obj.parameters(), *obj.buffers())}
-    if isinstance(obj, torch.Tensor):
-        return {obj.device}
-    if isinstance(obj, dict):
-        return set().union(*(devices_of(v) for v in obj.values())) if obj else set()
-    if isinstance(obj, (list, tuple)):
-        return set().union(*(devices_of(v) for v in obj)) if obj else set()
-    return set()
 
 
 # --------------------------------------------------------------------------- builders honour device=
