@@ -59,7 +59,7 @@ class LanguageModel(nn.Module):
             raise ValueError(f"{name} must have shape (B, T), got {tuple(ids.shape)}")
         if ids.device.type == "cpu" and ids.numel():
             if ids.numel() <= 8:  # a decoding step: a few Python ints are cheaper than a reduction
-                vals = ids.view(-1).tolist()
+                vals = ids.reshape(-1).tolist()
                 lo, hi = min(vals), max(vals)
             else:
                 lo, hi = torch.aminmax(ids)
