@@ -254,6 +254,9 @@ def record_runtime(name: str, profile: str, seconds: float, root: Path = ROOT) -
     data = json.loads(path.read_text()) if path.exists() else {}
     data.setdefault(name, {})[f"{profile}_s"] = round(seconds, 1)
     path.write_text(json.dumps(dict(sorted(data.items())), indent=1) + "\n")
+    from transformer_nb.companion import write_index  # the map shipped in the package follows the notebooks
+
+    write_index(root / "notebooks", root / "transformer_nb" / "notebook_index.json")
 
 
 _seconds: dict[str, float] = {}

@@ -32,3 +32,25 @@ def test_index_reads_titles_texts_exercises_checks_and_runtimes(tmp_path):
     assert idx[0]["check_cells"] == 1 and idx[0]["figures"] == 1 and idx[1]["check_cells"] == 0
     assert idx[0]["full_s"] == 9.5 and idx[1]["quick_s"] is None
     assert exercise_map(idx) == {"8.5": ["01_a"], "8.7": ["02_b"]}
+
+
+def test_the_map_shipped_in_the_package_matches_the_notebooks():
+    """Colab has no notebooks/ folder: notebook 00 reads the packaged copy, which must not drift."""
+    from transformer_nb import companion
+
+    shipped = json.loads(companion.INDEX_FILE.read_text(encoding="utf-8"))
+    assert shipped == notebook_index(companion.notebooks_dir()), (
+        "transformer_nb/notebook_index.json is stale: run .venv/bin/python -m transformer_nb.companion --write-index "
+        "(tools/refresh.py and make runtimes do it for you)"
+    )
+
+
+def test_an_installed_copy_reads_the_shipped_map(tmp_path, monkeypatch):
+    from transformer_nb import companion
+
+    _write(tmp_path, "01_a", "# 01 · Alpha\n**Serves:** 000 §8.2\n## Exercise 8.5")
+    path = companion.write_index(tmp_path, tmp_path / "index.json")
+    monkeypatch.setattr(companion, "INDEX_FILE", path)
+    monkeypatch.setattr(companion, "notebooks_dir", lambda: None)  # as in Colab: no checkout around the package
+    assert [nb["name"] for nb in notebook_index()] == ["01_a"]
+    assert exercise_map(notebook_index()) == {"8.5": ["01_a"]}

@@ -5,6 +5,10 @@ never drift from the notebooks: titles from the first heading, the texts served 
 "**Serves:**" paragraph, chapter exercises from headings that name "Exercise 8.N", check cells from tags,
 figures and widgets from stored outputs, runtimes from ``notebooks/runtimes.json``
 (written by ``tools/refresh.py`` for the full profile and ``make runtimes`` for the quick one).
+
+An installed copy of the package (Colab, a wheel) has no ``notebooks/`` folder beside it, so the same map is
+also shipped inside the package as ``notebook_index.json``: ``tools/refresh.py`` and ``make runtimes`` rewrite it
+(``python -m transformer_nb.companion --write-index``), and a test fails when it no longer matches the notebooks.
 """
 
 import json
@@ -25,12 +29,15 @@ CHECK_TAG = "nbval-check-output"
 WIDGET_VIEW = "application/vnd.jupyter.widget-view+json"
 
 
-def notebooks_dir() -> Path:
-    """``notebooks/`` of the checkout (env ``TNB_NOTEBOOKS`` overrides; falls back to the cwd)."""
+INDEX_FILE = Path(__file__).with_name("notebook_index.json")  # the map, shipped with the package
+
+
+def notebooks_dir() -> Path | None:
+    """``notebooks/`` of the checkout (env ``TNB_NOTEBOOKS`` overrides), or None in an installed copy."""
     if os.environ.get("TNB_NOTEBOOKS"):
         return Path(os.environ["TNB_NOTEBOOKS"])
     here = Path(__file__).resolve().parents[1] / "notebooks"
-    return here if here.is_dir() else Path.cwd()
+    return here if here.is_dir() else None
 
 
 def _markdown_text(nb: dict) -> str:
@@ -85,9 +92,15 @@ def info(path: Path, runtimes: dict | None = None) -> dict:
 
 
 def notebook_index(folder: Path | None = None) -> list:
-    """``info()`` of every notebook in book order: stored ones, and twins not yet stored (``stored=False``)."""
+    """``info()`` of every notebook in book order: stored ones, and twins not yet stored (``stored=False``).
+
+    ``folder``: a ``notebooks/`` folder; default: the checkout's, else (an installed copy, e.g. in Colab) the
+    map shipped in the package, ``notebook_index.json``.
+    """
     if folder is not None and not isinstance(folder, (str, os.PathLike)):
         raise TypeError(f"folder must be a path, got {type(folder).__name__}")
+    if folder is None and notebooks_dir() is None:
+        return json.loads(INDEX_FILE.read_text(encoding="utf-8"))
     folder = Path(folder or notebooks_dir())
     rt = folder / "runtimes.json"
     runtimes = json.loads(rt.read_text()) if rt.exists() else {}
@@ -210,3 +223,20 @@ def runtime_problems(name: str, header: str, runtimes: dict) -> list:
                 f"{name}: the header says {profile} {stated[profile]:g} s, runtimes.json records {recorded:g} s; {fix}"
             )
     return problems
+
+
+def write_index(folder: Path | None = None, path: Path = INDEX_FILE) -> Path:
+    """Write ``notebook_index(folder)`` (default: the checkout's notebooks) to ``path`` as JSON; return ``path``."""
+    folder = folder or notebooks_dir()
+    if folder is None:
+        raise ValueError("no notebooks/ folder to index: run this in a checkout (or set TNB_NOTEBOOKS)")
+    Path(path).write_text(json.dumps(notebook_index(folder), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
+    return Path(path)
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] != ["--write-index"]:
+        sys.exit("usage: python -m transformer_nb.companion --write-index")
+    print(f"wrote {write_index()}")
