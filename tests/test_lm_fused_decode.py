@@ -1,9 +1,9 @@
-"""The benchmark's fused CPU decoding step (bench/fused_decode.py) gives exactly the tokens of generate."""
+"""The benchmark's fused CPU decoding step (bench/_fused_decode.py) gives exactly the tokens of generate."""
 
 import pytest
 import torch
 
-from transformer_nb.bench.fused_decode import fused_generate
+from transformer_nb.bench._fused_decode import fused_generate
 from transformer_nb.generation import generate
 from transformer_nb.lm import TransformerLM
 from transformer_nb.output_head import frequency_ranks

@@ -14,7 +14,7 @@ prompt; ``speedup_prompt_256`` repeats the measurement after a 256-token prompt 
 context, the more recomputation the cache saves).
 
 On a CPU a decoding step does so little arithmetic that calling modules costs as much as
-computing; ``bench/fused_decode.py`` writes the same step in plain ``F`` calls (benchmark only,
+computing; ``bench/_fused_decode.py`` writes the same step in plain ``F`` calls (benchmark only,
 tested to give the same tokens): ``speedup_fused`` is the no-cache time over its time.
 On a GPU (``--device cuda``) the JSON also gives tokens/s of each way.
 The last line is one JSON object; ``identical`` says whether every pair produced the same tokens.
@@ -28,7 +28,7 @@ import time
 import torch
 
 from transformer_nb import lm_recipe
-from transformer_nb.bench.fused_decode import fused_generate
+from transformer_nb.bench._fused_decode import fused_generate
 from transformer_nb.generation import generate
 from transformer_nb.output_head import frequency_ranks
 from transformer_nb.params import numel
