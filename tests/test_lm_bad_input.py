@@ -9,7 +9,7 @@ import torch
 from transformer_nb import lm_recipe
 from transformer_nb.generation import generate, sample_next, top_k_filter
 from transformer_nb.lm import LSTMLM, TransformerLM
-from transformer_nb.lm_training import TrainConfig, train_lm
+from transformer_nb.lm_training import TrainConfig, lr_factor, train_lm
 from transformer_nb.multihead import KVCache
 from transformer_nb.output_head import OutputHead, frequency_ranks
 from transformer_nb.perplexity import evaluate, unigram_perplexity
@@ -211,3 +211,9 @@ def test_bad_evaluations():
         lm_recipe.recipe_config("gru", steps=1)
     with pytest.raises(TypeError, match="compute must be callable"):
         lm_recipe.cached_results("x", {}, compute=None)
+
+
+@pytest.mark.parametrize("progress", [-0.5, 1.5, math.nan])
+def test_a_schedule_position_outside_the_run_is_refused(progress):
+    with pytest.raises(ValueError, match="progress"):
+        lr_factor(progress, 0.1)

@@ -28,9 +28,11 @@ import torch.nn as nn
 from transformer_nb.lm import LanguageModel
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import Progress, rank_and_world, train
+from transformer_nb.utils import as_real
 from transformer_nb.wikitext import batchify
 
 OPTIMIZERS = ("adamw", "muon")
+_LR_ARGS = ("progress", "warmup", "min_lr_frac")
 
 
 @dataclass
@@ -86,6 +88,12 @@ class TrainConfig:
 
 def lr_factor(progress: float, warmup: float, min_lr_frac: float = 0.0) -> float:
     """Linear warm-up over ``warmup`` of the run, then cosine decay to ``min_lr_frac``; progress in [0, 1]."""
+    progress, warmup, min_lr_frac = (as_real(n, v) for n, v in zip(_LR_ARGS, (progress, warmup, min_lr_frac)))
+    if not (0 <= progress <= 1 and 0 <= warmup < 1 and 0 <= min_lr_frac <= 1):
+        raise ValueError(
+            f"need progress in [0, 1] (the fraction of the run done), warmup in [0, 1) and min_lr_frac in [0, 1], "
+            f"got progress={progress}, warmup={warmup}, min_lr_frac={min_lr_frac}"
+        )
     if progress < warmup:
         return max(progress / warmup, 1e-3)
     q = min(1.0, (progress - warmup) / max(1e-9, 1.0 - warmup))
