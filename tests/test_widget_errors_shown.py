@@ -38,11 +38,13 @@ def test_an_error_is_shown_and_the_next_change_works():
     w.controls["x"].value = 0  # raised out of the observer before
     assert w.error.startswith("⚠ x must not be 0") and "try again" in w.error
     assert "ValueError" in w.traceback and w.last["x"] == 2
+    assert 'class="tnb-widget-error"' in w.message.value and "x must not be 0" in w.message.value  # shown
+    assert w.image.layout.display == "none"  # in place of the figure
     w.controls["x"].value = 3  # an unexpected error says what it is
     assert "RuntimeError: a bug while drawing" in w.error and "unexpected" in w.error
     assert set(plt.get_fignums()) == figures  # the half-drawn figure was closed, it will not pop up later
     w.controls["x"].value = 4
-    assert w.error is None and w.traceback is None
+    assert w.error is None and w.traceback is None and w.message.value == ""
     assert w.last == {"x": 4, "y": 0.25} and w.fig is not None
 
 

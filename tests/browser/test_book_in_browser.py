@@ -153,12 +153,14 @@ def test_widgets_render_from_their_embedded_state(book_site, book_page):
         if not page.locator("script[type='application/vnd.jupyter.widget-view+json']").count():
             continue
         try:
-            page.locator(".widget-output img, .jupyter-widgets-output-area img").first.wait_for(timeout=30_000)
+            page.locator("img.widget-image, .widget-output img, .jupyter-widgets-output-area img").first.wait_for(
+                timeout=30_000
+            )
         except Exception:
             if any("html-manager" in u or "require" in u for u in failed):
                 pytest.skip("the widget manager could not be fetched (offline?): set TNB_BOOK_CDN_DIR")
             raise AssertionError(f"{name}: the widget's stored figure was not drawn") from None
-        page.locator(".widget-output img").first.scroll_into_view_if_needed()
+        page.locator("img.widget-image, .widget-output img").first.scroll_into_view_if_needed()
         _shot(page, "widget")
         return
     pytest.skip("none of the rendered pages shows a widget")

@@ -5,8 +5,8 @@ For each ``notebooks/*.ipynb`` that displays a ``transformer_nb.widgets`` widget
 widget cell needs (an import alone where an import is all it needs), and the widget cell(s) -- and
 opens it in JupyterLab, served from a temporary copy of the repo layout (``jupytext.toml`` included)
 so that nothing tracked is touched. It runs the cells, waits for the widget's figure (a PNG in its
-Output area), takes a screenshot, moves a slider with the keyboard (or changes a dropdown, a toggle,
-a text box), waits, takes a second screenshot, and asserts that the figure changed.
+Image widget, or in an Output area), takes a screenshot, moves a slider with the keyboard (or changes
+a dropdown, a toggle, a text box), waits, takes a second screenshot, and asserts that the figure changed.
 
     make browser-test          # or: .venv/bin/python -m pytest tests/browser
 
@@ -571,10 +571,10 @@ CLOSE = """
 """
 
 IDLE = "() => { const k = window.__tnb_nb.sessionContext.session?.kernel; return k && k.status === 'idle'; }"
-IMG = ".widget-output img, .jupyter-widgets-output-area img"
+IMG = "img.widget-image, .widget-output img, .jupyter-widgets-output-area img"
 CHANGED = """([id, idx, old]) => {
   const c = document.querySelectorAll(`#${id} .jp-Notebook .jp-Cell`)[idx];
-  const i = c && c.querySelector('.widget-output img, .jupyter-widgets-output-area img');
+  const i = c && c.querySelector('img.widget-image, .widget-output img, .jupyter-widgets-output-area img');
   return !!i && i.complete && i.naturalWidth > 0 && i.src !== old;
 }"""
 
@@ -583,7 +583,7 @@ def _widget_errors(cell) -> list[str]:
     sel = (
         ".widget-output [data-mime-type='application/vnd.jupyter.error'], "
         ".widget-output [data-mime-type='application/vnd.jupyter.stderr'], "
-        ".widget-output .tnb-widget-error, .jupyter-widgets-output-area .tnb-widget-error"
+        ".jupyter-widgets .tnb-widget-error"
     )
     return [t for t in cell.locator(sel).all_inner_texts() if t.strip()]
 
@@ -649,7 +649,7 @@ def _check_widget(page, lab, nb_id: str, idx: int, label: str, stem: str) -> lis
         cell.locator(IMG).first.wait_for(state="visible", timeout=RENDER_S * 1000)
     except Exception:
         _shot(cell, SHOTS / f"{stem}-before.png")
-        return [f"{where}: no figure in the widget's Output area. The cell shows:\n{_output_text(cell)}"]
+        return [f"{where}: no figure in the widget. The cell shows:\n{_output_text(cell)}"]
     page.wait_for_function(IDLE, timeout=RENDER_S * 1000)
     errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
     problems = [f"{where}: error in the widget:\n{e}" for e in errs]

@@ -15,8 +15,9 @@ while they are dragged (``continuous_update``). A slower one redraws when a slid
 and says so under its controls (``SLOW_NOTE``).
 
 **Errors.** An exception raised while computing or drawing never escapes the observer (where
-Jupyter would swallow it and the widget would look frozen): the output area shows one line
-that says what went wrong, ``error`` keeps it, and the next change of a control tries again.
+Jupyter would swallow it and the widget would look frozen): the widget shows one red line
+(``message``) in place of its figure (``image``), ``error`` keeps it, and the next change of a
+control tries again.
 """
 
 import html
@@ -25,7 +26,7 @@ import traceback
 
 import ipywidgets as widgets
 import matplotlib.pyplot as plt
-from IPython.display import Image, clear_output, display
+from IPython.display import display
 
 from transformer_nb.plotting import _in_notebook
 
@@ -60,7 +61,7 @@ def error_message(err: BaseException) -> str:
 
 
 class Widget:
-    """Controls (a dict of ipywidgets) plus an Output area that shows ``draw(compute(...))``."""
+    """Controls (a dict of ipywidgets) plus an Image widget that shows ``draw(compute(...))``."""
 
     CONTINUOUS = True  # redraw while a slider is dragged; False for widgets slower than CHEAP_MS
     SLOW_NOTE = "redraws when you release a slider (each redraw takes about {s})"
@@ -68,7 +69,10 @@ class Widget:
 
     def __init__(self, **controls):
         self.controls = controls
-        self.out = widgets.Output()
+        # The figure is an Image widget (its PNG), the error line an HTML widget: no Output widget, whose
+        # captured displays a notebook runner (nbclient) echoes back to the kernel, stalling large ones.
+        self.image = widgets.Image(format="png")
+        self.message = widgets.HTML("")
         self.last = None
         self.fig = None
         self.updates = 0
@@ -94,7 +98,7 @@ class Widget:
         return False
 
     def refresh(self, *_):
-        """Recompute from the current control values and redraw into the output area.
+        """Recompute from the current control values and redraw the figure.
 
         Returns the new ``last``, or None when computing or drawing raised (``error`` says why).
         """
@@ -107,14 +111,18 @@ class Widget:
                 plt.close(num)  # half-drawn figures would pop up under the next cell
             self.error, self.traceback = error_message(err), traceback.format_exc()
             self.fig = None  # perhaps half updated: the next success draws a new one
-            self._show(Message(self.error))
+            self.message.value = Message(self.error)._repr_html_()
+            self.image.layout.display = "none"  # no stale figure under the message
             return None
         if fig is not None and fig is not self.fig:
-            plt.close(fig)  # shown through the Output widget only
+            plt.close(fig)  # shown through the Image widget only
         self.last, self.fig, self.error, self.traceback = data, fig, None, None
         self.updates += 1
-        if _in_notebook():  # headless (tests): keep the data and figure, render nothing
-            self._show(None if fig is None else Image(data=self.png()))
+        if self.message.value:
+            self.message.value = ""
+        if _in_notebook() and fig is not None:  # headless (tests): keep the data and figure, render nothing
+            self.image.value = self.png()
+            self.image.layout.display = None
         return self.last
 
     def png(self) -> bytes:
@@ -148,19 +156,12 @@ class Widget:
         """Say that ``update`` changed more than the ``animated`` artists: the next PNG is drawn whole."""
         self._background = None
 
-    def _show(self, obj) -> None:
-        if _in_notebook():
-            with self.out:
-                clear_output(wait=True)
-                if obj is not None:
-                    display(obj)
-
     def layout(self):
         parts = [widgets.HBox(list(self.controls.values()), layout=widgets.Layout(flex_flow="row wrap"))]
         if not self.CONTINUOUS:
             note = self.SLOW_NOTE.format(s=self.REDRAW)
             parts.append(widgets.HTML(f'<span style="color:#666;font-size:90%">{html.escape(note)}</span>'))
-        return widgets.VBox([*parts, self.out])
+        return widgets.VBox([*parts, self.message, self.image])
 
     def show(self):
         """Draw once and display the controls with the output (the notebook cell calls this)."""
