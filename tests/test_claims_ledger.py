@@ -133,3 +133,25 @@ def test_python_dash_m_json():
     assert set(data[0]) == set(_base.Claim.__dataclass_fields__)
     assert {d["text"] for d in data} == set(L.TEXTS)
     assert all(d["status"] in L.STATUSES for d in data)
+
+
+def test_entries_that_give_away_an_exercise_withhold_their_verdict_unless_revealed():
+    """The ledger is printed in notebooks before their exercises are attempted: no answer may show there."""
+    import io
+
+    from transformer_nb import claims
+
+    revealing = [c for c in claims.claims() if c.reveals]
+    assert {c.reveals for c in revealing} >= {"8.2", "8.4", "8.7", "8.9"}
+    for c in revealing:
+        out = io.StringIO()
+        claims.report(notebook=c.notebook, file=out, run=False)
+        secret = claims._detail(c, reveal=True)  # what the entry would print: correct, why or value
+        for view in (out.getvalue(), claims.cite(c.id), claims.markdown([c])):
+            assert secret not in view and f"Exercise {c.reveals}" in view, (c.id, view[:200])
+        assert secret in claims.cite(c.id, reveal=True)
+        assert secret.replace("|", "\\|") in claims.markdown([c], reveal=True)  # Markdown escapes the pipes
+    total = "35,270,656"
+    out = io.StringIO()
+    claims.report(notebook="07", file=out, run=False)
+    assert total not in out.getvalue() and total not in claims.markdown()

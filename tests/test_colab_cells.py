@@ -81,12 +81,21 @@ def test_apply_writes_the_cells_once_and_check_then_passes(copies):
         assert colab.check_ipynb(nb, twin.stem, URL) == [], twin.stem
 
 
+def old_style(nbdir, name, first_code, rest="import os\nimport time\n"):
+    """A notebook written before the Colab cells existed: twin and stored copy, title then ``first_code``."""
+    text = f"# %% [markdown]\n# # {name} · A title\n\n# %%\n{first_code}\n\n# %%\n{rest}"
+    (nbdir / "py" / f"{name}.py").write_text(text)
+    (nbdir / f"{name}.ipynb").write_text(jupytext.writes(jupytext.reads(text, fmt="py:percent"), fmt="ipynb"))
+    return nbdir / "py" / f"{name}.py"
+
+
 def test_apply_keeps_a_notebooks_setup_arguments_and_its_other_cells(copies):
     nbdir = copies / "notebooks"
-    twin = nbdir / "py" / "07_parameter_counting.py"
+    twin = old_style(
+        nbdir, "97_threads", "%matplotlib inline\nfrom transformer_nb import setup\nenv = setup(threads=1)"
+    )
     before = twin.read_text()
-    assert "env = setup(threads=1)" in before
-    tool("--apply", "07_parameter_counting", "--notebooks", nbdir)
+    tool("--apply", "97_threads", "--notebooks", nbdir)
     after = twin.read_text()
     assert after.count("env = setup(threads=1)  # seeds everything") == 1
     assert after.count("# %%") == before.count("# %%")  # the old setup cell was replaced, not duplicated
@@ -96,30 +105,31 @@ def test_apply_keeps_a_notebooks_setup_arguments_and_its_other_cells(copies):
 
 def test_apply_inserts_before_a_mixed_first_cell_and_says_so(copies):
     nbdir = copies / "notebooks"
-    before = (nbdir / "py" / "05_rope.py").read_text()
-    out = tool("--apply", "05_rope", "--notebooks", nbdir).stdout
-    assert "05_rope: the next code cell also calls setup()" in out
-    assert (nbdir / "py" / "05_rope.py").read_text().count("# %%") == before.count("# %%") + 1
+    mixed = "%matplotlib inline\nimport torch\n\nfrom transformer_nb import setup\n\nenv = setup()"
+    before = old_style(nbdir, "98_mixed", mixed).read_text()
+    out = tool("--apply", "98_mixed", "--notebooks", nbdir).stdout
+    assert "98_mixed: the next code cell also calls setup()" in out
+    assert (nbdir / "py" / "98_mixed.py").read_text().count("# %%") == before.count("# %%") + 1
 
 
 def test_check_catches_any_drift(copies):
     nbdir = copies / "notebooks"
-    tool("--apply", "01_scaled_attention", "--notebooks", nbdir)
-    twin = nbdir / "py" / "01_scaled_attention.py"
+    twin = old_style(nbdir, "99_drift", "%matplotlib inline\nfrom transformer_nb import setup\nenv = setup()")
+    tool("--apply", "99_drift", "--notebooks", nbdir)
     good = twin.read_text()
-    assert colab.check_twin(good, "01_scaled_attention", URL) == []
+    assert colab.check_twin(good, "99_drift", URL) == []
     for old, new in [
         ('"-q", source, pin]', '"-q", source]'),  # torch no longer pinned
-        ("blob/main/notebooks/01_scaled_attention", "blob/dev/notebooks/01_scaled_attention"),
+        ("blob/main/notebooks/99_drift", "blob/dev/notebooks/99_drift"),
         ("# %matplotlib inline", "# %matplotlib widget"),
         ('find_spec("google.colab")', 'find_spec("google.cloud")'),
     ]:
         assert old in good
-        assert colab.check_twin(good.replace(old, new), "01_scaled_attention", URL) != [], old
+        assert colab.check_twin(good.replace(old, new), "99_drift", URL) != [], old
     assert colab.check_twin(good, "02_masking", URL) == ["the first markdown cell lacks the generated Colab badge line"]
-    result = tool("--check", "01_scaled_attention", "--notebooks", nbdir)  # the twin is right, the .ipynb not yet
-    assert result.returncode == 1 and "notebooks/01_scaled_attention.ipynb:" in result.stdout
-    assert "notebooks/py/01_scaled_attention.py" not in result.stdout
+    result = tool("--check", "99_drift", "--notebooks", nbdir)  # the twin is right, the .ipynb not yet
+    assert result.returncode == 1 and "notebooks/99_drift.ipynb:" in result.stdout
+    assert "notebooks/py/99_drift.py" not in result.stdout
 
 
 def test_apply_to_a_stored_copy_matches_check():

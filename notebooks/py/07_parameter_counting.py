@@ -574,13 +574,12 @@ for setting, (t, d_, h_) in SETTINGS.items():
 #
 # Every claim of the five texts that belongs to this notebook is an entry of the claims ledger
 # (`transformer_nb.claims`, rendered in notebook 13) with its verdict; the cell below prints them and runs their
-# checks. Two entries quote the answers of Exercises 8.2 and 8.4, so the cell is a solution cell: open it after
-# you have tried them. Claims that other notebooks check are cited there: the KV cache of 002 and 004
+# checks. Two entries would give away the answers of Exercises 8.2 and 8.4: the ledger withholds their verdicts
+# here (their solution cells show them). Claims that other notebooks check are cited there: the KV cache of 002 and 004
 # (`002-kv-40gb`, `004-13.2-kv5gb`, notebook 03) and 004 §5.7's attention-memory table (`004-5.7-rows`,
 # `004-5.7-128k`, notebook 01).
 
-# %% tags=["nbval-check-output", "solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercises 8.2 and 8.4 (the ledger quotes their answers) — open after you have tried
+# %% tags=["nbval-check-output"]
 from transformer_nb.claims import report
 
 report(notebook="07")

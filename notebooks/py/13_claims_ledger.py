@@ -1,6 +1,8 @@
 # %% [markdown] slideshow={"slide_type": "slide"}
 # # 13 · The claims ledger: what to trust in each text
 #
+# [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/13_claims_ledger.ipynb)
+#
 # The five texts this companion accompanies make a few hundred checkable statements: numbers, shapes,
 # parameter and memory counts, complexities, benchmark figures, attributions. Most are right; some are wrong;
 # some are defensible but loose. This notebook is the **single place** where every such statement is judged,
@@ -13,10 +15,26 @@
 # **Runtime on 2 CPU cores:** about 25 s in either profile (nothing trains; every check is a small computation).
 
 # %%
+# Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
+import os
+import subprocess
+import sys
+from importlib.util import find_spec
+
+if find_spec("google") and find_spec("google.colab"):  # only Colab has google.colab
+    import torch
+
+    source = os.environ.get("TNB_INSTALL_FROM", "git+https://github.com/transformer-nb/transformer-nb")
+    pin = f"torch=={torch.__version__}"  # so that pip keeps Colab's torch
+    subprocess.run([sys.executable, "-m", "pip", "install", "-q", source, pin], check=True)
+    from transformer_nb.wikitext import find_data_dir
+
+    find_data_dir()  # downloads WikiText-2 once (13 MB), checking its sha256
+
 # %matplotlib inline
 from transformer_nb import setup
 
-env = setup()
+env = setup()  # seeds everything, picks the device, prints both
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1 · How to read an entry

@@ -86,11 +86,21 @@ def counts(entries=None) -> dict[str, dict[str, int]]:
     return out
 
 
-def cite(claim_id: str) -> str:
-    """One line for prose: id, text and section, verdict, and the correct value or exact statement."""
+def _withheld(c: Claim) -> str:
+    return f"(withheld: it gives away Exercise {c.reveals}'s answer; the exercise's solution shows it)"
+
+
+def _detail(c: Claim, reveal: bool) -> str:
+    if c.reveals and not reveal:
+        return _withheld(c)
+    return {WRONG: c.correct, IMPRECISE: c.correct, NOT_CHECKABLE: c.why}.get(c.status, c.value)
+
+
+def cite(claim_id: str, reveal: bool = False) -> str:
+    """One line for prose: id, text and section, verdict, and the correct value or exact statement
+    (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
     c = get(claim_id)
-    detail = {WRONG: c.correct, IMPRECISE: c.correct, NOT_CHECKABLE: c.why}.get(c.status, c.value)
-    return f"[{c.id}] {c.text} {c.section}: {c.status} — {detail}"
+    return f"[{c.id}] {c.text} {c.section}: {c.status} — {_detail(c, reveal)}"
 
 
 def problems() -> dict[str, list[str]]:
@@ -123,10 +133,16 @@ def _wrap(label: str, text: str, width: int = 100) -> str:
 
 
 def report(
-    notebook: str | None = None, text: str | None = None, status: str | None = None, run: bool = True, file=None
+    notebook: str | None = None,
+    text: str | None = None,
+    status: str | None = None,
+    run: bool = True,
+    file=None,
+    reveal: bool = False,
 ) -> None:
     """Print the selected entries (and run their checks): text that is the same on every device and profile,
-    for an nbval-checked cell. Raises ``AssertionError`` naming every entry whose check fails."""
+    for an nbval-checked cell. Raises ``AssertionError`` naming every entry whose check fails. An entry that
+    gives away an exercise's answer shows its verdict only with ``reveal=True`` (a solution cell)."""
     entries = claims(text=text, notebook=notebook, status=status)
     if not entries:
         raise ValueError(f"no claims for notebook={notebook!r}, text={text!r}, status={status!r}")
@@ -143,6 +159,9 @@ def report(
         mark = "" if c.check is None or not run else (" ✗ check FAILS" if c.id in failures else " ✓ checked")
         print(f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}", file=file)
         print(_wrap("claim:", c.claim), file=file)
+        if c.reveals and not reveal:
+            print(_wrap("verdict:", _withheld(c)), file=file)
+            continue
         for label, body in (
             ("correct:", c.correct if c.status == WRONG else ""),
             ("exactly:", c.correct if c.status == IMPRECISE else ""),
@@ -170,13 +189,13 @@ def table(entries=None, width: int = 60) -> str:
     return "\n".join([*lines, "", _summary(entries)])
 
 
-def markdown(entries=None) -> str:
-    """A Markdown table for a notebook: id, section, verdict, the claim, and what is correct or found."""
+def markdown(entries=None, reveal: bool = False) -> str:
+    """A Markdown table for a notebook: id, section, verdict, the claim, and what is correct or found
+    (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
     esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
     out = ["| id | § | verdict | the text says | correct / exactly / why / found |", "|---|---|---|---|---|"]
     for c in LEDGER if entries is None else entries:
-        detail = {WRONG: c.correct, IMPRECISE: c.correct, NOT_CHECKABLE: c.why}.get(c.status, c.value)
-        out.append(f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(detail)} |")
+        out.append(f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(_detail(c, reveal))} |")
     return "\n".join(out)
 
 

@@ -25,7 +25,8 @@ class Claim:
 
     ``correct`` is required for ``wrong`` (the correct value) and ``imprecise`` (the exact statement);
     ``why`` is required for ``not checkable here``. ``nb_error`` records a statement of today's notebooks
-    about this claim that is itself wrong or overreaching, with what it should say.
+    about this claim that is itself wrong or overreaching, with what it should say. ``reveals`` names the
+    chapter exercise whose answer the verdict gives away: the printed views then withhold it.
     """
 
     id: str
@@ -41,6 +42,7 @@ class Claim:
     source: str = ""
     nb_check: str = ""
     nb_error: str = ""
+    reveals: str = ""  # "8.2": the verdict gives away that exercise's answer (shown only with reveal=True)
     check: Callable[[], None] | None = field(default=None, compare=False, repr=False)
 
     def problems(self) -> list[str]:
@@ -61,6 +63,8 @@ class Claim:
             out.append(f"a {self.status!r} entry needs 'correct'")
         if self.status == NOT_CHECKABLE and not self.why.strip():
             out.append("a 'not checkable here' entry needs 'why'")
+        if self.reveals and not re.fullmatch(r"8\.(?:[1-9]|10)", self.reveals):
+            out.append(f"reveals {self.reveals!r} must name a chapter exercise, 8.1 .. 8.10")
         if self.status != NOT_CHECKABLE:
             if not self.value.strip():
                 out.append("needs 'value' (what we computed or found)")

@@ -103,21 +103,21 @@ CLAIMS = [
       check=_ex81),
     C("000-ex8.2-hint", "Ex. 8.2 hint", "per part: embedding |V|·d, attention 4d², FFN 2·d·d_ff, LayerNorm 2d per "
       "sublayer", CONFIRMED, "total 35,270,656 with the hint's conventions; +27,648 with linear biases; 60,454,912 "
-      "if read as a 6 + 6 encoder–decoder", "computed", "07", nb_check="07 §4", check=_ex82),
+      "if read as a 6 + 6 encoder–decoder", "computed", "07", nb_check="07 §4", check=_ex82, reveals="8.2"),
     C("000-ex8.4-crossover", "Ex. 8.4 hint", "the quadratic term dominates when T > d_k: the crossover is at T = "
       "d_model/h", WRONG, "T = d/h (128 for d = 4096, h = 32) is where the h attention matrices outgrow the T×d "
       "activations (memory), not a compute crossover", "derivation; FLOPs counted by PyTorch", "07",
       correct="by the exercise's own T² > d·T: T > d; attention's FLOPs (4T²d vs 8Td²): T > 2d; a whole layer "
       "(attention + FFN, 4T²d vs 8Td² + 4T·d·d_ff): T > 2d + d_ff = 6d for d_ff = 4d (24,576 for d = 4096)",
       nb_check="07 §6 step 3", nb_error="07's summary gives 'all FLOP terms: T > 2d', which covers the attention "
-      "sublayer only; for the whole layer the crossover is T > 2d + d_ff = 6d", check=_crossover),
+      "sublayer only; for the whole layer the crossover is T > 2d + d_ff = 6d", check=_crossover, reveals="8.4"),
     C("000-ex8.5-tests", "Ex. 8.5", "with a causal mask the upper-triangular weights are exactly zero and every "
       "row sums to 1", CONFIRMED, "exact zeros above the diagonal; rows sum to 1", "computed", "01",
       nb_check="01 §7 (Exercise 8.5's tests)", check=_ex85),
     C("000-ex8.7-offset", "Ex. 8.7", "the cosine similarity of PE(i) and PE(j) depends 'primarily' on |i − j| and "
       "decreases roughly monotonically for small distances", IMPRECISE, "exactly a function of |i − j|; for T = "
       "256, d = 128 it falls strictly up to offset 11", "computed", "04", correct="it depends only on |i − j|: cos "
-      "= (2/d)·Σ_k cos((i − j)ω_k)", nb_check="04 §3", check=_ex87),
+      "= (2/d)·Σ_k cos((i − j)ω_k)", nb_check="04 §3", check=_ex87, reveals="8.7"),
     C("000-ex8.9-ppl", "Ex. 8.9 hint", "the Transformer should achieve lower perplexity than a comparable LSTM",
       IMPRECISE, "recipe-dependent: with the exercise's recipe the LSTM was lower (745 vs 893 training "
       "perplexity); with a tuned recipe on all of WikiText-2 the Transformer won (125.6 vs 137.7 validation)",
@@ -127,10 +127,10 @@ CLAIMS = [
       "table; the peers' figures: issue 5 (`issues show 5`, 'Targets')", nb_check="10 §3",
       nb_error="10 §6's 'peers' sentence quotes pytorch/examples' Transformer at 372.6 without saying that figure "
       "needed AdamW: its default SGD recipe gave 536.3 at the same budget, which is the point of the recipe "
-      "dependence"),
+      "dependence", reveals="8.9"),
     C("000-ex8.9-speed", "Ex. 8.9 hint", "the Transformer should train faster per epoch on a GPU than the LSTM",
       NOT_CHECKABLE, "", "no GPU in this project's checks", "10", why="a GPU claim; on 2 CPU threads notebook 10 "
-      "measured the LSTM faster per epoch (5.6 s vs 6.2 s)"),
+      "measured the LSTM faster per epoch (5.6 s vs 6.2 s)", reveals="8.9"),
     C("000-ref-xiong", "References", "Xiong, R., Yang, Y., He, J., Zheng, K., … (2020)", WRONG, "the third author "
       "is Di He", "primary source", "06", correct="He, D. (Di He), as 001's reference list has it",
       source="Xiong et al. 2020, 'On Layer Normalization in the Transformer Architecture', ICML, author list"),
