@@ -3,7 +3,7 @@
 lengths, ids and schedule positions. Good input gives the defining property (top-k keeps exactly the k
 largest, greedy = arg-max, generation with and without the KV cache agree, a causal LM blind to the future,
 log-probabilities that normalise, the unigram perplexity formula, y = x shifted by one); bad input a
-``ValueError``/``TypeError`` naming the argument. Failures are marked xfail and reported to ``lm``."""
+``ValueError``/``TypeError`` naming the argument."""
 
 import math
 
@@ -170,10 +170,6 @@ def test_lr_factor_stays_between_the_floor_and_one(progress, warmup, floor):
         assert f >= floor - 1e-12
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="reported to lm: lr_factor accepts progress outside [0, 1] (1e-3 or the floor) and crashes on None",
-)
 @given(progress=st.one_of(good(st.floats(0, 1)), bad(st.floats(1.001, 10)), bad(st.floats(-10, -0.001)), bad(NOT_REAL)))
 @example(progress=Arg(-0.5, False))
 def test_lr_factor_refuses_progress_outside_the_run(progress):

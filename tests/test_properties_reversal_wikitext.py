@@ -1,8 +1,8 @@
 """Property-based tests of the data sides of ``reversal`` (``stacks``) and ``wikitext`` (``colab``): generated
 batch sizes, lengths, symbol counts, ids, words, window sizes. Good input gives the defining property
 (ids inside the vocabulary, targets = the reversal, teacher forcing shifted by one, y = x shifted by one,
-encode/decode round trips); bad input a ``ValueError``/``TypeError`` naming the argument. Failures found
-in these modules are marked xfail and reported to their owner."""
+encode/decode round trips); bad input a ``ValueError``/``TypeError`` naming the argument.
+"""
 
 import math
 
@@ -46,9 +46,6 @@ def test_random_batch_is_a_padded_reversal_inside_the_vocabulary(batch_size, min
     )
 
 
-@pytest.mark.xfail(
-    strict=True, reason="reported to stacks: random_batch(10**12) crashes in the allocator, not naming batch_size"
-)
 @pytest.mark.parametrize("batch_size", [10**12])
 def test_random_batch_refuses_huge_batch_sizes(batch_size):
     expect_refusal(rv.random_batch, ["batch_size"], batch_size)

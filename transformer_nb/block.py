@@ -20,7 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_int, check_memory
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("layer", "rms")
@@ -94,6 +94,7 @@ def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
         raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
     as_int("d_model", d_model, 1)
     _check_eps(eps)
+    check_memory("d_model (the norm's weights)", 2 * 4 * d_model)
     if kind == "layer":
         return nn.LayerNorm(d_model, eps=eps)
     return nn.RMSNorm(d_model, eps=eps)
@@ -138,6 +139,7 @@ class FeedForward(nn.Module):
             )
         if not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout is a probability in [0, 1), got {dropout!r}")
+        check_memory(f"d_model x d_ff = {d_model} x {d_ff} (the FFN's weights)", 3 * 4 * d_model * d_ff)
         self.activation, self.d_model = activation, d_model
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
         self.gate = nn.Linear(d_model, d_ff, bias=bias) if activation == "swiglu" else None

@@ -23,7 +23,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.stack import check_ids
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_int, check_memory
 
 PAD, BOS, EOS = 0, 1, 2
 FIRST_SYMBOL = 3
@@ -224,6 +224,7 @@ def random_batch(
     """
     _check_lengths(min_len, max_len, n_symbols)
     as_int("batch_size", batch_size, 1)
+    check_memory(f"batch_size={batch_size} (the batch's three id tensors)", 3 * 8 * batch_size * (max_len + 2))
     src = _draw(batch_size, min_len, max_len, n_symbols, generator)
     if exclude is not None and exclude.numel():
         if max_len > MAX_CODE_LEN:
