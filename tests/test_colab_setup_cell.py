@@ -7,6 +7,7 @@ on the path (what Colab has), the same cell must trip on the pip install: proof 
 and that the module is how the cell recognises Colab.
 """
 
+import os
 import sys
 from pathlib import Path
 
@@ -49,9 +50,10 @@ def run_setup_cell(tmp_path, monkeypatch, stub: str | None):
     if stub:
         (tmp_path / "stub" / "google" / stub).mkdir(parents=True)  # no google/__init__.py: a namespace package
         (tmp_path / "stub" / "google" / stub / "__init__.py").write_text('"""stub"""\n')
-        monkeypatch.setenv("PYTHONPATH", str(tmp_path / "stub"))
-    else:
-        monkeypatch.delenv("PYTHONPATH", raising=False)
+        # in front of any PYTHONPATH install (wheels unpacked into a folder, as on the offline GPU host)
+        monkeypatch.setenv(
+            "PYTHONPATH", os.pathsep.join(p for p in [str(tmp_path / "stub"), os.environ.get("PYTHONPATH", "")] if p)
+        )
     for var in ("TNB_DATA_DIR", "TNB_DATA_URL", "TNB_OFFLINE", "TNB_INSTALL_FROM", "TNB_DEVICE", "TNB_PROFILE"):
         monkeypatch.delenv(var, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))

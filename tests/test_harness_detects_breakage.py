@@ -39,7 +39,9 @@ ipywidgets.IntSlider(value=3)
 
 def run_refresh(root, *args, profile=None):
     env = {k: v for k, v in os.environ.items() if k != "TNB_PROFILE"}
-    env["PYTHONPATH"] = str(root)  # the kernel imports the stand-in package, not the real one
+    # The kernel imports the stand-in package first; an install made through PYTHONPATH (wheels unpacked
+    # into a folder, as on the offline GPU host) stays reachable behind it.
+    env["PYTHONPATH"] = os.pathsep.join(p for p in [str(root), os.environ.get("PYTHONPATH", "")] if p)
     if profile:
         env["TNB_PROFILE"] = profile
     return subprocess.run(
