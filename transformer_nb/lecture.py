@@ -10,7 +10,7 @@ active profile (``TNB_PROFILE``: full by default; quick on a slow laptop, or in 
 
 - 09: ``reversal.IMPROVED``, evaluated on ``heldout_set(N_EVAL)`` every ``EVAL_EVERY`` steps, stopped at
   ``TARGET`` exact match (``reversal.load_or_train``);
-- 10: the Transformer recipe trained for ``LM_STEPS[profile]`` steps (``lm_recipe.load_or_train``);
+- 10: the Transformer recipe, run as ``LM_RUN[profile]`` says (``lm_recipe.load_or_train``);
 - 12, when the capstone is there: its reference model (``exercises.capstone_train``).
 
 Notebooks 09 and 10 train with these constants, so the lecture loads exactly what they stored (a
@@ -32,7 +32,12 @@ from transformer_nb.utils import get_device, profile
 N_EVAL = 1000  # 09: held-out sequences the improved recipe is evaluated on
 EVAL_EVERY = 25  # 09: steps between evaluations
 TARGET = 0.999  # 09: training stops at this exact match
-LM_STEPS = {"quick": 150, "full": None}  # 10: optimiser steps of the Transformer recipe (None: lm_recipe.FULL_STEPS)
+#: 10: the Transformer recipe's run per profile: optimiser steps (None: lm_recipe.FULL_STEPS) and its validation
+#: points (words each, steps between them; None: about 20 per run), as notebook 10 passes them to load_or_train.
+LM_RUN = {
+    "quick": {"steps": 150, "eval_tokens": 2_000, "eval_every": 50},
+    "full": {"steps": None, "eval_tokens": 20_000, "eval_every": None},
+}
 MAKE = "make lecture"
 NAMES = ("reversal", "lm", "capstone")
 COLD_MINUTES = {"reversal": 7, "lm": 17, "capstone": 3}  # training time on 2 CPU cores, full profile, roughly
@@ -43,6 +48,7 @@ class NotPrepared(LookupError):
 
 
 def _missing(name: str, why: str) -> NotPrepared:
+    why = why.removesuffix("; retraining.").removesuffix("; retraining")  # the cache's words; nothing retrains here
     minutes = COLD_MINUTES[name] if profile() == "full" else 1
     return NotPrepared(
         f"no trained {name} model for the {profile()} profile: {why}. Run `{MAKE}` once (it trains what is "
@@ -50,11 +56,13 @@ def _missing(name: str, why: str) -> NotPrepared:
     )
 
 
-def lm_steps() -> int:
-    """Notebook 10's steps for the Transformer in the active profile."""
+def lm_run() -> dict:
+    """Notebook 10's ``load_or_train`` arguments for the Transformer in the active profile."""
     from transformer_nb import lm_recipe
 
-    return LM_STEPS[profile()] or lm_recipe.FULL_STEPS
+    run = dict(LM_RUN[profile()])
+    run["steps"] = run["steps"] or lm_recipe.FULL_STEPS
+    return run
 
 
 def reversal_model(device=None, train: bool = False):
@@ -89,17 +97,22 @@ def _wikitext():
 def language_model(device=None, train: bool = False, data=None):
     """Notebook 10's trained Transformer and the vocabulary: ``(model, vocab)``, from the cache (or trained
     with ``train=True``); a missing cache is ``NotPrepared``."""
-    from transformer_nb import lm_recipe
+    import torch
+
+    from transformer_nb import cache, lm_recipe
     from transformer_nb.output_head import frequency_ranks
 
-    device = get_device() if device is None else device
-    data = data or _wikitext()
+    device = torch.device(get_device() if device is None else device)
+    data, run = data or _wikitext(), lm_run()
     if train:
-        model, _, _ = lm_recipe.load_or_train("transformer", data, lm_steps(), live=False, device=device)
+        model, _, _ = lm_recipe.load_or_train("transformer", data, live=False, device=device, **run)
         return model.eval(), data.vocab
+    # the model, configuration and cache name that lm_recipe.load_or_train uses for this run (tested equal)
     vocab_size = len(data.vocab)
     model = lm_recipe.build_model("transformer", vocab_size, frequency_ranks(data.train, vocab_size)).to(device)
-    ok, message = lm_recipe.load_cached_recipe(model, vocab_size, lm_steps(), device=device)
+    tcfg = lm_recipe.recipe_config("transformer", device, seed=0, **run)
+    config = lm_recipe.cache_config("transformer", tcfg, vocab_size)
+    ok, message, _ = cache.load(cache.cache_name("wikitext2_transformer", config), model, config)
     if not ok:
         raise _missing("lm", message)
     return model.eval(), data.vocab
@@ -135,7 +148,7 @@ def cached(name: str, device=None):
         raise ValueError(f"name must be one of {NAMES}, got {name!r}")
     try:
         return LOADERS[name](device)
-    except NotPrepared as err:
+    except (NotPrepared, FileNotFoundError) as err:  # no cache, or no WikiText-2 here: the other widgets still work
         print(f"⚠ {err}")
         return None
 
@@ -182,7 +195,7 @@ def main(argv=None) -> int:
     for name in names:
         try:
             state = "cached" if LOADERS[name]() is not None else "not part of this checkout"
-        except NotPrepared as err:
+        except (NotPrepared, FileNotFoundError) as err:
             state, missing = f"MISSING: {err}", missing + 1
         print(f"lecture: {name}: {state}")
     return 1 if missing else 0

@@ -54,6 +54,10 @@ WARM_UP = "import torch, matplotlib.pyplot, ipywidgets, transformer_nb, transfor
 TIMES: dict[str, float] = {}  # what took how long, reported when the server stops
 KERNEL: dict[str, str] = {}  # what the notebooks' kernel runs, reported with TIMES
 CHANGE_S = 20.0  # per control tried: how long a redraw may take
+#: lecture.cached's message when a trained model is not in the cache (notebook 14): that widget is skipped,
+#: with the reason, instead of failing; ``make lecture`` (same TNB_PROFILE and TNB_CACHE_DIR) makes it driven.
+NOT_PREPARED = "Run `make lecture` once"
+COLD = "not cached: "
 INSTALL_CHROMIUM = (
     "install Debian's Chromium: `sudo apt-get install chromium` (or set TNB_CHROMIUM to a "
     "Chromium/Chrome binary); Playwright's own browser download is not needed"
@@ -649,6 +653,8 @@ def _check_widget(page, lab, nb_id: str, idx: int, label: str, stem: str) -> lis
         cell.locator(IMG).first.wait_for(state="visible", timeout=RENDER_S * 1000)
     except Exception:
         _shot(cell, SHOTS / f"{stem}-before.png")
+        if NOT_PREPARED in _output_text(cell):
+            return [f"{COLD}{where}"]
         return [f"{where}: no figure in the widget. The cell shows:\n{_output_text(cell)}"]
     page.wait_for_function(IDLE, timeout=RENDER_S * 1000)
     errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
@@ -775,7 +781,14 @@ def test_widgets_render_and_react(ipynb: Path, lab, page, request):
         if page.page_errors:
             problems.append("JavaScript errors in the page:\n" + "\n".join(page.page_errors))
             page.page_errors.clear()
+        cold = [p.removeprefix(COLD) for p in problems if p.startswith(COLD)]
+        problems = [p for p in problems if not p.startswith(COLD)]
         assert not problems, f"{ipynb.name}:\n" + "\n".join(problems)
+        if cold:
+            pytest.skip(
+                f"{ipynb.name}: {len(plan['widgets']) - len(cold)} widgets driven; {', '.join(cold)}: model not "
+                "in the cache (run `make lecture` with this TNB_PROFILE and TNB_CACHE_DIR to drive them too)"
+            )
     finally:
         session = page.evaluate(CLOSE)
         if session:

@@ -1,0 +1,141 @@
+"""Lecture mode (transformer_nb.lecture, notebooks/py/14_lecture.py): every widget in book order, models
+loaded from the cache and never trained there, a clear message naming `make lecture` when one is missing,
+and the very configurations notebooks 09 and 10 train."""
+
+import ast
+import dataclasses
+import re
+import time
+from pathlib import Path
+
+import pytest
+
+from transformer_nb import lecture
+from transformer_nb.widgets.catalog import WIDGETS
+
+ROOT = Path(__file__).resolve().parents[1]
+TWIN = ROOT / "notebooks" / "py" / "14_lecture.py"
+
+
+def _calls(path: Path):
+    """Every call in the twin, as (dotted function name, node)."""
+    tree = ast.parse(re.sub(r"^# %matplotlib.*$", "", path.read_text(encoding="utf-8"), flags=re.M))
+    out = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            out.append((ast.unparse(node.func), node))
+    return sorted(out, key=lambda c: (c[1].lineno, c[1].col_offset))
+
+
+def test_the_lecture_shows_every_widget_in_book_order():
+    shown = [ast.unparse(n.func.value.func) for name, n in _calls(TWIN) if name.endswith(".show")]
+    assert shown == [e.name for e in WIDGETS] + ["GenerateWidget"]  # and the capstone's model in 10's widget
+    headings = re.findall(r"^# ## (\d\d) ·", TWIN.read_text(encoding="utf-8"), flags=re.M)
+    assert headings == sorted(headings) and set(headings) >= {e.notebook[:2] for e in WIDGETS}
+
+
+def test_the_lecture_never_trains():
+    names = [name for name, _ in _calls(TWIN)]
+    assert not [n for n in names if re.search(r"train|prepare|fit|backward|step", n)], names
+    loads = [n for n in names if n.startswith("lecture.")]
+    assert loads == ["lecture.cached"] * 3 + ["lecture.cache_dir"]
+
+
+@pytest.fixture
+def empty_cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setenv("TNB_PROFILE", "full")
+    return tmp_path
+
+
+def test_a_cold_cache_is_a_message_that_names_make_lecture(empty_cache, capsys):
+    t0 = time.perf_counter()
+    assert lecture.cached("reversal", "cpu") is None
+    assert time.perf_counter() - t0 < 30  # it loaded nothing and trained nothing
+    out = capsys.readouterr().out
+    assert out.startswith("⚠ no trained reversal model for the full profile: no cache at ")
+    assert "Run `make lecture` once" in out and "about 7 min" in out
+    assert list(empty_cache.iterdir()) == []  # nothing written
+    with pytest.raises(lecture.NotPrepared, match="make lecture"):
+        lecture.reversal_model("cpu")
+    with pytest.raises(ValueError, match="name must be one of"):
+        lecture.cached("gpt5")
+
+
+def test_make_lecture_caches_what_the_lecture_then_loads_without_training(empty_cache, monkeypatch):
+    from transformer_nb import reversal as rv
+
+    monkeypatch.setattr(rv, "IMPROVED", dataclasses.replace(rv.IMPROVED, steps=3))  # a tiny stand-in run
+    monkeypatch.setattr(lecture, "N_EVAL", 20)
+    lecture.prepare("cpu", names=("reversal",))
+    calls = []
+    monkeypatch.setattr(rv.training, "train", lambda *a, **k: calls.append(a))  # training now would be a bug
+    model = lecture.cached("reversal", "cpu")
+    assert model is not None and not model.training and calls == []
+    trained = rv.load_or_train(
+        rv.IMPROVED, rv.heldout_set(lecture.N_EVAL), eval_every=lecture.EVAL_EVERY, target=lecture.TARGET, device="cpu"
+    )[0]
+    sd, loaded = trained.state_dict(), model.state_dict()
+    assert all((sd[k] == loaded[k]).all() for k in sd)  # the notebook's call finds the same cache entry
+
+
+def _value(text: str, pattern: str) -> str | None:
+    m = re.search(pattern, text, flags=re.M)
+    return m.group(1) if m else None
+
+
+def _pick(text: str, name: str) -> dict:
+    """``{"quick": ..., "full": ...}`` of a twin's ``NAME = pick(quick=Q, full=F)`` line, as source text."""
+    m = re.search(rf"^{name} = pick\(quick=([^,]+), full=([^)]+)\)", text, flags=re.M)
+    assert m, f"no `{name} = pick(quick=..., full=...)` line"
+    return {
+        "quick": m.group(1).replace("_", ""),
+        "full": m.group(2).strip().replace("_", "") if m.group(2)[0].isdigit() else m.group(2).strip(),
+    }
+
+
+def test_notebooks_09_and_10_train_what_the_lecture_loads():
+    """09 and 10 must keep these values (or import them from transformer_nb.lecture)."""
+    nb09 = (ROOT / "notebooks" / "py" / "09_reversal_translation.py").read_text(encoding="utf-8")
+    nb10 = (ROOT / "notebooks" / "py" / "10_wikitext_lm.py").read_text(encoding="utf-8")
+    assert _value(nb09, r"^N_EVAL = (\S+)") in (str(lecture.N_EVAL), "lecture.N_EVAL")
+    assert _value(nb09, r"^EVAL_EVERY = (\S+)") in (str(lecture.EVAL_EVERY), "lecture.EVAL_EVERY")
+    improved = re.search(r"rv\.load_or_train\(\s*rv\.IMPROVED,(.*?)\)\n", nb09, flags=re.S).group(1)
+    assert "eval_every=EVAL_EVERY" in improved and re.search(r"target=(0\.999|lecture\.TARGET)", improved)
+    assert "rv.heldout_set(N_EVAL)" in nb09
+    call = re.search(r'lm_recipe\.load_or_train\(\s*"transformer",(.*?)\)\n', nb10, flags=re.S).group(1)
+    assert re.sub(r"\s+", " ", call).strip().startswith("data, STEPS,"), call
+    assert "eval_tokens=VAL_TOKENS" in call and "eval_every=VAL_EVERY" in call
+    steps, words, every = _pick(nb10, "STEPS"), _pick(nb10, "VAL_TOKENS"), _pick(nb10, "VAL_EVERY")
+    for prof, run in lecture.LM_RUN.items():
+        assert steps[prof] == (str(run["steps"]) if run["steps"] else "lm_recipe.FULL_STEPS"), (prof, steps)
+        assert words[prof] == str(run["eval_tokens"]) and every[prof] == str(run["eval_every"]), (prof, words, every)
+
+
+@pytest.mark.parametrize("prof", ["quick", "full"])
+def test_the_lecture_looks_for_the_cache_entry_notebook_10_writes(prof, empty_cache, monkeypatch):
+    """The same cache name and configuration as ``lm_recipe.load_or_train(**lecture.lm_run())``."""
+    import torch
+
+    from transformer_nb import cache, lm_recipe
+    from transformer_nb.wikitext import Vocab
+
+    monkeypatch.setenv("TNB_PROFILE", prof)
+    vocab = Vocab([f"w{i}" for i in range(12_000)])
+    g = torch.Generator().manual_seed(0)
+    data = type("Data", (), {"vocab": vocab, "train": torch.randint(0, len(vocab), (4000,), generator=g)})()
+    data.valid = data.train[:1000]
+    seen = {}
+    monkeypatch.setattr(cache, "load_or_train", lambda name, model, config, fn, retrain: seen.update(w=(name, config)))
+    with pytest.raises(TypeError):  # the stub returns None where (history, trained) is unpacked: nothing trains
+        lm_recipe.load_or_train("transformer", data, device="cpu", **lecture.lm_run())
+    monkeypatch.setattr(cache, "load", lambda name, model, config: seen.update(r=(name, config)) or (False, "x", {}))
+    with pytest.raises(lecture.NotPrepared):
+        lecture.language_model("cpu", data=data)
+    assert seen["r"] == seen["w"] and seen["r"][0].startswith("wikitext2_transformer_")
+
+
+def test_the_make_target_and_the_module_agree():
+    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
+    assert re.search(r"^lecture:.*\n\t.*-m transformer_nb\.lecture", makefile, flags=re.M)
+    assert lecture.MAKE == "make lecture"
