@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from transformer_nb.stack import Encoder
 from transformer_nb.train import train
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_device, as_int
 
 
 def init_xavier_(module: nn.Module) -> nn.Module:
@@ -198,14 +198,17 @@ def _check_data(data):
     return data
 
 
-def train_toy_lm(depth: int, norm_first: bool, lr: float, warmup: int, steps: int, seed: int = 0, data=None) -> list:
+def train_toy_lm(
+    depth: int, norm_first: bool, lr: float, warmup: int, steps: int, seed: int = 0, data=None, device=None
+) -> list:
     """Train a ``toy_lm`` with Adam (β = 0.9, 0.98, as in the original paper) and return the loss per step.
 
     It runs the package's one training loop (``train.train``), one batch of ``data`` per step.
 
     The learning rate rises linearly from ``lr/warmup`` to ``lr`` over the first ``warmup`` steps
     (``warmup=0``: constant ``lr`` from step 1). ``data`` is ``markov_batches(...)`` (default: a
-    fresh one with ``steps`` batches).
+    fresh one with ``steps`` batches). The model is built on the CPU (the same initial weights everywhere)
+    and trained on ``device`` (default: the CPU), where the batches go too.
     """
     as_int("steps", steps, 1)
     as_int("warmup", warmup, 0)
@@ -216,7 +219,9 @@ def train_toy_lm(depth: int, norm_first: bool, lr: float, warmup: int, steps: in
         raise ValueError(f"data holds {inputs.shape[0]} batches, fewer than steps={steps}")
     vocab = int(max(inputs.max(), targets.max())) + 1
     torch.manual_seed(seed)
-    model = toy_lm(vocab, depth, norm_first)
+    device = as_device("device", device) or torch.device("cpu")
+    model = toy_lm(vocab, depth, norm_first).to(device)
+    inputs, targets = inputs.to(device), targets.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)
     loss_fn = lambda m, b: F.cross_entropy(m(b[0]).flatten(0, 1), b[1].flatten())
