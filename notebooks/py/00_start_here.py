@@ -123,8 +123,8 @@ check_true("the device is a cpu, cuda or mps device", env.device.type in ("cpu",
 # opening cell and the chapter exercises named in their headings come from the notebooks themselves
 # (`transformer_nb.companion`), and the runtimes from `notebooks/runtimes.json`, measured on 2 CPU cores (the
 # quick profile under CI's test run, the full one when the stored outputs were made). A notebook whose stored
-# version does not exist yet is listed as in progress. (In Colab only this notebook is present, so the map is
-# empty there; the README has the same table.)
+# version does not exist yet is listed as in progress. (In Colab only this notebook is present: there the map
+# comes from the copy shipped inside the package, which every refresh of a notebook rewrites.)
 
 # %%
 import importlib
@@ -177,7 +177,7 @@ if index:  # a checkout: the notebooks agree with the map and with the checkers
         assert found[0][0] in headings.get(ex, []), (ex, headings.get(ex), found)  # (12 reuses some of them)
     print(f"{len(index)} notebooks ({sum(nb['stored'] for nb in index)} stored); the exercises are where the map says.")
 else:
-    print("No notebooks folder here (in Colab, only this notebook is present): nothing to compare the map with.")
+    print("No map here (no notebooks folder and no copy in the package): nothing to compare it with.")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · Warm-up: softmax turns scores into weights

@@ -488,7 +488,8 @@ runs = {"Pre-LN, no warm-up": (True, 0), "Post-LN, no warm-up": (False, 0)}
 if steps >= 700:
     runs["Post-LN, 100-step warm-up"] = (False, 100)
 t0 = time.perf_counter()
-curves = {name: train_toy_lm(12, nf, 1e-3, warm, steps, data=data) for name, (nf, warm) in runs.items()}
+curves = {name: train_toy_lm(12, nf, 1e-3, warm, steps, data=data, device=env.device)
+          for name, (nf, warm) in runs.items()}
 print(f"{len(runs)} runs × {steps} steps in {time.perf_counter() - t0:.1f} s")
 
 
