@@ -17,12 +17,9 @@ sys.path.insert(0, str(ROOT / "tools"))
 import colab  # noqa: E402
 
 URL = "https://github.com/transformer-nb/transformer-nb"
-# Notebooks that may still lack the Colab cells: the phase-1 notebooks, until phase 2 applies them. A notebook
-# listed here that has them fails the test below (take it off the list); every other notebook must have them.
-NOT_YET = {
-    "09_reversal_translation",
-    "10_wikitext_lm",
-}
+# Notebooks that may still lack the Colab cells (none today). A notebook listed here that has them fails the test
+# below (take it off the list); every other notebook must have them.
+NOT_YET: set[str] = set()
 
 
 @pytest.fixture

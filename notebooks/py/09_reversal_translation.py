@@ -6,8 +6,9 @@
 # A translation model reads a whole sentence, then writes another one token at a time, and for every token it
 # writes it must find *where* in the source the matching word sits. The smallest task with that shape is 001
 # §19.10's toy "translation": the source is a short sequence of symbols, the target the same sequence
-# **reversed**. It needs every part of the encoder–decoder (000 §8.6.3; 004 §13.3), and trains in seconds on a
-# CPU. This notebook builds the data and its padding masks, the training ingredients of 001 §19.9 (teacher
+# **reversed**. It needs every part of the encoder–decoder (000 §8.6.3; 004 §13.3), and trains in seconds on an
+# idle CPU (the stored run shared its two cores with other jobs, so the times it prints are several times longer).
+# This notebook builds the data and its padding masks, the training ingredients of 001 §19.9 (teacher
 # forcing, label smoothing, the warm-up schedule), trains the model on the package's one training loop, decodes
 # greedily, and looks inside: the cross-attention learns an anti-diagonal. Then it looks at where the model
 # fails, at lengths it never saw, and at the recipe the text itself gives.
