@@ -35,7 +35,7 @@ TARGET = 0.999  # 09: training stops at this exact match
 #: 10: the Transformer recipe's run per profile: optimiser steps (None: lm_recipe.FULL_STEPS) and its validation
 #: points (words each, steps between them; None: about 20 per run), as notebook 10 passes them to load_or_train.
 LM_RUN = {
-    "quick": {"steps": 50, "eval_tokens": 2_000, "eval_every": 25},
+    "quick": {"steps": 150, "eval_tokens": 2_000, "eval_every": 50},
     "full": {"steps": None, "eval_tokens": 20_000, "eval_every": None},
 }
 MAKE = "make lecture"

@@ -32,7 +32,7 @@
 # **Serves:** 000 §8.5 (8.5.1–8.5.6), Exercise 8.8; 001 §19.3–19.6; 002 "The Transformer Block", "Pre-Norm vs
 # Post-Norm"; 003 (trace a token through a block); 004 §7–9, §11.
 #
-# **Runtime on 2 CPU cores:** quick ~60 s, full ~7.5 min, measured while the cores were shared with other jobs (the
+# **Runtime on 2 CPU cores:** quick ~10 s, full ~3 min, measured while the cores were shared with other jobs (the
 # full run used about 100 s of CPU time, most of it the toy training of section 7).
 
 # %%

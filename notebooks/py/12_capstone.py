@@ -14,8 +14,8 @@
 # blocks, stacked) and 8.9 (its model, trained on WikiText-2); 001 §19.11.3 (weight tying); 002 (the causal LM
 # objective).
 #
-# **Runtime on 2 CPU cores:** quick ≈ RUNTIME_QUICK s; full ≈ RUNTIME_FULL, of which about 3 min train the
-# model (cached afterwards: a re-run loads it).
+# **Runtime on 2 CPU cores:** quick ~30 s, full ~5 min; in the full profile about 4 min train the model (cached
+# afterwards: a re-run loads it).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
