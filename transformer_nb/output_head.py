@@ -116,7 +116,9 @@ class OutputHead(nn.Module):
             idx = ((r >= lo) & (r < hi)).nonzero().squeeze(1)
             if idx.numel():
                 low = F.embedding(r[idx] - lo, asm.tail[i][1].weight)  # (n, d / div^(i+1))
-                out = out.index_copy(0, idx, low @ asm.tail[i][0].weight)
+                # Under CUDA autocast the product is bfloat16 while the embedding lookup stays float32, and
+                # index_copy wants one dtype (CPU autocast promotes it; CUDA's does not): cast explicitly.
+                out = out.index_copy(0, idx, (low @ asm.tail[i][0].weight).to(out.dtype))
         # The softmax weights start small (uniform in +-1/sqrt(d)); scaled by sqrt(d) the embeddings
         # have roughly unit size, as an nn.Embedding's would (as in Vaswani et al. §3.4).
         return out.view(*ids.shape, self.d_model) * self.d_model**0.5

@@ -12,7 +12,7 @@
 # **Serves:** all five texts: 000 (Ch. 8, the main spine, Exercises 8.1–8.10), 001 (Ch. 19), 002 (article),
 # 003 (lecture notes), 004 (blog post); the map below says which notebook serves which sections.
 #
-# **Runtime on 2 CPU cores:** quick ~5 s, full ~10 s.
+# **Runtime on 2 CPU cores:** quick ~5 s, full ~5 s.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.

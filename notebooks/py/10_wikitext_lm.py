@@ -12,7 +12,7 @@
 #
 # **Serves:** 000 §8.6.2, Exercise 8.9; 001 §19.11.3, §19.13, §19.14.1; 002 (LM objective, KV cache); 004 §12, §13.2.
 #
-# **Runtime on 2 CPU cores:** quick ~25 s, full ~17 min.
+# **Runtime on 2 CPU cores:** quick ~25 s, full ~11 min.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -148,10 +148,11 @@ plt.show()
 #
 # ## 4 · One good recipe, on all of WikiText-2
 #
-# A recipe tuned for six minutes of two CPU cores (each choice is measured in notebook 11): a **small, shallow**
-# model (2 blocks of width 128, RoPE); an **adaptive softmax whose weights are also the input embedding**, so the
-# 33,278-way output layer costs a fraction of a full one; **Muon** for the blocks' matrices, AdamW for the rest;
-# bf16; warm-up then cosine decay. The figure follows the loss live; a re-run loads the cached weights.
+# A recipe tuned for a budget of six minutes on two CPU cores (each choice is measured in notebook 11): a **small,
+# shallow** model (2 blocks of width 128, RoPE); an **adaptive softmax whose weights are also the input
+# embedding**, so the 33,278-way output layer costs a fraction of a full one; **Muon** for the blocks' matrices,
+# AdamW for the rest; bf16; warm-up then cosine decay. The figure follows the loss live; a re-run loads the cached
+# weights.
 
 # %%
 print(lm_recipe.RECIPE_MODEL, lm_recipe.RECIPE_TRAIN, sep="\n")

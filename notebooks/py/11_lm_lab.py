@@ -4,16 +4,16 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/11_lm_lab.ipynb)
 #
 # *Optional: an engineering lab after notebook 10; nothing later depends on it.* Notebook 10 trains a language
-# model on all of WikiText-2 in six minutes of two CPU cores. On such a budget the architecture matters less than
-# where the arithmetic goes and how each second is spent. This lab measures, with its own runs: where a training
-# step's FLOPs go, why the output layer is a tied adaptive softmax, what bf16 buys, Muon against AdamW, the
-# learning-rate search, what a cached decoding step spends its time on, and training on several processes with
-# `torchrun` and DistributedDataParallel.
+# model on all of WikiText-2 in a few minutes of two CPU cores (256 s of training in its stored run). On such a
+# budget the architecture matters less than where the arithmetic goes and how each second is spent. This lab
+# measures, with its own runs: where a training step's FLOPs go, why the output layer is a tied adaptive softmax,
+# what bf16 buys, Muon against AdamW, the learning-rate search, what a cached decoding step spends its time on, and
+# training on several processes with `torchrun` and DistributedDataParallel.
 #
 # **Serves:** 001 §19.11.3 (weight tying), §19.13 (mixed precision, optimisers), §19.14.1 (the KV cache); 000
 # §8.6.2; Grave et al. 2017 (adaptive softmax), Baevski & Auli 2019 (adaptive input), Jordan et al. 2024 (Muon).
 #
-# **Runtime on 2 CPU cores:** quick ~25 s, full ~9.5 min.
+# **Runtime on 2 CPU cores:** quick ~25 s, full ~11 min.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -427,9 +427,10 @@ check_true("its history is the 2-process job's (steps, words/s)",
 # with the parameters of one). Which layout is faster depends on the machine: one process runs every operator on
 # two threads, which meet at the end of each operator; two one-thread processes meet once per step, to average
 # gradients, but each computes with one core. The figure shows which won on the machine that ran this notebook.
-# The stored run was made while other jobs shared its two cores: a two-thread process suffers most from that (its
-# threads wait for each other at the end of every operator), so the gap it shows is far wider than on idle cores.
-# Run the cell again on an idle machine before drawing a conclusion.
+# In the stored run (the development machine's two cores, idle) the two layouts came within a few per cent of
+# each other. Sharing the cores with other jobs hurts the two-thread process most (its threads wait for each other
+# at the end of every operator), so on a busy machine the gap widens: run the cell again before drawing a
+# conclusion.
 #
 # ## 8 · Things to try
 #

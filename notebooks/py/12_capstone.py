@@ -14,8 +14,8 @@
 # blocks, stacked) and 8.9 (its model, trained on WikiText-2); 001 §19.11.3 (weight tying); 002 (the causal LM
 # objective).
 #
-# **Runtime on 2 CPU cores:** quick ~30 s, full ~5 min; in the full profile about 4 min train the model (cached
-# afterwards: a re-run loads it).
+# **Runtime on 2 CPU cores:** quick ~30 s, full ~3.5 min, of which about 3 min train the model (170 s in the stored
+# run; cached afterwards: a re-run loads it).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -344,10 +344,10 @@ if not mine:  # the stored run: the reference model must clear both bars (your m
 
 # %% [markdown]
 # **What to expect.** After the full profile's 500 steps (512,000 words seen, a quarter of one pass over the
-# training split) the model predicts the next word with a validation perplexity of about 570: about 40 % below
+# training split) the model predicts the next word with a validation perplexity of about 560: about 40 % below
 # the unigram model, which knows word frequencies only. The stored run prints its own numbers above. Notebook
-# 10's tuned recipe reaches about 150 in six minutes, mostly by spending less on the output layer (an adaptive
-# softmax) and by training twice as long; its section 5 measures each choice.
+# 10's tuned recipe reaches 128 in about four minutes of training, mostly by spending less on the output layer (a
+# tied adaptive softmax, so it reads nine times as many words); notebook 11 measures each choice.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9 · The model writes

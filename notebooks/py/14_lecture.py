@@ -12,8 +12,8 @@
 # **Serves:** all five texts, through the widgets of notebooks 00–10: 000 §8.2–8.6; 001 §19.2–19.11; 002;
 # 003; 004 §4–§13.
 #
-# **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s with warm caches (`make lecture` first: about 30 min once,
-# in the full profile).
+# **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s with warm caches (`make lecture` first, once: it trains the models
+# of 09, 10 and 12, whose cold full-profile runs took 22 min together on 2 idle cores).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
