@@ -148,11 +148,10 @@ plt.show()
 #
 # ## 4 · One good recipe, on all of WikiText-2
 #
-# A recipe tuned for a budget of six minutes on two CPU cores (each choice is measured in notebook 11): a **small,
-# shallow** model (2 blocks of width 128, RoPE); an **adaptive softmax whose weights are also the input
-# embedding**, so the 33,278-way output layer costs a fraction of a full one; **Muon** for the blocks' matrices,
-# AdamW for the rest; bf16; warm-up then cosine decay. The figure follows the loss live; a re-run loads the cached
-# weights.
+# A recipe tuned for six minutes of two CPU cores (notebook 11 measures each choice): a **small, shallow** model (2
+# blocks of width 128, RoPE); an **adaptive softmax whose weights are also the input embedding**, so the 33,278-way
+# output layer costs a fraction of a full one; **Muon** for the blocks' matrices, AdamW for the rest; bf16; warm-up
+# then cosine decay. The figure follows the loss live; a re-run loads the cached weights.
 
 # %%
 print(lm_recipe.RECIPE_MODEL, lm_recipe.RECIPE_TRAIN, sep="\n")
@@ -264,9 +263,9 @@ show_source(MultiHeadAttention.forward)
 
 # %% [markdown]
 # `TransformerLM.hidden(ids, state)` hands each block its cache (`state = model.init_state()`); new words sit at
-# positions `cache.length ...` (RoPE too), and several new words at once need the causal mask aligned
-# bottom-right. Checked: later words leave earlier ones untouched; a text fed in three pieces through the cache
-# gives the hidden states of one full pass; greedy decoding gives the same 100 words either way.
+# positions `cache.length ...` (RoPE too); several at once need the causal mask aligned bottom-right. Checked: later
+# words leave earlier ones untouched; three pieces through the cache give one full pass's hidden states; greedy
+# decoding gives the same 100 words either way.
 
 # %% tags=["nbval-check-output"]
 ids = data.valid[:40].view(1, 40).to(env.device)
@@ -281,9 +280,8 @@ check_true("100 greedy words identical with and without the cache",
                        generation.generate(model, prompt, 100, use_cache=False)))
 
 # %% [markdown]
-# What it saves: without a cache, $n$ new words cost $O(n^2)$ word evaluations, with it $O(n)$ (attention over the
-# cache still grows, but here the matrix products dominate). The price is memory, $2 N_{\text{layers}} d$ numbers
-# per word (notebook 03 measures it; 002's 40 GB for LLaMA-2-70B is wrong there: ledger entry `002-kv-40gb`).
+# What it saves: without a cache, $n$ new words cost $O(n^2)$ word evaluations, with it $O(n)$. The price is memory,
+# $2 N_{\text{layers}} d$ numbers per word (notebook 03 measures it; ledger entry `002-kv-40gb`).
 
 # %%
 lengths = pick(quick=[8, 32, 64], full=[16, 64, 256, 512])
