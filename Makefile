@@ -28,7 +28,7 @@ endif
 NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
 
 .PHONY: help venv install lab lint test browser-test runtimes refresh refresh-all book lecture slides clean distclean
-.PHONY: wheel colab-test
+.PHONY: wheel colab-test book-cdn
 
 help:
 	@echo "make lab                  install, then JupyterLab on notebooks/"
@@ -45,6 +45,7 @@ help:
 	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC))"
 	@echo "make wheel                the package wheel into dist/ (Colab's setup cell can install it)"
 	@echo "make colab-test           notebooks 00 01 05 07 (quick) under nbval in a fresh Colab-like venv"
+	@echo "make book-cdn             the book test's CDN packages from the npm registry into build/cdn (offline CI)"
 	@echo "make clean | distclean    remove build outputs | and .venv"
 
 venv install: $(INSTALLED)
@@ -130,6 +131,18 @@ wheel:
 # own setup cell installs the wheel; WikiText-2 through the loader's download path (tools/colab_test.py says how).
 colab-test: wheel
 	$(PYTHON) tools/colab_test.py $(COLAB_TEST_ARGS)
+
+# The rendered book loads the widget manager, require.js and MathJax from public CDNs. Where only the npm registry
+# is reachable (CI), fetch the same packages from it; TNB_BOOK_CDN_DIR=build/cdn lets the book's browser test serve them.
+NPM_REGISTRY ?= https://registry.npmjs.org
+BOOK_CDN := @jupyter-widgets/html-manager/-/html-manager-1.0.15.tgz:jupyter-widgets-html-manager \
+            requirejs/-/requirejs-2.1.10.tgz:requirejs mathjax/-/mathjax-2.7.7.tgz:mathjax
+book-cdn:
+	rm -rf build/cdn && mkdir -p build/cdn
+	for spec in $(BOOK_CDN); do \
+	  mkdir -p "build/cdn/$${spec#*:}" && curl -fsSL "$(NPM_REGISTRY)/$${spec%%:*}" | tar -xz -C "build/cdn/$${spec#*:}"; \
+	done
+	@echo "book-cdn: build/cdn ready (TNB_BOOK_CDN_DIR=$(CURDIR)/build/cdn)"
 
 clean:
 	rm -rf build dist .pytest_cache
