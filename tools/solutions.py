@@ -166,7 +166,7 @@ def main(argv=None) -> int:
     args = parser.parse_args(argv)
     paths = [p if p.exists() else ROOT / "notebooks" / f"{p.stem}.ipynb" for p in args.notebooks]
     paths = paths or sorted((ROOT / "notebooks").glob("*.ipynb"))
-    failures, start = [], time.perf_counter()
+    failures, skipped, start = [], 0, time.perf_counter()
     for path in paths:
         try:
             r = run(path, args.out, args.timeout, solve=not args.stubs)
@@ -175,6 +175,7 @@ def main(argv=None) -> int:
             print(f"✗ {err}", flush=True)
             continue
         if r.get("skipped"):
+            skipped += 1
             print(f"- {r['notebook']}: no exercise cells, not run", flush=True)
         else:
             print(
@@ -182,8 +183,11 @@ def main(argv=None) -> int:
                 f"{r['cells']} cells run, {r['seconds']} s",
                 flush=True,
             )
-    passed = len(paths) - len(failures)
-    print(f"solutions run: {passed}/{len(paths)} notebooks passed in {time.perf_counter() - start:.0f} s")
+    ran = len(paths) - skipped
+    print(
+        f"solutions run: {ran - len(failures)}/{ran} notebooks with exercises passed ({skipped} without exercises "
+        f"not run) in {time.perf_counter() - start:.0f} s"
+    )
     return 1 if failures else 0
 
 
