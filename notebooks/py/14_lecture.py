@@ -13,7 +13,7 @@
 # 003; 004 §4–§13.
 #
 # **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s with warm caches (`make lecture` first, once: it trains the models
-# of 09, 10 and 12, whose cold full-profile runs took 22 min together on 2 idle cores).
+# of 09, 10 and 12 in about 8 min on 2 idle cores).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -180,8 +180,16 @@ if capstone_model is not None:
 # ## Appendix · The texts, checked
 #
 # This notebook checks no statement of the texts: each widget's own notebook does, in its appendix, and the
-# claims ledger (notebook 13) lists them all. What it loaded, and from where:
+# claims ledger (notebook 13) lists them all. What it loaded, from where, and a check that each loaded model is
+# in eval mode on the notebook's device:
 
 # %%
 for name, model in (("reversal", reversal_model), ("lm", lm_model), ("capstone", capstone_model)):
     print(f"{name}: {'loaded from' if model is not None else 'not found in'} {lecture.cache_dir()}")
+
+# %% tags=["nbval-check-output"]
+from transformer_nb.checks import check_true
+
+loaded = [m[0] if isinstance(m, tuple) else m for m in (reversal_model, lm_model, capstone_model) if m is not None]
+check_true("every model loaded here is in eval mode and on the notebook's device (the lecture never trains)",
+           all(not m.training and next(m.parameters()).device.type == env.device.type for m in loaded))
