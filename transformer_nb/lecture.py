@@ -40,8 +40,8 @@ LM_RUN = {
 }
 MAKE = "make lecture"
 NAMES = ("reversal", "lm", "capstone")
-# make lecture with an empty cache, full profile, 2 idle CPU cores (2026-11-23): 9 s, 264 s, 204 s
-COLD_MINUTES = {"reversal": 1, "lm": 5, "capstone": 4}
+# make lecture with an empty cache, full profile, 2 idle CPU cores (2026-11-23): 9 s, 264 s, 170 s
+COLD_MINUTES = {"reversal": 1, "lm": 5, "capstone": 3}
 
 
 class NotPrepared(LookupError):

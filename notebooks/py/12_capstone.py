@@ -14,8 +14,8 @@
 # blocks, stacked) and 8.9 (its model, trained on WikiText-2); 001 §19.11.3 (weight tying); 002 (the causal LM
 # objective).
 #
-# **Runtime on 2 CPU cores:** quick ~30 s, full ~3.5 min, of which about 3 min train the model (170 s in the stored
-# run; cached afterwards: a re-run loads it).
+# **Runtime on 2 CPU cores:** quick ~30 s, full ~3.5 min cold, of which about 2.5 min train the model (153 s in the
+# run stored here, which then loaded it from the cache; a re-run loads it: 45 s).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -301,8 +301,8 @@ generate = generate_ex.use(generate)
 # The package's one training loop (`train.train`) trains the model: AdamW, a linear warm-up over the first 5 % of
 # the steps, then a cosine decay (`torch.optim.lr_scheduler`), gradient clipping at 1, bf16 autocast, batches of
 # 16 random windows of 64 words; the loss is `F.cross_entropy` of your logits against the next words. In the full
-# profile that is 500 steps, about three minutes on 2 idle CPU cores (a step costs about 0.64 CPU-seconds, nearly
-# all of it in the output layer's 33,278 scores per word); the bar and the live figure show the progress.
+# profile that is 400 steps, two and a half to three minutes on 2 idle CPU cores (a step costs about 0.7 CPU-seconds,
+# nearly all of it in the output layer's 33,278 scores per word); the bar and the live figure show the progress.
 # The validation loss is measured with the package's `perplexity.evaluate` on the package's `TransformerLM`
 # holding your weights, which step 5 showed computes the same logits. A trained model is cached: a re-run loads it
 # (and retrains if you changed your code).
@@ -343,11 +343,11 @@ if not mine:  # the stored run: the reference model must clear both bars (your m
     assert math.exp(final) < bar, f"perplexity {math.exp(final):.0f}, not below {bar:.0f}"
 
 # %% [markdown]
-# **What to expect.** After the full profile's 500 steps (512,000 words seen, a quarter of one pass over the
-# training split) the model predicts the next word with a validation perplexity of about 560: about 40 % below
-# the unigram model, which knows word frequencies only. The stored run prints its own numbers above. Notebook
+# **What to expect.** After the full profile's 400 steps (409,600 words seen, a fifth of one pass over the
+# training split) the model predicts the next word with a validation perplexity of about 600: more than a third
+# below the unigram model, which knows word frequencies only. The stored run prints its own numbers above. Notebook
 # 10's tuned recipe reaches 128 in about four minutes of training, mostly by spending less on the output layer (a
-# tied adaptive softmax, so it reads nine times as many words); notebook 11 measures each choice.
+# tied adaptive softmax, so it reads eleven times as many words); notebook 11 measures each choice.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9 · The model writes

@@ -13,7 +13,7 @@
 # 003; 004 §4–§13.
 #
 # **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s with warm caches (`make lecture` first, once: it trains the models
-# of 09, 10 and 12 in about 8 min on 2 idle cores).
+# of 09, 10 and 12 in about 7.5 min on 2 idle cores).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
