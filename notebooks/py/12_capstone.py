@@ -7,7 +7,7 @@
 # do it. From your own code (scaled dot-product attention, the causal mask, multi-head attention, a Pre-LN
 # block, a decoder-only language model) you build **Exercise 8.9's model** (4 blocks, $d_{\text{model}} = 128$,
 # 4 heads, $d_{ff} = 512$, learned positions up to 256), check each piece against the package's own module given
-# the same weights, train it on WikiText-2 for about three minutes on a laptop CPU, and make it write.
+# the same weights, train it on WikiText-2 for under three minutes on a laptop CPU, and make it write.
 #
 # **Serves:** 000 §8.2 (Eq. 8.1, §8.2.4 the causal mask), §8.3 (§8.3.5 the parameter count), §8.5 (§8.5.4, §8.5.5
 # the Pre-LN block), §8.6.2 (decoder-only), Exercises 8.5, 8.6 (multi-head attention, as a module), 8.8 (Pre-LN
