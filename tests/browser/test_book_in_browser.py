@@ -5,11 +5,10 @@ Three pages are rendered into a temporary folder (the first stored notebook, the
 collapsed appendix, the last one), served over HTTP and opened in headless Chromium (as in
 test_widgets_in_browser.py). Screenshots: ``build/screenshots/book_*.png``.
 
-The pages load require.js, MathJax and the widget manager from CDNs. Without network, set
-``TNB_BOOK_CDN_DIR`` to a folder holding the unpacked npm packages ``@jupyter-widgets/html-manager``,
-``requirejs@2.1.10`` and ``mathjax@2.7.7`` (``npm pack`` each, then untar into
-``jupyter-widgets-html-manager``, ``requirejs``, ``mathjax``); otherwise the widget check is skipped
-when the widget manager cannot be fetched.
+The pages load require.js, MathJax and the widget manager from CDNs. Where only the npm registry is
+reachable, ``make book-cdn`` fetches the same packages into ``build/cdn`` and ``TNB_BOOK_CDN_DIR=build/cdn``
+serves them (``.ci/run`` does both); otherwise the widget check is skipped when the widget manager cannot be
+fetched.
 """
 
 from __future__ import annotations
