@@ -168,7 +168,7 @@ if lm_model is not None:
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 12 · The capstone's model writes too
 #
-# The reference model that notebook 12 trains (Exercise 8.9's size, two and a half minutes of training), in the same
+# The reference model that notebook 12 trains (Exercise 8.9's size, about three minutes of training), in the same
 # widget: compare its continuations with notebook 10's.
 
 # %%
