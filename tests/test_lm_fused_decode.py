@@ -31,3 +31,7 @@ def test_fused_step_refuses_what_it_was_not_written_for():
     m = TransformerLM(50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="full")
     with pytest.raises(ValueError, match="exceeds max_len=16"):
         fused_generate(m, torch.tensor([1, 2]), 15)
+    m = TransformerLM(50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="full", positions="rope")
+    m.rope.pairing = "half"
+    with pytest.raises(ValueError, match="interleaved"):
+        fused_generate(m, torch.tensor([1, 2]), 3)

@@ -3,11 +3,12 @@
 Notebook 10 teaches generation through the model's own modules (``generation.generate``: the KV
 cache lives in ``MultiHeadAttention.forward(x, cache=...)``). On a CPU a one-token step does so
 little arithmetic that calling ~20 small modules per block costs as much as computing. This file
-writes the same pre-LN block in plain ``F`` calls on weights gathered once per generation (q, k, v
-stacked into one product): the benchmark's yardstick for what the module calls cost. It reuses
-the model's own RoPE rotation (``rope._turn``, its angles computed once per step), ``multihead.KVCache``,
-embedding and output head, and
-``tests/test_lm_fused_decode.py`` checks that it produces exactly the tokens of ``generate``.
+writes the same pre-LN block in plain ``F`` calls on weights gathered once per generation: q, k
+and v in one product, RoPE as an in-place complex product with the model's own ``cos``/``sin``
+tables (interleaved pairs, ``rope.py``'s layout), and each block's keys and values in one buffer
+``(2, B, h, max_len, d_head)``, written with one copy per step. It is the benchmark's yardstick for
+what the module calls cost; ``tests/test_lm_fused_decode.py`` checks that it produces exactly the
+tokens of ``generate``.
 """
 
 from __future__ import annotations
@@ -18,7 +19,6 @@ import torch.nn.functional as F
 
 from transformer_nb.generation import no_onednn
 from transformer_nb.lm import TransformerLM
-from transformer_nb.rope import _turn
 
 _ACT = {"relu": F.relu, "gelu": F.gelu}
 
@@ -47,26 +47,31 @@ def block_weights(model: TransformerLM) -> list:
     return out
 
 
-def fused_hidden(model: TransformerLM, ids: torch.Tensor, state: list, weights: list) -> torch.Tensor:
-    """``model.hidden(ids, state)[0]`` for a model with ``positions`` learned, sinusoidal or rope."""
-    past, (b, t), d = state[0].length, ids.shape, model.d_model
-    pairing = None if model.rope is None else model.rope.pairing
+def fused_hidden(model: TransformerLM, ids: torch.Tensor, past: int, kv: list, weights: list, rot) -> torch.Tensor:
+    """``model.hidden(ids, state)[0]`` for ``ids (B, T)`` at positions ``past .. past + T - 1``.
+
+    ``kv[i]``: block ``i``'s keys and values ``(2, B, h, max_len, d_head)`` (None before the first
+    call); ``rot``: RoPE's turns ``cos + i·sin``, ``(max_len, d_head/2)`` complex, or None.
+    """
+    (b, t), d = ids.shape, model.d_model
     x = model.embed_tokens(ids)
-    x = x if model.pos is None else model.pos(x, offset=past)
+    x = (x if model.pos is None else model.pos(x, offset=past)).view(b * t, d)  # rows: (B·T, d)
     mask = None if t == 1 else torch.ones(t, past + t, dtype=torch.bool).tril(past)
-    # RoPE's own rotation (rope._turn), its unit complex numbers computed once for every block and q and k
-    turn = None if model.rope is None else model.rope._turns(past, t, x.dtype)
-    for cache, (h, n1, qkv_w, out_w, n2, act, ff1, gate, ff2) in zip(state, weights):
-        qkv = F.linear(F.layer_norm(x, (d,), *n1[:2], n1[2]), *qkv_w).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
-        q, k = qkv[:2] if turn is None else _turn(qkv[:2], turn, pairing)  # q and k in one product
-        k, v = cache.append(k, qkv[2])
-        a = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
-        x = x + F.linear(a.transpose(1, 2).reshape(b, t, d), *out_w)
-        y = F.layer_norm(x, (d,), *n2[:2], n2[2])
+    for i, (h, n1, qkv_w, out_w, n2, act, ff1, gate, ff2) in enumerate(weights):
+        qkv = F.linear(torch.layer_norm(x, (d,), *n1), *qkv_w).view(b, t, 3, h, d // h).permute(2, 0, 3, 1, 4)
+        if rot is not None:  # turn q and k (pairs read as complex numbers) to their positions, in place
+            torch.view_as_complex(qkv[:2].unflatten(-1, (-1, 2))).mul_(rot[past : past + t])
+        if kv[i] is None:
+            kv[i] = qkv.new_empty(2, b, h, model.max_len, d // h)
+        kv[i][:, :, :, past : past + t] = qkv[1:]  # this step's keys and values: one copy
+        k, v = kv[i][:, :, :, : past + t].unbind(0)  # every key and value so far, (B, h, past + T, d_head) each
+        a = F.scaled_dot_product_attention(qkv[0], k, v, attn_mask=mask)
+        x = x + F.linear(a.transpose(1, 2).reshape(b * t, d), *out_w)
+        y = torch.layer_norm(x, (d,), *n2)
         z = F.linear(y, *ff1)
         z = F.silu(z) * F.linear(y, *gate) if act == "swiglu" else _ACT[act](z)
         x = x + F.linear(z, *ff2)
-    return model.norm(x)
+    return torch.layer_norm(x, (d,), model.norm.weight, model.norm.bias, model.norm.eps).view(b, t, d)
 
 
 @torch.inference_mode()
@@ -74,22 +79,25 @@ def fused_generate(model: TransformerLM, prompt: torch.Tensor, n_new: int) -> to
     """Greedy ``generate(model, prompt, n_new)`` with the fused step: ``(T0,) -> (T0 + n_new,)``."""
     if model.alibi is not None:
         raise ValueError("the fused step does not take ALiBi models")
+    if model.rope is not None and model.rope.pairing != "interleaved":
+        raise ValueError("the fused step turns interleaved RoPE pairs only")
     if prompt.numel() + n_new > model.max_len:
         raise ValueError(f"prompt + n_new exceeds max_len={model.max_len}")
     was_training = model.training
     model.eval()
     try:
         with no_onednn(), model.head.lookup_table():
-            weights, state = block_weights(model), model.init_state()
+            weights, kv = block_weights(model), [None] * len(model.layers)
+            rot = None if model.rope is None else torch.complex(model.rope.cos, model.rope.sin)
             out = torch.empty(prompt.numel() + n_new, dtype=torch.long, device=prompt.device)
             n = prompt.numel()
             out[:n] = prompt
-            h = fused_hidden(model, out[None, :n], state, weights)
+            h = fused_hidden(model, out[None, :n], 0, kv, weights, rot)
             for i in range(n_new):
                 out[n] = model.head.greedy(h[:, -1])[0]
                 n += 1
                 if i < n_new - 1:
-                    h = fused_hidden(model, out[None, n - 1 : n], state, weights)
+                    h = fused_hidden(model, out[None, n - 1 : n], n - 1, kv, weights, rot)
     finally:
         model.train(was_training)
     return out
