@@ -7,15 +7,15 @@
 # do it. From your own code (scaled dot-product attention, the causal mask, multi-head attention, a Pre-LN
 # block, a decoder-only language model) you build **Exercise 8.9's model** (4 blocks, $d_{\text{model}} = 128$,
 # 4 heads, $d_{ff} = 512$, learned positions up to 256), check each piece against the package's own module given
-# the same weights, train it on WikiText-2 for about three minutes on a laptop CPU, and make it write.
+# the same weights, train it on WikiText-2 in under three minutes on a laptop CPU, and make it write.
 #
 # **Serves:** 000 §8.2 (Eq. 8.1, §8.2.4 the causal mask), §8.3 (§8.3.5 the parameter count), §8.5 (§8.5.4, §8.5.5
 # the Pre-LN block), §8.6.2 (decoder-only), Exercises 8.5, 8.6 (multi-head attention, as a module), 8.8 (Pre-LN
 # blocks, stacked) and 8.9 (its model, trained on WikiText-2); 001 §19.11.3 (weight tying); 002 (the causal LM
 # objective).
 #
-# **Runtime on 2 CPU cores:** quick ~30 s, full ~4.5 min cold, of which 2.5 to 3.5 min train the model (152 to 204 s
-# measured, 204 s in the run stored here); a re-run loads the trained model from the cache (45 s).
+# **Runtime on 2 CPU cores:** quick ~30 s, full ~3.5 min cold, of which about 2.3 min train the model (136 s in the
+# run stored here, 133 s in a trial run); a re-run loads the trained model from the cache (45 s).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -300,9 +300,9 @@ generate = generate_ex.use(generate)
 #
 # The package's one training loop (`train.train`) trains the model: AdamW, a linear warm-up over the first 5 % of
 # the steps, then a cosine decay (`torch.optim.lr_scheduler`), gradient clipping at 1, bf16 autocast, batches of
-# 16 random windows of 64 words; the loss is `F.cross_entropy` of your logits against the next words. In the full
-# profile that is 400 steps, about three minutes on 2 idle CPU cores (152 to 204 s measured; a step costs 0.75-1 CPU-s,
-# nearly all of it in the output layer's 33,278 scores per word); the bar and the live figure show the progress.
+# 8 random windows of 64 words; the loss is `F.cross_entropy` of your logits against the next words. In the full
+# profile that is 600 steps, under three minutes on 2 idle CPU cores (a step costs about 0.22 s there, nearly all of it
+# in the output layer's 33,278 scores per word); the bar and the live figure show the progress.
 # The validation loss is measured with the package's `perplexity.evaluate` on the package's `TransformerLM`
 # holding your weights, which step 5 showed computes the same logits. A trained model is cached: a re-run loads it
 # (and retrains if you changed your code).
@@ -343,8 +343,8 @@ if not mine:  # the stored run: the reference model must clear both bars (your m
     assert math.exp(final) < bar, f"perplexity {math.exp(final):.0f}, not below {bar:.0f}"
 
 # %% [markdown]
-# **What to expect.** After the full profile's 400 steps (409,600 words seen, a fifth of one pass over the
-# training split) the model predicts the next word with a validation perplexity of about 600: more than a third
+# **What to expect.** After the full profile's 600 steps (307,200 words seen, about a seventh of one pass over the
+# training split) the model predicts the next word with a validation perplexity of about 590: more than a third
 # below the unigram model, which knows word frequencies only. The stored run prints its own numbers above. Notebook
 # 10's tuned recipe reaches 128 in about four minutes of training, mostly by spending less on the output layer (a
 # tied adaptive softmax, so it reads eleven times as many words); notebook 11 measures each choice.
