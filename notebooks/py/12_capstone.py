@@ -346,8 +346,8 @@ if not mine:  # the stored run: the reference model must clear both bars (your m
 # **What to expect.** After the full profile's 600 steps (307,200 words seen, about a seventh of one pass over the
 # training split) the model predicts the next word with a validation perplexity of about 590: more than a third
 # below the unigram model, which knows word frequencies only. The stored run prints its own numbers above. Notebook
-# 10's tuned recipe reaches 128 in about four minutes of training, mostly by spending less on the output layer (a
-# tied adaptive softmax, so it reads eleven times as many words); notebook 11 measures each choice.
+# 10's tuned recipe reaches 128 in about six minutes of training, mostly by spending less on the output layer (a
+# tied adaptive softmax, so it reads fifteen times as many words); notebook 11 measures each choice.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9 · The model writes
