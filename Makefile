@@ -27,7 +27,7 @@ endif
 
 NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
 
-.PHONY: help venv install lab lint test browser-test runtimes refresh refresh-all book lecture slides clean distclean
+.PHONY: help venv install lab lint test browser-test runtimes refresh refresh-all refresh-stale book lecture slides clean distclean
 .PHONY: wheel colab-test book-cdn
 
 help:
@@ -38,6 +38,7 @@ help:
 	@echo "make browser-test         every notebook's widgets in JupyterLab + headless Chromium"
 	@echo "make refresh NB=NAME      re-execute one notebook from notebooks/py/NAME.py (full profile)"
 	@echo "make refresh-all          the same for every notebook"
+	@echo "make refresh-stale        the same for the notebooks whose outputs are stale (code they run changed)"
 	@echo "make runtimes             time every notebook (quick profile) into notebooks/runtimes.json"
 	@echo "make book [EXECUTE=1]     the stored notebooks as a navigable HTML book in build/book/ (EXECUTE=1: run them first)"
 	@echo "make lecture              train once the models of 09, 10, 12 that the lecture notebook (14) loads"
@@ -105,6 +106,9 @@ refresh: $(INSTALLED)
 
 refresh-all: $(INSTALLED)
 	$(RUN) $(BIN)/python tools/refresh.py --all
+
+refresh-stale: $(INSTALLED)  ## only the notebooks whose outputs are stale, in book order
+	$(RUN) $(BIN)/python tools/refresh.py --stale
 
 book: $(INSTALLED)  ## HTML of the stored notebooks (full-profile outputs); EXECUTE=1 runs them all again first
 	rm -rf build/book

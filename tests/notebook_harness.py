@@ -18,10 +18,23 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+from importlib.util import module_from_spec, spec_from_file_location
 from itertools import zip_longest
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def _fingerprint():
+    """This checkout's transformer_nb/fingerprint.py, loaded by path: the harness stamps with it even
+    where another ``transformer_nb`` comes first on the path (the stand-in package of the harness tests)."""
+    spec = spec_from_file_location("_tnb_fingerprint", ROOT / "transformer_nb" / "fingerprint.py")
+    module = module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+file_digest = _fingerprint().file_digest
 STAMP_KEY = "transformer_nb"  # nb.metadata[STAMP_KEY] = {"code_digest", "modules", "profile"}
 PACKAGE = "transformer_nb"
 RAISES = "raises-exception"
@@ -80,12 +93,12 @@ def code_digest(nb) -> str:
     return h.hexdigest()
 
 
-def file_sha256(path: Path) -> str:
-    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
-
-
 def module_hashes(files, root: Path) -> dict[str, str]:
-    """{"transformer_nb/x.py": sha256} for module files that must lie under `root`."""
+    """{"transformer_nb/x.py": digest} for module files that must lie under `root`.
+
+    The digest follows what the code does (``transformer_nb.fingerprint``): a comment or docstring
+    edit leaves every notebook fresh; a code edit makes stale the notebooks that imported the module.
+    """
     root = Path(root).resolve()
     out = {}
     for f in files:
@@ -95,7 +108,7 @@ def module_hashes(files, root: Path) -> dict[str, str]:
                 f"{PACKAGE} was imported from {path}, not from this checkout ({root}); "
                 f"install the checkout in editable mode: make install (pip install -e .)"
             )
-        out[path.relative_to(root).as_posix()] = file_sha256(path)
+        out[path.relative_to(root).as_posix()] = file_digest(path)
     return dict(sorted(out.items()))
 
 
@@ -182,15 +195,29 @@ def stamp_problems(ipynb: Path) -> list[str]:
             problems.append(
                 f"notebooks/{name}.ipynb: its outputs were computed with {rel}, which no longer exists. {fix(name)}"
             )
-        elif file_sha256(path) != digest:
-            problems.append(f"notebooks/{name}.ipynb: stale outputs, {rel} changed since they were stored. {fix(name)}")
+        elif file_digest(path) != digest:
+            problems.append(
+                f"notebooks/{name}.ipynb: stale outputs, the code of {rel} changed since they were stored. {fix(name)}"
+            )
     return problems
 
 
+TRACEBACK = "Traceback (most recent call last)"
+
+
 def error_outputs(outputs) -> list[str]:
-    """``"Name: message"`` of every error output in ``outputs`` (a cell's, or an Output widget's)."""
-    errors = [out for out in outputs or [] if out.get("output_type") == "error"]
-    return [f"{out.get('ename')}: {out.get('evalue', '')[:80]}" for out in errors]
+    """What in ``outputs`` (a cell's, or an Output widget's) reports an error: every error output, as
+    ``"Name: message"``, and every traceback printed to a stream (``traceback.print_exc()``,
+    ``logging.exception()``, an exception raised in a thread), as its last line."""
+    found = []
+    for out in outputs or []:
+        if out.get("output_type") == "error":
+            found.append(f"{out.get('ename')}: {out.get('evalue', '')[:80]}")
+        elif out.get("output_type") == "stream" and TRACEBACK in source({"source": out.get("text", "")}):
+            text = source({"source": out.get("text", "")})
+            last = text[text.index(TRACEBACK) :].strip().splitlines()[-1]
+            found.append(f"a traceback printed to {out.get('name')}, ending {last[:80]!r}")
+    return found
 
 
 WIDGET_STATE = "application/vnd.jupyter.widget-state+json"

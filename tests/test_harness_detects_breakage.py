@@ -159,6 +159,18 @@ def test_missing_twin_and_missing_notebook_are_flagged(project):
     assert_flags(h.twin_problems(ipynb, twin), "has no notebook")
 
 
+def test_refresh_stale_refreshes_exactly_the_stale_notebooks(project):
+    ipynb, twin = paths(project)
+    untouched = run_refresh(project, "--stale", "--root", project)
+    assert untouched.returncode == 0 and "no stale notebook" in untouched.stdout, untouched.stdout + untouched.stderr
+    (project / "transformer_nb" / "helpers.py").write_text("def double(x):\n    return x + x\n")
+    assert h.stamp_problems(ipynb)
+    result = run_refresh(project, "--stale", "--root", project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{NAME} is stale" in result.stdout and "1 refreshed, 0 failed" in result.stdout
+    assert all_problems(project) == []
+
+
 def test_code_edited_without_refresh_is_stale(project):
     ipynb, _ = paths(project)
     edit(ipynb, lambda nb: code_cells(nb)[1].update(source="print(transformer_nb.helpers.double(22))"))
@@ -169,6 +181,20 @@ def test_changed_module_is_stale(project):
     ipynb, _ = paths(project)
     (project / "transformer_nb" / "helpers.py").write_text("def double(x):\n    return x + x\n")
     assert_flags(h.stamp_problems(ipynb), "transformer_nb/helpers.py changed")
+
+
+def test_comment_docstring_and_layout_edits_leave_the_notebook_fresh(project):
+    ipynb, _ = paths(project)
+    (project / "transformer_nb" / "helpers.py").write_text(
+        '"""Helpers."""\n\n\ndef double( x ):  # twice\n    """Twice x."""\n\n    return 2*x\n'
+    )
+    assert h.stamp_problems(ipynb) == []
+
+
+def test_a_module_the_notebook_never_imported_does_not_make_it_stale(project):
+    ipynb, _ = paths(project)
+    (project / "transformer_nb" / "other.py").write_text("def triple(x):\n    return 3 * x\n")
+    assert h.stamp_problems(ipynb) == []
 
 
 def test_deleted_module_is_stale(project):
@@ -212,13 +238,17 @@ def test_quick_profile_stamp_is_flagged(project):
 SHOWN_ERRORS = {
     "showtraceback": "try:\n    1 / 0\nexcept ZeroDivisionError:\n    get_ipython().showtraceback()\n",
     "interact": "import ipywidgets\nipywidgets.interact(lambda x: 1 / x, x=ipywidgets.fixed(0))\n",
+    "print_exc": "import traceback\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    traceback.print_exc()\n",
+    "logging": "import logging\ntry:\n    1 / 0\nexcept ZeroDivisionError:\n    logging.exception('failed')\n",
+    "thread": "import threading\nt = threading.Thread(target=lambda: 1 / 0)\nt.start()\nt.join()\n",
 }
 
 
 @pytest.mark.parametrize("how", sorted(SHOWN_ERRORS))
 def test_an_error_shown_without_raising_fails_the_refresh_and_keeps_the_stored_notebook(project, how):
-    """Issue 18 finding 5: an error reported by showtraceback() in an except block (ipywidgets
-    interact does this) used to be written into the stored notebook before the check failed."""
+    """An error reported without raising -- showtraceback() in an except block (ipywidgets interact does
+    this), a traceback printed by traceback.print_exc() or logging.exception(), or an exception raised in
+    a thread -- fails the refresh before anything is written."""
     ipynb, twin = paths(project)
     before = ipynb.read_bytes()
     twin.write_text(TWIN + "\n# %%\n" + SHOWN_ERRORS[how])

@@ -3,6 +3,7 @@
 
     python tools/refresh.py 01_scaled_attention            # or notebooks/py/01_...py, notebooks/01_...ipynb
     python tools/refresh.py --all                          # every twin in notebooks/py/, in book order
+    python tools/refresh.py --stale                        # only the stale ones (make refresh-stale), in book order
     python tools/refresh.py --all --out build/book --html  # execute into build/book, render HTML + index
     python tools/refresh.py --all --out build/book --html --stored   # render the stored notebooks only
     python tools/refresh.py --markdown-only 10_wikitext_lm  # prose edits only: no execution, outputs kept
@@ -12,9 +13,11 @@ inputs (no stale output survives) -> executed top to bottom by nbclient in a fre
 this interpreter, with notebooks/ as working directory and TNB_PROFILE=full -> no per-cell
 timing metadata is recorded and cell and widget ids are derived, not random, so a refresh
 that changes nothing leaves no diff -> nb.metadata["transformer_nb"] is stamped with the code
-digest, the sha256 of every transformer_nb module the kernel imported, and the profile.
+digest, a digest of what every transformer_nb module the kernel imported does (blind to comments
+and docstrings: transformer_nb/fingerprint.py), and the profile.
 A cell that raises, or that shows an error without raising (showtraceback() in an except
-block, as ipywidgets interact does), fails the refresh unless it is tagged raises-exception:
+block, as ipywidgets interact does; a traceback printed by traceback.print_exc() or
+logging.exception(), or by an exception in a thread), fails the refresh unless it is tagged raises-exception:
 every check runs before the stored notebook is written, so a failed refresh leaves it
 byte-identical. Refuses to run with TNB_PROFILE=quick.
 """
@@ -155,6 +158,20 @@ def refresh(twin: Path, out_dir: Path | None = None, timeout: int = 3600) -> Pat
     return target
 
 
+def stale_twins(root: Path) -> list[Path]:
+    """The twins whose notebook needs a refresh, in book order, each printed with its first reason."""
+    stale = []
+    for twin in harness.twins_in(root):
+        ipynb = harness.ipynb_of(twin)
+        problems = harness.twin_problems(ipynb, twin)
+        if ipynb.exists():
+            problems = problems or harness.stamp_problems(ipynb) or harness.execution_problems(ipynb)
+        if problems:
+            print(f"refresh: {twin.stem} is stale: {problems[0].splitlines()[0]}", flush=True)
+            stale.append(twin)
+    return stale
+
+
 def write_atomically(target: Path, text: str) -> None:
     """Write ``text`` to a unique temporary file beside ``target``, then rename it over ``target``."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -220,6 +237,15 @@ def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("notebooks", nargs="*", help="NAME, notebooks/py/NAME.py or notebooks/NAME.ipynb")
     parser.add_argument("--all", action="store_true", help="every twin in notebooks/py/")
+    parser.add_argument(
+        "--stale",
+        action="store_true",
+        help="every notebook whose stored outputs the harness finds stale, out of sync with its twin or not "
+        "from a clean full-profile run, in book order",
+    )
+    parser.add_argument(
+        "--root", type=Path, default=ROOT, help="with --all or --stale: the project (default: this one)"
+    )
     parser.add_argument("--out", type=Path, help="write the executed notebooks here, not in notebooks/")
     parser.add_argument("--html", action="store_true", help="with --out: also NAME.html and index.html")
     parser.add_argument("--timeout", type=int, default=3600, help="seconds per cell (default 3600)")
@@ -237,7 +263,7 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     if args.markdown_only:
-        twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(ROOT) if args.all else [])
+        twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(args.root) if args.all else [])
         for twin in twins:
             try:
                 print(f"refresh: markdown of {twin.stem} -> {os.path.relpath(sync_markdown(twin))}")
@@ -248,7 +274,7 @@ def main(argv=None) -> int:
     if args.stored:
         if not (args.out and args.html):
             parser.error("--stored needs --out DIR --html")
-        twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(ROOT) if args.all else [])
+        twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(args.root) if args.all else [])
         out_dir = args.out.resolve()
         out_dir.mkdir(parents=True, exist_ok=True)
         copies = []
@@ -275,9 +301,14 @@ def main(argv=None) -> int:
         return 2
     if args.html and not args.out:
         parser.error("--html needs --out DIR")
-    twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(ROOT) if args.all else [])
+    twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(args.root) if args.all else [])
+    if args.stale:
+        twins += stale_twins(args.root)
+        if not twins:
+            print("refresh: no stale notebook; nothing to do")
+            return 0
     if not twins:
-        parser.error("name a notebook, or pass --all")
+        parser.error("name a notebook, or pass --all or --stale")
     os.environ["TNB_PROFILE"] = "full"  # inherited by the kernel
 
     out_dir = args.out.resolve() if args.out else None
