@@ -1,24 +1,40 @@
 """transformer-nb: the helper package behind the Transformer-chapter notebooks.
 
-Only the infrastructure is imported here. Each chapter concept lives in its own
-module and is imported explicitly, in book order, e.g.
-``from transformer_nb.attention import scaled_dot_product_attention``.
+Two layers. The core is the Transformer the chapter teaches, one concept a module, imported
+explicitly in book order, e.g. ``from transformer_nb.attention import scaled_dot_product_attention``.
+The companion (exercises, the claims ledger, widgets, lecture mode, benchmarks, the model cache and the
+notebook tools) imports the core; the core never imports it (``tests/test_core_never_imports_companion.py``).
+
+The notebooks' infrastructure is reachable from here, loaded on first use, so that importing a core
+module loads no companion code.
 """
 
-from transformer_nb.checks import check_close, check_equal, check_raises, check_true
-from transformer_nb.source import show_source
-from transformer_nb.utils import get_device, pick, profile, seed_everything, setup
+from importlib import import_module
 
-__all__ = [
-    "check_close",
-    "check_equal",
-    "check_raises",
-    "check_true",
-    "get_device",
-    "pick",
-    "profile",
-    "seed_everything",
-    "setup",
-    "show_source",
-]
+_LAZY = {
+    "check_close": "checks",
+    "check_equal": "checks",
+    "check_raises": "checks",
+    "check_true": "checks",
+    "show_source": "source",
+    "get_device": "utils",
+    "pick": "utils",
+    "profile": "utils",
+    "seed_everything": "utils",
+    "setup": "utils",
+}
+__all__ = sorted(_LAZY)
 __version__ = "0.1.0"
+
+
+def __getattr__(name: str):
+    """``transformer_nb.setup`` and friends, imported from their module when first asked for."""
+    if name not in _LAZY:
+        raise AttributeError(f"module 'transformer_nb' has no attribute {name!r}")
+    value = getattr(import_module(f"transformer_nb.{_LAZY[name]}"), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted([*globals(), *_LAZY])
