@@ -98,3 +98,12 @@ def original_params(d: int, d_ff: int, layers: int = 6, vocab: int = 37000) -> t
 def gaussian_outside(k: float) -> float:
     """P(|Z| > k) for a standard normal Z."""
     return math.erfc(k / math.sqrt(2))
+
+
+def generation_flops(n: int, d: int = 16, h: int = 2, d_ff: int = 64) -> tuple[int, int]:
+    """FLOPs of one layer generating ``n`` tokens greedily (counted per token by :func:`layer_flops`):
+    (without a cache: step t re-runs the whole t-token prefix, with a cache: step t runs one token against t keys)."""
+    a, b = layer_flops(1, d, h, d_ff)  # per token: the linear part a, and the quadratic coefficient b
+    assert layer_flops(8, d, h, d_ff) == (8 * a, 64 * b)  # a·t + b·t² for a t-token pass
+    s1, s2 = n * (n + 1) // 2, n * (n + 1) * (2 * n + 1) // 6  # Σ t and Σ t² over t = 1..n
+    return a * s1 + b * s2, a * n + b * s1

@@ -5,7 +5,8 @@ import math
 
 import torch
 
-from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
+from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
+from . import figures
 from ._checks import close, gaussian_outside, gen, original_params, softmax_rows
 
 C = factory("000")
@@ -107,6 +108,8 @@ def _flops_equal():
     t, d = 128, 512
     scores = {h: h * 2 * t * t * (d // h) for h in (1, 8, 64)}  # Q_i K_iᵀ for every head
     assert len(set(scores.values())) == 1 and scores[1] == 2 * t * t * d
+    softmax_entries = {h: h * t * t for h in (1, 8)}  # what does grow with h: one T×T softmax per head
+    assert softmax_entries[8] == 8 * softmax_entries[1] < scores[8] / 8  # yet small beside the products
 
 
 def _code_shapes():
@@ -119,6 +122,10 @@ def _attn_params():
     for d, h in ((512, 8), (1024, 16)):
         assert 3 * h * d * (d // h) + d * d == 4 * d * d  # h cancels
     assert 4 * 512**2 == 1_048_576 and 4 * 1024**2 == 4_194_304
+
+
+def _leak_generates_badly():
+    assert figures.value("02:unmasked_rule_kept") < 30, "without the mask, generation keeps the rule rarely"
 
 
 # fmt: off
@@ -191,35 +198,43 @@ CLAIMS = [
       "zero weight", CONFIRMED, "the masked weights are exactly 0.0 and rows still sum to 1", "computed", "02",
       nb_check="02 §1", check=_mask_zero),
     C("000-8.2.4-leak", "§8.2.4", "without the causal mask a model 'performs perfectly on training data but cannot "
-      "generate text'", CONFIRMED, "trained without the mask: training loss below ln 2, the rule kept in < 30% of "
-      "generated tokens", "measured in a notebook", "02", source="notebook 02 §4 (stored run)", nb_check="02 §4"),
+      "generate text'", CONFIRMED, "trained without the mask: held-out loss below ln 2 (impossible honestly), yet "
+      "its generated tokens keep the rule only {02:unmasked_rule_kept}% of the time (random guessing: 12.5%)",
+      "measured in notebook 02 (figure read from its stored outputs)", "02", source="notebook 02 §4",
+      nb_check="02 §4", check=_leak_generates_badly),
     C("000-8.2.4-cross", "§8.2.4", "encoder–decoder models mask the decoder's self-attention but not its "
       "cross-attention", CONFIRMED, "cross-attention reads the fully observed source; it still needs the source "
       "padding mask, which the text omits", "primary source; notebook", "02", source=f"{PAPER}, §3.2.3",
       nb_check="02 §2 table"),
-    C("000-8.2.5-q1k1", "§8.2.5", "q₁ᵀk₁ = 1 + 0 + 1 = 1", WRONG, "1 + 0 + 1 = 2", "arithmetic; reconstruction", "01",
-      correct="the surviving score row [1, 0, 2, 1] needs q₁·k₁ = 1, i.e. the terms 1 + 0 + 0 (q₁ = [1,0,1], k₁ = "
-      "[1,0,0]); '1 + 0 + 1 = 2' is q₁·k₃", nb_check="01 §3: 'the text's 1 + 0 + 1 sums to 2'", check=_q1k1),
+    C("000-8.2.5-q1k1", "§8.2.5", "q₁ᵀk₁ = 1 + 0 + 1 = 1", ARTEFACT, "q₁·k₁ = 1·1 + 0·0 + 1·0 = 1, as the text's "
+      "result says", "reconstruction from the surviving score row [1, 0, 2, 1]; the same passage's other formulas",
+      "01", correct="the extraction dropped the products: with q₁ = [1, 0, 1] and k₁ = [1, 0, 0] the terms are "
+      "1·1 + 0·0 + 1·0 and the result 1 is right. The same paragraph lost symbols elsewhere too ('Each matrix has "
+      "shape $4 $' for 4 × 3, 'scale by $1/ = 1/ $' for 1/√3), so the surviving '1 + 0 + 1' is not the author's "
+      "arithmetic", source="000 §8.2.5 as extracted; the seeds' README ('many formulas lost their symbols')",
+      nb_check="01 §3", check=_q1k1),
     C("000-8.2.5-scaled", "§8.2.5", "first row of scaled scores [0.577, 0, 1.155, 0.577]", CONFIRMED,
       "[1, 0, 2, 1]/√3 = [0.5774, 0, 1.1547, 0.5774]", "computed", "01", nb_check="01 §3", check=_scaled_row),
-    C("000-8.2.5-expsum", "§8.2.5", "the four exponentials sum to 7.734", WRONG, "7.7357 (7.736 to 3 decimals)",
-      "computed in float64", "01", correct="7.7357; from the 3-decimal exponents 0.577 and 1.155 the sum is "
-      "7.7354, from the 3-decimal exponentials 1.781 + 1 + 3.173 + 1.781 it is 7.735; the weights are right either "
-      "way", nb_check="01 §3: 'sum of the exponentials (text: 7.734)'", nb_error="01 §3 says '7.7356 from the "
-      "3-decimal exponents': from the exponents 0.577 and 1.155 the sum is 7.7354", check=_expsum),
+    C("000-8.2.5-expsum", "§8.2.5", "the four exponentials sum to 7.734", IMPRECISE, "7.7357 (7.736 to 3 decimals)",
+      "computed in float64", "01", correct="7.7357; from the 3-decimal exponents 0.577 and 1.155 the sum is 7.7354, "
+      "from the 3-decimal exponentials 1.781 + 1 + 3.173 + 1.781 it is 7.735. A slip in the last digit that changes "
+      "no weight: the printed weights [0.230, 0.129, 0.410, 0.230] are right either way", nb_check="01 §3",
+      check=_expsum),
     C("000-8.2.5-weights", "§8.2.5", "first row of weights ≈ [0.230, 0.129, 0.410, 0.230]", CONFIRMED,
       "[0.2303, 0.1293, 0.4102, 0.2303]", "computed", "01", nb_check="01 §3", check=_weights),
-    C("000-8.2.5-sum1", "§8.2.5", "the printed weights sum to 1", IMPRECISE, "0.230 + 0.129 + 0.410 + 0.230 = 0.999",
-      "computed", "01", correct="the exact weights sum to 1; the 3-decimal ones to 0.999", check=_sum999),
+    C("000-8.2.5-sum1", "§8.2.5", "the first row of weights sums to 1 ('we can verify that these sum to 1')",
+      CONFIRMED, "the exact weights sum to 1 (to 1e-12); their 3-decimal roundings to 0.999, as rounding does",
+      "computed", "01", check=_sum999),
     C("000-8.2.5-shapes", "§8.2.5", "weights 4×4, output 4×3; the listing prints output [1, 4, 8] and a [4, 4] "
       "weight matrix", CONFIRMED, "(4, 4) and (4, d_v); the listing's (1, 4, 8) and (4, 4)", "computed", "01",
       nb_check="01 §3: '000 §8.2.5 listing'", check=_shapes),
     C("000-8.3.2-dk", "§8.3.2", "base model: d_model = 512, h = 8, so d_k = d_v = 64", CONFIRMED, "512/8 = 64",
       "primary source", "03", source=f"{PAPER}, §3.2.2"),
-    C("000-8.3.2-cost", "§8.3.2", "the total cost of h heads is 'comparable' to single-head attention of full width",
-      IMPRECISE, "identical: h·2T²·(d/h) = 2T²d score FLOPs, the projections unchanged", "computed", "03",
-      correct="the FLOPs are identical for every h; only the kernel shapes (and so the speed) differ",
-      nb_check="03 §3: 'FLOPs, h = 1 / 8 / 64'", check=_flops_equal),
+    C("000-8.3.2-cost", "§8.3.2", "with d_k = d_v = d_model/h the total cost of h heads is 'comparable' to "
+      "single-head attention of full width", CONFIRMED, "the paper's own claim ('similar to that of single-head "
+      "attention with full dimensionality'). Counted: the products Q_iK_iᵀ and A_iV_i cost the same for every h "
+      "(2T²d multiply-adds each in all); only the softmax grows, from T² to h·T² entries", "primary source; FLOPs "
+      "counted", "03", source=f"{PAPER}, §3.2.2", nb_check="03 §3: 'FLOPs, h = 1 / 8 / 64'", check=_flops_equal),
     C("000-8.3.3-code", "§8.3.3", "the MultiHeadAttention listing prints output [1, 6, 16] and head weights [1, 4, "
       "6, 6]", CONFIRMED, "(1, 6, 16) and (1, 4, 6, 6)", "computed", "03", nb_check="03 §3", check=_code_shapes),
     C("000-8.3.4-clark", "§8.3.4", "Clark et al. (2019) found BERT heads for direct objects of verbs, for the "
@@ -238,7 +253,6 @@ CLAIMS = [
       "512, ≈ 4.2 million for d = 1024", CONFIRMED, "4·512² = 1,048,576; 4·1024² = 4,194,304; h cancels",
       "computed; original code", "03", source="tensor2tensor common_attention.py: compute_attention_component and "
       "the 'output_transform' dense layer use use_bias=False", nb_check="03 §3; 07 §4",
-      nb_error="03's summary says '+4d biases in the original': the original code (tensor2tensor) has no attention "
-      "biases; the 4d biases are nn.MultiheadAttention's default (bias=True)", check=_attn_params),
+      check=_attn_params),
 ]
 # fmt: on

@@ -13,12 +13,17 @@ C = factory("004")
 
 
 def _batchnorm_one():
-    bn = nn.BatchNorm1d(4).train()
+    bn, x = nn.BatchNorm1d(8).train(), torch.randn(1, 8, 16, generator=gen())  # (B, C, T) with B = 1
+    y = bn(x)  # runs: each channel's mean and variance come from the 16 positions of the one sequence
+    assert torch.allclose(y.mean(dim=(0, 2)), torch.zeros(8), atol=1e-6)
+    later = x.clone()
+    later[..., -1] += 1.0  # change only the last position
+    assert not torch.allclose(bn(later)[..., 0], y[..., 0])  # the first position's output changes: positions mix
     try:
-        bn(torch.randn(1, 4))
+        bn(torch.randn(1, 8, 1))  # B·T = 1: one value per channel
     except ValueError:
         return
-    raise AssertionError("BatchNorm should refuse one value per channel in training")
+    raise AssertionError("BatchNorm1d should refuse one value per channel in training")
 
 
 def _layernorm_per_example():
@@ -82,9 +87,14 @@ def _swiglu():
 
 # fmt: off
 CLAIMS = [
-    C("004-8.2-batchnorm", "§8.2", "batch normalisation breaks for batch size 1; layer normalisation works per "
-      "example, independent of the batch", CONFIRMED, "nn.BatchNorm1d refuses one value per channel in training; "
-      "LayerNorm of one row is the same alone or in a batch", "computed", "06", check=_batchnorm_one),
+    C("004-8.2-batchnorm", "§8.2", "with batch size 1, the batch mean and variance are undefined (or estimated "
+      "from a single sample); layer normalisation works per example, independent of the batch", IMPRECISE,
+      "on a Transformer's (B, C, T) activations nn.BatchNorm1d at B = 1 runs: each channel's statistics come from "
+      "the T positions of the one sequence; only B·T = 1 leaves them undefined", "computed", "06",
+      correct="at batch size 1 the statistics are estimated from one sequence's positions: defined, but noisy, and "
+      "they mix the positions, so a token's output depends on later tokens (a causal model would see the future); "
+      "LayerNorm is per token and has neither problem", source="PyTorch docs, torch.nn.BatchNorm1d (input (N, C, L), "
+      "statistics over N and L)", check=_batchnorm_one),
     C("004-8.2-layernorm", "§8.2", "LayerNorm's statistics are computed per example over the features", CONFIRMED,
       "equal alone and in a batch", "computed", "06", check=_layernorm_per_example),
     C("004-8.3-prepost", "§8.3", "Post-LN needs careful warm-up and can diverge; Pre-LN trains without warm-up; "
@@ -161,8 +171,7 @@ CLAIMS = [
       "the causal mask", IMPRECISE, "true of decoder-only blocks; the encoder–decoder's decoder layer also has "
       "cross-attention", "computed", "08", correct="a decoder-only block is an encoder block with a causal mask; "
       "the encoder–decoder's decoder adds a third sublayer, cross-attention (as 004 §12 itself says)",
-      nb_check="02 §5 (nn.TransformerDecoderLayer has 'multihead_attn')", nb_error="02 §5's table marks it ✗; "
-      "'imprecise' fits: 004's own DecoderLayer is decoder-only", check=_decoder_sublayers),
+      nb_check="02 §5 (nn.TransformerDecoderLayer has 'multihead_attn')", check=_decoder_sublayers),
     C("004-17-stable", "§16–§17", "the same structure is in GPT-4, LLaMA 3 and Gemini", NOT_CHECKABLE, "",
       "undisclosed architectures", "08", why="GPT-4's and Gemini's architectures are not published"),
 ]
