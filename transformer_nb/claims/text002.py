@@ -5,7 +5,7 @@ import math
 import torch
 
 from ._base import FLASH_README, CONFIRMED, IMPRECISE, WRONG, factory
-from ._checks import close, gen, gpt_params, kv_cache_bytes, rope, softmax_rows
+from ._checks import close, gen, gpt_params, gqa_score_flops, kv_cache_bytes, layer_flops, rope, softmax_rows
 from .text000a import _flops_equal
 from .text000b import _equivariant, _rotation
 from .text001b import _recompute_flops
@@ -89,6 +89,31 @@ def _online_softmax():
 def _gqa_sizes():
     size = {g: kv_cache_bytes(80, g, 128, 4096, 1) for g in (64, 8, 1)}
     assert size[64] == 2 * 80 * 64 * 128 * 4096 and size[64] // size[8] == 8 and size[64] // size[1] == 64
+
+
+def _gqa_quadratic_unchanged():
+    t, h = 256, 8
+    mha, gqa, mqa = (gqa_score_flops(t, h, g) for g in (8, 2, 1))
+    assert mha == gqa == mqa == 2 * h * t * t * 16  # every query head still scores all T² pairs
+    assert kv_cache_bytes(1, 8, 16, t) == 4 * kv_cache_bytes(1, 2, 16, t)  # what shrinks: the cache, by h/g
+
+
+def _kv_step():
+    torch.manual_seed(0)
+    d, t = 16, 10
+    wq, wk, wv = (torch.randn(d, d, dtype=torch.float64) / 4 for _ in range(3))
+    x = torch.randn(t, d, generator=gen(), dtype=torch.float64)
+    full = softmax_rows((x @ wq) @ (x @ wk).T / 4 + torch.ones(t, t).triu(1) * -1e30) @ (x @ wv)
+    k_cache, v_cache = x[:-1] @ wk, x[:-1] @ wv  # stored at earlier steps
+    new = x[-1:]  # this step projects only the new token: its q, k and v
+    k, v = torch.cat([k_cache, new @ wk]), torch.cat([v_cache, new @ wv])
+    step = softmax_rows((new @ wq) @ k.T / 4) @ v
+    assert torch.allclose(step, full[-1:], atol=1e-12)  # the same output; no earlier query is recomputed
+    lin_prefix, _ = layer_flops(t, d, 2, 4 * d)
+    lin_new, _ = layer_flops(1, d, 2, 4 * d)
+    assert lin_prefix == t * lin_new  # re-projecting the prefix costs n times one token's O(d²)
+    stale = softmax_rows((new @ wq) @ k_cache.T / 4) @ v_cache  # the cache alone, without the new k and v
+    assert not torch.allclose(stale, full[-1:], atol=1e-3)
 
 
 # fmt: off
@@ -175,6 +200,10 @@ CLAIMS = [
     C("002-linear", "Why Transformers Replaced RNNs (table)", "linear attention (Katharopoulos et al., 2020): O(n)",
       CONFIRMED, "kernel feature maps make attention linear in n", "primary source", "07",
       source="Katharopoulos et al. 2020, 'Transformers are RNNs', abstract"),
+    C("002-flash-asymptotic", "Why Transformers Replaced RNNs", "FlashAttention does not reduce the asymptotic "
+      "time complexity but eliminates the memory bottleneck", CONFIRMED, "O(N²d) FLOPs, O(N) extra memory; the "
+      "tiled computation equals softmax(QKᵀ/√d)V without storing the N×N matrix", "primary source; computed",
+      "10", source=f"{FLASH}, §3.2, Theorem 1", check=_online_softmax),
     C("002-flash", "Flash Attention", "FlashAttention: O(n²) time, O(n) memory, exact; tiling, online softmax, "
       "recomputation in the backward pass", CONFIRMED, "a tiled online softmax reproduces softmax(QKᵀ/√d)V to "
       "1e-12 without storing the matrix", "primary source; computed", "10", source=f"{FLASH}, §3",
@@ -187,6 +216,14 @@ CLAIMS = [
       "Σ_t t = O(n²) token evaluations", "derivation", "10", correct="counted in token evaluations; in FLOPs, "
       "re-running the prefix costs O(n²d²) for the projections and O(n³d) for attention, against O(nd² + n²d) with "
       "a cache (see 001-19.14.1-recompute)", check=_recompute_flops),
+    C("002-kv-step", "KV Cache", "with the cache only the new token's query, key and value are computed; they "
+      "attend to the cached keys and values", CONFIRMED, "the step's output equals the last row of full causal "
+      "attention to 1e-12, with only the new token projected", "computed", "10", check=_kv_step),
+    C("002-kv-projection", "KV Cache", "this reduces per-step attention from O(n·d) to O(d) for the projection (the "
+      "attention itself is O(n·d_k) for the dot products)", IMPRECISE, "the factor n saved is right; the costs "
+      "are a factor d too small", "FLOPs counted", "10", correct="the projections of one step go from O(n·d²) (the "
+      "whole prefix re-projected) to O(d²) (the new token only); each head's dot products then cost O(n·d_k), "
+      "O(n·d) over all heads", check=_kv_step),
     C("002-kv-formula", "KV Cache", "the cache for n tokens requires 2·L·h·d_k·n parameters", IMPRECISE,
       "the formula counts cached values (activations), per sequence", "derivation", "03",
       correct="2·L·h·d_k·n numbers per sequence; bytes = that × batch × bytes per number; they are not parameters",
@@ -199,6 +236,13 @@ CLAIMS = [
       "uses 8 K/V heads for 64 query heads, 8× less cache; Mistral 7B uses GQA", CONFIRMED, "64/8 = 8; Mistral 7B: "
       "32 query, 8 K/V heads", "computed; primary sources", "03", source="Touvron et al. 2023b (Llama 2) §2.2; "
       "Jiang et al. 2023 (Mistral 7B) Table 1", nb_check="03 §5", check=_gqa_sizes),
+    C("002-gqa-adopted", "Grouped Query Attention; Key Papers", "GQA (Ainslie et al., 2023) was adopted by LLaMA 2 "
+      "and Mistral", IMPRECISE, "LLaMA 2 uses GQA only in its 34B and 70B models (7B and 13B use multi-head "
+      "attention); Mistral 7B uses 8 K/V heads", "primary sources", "03", correct="adopted by the two largest "
+      "LLaMA 2 models and by Mistral 7B; both trained with GQA from scratch, whereas Ainslie et al. build GQA by "
+      "uptraining multi-head checkpoints (5% of the original pre-training compute)", source="Touvron et al. 2023b "
+      "(Llama 2) §2.2 and Table 1; Jiang et al. 2023 (Mistral 7B) Table 1; Ainslie et al. 2023 (arXiv:2305.13245), "
+      "abstract"),
     C("002-papers", "Key Papers", "the papers' years: Transformer 2017, BERT and GPT 2018, GPT-2 2019, GPT-3 2020, "
       "RoFormer 2021, FlashAttention 2022, GQA 2023", CONFIRMED, "as listed", "primary sources", "00",
       source="arXiv 1706.03762, 1810.04805, 2104.09864, 2205.14135, 2305.13245; the OpenAI reports"),

@@ -8,6 +8,8 @@ import torch.nn.functional as F
 from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from ._checks import gen, kv_cache_bytes, tiny_mha
 from .text000b import _residual_grad
+from .text001b import _recompute_flops
+from .text002 import _kv_step as _kv_needs_new_kv
 
 C = factory("004")
 
@@ -140,6 +142,15 @@ CLAIMS = [
       "the entropy grows with τ", "computed", "10", nb_check="10 §7", check=_temperature),
     C("004-13.2-kvcost", "§13.2", "with a KV cache each step costs O(T·d) instead of O(T²·d)", CONFIRMED,
       "one query against T cached keys", "derivation", "10", source="notebook 10 §8"),
+    C("004-13.2-kv-only-q", "§13.2", "with a KV cache 'only the new token's Q needs to be computed; it attends to "
+      "the cached K/V from all prior positions'", WRONG, "the new token's K and V must be computed too and appended: "
+      "it attends to itself as well", "computed", "10", correct="each step computes the new token's q, k and v (and "
+      "its whole forward pass); only the earlier positions' keys and values come from the cache. Without the new "
+      "k and v the step's output differs from full attention", check=_kv_needs_new_kv),
+    C("004-13.2-recompute", "§13.2", "re-computing attention over the full growing sequence at every step would "
+      "scale as O(T²) for a T-token generation", IMPRECISE, "T(T+1)/2 token evaluations; in FLOPs O(T²d² + T³d)",
+      "derivation; FLOPs counted", "10", correct="O(T²) counts token evaluations; the attention of those "
+      "re-runs costs O(T³d) (see 001-19.14.1-recompute)", check=_recompute_flops),
     C("004-13.2-kv5gb", "§13.2", "the cache needs 2·L·H·d_k·T values; LLaMA-3 70B at 4K in fp16: roughly 5 GB", WRONG,
       "by its own formula with H = 64: 5.37·10⁹ values × 2 bytes = 10.7 GB", "computed", "03",
       correct="10.7 GB with 64 K/V heads; 1.34 GB with the model's 8 K/V heads (GQA); '5 GB' is the number of "
