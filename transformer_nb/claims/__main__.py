@@ -40,7 +40,10 @@ def main(argv=None) -> int:
         for cid, err in failures.items():
             print(f"FAIL {cid}: {err}")
         n_pass = sum(c.check is not None for c in entries) - len(failures) - len(skipped)
-        print(f"{n_pass} checks pass, {len(failures)} fail" + (f", {len(skipped)} need the stored notebooks" if skipped else ""))
+        print(
+            f"{n_pass} checks pass, {len(failures)} fail"
+            + (f", {len(skipped)} need the stored notebooks" if skipped else "")
+        )
         return 1 if failures else 0
     else:
         print(table(entries))

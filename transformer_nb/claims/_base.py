@@ -96,7 +96,11 @@ class Claim:
 
     def figure_keys(self) -> set[str]:
         """The notebook figures this entry quotes."""
-        return {k for n in ("claim", "value", "correct", "why", "source") for k in figures.PLACEHOLDER.findall(getattr(self, n))}
+        return {
+            k
+            for n in ("claim", "value", "correct", "why", "source")
+            for k in figures.PLACEHOLDER.findall(getattr(self, n))
+        }
 
     def as_dict(self) -> dict:
         """All fields as JSON-ready values; ``check`` becomes the check function's name (or null)."""

@@ -31,7 +31,11 @@ PLACEHOLDER = re.compile(r"\{(\d\d:\w+)\}")
 
 
 class Unavailable(LookupError):
-    """The figure cannot be read here: no stored notebook, or the notebook does not print it."""
+    """The figure cannot be read here: this installation stores no such notebook (a wheel, Colab)."""
+
+
+class NotPrinted(AssertionError):
+    """The stored notebook does not print the figure: the notebook or the ledger's pattern changed."""
 
 
 def _notebook(nb: str, root: Path) -> Path | None:
@@ -51,7 +55,8 @@ def _outputs(path: Path, mtime: float) -> str:
 
 
 def read(key: str, root: Path | None = None) -> str:
-    """The figure ``key`` exactly as its notebook printed it (``"744.2"``); raises :class:`Unavailable`."""
+    """The figure ``key`` exactly as its notebook printed it (``"744.2"``); raises :class:`Unavailable` or
+    :class:`NotPrinted`."""
     if key not in FIGURES:
         raise KeyError(f"no figure {key!r}; known: {', '.join(FIGURES)}")
     where, pattern = FIGURES[key]
@@ -60,12 +65,12 @@ def read(key: str, root: Path | None = None) -> str:
         raise Unavailable(f"{key}: no stored notebook {key[:2]} here; the figure is in {where}")
     m = re.search(pattern, _outputs(path, path.stat().st_mtime))
     if m is None:
-        raise Unavailable(f"{key}: {path.name} does not print it ({where}); re-run the notebook")
+        raise NotPrinted(f"{key}: {path.name} does not print it ({where}); re-run the notebook or fix the pattern")
     return m.group(1)
 
 
 def value(key: str, root: Path | None = None) -> float:
-    """The figure as a number; raises :class:`Unavailable`."""
+    """The figure as a number."""
     return float(read(key, root))
 
 
@@ -75,7 +80,7 @@ def fill(text: str, root: Path | None = None) -> str:
     def one(m: re.Match) -> str:
         try:
             return read(m.group(1), root)
-        except Unavailable:
+        except (Unavailable, NotPrinted):
             return f"(the figure in {FIGURES[m.group(1)][0]})"
 
     return PLACEHOLDER.sub(one, text)

@@ -5,11 +5,15 @@ import math
 
 import torch
 
-from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from . import figures
+from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from ._checks import close, gaussian_outside, gen, original_params, softmax_rows
 
 C = factory("000")
+CLARK_FIG5 = (
+    "Clark et al. 2019, 'What Does BERT Look At?', BlackboxNLP, Fig. 5 ('Head 8-10: direct objects attend to their "
+    "verbs', 86.8% accuracy on dobj) and §4"
+)
 PAPER = "Vaswani et al. 2017, 'Attention Is All You Need' (NeurIPS; arXiv:1706.03762)"
 
 # The walkthrough of §8.2.5, reconstructed: q1 = [1, 0, 1] and k3 = [1, 0, 1] give '1 + 0 + 1' = 2; k1 = [1, 0, 0]
@@ -110,6 +114,15 @@ def _flops_equal():
     assert len(set(scores.values())) == 1 and scores[1] == 2 * t * t * d
     softmax_entries = {h: h * t * t for h in (1, 8)}  # what does grow with h: one T×T softmax per head
     assert softmax_entries[8] == 8 * softmax_entries[1] < scores[8] / 8  # yet small beside the products
+
+
+def _head_rank():
+    t, d, h = 128, 512, 8
+    x = torch.randn(t, d, generator=gen(), dtype=torch.float64)
+    wq, wk = (torch.randn(d, d, generator=gen(s), dtype=torch.float64) for s in (1, 2))
+    head = (x @ wq[:, : d // h]) @ (x @ wk[:, : d // h]).T  # one head's T×T logits
+    assert torch.linalg.matrix_rank(head) == d // h == 64
+    assert torch.linalg.matrix_rank((x @ wq) @ (x @ wk).T) == t  # one full-width head: full rank
 
 
 def _code_shapes():
@@ -235,6 +248,14 @@ CLAIMS = [
       "attention with full dimensionality'). Counted: the products Q_iK_iᵀ and A_iV_i cost the same for every h "
       "(2T²d multiply-adds each in all); only the softmax grows, from T² to h·T² entries", "primary source; FLOPs "
       "counted", "03", source=f"{PAPER}, §3.2.2", nb_check="03 §3: 'FLOPs, h = 1 / 8 / 64'", check=_flops_equal),
+    C("000-8.3.2-capacity", "§8.3.2", "the h heads' outputs span h·d_v = d_model dimensions, 'recovering the full "
+      "representational capacity': a factorization, 'not a compression that discards information'", IMPRECISE,
+      "the concatenated values do span d_model; each head's score matrix Q_iK_iᵀ has rank ≤ d_k = d_model/h (64 "
+      "for 128 tokens, against 128 for one full-width head)", "computed; primary source", "03",
+      correct="the value path keeps d_model dimensions, but each head scores with only d_k: its T×T attention "
+      "logits have rank at most d_k, a low-rank bottleneck when d_k < T that one full-width head does not have",
+      source="Bhojanapalli et al. 2020, 'Low-Rank Bottleneck in Multi-head Attention Models', ICML, abstract",
+      check=_head_rank),
     C("000-8.3.3-code", "§8.3.3", "the MultiHeadAttention listing prints output [1, 6, 16] and head weights [1, 4, "
       "6, 6]", CONFIRMED, "(1, 6, 16) and (1, 4, 6, 6)", "computed", "03", nb_check="03 §3", check=_code_shapes),
     C("000-8.3.4-clark", "§8.3.4", "Clark et al. (2019) found BERT heads for direct objects of verbs, for the "
@@ -244,7 +265,7 @@ CLAIMS = [
       "of verbs'", WRONG, "the paper's direct-object head is head 10 of layer 8 ('head 8-10')", "primary source",
       "03", correct="head 8-10 of BERT-base (layer 8, head 10); there direct objects attend to their verbs, 86.8% "
       "accurate on the dobj relation. The abstract's looser wording, 'heads that attend to the direct objects of "
-      "verbs', names no layer", source="Clark et al. 2019, 'What Does BERT Look At?', BlackboxNLP, Fig. 5 ('Head 8-10: direct objects attend to their verbs', 86.8% accuracy on dobj) and §4"),
+      "verbs', names no layer", source=CLARK_FIG5),
     C("000-8.3.4-voita", "§8.3.4", "Voita et al. (2019): in a 12-head BERT model, pruning 8 of the 12 heads in "
       "most layers degraded performance only slightly", WRONG, "Voita et al. pruned the encoder heads of a "
       "translation Transformer", "primary source", "03", correct="Voita et al.: 38 of 48 encoder heads of an En–Ru "

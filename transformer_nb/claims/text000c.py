@@ -6,8 +6,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from . import figures
+from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from ._checks import close, gen, layer_flops, sinusoidal
 
 C = factory("000")

@@ -5,10 +5,11 @@ import math
 import warnings
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
-from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from . import figures
+from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from ._checks import close, gen, generation_flops
 
 C = factory("001")
@@ -83,6 +84,23 @@ def _recompute_flops():
     assert 2 < fast2 / fast < 4.01  # with a cache at most ×4: O(nd²) + O(n²d)
 
 
+def _preln_stream_grows():
+    def rms_after(norm_first: bool) -> float:
+        torch.manual_seed(0)
+        blocks = [
+            nn.TransformerEncoderLayer(32, 4, 64, dropout=0.0, batch_first=True, norm_first=norm_first).eval()
+            for _ in range(24)
+        ]
+        x = torch.randn(2, 8, 32, generator=gen())
+        with torch.no_grad():
+            for block in blocks:
+                x = block(x)
+        return float(x.pow(2).mean().sqrt())
+
+    assert rms_after(norm_first=True) > 1.5  # Pre-LN: the residual stream grows with depth
+    close(rms_after(norm_first=False), 1.0, 1e-3)  # Post-LN: renormalised after every block
+
+
 def _prompt_needs_mask():
     q, k, v = (torch.randn(1, 4, 25, 8, generator=gen(s)) for s in range(3))
     differs = F.scaled_dot_product_attention(q, k, v) - F.scaled_dot_product_attention(q, k, v, is_causal=True)
@@ -122,7 +140,8 @@ CLAIMS = [
       "sequences are reversed exactly, and its own demo [3, 5, 7, 9, 4] is decoded as {09:text_demo}",
       "measured in notebook 09 (figures read from its stored outputs)", "09", correct="with Adam at a constant "
       "10⁻⁴ the recipe learns the task only partly; with the changes notebook 09 §9 adds one at a time (learning "
-      "rate, dropout, batches, warm-up, label smoothing, initialisation) it reaches 99.9% exact match at step {09:improved_steps}",
+      "rate, dropout, batches, warm-up, label smoothing, initialisation) it reaches 99.9% exact match at step "
+      "{09:improved_steps}",
       source="notebook 09 §9 (the ladder from the text's recipe to the improved one)", nb_check="09 §9",
       check=_text_recipe_partial),
     C("001-19.10-unused", "§19.9–19.10", "the chapter trains with label smoothing and the warm-up schedule it "
@@ -134,6 +153,13 @@ CLAIMS = [
     C("001-19.11.1-path", "§19.11.1", "self-attention: O(n²) in sequence length and path length 1; an RNN: O(n) "
       "and path length n − 1", CONFIRMED, "Table 1: O(n²·d) vs O(n·d²) per layer; max path O(1) vs O(n)",
       "primary source", "07", source=f"{PAPER}, Table 1"),
+    C("001-19.11.1-variants", "§19.11.1", "the quadratic cost motivates 'efficient attention variants like "
+      "Linformer, Performer, and Flash Attention'", IMPRECISE, "Linformer and Performer approximate attention in "
+      "O(n); FlashAttention computes exact attention, still O(n²) in time", "primary sources", "10",
+      correct="Linformer (low-rank projection of K and V) and Performer (random features) change the computation to "
+      "linear cost; FlashAttention keeps the exact O(n²d) computation and only removes the O(n²) memory",
+      source="Wang et al. 2020 (arXiv:2006.04768), Choromanski et al. 2021 (arXiv:2009.14794), Dao et al. 2022 "
+      "(arXiv:2205.14135), abstracts"),
     C("001-19.11.3-gpt3", "§19.11.3", "GPT-3 has 175B parameters", CONFIRMED, "175.0B in the paper; 174.6B counted "
       "from its shapes", "primary source; computed (see 002-12d2-gpt3)", "07", source="Brown et al. 2020, Table 2.1"),
     C("001-19.11.3-closed", "§19.11.3", "GPT-4 and Claude are decoder-only", NOT_CHECKABLE, "", "undisclosed", "08",
@@ -154,9 +180,22 @@ CLAIMS = [
     C("001-19.12.2-memories", "§19.12.2", "research suggests FFN layers act as key-value memories", CONFIRMED,
       "Geva et al. 2021", "primary source", "06", source="Geva et al. 2021, 'Transformer Feed-Forward Layers Are "
       "Key-Value Memories', EMNLP"),
+    C("001-19.12.2-layernorm", "§19.12.2", "layer normalisation 'stabilizes the magnitude of activations, "
+      "preventing them from growing or shrinking as they flow through many layers'", IMPRECISE, "true of Post-LN "
+      "(the stream is renormalised after every block); in Pre-LN only the sublayers' inputs are normalised and "
+      "the residual stream grows with depth", "computed; measured in notebook 06", "06", correct="Post-LN keeps "
+      "the stream at unit scale; Pre-LN, which the chapter recommends, lets the residual stream grow with depth "
+      "(about 2× RMS after 24 random blocks here; notebook 06 §6 measures 48) and normalises what each sublayer "
+      "reads, plus a final LayerNorm", source="notebook 06 §6", nb_check="06 §6", check=_preln_stream_grows),
     C("001-19.12.3-patterns", "§19.12.3", "trained heads show positional, content, delimiter and rare-token patterns",
       CONFIRMED, "delimiter and positional heads (Clark et al.); positional, syntactic and rare-word heads (Voita "
       "et al.)", "primary sources", "03", source="Clark et al. 2019 abstract; Voita et al. 2019 §4"),
+    C("001-19.12.3-delimiter", "§19.12.3", "heads that attend to delimiters ('periods or commas') are 'possibly "
+      "using them as aggregate information stores'", IMPRECISE, "Clark et al. tested that reading and found "
+      "evidence against it for BERT's [SEP]", "primary source", "03", correct="Clark et al. find heads attending "
+      "to [SEP], periods and commas; since [SEP] attends almost only to itself and attention to it barely changes "
+      "the output (small gradient-based importance), they suggest a 'no-op' rather than an aggregate store",
+      source="Clark et al. 2019, 'What Does BERT Look At?', §3 ('Attending to Separator Tokens')"),
     C("001-19.13.1-clip", "§19.13.1", "standard practice clips gradients to a norm of 1.0", CONFIRMED,
       "GPT-3 and LLaMA clip at 1.0; the original Transformer's code did not clip (clip_grad_norm = 0)",
       "primary sources", "09", source="Brown et al. 2020 App. B; LLaMA §2.3; tensor2tensor transformer_base_v1"),

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from ._base import FLASH_README, CONFIRMED, IMPRECISE, WRONG, factory
+from ._base import CONFIRMED, FLASH_README, IMPRECISE, WRONG, factory
 from ._checks import close, gen, gpt_params, gqa_score_flops, kv_cache_bytes, layer_flops, rope, softmax_rows
 from .text000a import _flops_equal
 from .text000b import _equivariant, _rotation

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from ._base import FLASH_README, CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
+from ._base import CONFIRMED, FLASH_README, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from ._checks import close, gen, softmax_rows
 from .text000a import _mask_zero
 from .text000b import _not_linear, _table_params
