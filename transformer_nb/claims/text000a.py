@@ -4,6 +4,8 @@ the worked example, multi-head attention."""
 import math
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
 from . import figures
 from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
@@ -24,6 +26,23 @@ K4 = torch.tensor([[1.0, 0, 0], [0, 1, 0], [1, 0, 1], [0, 0, 1]], dtype=torch.fl
 
 def _row1():
     return K4 @ Q1 / math.sqrt(3)
+
+
+def _rank_collapse():
+    def spread(residual: bool, norm: bool) -> float:
+        torch.manual_seed(0)
+        layers = [nn.MultiheadAttention(32, 4, bias=False, batch_first=True).eval() for _ in range(12)]
+        x = torch.randn(1, 10, 32, generator=gen())
+        with torch.no_grad():
+            for attn in layers:
+                y = attn(x, x, x, need_weights=False)[0]
+                x = x + y if residual else y
+                x = F.layer_norm(x, (32,)) if norm else x
+        x = x / x.norm(dim=-1, keepdim=True)
+        return float((x - x.mean(1, keepdim=True)).norm())  # 0 when every position is the same direction
+
+    assert spread(residual=False, norm=False) < 1e-4 and spread(residual=False, norm=True) < 1e-4  # collapse
+    assert spread(residual=True, norm=False) > 0.5 and spread(residual=True, norm=True) > 0.5  # kept apart
 
 
 def _serial():
@@ -160,6 +179,15 @@ CLAIMS = [
     C("000-8.1.3-25years", "§8.1.3", "recurrence was considered indispensable for sequence modelling 'for 25 years'",
       NOT_CHECKABLE, "", "judgment, not a measurement", "00", why="a characterisation of the field, not a dated "
       "fact (Elman networks 1990, LSTM 1997: 20–27 years)"),
+    C("000-8.1.3-collapse", "§8.1.3", "without positional encodings, residual connections and layer normalisation "
+      "'the attention layers would quickly collapse into untrainable representations'", IMPRECISE, "12 stacked "
+      "attention layers: without residuals every position collapses to one vector, with or without LayerNorm; "
+      "with residuals they stay apart, with or without it", "computed; primary source", "06", correct="the "
+      "collapse (rank collapse: all positions converge to one vector) comes from stacking attention without "
+      "skip connections; residual connections (and the FFNs) prevent it, LayerNorm does not; positional "
+      "encodings are needed for word order, not against collapse", source="Dong et al. 2021, 'Attention is not "
+      "all you need: pure attention loses rank doubly exponentially with depth', ICML, abstract; notebook 06 §6",
+      nb_check="06 §6", check=_rank_collapse),
     C("000-8.1-team", "§8.1 sidebar", "the Transformer was developed by a team at Google Brain and Google Research "
       "'led by Ashish Vaswani'", IMPRECISE, "the paper names no leader", "primary source (the author footnote)", "00",
       correct="eight authors marked 'equal contribution, listing order is random' (Google Brain, Google Research; "

@@ -89,6 +89,14 @@ CLAIMS = [
       "primary source", "04", source=f"{PAPER}, §3.5 and Table 3 (E)"),
     C("001-19.2.3-learned", "§19.2.3", "BERT and GPT-2 use learned positional embeddings", CONFIRMED,
       "both learn a position table", "primary sources", "04", source="Devlin et al. 2019; Radford et al. 2019"),
+    C("001-19.3.1-ics", "§19.3.1", "normalisation helps because it counters 'internal covariate shift', the "
+      "changing distribution of each layer's inputs", IMPRECISE, "that is the BatchNorm paper's motivating "
+      "hypothesis, which later work tested and did not support", "primary sources", "06", correct="Ioffe and "
+      "Szegedy proposed BatchNorm to reduce internal covariate shift; Santurkar et al. found that its benefit has "
+      "little to do with the stability of layer inputs and comes from a smoother optimisation landscape. For "
+      "LayerNorm in Transformers the measured benefit is stable gradients (Xiong et al. 2020)", source="Ioffe & "
+      "Szegedy 2015, ICML, abstract; Santurkar et al. 2018, 'How Does Batch Normalization Help Optimization?', "
+      "NeurIPS, abstract; Xiong et al. 2020, ICML"),
     C("001-19.3.2-eps", "§19.3.2", "ε is typically 10⁻⁵ or 10⁻⁶", CONFIRMED, "10⁻⁵: PyTorch, GPT-2, LLaMA-2; 10⁻⁶: "
       "the original code, T5, LLaMA-1", "primary sources (code)", "06", source="tensor2tensor common_hparams.py "
       "(norm_epsilon=1e-6); torch.nn.LayerNorm (eps=1e-5)"),

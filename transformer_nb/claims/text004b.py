@@ -87,6 +87,14 @@ def _swiglu():
     assert torch.allclose(F.silu(x @ w1) * (x @ w2), (x @ w1) * torch.sigmoid(x @ w1) * (x @ w2), atol=1e-6)
 
 
+def _ffn_keys_values():
+    torch.manual_seed(0)
+    up, down = nn.Linear(8, 32, bias=False).double(), nn.Linear(32, 8, bias=False).double()
+    x = torch.randn(8, generator=gen(), dtype=torch.float64)
+    memories = sum(F.relu(up.weight[i] @ x) * down.weight[:, i] for i in range(32))  # key row i, value column i
+    assert torch.allclose(down(F.relu(up(x))), memories, atol=1e-12)
+
+
 # fmt: off
 CLAIMS = [
     C("004-8.2-batchnorm", "§8.2", "with batch size 1, the batch mean and variance are undefined (or estimated "
@@ -164,6 +172,21 @@ CLAIMS = [
     C("004-14-walkthrough", "§14", "1 × 3 ids → 1 × 3 × 768 embeddings; cross-attention weights 1 × 1 × 3; output "
       "1 × 1 × 768 (arrows lost in extraction, e.g. '1 × 31 × 3 × 768')", CONFIRMED, "(1, 3, 768); cross-attention "
       "weights (1, 12, 1, 3): 1 × 3 per head", "computed", "08", nb_check="06 §5; 08 §3", check=_walkthrough),
+    C("004-15.1-downstream", "§15.1", "the head specialisation Clark et al. found 'arises purely from the training "
+      "signal on downstream tasks'", WRONG, "Clark et al. analysed pre-trained BERT-base, not a fine-tuned model",
+      "primary source", "03", correct="it arises from self-supervised pre-training (masked language modelling and "
+      "next-sentence prediction on unlabeled text); no downstream task was involved: 'despite not being explicitly "
+      "trained on these tasks'", source="Clark et al. 2019, 'What Does BERT Look At?', abstract ('learn from "
+      "unlabeled data') and Fig. 5 caption"),
+    C("004-15.1-governor", "§15.1", "syntactic heads attend from a token to its syntactic governor (the word it "
+      "depends on)", CONFIRMED, "for every relation Clark et al. report except pobj, the dependent attends to its "
+      "head word (e.g. head 8-10: direct objects attend to their verbs)", "primary source", "03",
+      source="Clark et al. 2019, §4 and Fig. 5"),
+    C("004-15.2-keys", "§15.2", "Geva et al.: the first linear layer's weight rows act as keys, the second linear "
+      "layer's corresponding columns as values", CONFIRMED, "FFN(x) = Σ_i f(k_i·x)·v_i with k_i the i-th row of "
+      "W₁ (nn.Linear(d, d_ff).weight) and v_i the i-th column of W₂ (nn.Linear(d_ff, d).weight), to 1e-12",
+      "computed; primary source", "06", source="Geva et al. 2021, EMNLP, §2 (FF(x) = f(x·Kᵀ)·V)",
+      check=_ffn_keys_values),
     C("004-15.3-layers", "§15.3", "probing finds early layers (1–4) surface features, middle layers (5–12) syntax, "
       "later layers semantics", NOT_CHECKABLE, "", "no source, no model size given", "06", why="no study is cited "
       "and the layer ranges fit no named model"),
