@@ -206,7 +206,7 @@ CLAIMS = [
       "the per-position nonlinearity", nb_check="06 §3; 03 §4", check=_not_linear),
     C("000-8.5.4-knowledge", "§8.5.4", "the FFN is believed to be the primary storage site for factual knowledge",
       NOT_CHECKABLE, "", "a hypothesis of the literature", "06", why="interpretability results (Geva et al. 2021; "
-      "Meng et al. 2022) support it; it is not a measurement this project can make"),
+      "Meng et al. 2022) support it; it is not a measurement a notebook here can make"),
     C("000-8.5.4-swiglu", "§8.5.4", "SwiGLU, used in LLaMA and PaLM, consistently outperforms ReLU", CONFIRMED,
       "GLU variants beat ReLU in Shazeer's comparisons; LLaMA and PaLM use SwiGLU", "primary sources", "06",
       source="Shazeer 2020 (arXiv:2002.05202) Tables 1–3; LLaMA §2.2; PaLM §2"),

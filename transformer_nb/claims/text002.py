@@ -22,6 +22,13 @@ def _var():
     close(s.var() / 16, 1.0, 0.03)
 
 
+def _aligned_scores():
+    q = torch.randn(40_000, 64, generator=gen(9), dtype=torch.float64)
+    k = torch.randn(40_000, 64, generator=gen(10), dtype=torch.float64)
+    close(((q * k).sum(-1) / 8).var(), 1.0, 0.03)  # independent: unit variance, as the text says
+    close(((q * q).sum(-1) / 8).mean(), 8.0, 0.05)  # aligned (k = q): the scaled scores sit near √d_k = 8
+
+
 def _causal_same():
     s = torch.randn(6, 6, generator=gen(), dtype=torch.float64)
     m = torch.zeros(6, 6, dtype=torch.float64).masked_fill(torch.ones(6, 6).triu(1).bool(), -math.inf)
@@ -121,6 +128,15 @@ CLAIMS = [
     C("002-attn-var", "Attention as a Differentiable Dictionary", "q·k has mean 0 and variance d_k; dividing by "
       "√d_k normalises it to 1", CONFIRMED, "mean 0 ± 0.1, Var/d_k = 1 ± 0.03 (40,000 samples, d_k = 16)",
       "Monte Carlo", "01", nb_check="01 §5", check=_var),
+    C("002-scale-throughout", "Attention as a Differentiable Dictionary", "dividing by √d_k normalises the "
+      "variance to 1, 'keeping the softmax in a regime with useful gradients throughout training'", IMPRECISE,
+      "the variance argument assumes independent, zero-mean, unit-variance components, which holds at "
+      "initialisation, not for learned queries and keys: with k = q the scaled score has mean √d_k (8 for d_k = "
+      "64)", "derivation; Monte Carlo; primary sources", "01", correct="the scaling keeps the logits at unit scale "
+      "at initialisation; nothing keeps them there during training, and large models have been seen to diverge "
+      "from growing attention logits (ViT-22B normalises queries and keys for that reason)", source="Vaswani et "
+      "al. 2017, §3.2.1 footnote 4 (the independence assumption); Dehghani et al. 2023, 'Scaling Vision "
+      "Transformers to 22 Billion Parameters', ICML, §2.1 (query/key normalisation)", check=_aligned_scores),
     C("002-mha-768", "Multi-Head Attention", "d_model = 768, h = 12 gives d_k = 64; W^O ∈ R^(h·d_v × d_model)",
       CONFIRMED, "768/12 = 64", "computed", "03", source=f"{PAPER}, §3.2.2", nb_check="03 §3"),
     C("002-mha-cost", "Multi-Head Attention", "d_k = d_model/h keeps the total cost comparable to single-head "

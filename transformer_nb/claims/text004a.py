@@ -158,7 +158,7 @@ CLAIMS = [
     C("004-7.1-geva", "§7.1, §15.2", "Geva et al. (2021): FFN layers act as key-value memories", CONFIRMED,
       "the paper's title and thesis", "primary source", "06", source="Geva et al. 2021, EMNLP"),
     C("004-7.2-gelu", "§7.2", "GELU consistently outperforms ReLU in Transformer training", NOT_CHECKABLE, "",
-      "no controlled comparison here", "06", why="no source is given and this project trains no ReLU/GELU "
+      "no controlled comparison here", "06", why="no source is given and no notebook here trains a ReLU/GELU "
       "comparison"),
     C("004-7.2-swiglu", "§7.2", "LLaMA and PaLM use SwiGLU", CONFIRMED, "both do", "primary sources", "06",
       source="LLaMA §2.2; PaLM §2"),

@@ -111,7 +111,7 @@ CLAIMS = [
       "GPT-2 and virtually every modern large model use Pre-LN", CONFIRMED, "Xiong et al.; GPT-2 §2.3",
       "primary sources", "06", source="Xiong et al. 2020; Radford et al. 2019 §2.3", nb_check="06 §6"),
     C("004-8.3-ceiling", "§8.3 table", "Post-LN reaches a marginally better final performance with enough tuning",
-      NOT_CHECKABLE, "", "no source", "06", why="no study is cited, and this project trains no such comparison"),
+      NOT_CHECKABLE, "", "no source", "06", why="no study is cited, and no notebook here trains such a comparison"),
     C("004-9.2-grad", "§9.2", "∂L/∂x = ∂L/∂y · (1 + ∂F/∂x): the loss signal reaches x through the identity path",
       CONFIRMED, "gradient 1 through a dead branch", "autograd", "06", check=_residual_grad),
     C("004-9.2-loss-surface", "§9.2", "He et al. (2016) visualised the loss surfaces of deep networks with and "
