@@ -119,3 +119,16 @@ def test_without_stored_notebooks_the_ledger_says_where_each_figure_lives(tmp_pa
     assert "(the figure in notebook 10 §3)" in line and "{10:" not in line
     assert main(["--check"]) == 0
     assert "need the stored notebooks" in capsys.readouterr().out
+
+
+def test_a_notebooks_own_appendix_points_to_its_figures_instead_of_quoting_a_stored_copy():
+    """Notebook 09's appendix runs while 09 is re-executed, before its new outputs are stored: quoting its stored
+    figures there would print the previous run's. It points to them; other views quote them."""
+    import io
+
+    own, other = io.StringIO(), io.StringIO()
+    L.report(notebook="09", file=own, run=False)
+    L.report(text="001", file=other, run=False)
+    steps = figures.read("09:improved_steps")
+    assert "(the figure in notebook 09 §9, above)" in re.sub(r"\s+", " ", own.getvalue())
+    assert f"exact match at step {steps}" in re.sub(r"\s+", " ", other.getvalue())

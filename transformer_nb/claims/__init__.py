@@ -166,7 +166,7 @@ def report(
         f"{n_checks} checks {'run' if run else 'not run'}" + (", all pass" if run and not failures else ""),
         file=file,
     )
-    for c in (c.resolved() for c in entries):
+    for c in (c.resolved(here=notebook) for c in entries):  # a notebook's own figures are above it
         mark = "" if c.check is None or not run else (" ✗ check FAILS" if c.id in failures else " ✓ checked")
         mark = " (check needs the stored notebooks)" if c.id in skipped else mark
         print(f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}", file=file)

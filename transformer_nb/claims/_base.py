@@ -89,10 +89,11 @@ class Claim:
                 out.append("needs a check function or a cited source")
         return out
 
-    def resolved(self, root=None) -> Claim:
-        """This entry with every ``{NN:key}`` figure filled in from the stored notebooks (see :mod:`.figures`)."""
+    def resolved(self, root=None, here: str | None = None) -> Claim:
+        """This entry with every ``{NN:key}`` figure filled in from the stored notebooks (see :mod:`.figures`);
+        notebook ``here``'s own figures are pointed to instead."""
         names = ("claim", "value", "correct", "why", "source")
-        return replace(self, **{n: figures.fill(getattr(self, n), root) for n in names})
+        return replace(self, **{n: figures.fill(getattr(self, n), root, here) for n in names})
 
     def figure_keys(self) -> set[str]:
         """The notebook figures this entry quotes."""

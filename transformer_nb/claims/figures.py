@@ -74,13 +74,17 @@ def value(key: str, root: Path | None = None) -> float:
     return float(read(key, root))
 
 
-def fill(text: str, root: Path | None = None) -> str:
-    """``text`` with every ``{NN:key}`` replaced by the stored figure, or by where to find it."""
+def fill(text: str, root: Path | None = None, here: str | None = None) -> str:
+    """``text`` with every ``{NN:key}`` replaced by the stored figure, or by where to find it. In notebook ``here``
+    its own figures are pointed to, not quoted: the reader sees them above, and the stored copy may be a run older."""
 
     def one(m: re.Match) -> str:
+        key = m.group(1)
+        if key[:2] == here:
+            return f"(the figure in {FIGURES[key][0]}, above)"
         try:
-            return read(m.group(1), root)
+            return read(key, root)
         except (Unavailable, NotPrinted):
-            return f"(the figure in {FIGURES[m.group(1)][0]})"
+            return f"(the figure in {FIGURES[key][0]})"
 
     return PLACEHOLDER.sub(one, text)
