@@ -194,7 +194,8 @@ not_confirmed("003")
 # Trust its explanations and shape walkthroughs. Do not trust its 3-token worked example (the scores and the
 # weights are both wrong), its LLaMA-3 cache figure (10.7 GB by its own formula, 1.34 GB in reality), its
 # statement that a cached step computes only the new token's query, its claims about which models use GQA and
-# SwiGLU, or its attribution of the loss-surface figure. Its 128K row of the memory table is right (for 128,000
+# SwiGLU, its ViT (learned 1D position embeddings, not 2D ones), its reading of Clark et al.'s heads as learned
+# from downstream tasks (they come from pre-training), or its attribution of the loss-surface figure. Its 128K row of the memory table is right (for 128,000
 # tokens, in the binary units of the other rows).
 
 # %%

@@ -87,6 +87,18 @@ def _heads():
 CLAIMS = [
     C("004-1.3-jacobian", "§1.3", "∂L/∂h₀ = ∂L/∂h_T · Π ∂h_t/∂h_(t−1): a product of one Jacobian per step", CONFIRMED,
       "autograd's Jacobian of three linear steps equals W³", "autograd", "10", check=_jacobian_product),
+    C("004-2-vit", "§2", "images: treat patches as tokens and 'inject 2D positional encodings (ViT)'", WRONG,
+      "ViT uses learned 1D position embeddings", "primary source", "04", correct="ViT adds standard learnable 1D "
+      "position embeddings to its sequence of patches; its authors tried 2D-aware ones and saw no significant "
+      "gain", source="Dosovitskiy et al. 2021, 'An Image is Worth 16x16 Words', ICLR, §3.1 and Appendix D.4"),
+    C("004-2-alphafold", "§2", "proteins: treat amino acids as tokens, 'use pairwise distances as positional "
+      "information (AlphaFold2)'; positional encoding is 'the only thing that changes across domains'",
+      IMPRECISE, "AlphaFold2's positional input is the relative residue index, not distances", "primary source",
+      "04", correct="AlphaFold2 encodes position as the residue-index offset (clipped to ±32) added to its pair "
+      "representation; inter-residue distances are what it predicts (template structures add distance features as "
+      "one input among others); its Evoformer also changes the block itself (a pair representation with triangle "
+      "updates), so more than the positional encoding changes", source="Jumper et al. 2021, Nature, Supplementary "
+      "Information, Algorithm 4 ('relpos', relative position encoding) and the Evoformer's description"),
     C("004-4.2-learned", "§4.2", "BERT and GPT use learned absolute positions; positions past max_seq_len have no "
       "encoding", CONFIRMED, "both learn a table; nn.Embedding has no row for position T_max", "primary sources; "
       "computed", "04", source="Devlin et al. 2019; Radford et al. 2018", check=_table_params),
