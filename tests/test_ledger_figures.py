@@ -46,6 +46,11 @@ def test_every_figure_the_ledger_quotes_is_known_and_every_known_figure_is_quote
     assert used == set(figures.FIGURES) == set(LINES)
 
 
+def test_an_unknown_figure_is_a_structural_problem():
+    bad = L.Claim("010-x", "000", "§1", "c", L.CONFIRMED, "{10:no_such_figure}", "h", "10", source="s")
+    assert "figure {10:no_such_figure} is not one of figures.FIGURES" in bad.problems()
+
+
 @pytest.mark.parametrize("key", sorted(figures.FIGURES))
 def test_each_ledger_figure_matches_its_notebooks_printed_line(key):
     nb, start, has = LINES[key]

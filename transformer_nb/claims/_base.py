@@ -82,6 +82,8 @@ class Claim:
             out.append("a 'not checkable here' entry needs 'why'")
         if self.reveals and not re.fullmatch(r"8\.(?:[1-9]|10)", self.reveals):
             out.append(f"reveals {self.reveals!r} must name a chapter exercise, 8.1 .. 8.10")
+        for key in sorted(self.figure_keys() - set(figures.FIGURES)):
+            out.append(f"figure {{{key}}} is not one of figures.FIGURES")
         if self.status != NOT_CHECKABLE:
             if not self.value.strip():
                 out.append("needs 'value' (what we computed or found)")
