@@ -280,7 +280,9 @@ check_true("100 greedy words identical with and without the cache",
                        generation.generate(model, prompt, 100, use_cache=False)))
 
 # %% [markdown]
-# What it saves: without a cache, $n$ new words cost $O(n^2)$ word evaluations, with it $O(n)$. The price is memory,
+# What it saves: without a cache, $n$ new words re-run every prefix, $O(n^2)$ word evaluations costing $O(n^2 d^2 + n^3 d)$
+# FLOPs; with it each word is evaluated once, $O(n d^2 + n^2 d)$ FLOPs, since attention over the cache still grows with $n$
+# (ledger entry `001-19.14.1-recompute`). The price is memory,
 # $2 N_{\text{layers}} d$ numbers per word (notebook 03 measures it; ledger entry `002-kv-40gb`).
 
 # %%

@@ -1,15 +1,19 @@
 """The claims ledger: every checkable claim of the five source texts, with our verdict, in one place.
 
-Each entry (:class:`Claim`) says what a text claims, whether it is ``confirmed``, ``wrong`` (with the correct
-value), ``imprecise`` (defensible, stated more exactly) or ``not checkable here`` (with why), what we computed
-or which primary source we read, and which notebook's audit appendix it belongs to. Entries that code can check
-carry a cheap ``check`` function. Notebooks cite entries by id instead of repeating a refutation::
+Each entry (:class:`Claim`) says what a text claims, whether it is ``confirmed``, ``wrong`` (the text states
+something false; with the correct value), ``imprecise`` (defensible wording, stated more exactly), ``not
+checkable here`` (with why) or an ``extraction artefact`` (the extracted text lost symbols; the author's
+statement, restored, holds), what we computed or which primary source we read, and which notebook's audit
+appendix it belongs to (:data:`SCALE` states the scale). Entries that code can check carry a cheap ``check``
+function. A figure a notebook produces is read from that notebook's stored outputs (:mod:`.figures`). Notebooks
+cite entries by id instead of repeating a refutation::
 
     from transformer_nb.claims import cite, report
     report(notebook="01")            # the claims of notebook 01, their checks run
     print(cite("000-8.2.5-expsum"))  # one line, to quote in prose
 
-``python -m transformer_nb.claims`` prints the ledger as a table (``--json`` for JSON).
+``python -m transformer_nb.claims`` prints the ledger as a table (``--json`` for JSON). Entries that give away
+an exercise's answer withhold it everywhere unless asked (``reveal=True``, ``--reveal``).
 """
 
 from __future__ import annotations
@@ -19,14 +23,16 @@ import json
 import sys
 import textwrap
 
-from . import text000a, text000b, text000c, text001a, text001b, text002, text003, text004a, text004b
-from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, NOTEBOOKS, STATUSES, TEXTS, WRONG, Claim
+from . import figures, text000a, text000b, text000c, text001a, text001b, text002, text003, text004a, text004b
+from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, NOTEBOOKS, SCALE, STATUSES, TEXTS, WRONG, Claim
 
 __all__ = [
+    "ARTEFACT",
     "CONFIRMED",
     "IMPRECISE",
     "LEDGER",
     "NOT_CHECKABLE",
+    "SCALE",
     "STATUSES",
     "TEXTS",
     "WRONG",
@@ -93,13 +99,13 @@ def _withheld(c: Claim) -> str:
 def _detail(c: Claim, reveal: bool) -> str:
     if c.reveals and not reveal:
         return _withheld(c)
-    return {WRONG: c.correct, IMPRECISE: c.correct, NOT_CHECKABLE: c.why}.get(c.status, c.value)
+    return {WRONG: c.correct, IMPRECISE: c.correct, ARTEFACT: c.correct, NOT_CHECKABLE: c.why}.get(c.status, c.value)
 
 
 def cite(claim_id: str, reveal: bool = False) -> str:
     """One line for prose: id, text and section, verdict, and the correct value or exact statement
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
-    c = get(claim_id)
+    c = get(claim_id).resolved()
     return f"[{c.id}] {c.text} {c.section}: {c.status} — {_detail(c, reveal)}"
 
 
@@ -111,13 +117,17 @@ def problems() -> dict[str, list[str]]:
     return out
 
 
-def run_checks(entries=None) -> dict[str, str]:
-    """Run the check of every entry that has one; returns ``{id: error}`` for those that fail."""
+def run_checks(entries=None, skipped: list | None = None) -> dict[str, str]:
+    """Run the check of every entry that has one; returns ``{id: error}`` for those that fail. A check that needs
+    a notebook figure this installation does not store is not a failure: its id goes into ``skipped``."""
     failures = {}
     for c in LEDGER if entries is None else entries:
         if c.check is not None:
             try:
                 c.check()
+            except figures.Unavailable:
+                if skipped is not None:
+                    skipped.append(c.id)
             except Exception as exc:  # a check that crashes is a failing check, reported by id
                 failures[c.id] = f"{type(exc).__name__}: {exc}"
     return failures
@@ -146,7 +156,8 @@ def report(
     entries = claims(text=text, notebook=notebook, status=status)
     if not entries:
         raise ValueError(f"no claims for notebook={notebook!r}, text={text!r}, status={status!r}")
-    failures = run_checks(entries) if run else {}
+    skipped = []
+    failures = run_checks(entries, skipped) if run else {}
     file = file or sys.stdout
     scope = ", ".join(f"{k} {v}" for k, v in (("notebook", notebook), ("text", text), ("status", status)) if v)
     n_checks = sum(c.check is not None for c in entries)
@@ -155,8 +166,9 @@ def report(
         f"{n_checks} checks {'run' if run else 'not run'}" + (", all pass" if run and not failures else ""),
         file=file,
     )
-    for c in entries:
+    for c in (c.resolved(here=notebook) for c in entries):  # a notebook's own figures are above it
         mark = "" if c.check is None or not run else (" ✗ check FAILS" if c.id in failures else " ✓ checked")
+        mark = " (check needs the stored notebooks)" if c.id in skipped else mark
         print(f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}", file=file)
         print(_wrap("claim:", c.claim), file=file)
         if c.reveals and not reveal:
@@ -165,6 +177,7 @@ def report(
         for label, body in (
             ("correct:", c.correct if c.status == WRONG else ""),
             ("exactly:", c.correct if c.status == IMPRECISE else ""),
+            ("restored:", c.correct if c.status == ARTEFACT else ""),
             ("why:", c.why),
             ("found:", c.value if c.status in (CONFIRMED,) else ""),
             ("source:", c.source),
@@ -194,11 +207,18 @@ def markdown(entries=None, reveal: bool = False) -> str:
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
     esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
     out = ["| id | § | verdict | the text says | correct / exactly / why / found |", "|---|---|---|---|---|"]
-    for c in LEDGER if entries is None else entries:
+    for c in (c.resolved() for c in (LEDGER if entries is None else entries)):
         out.append(f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(_detail(c, reveal))} |")
     return "\n".join(out)
 
 
-def to_json(entries=None) -> str:
-    """The entries as a JSON list of objects with every field (``check``: the check function's name or null)."""
-    return json.dumps([c.as_dict() for c in (LEDGER if entries is None else entries)], ensure_ascii=False, indent=1)
+def to_json(entries=None, reveal: bool = False) -> str:
+    """The entries as a JSON list of objects with every field (``check``: the check function's name or null),
+    figures filled in. An entry that gives away an exercise's answer has its findings withheld unless ``reveal``."""
+    out = []
+    for c in (c.resolved() for c in (LEDGER if entries is None else entries)):
+        d = c.as_dict()
+        if c.reveals and not reveal:
+            d.update(dict.fromkeys(("value", "how", "correct", "why", "source"), _withheld(c)), check=None)
+        out.append(d)
+    return json.dumps(out, ensure_ascii=False, indent=1)

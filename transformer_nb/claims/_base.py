@@ -10,12 +10,28 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from . import figures
 
 CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE = "confirmed", "wrong", "imprecise", "not checkable here"
-STATUSES = (CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE)
+ARTEFACT = "extraction artefact"  # the extracted text lost symbols; the author's statement, restored, holds
+STATUSES = (CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE, ARTEFACT)
+# The verdict scale, stated once (notebook 13 prints it):
+SCALE = {
+    CONFIRMED: "the statement holds",
+    WRONG: "the text states something false; the entry gives the correct value and how it was obtained",
+    IMPRECISE: "defensible wording that the entry states more exactly",
+    NOT_CHECKABLE: "neither code nor an available primary source settles it; the entry says why",
+    ARTEFACT: "the extraction lost symbols, so the text reads wrongly; the entry restores what the author wrote, "
+    "which holds: neither wrong nor imprecise",
+}
 TEXTS = ("000", "001", "002", "003", "004")
 NOTEBOOKS = tuple(f"{i:02d}" for i in range(12))  # 00..11: the notebooks whose appendices cite the ledger
+FLASH_README = (
+    "Dao-AILab/flash-attention README, 'Speedup' (A100; batch 8, head dimension 64, 12 heads, forward + backward "
+    "against PyTorch's standard attention): 'We generally see 2-4X speedup at sequence lengths between 128 and 4K'"
+)
 ID_PATTERN = re.compile(r"^00[0-4]-[A-Za-z0-9.\-]+$")
 
 
@@ -23,9 +39,11 @@ ID_PATTERN = re.compile(r"^00[0-4]-[A-Za-z0-9.\-]+$")
 class Claim:
     """One claim of one text, with our verdict.
 
-    ``correct`` is required for ``wrong`` (the correct value) and ``imprecise`` (the exact statement);
-    ``why`` is required for ``not checkable here``. ``nb_error`` records a statement of today's notebooks
-    about this claim that is itself wrong or overreaching, with what it should say. ``reveals`` names the
+    ``correct`` is required for ``wrong`` (the correct value), ``imprecise`` (the exact statement) and
+    ``extraction artefact`` (the statement as restored);
+    ``why`` is required for ``not checkable here``. A figure that a notebook produces is never typed in: the text
+    names it ``{NN:key}`` (see :mod:`.figures`) and :meth:`resolved` fills it in from that notebook's stored
+    outputs. ``reveals`` names the
     chapter exercise whose answer the verdict gives away: the printed views then withhold it.
     """
 
@@ -41,7 +59,6 @@ class Claim:
     why: str = ""
     source: str = ""
     nb_check: str = ""
-    nb_error: str = ""
     reveals: str = ""  # "8.2": the verdict gives away that exercise's answer (shown only with reveal=True)
     check: Callable[[], None] | None = field(default=None, compare=False, repr=False)
 
@@ -59,18 +76,34 @@ class Claim:
         for name in ("section", "claim", "how"):
             if not getattr(self, name).strip():
                 out.append(f"{name} is empty")
-        if self.status in (WRONG, IMPRECISE) and not self.correct.strip():
+        if self.status in (WRONG, IMPRECISE, ARTEFACT) and not self.correct.strip():
             out.append(f"a {self.status!r} entry needs 'correct'")
         if self.status == NOT_CHECKABLE and not self.why.strip():
             out.append("a 'not checkable here' entry needs 'why'")
         if self.reveals and not re.fullmatch(r"8\.(?:[1-9]|10)", self.reveals):
             out.append(f"reveals {self.reveals!r} must name a chapter exercise, 8.1 .. 8.10")
+        for key in sorted(self.figure_keys() - set(figures.FIGURES)):
+            out.append(f"figure {{{key}}} is not one of figures.FIGURES")
         if self.status != NOT_CHECKABLE:
             if not self.value.strip():
                 out.append("needs 'value' (what we computed or found)")
             if self.check is None and not self.source.strip():
                 out.append("needs a check function or a cited source")
         return out
+
+    def resolved(self, root=None, here: str | None = None) -> Claim:
+        """This entry with every ``{NN:key}`` figure filled in from the stored notebooks (see :mod:`.figures`);
+        notebook ``here``'s own figures are pointed to instead."""
+        names = ("claim", "value", "correct", "why", "source")
+        return replace(self, **{n: figures.fill(getattr(self, n), root, here) for n in names})
+
+    def figure_keys(self) -> set[str]:
+        """The notebook figures this entry quotes."""
+        return {
+            k
+            for n in ("claim", "value", "correct", "why", "source")
+            for k in figures.PLACEHOLDER.findall(getattr(self, n))
+        }
 
     def as_dict(self) -> dict:
         """All fields as JSON-ready values; ``check`` becomes the check function's name (or null)."""

@@ -98,3 +98,22 @@ def original_params(d: int, d_ff: int, layers: int = 6, vocab: int = 37000) -> t
 def gaussian_outside(k: float) -> float:
     """P(|Z| > k) for a standard normal Z."""
     return math.erfc(k / math.sqrt(2))
+
+
+def generation_flops(n: int, d: int = 16, h: int = 2, d_ff: int = 64) -> tuple[int, int]:
+    """FLOPs of one layer generating ``n`` tokens greedily (counted per token by :func:`layer_flops`):
+    (without a cache: step t re-runs the whole t-token prefix, with a cache: step t runs one token against t keys)."""
+    a, b = layer_flops(1, d, h, d_ff)  # per token: the linear part a, and the quadratic coefficient b
+    assert layer_flops(8, d, h, d_ff) == (8 * a, 64 * b)  # a·t + b·t² for a t-token pass
+    s1, s2 = n * (n + 1) // 2, n * (n + 1) * (2 * n + 1) // 6  # Σ t and Σ t² over t = 1..n
+    return a * s1 + b * s2, a * n + b * s1
+
+
+def gqa_score_flops(t: int, h: int, g: int, d_head: int = 16) -> int:
+    """FLOPs of Q Kᵀ for ``h`` query heads sharing ``g`` key heads (grouped-query attention) on ``t`` tokens,
+    counted by PyTorch's FLOP counter on the meta device."""
+    with torch.device("meta"):
+        q, k = torch.empty(1, h, t, d_head), torch.empty(1, g, t, d_head)
+    with FlopCounterMode(display=False) as counter:
+        q @ k.repeat_interleave(h // g, dim=1).transpose(-2, -1)  # each group's keys serve h/g query heads
+    return counter.get_total_flops()

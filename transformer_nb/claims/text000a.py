@@ -4,11 +4,18 @@ the worked example, multi-head attention."""
 import math
 
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
+from . import figures
+from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from ._checks import close, gaussian_outside, gen, original_params, softmax_rows
 
 C = factory("000")
+CLARK_FIG5 = (
+    "Clark et al. 2019, 'What Does BERT Look At?', BlackboxNLP, Fig. 5 ('Head 8-10: direct objects attend to their "
+    "verbs', 86.8% accuracy on dobj) and §4"
+)
 PAPER = "Vaswani et al. 2017, 'Attention Is All You Need' (NeurIPS; arXiv:1706.03762)"
 
 # The walkthrough of §8.2.5, reconstructed: q1 = [1, 0, 1] and k3 = [1, 0, 1] give '1 + 0 + 1' = 2; k1 = [1, 0, 0]
@@ -19,6 +26,23 @@ K4 = torch.tensor([[1.0, 0, 0], [0, 1, 0], [1, 0, 1], [0, 0, 1]], dtype=torch.fl
 
 def _row1():
     return K4 @ Q1 / math.sqrt(3)
+
+
+def _rank_collapse():
+    def spread(residual: bool, norm: bool) -> float:
+        torch.manual_seed(0)
+        layers = [nn.MultiheadAttention(32, 4, bias=False, batch_first=True).eval() for _ in range(12)]
+        x = torch.randn(1, 10, 32, generator=gen())
+        with torch.no_grad():
+            for attn in layers:
+                y = attn(x, x, x, need_weights=False)[0]
+                x = x + y if residual else y
+                x = F.layer_norm(x, (32,)) if norm else x
+        x = x / x.norm(dim=-1, keepdim=True)
+        return float((x - x.mean(1, keepdim=True)).norm())  # 0 when every position is the same direction
+
+    assert spread(residual=False, norm=False) < 1e-4 and spread(residual=False, norm=True) < 1e-4  # collapse
+    assert spread(residual=True, norm=False) > 0.5 and spread(residual=True, norm=True) > 0.5  # kept apart
 
 
 def _serial():
@@ -107,6 +131,17 @@ def _flops_equal():
     t, d = 128, 512
     scores = {h: h * 2 * t * t * (d // h) for h in (1, 8, 64)}  # Q_i K_iᵀ for every head
     assert len(set(scores.values())) == 1 and scores[1] == 2 * t * t * d
+    softmax_entries = {h: h * t * t for h in (1, 8)}  # what does grow with h: one T×T softmax per head
+    assert softmax_entries[8] == 8 * softmax_entries[1] < scores[8] / 8  # yet small beside the products
+
+
+def _head_rank():
+    t, d, h = 128, 512, 8
+    x = torch.randn(t, d, generator=gen(), dtype=torch.float64)
+    wq, wk = (torch.randn(d, d, generator=gen(s), dtype=torch.float64) for s in (1, 2))
+    head = (x @ wq[:, : d // h]) @ (x @ wk[:, : d // h]).T  # one head's T×T logits
+    assert torch.linalg.matrix_rank(head) == d // h == 64
+    assert torch.linalg.matrix_rank((x @ wq) @ (x @ wk).T) == t  # one full-width head: full rank
 
 
 def _code_shapes():
@@ -119,6 +154,10 @@ def _attn_params():
     for d, h in ((512, 8), (1024, 16)):
         assert 3 * h * d * (d // h) + d * d == 4 * d * d  # h cancels
     assert 4 * 512**2 == 1_048_576 and 4 * 1024**2 == 4_194_304
+
+
+def _leak_generates_badly():
+    assert figures.value("02:unmasked_rule_kept") < 30, "without the mask, generation keeps the rule rarely"
 
 
 # fmt: off
@@ -140,6 +179,15 @@ CLAIMS = [
     C("000-8.1.3-25years", "§8.1.3", "recurrence was considered indispensable for sequence modelling 'for 25 years'",
       NOT_CHECKABLE, "", "judgment, not a measurement", "00", why="a characterisation of the field, not a dated "
       "fact (Elman networks 1990, LSTM 1997: 20–27 years)"),
+    C("000-8.1.3-collapse", "§8.1.3", "without positional encodings, residual connections and layer normalisation "
+      "'the attention layers would quickly collapse into untrainable representations'", IMPRECISE, "12 stacked "
+      "attention layers: without residuals every position collapses to one vector, with or without LayerNorm; "
+      "with residuals they stay apart, with or without it", "computed; primary source", "06", correct="the "
+      "collapse (rank collapse: all positions converge to one vector) comes from stacking attention without "
+      "skip connections; residual connections (and the FFNs) prevent it, LayerNorm does not; positional "
+      "encodings are needed for word order, not against collapse", source="Dong et al. 2021, 'Attention is not "
+      "all you need: pure attention loses rank doubly exponentially with depth', ICML, abstract; notebook 06 §6",
+      nb_check="06 §6", check=_rank_collapse),
     C("000-8.1-team", "§8.1 sidebar", "the Transformer was developed by a team at Google Brain and Google Research "
       "'led by Ashish Vaswani'", IMPRECISE, "the paper names no leader", "primary source (the author footnote)", "00",
       correct="eight authors marked 'equal contribution, listing order is random' (Google Brain, Google Research; "
@@ -191,43 +239,61 @@ CLAIMS = [
       "zero weight", CONFIRMED, "the masked weights are exactly 0.0 and rows still sum to 1", "computed", "02",
       nb_check="02 §1", check=_mask_zero),
     C("000-8.2.4-leak", "§8.2.4", "without the causal mask a model 'performs perfectly on training data but cannot "
-      "generate text'", CONFIRMED, "trained without the mask: training loss below ln 2, the rule kept in < 30% of "
-      "generated tokens", "measured in a notebook", "02", source="notebook 02 §4 (stored run)", nb_check="02 §4"),
+      "generate text'", CONFIRMED, "trained without the mask: held-out loss below ln 2 (impossible honestly), yet "
+      "its generated tokens keep the rule only {02:unmasked_rule_kept}% of the time (random guessing: 12.5%)",
+      "measured in notebook 02 (figure read from its stored outputs)", "02", source="notebook 02 §4",
+      nb_check="02 §4", check=_leak_generates_badly),
     C("000-8.2.4-cross", "§8.2.4", "encoder–decoder models mask the decoder's self-attention but not its "
       "cross-attention", CONFIRMED, "cross-attention reads the fully observed source; it still needs the source "
       "padding mask, which the text omits", "primary source; notebook", "02", source=f"{PAPER}, §3.2.3",
       nb_check="02 §2 table"),
-    C("000-8.2.5-q1k1", "§8.2.5", "q₁ᵀk₁ = 1 + 0 + 1 = 1", WRONG, "1 + 0 + 1 = 2", "arithmetic; reconstruction", "01",
-      correct="the surviving score row [1, 0, 2, 1] needs q₁·k₁ = 1, i.e. the terms 1 + 0 + 0 (q₁ = [1,0,1], k₁ = "
-      "[1,0,0]); '1 + 0 + 1 = 2' is q₁·k₃", nb_check="01 §3: 'the text's 1 + 0 + 1 sums to 2'", check=_q1k1),
+    C("000-8.2.5-q1k1", "§8.2.5", "q₁ᵀk₁ = 1 + 0 + 1 = 1", ARTEFACT, "q₁·k₁ = 1·1 + 0·0 + 1·0 = 1, as the text's "
+      "result says", "reconstruction from the surviving score row [1, 0, 2, 1]; the same passage's other formulas",
+      "01", correct="the extraction dropped the products: with q₁ = [1, 0, 1] and k₁ = [1, 0, 0] the terms are "
+      "1·1 + 0·0 + 1·0 and the result 1 is right. The same paragraph lost symbols elsewhere too ('Each matrix has "
+      "shape $4 $' for 4 × 3, 'scale by $1/ = 1/ $' for 1/√3), so the surviving '1 + 0 + 1' is not the author's "
+      "arithmetic", source="000 §8.2.5 as extracted; the seeds' README ('many formulas lost their symbols')",
+      nb_check="01 §3", check=_q1k1),
     C("000-8.2.5-scaled", "§8.2.5", "first row of scaled scores [0.577, 0, 1.155, 0.577]", CONFIRMED,
       "[1, 0, 2, 1]/√3 = [0.5774, 0, 1.1547, 0.5774]", "computed", "01", nb_check="01 §3", check=_scaled_row),
-    C("000-8.2.5-expsum", "§8.2.5", "the four exponentials sum to 7.734", WRONG, "7.7357 (7.736 to 3 decimals)",
-      "computed in float64", "01", correct="7.7357; from the 3-decimal exponents 0.577 and 1.155 the sum is "
-      "7.7354, from the 3-decimal exponentials 1.781 + 1 + 3.173 + 1.781 it is 7.735; the weights are right either "
-      "way", nb_check="01 §3: 'sum of the exponentials (text: 7.734)'", nb_error="01 §3 says '7.7356 from the "
-      "3-decimal exponents': from the exponents 0.577 and 1.155 the sum is 7.7354", check=_expsum),
+    C("000-8.2.5-expsum", "§8.2.5", "the four exponentials sum to 7.734", IMPRECISE, "7.7357 (7.736 to 3 decimals)",
+      "computed in float64", "01", correct="7.7357; from the 3-decimal exponents 0.577 and 1.155 the sum is 7.7354, "
+      "from the 3-decimal exponentials 1.781 + 1 + 3.173 + 1.781 it is 7.735. A slip in the last digit that changes "
+      "no weight: the printed weights [0.230, 0.129, 0.410, 0.230] are right either way", nb_check="01 §3",
+      check=_expsum),
     C("000-8.2.5-weights", "§8.2.5", "first row of weights ≈ [0.230, 0.129, 0.410, 0.230]", CONFIRMED,
       "[0.2303, 0.1293, 0.4102, 0.2303]", "computed", "01", nb_check="01 §3", check=_weights),
-    C("000-8.2.5-sum1", "§8.2.5", "the printed weights sum to 1", IMPRECISE, "0.230 + 0.129 + 0.410 + 0.230 = 0.999",
-      "computed", "01", correct="the exact weights sum to 1; the 3-decimal ones to 0.999", check=_sum999),
+    C("000-8.2.5-sum1", "§8.2.5", "the first row of weights sums to 1 ('we can verify that these sum to 1')",
+      CONFIRMED, "the exact weights sum to 1 (to 1e-12); their 3-decimal roundings to 0.999, as rounding does",
+      "computed", "01", check=_sum999),
     C("000-8.2.5-shapes", "§8.2.5", "weights 4×4, output 4×3; the listing prints output [1, 4, 8] and a [4, 4] "
       "weight matrix", CONFIRMED, "(4, 4) and (4, d_v); the listing's (1, 4, 8) and (4, 4)", "computed", "01",
       nb_check="01 §3: '000 §8.2.5 listing'", check=_shapes),
     C("000-8.3.2-dk", "§8.3.2", "base model: d_model = 512, h = 8, so d_k = d_v = 64", CONFIRMED, "512/8 = 64",
       "primary source", "03", source=f"{PAPER}, §3.2.2"),
-    C("000-8.3.2-cost", "§8.3.2", "the total cost of h heads is 'comparable' to single-head attention of full width",
-      IMPRECISE, "identical: h·2T²·(d/h) = 2T²d score FLOPs, the projections unchanged", "computed", "03",
-      correct="the FLOPs are identical for every h; only the kernel shapes (and so the speed) differ",
-      nb_check="03 §3: 'FLOPs, h = 1 / 8 / 64'", check=_flops_equal),
+    C("000-8.3.2-cost", "§8.3.2", "with d_k = d_v = d_model/h the total cost of h heads is 'comparable' to "
+      "single-head attention of full width", CONFIRMED, "the paper's own claim ('similar to that of single-head "
+      "attention with full dimensionality'). Counted: the products Q_iK_iᵀ and A_iV_i cost the same for every h "
+      "(2T²d multiply-adds each in all); only the softmax grows, from T² to h·T² entries", "primary source; FLOPs "
+      "counted", "03", source=f"{PAPER}, §3.2.2", nb_check="03 §3: 'FLOPs, h = 1 / 8 / 64'", check=_flops_equal),
+    C("000-8.3.2-capacity", "§8.3.2", "the h heads' outputs span h·d_v = d_model dimensions, 'recovering the full "
+      "representational capacity': a factorization, 'not a compression that discards information'", IMPRECISE,
+      "the concatenated values do span d_model; each head's score matrix Q_iK_iᵀ has rank ≤ d_k = d_model/h (64 "
+      "for 128 tokens, against 128 for one full-width head)", "computed; primary source", "03",
+      correct="the value path keeps d_model dimensions, but each head scores with only d_k: its T×T attention "
+      "logits have rank at most d_k, a low-rank bottleneck when d_k < T that one full-width head does not have",
+      source="Bhojanapalli et al. 2020, 'Low-Rank Bottleneck in Multi-head Attention Models', ICML, abstract",
+      check=_head_rank),
     C("000-8.3.3-code", "§8.3.3", "the MultiHeadAttention listing prints output [1, 6, 16] and head weights [1, 4, "
       "6, 6]", CONFIRMED, "(1, 6, 16) and (1, 4, 6, 6)", "computed", "03", nb_check="03 §3", check=_code_shapes),
     C("000-8.3.4-clark", "§8.3.4", "Clark et al. (2019) found BERT heads for direct objects of verbs, for the "
       "previous token, and heads that attend broadly", CONFIRMED, "all three patterns are in the paper's abstract "
       "and §3", "primary source", "03", source="Clark et al. 2019, 'What Does BERT Look At?', BlackboxNLP, abstract"),
-    C("000-8.3.4-layer5", "§8.3.4", "the direct-object head is 'in layer 5'", NOT_CHECKABLE, "",
-      "the layer index is not in the abstract", "03", why="the paper's per-head figures could not be read here; "
-      "only its abstract was available"),
+    C("000-8.3.4-layer5", "§8.3.4", "Clark et al.: 'one head in layer 5 consistently attends to the direct objects "
+      "of verbs'", WRONG, "the paper's direct-object head is head 10 of layer 8 ('head 8-10')", "primary source",
+      "03", correct="head 8-10 of BERT-base (layer 8, head 10); there direct objects attend to their verbs, 86.8% "
+      "accurate on the dobj relation. The abstract's looser wording, 'heads that attend to the direct objects of "
+      "verbs', names no layer", source=CLARK_FIG5),
     C("000-8.3.4-voita", "§8.3.4", "Voita et al. (2019): in a 12-head BERT model, pruning 8 of the 12 heads in "
       "most layers degraded performance only slightly", WRONG, "Voita et al. pruned the encoder heads of a "
       "translation Transformer", "primary source", "03", correct="Voita et al.: 38 of 48 encoder heads of an En–Ru "
@@ -238,7 +304,6 @@ CLAIMS = [
       "512, ≈ 4.2 million for d = 1024", CONFIRMED, "4·512² = 1,048,576; 4·1024² = 4,194,304; h cancels",
       "computed; original code", "03", source="tensor2tensor common_attention.py: compute_attention_component and "
       "the 'output_transform' dense layer use use_bias=False", nb_check="03 §3; 07 §4",
-      nb_error="03's summary says '+4d biases in the original': the original code (tensor2tensor) has no attention "
-      "biases; the 4d biases are nn.MultiheadAttention's default (bias=True)", check=_attn_params),
+      check=_attn_params),
 ]
 # fmt: on

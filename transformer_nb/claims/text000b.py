@@ -181,9 +181,7 @@ CLAIMS = [
     C("000-8.5.3-eps", "§8.5.3", "the constant ε is typically 10⁻⁶", CONFIRMED, "10⁻⁶ in the original code, T5 and "
       "LLaMA-1; 10⁻⁵ in PyTorch's default, GPT-2 and LLaMA-2; 10⁻¹² in BERT", "primary sources (code)", "06",
       source="tensor2tensor common_hparams.py basic_params1: norm_epsilon=1e-6; T5 (T5LayerNorm eps=1e-6); LLaMA-1 "
-      "params.json norm_eps 1e-06", nb_check="06 summary", nb_error="06 lists it as imprecise ('PyTorch and GPT-2 "
-      "default to 1e-5'): 10⁻⁶ is what the original code, T5 and LLaMA-1 use; say instead that values from 10⁻⁵ to "
-      "10⁻¹² are common and must match for exact equality", check=_eps_default),
+      "params.json norm_eps 1e-06", nb_check="06 summary", check=_eps_default),
     C("000-8.5.3-preln", "§8.5.3", "the original used Post-LN; Pre-LN (Xiong et al. 2020) trains stably without "
       "the warm-up Post-LN needs", CONFIRMED, "Xiong et al. train Pre-LN without warm-up; Post-LN depends on the "
       "warm-up stage and is sensitive to its length", "primary sources", "06",
@@ -205,12 +203,10 @@ CLAIMS = [
       "fixed the output is linear in V", "computed", "06", correct="for fixed weights the output is a convex "
       "combination of the value vectors, and attention applies no per-token nonlinearity; but the weights are a "
       "softmax of input-dependent scores, so the layer (and a stack) is not linear in its input. The FFN supplies "
-      "the per-position nonlinearity", nb_check="06 §3; 03 §4", nb_error="06 §3 and its summary call the claim "
-      "'wrong for self-attention': the defensible core (linear in V for fixed weights, no per-token nonlinearity) "
-      "should be stated; 'imprecise' is the right verdict", check=_not_linear),
+      "the per-position nonlinearity", nb_check="06 §3; 03 §4", check=_not_linear),
     C("000-8.5.4-knowledge", "§8.5.4", "the FFN is believed to be the primary storage site for factual knowledge",
       NOT_CHECKABLE, "", "a hypothesis of the literature", "06", why="interpretability results (Geva et al. 2021; "
-      "Meng et al. 2022) support it; it is not a measurement this project can make"),
+      "Meng et al. 2022) support it; it is not a measurement a notebook here can make"),
     C("000-8.5.4-swiglu", "§8.5.4", "SwiGLU, used in LLaMA and PaLM, consistently outperforms ReLU", CONFIRMED,
       "GLU variants beat ReLU in Shazeer's comparisons; LLaMA and PaLM use SwiGLU", "primary sources", "06",
       source="Shazeer 2020 (arXiv:2002.05202) Tables 1–3; LLaMA §2.2; PaLM §2"),

@@ -8,7 +8,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from ._base import CONFIRMED, IMPRECISE, WRONG, factory
-from ._checks import gen, original_params, sinusoidal, tiny_mha
+from ._checks import close, gen, original_params, sinusoidal, tiny_mha
 from .text000b import _rotation
 
 C = factory("001")
@@ -73,6 +73,17 @@ def _table():
     assert (enc, dec, emb, enc + dec + emb) == (18_914_304, 25_224_192, 18_944_000, 63_082_496)
 
 
+def _embedding_scale():
+    torch.manual_seed(0)
+    d, pe_rms = 512, float(sinusoidal(64, 512).pow(2).mean().sqrt())
+    close(pe_rms, 0.5**0.5, 1e-9)  # sin² and cos² average to 1/2
+    for vocab, rms in ((13, 0.062), (37_000, 0.0073)):
+        emb = nn.init.xavier_uniform_(torch.empty(vocab, d))  # the chapter's initialisation of the table
+        close(emb.pow(2).mean().sqrt(), rms, 0.002)
+        assert float(emb.pow(2).mean().sqrt()) < pe_rms / 5  # unscaled: the embeddings are the small signal
+        assert float((emb * d**0.5).pow(2).mean().sqrt()) > float(emb.pow(2).mean().sqrt()) * 22  # scaling enlarges
+
+
 # fmt: off
 CLAIMS = [
     C("001-19.1.3-config", "§19.1.3", "the original used N = 6, d_model = 512, h = 8, d_k = d_v = 64", CONFIRMED,
@@ -89,6 +100,14 @@ CLAIMS = [
       "primary source", "04", source=f"{PAPER}, §3.5 and Table 3 (E)"),
     C("001-19.2.3-learned", "§19.2.3", "BERT and GPT-2 use learned positional embeddings", CONFIRMED,
       "both learn a position table", "primary sources", "04", source="Devlin et al. 2019; Radford et al. 2019"),
+    C("001-19.3.1-ics", "§19.3.1", "normalisation helps because it counters 'internal covariate shift', the "
+      "changing distribution of each layer's inputs", IMPRECISE, "that is the BatchNorm paper's motivating "
+      "hypothesis, which later work tested and did not support", "primary sources", "06", correct="Ioffe and "
+      "Szegedy proposed BatchNorm to reduce internal covariate shift; Santurkar et al. found that its benefit has "
+      "little to do with the stability of layer inputs and comes from a smoother optimisation landscape. For "
+      "LayerNorm in Transformers the measured benefit is stable gradients (Xiong et al. 2020)", source="Ioffe & "
+      "Szegedy 2015, ICML, abstract; Santurkar et al. 2018, 'How Does Batch Normalization Help Optimization?', "
+      "NeurIPS, abstract; Xiong et al. 2020, ICML"),
     C("001-19.3.2-eps", "§19.3.2", "ε is typically 10⁻⁵ or 10⁻⁶", CONFIRMED, "10⁻⁵: PyTorch, GPT-2, LLaMA-2; 10⁻⁶: "
       "the original code, T5, LLaMA-1", "primary sources (code)", "06", source="tensor2tensor common_hparams.py "
       "(norm_epsilon=1e-6); torch.nn.LayerNorm (eps=1e-5)"),
@@ -115,10 +134,19 @@ CLAIMS = [
     C("001-19.5.3-dropout", "§19.5.3", "the original applies dropout (0.1 for the base model) to each sublayer's "
       "output before the residual addition", CONFIRMED, "P_drop = 0.1 (base)", "primary source", "06",
       source=f"{PAPER}, §5.4 'Residual Dropout'"),
-    C("001-19.6.4-scale", "§19.6.4", "embeddings are scaled by √d_model as in the original paper, so that they are "
-      "on a scale similar to the positional encodings", CONFIRMED, "the paper multiplies the embedding weights by "
-      "√d_model; it gives no reason (the scale argument is the book's)", "primary source", "04",
-      source=f"{PAPER}, §3.4"),
+    C("001-19.6.4-scale", "§19.6.4", "embeddings are scaled by √d_model as in the original paper, which 'does this "
+      "to ensure that the embedding values are on a similar scale to the positional encodings'", IMPRECISE,
+      "the paper multiplies the embedding weights by √d_model and gives no reason", "primary source; original "
+      "code", "04", correct="the scaling is the paper's, the reason the book's; it holds for the original code, "
+      "whose embeddings start at standard deviation d_model^−0.5, so that the product has unit scale like the "
+      "encodings", source=f"{PAPER}, §3.4; tensor2tensor modalities.py (embedding initialiser "
+      "random_normal(0, d^-0.5), then multiplied by d^0.5)"),
+    C("001-19.6.4-drowned", "§19.6.4", "'without this scaling, the positional signal could be drowned out by the "
+      "embeddings'", WRONG, "the scaling enlarges the embeddings (×22.6 for d = 512): without it they are the "
+      "smaller signal", "computed", "04", correct="the reverse: unscaled, the chapter's Xavier-initialised "
+      "embeddings (RMS 0.062 for its 13-token vocabulary, 0.007 for a 37,000-token one) are far smaller than the "
+      "encodings (RMS 0.71), so the token signal would be drowned by the positions; scaling by √d_model brings "
+      "the embeddings up to the encodings' scale", check=_embedding_scale),
     C("001-19.7.2-mask", "§19.7.2", "the causal mask is upper-triangular −∞: M_ij = 0 if i ≥ j, −∞ if i < j",
       CONFIRMED, "equal to nn.Transformer.generate_square_subsequent_mask", "computed", "02", nb_check="02 §1; 08 §2",
       check=_causal_mask),

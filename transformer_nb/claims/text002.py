@@ -4,9 +4,11 @@ import math
 
 import torch
 
-from ._base import CONFIRMED, IMPRECISE, WRONG, factory
-from ._checks import close, gen, gpt_params, kv_cache_bytes, rope, softmax_rows
+from ._base import CONFIRMED, FLASH_README, IMPRECISE, WRONG, factory
+from ._checks import close, gen, gpt_params, gqa_score_flops, kv_cache_bytes, layer_flops, rope, softmax_rows
+from .text000a import _flops_equal
 from .text000b import _equivariant, _rotation
+from .text001b import _recompute_flops
 
 C = factory("002")
 PAPER = "Vaswani et al. 2017, 'Attention Is All You Need'"
@@ -18,6 +20,13 @@ def _var():
     s = (q * k).sum(-1)
     close(s.mean(), 0.0, 0.1)
     close(s.var() / 16, 1.0, 0.03)
+
+
+def _aligned_scores():
+    q = torch.randn(40_000, 64, generator=gen(9), dtype=torch.float64)
+    k = torch.randn(40_000, 64, generator=gen(10), dtype=torch.float64)
+    close(((q * k).sum(-1) / 8).var(), 1.0, 0.03)  # independent: unit variance, as the text says
+    close(((q * q).sum(-1) / 8).mean(), 8.0, 0.05)  # aligned (k = q): the scaled scores sit near √d_k = 8
 
 
 def _causal_same():
@@ -89,16 +98,51 @@ def _gqa_sizes():
     assert size[64] == 2 * 80 * 64 * 128 * 4096 and size[64] // size[8] == 8 and size[64] // size[1] == 64
 
 
+def _gqa_quadratic_unchanged():
+    t, h = 256, 8
+    mha, gqa, mqa = (gqa_score_flops(t, h, g) for g in (8, 2, 1))
+    assert mha == gqa == mqa == 2 * h * t * t * 16  # every query head still scores all T² pairs
+    assert kv_cache_bytes(1, 8, 16, t) == 4 * kv_cache_bytes(1, 2, 16, t)  # what shrinks: the cache, by h/g
+
+
+def _kv_step():
+    torch.manual_seed(0)
+    d, t = 16, 10
+    wq, wk, wv = (torch.randn(d, d, dtype=torch.float64) / 4 for _ in range(3))
+    x = torch.randn(t, d, generator=gen(), dtype=torch.float64)
+    full = softmax_rows((x @ wq) @ (x @ wk).T / 4 + torch.ones(t, t).triu(1) * -1e30) @ (x @ wv)
+    k_cache, v_cache = x[:-1] @ wk, x[:-1] @ wv  # stored at earlier steps
+    new = x[-1:]  # this step projects only the new token: its q, k and v
+    k, v = torch.cat([k_cache, new @ wk]), torch.cat([v_cache, new @ wv])
+    step = softmax_rows((new @ wq) @ k.T / 4) @ v
+    assert torch.allclose(step, full[-1:], atol=1e-12)  # the same output; no earlier query is recomputed
+    lin_prefix, _ = layer_flops(t, d, 2, 4 * d)
+    lin_new, _ = layer_flops(1, d, 2, 4 * d)
+    assert lin_prefix == t * lin_new  # re-projecting the prefix costs n times one token's O(d²)
+    stale = softmax_rows((new @ wq) @ k_cache.T / 4) @ v_cache  # the cache alone, without the new k and v
+    assert not torch.allclose(stale, full[-1:], atol=1e-3)
+
+
 # fmt: off
 CLAIMS = [
     C("002-attn-var", "Attention as a Differentiable Dictionary", "q·k has mean 0 and variance d_k; dividing by "
       "√d_k normalises it to 1", CONFIRMED, "mean 0 ± 0.1, Var/d_k = 1 ± 0.03 (40,000 samples, d_k = 16)",
       "Monte Carlo", "01", nb_check="01 §5", check=_var),
+    C("002-scale-throughout", "Attention as a Differentiable Dictionary", "dividing by √d_k normalises the "
+      "variance to 1, 'keeping the softmax in a regime with useful gradients throughout training'", IMPRECISE,
+      "the variance argument assumes independent, zero-mean, unit-variance components, which holds at "
+      "initialisation, not for learned queries and keys: with k = q the scaled score has mean √d_k (8 for d_k = "
+      "64)", "derivation; Monte Carlo; primary sources", "01", correct="the scaling keeps the logits at unit scale "
+      "at initialisation; nothing keeps them there during training, and large models have been seen to diverge "
+      "from growing attention logits (ViT-22B normalises queries and keys for that reason)", source="Vaswani et "
+      "al. 2017, §3.2.1 footnote 4 (the independence assumption); Dehghani et al. 2023, 'Scaling Vision "
+      "Transformers to 22 Billion Parameters', ICML, §2.1 (query/key normalisation)", check=_aligned_scores),
     C("002-mha-768", "Multi-Head Attention", "d_model = 768, h = 12 gives d_k = 64; W^O ∈ R^(h·d_v × d_model)",
       CONFIRMED, "768/12 = 64", "computed", "03", source=f"{PAPER}, §3.2.2", nb_check="03 §3"),
     C("002-mha-cost", "Multi-Head Attention", "d_k = d_model/h keeps the total cost comparable to single-head "
-      "attention", IMPRECISE, "identical FLOPs", "computed", "03", correct="the FLOPs are exactly those of one "
-      "full-width head (see 000-8.3.2-cost)", source="FLOP count: h·2T²·(d/h) = 2T²d", nb_check="03 §3"),
+      "attention with full dimensionality", CONFIRMED, "the paper's own claim ('similar'); the products cost the "
+      "same for every h, only the softmax grows from T² to h·T² entries (see 000-8.3.2-cost)", "primary source; "
+      "FLOPs counted", "03", source=f"{PAPER}, §3.2.2", nb_check="03 §3", check=_flops_equal),
     C("002-heads", "Multi-Head Attention", "head types (positional, syntactic, semantic, delimiter); Voita et al.: "
       "many heads can be pruned with little loss", CONFIRMED, "38 of 48 encoder heads pruned for −0.15 BLEU",
       "primary sources", "03", source="Voita et al. 2019 abstract; Clark et al. 2019 abstract"),
@@ -109,10 +153,9 @@ CLAIMS = [
       "MHA(Px) = P·MHA(x) to 1e-6 (the check of 000-8.4.1-equivariant)", "computed", "04", nb_check="04 §1",
       check=_equivariant),
     C("002-wavelength", "Sinusoidal Positional Encoding", "the wavelengths run from 2π (i = 0) to 10000·2π (i = "
-      "d_model/2 − 1)", IMPRECISE, "the last is 2π·10000^((d−2)/d): 60,611 for d = 512, 47,117 for d = 64",
-      "computed", "04", correct="a geometric progression from 2π up to 2π·10000^((d−2)/d), one step short of "
-      "10000·2π (the paper states the same rounded range)", source=f"{PAPER}, §3.5", nb_check="04 §2",
-      check=_wavelength),
+      "d_model/2 − 1)", CONFIRMED, "the paper's own wording ('a geometric progression from 2π to 10000·2π'); "
+      "exactly, the last is 2π·10000^((d−2)/d), one ratio short of the limit: 60,611 for d = 512, 47,117 for "
+      "d = 64", "primary source; computed", "04", source=f"{PAPER}, §3.5", nb_check="04 §2", check=_wavelength),
     C("002-rotation", "Sinusoidal Positional Encoding", "PE(pos + k) is PE(pos) times a rotation that depends only "
       "on k", CONFIRMED, "exact to 1e-9 (the check of 000-8.4.2-rotation)", "computed", "04", nb_check="04 §4",
       check=_rotation),
@@ -153,8 +196,7 @@ CLAIMS = [
     C("002-gpt2", "Decoder-Only; Key Papers", "GPT-2 scaled the decoder-only model to 1.5B parameters and showed "
       "zero-shot transfer", CONFIRMED, "1542M in the GPT-2 paper; 1,557,611,200 in the released checkpoint",
       "primary source; computed", "07", source="Radford et al. 2019, Table 2", nb_check="07 §3",
-      nb_error="07 attributes the four sizes 117M / 345M / 762M / 1542M to 002/003, which say only '1.5B'; the "
-      "four sizes come from the GPT-2 paper's Table 2", check=_gpt2),
+      check=_gpt2),
     C("002-gpt3", "Decoder-Only; Key Papers", "GPT-3 (175B) established few-shot in-context learning", CONFIRMED,
       "175B", "primary source", "07", source="Brown et al. 2020, abstract"),
     C("002-bert", "Encoder-Only Architecture", "BERT masks 15% of input tokens; NSP was later shown unnecessary by "
@@ -174,18 +216,30 @@ CLAIMS = [
     C("002-linear", "Why Transformers Replaced RNNs (table)", "linear attention (Katharopoulos et al., 2020): O(n)",
       CONFIRMED, "kernel feature maps make attention linear in n", "primary source", "07",
       source="Katharopoulos et al. 2020, 'Transformers are RNNs', abstract"),
+    C("002-flash-asymptotic", "Why Transformers Replaced RNNs", "FlashAttention does not reduce the asymptotic "
+      "time complexity but eliminates the memory bottleneck", CONFIRMED, "O(N²d) FLOPs, O(N) extra memory; the "
+      "tiled computation equals softmax(QKᵀ/√d)V without storing the N×N matrix", "primary source; computed",
+      "10", source=f"{FLASH}, §3.2, Theorem 1", check=_online_softmax),
     C("002-flash", "Flash Attention", "FlashAttention: O(n²) time, O(n) memory, exact; tiling, online softmax, "
       "recomputation in the backward pass", CONFIRMED, "a tiled online softmax reproduces softmax(QKᵀ/√d)V to "
       "1e-12 without storing the matrix", "primary source; computed", "10", source=f"{FLASH}, §3",
       check=_online_softmax),
     C("002-flash-speed", "Flash Attention", "FlashAttention gives a 2–4× wall-clock speed-up over standard PyTorch "
-      "attention", IMPRECISE, "the paper reports 15% (BERT-large), 3× (GPT-2) and 2.4× (long-range arena) end to end",
-      "primary source", "10", correct="speed-ups depend on the model, sequence length and GPU: from 15% end-to-end "
-      "on BERT-large to 3× on GPT-2", source=f"{FLASH}, abstract"),
+      "attention", CONFIRMED, "the authors' own figure for the attention computation at sequence lengths 128 to 4K "
+      "(up to 4× at 512 and 1K with dropout and masking); end to end the paper reports 15% (BERT-large), 3× (GPT-2) "
+      "and 2.4× (long-range arena)", "primary sources", "10", source=f"{FLASH_README}; {FLASH}, abstract"),
     C("002-kv-recompute", "KV Cache", "without caching, generation is O(n²) in total", IMPRECISE,
       "Σ_t t = O(n²) token evaluations", "derivation", "10", correct="counted in token evaluations; in FLOPs, "
       "re-running the prefix costs O(n²d²) for the projections and O(n³d) for attention, against O(nd² + n²d) with "
-      "a cache", source="notebook 10 §8"),
+      "a cache (see 001-19.14.1-recompute)", check=_recompute_flops),
+    C("002-kv-step", "KV Cache", "with the cache only the new token's query, key and value are computed; they "
+      "attend to the cached keys and values", CONFIRMED, "the step's output equals the last row of full causal "
+      "attention to 1e-12, with only the new token projected", "computed", "10", check=_kv_step),
+    C("002-kv-projection", "KV Cache", "this reduces per-step attention from O(n·d) to O(d) for the projection (the "
+      "attention itself is O(n·d_k) for the dot products)", IMPRECISE, "the factor n saved is right; the costs "
+      "are a factor d too small", "FLOPs counted", "10", correct="the projections of one step go from O(n·d²) (the "
+      "whole prefix re-projected) to O(d²) (the new token only); each head's dot products then cost O(n·d_k), "
+      "O(n·d) over all heads", check=_kv_step),
     C("002-kv-formula", "KV Cache", "the cache for n tokens requires 2·L·h·d_k·n parameters", IMPRECISE,
       "the formula counts cached values (activations), per sequence", "derivation", "03",
       correct="2·L·h·d_k·n numbers per sequence; bytes = that × batch × bytes per number; they are not parameters",
@@ -198,6 +252,13 @@ CLAIMS = [
       "uses 8 K/V heads for 64 query heads, 8× less cache; Mistral 7B uses GQA", CONFIRMED, "64/8 = 8; Mistral 7B: "
       "32 query, 8 K/V heads", "computed; primary sources", "03", source="Touvron et al. 2023b (Llama 2) §2.2; "
       "Jiang et al. 2023 (Mistral 7B) Table 1", nb_check="03 §5", check=_gqa_sizes),
+    C("002-gqa-adopted", "Grouped Query Attention; Key Papers", "GQA (Ainslie et al., 2023) was adopted by LLaMA 2 "
+      "and Mistral", IMPRECISE, "LLaMA 2 uses GQA only in its 34B and 70B models (7B and 13B use multi-head "
+      "attention); Mistral 7B uses 8 K/V heads", "primary sources", "03", correct="adopted by the two largest "
+      "LLaMA 2 models and by Mistral 7B; both trained with GQA from scratch, whereas Ainslie et al. build GQA by "
+      "uptraining multi-head checkpoints (5% of the original pre-training compute)", source="Touvron et al. 2023b "
+      "(Llama 2) §2.2 and Table 1; Jiang et al. 2023 (Mistral 7B) Table 1; Ainslie et al. 2023 (arXiv:2305.13245), "
+      "abstract"),
     C("002-papers", "Key Papers", "the papers' years: Transformer 2017, BERT and GPT 2018, GPT-2 2019, GPT-3 2020, "
       "RoFormer 2021, FlashAttention 2022, GQA 2023", CONFIRMED, "as listed", "primary sources", "00",
       source="arXiv 1706.03762, 1810.04805, 2104.09864, 2205.14135, 2305.13245; the OpenAI reports"),

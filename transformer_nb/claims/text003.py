@@ -9,7 +9,7 @@ import torch.nn as nn
 from ._base import CONFIRMED, IMPRECISE, WRONG, factory
 from ._checks import close, gen, gpt_params, sinusoidal
 from .text000b import _table_params
-from .text002 import _rope_identity
+from .text002 import _gqa_quadratic_unchanged, _rope_identity
 
 C = factory("003")
 PAPER = "Vaswani et al. 2017, 'Attention Is All You Need'"
@@ -103,8 +103,7 @@ CLAIMS = [
     C("003-families", "The Three Transformer Families", "BERT-base 110M, BERT-large 340M, T5-base 220M, GPT-2 "
       "1.5B, LLaMA 3 8B–70B", CONFIRMED, "counted: 109.5M, 335.1M, 222.9M, 1.56B; LLaMA 3 was released as 8B and 70B",
       "computed; primary sources", "07", source="Devlin et al. 2019; Raffel et al. 2020; Radford et al. 2019; "
-      "Meta's Llama 3 release (Apr 2024)", nb_check="07 §3", nb_error="07 attributes the GPT-2 sizes 117M / 345M / "
-      "762M / 1542M to 002/003, which give only 1.5B (see 002-gpt2)", check=_sizes),
+      "Meta's Llama 3 release (Apr 2024)", nb_check="07 §3", check=_sizes),
     C("003-bert-objective", "The Three Transformer Families", "BERT is trained with masked language modelling plus "
       "NSP", CONFIRMED, "MLM and next-sentence prediction", "primary source", "08", source="Devlin et al. 2019, "
       "§3.1"),
@@ -122,6 +121,15 @@ CLAIMS = [
     C("003-sliding", "Scaling and Efficiency (table)", "sliding-window attention is used in Mistral and Longformer",
       CONFIRMED, "Mistral 7B: window 4096; Longformer: local window plus global tokens", "primary sources", "03",
       source="Jiang et al. 2023 §2; Beltagy et al. 2020"),
+    C("003-bottleneck", "Learning objectives; Scaling and Efficiency", "grouped-query and multi-query attention are "
+      "architectural changes that reduce the quadratic attention bottleneck ('Solutions' to attention being "
+      "quadratic in time and memory)", WRONG, "every query head still scores all T² pairs: the score FLOPs are the "
+      "same for MHA, GQA and MQA; what shrinks is the K/V cache (by h/g) and the K/V projections", "FLOPs counted; "
+      "primary source", "03", correct="GQA and MQA cut the KV cache and the memory traffic of decoding, not the "
+      "T² term; sparse and sliding-window attention reduce it (sliding window: T·w pairs); FlashAttention keeps "
+      "the T² time and removes the T² memory", source="Ainslie et al. 2023 (arXiv:2305.13245) and Shazeer 2019 "
+      "(arXiv:1911.02150), abstracts: both target memory bandwidth at incremental decoding",
+      check=_gqa_quadratic_unchanged),
     C("003-flash", "Scaling and Efficiency", "FlashAttention does not change the mathematical output; it reduces "
       "HBM traffic by fusing the softmax and the value aggregation into one kernel", CONFIRMED, "exact attention "
       "(equal up to rounding), computed tile by tile in one fused kernel", "primary source", "10",

@@ -5,7 +5,7 @@ import math
 
 import torch
 
-from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
+from ._base import CONFIRMED, FLASH_README, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from ._checks import close, gen, softmax_rows
 from .text000a import _mask_zero
 from .text000b import _not_linear, _table_params
@@ -87,6 +87,18 @@ def _heads():
 CLAIMS = [
     C("004-1.3-jacobian", "§1.3", "∂L/∂h₀ = ∂L/∂h_T · Π ∂h_t/∂h_(t−1): a product of one Jacobian per step", CONFIRMED,
       "autograd's Jacobian of three linear steps equals W³", "autograd", "10", check=_jacobian_product),
+    C("004-2-vit", "§2", "images: treat patches as tokens and 'inject 2D positional encodings (ViT)'", WRONG,
+      "ViT uses learned 1D position embeddings", "primary source", "04", correct="ViT adds standard learnable 1D "
+      "position embeddings to its sequence of patches; its authors tried 2D-aware ones and saw no significant "
+      "gain", source="Dosovitskiy et al. 2021, 'An Image is Worth 16x16 Words', ICLR, §3.1 and Appendix D.4"),
+    C("004-2-alphafold", "§2", "proteins: treat amino acids as tokens, 'use pairwise distances as positional "
+      "information (AlphaFold2)'; positional encoding is 'the only thing that changes across domains'",
+      IMPRECISE, "AlphaFold2's positional input is the relative residue index, not distances", "primary source",
+      "04", correct="AlphaFold2 encodes position as the residue-index offset (clipped to ±32) added to its pair "
+      "representation; inter-residue distances are what it predicts (template structures add distance features as "
+      "one input among others); its Evoformer also changes the block itself (a pair representation with triangle "
+      "updates), so more than the positional encoding changes", source="Jumper et al. 2021, Nature, Supplementary "
+      "Information, Algorithm 4 ('relpos', relative position encoding) and the Evoformer's description"),
     C("004-4.2-learned", "§4.2", "BERT and GPT use learned absolute positions; positions past max_seq_len have no "
       "encoding", CONFIRMED, "both learn a table; nn.Embedding has no row for position T_max", "primary sources; "
       "computed", "04", source="Devlin et al. 2019; Radford et al. 2018", check=_table_params),
@@ -128,9 +140,7 @@ CLAIMS = [
       check=_memory_rows),
     C("004-5.7-128k", "§5.7", "128K tokens → 128K × 128K = 16.4B entries, ~31 GB", CONFIRMED, "128,000² = 16.4B "
       "entries, 30.5 GiB: the same binary units as the two rows above", "computed", "01",
-      nb_check="01 appendix; 07 §7", nb_error="01 ('✓ if …') and 07 ('mixes conventions', and its summary row) "
-      "treat the row as an error; it is right for 128K = 128,000 in the table's own binary units. With 131,072 "
-      "positions it would be 17.2B entries and 32 GiB, a different length, not a correction", check=_row_128k),
+      nb_check="01 appendix; 07 §7", check=_row_128k),
     C("004-5.7-bert", "§5.7", "early BERT was capped at 512 tokens", CONFIRMED, "512 learned positions",
       "primary source", "04", source="Devlin et al. 2019"),
     C("004-5.7-flash", "§5.7 box", "FlashAttention: identical FLOPs to standard attention, numerically identical "
@@ -139,17 +149,16 @@ CLAIMS = [
       "recomputes the attention matrix in the backward pass (more FLOPs, less memory traffic); the outputs are "
       "equal up to floating-point rounding, not bit for bit", source="Dao et al. 2022, §3.1 and Fig. 2",
       check=_online_softmax),
-    C("004-5.7-flash-speed", "§5.7 box, §16", "FlashAttention gives a 2–4× wall-clock speed-up", IMPRECISE,
-      "15% (BERT-large) to 3× (GPT-2) end to end in the paper", "primary source", "10", correct="see 002-flash-speed",
-      source="Dao et al. 2022, abstract"),
+    C("004-5.7-flash-speed", "§5.7 box, §16", "FlashAttention gives a 2–4× wall-clock speed-up", CONFIRMED,
+      "the authors' figure for attention at sequence lengths 128 to 4K (see 002-flash-speed)", "primary source",
+      "10", source=FLASH_README),
     C("004-6.1-orthogonal", "§6.1", "heads don't interfere because they project into orthogonal subspaces of the "
       "embedding", IMPRECISE, "each head's weights depend only on its own projections; the input subspaces the "
       "heads read are not orthogonal (largest principal cosine > 0.3)", "computed", "03",
       correct="the heads are independent because they have separate projections and write to separate (hence "
       "orthogonal) column blocks of the concatenation; the subspaces of the embedding they read (the row spaces of "
       "their W_i^Q) are not orthogonal, and W^O writes them back into shared directions", nb_check="03 §4",
-      nb_error="03 §4 says 'the text is wrong about orthogonality': it should say what is orthogonal (the "
-      "concatenation's blocks) and what is not (the subspaces read, and W^O's output directions)", check=_heads),
+      check=_heads),
     C("004-6.1-clark", "§6.1, §15.1", "BERT heads track syntactic dependencies, attend to adjacent tokens, or "
       "attend heavily to [SEP] as a 'no-op'", CONFIRMED, "all three in Clark et al.", "primary source", "03",
       source="Clark et al. 2019, abstract and §3"),
@@ -157,11 +166,11 @@ CLAIMS = [
       "to a single linear transformation", IMPRECISE, "linear in V for fixed weights; MHA(2x) ≠ 2·MHA(x)", "computed",
       "06", correct="see 000-8.5.4-linear: no per-token nonlinearity, but the mixing weights depend nonlinearly on "
       "the input, so stacks do not collapse to one linear map", nb_check="03 §4; 06 §3",
-      nb_error="03 says 'half right' (fine); 06 calls it wrong: use the imprecise verdict", check=_not_linear),
+      check=_not_linear),
     C("004-7.1-geva", "§7.1, §15.2", "Geva et al. (2021): FFN layers act as key-value memories", CONFIRMED,
       "the paper's title and thesis", "primary source", "06", source="Geva et al. 2021, EMNLP"),
     C("004-7.2-gelu", "§7.2", "GELU consistently outperforms ReLU in Transformer training", NOT_CHECKABLE, "",
-      "no controlled comparison here", "06", why="no source is given and this project trains no ReLU/GELU "
+      "no controlled comparison here", "06", why="no source is given and no notebook here trains a ReLU/GELU "
       "comparison"),
     C("004-7.2-swiglu", "§7.2", "LLaMA and PaLM use SwiGLU", CONFIRMED, "both do", "primary sources", "06",
       source="LLaMA §2.2; PaLM §2"),

@@ -8,17 +8,24 @@ import torch.nn.functional as F
 from ._base import CONFIRMED, IMPRECISE, NOT_CHECKABLE, WRONG, factory
 from ._checks import gen, kv_cache_bytes, tiny_mha
 from .text000b import _residual_grad
+from .text001b import _recompute_flops
+from .text002 import _kv_step as _kv_needs_new_kv
 
 C = factory("004")
 
 
 def _batchnorm_one():
-    bn = nn.BatchNorm1d(4).train()
+    bn, x = nn.BatchNorm1d(8).train(), torch.randn(1, 8, 16, generator=gen())  # (B, C, T) with B = 1
+    y = bn(x)  # runs: each channel's mean and variance come from the 16 positions of the one sequence
+    assert torch.allclose(y.mean(dim=(0, 2)), torch.zeros(8), atol=1e-6)
+    later = x.clone()
+    later[..., -1] += 1.0  # change only the last position
+    assert not torch.allclose(bn(later)[..., 0], y[..., 0])  # the first position's output changes: positions mix
     try:
-        bn(torch.randn(1, 4))
+        bn(torch.randn(1, 8, 1))  # B·T = 1: one value per channel
     except ValueError:
         return
-    raise AssertionError("BatchNorm should refuse one value per channel in training")
+    raise AssertionError("BatchNorm1d should refuse one value per channel in training")
 
 
 def _layernorm_per_example():
@@ -80,18 +87,31 @@ def _swiglu():
     assert torch.allclose(F.silu(x @ w1) * (x @ w2), (x @ w1) * torch.sigmoid(x @ w1) * (x @ w2), atol=1e-6)
 
 
+def _ffn_keys_values():
+    torch.manual_seed(0)
+    up, down = nn.Linear(8, 32, bias=False).double(), nn.Linear(32, 8, bias=False).double()
+    x = torch.randn(8, generator=gen(), dtype=torch.float64)
+    memories = sum(F.relu(up.weight[i] @ x) * down.weight[:, i] for i in range(32))  # key row i, value column i
+    assert torch.allclose(down(F.relu(up(x))), memories, atol=1e-12)
+
+
 # fmt: off
 CLAIMS = [
-    C("004-8.2-batchnorm", "§8.2", "batch normalisation breaks for batch size 1; layer normalisation works per "
-      "example, independent of the batch", CONFIRMED, "nn.BatchNorm1d refuses one value per channel in training; "
-      "LayerNorm of one row is the same alone or in a batch", "computed", "06", check=_batchnorm_one),
+    C("004-8.2-batchnorm", "§8.2", "with batch size 1, the batch mean and variance are undefined (or estimated "
+      "from a single sample); layer normalisation works per example, independent of the batch", IMPRECISE,
+      "on a Transformer's (B, C, T) activations nn.BatchNorm1d at B = 1 runs: each channel's statistics come from "
+      "the T positions of the one sequence; only B·T = 1 leaves them undefined", "computed", "06",
+      correct="at batch size 1 the statistics are estimated from one sequence's positions: defined, but noisy, and "
+      "they mix the positions, so a token's output depends on later tokens (a causal model would see the future); "
+      "LayerNorm is per token and has neither problem", source="PyTorch docs, torch.nn.BatchNorm1d (input (N, C, L), "
+      "statistics over N and L)", check=_batchnorm_one),
     C("004-8.2-layernorm", "§8.2", "LayerNorm's statistics are computed per example over the features", CONFIRMED,
       "equal alone and in a batch", "computed", "06", check=_layernorm_per_example),
     C("004-8.3-prepost", "§8.3", "Post-LN needs careful warm-up and can diverge; Pre-LN trains without warm-up; "
       "GPT-2 and virtually every modern large model use Pre-LN", CONFIRMED, "Xiong et al.; GPT-2 §2.3",
       "primary sources", "06", source="Xiong et al. 2020; Radford et al. 2019 §2.3", nb_check="06 §6"),
     C("004-8.3-ceiling", "§8.3 table", "Post-LN reaches a marginally better final performance with enough tuning",
-      NOT_CHECKABLE, "", "no source", "06", why="no study is cited, and this project trains no such comparison"),
+      NOT_CHECKABLE, "", "no source", "06", why="no study is cited, and no notebook here trains such a comparison"),
     C("004-9.2-grad", "§9.2", "∂L/∂x = ∂L/∂y · (1 + ∂F/∂x): the loss signal reaches x through the identity path",
       CONFIRMED, "gradient 1 through a dead branch", "autograd", "06", check=_residual_grad),
     C("004-9.2-loss-surface", "§9.2", "He et al. (2016) visualised the loss surfaces of deep networks with and "
@@ -130,6 +150,15 @@ CLAIMS = [
       "the entropy grows with τ", "computed", "10", nb_check="10 §7", check=_temperature),
     C("004-13.2-kvcost", "§13.2", "with a KV cache each step costs O(T·d) instead of O(T²·d)", CONFIRMED,
       "one query against T cached keys", "derivation", "10", source="notebook 10 §8"),
+    C("004-13.2-kv-only-q", "§13.2", "with a KV cache 'only the new token's Q needs to be computed; it attends to "
+      "the cached K/V from all prior positions'", WRONG, "the new token's K and V must be computed too and appended: "
+      "it attends to itself as well", "computed", "10", correct="each step computes the new token's q, k and v (and "
+      "its whole forward pass); only the earlier positions' keys and values come from the cache. Without the new "
+      "k and v the step's output differs from full attention", check=_kv_needs_new_kv),
+    C("004-13.2-recompute", "§13.2", "re-computing attention over the full growing sequence at every step would "
+      "scale as O(T²) for a T-token generation", IMPRECISE, "T(T+1)/2 token evaluations; in FLOPs O(T²d² + T³d)",
+      "derivation; FLOPs counted", "10", correct="O(T²) counts token evaluations; the attention of those "
+      "re-runs costs O(T³d) (see 001-19.14.1-recompute)", check=_recompute_flops),
     C("004-13.2-kv5gb", "§13.2", "the cache needs 2·L·H·d_k·T values; LLaMA-3 70B at 4K in fp16: roughly 5 GB", WRONG,
       "by its own formula with H = 64: 5.37·10⁹ values × 2 bytes = 10.7 GB", "computed", "03",
       correct="10.7 GB with 64 K/V heads; 1.34 GB with the model's 8 K/V heads (GQA); '5 GB' is the number of "
@@ -143,6 +172,21 @@ CLAIMS = [
     C("004-14-walkthrough", "§14", "1 × 3 ids → 1 × 3 × 768 embeddings; cross-attention weights 1 × 1 × 3; output "
       "1 × 1 × 768 (arrows lost in extraction, e.g. '1 × 31 × 3 × 768')", CONFIRMED, "(1, 3, 768); cross-attention "
       "weights (1, 12, 1, 3): 1 × 3 per head", "computed", "08", nb_check="06 §5; 08 §3", check=_walkthrough),
+    C("004-15.1-downstream", "§15.1", "the head specialisation Clark et al. found 'arises purely from the training "
+      "signal on downstream tasks'", WRONG, "Clark et al. analysed pre-trained BERT-base, not a fine-tuned model",
+      "primary source", "03", correct="it arises from self-supervised pre-training (masked language modelling and "
+      "next-sentence prediction on unlabeled text); no downstream task was involved: 'despite not being explicitly "
+      "trained on these tasks'", source="Clark et al. 2019, 'What Does BERT Look At?', abstract ('learn from "
+      "unlabeled data') and Fig. 5 caption"),
+    C("004-15.1-governor", "§15.1", "syntactic heads attend from a token to its syntactic governor (the word it "
+      "depends on)", CONFIRMED, "for every relation Clark et al. report except pobj, the dependent attends to its "
+      "head word (e.g. head 8-10: direct objects attend to their verbs)", "primary source", "03",
+      source="Clark et al. 2019, §4 and Fig. 5"),
+    C("004-15.2-keys", "§15.2", "Geva et al.: the first linear layer's weight rows act as keys, the second linear "
+      "layer's corresponding columns as values", CONFIRMED, "FFN(x) = Σ_i f(k_i·x)·v_i with k_i the i-th row of "
+      "W₁ (nn.Linear(d, d_ff).weight) and v_i the i-th column of W₂ (nn.Linear(d_ff, d).weight), to 1e-12",
+      "computed; primary source", "06", source="Geva et al. 2021, EMNLP, §2 (FF(x) = f(x·Kᵀ)·V)",
+      check=_ffn_keys_values),
     C("004-15.3-layers", "§15.3", "probing finds early layers (1–4) surface features, middle layers (5–12) syntax, "
       "later layers semantics", NOT_CHECKABLE, "", "no source, no model size given", "06", why="no study is cited "
       "and the layer ranges fit no named model"),
@@ -161,8 +205,7 @@ CLAIMS = [
       "the causal mask", IMPRECISE, "true of decoder-only blocks; the encoder–decoder's decoder layer also has "
       "cross-attention", "computed", "08", correct="a decoder-only block is an encoder block with a causal mask; "
       "the encoder–decoder's decoder adds a third sublayer, cross-attention (as 004 §12 itself says)",
-      nb_check="02 §5 (nn.TransformerDecoderLayer has 'multihead_attn')", nb_error="02 §5's table marks it ✗; "
-      "'imprecise' fits: 004's own DecoderLayer is decoder-only", check=_decoder_sublayers),
+      nb_check="02 §5 (nn.TransformerDecoderLayer has 'multihead_attn')", check=_decoder_sublayers),
     C("004-17-stable", "§16–§17", "the same structure is in GPT-4, LLaMA 3 and Gemini", NOT_CHECKABLE, "",
       "undisclosed architectures", "08", why="GPT-4's and Gemini's architectures are not published"),
 ]
