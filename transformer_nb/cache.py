@@ -21,7 +21,6 @@ load in their folder. The model stays on the device it was given, whatever happe
 
 import ast
 import contextlib
-import functools
 import hashlib
 import importlib
 import inspect
@@ -29,6 +28,7 @@ import json
 import os
 import re
 import sys
+import sysconfig
 import textwrap
 import time
 import uuid
@@ -163,9 +163,13 @@ def _referenced(fn) -> list:
         with contextlib.suppress(ValueError):  # an empty cell
             cells.append(cell.cell_contents)
     names = [getattr(fn, "__globals__", {}).get(n) for n in getattr(getattr(fn, "__code__", None), "co_names", ())]
-    return [
-        v for v in (*cells, *names) if inspect.isfunction(v) or inspect.ismodule(v) or isinstance(v, functools.partial)
-    ]
+    return [v for v in (*cells, *names) if inspect.ismodule(v) or (inspect.isfunction(v) and not _library(v))]
+
+
+def _library(fn) -> bool:
+    """``fn`` comes from the standard library or an installed package other than this one."""
+    libs = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
+    return (fn.__module__ or "").split(".")[0] != PACKAGE and fn.__code__.co_filename.startswith(libs)
 
 
 def code_digests(model: torch.nn.Module, train_fn=None) -> dict:
@@ -173,8 +177,9 @@ def code_digests(model: torch.nn.Module, train_fn=None) -> dict:
 
     The package modules that define its classes (and the package modules they reference) are
     hashed whole; a class defined elsewhere (a test, a notebook cell) by its own source; torch's
-    own classes are covered by the torch version. ``train_fn``, the training code: its package
-    module whole (with what it references), or, typed elsewhere, its source and what it calls.
+    own classes are covered by the torch version. ``train_fn``, the training code, and the functions
+    it calls: a package function by its module whole (with what it references), a function typed
+    elsewhere by its source (and what it calls).
     """
     _check_args(model)
     out, todo = {}, [type(m) for m in model.modules()]
@@ -182,14 +187,11 @@ def code_digests(model: torch.nn.Module, train_fn=None) -> dict:
         todo += [train_fn, *_referenced(train_fn)]
     while todo:
         obj = todo.pop()
-        if isinstance(obj, functools.partial):
-            todo.append(obj.func)
-            continue
         name = obj.__name__ if inspect.ismodule(obj) else getattr(obj, "__module__", None) or "?"
-        mod, own = sys.modules.get(name), obj is train_fn and name.split(".")[0] == PACKAGE
-        if name.split(".")[0] == "torch" or name in out:
+        mod, top = sys.modules.get(name), name.split(".")[0]
+        if top == "torch" or name in out:
             continue
-        if (own or _is_model_code(name)) and mod is not None:
+        if (_is_model_code(name) or (inspect.isfunction(obj) and top == PACKAGE)) and mod is not None:
             out[name] = _module_digest(name)
             for v in vars(mod).values():
                 ref = v.__name__ if inspect.ismodule(v) else getattr(v, "__module__", None)
@@ -226,18 +228,13 @@ def torch_release() -> str:
 # --------------------------------------------------------------------------- writing
 
 
-def _pid_of(tmp: Path) -> int | None:
-    m = re.search(r"\.(\d+)-[0-9a-f]+\.tmp$", tmp.name)
-    return int(m.group(1)) if m else None
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
-        return True
+    except OSError:  # PermissionError: another user's live process
+        pass
     return True
 
 
@@ -250,7 +247,8 @@ def clean_stale(folder: Path | None = None, max_age: float = STALE_SECONDS) -> l
     if not folder.is_dir():
         return removed
     for tmp in folder.glob("*.tmp"):
-        pid = _pid_of(tmp)
+        m = re.search(r"\.(\d+)-[0-9a-f]+\.tmp$", tmp.name)
+        pid = int(m.group(1)) if m else None
         try:
             stale = pid is None or not _alive(pid) or time.time() - tmp.stat().st_mtime > max_age
             if stale and pid != os.getpid():
