@@ -1,4 +1,4 @@
-"""The cache loads only what it saved: a flipped bit, other model code, another torch release or an
+"""The cache loads only what it saved: a flipped bit, other model or training code, another torch release or an
 old-format file is refused with one line, and the model is retrained from where it started.
 
 Issue 18, findings 1 and 4 (second half): before the sha256, a bit flipped in a tensor record
