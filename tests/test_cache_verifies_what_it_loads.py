@@ -1,4 +1,4 @@
-"""The cache loads only what it saved: a flipped bit, other model code, another torch release or an
+"""The cache loads only what it saved: a flipped bit, other model or training code, another torch release or an
 old-format file is refused with one line, and the model is retrained from where it started.
 
 Issue 18, findings 1 and 4 (second half): before the sha256, a bit flipped in a tensor record
@@ -144,7 +144,7 @@ def test_other_model_code_is_refused(tmp_path, monkeypatch):
     assert cache.load("m", Layer(2, 2), CONFIG)[0], "a docstring or comment edit is not a code change"
     layers.write_text(LAYERS.format(doc="doc", comment="c", body="2 * super().forward(x)"))
     ok, msg, _ = cache.load("m", Layer(2, 2), CONFIG)
-    assert not ok and "other model code (fakepkg.layers changed)" in msg
+    assert not ok and "other code (fakepkg.layers changed)" in msg
 
 
 def test_the_code_digest_covers_the_modules_the_model_uses():
@@ -155,6 +155,75 @@ def test_the_code_digest_covers_the_modules_the_model_uses():
     assert not any(k.split(".")[1] in cache.NOT_MODEL_CODE for k in digests)
     assert models.__name__ in digests
     assert cache.code_digests(nn.Linear(2, 2)) == {}  # torch's own code: covered by the torch release
+
+
+TRAINING = """import torch
+
+from transformer_nb import cache
+
+
+def train(model):
+    \"\"\"{doc}\"\"\"
+    with torch.no_grad():
+        for p in model.parameters():
+            p.fill_({value})  # {comment}
+    return {{"loss": [{value}]}}
+
+
+def load_or_train(model, config):
+    def train_fn(m):  # a closure in the package, as the package's own trainers pass
+        return train(m)
+
+    return cache.load_or_train("m", model, config, train_fn)
+"""
+
+
+def test_training_code_edits_stale_the_model_and_docstring_edits_do_not(tmp_path, monkeypatch):
+    """The digest covers the training code: a model trained by other training code is refused (with or
+    without a train_fn, on the tree that trained it or not), a docstring or comment edit is no change."""
+    import importlib
+
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path / "cache"))
+    (tmp_path / "fakepkg").mkdir()
+    (tmp_path / "fakepkg" / "__init__.py").write_text("")
+    (tmp_path / "fakepkg" / "layers.py").write_text(LAYERS.format(doc="d", comment="c", body="super().forward(x)"))
+    training = tmp_path / "fakepkg" / "training.py"
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setattr(cache, "PACKAGE", "fakepkg")
+    for name in ("fakepkg", "fakepkg.layers", "fakepkg.training"):
+        monkeypatch.delitem(sys.modules, name, raising=False)
+    from fakepkg.layers import Layer
+
+    def edit(**text):
+        training.write_text(TRAINING.format(**{"doc": "d", "comment": "c", "value": "0.5", **text}))
+        linecache.clearcache()
+        return importlib.import_module("fakepkg.training") if "fakepkg.training" not in sys.modules else \
+            importlib.reload(sys.modules["fakepkg.training"])  # fmt: skip
+
+    clean = edit()
+    assert clean.load_or_train(Layer(2, 2), CONFIG)[1]
+    assert "fakepkg.training" in torch.load(tmp_path / "cache" / "m.pt", weights_only=True)["code"]
+    docs = edit(doc="a longer docstring", comment="another comment")
+    assert not docs.load_or_train(Layer(2, 2), CONFIG)[1], "a docstring or comment edit is not a code change"
+    changed = edit(value="0.75")  # another loss
+    assert not cache.load("m", Layer(2, 2), CONFIG)[0]  # no train_fn given: the recorded training code is checked
+    model = Layer(2, 2)
+    assert changed.load_or_train(model, CONFIG)[1] and bool((model.weight == 0.75).all())  # refused, retrained
+    clean = edit()  # back on the clean tree: the model trained by the changed code must not load
+    ok, msg, _ = cache.load("m", Layer(2, 2), CONFIG)
+    assert not ok and "other code (fakepkg.training changed)" in msg
+
+
+def test_the_digest_of_a_reversal_model_covers_its_training_code(tmp_path, monkeypatch):
+    from dataclasses import replace
+
+    from transformer_nb import reversal as rv
+
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
+    rv.load_or_train(replace(rv.IMPROVED, name="digest", steps=1), device="cpu")
+    (path,) = tmp_path.glob("*.pt")
+    code = torch.load(path, weights_only=True)["code"]
+    assert {"transformer_nb.reversal.training", "transformer_nb.train", "transformer_nb.models"} <= code.keys()
 
 
 def test_another_torch_release_is_refused(saved, monkeypatch):
@@ -234,4 +303,4 @@ def test_a_model_class_typed_into_a_notebook_cell_is_digested_by_its_methods(tmp
     cache.load_or_train("m", _cell_class("super().forward(x)", 1)(2, 2), CONFIG, _train)
     assert cache.load("m", _cell_class("super().forward(x)", 2)(2, 2), CONFIG)[0]  # the same code, re-run
     ok, msg, _ = cache.load("m", _cell_class("2 * super().forward(x)", 3)(2, 2), CONFIG)
-    assert not ok and "other model code (__main__.Student changed)" in msg
+    assert not ok and "other code (__main__.Student changed)" in msg

@@ -4,10 +4,15 @@
   loads (before: both wrote ``<name>.tmp``; one failed after training and the survivor was damaged).
 - An unwritable cache folder (not a directory, a file in the way, read-only) is a warning and the
   trained model is still returned (before: FileNotFoundError / NotADirectoryError after training).
-- Temporary files of interrupted writes are removed (before: ``<name>.tmp`` stayed for ever).
+- Temporary files of interrupted writes are removed (before: ``<name>.tmp`` stayed for ever), at a
+  load as well as at a save (before: only at the next save into that folder).
+- A full disk is a warning and the trained model is still returned, with no temporary file (before:
+  torch's ``RuntimeError: ... unexpected pos`` after training, and a ``.tmp`` left behind); Ctrl-C
+  during a save is a ``KeyboardInterrupt`` and leaves nothing (before: a ``RuntimeError``).
 - The model stays on the device it was given on every path: load, refusal, retrain.
 """
 
+import io
 import os
 import shutil
 import subprocess
@@ -174,6 +179,68 @@ def test_interrupted_write_leaves_the_old_file_and_no_temporary(tmp_path, monkey
         _assert_kept(model, *cache.load_or_train("m", model, CONFIG, _train, retrain=True))
     assert (tmp_path / "m.pt").read_bytes() == before
     assert sorted(p.name for p in tmp_path.iterdir()) == ["m.pt"]
+
+
+def test_a_load_removes_the_temporaries_of_dead_writers(tmp_path, monkeypatch):
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
+    dead = subprocess.run([sys.executable, "-c", "import os; print(os.getpid())"], capture_output=True, text=True)
+    of_dead_writer = tmp_path / f".m.pt.{int(dead.stdout)}-0123abcd.tmp"
+    live = tmp_path / f".y.pt.{os.getppid()}-89abcdef.tmp"  # a write in progress elsewhere
+    for p in (of_dead_writer, live):
+        p.write_bytes(b"half a file")
+    assert not cache.load("m", nn.Linear(3, 2), CONFIG)[0]
+    assert [p.name for p in tmp_path.iterdir()] == [live.name]
+
+
+FULL_DISK = textwrap.dedent(
+    """
+    import pathlib, resource, signal, sys, warnings, torch, torch.nn as nn
+    from transformer_nb import cache
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # like `ulimit -f`: files of 20 kB at most
+
+    def train(m):
+        with torch.no_grad():
+            for p in m.parameters():
+                p.fill_(0.25)
+        return {"losses": [1.0, 0.5]}
+
+    model = nn.Linear(100, 100)  # 40 kB of weights: the write cannot complete
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        extra, trained = cache.load_or_train("m", model, {"d": 100}, train)
+    assert trained and extra == {"losses": [1.0, 0.5]}
+    assert all(bool((p == 0.25).all()) for p in model.parameters()), "the trained model was lost"
+    print([str(w.message) for w in caught])
+    """
+)
+
+
+def test_a_full_disk_keeps_the_model_in_memory_warns_and_leaves_no_temporary(tmp_path):
+    env = {**os.environ, "TNB_CACHE_DIR": str(tmp_path), "PYTHONDONTWRITEBYTECODE": "1"}
+    out = subprocess.run([sys.executable, "-c", FULL_DISK], capture_output=True, text=True, env=env, timeout=300)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert "could not write the cache" in out.stdout and "File too large" in out.stdout
+    assert list(tmp_path.iterdir()) == []  # no .pt, no .tmp
+
+
+class _InterruptedFile(io.FileIO):
+    """A cache file that Ctrl-C interrupts after a few writes (torch.save wraps it in a RuntimeError)."""
+
+    def write(self, b):
+        self.writes = getattr(self, "writes", 0) + 1
+        if self.writes > 3:
+            raise KeyboardInterrupt
+        return super().write(b)
+
+
+def test_ctrl_c_during_a_save_is_a_keyboard_interrupt_and_leaves_no_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
+    monkeypatch.setattr(cache, "open", lambda path, mode: _InterruptedFile(path, "w"), raising=False)
+    with pytest.raises(KeyboardInterrupt):
+        cache.save("m", nn.Linear(30, 30), CONFIG)
+    assert list(tmp_path.iterdir()) == []
 
 
 # --------------------------------------------------------------------------- devices

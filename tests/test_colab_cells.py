@@ -12,6 +12,8 @@ from pathlib import Path
 import jupytext
 import pytest
 
+import transformer_nb
+
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import colab  # noqa: E402
@@ -42,7 +44,34 @@ def test_the_one_setting_is_the_repository_url():
         "[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
         "(https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/05_rope.ipynb)"
     )
-    assert f'"TNB_INSTALL_FROM", "git+{URL}"' in colab.setup_cell(URL)
+    assert f'"TNB_INSTALL_FROM", "git+{URL}@v{transformer_nb.__version__}"' in colab.setup_cell(URL)
+
+
+def test_the_setup_cell_pins_the_release_the_package_reports():
+    """Colab installs the tagged release of pyproject's version, and that is the version the package reports
+    (a version bump in one place only fails here)."""
+    assert colab.release() == f"v{transformer_nb.__version__}"
+    assert f"@{colab.release()}" in colab.setup_cell(URL)
+
+
+def test_a_version_bump_stales_the_setup_cells_until_apply(copies):
+    pyproject, nbdir = copies / "pyproject.toml", copies / "notebooks"
+    tool("--apply", "05_rope", "--notebooks", nbdir)
+    pyproject.write_text(pyproject.read_text().replace('version = "', 'version = "9.', 1))
+    assert colab.release(pyproject).startswith("v9.")
+    result = tool("--check", "05_rope", "--notebooks", nbdir, "--pyproject", pyproject)
+    assert (
+        result.returncode == 1 and "py/05_rope.py: the first code cell is not the generated setup cell" in result.stdout
+    )
+    tool("--apply", "05_rope", "--notebooks", nbdir, "--pyproject", pyproject)
+    assert f"git+{URL}@{colab.release(pyproject)}" in (nbdir / "py" / "05_rope.py").read_text()
+
+
+@pytest.mark.parametrize("version", ["", "latest", "main", "1.0 beta"])
+def test_a_version_that_is_no_release_is_refused(tmp_path, version):
+    (tmp_path / "pyproject.toml").write_text(f'[project]\nversion = "{version}"\n')
+    with pytest.raises(ValueError, match=r"version must be a release such as 1\.2\.0"):
+        colab.release(tmp_path / "pyproject.toml")
 
 
 def test_changing_the_setting_changes_badges_and_install_source(copies):
@@ -51,7 +80,7 @@ def test_changing_the_setting_changes_badges_and_install_source(copies):
     pyproject.write_text(text.replace(f'Repository = "{URL}"', 'Repository = "https://github.com/someone/fork.git"'))
     assert colab.repo_url(pyproject) == "https://github.com/someone/fork"
     shown = tool("--show", "--pyproject", pyproject, "--notebooks", copies / "notebooks").stdout
-    assert "install source in Colab: git+https://github.com/someone/fork" in shown
+    assert f"install source in Colab: git+https://github.com/someone/fork@{colab.release()}" in shown
     assert "colab.research.google.com/github/someone/fork/blob/main/notebooks/00_start_here.ipynb" in shown
     assert "transformer-nb/transformer-nb" not in shown
 
@@ -117,6 +146,7 @@ def test_check_catches_any_drift(copies):
     assert colab.check_twin(good, "99_drift", URL) == []
     for old, new in [
         ('"-q", source, pin]', '"-q", source]'),  # torch no longer pinned
+        (f'@{colab.release()}")', '")'),  # the companion no longer pinned
         ("blob/main/notebooks/99_drift", "blob/dev/notebooks/99_drift"),
         ("# %matplotlib inline", "# %matplotlib widget"),
         ('find_spec("google.colab")', 'find_spec("google.cloud")'),

@@ -227,10 +227,12 @@ def test_the_gpu_training_path_end_to_end_with_a_stand_in_for_cuda_graphs(monkey
 
     monkeypatch.setattr(torch.cuda, "make_graphed_callables", fake_make_graphed)
     recipe = replace(rv.IMPROVED, steps=4)
-    eager = rv.train(rv.build_model(recipe.model, device="cpu"), recipe, seed=2)
+    # float64: padded and unpadded batches sum in other orders, and Adam carries that noise along (in
+    # float32 it depends on the CPU's kernels); in float64 it stays about 1e-15.
+    eager = rv.train(rv.build_model(recipe.model, device="cpu").double(), recipe, seed=2)
     monkeypatch.setattr(training, "_use_graphs", lambda device: True)
-    model = rv.build_model(recipe.model, device="cpu")
+    model = rv.build_model(recipe.model, device="cpu").double()
     graphed = rv.train(model, recipe, seed=2)
     assert calls == [(recipe.batch_size, rv.MAX_LEN)] * 4  # every step: one fixed shape, through the graph
     assert "forward" not in model.__dict__
-    assert graphed["loss"] == pytest.approx(eager["loss"], rel=1e-5)  # padding to MAX_LEN changes nothing
+    assert graphed["loss"] == pytest.approx(eager["loss"], rel=1e-10)  # padding to MAX_LEN changes nothing

@@ -122,3 +122,60 @@ def test_failed_download_is_reported(isolated, monkeypatch):
     # no half-written file is left behind in the cache
     cache = wt.user_cache_dir() / "wikitext-2"
     assert not cache.exists() or list(cache.iterdir()) == []
+
+
+def _replace(path, kind):
+    if kind == "a folder":
+        path.mkdir()
+    elif kind == "a device":
+        path.symlink_to("/dev/null")
+    else:
+        path.symlink_to(path)  # a symbolic link loop
+
+
+@pytest.mark.parametrize("kind", ["a folder", "a device", "a symbolic link loop"])
+def test_a_data_file_that_is_a_folder_a_device_or_a_link_loop_is_named_with_what_is_wrong(isolated, kind):
+    folder = isolated / "wikitext-2"
+    folder.mkdir()
+    for split in ("valid", "test"):
+        (folder / f"{split}.txt").write_text("x\n")
+    _replace(folder / "train.txt", kind)
+    with pytest.raises(FileNotFoundError, match="cannot be read") as err:
+        wt.find_data_dir(folder)
+    assert f"{folder / 'train.txt'} is {kind}" in str(err.value) and "not found" not in str(err.value)
+
+
+@pytest.mark.parametrize("kind", ["a device", "a symbolic link loop"])
+def test_a_data_folder_that_is_a_device_or_a_link_loop_is_named_with_what_is_wrong(isolated, monkeypatch, kind):
+    folder = isolated / "wikitext-2"
+    _replace(folder, kind)
+    with pytest.raises(FileNotFoundError) as err:
+        wt.find_data_dir(folder)
+    assert f"{folder} is {kind}" in str(err.value) and "not a folder" in str(err.value)
+    monkeypatch.setenv("TNB_DATA_DIR", str(folder))
+    with pytest.raises(FileNotFoundError) as err:
+        wt.find_data_dir()
+    assert f"{folder} is {kind}" in str(err.value) and "not a folder" in str(err.value)
+
+
+@pytest.mark.parametrize("value", ["1", "TRUE", "Yes", "on", " true "])
+def test_tnb_offline_is_read_as_people_write_it(isolated, monkeypatch, value):
+    monkeypatch.setenv("TNB_OFFLINE", value)
+    monkeypatch.setenv("TNB_DATA_URL", "http://127.0.0.1:9/")  # were it tried, the message would say it failed
+    with pytest.raises(FileNotFoundError, match=r"download \(disabled"):
+        wt.find_data_dir(progress=False, timeout=2)
+
+
+def test_an_unreadable_tnb_offline_is_an_error_naming_it(isolated, monkeypatch):
+    monkeypatch.setenv("TNB_OFFLINE", "maybe")
+    with pytest.raises(ValueError, match=r"TNB_OFFLINE must be one of 1, true, yes, on .* got 'maybe'"):
+        wt.find_data_dir()
+
+
+def test_tnb_data_dir_with_a_tilde_and_spaces_around_is_found(isolated, monkeypatch):
+    monkeypatch.setenv("HOME", str(isolated))
+    (isolated / "data" / "wikitext-2").mkdir(parents=True)
+    for split in ("train", "valid", "test"):
+        (isolated / "data" / "wikitext-2" / f"{split}.txt").write_text("x\n")
+    monkeypatch.setenv("TNB_DATA_DIR", "  ~/data \n")
+    assert wt.find_data_dir() == isolated / "data" / "wikitext-2"

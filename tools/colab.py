@@ -1,13 +1,16 @@
 """The "Open in Colab" badge and the standard setup cell of every notebook, built from one setting.
 
-The one setting is the repository URL in ``pyproject.toml``'s ``[project.urls]``
-(``Repository = "https://github.com/OWNER/REPO"``). Everything else is built from it:
+The settings are the repository URL in ``pyproject.toml``'s ``[project.urls]``
+(``Repository = "https://github.com/OWNER/REPO"``) and the release, ``[project] version``.
+Everything else is built from them:
 
 - the badge line, in each notebook's first markdown cell, right under the ``# NN · Title`` line; it
   opens ``https://colab.research.google.com/github/OWNER/REPO/blob/main/notebooks/NAME.ipynb``;
 - the setup cell, the first code cell: in Colab (detected by the module ``google.colab``, which
-  exists only there) it pip-installs the companion from ``git+https://github.com/OWNER/REPO``
-  (or from ``TNB_INSTALL_FROM``, e.g. a wheel built by ``make wheel``), pinning torch to the
+  exists only there) it pip-installs the companion release the notebook was made for,
+  ``git+https://github.com/OWNER/REPO@vVERSION`` (the tag of ``version``: tag each release
+  ``vVERSION`` and run ``--apply`` after a version bump), or ``TNB_INSTALL_FROM`` (e.g. a wheel
+  built by ``make wheel``), pinning torch to the
   installed version so that pip never replaces Colab's torch, and fetches WikiText-2 through the
   loader's download path (sha256-checked, with a progress bar). Elsewhere it only does what every
   notebook does: ``%matplotlib inline`` and ``env = setup(...)`` (a notebook's own ``setup``
@@ -77,6 +80,14 @@ def repo_url(pyproject: Path = ROOT / "pyproject.toml") -> str:
     return url
 
 
+def release(pyproject: Path = ROOT / "pyproject.toml") -> str:
+    """The tag of ``[project] version`` of ``pyproject``: ``vVERSION``, what the setup cell installs."""
+    version = str(tomllib.loads(Path(pyproject).read_text(encoding="utf-8")).get("project", {}).get("version", ""))
+    if not re.fullmatch(r"\d+(\.\d+)*([-.+]?\w+)*", version):
+        raise ValueError(f"{pyproject}: [project] version must be a release such as 1.2.0, got {version!r}")
+    return f"v{version}"
+
+
 def colab_url(name: str, url: str) -> str:
     """Where the badge of notebook ``name`` points: the notebook on GitHub's main branch, opened in Colab."""
     return f"https://colab.research.google.com/github/{url.removeprefix('https://github.com/')}/blob/main/notebooks/{name}.ipynb"
@@ -87,9 +98,10 @@ def badge(name: str, url: str) -> str:
     return f"[![Open in Colab]({BADGE_IMAGE})]({colab_url(name, url)})"
 
 
-def setup_cell(url: str, args: str = "") -> str:
-    """The setup cell's source (as in the ``.ipynb``); ``args`` are the notebook's own ``setup(...)`` arguments."""
-    return SETUP_TEMPLATE.format(source=f"git+{url}", args=args)
+def setup_cell(url: str, args: str = "", tag: str | None = None) -> str:
+    """The setup cell's source (as in the ``.ipynb``); ``args`` are the notebook's own ``setup(...)`` arguments,
+    ``tag`` the release it installs (default: ``release()``)."""
+    return SETUP_TEMPLATE.format(source=f"git+{url}@{tag or release()}", args=args)
 
 
 def _twin_lines(code: str) -> list[str]:
@@ -147,7 +159,7 @@ def _with_badge(lines: list[str], line: str, prefix: str) -> list[str]:
     return lines[:at] + ([blank] if title is not None else []) + [prefix + line] + after + lines[at:]
 
 
-def apply_twin(text: str, name: str, url: str) -> tuple[str, list[str]]:
+def apply_twin(text: str, name: str, url: str, tag: str | None = None) -> tuple[str, list[str]]:
     """The twin's text with the badge and setup cell as generated, and notes for the notebook's owner."""
     pre, cells = _split_twin(text)
     notes: list[str] = []
@@ -159,7 +171,7 @@ def apply_twin(text: str, name: str, url: str) -> tuple[str, list[str]]:
     body = cells[i][1:] if i is not None else []
     replace = i is not None and _is_setup_cell(body)
     args = _setup_args(body) if replace else None
-    new = ["# %%", *_twin_lines(setup_cell(url, args or "")), ""]
+    new = ["# %%", *_twin_lines(setup_cell(url, args or "", tag)), ""]
     if replace:
         cells[i] = new
     else:
@@ -171,7 +183,7 @@ def apply_twin(text: str, name: str, url: str) -> tuple[str, list[str]]:
     return out + "\n", notes
 
 
-def check_twin(text: str, name: str, url: str) -> list[str]:
+def check_twin(text: str, name: str, url: str, tag: str | None = None) -> list[str]:
     """What differs from the generated badge and setup cell (empty: all as generated)."""
     _, cells = _split_twin(text)
     problems = []
@@ -182,7 +194,7 @@ def check_twin(text: str, name: str, url: str) -> list[str]:
     body = cells[i][1:] if i is not None else []
     while body and not body[-1].strip():
         body = body[:-1]
-    if i is None or cells[i][0] != "# %%" or body != _twin_lines(setup_cell(url, _setup_args(body) or "")):
+    if i is None or cells[i][0] != "# %%" or body != _twin_lines(setup_cell(url, _setup_args(body) or "", tag)):
         problems.append("the first code cell is not the generated setup cell")
     return problems
 
@@ -193,7 +205,7 @@ def _source(cell: dict) -> str:
     return "".join(src) if isinstance(src, list) else src
 
 
-def check_ipynb(nb: dict, name: str, url: str) -> list[str]:
+def check_ipynb(nb: dict, name: str, url: str, tag: str | None = None) -> list[str]:
     """Like ``check_twin``, for a stored notebook (a dict read from the ``.ipynb``)."""
     cells = nb.get("cells", [])
     problems = []
@@ -202,12 +214,12 @@ def check_ipynb(nb: dict, name: str, url: str) -> list[str]:
         problems.append("the first markdown cell lacks the generated Colab badge line")
     i = _first(cells, "code", lambda c: c["cell_type"])
     src = _source(cells[i]).rstrip("\n") if i is not None else ""
-    if i is None or src != setup_cell(url, _setup_args(src.splitlines()) or ""):
+    if i is None or src != setup_cell(url, _setup_args(src.splitlines()) or "", tag):
         problems.append("the first code cell is not the generated setup cell")
     return problems
 
 
-def apply_ipynb(nb: dict, name: str, url: str) -> dict:
+def apply_ipynb(nb: dict, name: str, url: str, tag: str | None = None) -> dict:
     """The same edit as ``apply_twin`` on a stored notebook's dict (for copies: the twins are the sources)."""
     cells = nb["cells"]
     md = _first(cells, "markdown", lambda c: c["cell_type"])
@@ -216,7 +228,7 @@ def apply_ipynb(nb: dict, name: str, url: str) -> dict:
     i = _first(cells, "code", lambda c: c["cell_type"])
     old = _source(cells[i]).splitlines() if i is not None else []
     replace = i is not None and _is_setup_cell(old)
-    src = setup_cell(url, (_setup_args(old) if replace else None) or "")
+    src = setup_cell(url, (_setup_args(old) if replace else None) or "", tag)
     cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [], "source": src}
     if nb.get("nbformat", 4) >= 4 and nb.get("nbformat_minor", 0) >= 5:
         cell["id"] = "colab-setup"
@@ -247,10 +259,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--notebooks", type=Path, default=ROOT / "notebooks", help="the notebooks folder")
     ap.add_argument("--pyproject", type=Path, default=ROOT / "pyproject.toml", help="where the setting is")
     args = ap.parse_args(argv)
-    url = repo_url(args.pyproject)
+    url, tag = repo_url(args.pyproject), release(args.pyproject)
     names = _names(args.notebooks, args.names)
     if args.show:
-        print(f"repository (pyproject.toml [project.urls] Repository): {url}\ninstall source in Colab: git+{url}")
+        print(f"repository (pyproject.toml [project.urls] Repository): {url}\ninstall source in Colab: git+{url}@{tag}")
         for name in names:
             print(f"{name}: {badge(name, url)}")
         return 0
@@ -261,15 +273,18 @@ def main(argv: list[str] | None = None) -> int:
             if not twin.exists():
                 print(f"{name}: no twin {twin}; skipped")
                 continue
-            text, notes = apply_twin(twin.read_text(encoding="utf-8"), name, url)
+            text, notes = apply_twin(twin.read_text(encoding="utf-8"), name, url, tag)
             changed = text != twin.read_text(encoding="utf-8")
             if changed:
                 twin.write_text(text, encoding="utf-8")
             print(f"{name}: {'updated' if changed else 'already as generated'}", *notes, sep="\n  ")
             continue
         for path, problems in (
-            (twin, check_twin(twin.read_text(encoding="utf-8"), name, url) if twin.exists() else []),
-            (stored, check_ipynb(json.loads(stored.read_text(encoding="utf-8")), name, url) if stored.exists() else []),
+            (twin, check_twin(twin.read_text(encoding="utf-8"), name, url, tag) if twin.exists() else []),
+            (
+                stored,
+                check_ipynb(json.loads(stored.read_text(encoding="utf-8")), name, url, tag) if stored.exists() else [],
+            ),
         ):
             bad += bool(problems)
             for p in problems:

@@ -36,6 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import colab  # noqa: E402  (tools/colab.py: the badge and setup cell)
 
+from transformer_nb.utils import env_path  # noqa: E402
+
 DEFAULT = ("00", "01", "05", "07")
 SPLITS = ("train.txt", "valid.txt", "test.txt")
 NBVAL = ("--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with=nbval_sanitize.cfg")
@@ -47,7 +49,7 @@ def log(msg: str) -> None:
 
 def local_data() -> Path | None:
     """The shared WikiText-2 folder (``TNB_DATA_DIR``, or ``../shared/data``), or None."""
-    roots = [os.environ.get("TNB_DATA_DIR") or "", str(ROOT.parent / "shared" / "data")]
+    roots = [env_path("TNB_DATA_DIR"), ROOT.parent / "shared" / "data"]
     for root in filter(None, roots):
         for folder in (Path(root), Path(root) / "wikitext-2"):
             if all((folder / s).is_file() for s in SPLITS):

@@ -10,21 +10,25 @@ configuration (``cache_name``). A file is a ``torch.save`` dict, loaded with
 
 A load is refused, with one line that says why, and the model retrained when the file is
 corrupt or damaged (a flipped bit changes the sha256), was saved for another configuration,
-by other model code (``code``: the modules that define the model's classes, docstrings and
-comments aside) or by another torch release, or does not fit the model. A refused file never
-touches the model. Writes go to a unique temporary file that replaces the cache atomically,
-so concurrent trainers of one name never corrupt each other; an unwritable folder is a
-warning, never a lost model. The model stays on the device it was given, whatever happens.
+by other code (``code``: the modules that define the model's classes and the training code
+that ``load_or_train`` ran, docstrings and comments aside) or by another torch release, or does
+not fit the model. A refused file never touches the model. Writes go to a unique temporary file
+that replaces the cache atomically, so concurrent trainers of one name never corrupt each
+other; an unwritable folder or a full disk is a warning, never a lost model, and Ctrl-C stays a
+``KeyboardInterrupt``. Temporary files of interrupted writes are removed at the next save or
+load in their folder. The model stays on the device it was given, whatever happens.
 """
 
 import ast
 import contextlib
 import hashlib
+import importlib
 import inspect
 import json
 import os
 import re
 import sys
+import sysconfig
 import textwrap
 import time
 import uuid
@@ -32,6 +36,8 @@ import warnings
 from pathlib import Path
 
 import torch
+
+from transformer_nb.utils import env_flag, env_path
 
 FORMAT = 2
 PACKAGE = "transformer_nb"
@@ -43,14 +49,18 @@ EXTRA_TYPES = (dict, list, tuple, str, int, float, bool, type(None), torch.Tenso
 
 def cache_dir() -> Path:
     """The cache folder (env ``TNB_CACHE_DIR``, else ``~/.cache/transformer_nb``)."""
-    return Path(os.environ.get("TNB_CACHE_DIR") or Path.home() / ".cache" / "transformer_nb")
+    return env_path("TNB_CACHE_DIR") or Path.home() / ".cache" / "transformer_nb"
+
+
+def _plain(what: str, name) -> str:
+    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or name.startswith("."):
+        raise ValueError(f"{what} must be a non-empty name of letters, digits, '_', '-' or '.', got {name!r}")
+    return name
 
 
 def cache_path(name: str) -> Path:
     """``cache_dir() / f"{name}.pt"``; ``name`` must be a plain file name (see ``cache_name``)."""
-    if not isinstance(name, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", name) or name.startswith("."):
-        raise ValueError(f"name must be a non-empty name of letters, digits, '_', '-' or '.', got {name!r}")
-    return cache_dir() / f"{name}.pt"
+    return cache_dir() / f"{_plain('name', name)}.pt"
 
 
 def _canonical(config: dict) -> str:
@@ -63,8 +73,7 @@ def cache_name(prefix: str, config: dict) -> str:
     ``prefix`` names the family (e.g. ``"wikitext2_transformer"``, ``"reversal_base"``): letters,
     digits, ``_``, ``-`` and ``.``. ``config`` is a JSON-able dict; its key order does not matter.
     """
-    if not isinstance(prefix, str) or not re.fullmatch(r"[A-Za-z0-9_.-]+", prefix) or prefix.startswith("."):
-        raise ValueError(f"prefix must be a non-empty name of letters, digits, '_', '-' or '.', got {prefix!r}")
+    _plain("prefix", prefix)
     if not isinstance(config, dict):
         raise TypeError(f"config must be a dict, got {type(config).__name__}")
     return f"{prefix}_{hashlib.sha256(_canonical(config).encode()).hexdigest()[:8]}"
@@ -139,39 +148,65 @@ def _is_model_code(name: str) -> bool:
     return parts[0] == PACKAGE and len(parts) > 1 and parts[1] not in NOT_MODEL_CODE
 
 
-def code_digests(model: torch.nn.Module) -> dict:
-    """``{module: digest}`` of the code that defines ``model``.
+def _module_digest(name: str) -> str:
+    """Digest of the package module ``name`` (imported if need be), or ``"no source"``."""
+    try:
+        return _source_digest(inspect.getsource(sys.modules.get(name) or importlib.import_module(name)))
+    except Exception:  # gone, renamed or no source file: never equal to a real digest
+        return "no source"
+
+
+def _referenced(fn) -> list:
+    """The functions and modules that ``fn`` uses: those in its closure and the globals it names."""
+    cells = []
+    for cell in getattr(fn, "__closure__", None) or ():
+        with contextlib.suppress(ValueError):  # an empty cell
+            cells.append(cell.cell_contents)
+    names = [getattr(fn, "__globals__", {}).get(n) for n in getattr(getattr(fn, "__code__", None), "co_names", ())]
+    return [v for v in (*cells, *names) if inspect.ismodule(v) or (inspect.isfunction(v) and not _library(v))]
+
+
+def _library(fn) -> bool:
+    """``fn`` comes from the standard library or an installed package other than this one."""
+    libs = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
+    return (fn.__module__ or "").split(".")[0] != PACKAGE and fn.__code__.co_filename.startswith(libs)
+
+
+def code_digests(model: torch.nn.Module, train_fn=None) -> dict:
+    """``{module or class or function: digest}`` of the code that defines ``model`` and of ``train_fn``.
 
     The package modules that define its classes (and the package modules they reference) are
     hashed whole; a class defined elsewhere (a test, a notebook cell) by its own source; torch's
-    own classes are covered by the torch version.
+    own classes are covered by the torch version. ``train_fn``, the training code, and the functions
+    it calls: a package function by its module whole (with what it references), a function typed
+    elsewhere by its source (and what it calls).
     """
     _check_args(model)
     out, todo = {}, [type(m) for m in model.modules()]
+    if train_fn is not None:
+        todo += [train_fn, *_referenced(train_fn)]
     while todo:
         obj = todo.pop()
-        name = obj.__name__ if inspect.ismodule(obj) else obj.__module__
-        if name.split(".")[0] == "torch":
+        name = obj.__name__ if inspect.ismodule(obj) else getattr(obj, "__module__", None) or "?"
+        mod, top = sys.modules.get(name), name.split(".")[0]
+        if top == "torch" or name in out:
             continue
-        mod = sys.modules.get(name)
-        if _is_model_code(name) and mod is not None:
-            if name in out:
-                continue
-            try:
-                out[name] = _source_digest(inspect.getsource(mod))
-            except (OSError, TypeError):
-                out[name] = "no source"
+        if (_is_model_code(name) or (inspect.isfunction(obj) and top == PACKAGE)) and mod is not None:
+            out[name] = _module_digest(name)
             for v in vars(mod).values():
                 ref = v.__name__ if inspect.ismodule(v) else getattr(v, "__module__", None)
                 if isinstance(ref, str) and _is_model_code(ref) and ref not in out:
                     todo.append(sys.modules.get(ref) or v)
-        elif not inspect.ismodule(obj):
-            out[f"{name}.{obj.__qualname__}"] = _class_digest(obj)
+        elif isinstance(obj, type) or inspect.isfunction(obj):
+            key = f"{name}.{obj.__qualname__}"
+            if key not in out:
+                out[key] = _class_digest(obj)
+                todo += _referenced(obj) if inspect.isfunction(obj) else []
     return dict(sorted(out.items()))
 
 
 def _class_digest(cls) -> str:
-    """A class's source digest; for a class typed into a notebook cell (no source file), its methods'."""
+    """A class's or function's source digest; for a class typed into a notebook cell (no source file), its methods'."""
     try:
         return _source_digest(inspect.getsource(cls))
     except (OSError, TypeError):
@@ -193,18 +228,13 @@ def torch_release() -> str:
 # --------------------------------------------------------------------------- writing
 
 
-def _pid_of(tmp: Path) -> int | None:
-    m = re.search(r"\.(\d+)-[0-9a-f]+\.tmp$", tmp.name)
-    return int(m.group(1)) if m else None
-
-
 def _alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
         return False
-    except (PermissionError, OSError):
-        return True
+    except OSError:  # PermissionError: another user's live process
+        pass
     return True
 
 
@@ -217,7 +247,8 @@ def clean_stale(folder: Path | None = None, max_age: float = STALE_SECONDS) -> l
     if not folder.is_dir():
         return removed
     for tmp in folder.glob("*.tmp"):
-        pid = _pid_of(tmp)
+        m = re.search(r"\.(\d+)-[0-9a-f]+\.tmp$", tmp.name)
+        pid = int(m.group(1)) if m else None
         try:
             stale = pid is None or not _alive(pid) or time.time() - tmp.stat().st_mtime > max_age
             if stale and pid != os.getpid():
@@ -233,11 +264,14 @@ def _device_of(model: torch.nn.Module):
     return devices.pop() if len(devices) == 1 else None
 
 
-def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = None) -> Path | None:
-    """Save ``model``'s weights with ``config`` (a JSON-able dict) and ``extra`` (tensors, numbers, lists).
+def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = None, train_fn=None) -> Path | None:
+    """Save ``model``'s weights with ``config`` (a JSON-able dict) and ``extra`` (tensors, numbers, lists);
+    ``train_fn``, the code that trained it, joins the code digest.
 
     Written to a unique temporary file, then renamed over ``<name>.pt`` in one step. Returns the
-    path, or ``None`` with a warning when the folder cannot be written (the model is untouched).
+    path, or ``None`` with a warning when the folder cannot be written or the disk is full (the
+    model is untouched, no temporary file is left). Ctrl-C removes the temporary file and stays a
+    ``KeyboardInterrupt``.
     """
     path = cache_path(name)
     _check_args(model, config)
@@ -246,7 +280,9 @@ def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = N
     extra = extra or {}
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     blob = {"format": FORMAT, "config": _canonical(config), "state_dict": state, "extra": extra}
-    blob.update(sha256=payload_sha256(blob["config"], state, extra), torch=torch_release(), code=code_digests(model))
+    blob.update(
+        sha256=payload_sha256(blob["config"], state, extra), torch=torch_release(), code=code_digests(model, train_fn)
+    )
     tmp = path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -256,12 +292,17 @@ def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = N
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)  # atomic: readers see the old file or the new one, never half of one
-    except OSError as err:
+    except BaseException as err:
         with contextlib.suppress(OSError):  # the folder itself may not be there
             tmp.unlink(missing_ok=True)
+        # torch.save reports a failed write (a full disk, Ctrl-C in a write) as a RuntimeError over the real one
+        if isinstance(err, RuntimeError) and isinstance(err.__context__, (OSError, KeyboardInterrupt)):
+            err = err.__context__
+        if not isinstance(err, (OSError, RuntimeError)):
+            raise err from None
         warnings.warn(
-            f"could not write the cache {path} ({type(err).__name__}: {err.strerror or err}); the trained "
-            f"model is kept in memory only. Set TNB_CACHE_DIR to a writable folder to keep it.",
+            f"could not write the cache {path} ({type(err).__name__}: {getattr(err, 'strerror', None) or err}); "
+            f"the trained model is kept in memory only. Set TNB_CACHE_DIR to a writable folder to keep it.",
             RuntimeWarning,
             stacklevel=2,
         )
@@ -272,7 +313,7 @@ def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = N
 # --------------------------------------------------------------------------- loading
 
 
-def _refusal(blob, config: str, model: torch.nn.Module) -> str | None:
+def _refusal(blob, config: str, model: torch.nn.Module, train_fn=None) -> str | None:
     """Why a loaded ``blob`` must not go into ``model`` (None: it may)."""
     if not isinstance(blob, dict) or not {"config", "state_dict"} <= set(blob):
         return "has an unexpected layout"
@@ -288,12 +329,15 @@ def _refusal(blob, config: str, model: torch.nn.Module) -> str | None:
         return "was trained with another configuration"
     if blob.get("torch") != torch_release():
         return f"was saved by torch {blob.get('torch')}, this is torch {torch_release()}"
-    code, stored = code_digests(model), blob.get("code")
+    code, stored = code_digests(model, train_fn), blob.get("code")
     if not isinstance(stored, dict):
         return "has no digest of its model code"
-    changed = sorted(k for k in code.keys() | stored.keys() if code.get(k) != stored.get(k))
+    # the model's code, and every recorded module of the package or function of train_fn that trained it
+    must = code_digests(model).keys() | {k for k in stored if k in code or re.fullmatch(rf"{PACKAGE}(\.\w+)+", str(k))}
+    code.update({k: _module_digest(k) for k in must - code.keys()})
+    changed = sorted(k for k in must if code[k] != stored.get(k))
     if changed:
-        return f"was trained with other model code ({', '.join(changed)} changed)"
+        return f"was trained with other code ({', '.join(changed)} changed)"
     own, sd = model.state_dict(), blob["state_dict"]
     if own.keys() != sd.keys():
         diff = sorted(own.keys() ^ sd.keys())
@@ -305,13 +349,16 @@ def _refusal(blob, config: str, model: torch.nn.Module) -> str | None:
     return None
 
 
-def load(name: str, model: torch.nn.Module, config: dict):
+def load(name: str, model: torch.nn.Module, config: dict, train_fn=None):
     """Load cached weights into ``model``. Returns ``(ok, message, extra)``; never raises on a bad cache.
 
-    A refused file leaves ``model`` untouched. ``extra``'s tensors come back on the CPU.
+    ``train_fn``: the training code the file must have been made by (else the package's training
+    code it records is checked). A refused file leaves ``model`` untouched. ``extra``'s tensors
+    come back on the CPU. Stale temporary files in the folder are removed.
     """
     path = cache_path(name)
     _check_args(model, config)
+    clean_stale(path.parent)
     try:
         if not path.is_file():
             return False, f"no cache at {path}", {}
@@ -320,7 +367,7 @@ def load(name: str, model: torch.nn.Module, config: dict):
         return False, f"cache {path} cannot be read ({type(err).__name__}: {err.strerror}); retraining", {}
     except Exception as err:  # corrupt, truncated, or not a torch file
         return False, f"cache {path} is corrupt ({type(err).__name__}); retraining", {}
-    why = _refusal(blob, _canonical(config), model)
+    why = _refusal(blob, _canonical(config), model, train_fn)
     if why:
         return False, f"cache {path} {why}; retraining", {}
     model.load_state_dict(blob["state_dict"])  # copies into the model's own tensors: its device stays
@@ -343,16 +390,17 @@ def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, ret
     ``extra`` (e.g. the loss history) is stored with the weights and returned (its tensors on
     the CPU, on either path), so a re-run can redraw its training curves. The model ends on the
     device it came on. If the cache cannot be written, a warning says so and the trained model
-    is still returned. ``TNB_RETRAIN=1`` forces training. Returns ``(extra, trained_now)``.
+    is still returned. ``TNB_RETRAIN=1`` (or ``true``, ``yes``, ``on``) forces training. ``train_fn``'s
+    code is part of the cache's code digest. Returns ``(extra, trained_now)``.
     """
     _check_args(model, config)
     if not callable(train_fn):
         raise TypeError(f"train_fn must be callable (model -> extra dict), got {type(train_fn).__name__}")
     path, device = cache_path(name), _device_of(model)
-    if retrain or os.environ.get("TNB_RETRAIN") == "1":
+    if retrain or env_flag("TNB_RETRAIN"):
         print("retraining (asked for)")
     else:
-        ok, msg, extra = load(name, model, config)
+        ok, msg, extra = load(name, model, config, train_fn)
         print(msg)
         if ok:
             return extra, False
@@ -367,5 +415,5 @@ def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, ret
     except TypeError as err:
         warnings.warn(f"{err}; {path} was not written", RuntimeWarning, stacklevel=2)
         return extra, True
-    save(name, model, config, extra)
+    save(name, model, config, extra, train_fn)
     return extra, True

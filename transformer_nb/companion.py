@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from transformer_nb.utils import as_real
+from transformer_nb.utils import as_real, env_path
 
 TEXTS = {
     "000": "Ch. 8 The Transformer Architecture (textbook draft, §8.1–8.6, Ex. 8.1–8.10)",
@@ -34,8 +34,8 @@ INDEX_FILE = Path(__file__).with_name("notebook_index.json")  # the map, shipped
 
 def notebooks_dir() -> Path | None:
     """``notebooks/`` of the checkout (env ``TNB_NOTEBOOKS`` overrides), or None in an installed copy."""
-    if os.environ.get("TNB_NOTEBOOKS"):
-        return Path(os.environ["TNB_NOTEBOOKS"])
+    if env_path("TNB_NOTEBOOKS"):
+        return env_path("TNB_NOTEBOOKS")
     here = Path(__file__).resolve().parents[1] / "notebooks"
     return here if here.is_dir() else None
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
+import math
 import os
 import time
 from datetime import timedelta
@@ -63,6 +64,10 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.steps is not None and args.budget is not None:
         p.error("give --steps or --budget, not both")
+    for flag in ("steps", "budget", "threads", "eval_tokens", "final_eval_tokens", "timeout"):
+        value = getattr(args, flag)
+        if value is not None and not 0 < value < math.inf:
+            p.error(f"--{flag.replace('_', '-')} must be a positive finite number, got {value}")
 
     local = int(os.environ.get("LOCAL_RANK", 0))
     cuda = torch.cuda.is_available()
@@ -93,7 +98,7 @@ def main(argv=None) -> int:
         if rank == 0:
             config = cache_config(args.kind, tcfg, vocab)
             name = cache.cache_name(f"wikitext2_{args.kind}", config)
-            path = None if args.no_save or args.budget else cache.save(name, model, config, hist)
+            path = None if args.no_save or args.budget else cache.save(name, model, config, hist, train_lm)
             result = {
                 "world": world,
                 "backend": dist.get_backend(),

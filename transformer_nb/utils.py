@@ -12,10 +12,27 @@ import os
 import platform
 import random
 from dataclasses import dataclass
+from pathlib import Path
 
 import torch
 
 PROFILES = ("quick", "full")
+ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
+
+
+def env_flag(name: str) -> bool:
+    """The environment switch ``name``: ``1``/``true``/``yes``/``on`` or ``0``/``false``/``no``/``off``, in any
+    case and with spaces around; unset or empty is off. Anything else is a ``ValueError`` naming ``name``."""
+    value = os.environ.get(name, "").strip().lower()
+    if value in ON or value in (*OFF, ""):
+        return value in ON
+    raise ValueError(f"{name} must be one of {', '.join(ON)} (on) or {', '.join(OFF)} (off), got {os.environ[name]!r}")
+
+
+def env_path(name: str) -> Path | None:
+    """The path in the environment variable ``name``, spaces around it stripped, ``~`` expanded; None if unset."""
+    value = os.environ.get(name, "").strip()
+    return Path(value).expanduser() if value else None
 
 
 def profile() -> str:

@@ -14,10 +14,12 @@ Where the loader looks, in this order (the first folder that holds all three of
    pytorch/examples, at a pinned commit; ``TNB_DATA_URL`` names a mirror instead) into
    the user cache, with a ``tqdm.auto`` progress bar and a sha256 check. A partial or
    corrupt download raises ``ValueError`` and keeps nothing. Pass ``download=False``
-   (or set ``TNB_OFFLINE=1``) to forbid it.
+   (or set ``TNB_OFFLINE`` to ``1``, ``true``, ``yes`` or ``on``) to forbid it.
 
 When nothing is found and the download is impossible, a ``FileNotFoundError`` lists
-every place that was looked at and says how to get the data.
+every place that was looked at and says how to get the data; a path that is there but
+cannot be read (a folder where a file should be, a device such as ``/dev/null``, a
+symbolic link loop) is named with what is wrong with it.
 
 Every load verifies the sha256 of the three files (13 MB; about 20 ms measured on a
 2-core machine, so no stamp file is needed). A mismatch raises ``ValueError``.
@@ -25,16 +27,18 @@ Every load verifies the sha256 of the three files (13 MB; about 20 ms measured o
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import http.client
 import os
 import shutil
+import stat
 import tempfile
 import urllib.error
 import urllib.request
 from pathlib import Path
 
-from transformer_nb.utils import as_real
+from transformer_nb.utils import as_real, env_flag, env_path
 
 SPLITS = ("train", "valid", "test")
 SHA256 = {
@@ -70,8 +74,7 @@ def _flag(name: str, value) -> bool:
 # --------------------------------------------------------------------------- finding
 def user_cache_dir() -> Path:
     """The per-user data cache: ``$XDG_CACHE_HOME/transformer_nb/data`` (default ``~/.cache/...``)."""
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "transformer_nb" / "data"
+    return (env_path("XDG_CACHE_HOME") or Path.home() / ".cache") / "transformer_nb" / "data"
 
 
 def data_url() -> str:
@@ -92,6 +95,29 @@ def _complete(folder: Path) -> bool:
     return all((folder / f"{s}.txt").is_file() for s in SPLITS)
 
 
+def _what_is(path: Path) -> str:
+    """What is at ``path``: ``"a file"``, ``"a folder"``, ``"missing"`` or what makes it unreadable."""
+    try:
+        mode = path.stat().st_mode
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            return "a symbolic link loop"
+        if path.is_symlink():
+            return "a broken symbolic link"
+        return "missing" if isinstance(err, FileNotFoundError) else f"unreadable ({err.strerror})"
+    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
+        return "a folder" if stat.S_ISDIR(mode) else "a file"
+    return "a device, pipe or socket (such as /dev/null)"
+
+
+def _wrong(folder: Path) -> str:
+    """What is wrong, path by path, with what stands where the data should be ("" when only files are missing)."""
+    if _what_is(folder) not in ("a folder", "missing"):
+        return f"{folder} is {_what_is(folder)}, not a folder"
+    found = [(folder / f"{s}.txt", _what_is(folder / f"{s}.txt")) for s in SPLITS]
+    return "; ".join(f"{p} is {what}, not a regular file" for p, what in found if what not in ("a file", "missing"))
+
+
 def find_data_dir(
     path: str | os.PathLike | None = None, *, download: bool | None = None, progress: bool = True, timeout: float = 30.0
 ) -> Path:
@@ -99,7 +125,7 @@ def find_data_dir(
 
     ``path``: explicit folder (``wikitext-2`` or its parent). If given and incomplete,
     that is an error at once (an explicit wish is not silently replaced).
-    ``download``: allow the download step (default: yes unless ``TNB_OFFLINE=1``).
+    ``download``: allow the download step (default: yes unless ``TNB_OFFLINE`` is on).
     Raises ``FileNotFoundError`` listing every place looked at.
     """
     if download is not None:
@@ -110,33 +136,38 @@ def find_data_dir(
         for c in _candidates(path):
             if _complete(c):
                 return c
-        folder = next((c for c in _candidates(path) if c.is_dir()), Path(path))
+        folder = next((c for c in _candidates(path) if c.is_dir()), Path(path).expanduser())
+        if _wrong(folder):
+            raise FileNotFoundError(f"WikiText-2 cannot be read at the explicit path {str(path)!r}: {_wrong(folder)}")
         raise FileNotFoundError(
             f"WikiText-2 not found at the explicit path {str(path)!r}: expected a folder "
             f"'wikitext-2' (or its parent) holding train.txt, valid.txt, test.txt; "
             f"missing: {_missing(folder)}.\n" + HOW_TO_GET
         )
-    env = os.environ.get("TNB_DATA_DIR")
+    env = env_path("TNB_DATA_DIR")
     if env:
         for c in _candidates(env):
             if _complete(c):
                 return c
-        looked.append(f"TNB_DATA_DIR={env} (checked {', '.join(map(str, _candidates(env)))})")
+        wrong = "; ".join(filter(None, map(_wrong, _candidates(env))))
+        looked.append(
+            f"TNB_DATA_DIR={env} (checked {', '.join(map(str, _candidates(env)))}{': ' * bool(wrong)}{wrong})"
+        )
     else:
         looked.append("TNB_DATA_DIR (not set)")
     cache = user_cache_dir() / "wikitext-2"
     if _complete(cache):
         return cache
-    looked.append(f"user cache {cache}")
+    looked.append(f"user cache {cache}" + (f" ({_wrong(cache)}: remove it to download again)" if _wrong(cache) else ""))
     if download is None:
-        download = os.environ.get("TNB_OFFLINE", "").strip() not in ("1", "true", "yes")
-    if download:
+        download = not env_flag("TNB_OFFLINE")
+    if not download:
+        looked.append("download (disabled: download=False or TNB_OFFLINE on)")
+    elif not _wrong(cache):  # else a download would not fit where the files should be
         try:
             return download_wikitext2(cache, progress=progress, timeout=timeout)
         except (urllib.error.URLError, TimeoutError, ConnectionError) as err:
             looked.append(f"download from {data_url()} failed ({type(err).__name__}: {err}); are you offline?")
-    else:
-        looked.append("download (disabled: download=False or TNB_OFFLINE=1)")
     raise FileNotFoundError(
         "WikiText-2 not found. Looked at, in order:\n  - " + "\n  - ".join(looked) + "\n" + HOW_TO_GET
     )

@@ -24,7 +24,7 @@ from importlib.util import find_spec
 if find_spec("google") and find_spec("google.colab"):  # only Colab has google.colab
     import torch
 
-    source = os.environ.get("TNB_INSTALL_FROM", "git+https://github.com/transformer-nb/transformer-nb")
+    source = os.environ.get("TNB_INSTALL_FROM", "git+https://github.com/transformer-nb/transformer-nb@v0.1.0")
     pin = f"torch=={torch.__version__}"  # so that pip keeps Colab's torch
     subprocess.run([sys.executable, "-m", "pip", "install", "-q", source, pin], check=True)
     from transformer_nb.wikitext import find_data_dir
