@@ -259,7 +259,7 @@ def offline_urls(urls: dict[str, str]) -> dict:
 
 SCRIPT = re.compile(r"(<script\b.*?</script>)", flags=re.S)
 NO_ALT = re.compile(r"<img(?![^>]*\balt=)")
-FOCUSABLE = re.compile(r'(<div class="[^"]*\b(?:jp-Cell-inputWrapper|jp-OutputArea-output)\b[^"]*")')
+FOCUSABLE = re.compile(r'(<div [^>]*?\bclass="[^"]*\b(?:jp-Cell-inputWrapper|jp-OutputArea-output)\b[^"]*")')
 
 
 def accessible(page: str) -> str:
@@ -338,6 +338,24 @@ def summary(nb, limit: int = 220) -> str:
     return ""
 
 
+def heading_level(cell) -> int:
+    """1-6 for a markdown cell that opens with a heading, else 0."""
+    head = HEADING.match(cell.source.lstrip().split("\n", 1)[0])
+    return len(head.group(1)) if cell.cell_type == "markdown" and head else 0
+
+
+def collapsed_sections(cells) -> list[tuple[int, int]]:
+    """``(start, end)`` cell ranges of the collapsed sections (the audit appendix): a heading cell with
+    ``jp-MarkdownHeadingCollapsed`` up to, not including, the next heading of its level or higher."""
+    out = []
+    for i, cell in enumerate(cells):
+        level = heading_level(cell)
+        if level and cell.metadata.get("jp-MarkdownHeadingCollapsed"):
+            end = next((j for j in range(i + 1, len(cells)) if 0 < heading_level(cells[j]) <= level), len(cells))
+            out.append((i, end))
+    return out
+
+
 def fold_cells(nb) -> None:
     """Mark, in the cells' metadata, where ``<details>`` open and close (read by TEMPLATE): a heading
     cell with ``jp-MarkdownHeadingCollapsed`` folds up to the next heading of its level or higher;
@@ -346,17 +364,12 @@ def fold_cells(nb) -> None:
     for cell in cells:
         cell.metadata.pop("tnb_open", None)
         cell.metadata.pop("tnb_close", None)
+    folds = dict(collapsed_sections(cells))
     for i, cell in enumerate(cells):
         first = cell.source.lstrip().split("\n", 1)[0]
-        head = HEADING.match(first)
-        if cell.cell_type == "markdown" and head and cell.metadata.get("jp-MarkdownHeadingCollapsed"):
-            level, end = len(head.group(1)), len(cells)
-            for j in range(i + 1, len(cells)):
-                other = HEADING.match(cells[j].source.lstrip().split("\n", 1)[0])
-                if cells[j].cell_type == "markdown" and other and len(other.group(1)) <= level:
-                    end = j
-                    break
-            text = html.escape(_plain(head.group(2)))
+        if i in folds:
+            end = folds[i]
+            text = html.escape(_plain(HEADING.match(first).group(2)))
             cell.metadata["tnb_open"] = {"kind": "tnb-fold", "summary": f"{text} <small>(click to open)</small>"}
             cells[end - 1].metadata["tnb_close"] = cells[end - 1].metadata.get("tnb_close", 0) + 1
         elif cell.cell_type == "code" and "solution" in cell.metadata.get("tags", []):
