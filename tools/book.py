@@ -192,7 +192,7 @@ def _integrity(path: Path) -> str:
     return "sha512-" + base64.b64encode(digest.digest()).decode()
 
 
-def fetch(pkg: Package, cache: Path = VENDOR_CACHE) -> Path:
+def fetch(pkg: Package, cache: Path) -> Path:
     """The unpacked ``package/`` folder of ``pkg`` in ``cache``, downloaded once.
 
     The tarball is checked against ``pkg.integrity`` before anything is unpacked; a mismatch deletes
@@ -229,7 +229,7 @@ def fetch(pkg: Package, cache: Path = VENDOR_CACHE) -> Path:
     return where / "package"
 
 
-def vendor(out_dir: Path, packages=BOOK_PACKAGES, cache: Path = VENDOR_CACHE) -> dict[str, str]:
+def vendor(out_dir: Path, packages, cache: Path) -> dict[str, str]:
     """Copy each package's ``files`` into ``out_dir/_static/<folder>/``; returns {name: relative folder}."""
     urls = {}
     for pkg in packages:
@@ -413,8 +413,8 @@ def toc(body: str) -> str:
     """The page's table of contents, from the ``<h2>``/``<h3>`` ids nbconvert gave its headings."""
     items = []
     for level, anchor, inner in TOC_HEADING.findall(body):
-        text = re.sub(r"<[^>]+>", "", inner).replace("¶", "").strip()
-        items.append(f'<li class="tnb-h{level}"><a href="#{anchor}">{text}</a></li>')
+        text = html.unescape(re.sub(r"<[^>]+>", "", inner)).replace("¶", "").strip()
+        items.append(f'<li class="tnb-h{level}"><a href="#{anchor}">{html.escape(text)}</a></li>')
     return f"<ul>{''.join(items)}</ul>" if items else "<ul><li>(no sections)</li></ul>"
 
 
@@ -481,7 +481,7 @@ def build(notebooks: list[Path], out_dir: Path, runtimes: dict) -> list[Path]:
     """Render ``notebooks`` (book order) into ``out_dir``: NAME.html, NAME.ipynb and index.html."""
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = [page_info(p, runtimes) for p in notebooks]
-    html_exporter = exporter("html", TEMPLATE, **offline_urls(vendor(out_dir)))
+    html_exporter = exporter("html", TEMPLATE, **offline_urls(vendor(out_dir, BOOK_PACKAGES, VENDOR_CACHE)))
     written = []
     for k, path in enumerate(notebooks):
         if path.parent.resolve() != out_dir.resolve():
@@ -511,7 +511,7 @@ def main(argv=None) -> int:
         import slides
 
         for pkg in (*BOOK_PACKAGES, *slides.SLIDE_PACKAGES):
-            print(f"book: {pkg.name}@{pkg.version} {pkg.integrity[:24]}… -> {fetch(pkg)}")
+            print(f"book: {pkg.name}@{pkg.version} {pkg.integrity[:24]}… -> {fetch(pkg, VENDOR_CACHE)}")
         return 0
     out = args.out.resolve()
     if args.execute:

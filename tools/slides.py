@@ -124,7 +124,7 @@ def render(path: Path, out_dir: Path) -> Path:
     import nbformat
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    urls = book.vendor(out_dir, (*book.BOOK_PACKAGES, *SLIDE_PACKAGES))
+    urls = book.vendor(out_dir, (*book.BOOK_PACKAGES, *SLIDE_PACKAGES), book.VENDOR_CACHE)
     exporter = book.exporter(
         "slides",
         TEMPLATE,
