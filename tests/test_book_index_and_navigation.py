@@ -200,3 +200,50 @@ def test_an_unreachable_registry_names_the_package_and_the_fix(tmp_path, monkeyp
     monkeypatch.setattr(book, "NPM_REGISTRY", (tmp_path / "nowhere").as_uri())
     with pytest.raises(OSError, match="requirejs@2.3.7.*make book-cdn"):
         book.fetch(book.REQUIREJS, tmp_path / "cache")
+
+
+def test_slides_hide_setup_solutions_and_appendix_and_start_a_slide_per_heading_and_figure():
+    import slides
+
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    figure = code("plot()")
+    figure.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBOR", "text/plain": "<Figure>"})]
+    solution = code("# Solution\nanswer = 42")
+    solution.metadata["tags"] = ["solution"]
+    appendix = md("## Appendix · checked")
+    appendix.metadata["jp-MarkdownHeadingCollapsed"] = True
+    cells = [
+        md("# 01 · Title\n\nWhat it is."),
+        code("# Setup\nfrom transformer_nb import setup\nsetup()"),
+        code("import torch\n\ntorch.set_printoptions(precision=3)"),
+        md("## 1 · A section"),
+        code("x = 1"),
+        figure,
+        md("What the figure shows."),
+        md("### Exercise 1"),
+        code("def f():\n    raise NotImplementedError"),
+        solution,
+        md("### Exercise 2"),
+        appendix,
+        code("report()"),
+        md("## After the appendix"),
+    ]
+    kinds = slides.plan(nbformat.v4.new_notebook(cells=cells))
+    assert kinds == [
+        "slide",  # title
+        "skip",  # setup
+        "skip",  # imports and settings
+        "slide",  # heading
+        "-",
+        "slide",  # figure on its own
+        "slide",  # what follows a figure
+        "slide",  # exercise 1
+        "-",
+        "skip",  # solution
+        "slide",  # exercise 2
+        "skip",  # appendix heading ...
+        "skip",  # ... and its cells
+        "slide",  # the next heading of its level ends it
+    ]
+    kept = slides.with_slides(nbformat.v4.new_notebook(cells=cells)).cells
+    assert "answer = 42" not in "".join(c.source for c in kept) and len(kept) == kinds.count("slide") + kinds.count("-")

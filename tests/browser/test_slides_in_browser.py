@@ -17,8 +17,11 @@ from static_site import bundled, offline_page, serve  # noqa: E402
 from test_widgets_in_browser import ROOT, SHOTS  # noqa: E402
 
 NOTEBOOK = ROOT / "notebooks" / "01_scaled_attention.ipynb"
-SLIDES = """() => Reveal.getSlides().map(s => ({text: s.textContent, widget: !!s.querySelector(
-  'script[type="application/vnd.jupyter.widget-view+json"]'), exercises: [...s.querySelectorAll('h1, h2, h3, h4')].filter(h => /^Exercise/.test(h.textContent.trim())).length}))"""
+SLIDES = """() => Reveal.getSlides().map(s => ({
+  text: s.textContent,
+  widget: !!s.querySelector('script[type="application/vnd.jupyter.widget-view+json"]'),
+  exercises: [...s.querySelectorAll('h1, h2, h3, h4')].filter(h => /^Exercise/.test(h.textContent.trim())).length,
+}))"""
 
 
 @pytest.fixture(scope="module")
