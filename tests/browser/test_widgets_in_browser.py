@@ -478,10 +478,10 @@ def lab(browser_tools, tmp_path_factory, request):
             f"kernel ipywidgets {KERNEL.get('ipywidgets', '?')}"
         )
         if REDRAW_MS:
-            rows = [f"{'widget':<22}{'redraw (key press to new image)':>34}  updates"]
+            rows = [f"{'notebook, widget':<25}{'redraw (key press to new image)':>34}  updates"]
             for name, r in REDRAW_MS.items():
                 when = "on release (says so)" if r["on_release"] else "while dragging"
-                rows.append(f"{name:<22}{r['ms']:>24.0f} ms (median of {r['presses']})  {when}")
+                rows.append(f"{name:<25}{r['ms']:>24.0f} ms (median of {r['presses']})  {when}")
             line += "\n" + "\n".join(rows)
         tr = request.config.pluginmanager.get_plugin("terminalreporter")
         capman = request.config.pluginmanager.get_plugin("capturemanager")
@@ -602,7 +602,7 @@ ARM = """([id, idx]) => {
   }, {capture: true});
 }"""
 WATCHED = "() => window.__tnb_watch.end !== null && window.__tnb_watch.start !== null"
-#: key press (or change) to new image, per widget class: the median of ``REDRAW_PRESSES`` presses
+#: key press (or change) to new image, per "NN Class" (notebook, widget): the median of ``REDRAW_PRESSES`` presses
 REDRAW_MS: dict[str, dict] = {}
 REDRAW_LIMIT_MS = float(os.environ.get("TNB_REDRAW_MS", "250"))  # else the widget must update on release
 REDRAW_PRESSES = 3
@@ -712,7 +712,9 @@ def _check_widget(page, lab, nb_id: str, idx: int, label: str, stem: str) -> lis
     _shot(cell, SHOTS / f"{stem}-after.png")
     errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
     problems += [f"{where}: error after {tried[-1]}:\n{e}" for e in errs]
-    problems += _redraw_time(page, nb_id, idx, cell, label, _interactions(cell)[len(tried) - 1][1], times)
+    problems += _redraw_time(
+        page, nb_id, idx, cell, f"{stem[:2]} {label}", _interactions(cell)[len(tried) - 1][1], times
+    )
     if _continuous(label):
         problems += _check_drag(page, nb_id, idx, cell, where, stem)
     return problems
