@@ -50,16 +50,7 @@ JQUERY = book.Package(  # the reveal template's scrolling of tall slides
 )
 SLIDE_PACKAGES = (REVEAL, JQUERY)
 
-TEMPLATE = """{%- extends 'reveal/index.html.j2' -%}
-{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
-{% block input %}
-<div class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor" data-type="inline">
-     <div class="cm-editor cm-s-jupyter">
-{{ cell.source | highlight_code(metadata=cell.metadata) }}
-     </div>
-</div>
-{%- endblock input %}
-"""
+TEMPLATE = "{%- extends 'reveal/index.html.j2' -%}\n" + book.OFFLINE_BLOCKS
 
 
 def _is_setup(cell) -> bool:

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from test_widgets_in_browser import CHROMIUM_ARGS, INSTALL_CHROMIUM, INSTALL_PLAYWRIGHT, _chromium
+from test_widgets_in_browser import CHROMIUM_ARGS, playwright_and_chromium
 
 
 class Quiet(http.server.SimpleHTTPRequestHandler):
@@ -36,13 +36,7 @@ def serve(folder: Path):
 def offline_page(base_url: str, viewport=(1400, 900)):
     """A Chromium page on which only ``base_url`` answers. ``page.blocked`` lists the aborted URLs,
     ``page.missing`` the local ones that answered 404."""
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip(f"Playwright is not installed: {INSTALL_PLAYWRIGHT}")
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip(f"Chromium not found: {INSTALL_CHROMIUM}")
+    sync_playwright, chromium = playwright_and_chromium()
     pw = sync_playwright().start()
     browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
     try:

@@ -447,6 +447,10 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def browser_tools():
+    return playwright_and_chromium()
+
+
+def playwright_and_chromium():
     """Playwright's sync API and the Chromium binary, or a skip that says how to install them."""
     try:
         from playwright.sync_api import sync_playwright
