@@ -42,11 +42,11 @@ help:
 	@echo "make runtimes             time every notebook (quick profile) into notebooks/runtimes.json"
 	@echo "make book [EXECUTE=1]     the stored notebooks as a navigable HTML book in build/book/ (EXECUTE=1: run them first)"
 	@echo "make lecture              train once the models of 09, 10, 12 that the lecture notebook (14) loads"
-	@echo "make slides NB=NAME       reveal.js slides of a stored notebook into build/slides/"
+	@echo "make slides NB=NAME       reveal.js slides of a stored notebook into build/slides/ (offline)"
 	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC))"
 	@echo "make wheel                the package wheel into dist/ (Colab's setup cell can install it)"
 	@echo "make colab-test           notebooks 00 01 05 07 (quick) under nbval in a fresh Colab-like venv"
-	@echo "make book-cdn             the book test's CDN packages from the npm registry into build/cdn (offline CI)"
+	@echo "make book-cdn             fetch and check the book's and slides' pinned npm packages into build/vendor"
 	@echo "make clean | distclean    remove build outputs | and .venv"
 
 venv install: $(INSTALLED)
@@ -110,9 +110,11 @@ refresh-all: $(INSTALLED)
 refresh-stale: $(INSTALLED)  ## only the notebooks whose outputs are stale, in book order
 	$(RUN) $(BIN)/python tools/refresh.py --stale
 
+# Works offline: require.js, MathJax and the widget manager (npm, pinned, integrity-checked) are cached in build/vendor.
 book: $(INSTALLED)  ## HTML of the stored notebooks (full-profile outputs); EXECUTE=1 runs them all again first
 	rm -rf build/book
-	$(RUN) $(BIN)/python tools/book.py --out build/book $(if $(EXECUTE),--execute)
+	@start=$$(date +%s); $(RUN) $(BIN)/python tools/book.py --out build/book $(if $(EXECUTE),--execute); \
+	echo "book: built in $$(( $$(date +%s) - start )) s; open build/book/index.html"
 
 # Lecture mode: train once (through the notebooks' own cache entries, active profile) the models that
 # notebooks/14_lecture.ipynb loads; a warm cache makes this a few seconds.
@@ -122,8 +124,7 @@ lecture: $(INSTALLED)  ## the trained models of 09, 10 and 12 for the lecture no
 
 slides: $(INSTALLED)
 	@if [ -z "$(NB)" ]; then echo "usage: make slides NB=01_scaled_attention" >&2; exit 2; fi
-	$(RUN) $(BIN)/jupyter nbconvert --to slides --output-dir build/slides notebooks/$(NB_NAME).ipynb
-	@echo "open build/slides/$(NB_NAME).slides.html"
+	$(RUN) $(BIN)/python tools/slides.py $(NB_NAME) --out build/slides
 
 # The package wheel, built in isolation from pyproject.toml (stale build/lib files would leak into it: removed first).
 wheel:
@@ -136,17 +137,10 @@ wheel:
 colab-test: wheel
 	$(PYTHON) tools/colab_test.py $(COLAB_TEST_ARGS)
 
-# The rendered book loads the widget manager, require.js and MathJax from public CDNs. Where only the npm registry
-# is reachable (CI), fetch the same packages from it; TNB_BOOK_CDN_DIR=build/cdn lets the book's browser test serve them.
-NPM_REGISTRY ?= https://registry.npmjs.org
-BOOK_CDN := @jupyter-widgets/html-manager/-/html-manager-1.0.15.tgz:jupyter-widgets-html-manager \
-            requirejs/-/requirejs-2.1.10.tgz:requirejs mathjax/-/mathjax-2.7.7.tgz:mathjax
-book-cdn:
-	rm -rf build/cdn && mkdir -p build/cdn
-	for spec in $(BOOK_CDN); do \
-	  mkdir -p "build/cdn/$${spec#*:}" && curl -fsSL "$(NPM_REGISTRY)/$${spec%%:*}" | tar -xz -C "build/cdn/$${spec#*:}"; \
-	done
-	@echo "book-cdn: build/cdn ready (TNB_BOOK_CDN_DIR=$(CURDIR)/build/cdn)"
+# The pinned npm packages of the book and the slides (tools/book.py, tools/slides.py: versions and sha512 integrity
+# hashes), downloaded once, checked, and unpacked into build/vendor; `make book` and `make slides` then need no network.
+book-cdn: $(INSTALLED)
+	$(RUN) $(BIN)/python tools/book.py --fetch-only
 
 clean:
 	rm -rf build dist .pytest_cache

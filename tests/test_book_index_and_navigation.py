@@ -1,8 +1,12 @@
 """The rendered book (tools/book.py): an index that says what each notebook is, and pages a reader can
 navigate (previous / next, a table of contents), with the appendix and the solutions folded."""
 
+import base64
+import hashlib
+import io
 import re
 import sys
+import tarfile
 from pathlib import Path
 
 import nbformat
@@ -43,8 +47,47 @@ def _notebook(num: str, name: str, exercise: str | None = None) -> nbformat.Note
     return nb
 
 
+def _publish(registry: Path, name: str, files: dict[str, bytes]) -> book.Package:
+    """A tarball of ``files`` (under ``package/``) laid out as the npm registry serves it; its Package."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz") as tar:
+        for rel, data in files.items():
+            info = tarfile.TarInfo(f"package/{rel}")
+            info.size = len(data)
+            tar.addfile(info, io.BytesIO(data))
+    pkg = book.Package(name, "1.0.0", "", tuple(files))
+    path = registry / name / "-" / f"{pkg.folder}-1.0.0.tgz"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_bytes(buf.getvalue())
+    integrity = "sha512-" + base64.b64encode(hashlib.sha512(buf.getvalue()).digest()).decode()
+    return book.Package(name, "1.0.0", integrity, tuple(files))
+
+
 @pytest.fixture(scope="module")
-def built(tmp_path_factory):
+def registry(tmp_path_factory):
+    """A local npm registry (file://) holding stand-ins of the book's packages, which the book uses."""
+    folder = tmp_path_factory.mktemp("registry")
+    fakes = {
+        pkg.name: _publish(folder, pkg.name, {f: f"/* {pkg.name} {f} */".encode() for f in files})
+        for pkg, files in (
+            (book.REQUIREJS, ["require.js"]),
+            (book.MATHJAX, ["MathJax.js", "config/Safe.js", "unpacked/MathJax.js"]),
+            (book.HTML_MANAGER, ["dist/embed-amd.js", "dist/embed-amd.js.map"]),
+        )
+    }
+    fakes[book.MATHJAX.name] = book.Package(**{**vars(fakes[book.MATHJAX.name]), "files": book.MATHJAX.files})
+    fakes[book.HTML_MANAGER.name] = book.Package(
+        **{**vars(fakes[book.HTML_MANAGER.name]), "files": book.HTML_MANAGER.files}
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(book, "NPM_REGISTRY", folder.as_uri())
+        mp.setattr(book, "VENDOR_CACHE", tmp_path_factory.mktemp("vendor"))
+        mp.setattr(book, "BOOK_PACKAGES", tuple(fakes.values()))
+        yield folder, fakes
+
+
+@pytest.fixture(scope="module")
+def built(tmp_path_factory, registry):
     src, out = tmp_path_factory.mktemp("nbs"), tmp_path_factory.mktemp("book")
     paths = []
     for num, name, ex in (("00", "Alpha", None), ("01", "Beta", "8.1"), ("02", "Gamma", None)):
@@ -121,3 +164,86 @@ def test_the_summary_skips_a_paragraph_that_only_introduces_a_list():
         cells=[nbformat.v4.new_markdown_cell("# 01 · X\n\nWhat this covers:\n\n1. one\n2. two\n\nX is a *letter*.")]
     )
     assert book.summary(nb) == "X is a letter."
+
+
+def test_pages_load_their_javascript_from_static_only(built):
+    page = _page(built, "01_beta")
+    for url in ("_static/requirejs/require.js", "_static/mathjax/MathJax.js", "_static/html-manager/dist/embed-amd.js"):
+        assert url in page, f"{url} is not loaded"
+        assert (built / url).is_file(), f"{url} is not bundled"
+    assert not re.search(r"(src=|Src = )['\"]https?://(?!colab)", page), "a script still comes from the network"
+    assert not (built / "_static/mathjax/unpacked").exists(), "files the pages do not need were copied"
+    assert not (built / "_static/html-manager/dist/embed-amd.js.map").exists()
+
+
+def test_a_second_build_downloads_nothing(built, registry, tmp_path):
+    folder, fakes = registry
+    moved = folder.with_name(folder.name + "-away")
+    folder.rename(moved)  # the registry is gone: only the cache can answer
+    try:
+        book.vendor(tmp_path, tuple(fakes.values()), book.VENDOR_CACHE)
+    finally:
+        moved.rename(folder)
+    assert (tmp_path / "_static/requirejs/require.js").is_file()
+
+
+def test_a_download_that_does_not_match_its_pinned_hash_is_refused_and_deleted(registry, tmp_path):
+    folder, fakes = registry
+    good = fakes[book.REQUIREJS.name]
+    forged = book.Package(good.name, good.version, "sha512-" + "A" * 86 + "==", good.files)
+    with pytest.raises(book.IntegrityError, match="pinned"):
+        book.fetch(forged, tmp_path)
+    assert list(tmp_path.iterdir()) == [], "the refused download or its contents were kept"
+
+
+def test_an_unreachable_registry_names_the_package_and_the_fix(tmp_path, monkeypatch):
+    monkeypatch.setattr(book, "NPM_REGISTRY", (tmp_path / "nowhere").as_uri())
+    with pytest.raises(OSError, match="requirejs@2.3.7.*make book-cdn"):
+        book.fetch(book.REQUIREJS, tmp_path / "cache")
+
+
+def test_slides_hide_setup_solutions_and_appendix_and_start_a_slide_per_heading_and_figure():
+    import slides
+
+    md, code = nbformat.v4.new_markdown_cell, nbformat.v4.new_code_cell
+    figure = code("plot()")
+    figure.outputs = [nbformat.v4.new_output("display_data", data={"image/png": "iVBOR", "text/plain": "<Figure>"})]
+    solution = code("# Solution\nanswer = 42")
+    solution.metadata["tags"] = ["solution"]
+    appendix = md("## Appendix · checked")
+    appendix.metadata["jp-MarkdownHeadingCollapsed"] = True
+    cells = [
+        md("# 01 · Title\n\nWhat it is."),
+        code("# Setup\nfrom transformer_nb import setup\nsetup()"),
+        code("import torch\n\ntorch.set_printoptions(precision=3)"),
+        md("## 1 · A section"),
+        code("x = 1"),
+        figure,
+        md("What the figure shows."),
+        md("### Exercise 1"),
+        code("def f():\n    raise NotImplementedError"),
+        solution,
+        md("### Exercise 2"),
+        appendix,
+        code("report()"),
+        md("## After the appendix"),
+    ]
+    kinds = slides.plan(nbformat.v4.new_notebook(cells=cells))
+    assert kinds == [
+        "slide",  # title
+        "skip",  # setup
+        "skip",  # imports and settings
+        "slide",  # heading
+        "-",
+        "slide",  # figure on its own
+        "slide",  # what follows a figure
+        "slide",  # exercise 1
+        "-",
+        "skip",  # solution
+        "slide",  # exercise 2
+        "skip",  # appendix heading ...
+        "skip",  # ... and its cells
+        "slide",  # the next heading of its level ends it
+    ]
+    kept = slides.with_slides(nbformat.v4.new_notebook(cells=cells)).cells
+    assert "answer = 42" not in "".join(c.source for c in kept) and len(kept) == kinds.count("slide") + kinds.count("-")

@@ -5,6 +5,11 @@
     python tools/book.py --execute        # run every notebook again first (tools/refresh.py --all --out)
     python tools/book.py --out DIR        # somewhere else than build/book
 
+The pages work offline: require.js, MathJax and the widget manager come from the npm registry (pinned
+versions, each tarball checked against npm's ``dist.integrity`` sha512 before use), are cached in
+``build/vendor`` (a second build downloads nothing) and are copied into ``_static/`` next to the pages.
+``python tools/book.py --fetch-only`` fills the cache (``make book-cdn``); ``NPM_REGISTRY`` names a mirror.
+
 The index lists every notebook in book order with its one-line summary, the texts, sections and
 exercises it serves, and its runtime (read with ``transformer_nb.companion`` from the notebooks and
 ``notebooks/runtimes.json``). Every page has previous / next links, a table of contents of its
@@ -17,11 +22,19 @@ and each solution cell (tagged ``solution``) render collapsed, as ``<details>``.
 from __future__ import annotations
 
 import argparse
+import base64
+import fnmatch
+import hashlib
 import html
 import json
+import os
 import re
 import shutil
 import sys
+import tarfile
+import tempfile
+import urllib.request
+from dataclasses import dataclass
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -63,6 +76,19 @@ nav.tnb-side ul.tnb-pages { list-style: none; padding-left: 0; }
 @media (max-width: 900px) { nav.tnb-side { display: none; } main { margin-left: 0; } }
 """
 
+#: Blocks of nbconvert's templates that the book and the slides replace: no mermaid import from a CDN (no
+#: notebook draws one), and code input as Pygments renders it (already escaped) without nbconvert's
+#: ``clean_html`` (bleach) over it, which took a third of the build.
+OFFLINE_BLOCKS = """{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{% block input %}
+<div class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor" data-type="inline">
+     <div class="cm-editor cm-s-jupyter">
+{{ cell.source | highlight_code(metadata=cell.metadata) }}
+     </div>
+</div>
+{%- endblock input %}
+"""
+
 TEMPLATE = (
     """{%- extends 'lab/index.html.j2' -%}
 {% block extra_css %}<style type="text/css">"""
@@ -77,7 +103,9 @@ TEMPLATE = (
 {{ resources.book.pager_bottom }}
 {{ super() }}
 {% endblock body_footer %}
-{%- block any_cell scoped -%}
+"""
+    + OFFLINE_BLOCKS
+    + """{%- block any_cell scoped -%}
 {%- if cell.metadata.get('tnb_open') -%}
 <details class="{{ cell.metadata.tnb_open.kind }}"><summary>{{ cell.metadata.tnb_open.summary }}</summary>
 {%- endif -%}
@@ -99,6 +127,193 @@ a { color: #1a5fb4; } .tnb-title { font-weight: 600; font-size: 16px; }
 .tnb-ex { display: inline-block; background: #eef3fb; border-radius: 4px; padding: 0 0.35rem; margin: 0 0.2rem 0.2rem 0;
   font-size: 12px; }
 """
+
+
+# --------------------------------------------------------------------------- bundled JavaScript (offline pages)
+
+NPM_REGISTRY = os.environ.get("NPM_REGISTRY", "https://registry.npmjs.org").rstrip("/")
+VENDOR_CACHE = ROOT / "build" / "vendor"
+STATIC = "_static"  # next to the pages
+
+
+class IntegrityError(RuntimeError):
+    """A downloaded tarball is not the one pinned."""
+
+
+@dataclass(frozen=True)
+class Package:
+    """An npm package the pages load: its pinned ``version``, npm's ``dist.integrity`` of that tarball
+    (``sha512-`` + base64) and the ``files`` (globs under the tarball's ``package/``) the pages need."""
+
+    name: str
+    version: str
+    integrity: str
+    files: tuple[str, ...]
+
+    @property
+    def folder(self) -> str:
+        """``_static/<folder>``: the name without its scope."""
+        return self.name.rsplit("/", 1)[-1]
+
+    @property
+    def url(self) -> str:
+        return f"{NPM_REGISTRY}/{self.name}/-/{self.folder}-{self.version}.tgz"
+
+
+HTML_MANAGER = Package(
+    "@jupyter-widgets/html-manager",
+    "1.0.15",
+    "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA==",
+    ("dist/embed-amd.js", "dist/*.woff", "dist/*.woff2", "dist/*.ttf", "dist/*.eot", "dist/*.svg"),
+)
+REQUIREJS = Package(
+    "requirejs",
+    "2.3.7",
+    "sha512-DouTG8T1WanGok6Qjg2SXuCMzszOo0eHeH9hDZ5Y4x8Je+9JB38HdTLT4/VA8OaUhBa0JPVHJ0pyBkM1z+pDsw==",
+    ("require.js",),
+)
+MATHJAX = Package(  # version 2: nbconvert's pages configure MathJax 2
+    "mathjax",
+    "2.7.9",
+    "sha512-NOGEDTIM9+MrsqnjPEjVGNx4q0GQxqm61yQwSK+/5S59i26wId5IC5gNu9/bu8+CCVl5p9G2IHcAl/wJa+5+BQ==",
+    (
+        "MathJax.js",
+        "config/TeX-AMS_CHTML-full.js",
+        "config/Safe.js",
+        "extensions/*.js",
+        "extensions/TeX/*",
+        "jax/input/TeX/*",
+        "jax/output/CommonHTML/*",
+        "jax/element/*",
+        "fonts/HTML-CSS/TeX/woff/*",
+    ),
+)
+BOOK_PACKAGES = (REQUIREJS, MATHJAX, HTML_MANAGER)
+
+
+def _integrity(path: Path) -> str:
+    digest = hashlib.sha512()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            digest.update(chunk)
+    return "sha512-" + base64.b64encode(digest.digest()).decode()
+
+
+def fetch(pkg: Package, cache: Path) -> Path:
+    """The unpacked ``package/`` folder of ``pkg`` in ``cache``, downloaded once.
+
+    The tarball is checked against ``pkg.integrity`` before anything is unpacked; a mismatch deletes
+    it and raises ``IntegrityError``. A folder unpacked from a checked tarball carries a ``.integrity``
+    stamp: later calls read only that stamp (no download)."""
+    where = cache / f"{pkg.folder}-{pkg.version}"
+    stamp = where / ".integrity"
+    if stamp.is_file() and stamp.read_text() == pkg.integrity:
+        return where / "package"
+    cache.mkdir(parents=True, exist_ok=True)
+    tgz = cache / f"{pkg.folder}-{pkg.version}.tgz"
+    if not tgz.is_file():
+        part = tgz.with_suffix(".part")
+        try:
+            with urllib.request.urlopen(pkg.url, timeout=120) as r, open(part, "wb") as f:
+                shutil.copyfileobj(r, f)
+        except OSError as err:
+            part.unlink(missing_ok=True)
+            raise OSError(
+                f"could not download {pkg.name}@{pkg.version} from {pkg.url} ({err}); run `make book-cdn` "
+                "where the npm registry is reachable, or set NPM_REGISTRY to a mirror"
+            ) from err
+        part.replace(tgz)
+    found = _integrity(tgz)
+    if found != pkg.integrity:
+        tgz.unlink()
+        raise IntegrityError(f"{pkg.url}: integrity {found}, pinned {pkg.integrity}; the download was deleted")
+    shutil.rmtree(where, ignore_errors=True)
+    tmp = Path(tempfile.mkdtemp(dir=cache))
+    with tarfile.open(tgz) as tar:
+        tar.extractall(tmp, filter="data")
+    tmp.replace(where)
+    stamp.write_text(pkg.integrity)
+    return where / "package"
+
+
+def vendor(out_dir: Path, packages, cache: Path) -> dict[str, str]:
+    """Copy each package's ``files`` into ``out_dir/_static/<folder>/``; returns {name: relative folder}."""
+    urls = {}
+    for pkg in packages:
+        src, dest = fetch(pkg, cache), out_dir / STATIC / pkg.folder
+        for path in src.rglob("*"):
+            rel = path.relative_to(src).as_posix()
+            if path.is_file() and any(fnmatch.fnmatchcase(rel, g) for g in pkg.files):
+                target = dest / rel
+                if not target.is_file() or target.stat().st_size != path.stat().st_size:
+                    target.parent.mkdir(parents=True, exist_ok=True)
+                    shutil.copyfile(path, target)
+        urls[pkg.name] = f"{STATIC}/{pkg.folder}"
+    return urls
+
+
+def offline_urls(urls: dict[str, str]) -> dict:
+    """nbconvert's HTMLExporter settings that load require.js, MathJax and the widget manager from ``urls``."""
+    return {
+        "require_js_url": f"{urls[REQUIREJS.name]}/require.js",
+        "mathjax_url": f"{urls[MATHJAX.name]}/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
+        "widget_renderer_url": f"{urls[HTML_MANAGER.name]}/dist/embed-amd.js",
+    }
+
+
+# --------------------------------------------------------------------------- rendering
+
+
+SCRIPT = re.compile(r"(<script\b.*?</script>)", flags=re.S)
+NO_ALT = re.compile(r"<img(?![^>]*\balt=)")
+FOCUSABLE = re.compile(r'(<div [^>]*?\bclass="[^"]*\b(?:jp-Cell-inputWrapper|jp-OutputArea-output)\b[^"]*")')
+
+
+def accessible(page: str) -> str:
+    """What nbconvert's HTMLExporter adds in a BeautifulSoup pass over the whole page (half the book's
+    build time): an alt text on each image without one, keyboard focus on cell inputs and outputs.
+    The contents of ``<script>`` elements (the widget state) are left as they are."""
+    parts = SCRIPT.split(page)
+    for i in range(0, len(parts), 2):  # odd parts are scripts
+        parts[i] = NO_ALT.sub('<img alt="No description has been provided for this image"', parts[i])
+        parts[i] = FOCUSABLE.sub(r'\1 tabindex="0"', parts[i])
+    return "".join(parts)
+
+
+class FastPages:
+    """Mixin for nbconvert's HTML exporters: the page of ``HTMLExporter.from_notebook_node``, with
+    ``accessible`` in place of its BeautifulSoup pass."""
+
+    def from_notebook_node(self, nb, resources=None, **kw):
+        from nbconvert.exporters.templateexporter import TemplateExporter
+        from nbconvert.filters.highlight import Highlight2HTML
+        from nbconvert.filters.widgetsdatatypefilter import WidgetsDataTypeFilter
+
+        langinfo = nb.metadata.get("language_info", {})
+        lexer = langinfo.get("pygments_lexer", langinfo.get("name", None))
+        highlight = self.filters.get("highlight_code", Highlight2HTML(pygments_lexer=lexer, parent=self))
+        resources = self._init_resources(resources)
+        data_type = WidgetsDataTypeFilter(notebook_metadata=self._nb_metadata, parent=self, resources=resources)
+        self.register_filter("highlight_code", highlight)
+        self.register_filter("filter_data_type", data_type)
+        page, resources = TemplateExporter.from_notebook_node(self, nb, resources, **kw)
+        return accessible(page), resources
+
+
+def exporter(kind: str, template: str, **settings):
+    """An nbconvert exporter (``"html"`` or ``"slides"``) of ``FastPages`` rendering the Jinja ``template``
+    (which extends nbconvert's lab or reveal template)."""
+    from jinja2 import DictLoader
+    from nbconvert import HTMLExporter, SlidesExporter
+
+    base = {"html": HTMLExporter, "slides": SlidesExporter}[kind]
+    cls = type(f"Fast{base.__name__}", (FastPages, base), {})
+    return cls(
+        template_name="lab" if kind == "html" else "reveal",
+        extra_loaders=[DictLoader({"page.j2": template})],
+        template_file="page.j2",
+        **settings,
+    )
 
 
 # --------------------------------------------------------------------------- what a notebook says about itself
@@ -130,6 +345,24 @@ def summary(nb, limit: int = 220) -> str:
     return ""
 
 
+def heading_level(cell) -> int:
+    """1-6 for a markdown cell that opens with a heading, else 0."""
+    head = HEADING.match(cell.source.lstrip().split("\n", 1)[0])
+    return len(head.group(1)) if cell.cell_type == "markdown" and head else 0
+
+
+def collapsed_sections(cells) -> list[tuple[int, int]]:
+    """``(start, end)`` cell ranges of the collapsed sections (the audit appendix): a heading cell with
+    ``jp-MarkdownHeadingCollapsed`` up to, not including, the next heading of its level or higher."""
+    out = []
+    for i, cell in enumerate(cells):
+        level = heading_level(cell)
+        if level and cell.metadata.get("jp-MarkdownHeadingCollapsed"):
+            end = next((j for j in range(i + 1, len(cells)) if 0 < heading_level(cells[j]) <= level), len(cells))
+            out.append((i, end))
+    return out
+
+
 def fold_cells(nb) -> None:
     """Mark, in the cells' metadata, where ``<details>`` open and close (read by TEMPLATE): a heading
     cell with ``jp-MarkdownHeadingCollapsed`` folds up to the next heading of its level or higher;
@@ -138,17 +371,12 @@ def fold_cells(nb) -> None:
     for cell in cells:
         cell.metadata.pop("tnb_open", None)
         cell.metadata.pop("tnb_close", None)
+    folds = dict(collapsed_sections(cells))
     for i, cell in enumerate(cells):
         first = cell.source.lstrip().split("\n", 1)[0]
-        head = HEADING.match(first)
-        if cell.cell_type == "markdown" and head and cell.metadata.get("jp-MarkdownHeadingCollapsed"):
-            level, end = len(head.group(1)), len(cells)
-            for j in range(i + 1, len(cells)):
-                other = HEADING.match(cells[j].source.lstrip().split("\n", 1)[0])
-                if cells[j].cell_type == "markdown" and other and len(other.group(1)) <= level:
-                    end = j
-                    break
-            text = html.escape(_plain(head.group(2)))
+        if i in folds:
+            end = folds[i]
+            text = html.escape(_plain(HEADING.match(first).group(2)))
             cell.metadata["tnb_open"] = {"kind": "tnb-fold", "summary": f"{text} <small>(click to open)</small>"}
             cells[end - 1].metadata["tnb_close"] = cells[end - 1].metadata.get("tnb_close", 0) + 1
         elif cell.cell_type == "code" and "solution" in cell.metadata.get("tags", []):
@@ -192,8 +420,8 @@ def toc(body: str) -> str:
     """The page's table of contents, from the ``<h2>``/``<h3>`` ids nbconvert gave its headings."""
     items = []
     for level, anchor, inner in TOC_HEADING.findall(body):
-        text = re.sub(r"<[^>]+>", "", inner).replace("¶", "").strip()
-        items.append(f'<li class="tnb-h{level}"><a href="#{anchor}">{text}</a></li>')
+        text = html.unescape(re.sub(r"<[^>]+>", "", inner)).replace("¶", "").strip()
+        items.append(f'<li class="tnb-h{level}"><a href="#{anchor}">{html.escape(text)}</a></li>')
     return f"<ul>{''.join(items)}</ul>" if items else "<ul><li>(no sections)</li></ul>"
 
 
@@ -258,20 +486,15 @@ def page_info(path: Path, runtimes: dict) -> dict:
 
 def build(notebooks: list[Path], out_dir: Path, runtimes: dict) -> list[Path]:
     """Render ``notebooks`` (book order) into ``out_dir``: NAME.html, NAME.ipynb and index.html."""
-    from jinja2 import DictLoader
-    from nbconvert import HTMLExporter
-
     out_dir.mkdir(parents=True, exist_ok=True)
     pages = [page_info(p, runtimes) for p in notebooks]
-    exporter = HTMLExporter(
-        template_name="lab", extra_loaders=[DictLoader({"book.html.j2": TEMPLATE})], template_file="book.html.j2"
-    )
+    html_exporter = exporter("html", TEMPLATE, **offline_urls(vendor(out_dir, BOOK_PACKAGES, VENDOR_CACHE)))
     written = []
     for k, path in enumerate(notebooks):
         if path.parent.resolve() != out_dir.resolve():
             shutil.copyfile(path, out_dir / path.name)
         written.append(out_dir / f"{path.stem}.html")
-        written[-1].write_text(render_page(path, pages, k, exporter), encoding="utf-8")
+        written[-1].write_text(render_page(path, pages, k, html_exporter), encoding="utf-8")
     (out_dir / "index.html").write_text(render_index(pages), encoding="utf-8")
     return written
 
@@ -287,7 +510,16 @@ def main(argv=None) -> int:
     parser.add_argument(
         "--execute", action="store_true", help="run every notebook again into --out first (tools/refresh.py --all)"
     )
+    parser.add_argument(
+        "--fetch-only", action="store_true", help="download and check the pinned JavaScript packages into build/vendor"
+    )
     args = parser.parse_args(argv)
+    if args.fetch_only:
+        import slides
+
+        for pkg in (*BOOK_PACKAGES, *slides.SLIDE_PACKAGES):
+            print(f"book: {pkg.name}@{pkg.version} {pkg.integrity[:24]}… -> {fetch(pkg, VENDOR_CACHE)}")
+        return 0
     out = args.out.resolve()
     if args.execute:
         sys.path.insert(0, str(ROOT / "tools"))
@@ -308,4 +540,7 @@ def main(argv=None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    try:
+        sys.exit(main())
+    except (OSError, IntegrityError) as err:
+        sys.exit(f"book: {err}")

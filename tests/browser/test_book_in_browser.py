@@ -1,25 +1,20 @@
-"""The rendered book (tools/book.py) in a real browser: the contents page, previous / next, the table of
-contents, the folded appendix, and the widgets drawn from their embedded state.
+"""The rendered book (tools/book.py) in a real browser, with the network blocked: the contents page,
+previous / next, the table of contents, the folded appendix, the widgets drawn from their embedded
+state and the maths typeset, all from the files next to the pages.
 
 Three pages are rendered into a temporary folder (the first stored notebook, the first one with a
-collapsed appendix, the last one), served over HTTP and opened in headless Chromium (as in
-test_widgets_in_browser.py). Screenshots: ``build/screenshots/book_*.png``.
+collapsed appendix, the last one), served on localhost and opened in headless Chromium (as in
+test_widgets_in_browser.py) that may reach nothing else. Screenshots: ``build/screenshots/book_*.png``.
 
-The pages load require.js, MathJax and the widget manager from CDNs. Where only the npm registry is
-reachable, ``make book-cdn`` fetches the same packages into ``build/cdn`` and ``TNB_BOOK_CDN_DIR=build/cdn``
-serves them (``.ci/run`` does both); otherwise the widget check is skipped when the widget manager cannot be
-fetched.
+require.js, MathJax and the widget manager are the pinned npm packages of ``book.BOOK_PACKAGES``,
+fetched once into ``build/vendor`` (``make book-cdn``); where they are not there and cannot be
+downloaded, the test skips and says so.
 """
 
 from __future__ import annotations
 
-import functools
-import http.server
 import json
-import os
-import socketserver
 import sys
-import threading
 from pathlib import Path
 
 import pytest
@@ -27,34 +22,8 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "tools"))
-from test_widgets_in_browser import CHROMIUM_ARGS, ROOT, SHOTS, _chromium  # noqa: E402
-
-CDN = {  # URL prefix -> package folder under TNB_BOOK_CDN_DIR
-    "https://unpkg.com/@jupyter-widgets/html-manager@": "jupyter-widgets-html-manager",
-    "https://cdnjs.cloudflare.com/ajax/libs/require.js/2.1.10/": "requirejs",
-    "https://cdnjs.cloudflare.com/ajax/libs/mathjax/2.7.7/": "mathjax",
-}
-
-
-def _local_cdn(route):
-    """Serve a CDN request from TNB_BOOK_CDN_DIR, or let it through to the network."""
-    base, url = Path(os.environ["TNB_BOOK_CDN_DIR"]), route.request.url.split("?")[0]
-    for prefix, folder in CDN.items():
-        if url.startswith(prefix):
-            rest = url[len(prefix) :]
-            rest = rest.split("/", 1)[1] if folder == "jupyter-widgets-html-manager" else rest  # drop @version
-            rest = "require.js" if rest.endswith("require.min.js") else rest
-            path = base / folder / "package" / rest
-            if path.is_file():
-                return route.fulfill(
-                    path=str(path), content_type="application/javascript" if rest.endswith(".js") else None
-                )
-    return route.continue_()
-
-
-class Quiet(http.server.SimpleHTTPRequestHandler):
-    def log_message(self, *args):
-        pass
+from static_site import bundled, offline_page, serve  # noqa: E402
+from test_widgets_in_browser import ROOT, SHOTS  # noqa: E402
 
 
 @pytest.fixture(scope="module")
@@ -68,32 +37,15 @@ def book_site(tmp_path_factory):
     chosen = sorted({stored[0], stored[-1], *([folded] if folded else [])})
     out = tmp_path_factory.mktemp("book")
     rt = ROOT / "notebooks" / "runtimes.json"
-    book.build(chosen, out, json.loads(rt.read_text()) if rt.exists() else {})
-    handler = functools.partial(Quiet, directory=str(out))
-    server = socketserver.TCPServer(("127.0.0.1", 0), handler)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    yield {"url": f"http://127.0.0.1:{server.server_address[1]}", "pages": [p.stem for p in chosen], "folded": folded}
-    server.shutdown()
-    server.server_close()
+    bundled(lambda: book.build(chosen, out, json.loads(rt.read_text()) if rt.exists() else {}))
+    with serve(out) as url:
+        yield {"url": url, "pages": [p.stem for p in chosen], "folded": folded}
 
 
 @pytest.fixture(scope="module")
 def book_page(book_site):
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        pytest.skip("Playwright is not installed: `.venv/bin/pip install -e '.[browser]'`")
-    chromium = _chromium()
-    if chromium is None:
-        pytest.skip("Chromium not found: `sudo apt-get install chromium` (or set TNB_CHROMIUM)")
-    pw = sync_playwright().start()
-    browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-    page = browser.new_page(viewport={"width": 1400, "height": 900}, device_scale_factor=1)
-    if os.environ.get("TNB_BOOK_CDN_DIR"):
-        page.route(lambda url: not url.startswith(book_site["url"]), _local_cdn)
-    yield page
-    browser.close()
-    pw.stop()
+    with offline_page(book_site["url"]) as page:
+        yield page
 
 
 def _shot(page, name: str):
@@ -143,23 +95,42 @@ def test_the_appendix_opens_on_click(book_site, book_page):
     _shot(page, "appendix")
 
 
-def test_widgets_render_from_their_embedded_state(book_site, book_page):
-    page = book_page
-    failed = []
-    page.on("requestfailed", lambda r: failed.append(r.url))
+TYPESET = """() => new Promise(done => MathJax.Hub.Queue(() => done([
+  document.querySelectorAll('script[type^="math/tex"]').length,
+  document.querySelectorAll('.MathJax_CHTML').length,
+  document.querySelectorAll('.MathJax_Error, .merror').length])))"""
+
+
+def typeset(page) -> tuple[int, int, int]:
+    """Once MathJax has typeset the page: (formulas it found, formulas drawn, errors)."""
+    page.wait_for_function("() => window.MathJax && window.MathJax.Hub && window.MathJax.isReady", timeout=30_000)
+    return tuple(page.evaluate(TYPESET))
+
+
+def test_widgets_and_maths_render_offline(book_site, book_page):
+    """Every chosen page that has widgets draws their stored figures, every page with maths typesets
+    it, and no file the pages ask for is missing, while nothing outside localhost can be reached."""
+    page, widgets, maths = book_page, 0, 0
     for name in book_site["pages"]:
         page.goto(f"{book_site['url']}/{name}.html", wait_until="load")
-        if not page.locator("script[type='application/vnd.jupyter.widget-view+json']").count():
-            continue
-        try:
-            page.locator("img.widget-image, .widget-output img, .jupyter-widgets-output-area img").first.wait_for(
-                timeout=30_000
-            )
-        except Exception:
-            if any("html-manager" in u or "require" in u for u in failed):
-                pytest.skip("the widget manager could not be fetched (offline?): set TNB_BOOK_CDN_DIR")
-            raise AssertionError(f"{name}: the widget's stored figure was not drawn") from None
-        page.locator("img.widget-image, .widget-output img").first.scroll_into_view_if_needed()
-        _shot(page, "widget")
-        return
-    pytest.skip("none of the rendered pages shows a widget")
+        if page.locator("script[type='application/vnd.jupyter.widget-view+json']").count():
+            try:
+                page.locator("img.widget-image, .widget-output img, .jupyter-widgets-output-area img").first.wait_for(
+                    timeout=30_000
+                )
+            except Exception:
+                raise AssertionError(f"{name}: the widget's stored figure was not drawn offline") from None
+            page.locator("img.widget-image, .widget-output img").first.scroll_into_view_if_needed()
+            _shot(page, "widget")
+            widgets += 1
+        parsed, shown, errors = typeset(page)
+        assert parsed == shown, f"{name}: {parsed} formulas found, {shown} rendered"
+        assert not errors, f"{name}: MathJax reports {errors} errors"
+        if shown and not maths:
+            page.locator(".MathJax_CHTML").first.scroll_into_view_if_needed()
+            _shot(page, "maths")
+        maths += shown
+    assert not page.missing, f"the pages ask for files the book does not have: {page.missing}"
+    assert widgets, "none of the rendered pages shows a widget"
+    assert maths, "none of the rendered pages has maths"
+    assert not [u for u in page.blocked if "_static" in u], "a bundled file was requested from outside"

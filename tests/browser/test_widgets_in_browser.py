@@ -447,6 +447,10 @@ class Lab:
 
 @pytest.fixture(scope="module")
 def browser_tools():
+    return playwright_and_chromium()
+
+
+def playwright_and_chromium():
     """Playwright's sync API and the Chromium binary, or a skip that says how to install them."""
     try:
         from playwright.sync_api import sync_playwright
@@ -477,6 +481,12 @@ def lab(browser_tools, tmp_path_factory, request):
             f"browser test: {total:.1f} s in all (server + browser + notebooks): {parts}; "
             f"kernel ipywidgets {KERNEL.get('ipywidgets', '?')}"
         )
+        if REDRAW_MS:
+            rows = [f"{'notebook, widget':<25}{'redraw (key press to new image)':>34}  updates"]
+            for name, r in REDRAW_MS.items():
+                when = "on release (says so)" if r["on_release"] else "while dragging"
+                rows.append(f"{name:<25}{r['ms']:>24.0f} ms (median of {r['presses']})  {when}")
+            line += "\n" + "\n".join(rows)
         tr = request.config.pluginmanager.get_plugin("terminalreporter")
         capman = request.config.pluginmanager.get_plugin("capturemanager")
         if tr is not None and capman is not None:
@@ -583,6 +593,26 @@ CHANGED = """([id, idx, old]) => {
 }"""
 
 
+#: Arms a stopwatch on the widget's cell: the first key press, mouse press or change in the cell starts it,
+#: the next image that finishes loading in the cell stops it (``performance.now()``, in the page).
+ARM = """([id, idx]) => {
+  const c = document.querySelectorAll(`#${id} .jp-Notebook .jp-Cell`)[idx];
+  const rec = window.__tnb_watch = {start: null, end: null};
+  const start = () => { if (window.__tnb_watch === rec && rec.start === null) rec.start = performance.now(); };
+  for (const t of ['keydown', 'mousedown', 'input', 'change']) c.addEventListener(t, start, {capture: true});
+  c.addEventListener('load', e => {
+    if (window.__tnb_watch === rec && rec.start !== null && rec.end === null && e.target.tagName === 'IMG')
+      rec.end = performance.now();
+  }, {capture: true});
+}"""
+WATCHED = "() => window.__tnb_watch.end !== null && window.__tnb_watch.start !== null"
+#: key press (or change) to new image, per "NN Class" (notebook, widget): the median of ``REDRAW_PRESSES`` presses
+REDRAW_MS: dict[str, dict] = {}
+REDRAW_LIMIT_MS = float(os.environ.get("TNB_REDRAW_MS", "250"))  # else the widget must update on release
+REDRAW_PRESSES = 3
+ON_RELEASE = "when you release"  # what the note of a widget that updates on release says (widgets.base.SLOW_NOTE)
+
+
 def _widget_errors(cell) -> list[str]:
     sel = (
         ".widget-output [data-mime-type='application/vnd.jupyter.error'], "
@@ -661,12 +691,14 @@ def _check_widget(page, lab, nb_id: str, idx: int, label: str, stem: str) -> lis
     problems = [f"{where}: error in the widget:\n{e}" for e in errs]
     before = cell.locator(IMG).first.get_attribute("src")
     _shot(cell, SHOTS / f"{stem}-before.png")
-    tried = []
+    tried, times = [], []
     for what, act in _interactions(cell)[:3]:  # stop at the first control that redraws
         tried.append(what)
+        page.evaluate(ARM, [nb_id, idx])
         act()
         try:
             page.wait_for_function(CHANGED, arg=[nb_id, idx, before], timeout=CHANGE_S * 1000)
+            times.append(_stopwatch(page))
             break
         except Exception:
             continue
@@ -684,9 +716,50 @@ def _check_widget(page, lab, nb_id: str, idx: int, label: str, stem: str) -> lis
     _shot(cell, SHOTS / f"{stem}-after.png")
     errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
     problems += [f"{where}: error after {tried[-1]}:\n{e}" for e in errs]
+    problems += _redraw_time(
+        page, nb_id, idx, cell, f"{stem[:2]} {label}", _interactions(cell)[len(tried) - 1][1], times
+    )
     if _continuous(label):
         problems += _check_drag(page, nb_id, idx, cell, where, stem)
     return problems
+
+
+def _stopwatch(page) -> float | None:
+    """Milliseconds from the armed event to the new image, once the image has loaded."""
+    try:
+        page.wait_for_function(WATCHED, timeout=CHANGE_S * 1000)
+    except Exception:
+        return None
+    return page.evaluate("() => window.__tnb_watch.end - window.__tnb_watch.start")
+
+
+def _redraw_time(page, nb_id: str, idx: int, cell, label: str, act, times: list) -> list[str]:
+    """Press the control that redrew until ``REDRAW_PRESSES`` redraws are timed; record the median in
+    ``REDRAW_MS``. A problem when it is over ``REDRAW_LIMIT_MS`` and the widget does not say that it
+    updates on release."""
+    for _ in range(REDRAW_PRESSES - len(times)):
+        page.wait_for_function(IDLE, timeout=CHANGE_S * 1000)
+        before = cell.locator(IMG).first.get_attribute("src")
+        page.evaluate(ARM, [nb_id, idx])
+        act()
+        try:
+            page.wait_for_function(CHANGED, arg=[nb_id, idx, before], timeout=CHANGE_S * 1000)
+        except Exception:
+            break  # e.g. a slider at its end: the timed presses so far stand
+        times.append(_stopwatch(page))
+    page.wait_for_function(IDLE, timeout=CHANGE_S * 1000)
+    timed = sorted(t for t in times if t is not None)
+    if not timed:
+        return [f"{label}: the redraw could not be timed"]
+    ms = timed[len(timed) // 2]
+    on_release = ON_RELEASE in cell.inner_text()
+    REDRAW_MS[label] = {"ms": ms, "presses": len(timed), "on_release": on_release}
+    if ms > REDRAW_LIMIT_MS and not on_release:
+        return [
+            f"{label}: a redraw takes {ms:.0f} ms (median of {len(timed)} presses), over {REDRAW_LIMIT_MS:.0f} ms, "
+            f"and the widget does not say that it updates {ON_RELEASE} a slider"
+        ]
+    return []
 
 
 def _continuous(label: str) -> bool:

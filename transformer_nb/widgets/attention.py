@@ -39,6 +39,7 @@ class ScalingWidget(Widget):
     """
 
     def __init__(self, d_k: int = 64, scaled: bool = True, n_keys: int = 10, seed: int = 0):
+        self._frame = None  # (n_keys, score limit) the axes were last drawn for
         style = {"description_width": "initial"}
         super().__init__(
             d_k=widgets.SelectionSlider(options=D_K_CHOICES, value=d_k, description="d_k", style=style),
@@ -90,6 +91,7 @@ class ScalingWidget(Widget):
         for ax in (a1, a2):
             ax.set_title(" ", fontsize=10)
         fig.tight_layout()
+        self._frame = None  # a new figure: its axes are set by update
         self.update(fig, data)
         return fig
 
@@ -115,8 +117,12 @@ class ScalingWidget(Widget):
             f"max weight {data['max_weight']:.2f}",
             fontsize=10,
         )
-        xs = list(range(1, n + 1))
-        for ax in (a1, a2):
-            ax.set_xlim(0.4, n + 0.6)
-            ax.set_xticks(xs if n <= 16 else xs[::2])
+        if (n, lim) != self._frame:  # axes changed: the next PNG is drawn whole, else only the artists below
+            self._frame = (n, lim)
+            self.invalidate()
+            xs = list(range(1, n + 1))
+            for ax in (a1, a2):
+                ax.set_xlim(0.4, n + 0.6)
+                ax.set_xticks(xs if n <= 16 else xs[::2])
+        self.animated = [*a1.patches, *a2.patches, a1.title, a2.title, a2.lines[0]]  # see Widget.png
         return True

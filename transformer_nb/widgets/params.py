@@ -9,6 +9,8 @@ Every count comes from ``params.param_breakdown`` (the formulas) and is checked,
 against ``numel`` of the same model built on the meta device.
 """
 
+import functools
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
@@ -43,6 +45,13 @@ def _fmt(n: float) -> str:
     return f"{n:.0f}"
 
 
+@functools.lru_cache(maxsize=256)
+def _meta_numel(cfg: TransformerConfig) -> int:
+    """``numel`` of the model ``cfg`` describes, built on the meta device; cached, so that a control
+    moved back and forth builds each model once."""
+    return numel(build_transformer(cfg))
+
+
 class ParamCalculator(Widget):
     """Controls: ``preset``, ``arch``, ``d_model``, ``n_layers``, ``n_heads``, ``n_kv_heads``, ``ffn_ratio``,
     ``activation``, ``vocab``, ``tie``, ``positions``.
@@ -51,6 +60,9 @@ class ParamCalculator(Widget):
     ``total``), ``numel`` (the meta-device count), ``rule`` (``12·L·d²``), ``d_ff``; or ``error`` (a
     message) when the controls describe an impossible model (e.g. heads that do not divide d_model).
     """
+
+    CONTINUOUS = False  # about 300 ms from key press to new image in the browser (tests/browser)
+    REDRAW = "a third of a second: it rebuilds the model on the meta device to check the count"
 
     def __init__(self, preset: str = "gpt2-small", check_numel: bool = True):
         self.check_numel = check_numel
@@ -170,7 +182,7 @@ class ParamCalculator(Widget):
         if unchanged:
             out["published"] = cfg.published  # the preset's count, unchanged by the controls
         out["label"] = cfg.name if unchanged or values["preset"] == CUSTOM else f"{cfg.name}, modified"
-        out["numel"] = numel(build_transformer(cfg)) if self.check_numel else None
+        out["numel"] = _meta_numel(cfg) if self.check_numel else None
         return out
 
     def draw(self, data):

@@ -104,6 +104,7 @@ class AlibiExplorer(Widget):
     """
 
     def __init__(self, n_heads: int = 8, query: int = 24):
+        self._legend_for = None  # the number of heads the legend shows
         super().__init__(
             n_heads=W.IntSlider(value=n_heads, min=1, max=16, description="heads"),
             query=W.IntSlider(value=query, min=1, max=63, description="query pos"),
@@ -138,6 +139,7 @@ class AlibiExplorer(Widget):
         ax.set_ylabel("attention weight")
         ax.set_title(" ")
         fig.tight_layout()
+        self._legend_for = None  # a new figure: no legend yet
         self.update(fig, data)
         return fig
 
@@ -162,8 +164,10 @@ class AlibiExplorer(Widget):
         ax1.set_xlim(0, data["query"])
         ax1.set_ylim(0, 1.05 * float(data["weights"].max()))
         ax1.set_title(f"query at {data['query']}, equal content scores")
-        if ax1.get_legend() is not None:
-            ax1.get_legend().remove()
-        if n <= 8:
-            ax1.legend(handles=ax1.lines[:n], fontsize=7, ncol=2)
+        if n != self._legend_for:  # the legend depends on the number of heads only
+            self._legend_for = n
+            if ax1.get_legend() is not None:
+                ax1.get_legend().remove()
+            if n <= 8:
+                ax1.legend(handles=ax1.lines[:n], fontsize=7, ncol=2)
         return True
