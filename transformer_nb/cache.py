@@ -19,7 +19,6 @@ other; an unwritable folder or a full disk is a warning, never a lost model, and
 load in their folder. The model stays on the device it was given, whatever happens.
 """
 
-import ast
 import contextlib
 import hashlib
 import importlib
@@ -37,6 +36,7 @@ from pathlib import Path
 
 import torch
 
+from transformer_nb.fingerprint import source_digest
 from transformer_nb.utils import env_flag, env_path
 
 FORMAT = 2
@@ -125,24 +125,6 @@ def payload_sha256(config: str, state_dict: dict, extra: dict) -> str:
     return h.hexdigest()
 
 
-def _strip_docstrings(tree: ast.AST) -> ast.AST:
-    for node in ast.walk(tree):
-        body = getattr(node, "body", None)
-        first = body[0] if isinstance(body, list) and body else None
-        if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant) and isinstance(first.value.value, str):
-            node.body = body[1:] or [ast.Pass()]
-    return tree
-
-
-def _source_digest(src: str) -> str:
-    """Digest of Python source, blind to comments, formatting and docstrings."""
-    try:
-        text = ast.dump(_strip_docstrings(ast.parse(src)))
-    except SyntaxError:
-        text = src
-    return hashlib.sha256(text.encode()).hexdigest()[:16]
-
-
 def _is_model_code(name: str) -> bool:
     parts = name.split(".")
     return parts[0] == PACKAGE and len(parts) > 1 and parts[1] not in NOT_MODEL_CODE
@@ -151,7 +133,7 @@ def _is_model_code(name: str) -> bool:
 def _module_digest(name: str) -> str:
     """Digest of the package module ``name`` (imported if need be), or ``"no source"``."""
     try:
-        return _source_digest(inspect.getsource(sys.modules.get(name) or importlib.import_module(name)))
+        return source_digest(inspect.getsource(sys.modules.get(name) or importlib.import_module(name)))
     except Exception:  # gone, renamed or no source file: never equal to a real digest
         return "no source"
 
@@ -208,7 +190,7 @@ def code_digests(model: torch.nn.Module, train_fn=None) -> dict:
 def _class_digest(cls) -> str:
     """A class's or function's source digest; for a class typed into a notebook cell (no source file), its methods'."""
     try:
-        return _source_digest(inspect.getsource(cls))
+        return source_digest(inspect.getsource(cls))
     except (OSError, TypeError):
         methods = [getattr(v, "__func__", v) for _, v in sorted(vars(cls).items())]
         parts = []
@@ -217,7 +199,7 @@ def _class_digest(cls) -> str:
                 parts.append(textwrap.dedent(inspect.getsource(f)))
             except (OSError, TypeError):
                 parts.append(f.__qualname__)
-        return _source_digest("\n".join(parts)) if parts else "no source"
+        return source_digest("\n".join(parts)) if parts else "no source"
 
 
 def torch_release() -> str:

@@ -17,6 +17,7 @@ from __future__ import annotations
 import ast
 import hashlib
 import io
+import textwrap
 import tokenize
 from pathlib import Path
 
@@ -66,7 +67,7 @@ def source_digest(src: str) -> str:
     Source that does not parse is digested as raw text (any edit then counts).
     """
     try:
-        text = "\x1f".join(_tokens(src))
+        text = "\x1f".join(_tokens(textwrap.dedent(src)))  # a method's source comes indented
     except (SyntaxError, tokenize.TokenError):
         text = src
     return hashlib.sha256(text.encode()).hexdigest()[:16]
