@@ -28,8 +28,8 @@ import torch.nn as nn
 from transformer_nb.lm import LanguageModel
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import Progress, rank_and_world, train
-from transformer_nb.utils import as_real
-from transformer_nb.wikitext import batchify
+from transformer_nb.utils import as_int, as_real
+from transformer_nb.wikitext import _ids_tensor, batchify
 
 OPTIMIZERS = ("adamw", "muon")
 _LR_ARGS = ("progress", "warmup", "min_lr_frac")
@@ -179,11 +179,22 @@ def window_batches(ids: torch.Tensor, batch_size: int, seq_len: int, seed: int =
 
     Windows start anywhere in the flat ``(N,)`` stream; every start is drawn once per epoch
     (``WindowSampler``). Under ``torch.distributed`` rank ``r`` reads windows ``r, r + world, ..``
-    of the epoch's order: together the ranks read what one process reads.
+    of the epoch's order: together the ranks read what one process reads. ``ids`` must hold at least
+    ``seq_len + batch_size`` tokens (one start per window of a batch); checked at the call.
     """
+    _ids_tensor("ids", ids, dim=1)
+    batch_size, seq_len = as_int("batch_size", batch_size, 1), as_int("seq_len", seq_len, 1)
     rank, world = rank_and_world()
     b = _share(batch_size, world)
-    sampler = WindowSampler(ids.numel() - seq_len, seed, rank, world)
+    if ids.numel() - seq_len < batch_size:
+        raise ValueError(
+            f"ids holds {ids.numel()} tokens: windows of seq_len={seq_len} have {max(0, ids.numel() - seq_len)} "
+            f"starts, fewer than batch_size={batch_size}"
+        )
+    return _windows(ids, b, seq_len, WindowSampler(ids.numel() - seq_len, seed, rank, world), device)
+
+
+def _windows(ids: torch.Tensor, b: int, seq_len: int, sampler: WindowSampler, device):
     ids, offsets = ids.to(device), torch.arange(seq_len + 1, device=device)
     for epoch in itertools.count():
         sampler.set_epoch(epoch)

@@ -56,6 +56,8 @@ def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tens
     ``T`` is ``max_len``, else the longest length.
     """
     device = as_device("device", device)
+    if isinstance(lengths, (list, tuple)) and any(isinstance(v, bool) for v in lengths):
+        raise ValueError(f"lengths must be a 1-D integer sequence; True/False is not a length, got {lengths!r}")
     try:
         lengths = torch.as_tensor(lengths, device=device)
     except (TypeError, ValueError, RuntimeError):

@@ -40,8 +40,19 @@ def check_keep(keep, b: int, t: int, name: str) -> None:
         )
 
 
-def check_ids(ids, name: str = "token ids", vocab: int | None = None, min_len: int = 0) -> None:
-    """``ids`` must be a ``(B, T)`` integer tensor with ``T >= min_len`` and, given ``vocab``, ids in ``[0, vocab)``.
+def check_device(name: str, x: torch.Tensor, device: torch.device) -> None:
+    """``x`` must be on ``device`` (the model's); a model on the meta device takes inputs from anywhere.
+
+    Meta ids into a CPU model would otherwise compute on memory that was never written.
+    """
+    if device.type != "meta" and x.device != device:
+        why = "it has shapes but no values" if x.is_meta else f"move it with {name}.to({str(device)!r})"
+        raise ValueError(f"{name} is on the {x.device} device but the model is on {device}: {why}")
+
+
+def check_ids(ids, name: str = "token ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
+    """``ids`` must be a ``(B, T)`` integer tensor with ``T >= min_len`` and, given ``vocab``, ids in ``[0, vocab)``;
+    given ``device`` (the model's), on that device (``check_device``).
 
     The range check reads two numbers back to the host: it is skipped on the meta device (no
     values) and while a CUDA graph is being captured (no reads allowed).
@@ -53,6 +64,8 @@ def check_ids(ids, name: str = "token ids", vocab: int | None = None, min_len: i
         raise ValueError(f"{name} must have shape (B, T){at_least}, got {tuple(ids.shape)}")
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {ids.dtype}")
+    if device is not None:
+        check_device(name, ids, device)
     capturing = ids.is_cuda and torch.cuda.is_current_stream_capturing()
     if vocab is not None and ids.numel() and not ids.is_meta and not capturing:
         lo, hi = ids.aminmax()

@@ -69,9 +69,9 @@ def _words(name: str, words) -> list[str]:
         words = list(words)
     except TypeError:
         raise TypeError(f"{name} must be an iterable of str, got {type(words).__name__}") from None
-    bad = next((w for w in words if not isinstance(w, str)), None)
-    if bad is not None:
-        raise TypeError(f"{name} must hold str words, got {type(bad).__name__} {bad!r}")
+    bad = [w for w in words if not isinstance(w, str)][:1]
+    if bad:
+        raise TypeError(f"{name} must hold str words, got {type(bad[0]).__name__} {bad[0]!r}")
     return words
 
 

@@ -81,7 +81,7 @@ class Transformer(nn.Module):
         return None
 
     def _embed(self, ids, table, pos, name: str):
-        check_ids(ids, name, table.num_embeddings)
+        check_ids(ids, name, table.num_embeddings, device=table.weight.device)
         x = table(ids)
         if pos is not None:
             x = pos(x)
