@@ -169,9 +169,11 @@ def test_kv_cache_refuses_values_that_do_not_match_the_keys():
         cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 2, 4))
     with pytest.raises(ValueError, match="v must match k"):
         cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4, dtype=torch.float64))
-    cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
-    with pytest.raises(ValueError, match="values of d_head 4"):
+    with pytest.raises(ValueError, match="v must match k"):
         cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 5))
+    cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
+    with pytest.raises(ValueError, match="the cache holds keys"):
+        cache.append(torch.zeros(1, 2, 1, 5), torch.zeros(1, 2, 1, 5))
     with pytest.raises(ValueError, match="k must be a"):
         cache.append(torch.zeros(2, 1, 4), torch.zeros(2, 1, 4))
 

@@ -9,20 +9,8 @@ import math
 import numbers
 
 import torch
-import torch.nn as nn
 
-from transformer_nb.utils import as_real
-
-
-def plain_tensor(name: str, x) -> None:
-    """Refuse a subclass of ``torch.Tensor`` (``nn.Parameter`` aside): its ``__torch_function__`` can answer
-    every comparison, ``==``, ``allclose``, ``isfinite``, ..., with whatever it likes, so a check on it proves
-    nothing. ``x.as_subclass(torch.Tensor)`` is the plain tensor underneath."""
-    if isinstance(x, torch.Tensor) and type(x) not in (torch.Tensor, nn.Parameter):
-        raise TypeError(
-            f"{name} is a {type(x).__name__}, a subclass of torch.Tensor that may redefine comparisons; "
-            f"pass a plain tensor ({name}.as_subclass(torch.Tensor))"
-        )
+from transformer_nb.utils import as_real, plain_tensor
 
 
 def _round(v):

@@ -23,6 +23,7 @@ import torch
 
 from transformer_nb.lm import LanguageModel
 from transformer_nb.output_head import OutputHead
+from transformer_nb.utils import plain_tensor
 
 
 def _check_top_k(k) -> None:
@@ -44,6 +45,7 @@ def _check_logits(logits) -> None:
     if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
         got = f"a {logits.dtype} tensor" if isinstance(logits, torch.Tensor) else type(logits).__name__
         raise TypeError(f"logits must be a floating-point tensor of shape (..., V), got {got}")
+    plain_tensor("logits", logits)
     if logits.dim() < 1 or logits.shape[-1] == 0:
         raise ValueError(f"logits must have shape (..., V) with V >= 1, got {tuple(logits.shape)}")
     if logits.is_meta:

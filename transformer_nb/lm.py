@@ -26,7 +26,7 @@ from transformer_nb.multihead import KVCache
 from transformer_nb.output_head import OutputHead
 from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.rope import RoPE
-from transformer_nb.stack import check_device
+from transformer_nb.utils import check_device
 
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi")
 

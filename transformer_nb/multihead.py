@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from transformer_nb.attention import check_mask, scaled_dot_product_attention
 from transformer_nb.masks import causal_mask
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_int, check_like
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -121,6 +121,7 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(t.shape)}")
             if not t.is_floating_point():
                 raise TypeError(f"{name} must be a real floating-point tensor, got dtype {t.dtype}")
+            check_like(name, t, self.q_proj.weight)
         if key.shape[1] != value.shape[1]:
             raise ValueError(
                 f"key and value must have the same length: key has T_k={key.shape[1]}, value has {value.shape[1]}"
@@ -205,9 +206,9 @@ class KVCache:
             if not isinstance(x, torch.Tensor) or x.dim() != 4:
                 got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
                 raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {got}")
-        if v.shape[:3] != k.shape[:3] or v.dtype != k.dtype or v.device != k.device:
+        if v.shape != k.shape or v.dtype != k.dtype or v.device != k.device or not k.shape[3]:
             raise ValueError(
-                f"v must match k in (B, n_kv_heads, T_new), dtype and device: k is {tuple(k.shape)} {k.dtype} "
+                f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
                 f"on {k.device}, v is {tuple(v.shape)} {v.dtype} on {v.device}"
             )
         t0, t1 = self.length, self.length + k.shape[2]
@@ -219,14 +220,12 @@ class KVCache:
         elif (
             k.shape[:2] != self.k.shape[:2]
             or k.shape[3] != self.k.shape[3]
-            or v.shape[3] != self.v.shape[3]
             or k.dtype != self.k.dtype
             or k.device != self.k.device
         ):
             raise ValueError(
                 f"the cache holds keys of shape (B, heads, T, d_head) = {tuple(self.k.shape[:2])} x T x "
-                f"{self.k.shape[3]} in {self.k.dtype} on {self.k.device}, values of d_head {self.v.shape[3]}; "
-                f"got k {tuple(k.shape)}, v {tuple(v.shape)} in {k.dtype} on {k.device}"
+                f"{self.k.shape[3]} in {self.k.dtype} on {self.k.device}; got k {tuple(k.shape)} in {k.dtype} on {k.device}"
             )
         self.k[:, :, t0:t1] = k
         self.v[:, :, t0:t1] = v
@@ -305,6 +304,8 @@ def head_stats(weights: torch.Tensor) -> dict:
             f"head_stats expects self-attention weights of shape (..., T, T), got "
             f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}"
         )
+    if not weights.is_floating_point():
+        raise TypeError(f"weights must be real floating-point attention weights, got dtype {weights.dtype}")
     t = weights.shape[-1]
     pos = torch.arange(t, device=weights.device, dtype=weights.dtype)
     dist = (pos[:, None] - pos[None, :]).abs()  # (T, T): |i - j|

@@ -23,6 +23,8 @@ def _check_stream(name: str, ids, least: int = 2) -> None:
     if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex:
         got = f"a {ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise TypeError(f"{name} must be an integer tensor of word ids, got {got}")
+    if ids.is_meta:
+        raise ValueError(f"{name} is on the meta device: it has shapes but no word ids")
     if ids.dim() != 1 or ids.numel() < least:
         raise ValueError(f"{name} must be a flat (N,) stream of at least {least} ids, got shape {tuple(ids.shape)}")
 

@@ -26,7 +26,7 @@ from numbers import Integral
 import torch
 import torch.nn as nn
 
-from transformer_nb.utils import as_real, check_memory
+from transformer_nb.utils import as_real, check_device, check_memory
 
 PAIRINGS = ("interleaved", "half")
 
@@ -154,6 +154,7 @@ class RoPE(nn.Module):
 
     def _check(self, x: torch.Tensor, offset, name: str) -> None:
         _check_float(x, name)
+        check_device(name, x, self.cos.device)
         if x.dim() < 2 or x.shape[-1] != self.d_head:
             raise ValueError(
                 f"RoPE(d_head={self.d_head}) expects {name} of shape (..., T, {self.d_head}), got {tuple(x.shape)}"

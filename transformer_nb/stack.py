@@ -20,7 +20,7 @@ import torch.nn as nn
 
 from transformer_nb.block import DecoderLayer, EncoderLayer, check_hidden, make_norm
 from transformer_nb.masks import cross_attention_mask, key_padding
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_int, check_device
 
 
 def check_keep(keep, b: int, t: int, name: str) -> None:
@@ -38,16 +38,6 @@ def check_keep(keep, b: int, t: int, name: str) -> None:
         raise ValueError(
             f"{name} must have the shape (B, T) = ({b}, {t}) of the sequence it describes, got {tuple(keep.shape)}"
         )
-
-
-def check_device(name: str, x: torch.Tensor, device: torch.device) -> None:
-    """``x`` must be on ``device`` (the model's); a model on the meta device takes inputs from anywhere.
-
-    Meta ids into a CPU model would otherwise compute on memory that was never written.
-    """
-    if device.type != "meta" and x.device != device:
-        why = "it has shapes but no values" if x.is_meta else f"move it with {name}.to({str(device)!r})"
-        raise ValueError(f"{name} is on the {x.device} device but the model is on {device}: {why}")
 
 
 def check_ids(ids, name: str = "token ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
@@ -129,7 +119,7 @@ class Encoder(nn.Module):
         self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
 
     def forward(self, x, keep=None, mask=None, rope=None):
-        check_hidden(x, self.d_model, "the encoder input x")
+        check_hidden(x, self.d_model, "the encoder input x", like=self.layers[0].self_attn.q_proj.weight)
         check_keep(keep, x.shape[0], x.shape[1], "keep")
         if mask is not None and not isinstance(mask, torch.Tensor):
             raise TypeError(f"mask must be a torch.Tensor (bool, or an additive float mask), got {type(mask).__name__}")
@@ -189,8 +179,9 @@ class Decoder(nn.Module):
         self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
 
     def forward(self, x, memory, keep=None, memory_keep=None):
-        check_hidden(x, self.d_model, "the decoder input x")
-        check_hidden(memory, self.d_model, "memory (the encoder output)")
+        like = self.layers[0].self_attn.q_proj.weight
+        check_hidden(x, self.d_model, "the decoder input x", like=like)
+        check_hidden(memory, self.d_model, "memory (the encoder output)", like=like)
         if memory.shape[0] != x.shape[0]:
             raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {x.shape[0]}")
         check_keep(keep, x.shape[0], x.shape[1], "keep (target padding)")

@@ -108,6 +108,8 @@ class Vocab:
         """``(N,)`` integer ids (tensor or sequence) -> space-joined words."""
         if isinstance(ids, torch.Tensor):
             _ids_tensor("ids", ids, dim=1)
+            if ids.is_meta:
+                raise ValueError("ids are on the meta device: they have shapes but no words to decode")
             ids = ids.tolist()
         elif isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
             raise TypeError(f"ids must be a 1-D tensor or a sequence of ints, got {type(ids).__name__}")
@@ -167,7 +169,7 @@ def batchify(data: torch.Tensor, batch_size: int) -> torch.Tensor:
     batch_size = as_int("batch_size", batch_size, minimum=1)
     n = data.numel() // batch_size
     if n < 2:
-        raise ValueError(f"a stream of {data.numel()} tokens is too short for batch_size={batch_size} rows")
+        raise ValueError(f"data ({data.numel()} tokens) is too short for batch_size={batch_size} rows of 2 or more")
     return data[: n * batch_size].view(batch_size, n)
 
 

@@ -16,11 +16,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.checks import plain_tensor
 from transformer_nb.models import EncoderDecoder
 from transformer_nb.multihead import record_attention
 from transformer_nb.reversal.data import BOS, EOS, PAD, Batch, check_tokens, random_batch
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_int, plain_tensor
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -209,6 +208,10 @@ def anti_diagonal_share(cross: torch.Tensor, src_keep: torch.Tensor, tgt_len: to
     """
     if not isinstance(cross, torch.Tensor) or cross.dim() != 4:
         raise ValueError(f"cross must be (B, h, T, S) attention weights, got {getattr(cross, 'shape', cross)!r}")
+    if not cross.is_floating_point() or cross.is_meta:
+        raise TypeError(
+            f"cross must hold real attention weights (floating point, not meta), got {cross.dtype} on {cross.device}"
+        )
     b, _, _, s = cross.shape
     if tuple(src_keep.shape) != (b, s) or tuple(tgt_len.shape) != (b,):
         raise ValueError(
