@@ -225,7 +225,8 @@ class KVCache:
         ):
             raise ValueError(
                 f"the cache holds keys of shape (B, heads, T, d_head) = {tuple(self.k.shape[:2])} x T x "
-                f"{self.k.shape[3]} in {self.k.dtype} on {self.k.device}; got k {tuple(k.shape)} in {k.dtype} on {k.device}"
+                f"{self.k.shape[3]} in {self.k.dtype} on {self.k.device}; "
+                f"got k {tuple(k.shape)} in {k.dtype} on {k.device}"
             )
         self.k[:, :, t0:t1] = k
         self.v[:, :, t0:t1] = v

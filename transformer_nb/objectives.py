@@ -142,7 +142,8 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = IGN
         raise TypeError(f"logits must be floating-point scores, got dtype {logits.dtype}")
     if logits.dim() != 3 or targets.shape != logits.shape[:2] or not logits.shape[-1]:
         raise ValueError(
-            f"logits must be (B, T, V) with V >= 1 and targets (B, T), got {tuple(logits.shape)} and {tuple(targets.shape)}"
+            f"logits must be (B, T, V) with V >= 1 and targets (B, T), "
+            f"got {tuple(logits.shape)} and {tuple(targets.shape)}"
         )
     check_ids(targets, "targets", min_len=1)
     if logits.is_meta or logits.device != targets.device:
