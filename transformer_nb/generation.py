@@ -23,7 +23,7 @@ import torch
 
 from transformer_nb.lm import LanguageModel
 from transformer_nb.output_head import OutputHead
-from transformer_nb.utils import plain_tensor
+from transformer_nb.utils import as_int, plain_tensor
 
 
 def _check_top_k(k) -> None:
@@ -187,6 +187,9 @@ def generate(
 def time_generation(model: LanguageModel, prompt: torch.Tensor, lengths, repeats: int = 1) -> dict:
     """Seconds to generate ``n`` greedy tokens for each ``n`` in ``lengths``, with and without the
     KV cache (best of ``repeats``). Returns ``{"lengths", "cache", "no_cache", "identical"}``."""
+    if not isinstance(model, LanguageModel):
+        raise TypeError(f"model must be a TransformerLM or an LSTMLM, got {type(model).__name__}")
+    repeats = as_int("repeats", repeats, 1)
     out = {"lengths": list(lengths), "cache": [], "no_cache": [], "identical": True}
     with model.head.lookup_table():  # one embedding table for all the runs (the weights stay fixed)
         _time_lengths(model, prompt, out, repeats)

@@ -128,6 +128,10 @@ def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
     AdamW's size, so both share the weight decay and the schedule. Muon's peak learning rate is
     ``cfg.lr``; AdamW's is ``cfg.adamw_lr`` (``cfg.lr`` when None).
     """
+    if not isinstance(model, nn.Module) or not isinstance(cfg, TrainConfig):
+        raise TypeError(
+            f"make_optimizers needs an nn.Module and a TrainConfig, got {type(model).__name__}, {type(cfg).__name__}"
+        )
     if cfg.optimizer == "adamw":
         return [make_adamw(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)]
     hidden = [p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith(("layers.", "rnn.", "proj."))]
@@ -153,6 +157,9 @@ class WindowSampler:
     """
 
     def __init__(self, n: int, seed: int = 0, rank: int = 0, world: int = 1):
+        n, seed, world = as_int("n", n, 1), as_int("seed", seed), as_int("world", world, 1)
+        if not 0 <= as_int("rank", rank) < world:
+            raise ValueError(f"rank must be in [0, world={world}), got {rank}")
         self.n, self.seed, self.rank, self.world, self.epoch = n, seed, rank, world, 0
 
     def set_epoch(self, epoch: int) -> None:

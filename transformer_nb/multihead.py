@@ -241,6 +241,8 @@ class KVCache:
 @contextmanager
 def record_attention(model: nn.Module):
     """Within the block, every ``MultiHeadAttention`` in ``model`` keeps its weights in ``last_weights``."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     mods = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
     for m in mods:
         m.keep_weights = True

@@ -111,6 +111,8 @@ def exercise_8_9(data, n_tokens: int = 50_000, epochs: int = 5, seed: int = 0, r
     (cached) and scored on that sample (once, when trained). Returns ``{"vocab": itos, "ids": ...,
     "models": {name: model}, "hist": {name: history}, "ppl": {name: perplexity}}``; models in eval
     mode on ``device``."""
+    if not (hasattr(data, "train") and hasattr(data, "vocab")):
+        raise TypeError(f"data must be load_wikitext2()'s WikiText2, got {type(data).__name__}")
     ids, itos = sample_corpus(data.train, data.vocab.itos, n_tokens)
     device = torch.device(device or "cpu")
     torch.manual_seed(seed)

@@ -60,6 +60,8 @@ def batches(recipe: Recipe, generator: torch.Generator, exclude: Batch | None = 
     batch each step. ``width``: pad every batch to this many source positions (a fixed shape;
     the padding is masked, so the losses do not change).
     """
+    if not isinstance(recipe, Recipe):
+        raise TypeError(f"recipe must be a reversal Recipe, got {type(recipe).__name__}")
     device = torch.device(device or "cpu")
 
     def place(b: Batch) -> Batch:
