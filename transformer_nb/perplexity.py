@@ -85,9 +85,9 @@ def evaluate(
     device = next(raw.parameters()).device
     data = ids if max_tokens is None else ids[:max_tokens]
     rank, world = rank_and_world()
-    if world > 1:  # rank r scores targets r*n+1 .. (r+1)*n
+    if world > 1:  # rank r scores targets r*n+1 .. (r+1)*n; the last rank also the (N - 1) % world left over
         n = (data.numel() - 1) // world
-        data = data[rank * n : (rank + 1) * n + 1]
+        data = data[rank * n : (rank + 1) * n + 1 if rank < world - 1 else data.numel()]
     if data.numel() < 2:
         raise ValueError(f"max_tokens={max_tokens} leaves fewer than 2 tokens to score")
     raw.check_ids(data[None], "ids")
