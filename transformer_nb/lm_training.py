@@ -215,13 +215,18 @@ def stream_batches(ids: torch.Tensor, batch_size: int, seq_len: int, device=None
     """Forever: consecutive ``(x, y, fresh)`` windows of ``batch_size`` parallel streams (``batchify``).
 
     ``fresh`` is True where the streams start over (a carried state must be dropped). Under
-    ``torch.distributed`` rank ``r`` reads its own ``batch_size / world`` of the streams.
+    ``torch.distributed`` rank ``r`` reads its own ``batch_size / world`` of the streams. Checked at the call.
     """
+    seq_len = as_int("seq_len", seq_len, 1)
     rank, world = rank_and_world()
-    b = _share(batch_size, world)
+    b = _share(as_int("batch_size", batch_size, 1), world)
     streams = batchify(ids, batch_size)[rank * b : (rank + 1) * b].to(device)
     if streams.shape[1] <= seq_len:
         raise ValueError(f"{ids.numel()} tokens in {batch_size} streams do not fill one window of seq_len={seq_len}")
+    return _consecutive(streams, seq_len)
+
+
+def _consecutive(streams: torch.Tensor, seq_len: int):
     while True:
         for pos in range(0, streams.shape[1] - seq_len, seq_len):  # only full windows; then start over
             yield streams[:, pos : pos + seq_len], streams[:, pos + 1 : pos + 1 + seq_len], pos == 0

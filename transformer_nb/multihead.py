@@ -238,12 +238,15 @@ class KVCache:
         return 0 if self.k is None else 2 * self.k[:, :, : self.length].numel() * self.k.element_size()
 
 
-@contextmanager
 def record_attention(model: nn.Module):
     """Within the block, every ``MultiHeadAttention`` in ``model`` keeps its weights in ``last_weights``."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    mods = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    return _recording([m for m in model.modules() if isinstance(m, MultiHeadAttention)])
+
+
+@contextmanager
+def _recording(mods: list):
     for m in mods:
         m.keep_weights = True
     try:
