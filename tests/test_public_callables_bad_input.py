@@ -9,6 +9,7 @@ from transformer_nb import (
     experiments,
     generation,
     lm_compute,
+    lm_recipe,
     lm_training,
     models,
     multihead,
@@ -17,6 +18,7 @@ from transformer_nb import (
     stack,
     train,
     utils,
+    wikitext,
 )
 from transformer_nb.params import formulas
 from transformer_nb.params import model as params_model
@@ -101,6 +103,46 @@ CASES = {
         "recipe must be",
     ),
     "exercise_8_9_refuses_data_that_is_not_wikitext": (small_corpus.exercise_8_9, ("d",), TypeError, "data must be"),
+    "lstm_matching_refuses_a_negative_target": (small_corpus.lstm_matching, (-1, 10, 8), ValueError, "target_params"),
+    "read_words_refuses_a_file_descriptor_number": (wikitext.read_words, (12345,), TypeError, "path must be"),
+    "matmul_peak_gflops_refuses_the_meta_device": (
+        lm_compute.matmul_peak_gflops,
+        (torch.float32, "meta"),
+        ValueError,
+        "device",
+    ),
+    "matmul_peak_gflops_refuses_negative_seconds": (
+        lm_compute.matmul_peak_gflops,
+        (torch.float32, "cpu", None, -1.0),
+        ValueError,
+        "seconds",
+    ),
+    "reversal_make_optimizer_refuses_a_non_module": (
+        rv_training.make_optimizer,
+        ("m", "r"),
+        TypeError,
+        "model must be",
+    ),
+    "load_cached_recipe_refuses_a_non_module": (lm_recipe.load_cached_recipe, ("m", 3), TypeError, "model must be"),
+    "lm_recipe_load_or_train_refuses_data_that_is_not_wikitext": (
+        lm_recipe.load_or_train,
+        ("transformer", None, 1),
+        TypeError,
+        "data must be",
+    ),
+    "lm_recipe_compare_refuses_data_that_is_not_wikitext": (
+        lm_recipe.compare,
+        ({}, None, 1.0),
+        TypeError,
+        "data must be",
+    ),
+    "final_perplexities_refuses_data_that_is_not_wikitext": (
+        lm_recipe.final_perplexities,
+        ({}, None),
+        TypeError,
+        "data must be",
+    ),
+    "cache_config_refuses_an_unknown_kind": (lm_recipe.cache_config, ("gru", None, 10), ValueError, "kind must be"),
     "unwrap_refuses_a_non_module": (train.unwrap, ("m",), TypeError, "model must be an nn.Module"),
     "init_xavier_refuses_a_non_module": (experiments.init_xavier_, ("m",), TypeError, "module must be"),
     "stream_stats_refuses_depth_0": (experiments.stream_stats, (0,), ValueError, "depth"),

@@ -19,7 +19,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformer_nb.lm import LanguageModel
 from transformer_nb.lm_training import TrainConfig, make_optimizers, window_batches
 from transformer_nb.train import train
-from transformer_nb.utils import as_real
+from transformer_nb.utils import as_device, as_real
 
 
 def _device(model) -> torch.device:
@@ -72,7 +72,10 @@ def time_steps(
 def matmul_peak_gflops(dtype=torch.float32, device="cpu", sizes=None, seconds: float = 1.5) -> float:
     """Best achieved GFLOP/s of ``a @ b`` (``2 n^3`` FLOPs) over ``sizes`` (default: 1024 and 2048 on a
     CPU, 4096 and 8192 on a GPU), each run for ~``seconds``."""
-    device = torch.device(device)
+    device = as_device("device", device)
+    if device.type == "meta":
+        raise ValueError("device must hold values to time a matmul; 'meta' has shapes only")
+    as_real("seconds", seconds, positive=True)
     sizes = sizes or ((4096, 8192) if device.type == "cuda" else (1024, 2048))
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     best = 0.0

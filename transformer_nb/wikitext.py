@@ -50,9 +50,17 @@ def _ids_tensor(name: str, t, dim: int) -> None:
         raise ValueError(f"{name} must be {dim}-D, got shape {tuple(t.shape)}")
 
 
+def check_wikitext(data) -> None:
+    """``data`` must be what ``load_wikitext2`` returns (splits and a vocabulary)."""
+    if not (hasattr(data, "train") and hasattr(data, "vocab") and hasattr(data, "split")):
+        raise TypeError(f"data must be load_wikitext2()'s WikiText2, got {type(data).__name__}")
+
+
 # --------------------------------------------------------------------------- vocabulary
 def read_words(path: str | os.PathLike) -> list[str]:
     """All tokens of a file, pytorch/examples style: ``line.split() + ['<eos>']`` per line."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
     words: list[str] = []
     with open(path, encoding="utf-8") as f:
         for line in f:
