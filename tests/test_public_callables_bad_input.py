@@ -104,6 +104,7 @@ CASES = {
     ),
     "exercise_8_9_refuses_data_that_is_not_wikitext": (small_corpus.exercise_8_9, ("d",), TypeError, "data must be"),
     "lstm_matching_refuses_a_negative_target": (small_corpus.lstm_matching, (-1, 10, 8), ValueError, "target_params"),
+    "check_wikitext_refuses_a_dict": (wikitext.check_wikitext, ({"train": 1},), TypeError, "data must be"),
     "read_words_refuses_a_file_descriptor_number": (wikitext.read_words, (12345,), TypeError, "path must be"),
     "matmul_peak_gflops_refuses_the_meta_device": (
         lm_compute.matmul_peak_gflops,
