@@ -27,15 +27,15 @@ def test_evaluate_is_exp_of_mean_token_nll():
     m = lm.TransformerLM(50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="full").eval()
     ids = torch.randint(0, 50, (161,))
     res = perplexity.evaluate(m, ids, seq_len=16, batch_size=2)
-    streams = ids[:160].view(2, 80)
+    streams = ids.unfold(0, 81, 80)  # (2, 81): the second row starts with the first row's last word
     total = 0.0
-    for i in range(0, 79, 16):
+    for i in range(0, 80, 16):
         x, y = streams[:, i : i + 16], streams[:, i + 1 : i + 17]
         x = x[:, : y.shape[1]]
         with torch.no_grad():
             total += m(x, y, reduction="sum")[0].item()
-    assert res["tokens"] == 158  # every target of both rows once
-    assert math.isclose(res["ppl"], math.exp(total / 158), rel_tol=1e-5)
+    assert res["tokens"] == 160  # every target of the split once
+    assert math.isclose(res["ppl"], math.exp(total / 160), rel_tol=1e-5)
 
 
 @pytest.mark.parametrize("optimizer", lm_training.OPTIMIZERS)
@@ -120,16 +120,16 @@ def test_sliding_evaluation_scores_every_target_once_with_more_context(stride):
     ids = torch.randint(0, 50, (201,))
     plain = perplexity.evaluate(m, ids, seq_len=16, batch_size=2)
     slid = perplexity.evaluate(m, ids, seq_len=16, batch_size=2, stride=stride)
-    assert slid["tokens"] == plain["tokens"] == 198
+    assert slid["tokens"] == plain["tokens"] == 200
     if stride >= 16:
         assert math.isclose(slid["ppl"], plain["ppl"], rel_tol=1e-9)
     # stride 1: every target is predicted from the full 16-token window ending at it
     if stride == 1:
-        streams = ids[:200].view(2, 100)
+        streams = ids.unfold(0, 101, 100)  # (2, 101): the rows share a word
         total = 0.0
         with torch.no_grad():
             total += m(streams[:, :16], streams[:, 1:17], reduction="sum")[0].item()
-            for end in range(17, 100):
+            for end in range(17, 101):
                 lp = m.log_probs(streams[:, end - 16 : end])[:, -1]
                 total -= lp.gather(1, streams[:, end : end + 1]).sum().item()
         assert math.isclose(slid["nll_sum"], total, rel_tol=1e-5)

@@ -20,14 +20,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.utils import as_int, check_memory
+from transformer_nb.utils import as_int, check_like, check_memory
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("layer", "rms")
 
 
-def check_hidden(x, d_model: int, name: str, dims: str = "B, T") -> None:
-    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions)."""
+def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:
+    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions);
+    given ``like`` (a weight of the module), on its device and of its dtype (``utils.check_like``)."""
     shape = f"({dims}, d_model={d_model})"
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{name} must be a {shape} torch.Tensor, got {type(x).__name__}")
@@ -35,6 +36,8 @@ def check_hidden(x, d_model: int, name: str, dims: str = "B, T") -> None:
         raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
     if not x.is_floating_point():
         raise TypeError(f"{name} must be floating-point (hidden states, not token ids), got dtype {x.dtype}")
+    if like is not None:
+        check_like(name, x, like)
 
 
 def _check_eps(eps) -> None:
@@ -147,7 +150,7 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_hidden(x, self.d_model, "the FeedForward input x", dims="...")
+        check_hidden(x, self.d_model, "the FeedForward input x", dims="...", like=self.linear1.weight)
         h = self.linear1(x)
         if self.activation == "relu":
             h = F.relu(h)
@@ -192,7 +195,7 @@ class EncoderLayer(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, mask=None, is_causal: bool = False, rope=None, cache=None):
-        check_hidden(x, self.self_attn.d_model, "the EncoderLayer input x")
+        check_hidden(x, self.self_attn.d_model, "the EncoderLayer input x", like=self.self_attn.q_proj.weight)
         attn = lambda h: self.drop(self.self_attn(h, mask=mask, is_causal=is_causal, rope=rope, cache=cache))
         ff = lambda h: self.drop(self.ff(h))
         skip = (lambda h: h) if self.residual else (lambda h: 0.0)
@@ -235,8 +238,9 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, memory, self_mask=None, memory_mask=None):
-        check_hidden(x, self.self_attn.d_model, "the DecoderLayer input x")
-        check_hidden(memory, self.self_attn.d_model, "memory (the encoder output)")
+        like = self.self_attn.q_proj.weight
+        check_hidden(x, self.self_attn.d_model, "the DecoderLayer input x", like=like)
+        check_hidden(memory, self.self_attn.d_model, "memory (the encoder output)", like=like)
         sa = lambda h: self.drop(self.self_attn(h, mask=self_mask, is_causal=True))
         ca = lambda h: self.drop(self.cross_attn(h, memory, memory, mask=memory_mask))
         ff = lambda h: self.drop(self.ff(h))

@@ -10,7 +10,7 @@ import numbers
 
 import torch
 
-from transformer_nb.utils import as_real
+from transformer_nb.utils import as_real, plain_tensor
 
 
 def _round(v):
@@ -33,6 +33,7 @@ def _fmt(x) -> str:
 
 def _as_float64(arg: str, x) -> torch.Tensor:
     """A number, nested list or tensor as a float64 CPU tensor; a clear TypeError for anything else."""
+    plain_tensor(arg, x)
     if isinstance(x, torch.Tensor):
         if x.device.type == "meta":
             raise TypeError(f"{arg} is on the meta device: it has shapes but no values to compare")
@@ -79,19 +80,34 @@ def check_equal(name: str, actual, expected) -> None:
     arrays = (torch.Tensor, *_numpy("array"))
     if isinstance(actual, arrays) or isinstance(expected, arrays):
         for arg, x in (("actual", actual), ("expected", expected)):
+            plain_tensor(arg, x)
             if isinstance(x, torch.Tensor) and x.device.type == "meta":
                 raise TypeError(f"{arg} is on the meta device: it has shapes but no values to compare")
         try:
-            ok = torch.equal(torch.as_tensor(actual).cpu(), torch.as_tensor(expected).cpu())
+            a, e = torch.as_tensor(actual).cpu(), torch.as_tensor(expected).cpu()
+            ok = (a.dtype == torch.bool) == (e.dtype == torch.bool) and torch.equal(a, e)  # True is not 1
         except (TypeError, ValueError, RuntimeError):
             ok = False
     else:
         ok = actual == expected
         if not isinstance(ok, bool):
             raise TypeError(f"comparing {type(actual).__name__} with == gave {type(ok).__name__}, not True/False")
+        ok = ok and _same_bools(actual, expected)
     if not ok:
         raise AssertionError(f"{name}: got {_fmt(actual)}, expected {_fmt(expected)}")
     print(f"✓ {name} = {_fmt(expected)}")
+
+
+def _same_bools(a, b) -> bool:
+    """Are the bools of ``a`` and ``b`` (nested lists, tuples, dict values) in the same places? ``1 == True``
+    in Python, but a check that expects ``True`` must not pass on ``1``."""
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool)
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return all(_same_bools(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return all(_same_bools(a[k], b[k]) for k in a if k in b)
+    return True
 
 
 def _numpy(kind: str) -> tuple:
@@ -105,6 +121,7 @@ def _numpy(kind: str) -> tuple:
 
 def check_true(name: str, condition) -> None:
     """Assert that ``condition`` (a bool, or a non-empty bool tensor: all of it) holds, and print it."""
+    plain_tensor("condition", condition)
     if isinstance(condition, torch.Tensor):
         if condition.dtype != torch.bool:
             raise TypeError(f"condition must be a bool tensor, got dtype {condition.dtype}; compare first")

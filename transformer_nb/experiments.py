@@ -24,6 +24,8 @@ from transformer_nb.utils import as_device, as_int
 
 def init_xavier_(module: nn.Module) -> nn.Module:
     """Xavier-uniform weights for every matrix, zero biases (the original paper's init); norms keep γ=1, β=0."""
+    if not isinstance(module, nn.Module):
+        raise TypeError(f"module must be an nn.Module, got {type(module).__name__}")
     for m in module.modules():
         if isinstance(m, nn.Linear):
             nn.init.xavier_uniform_(m.weight)

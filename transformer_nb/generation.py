@@ -23,6 +23,7 @@ import torch
 
 from transformer_nb.lm import LanguageModel
 from transformer_nb.output_head import OutputHead
+from transformer_nb.utils import as_int, plain_tensor
 
 
 def _check_top_k(k) -> None:
@@ -39,26 +40,57 @@ def _check_temperature(t) -> None:
         raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {t}")
 
 
+def _check_logits(logits) -> None:
+    """``logits (..., V)``: a real floating tensor, no NaN or +inf, and every row with a word above -inf."""
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        got = f"a {logits.dtype} tensor" if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise TypeError(f"logits must be a floating-point tensor of shape (..., V), got {got}")
+    plain_tensor("logits", logits)
+    if logits.dim() < 1 or logits.shape[-1] == 0:
+        raise ValueError(f"logits must have shape (..., V) with V >= 1, got {tuple(logits.shape)}")
+    if logits.is_meta:
+        raise ValueError("logits are on the meta device: they have shapes but no values to pick from")
+    if torch.isnan(logits).any() or torch.isposinf(logits).any():
+        raise ValueError("logits contain NaN or +inf: there is no distribution to pick from")
+    if torch.isneginf(logits).all(-1).any():
+        raise ValueError("a row of logits is -inf everywhere: every word is blocked, there is nothing to pick")
+
+
 def top_k_filter(logits: torch.Tensor, k: int | None) -> torch.Tensor:
-    """Keep the ``k`` largest logits of each row, set the rest to ``-inf``. ``logits: (..., V)``;
-    ``k`` None or 0 (or ``>= V``) keeps everything."""
+    """Keep exactly the ``k`` largest logits of each row, set the rest to ``-inf``. ``logits: (..., V)``;
+    ``k`` None or 0 (or ``>= V``) keeps everything. Ties at the ``k``-th value go to the lower word ids,
+    so exactly ``k`` words stay in every row."""
     _check_top_k(k)
+    _check_logits(logits)
+    return _top_k(logits, k)
+
+
+def _top_k(logits: torch.Tensor, k: int | None) -> torch.Tensor:
     if not k or k >= logits.shape[-1]:
         return logits
     kth = torch.topk(logits, k, dim=-1).values[..., -1:]
-    return logits.masked_fill(logits < kth, float("-inf"))
+    above = logits > kth
+    tied = logits == kth  # keep the first (k - #above) of them, by word id
+    keep = above | (tied & (tied.cumsum(-1) <= k - above.sum(-1, keepdim=True)))
+    return logits.masked_fill(~keep, float("-inf"))
 
 
 def sample_next(
     logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, generator: torch.Generator | None = None
 ) -> torch.Tensor:
     """Pick the next token from ``logits (B, V)``: greedy when ``temperature == 0``, else sample
-    from ``softmax(top_k_filter(logits) / temperature)``. Returns ``(B,)`` int64."""
+    from ``softmax(top_k_filter(logits) / temperature)``. Returns ``(B,)`` int64. A row whose
+    logits are all ``-inf`` (nothing to pick), NaN or ``+inf`` is a ``ValueError``."""
     _check_temperature(temperature)
     _check_top_k(top_k)
+    _check_logits(logits)
+    return _sample(logits, temperature, top_k, generator)
+
+
+def _sample(logits: torch.Tensor, temperature, top_k, generator) -> torch.Tensor:
     if temperature == 0:
         return logits.argmax(dim=-1)
-    probs = torch.softmax(top_k_filter(logits.float(), top_k) / temperature, dim=-1)
+    probs = torch.softmax(_top_k(logits.float(), top_k) / temperature, dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
@@ -67,7 +99,7 @@ def _pick(head: OutputHead, h: torch.Tensor, temperature, top_k, gen) -> torch.T
     if temperature == 0:
         return head.greedy(h)
     scores, order = head.next_token_scores(h)
-    nxt = sample_next(scores, temperature, top_k, gen)
+    nxt = _sample(scores, temperature, top_k, gen)
     return nxt if order is None else order[nxt]
 
 
@@ -155,6 +187,9 @@ def generate(
 def time_generation(model: LanguageModel, prompt: torch.Tensor, lengths, repeats: int = 1) -> dict:
     """Seconds to generate ``n`` greedy tokens for each ``n`` in ``lengths``, with and without the
     KV cache (best of ``repeats``). Returns ``{"lengths", "cache", "no_cache", "identical"}``."""
+    if not isinstance(model, LanguageModel):
+        raise TypeError(f"model must be a TransformerLM or an LSTMLM, got {type(model).__name__}")
+    repeats = as_int("repeats", repeats, 1)
     out = {"lengths": list(lengths), "cache": [], "no_cache": [], "identical": True}
     with model.head.lookup_table():  # one embedding table for all the runs (the weights stay fixed)
         _time_lengths(model, prompt, out, repeats)

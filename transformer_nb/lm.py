@@ -26,6 +26,7 @@ from transformer_nb.multihead import KVCache
 from transformer_nb.output_head import OutputHead
 from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.rope import RoPE
+from transformer_nb.utils import check_device
 
 POSITIONS = ("learned", "sinusoidal", "rope", "alibi")
 
@@ -65,6 +66,10 @@ class LanguageModel(nn.Module):
                 lo, hi = torch.aminmax(ids)
             if lo < 0 or hi >= self.vocab_size:
                 raise ValueError(f"{name} must lie in [0, {self.vocab_size}), got range [{int(lo)}, {int(hi)}]")
+
+    def _check_device(self, ids: torch.Tensor, name: str = "ids") -> None:
+        """``ids`` must be on the device of the model's parameters (meta ids have no values to embed)."""
+        check_device(name, ids, next(self.parameters()).device)
 
     def init_state(self):
         """The state a generation starts from (``None``: start fresh)."""
@@ -160,6 +165,7 @@ class TransformerLM(LanguageModel):
         caches grow by ``T``. Equal to the plain pass over the whole sequence at those positions.
         """
         self.check_ids(ids)
+        self._check_device(ids)
         if state is not None and (not isinstance(state, list) or len(state) != self.n_layers):
             raise ValueError(f"state must be init_state(): a list of {self.n_layers} KVCache, got {_shape(state)}")
         past, t = (0 if state is None else state[0].length), ids.shape[1]
@@ -207,5 +213,6 @@ class LSTMLM(LanguageModel):
     def hidden(self, ids: torch.Tensor, state=None):
         """``(B, T) -> ((B, T, d), (h_n, c_n))``, each of ``h_n, c_n`` ``(n_layers, B, hidden_size)``."""
         self.check_ids(ids)
+        self._check_device(ids)
         out, state = self.rnn(self.drop(self.embed_tokens(ids)), state)
         return self.drop(self.proj(out)), state

@@ -19,16 +19,20 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformer_nb.lm import LanguageModel
 from transformer_nb.lm_training import TrainConfig, make_optimizers, window_batches
 from transformer_nb.train import train
+from transformer_nb.utils import as_device, as_real
 
 
 def _device(model) -> torch.device:
+    """The device of a ``LanguageModel`` (anything else is a ``TypeError``)."""
+    if not isinstance(model, LanguageModel):
+        raise TypeError(f"model must be a TransformerLM or an LSTMLM, got {type(model).__name__}")
     return next(model.parameters()).device
 
 
 def flops_per_token(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, bf16: bool = False) -> dict:
     """FLOPs of one training step (forward + backward) per target token of ``y (B, T)``, for matmuls
     and attention: ``{"total", "body", "head", "head_share"}`` (``body``: up to the hidden states)."""
-    was_training, device = model.training, _device(model)
+    device, was_training = _device(model), model.training
     model.train()
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
         with FlopCounterMode(display=False) as fc:
@@ -68,7 +72,10 @@ def time_steps(
 def matmul_peak_gflops(dtype=torch.float32, device="cpu", sizes=None, seconds: float = 1.5) -> float:
     """Best achieved GFLOP/s of ``a @ b`` (``2 n^3`` FLOPs) over ``sizes`` (default: 1024 and 2048 on a
     CPU, 4096 and 8192 on a GPU), each run for ~``seconds``."""
-    device = torch.device(device)
+    device = as_device("device", device)
+    if device.type == "meta":
+        raise ValueError("device must hold values to time a matmul; 'meta' has shapes only")
+    as_real("seconds", seconds, positive=True)
     sizes = sizes or ((4096, 8192) if device.type == "cuda" else (1024, 2048))
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
     best = 0.0
@@ -88,5 +95,9 @@ def matmul_peak_gflops(dtype=torch.float32, device="cpu", sizes=None, seconds: f
 
 
 def mfu(flops_per_token: float, tokens_per_s: float, peak_gflops: float) -> float:
-    """Model FLOPs utilisation: ``flops_per_token * tokens_per_s / peak``, a fraction of 1."""
+    """Model FLOPs utilisation: ``flops_per_token * tokens_per_s / peak``, a fraction of 1 (all three finite,
+    the rates > 0)."""
+    as_real("flops_per_token", flops_per_token, positive=True)
+    as_real("tokens_per_s", tokens_per_s, positive=True)
+    as_real("peak_gflops", peak_gflops, positive=True)
     return flops_per_token * tokens_per_s / (peak_gflops * 1e9)

@@ -22,7 +22,8 @@ from transformer_nb.lm import LSTMLM, LanguageModel, TransformerLM
 from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.output_head import frequency_ranks
 from transformer_nb.perplexity import evaluate
-from transformer_nb.utils import get_device
+from transformer_nb.utils import as_int, get_device
+from transformer_nb.wikitext import check_wikitext
 
 KINDS = ("transformer", "lstm")
 
@@ -101,6 +102,10 @@ def recipe_config(kind: str = "transformer", device=None, **overrides) -> TrainC
 
 def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides: dict | None = None) -> dict:
     """What a cached model was trained with; a cache saved under another config is retrained."""
+    _check_kind(kind)
+    if not isinstance(tcfg, TrainConfig):
+        raise TypeError(f"tcfg must be a TrainConfig, got {type(tcfg).__name__}")
+    as_int("vocab_size", vocab_size, 1)
     model = {**(RECIPE_MODEL if kind == "transformer" else LSTM_MODEL), **(model_overrides or {})}
     return {"kind": kind, "model": model, "train": tcfg.as_dict(), "vocab_size": vocab_size}
 
@@ -124,6 +129,7 @@ def load_or_train(
     A corrupt, damaged or mismatched cache is reported and the model retrained. Returns
     ``(model, history, trained_now)``, the model in eval mode on ``device``.
     """
+    check_wikitext(data)
     device = torch.device(device) if device is not None else get_device()
     vocab_size = len(data.vocab)
     model = build_model(kind, vocab_size, frequency_ranks(data.train, vocab_size), seed=seed).to(device)
@@ -174,6 +180,7 @@ def compare(
     from the same seed for ``budget_s`` seconds of training and scored on the first ``eval_tokens``
     validation tokens (non-overlapping windows). Cached as a whole (``cached_results``): a re-run
     reads the numbers instead of training again. Returns ``{label: history}`` (``train_lm``'s)."""
+    check_wikitext(data)
     device = torch.device(device) if device is not None else get_device()
     vocab_size = len(data.vocab)
     ranks = frequency_ranks(data.train, vocab_size)
@@ -197,6 +204,7 @@ def final_perplexities(models: dict, data, splits=("valid", "test"), eval_tokens
     splits, each read as its recipe evaluates (the Transformer's sliding windows, the LSTM's carried
     state). Cached under ``key`` (a JSON-able description of the models, e.g. their cache configs):
     scoring whole splits is the slowest step of a warm re-run."""
+    check_wikitext(data)
 
     def run() -> dict:
         return {

@@ -28,8 +28,8 @@ import torch.nn as nn
 from transformer_nb.lm import LanguageModel
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import Progress, rank_and_world, train
-from transformer_nb.utils import as_real
-from transformer_nb.wikitext import batchify
+from transformer_nb.utils import as_int, as_real
+from transformer_nb.wikitext import _ids_tensor, batchify
 
 OPTIMIZERS = ("adamw", "muon")
 _LR_ARGS = ("progress", "warmup", "min_lr_frac")
@@ -128,6 +128,10 @@ def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
     AdamW's size, so both share the weight decay and the schedule. Muon's peak learning rate is
     ``cfg.lr``; AdamW's is ``cfg.adamw_lr`` (``cfg.lr`` when None).
     """
+    if not isinstance(model, nn.Module) or not isinstance(cfg, TrainConfig):
+        raise TypeError(
+            f"make_optimizers needs an nn.Module and a TrainConfig, got {type(model).__name__}, {type(cfg).__name__}"
+        )
     if cfg.optimizer == "adamw":
         return [make_adamw(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)]
     hidden = [p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith(("layers.", "rnn.", "proj."))]
@@ -153,6 +157,9 @@ class WindowSampler:
     """
 
     def __init__(self, n: int, seed: int = 0, rank: int = 0, world: int = 1):
+        n, seed, world = as_int("n", n, 1), as_int("seed", seed), as_int("world", world, 1)
+        if not 0 <= as_int("rank", rank) < world:
+            raise ValueError(f"rank must be in [0, world={world}), got {rank}")
         self.n, self.seed, self.rank, self.world, self.epoch = n, seed, rank, world, 0
 
     def set_epoch(self, epoch: int) -> None:
@@ -179,11 +186,22 @@ def window_batches(ids: torch.Tensor, batch_size: int, seq_len: int, seed: int =
 
     Windows start anywhere in the flat ``(N,)`` stream; every start is drawn once per epoch
     (``WindowSampler``). Under ``torch.distributed`` rank ``r`` reads windows ``r, r + world, ..``
-    of the epoch's order: together the ranks read what one process reads.
+    of the epoch's order: together the ranks read what one process reads. ``ids`` must hold at least
+    ``seq_len + batch_size`` tokens (one start per window of a batch); checked at the call.
     """
+    _ids_tensor("ids", ids, dim=1)
+    batch_size, seq_len = as_int("batch_size", batch_size, 1), as_int("seq_len", seq_len, 1)
     rank, world = rank_and_world()
     b = _share(batch_size, world)
-    sampler = WindowSampler(ids.numel() - seq_len, seed, rank, world)
+    if ids.numel() - seq_len < batch_size:
+        raise ValueError(
+            f"ids holds {ids.numel()} tokens: windows of seq_len={seq_len} have {max(0, ids.numel() - seq_len)} "
+            f"starts, fewer than batch_size={batch_size}"
+        )
+    return _windows(ids, b, seq_len, WindowSampler(ids.numel() - seq_len, seed, rank, world), device)
+
+
+def _windows(ids: torch.Tensor, b: int, seq_len: int, sampler: WindowSampler, device):
     ids, offsets = ids.to(device), torch.arange(seq_len + 1, device=device)
     for epoch in itertools.count():
         sampler.set_epoch(epoch)
@@ -197,13 +215,18 @@ def stream_batches(ids: torch.Tensor, batch_size: int, seq_len: int, device=None
     """Forever: consecutive ``(x, y, fresh)`` windows of ``batch_size`` parallel streams (``batchify``).
 
     ``fresh`` is True where the streams start over (a carried state must be dropped). Under
-    ``torch.distributed`` rank ``r`` reads its own ``batch_size / world`` of the streams.
+    ``torch.distributed`` rank ``r`` reads its own ``batch_size / world`` of the streams. Checked at the call.
     """
+    seq_len = as_int("seq_len", seq_len, 1)
     rank, world = rank_and_world()
-    b = _share(batch_size, world)
+    b = _share(as_int("batch_size", batch_size, 1), world)
     streams = batchify(ids, batch_size)[rank * b : (rank + 1) * b].to(device)
     if streams.shape[1] <= seq_len:
         raise ValueError(f"{ids.numel()} tokens in {batch_size} streams do not fill one window of seq_len={seq_len}")
+    return _consecutive(streams, seq_len)
+
+
+def _consecutive(streams: torch.Tensor, seq_len: int):
     while True:
         for pos in range(0, streams.shape[1] - seq_len, seq_len):  # only full windows; then start over
             yield streams[:, pos : pos + seq_len], streams[:, pos + 1 : pos + 1 + seq_len], pos == 0

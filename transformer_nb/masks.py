@@ -56,10 +56,14 @@ def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tens
     ``T`` is ``max_len``, else the longest length.
     """
     device = as_device("device", device)
+    if isinstance(lengths, (list, tuple)) and any(isinstance(v, bool) for v in lengths):
+        raise ValueError(f"lengths must be a 1-D integer sequence; True/False is not a length, got {lengths!r}")
     try:
         lengths = torch.as_tensor(lengths, device=device)
     except (TypeError, ValueError, RuntimeError):
         raise ValueError(f"lengths must be a 1-D integer sequence, got {type(lengths).__name__} {lengths!r}") from None
+    if lengths.is_meta:
+        raise ValueError("lengths are on the meta device: they have shapes but no values")
     if lengths.dim() == 1 and lengths.numel() == 0:
         raise ValueError("lengths is empty: a batch needs at least one sequence")
     if lengths.dim() != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool or lengths.is_complex():

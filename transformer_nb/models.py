@@ -46,7 +46,7 @@ class Embedder(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, ids: torch.Tensor) -> torch.Tensor:
-        check_ids(ids, "token ids", self.vocab_size)
+        check_ids(ids, "token ids", self.vocab_size, device=self.tok.weight.device)
         return self.drop(self.pos(self.tok(ids) * self.scale))
 
 

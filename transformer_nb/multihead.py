@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from transformer_nb.attention import check_mask, scaled_dot_product_attention
 from transformer_nb.masks import causal_mask
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_int, check_like
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -71,6 +71,11 @@ def _head_sizes(d_model, n_heads, n_kv_heads=None) -> tuple[int, int, int]:
     return d_model, n_heads, n_kv_heads
 
 
+def _check_bias(bias) -> None:
+    if not isinstance(bias, bool):
+        raise TypeError(f"bias must be True or False, got {bias!r}")
+
+
 class MultiHeadAttention(nn.Module):
     """Multi-head attention with ``4·d_model²`` weights (+ ``4·d_model`` biases) when ``n_kv_heads == n_heads``.
 
@@ -90,6 +95,7 @@ class MultiHeadAttention(nn.Module):
     ):
         super().__init__()
         d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads)
+        _check_bias(bias)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
@@ -113,6 +119,9 @@ class MultiHeadAttention(nn.Module):
                 )
             if t.dim() != 3 or t.shape[-1] != self.d_model:
                 raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(t.shape)}")
+            if not t.is_floating_point():
+                raise TypeError(f"{name} must be a real floating-point tensor, got dtype {t.dtype}")
+            check_like(name, t, self.q_proj.weight)
         if key.shape[1] != value.shape[1]:
             raise ValueError(
                 f"key and value must have the same length: key has T_k={key.shape[1]}, value has {value.shape[1]}"
@@ -193,16 +202,31 @@ class KVCache:
         self.k = self.v = None  # (B, n_kv_heads, capacity, d_head) buffers, made by the first append
 
     def append(self, k: torch.Tensor, v: torch.Tensor):
+        for name, x in (("k", k), ("v", v)):
+            if not isinstance(x, torch.Tensor) or x.dim() != 4:
+                got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+                raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {got}")
+        if v.shape != k.shape or v.dtype != k.dtype or v.device != k.device or not k.shape[3]:
+            raise ValueError(
+                f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
+                f"on {k.device}, v is {tuple(v.shape)} {v.dtype} on {v.device}"
+            )
         t0, t1 = self.length, self.length + k.shape[2]
         if t1 > self.capacity:
             raise ValueError(f"the KV cache holds {self.capacity} positions; {t1} were asked for")
         if self.k is None:
             self.k = k.new_empty(*k.shape[:2], self.capacity, k.shape[3])
             self.v = v.new_empty(*v.shape[:2], self.capacity, v.shape[3])
-        elif k.shape[:2] != self.k.shape[:2] or k.shape[3] != self.k.shape[3] or k.dtype != self.k.dtype:
+        elif (
+            k.shape[:2] != self.k.shape[:2]
+            or k.shape[3] != self.k.shape[3]
+            or k.dtype != self.k.dtype
+            or k.device != self.k.device
+        ):
             raise ValueError(
                 f"the cache holds keys of shape (B, heads, T, d_head) = {tuple(self.k.shape[:2])} x T x "
-                f"{self.k.shape[3]} in {self.k.dtype}; got {tuple(k.shape)} in {k.dtype}"
+                f"{self.k.shape[3]} in {self.k.dtype} on {self.k.device}; "
+                f"got k {tuple(k.shape)} in {k.dtype} on {k.device}"
             )
         self.k[:, :, t0:t1] = k
         self.v[:, :, t0:t1] = v
@@ -214,10 +238,15 @@ class KVCache:
         return 0 if self.k is None else 2 * self.k[:, :, : self.length].numel() * self.k.element_size()
 
 
-@contextmanager
 def record_attention(model: nn.Module):
     """Within the block, every ``MultiHeadAttention`` in ``model`` keeps its weights in ``last_weights``."""
-    mods = [m for m in model.modules() if isinstance(m, MultiHeadAttention)]
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    return _recording([m for m in model.modules() if isinstance(m, MultiHeadAttention)])
+
+
+@contextmanager
+def _recording(mods: list):
     for m in mods:
         m.keep_weights = True
     try:
@@ -237,8 +266,7 @@ def mha_param_count(d_model: int, n_heads: int, n_kv_heads: int | None = None, b
     With ``n_kv_heads == n_heads`` this is ``4·d_model² (+ 4·d_model)``, whatever ``n_heads`` is.
     """
     d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads)
-    if not isinstance(bias, bool):
-        raise TypeError(f"bias must be True or False, got {bias!r}")
+    _check_bias(bias)
     d_kv = n_kv_heads * (d_model // n_heads)
     weights = 2 * d_model * d_model + 2 * d_model * d_kv
     biases = 2 * d_model + 2 * d_kv
@@ -282,6 +310,8 @@ def head_stats(weights: torch.Tensor) -> dict:
             f"head_stats expects self-attention weights of shape (..., T, T), got "
             f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}"
         )
+    if not weights.is_floating_point():
+        raise TypeError(f"weights must be real floating-point attention weights, got dtype {weights.dtype}")
     t = weights.shape[-1]
     pos = torch.arange(t, device=weights.device, dtype=weights.dtype)
     dist = (pos[:, None] - pos[None, :]).abs()  # (T, T): |i - j|
@@ -291,5 +321,6 @@ def head_stats(weights: torch.Tensor) -> dict:
 
 
 def uniform_distance(t: int) -> float:
-    """Mean ``|i - j|`` over all ``t × t`` pairs: the ``distance`` of a head that attends uniformly."""
+    """Mean ``|i - j|`` over all ``t × t`` pairs (``t >= 1``): the ``distance`` of a head that attends uniformly."""
+    t = as_int("t", t, 1)
     return (t * t - 1) / (3 * t)

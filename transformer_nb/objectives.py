@@ -140,11 +140,14 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = IGN
         raise TypeError("logits and targets must be torch.Tensors")
     if not logits.is_floating_point():
         raise TypeError(f"logits must be floating-point scores, got dtype {logits.dtype}")
-    if logits.dim() != 3 or targets.shape != logits.shape[:2]:
+    if logits.dim() != 3 or targets.shape != logits.shape[:2] or not logits.shape[-1]:
         raise ValueError(
-            f"logits must be (B, T, V) and targets (B, T), got {tuple(logits.shape)} and {tuple(targets.shape)}"
+            f"logits must be (B, T, V) with V >= 1 and targets (B, T), "
+            f"got {tuple(logits.shape)} and {tuple(targets.shape)}"
         )
     check_ids(targets, "targets", min_len=1)
+    if logits.is_meta or logits.device != targets.device:
+        raise ValueError(f"logits ({logits.device}) and targets ({targets.device}) must be on one real device")
     valid = targets != ignore_index
     if not bool(valid.any()):
         raise ValueError(f"every target is ignore_index={ignore_index}: there is no position to take a loss on")

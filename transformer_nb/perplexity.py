@@ -16,13 +16,15 @@ import torch
 import torch.distributed as dist
 
 from transformer_nb.train import rank_and_world, unwrap
-from transformer_nb.wikitext import batchify, iter_batches
+from transformer_nb.wikitext import iter_batches
 
 
 def _check_stream(name: str, ids, least: int = 2) -> None:
     if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex:
         got = f"a {ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise TypeError(f"{name} must be an integer tensor of word ids, got {got}")
+    if ids.is_meta:
+        raise ValueError(f"{name} is on the meta device: it has shapes but no word ids")
     if ids.dim() != 1 or ids.numel() < least:
         raise ValueError(f"{name} must be a flat (N,) stream of at least {least} ids, got shape {tuple(ids.shape)}")
 
@@ -62,8 +64,10 @@ def evaluate(
 ) -> dict:
     """Perplexity of ``model`` on a flat ``(N,)`` split: ``exp(sum of NLL / number of targets)``.
 
-    The split is cut into ``batch_size`` contiguous streams, read in windows of ``seq_len``; every
-    target is scored exactly once, on the model's device. A model that carries a state (the LSTM)
+    The split is cut into ``batch_size`` contiguous streams (fewer if the split has fewer targets),
+    each starting with the last word of the one before, read in windows of ``seq_len``; the
+    ``(N - 1) % batch_size`` targets left over form one more stream (a carried state starts afresh
+    there). Every target is scored exactly once, on the model's device. A model that carries a state (the LSTM)
     carries it from window to window, so every prediction sees all the text before it. A
     Transformer sees only its window: with ``stride=None`` the windows do not overlap (a word early
     in a window has little context); with ``stride < seq_len`` the window slides by ``stride`` and
@@ -81,33 +85,23 @@ def evaluate(
     device = next(raw.parameters()).device
     data = ids if max_tokens is None else ids[:max_tokens]
     rank, world = rank_and_world()
-    if world > 1:  # rank r scores targets r*n+1 .. (r+1)*n
+    if world > 1:  # rank r scores targets r*n+1 .. (r+1)*n; the last rank also the (N - 1) % world left over
         n = (data.numel() - 1) // world
-        data = data[rank * n : (rank + 1) * n + 1]
+        data = data[rank * n : (rank + 1) * n + 1 if rank < world - 1 else data.numel()]
     if data.numel() < 2:
         raise ValueError(f"max_tokens={max_tokens} leaves fewer than 2 tokens to score")
     raw.check_ids(data[None], "ids")
-    streams = batchify(data, max(1, min(batch_size, (data.numel() - 1) // 2))).to(device)
+    rows = min(batch_size, data.numel() - 1)
+    n = (data.numel() - 1) // rows  # targets per stream
+    streams = data[: rows * n + 1].unfold(0, n + 1, n)  # (rows, n + 1): a row ends where the next one starts
+    tail = data[rows * n :]  # the last (N - 1) % rows targets: one more stream of its own
     was_training = raw.training
     raw.eval()
-    total = torch.zeros((), dtype=torch.float64, device=device)
-    count = 0
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
-        if stride is None or stride >= seq_len:
-            state = None
-            for x, y in iter_batches(streams, seq_len):
-                nll, state = raw(x, y, state, reduction="sum")
-                total += nll.double()
-                count += y.numel()
-        else:
-            last, done = streams.shape[1] - 1, 0  # targets are streams[:, 1 .. last]; 0 .. done-1 are scored
-            while done < last:
-                end = min(done + (seq_len if done == 0 else stride), last)
-                start = max(0, end - seq_len)
-                nll, _ = raw(streams[:, start:end], streams[:, start + 1 : end + 1], reduction="none")
-                total += nll[:, done - start :].double().sum()  # only the targets not scored yet
-                count += nll[:, done - start :].numel()
-                done = end
+        total, count = _nll_sum(raw, streams.to(device), seq_len, stride)
+        if tail.numel() > 1:
+            more, k = _nll_sum(raw, tail[None].to(device), seq_len, stride)
+            total, count = total + more, count + k
     raw.train(was_training)
     if world > 1:
         both = torch.stack([total, torch.tensor(float(count), dtype=torch.float64, device=device)])
@@ -115,3 +109,25 @@ def evaluate(
         total, count = both[0], int(both[1])
     total = float(total)
     return {"nll_sum": total, "tokens": count, "ppl": math.exp(total / count)}
+
+
+def _nll_sum(raw, streams: torch.Tensor, seq_len: int, stride: int | None) -> tuple[torch.Tensor, int]:
+    """Summed NLL (float64) and count of every target ``streams[:, 1:]`` of ``(B, N)`` streams."""
+    total = torch.zeros((), dtype=torch.float64, device=streams.device)
+    count = 0
+    if stride is None or stride >= seq_len:
+        state = None
+        for x, y in iter_batches(streams, seq_len):
+            nll, state = raw(x, y, state, reduction="sum")
+            total += nll.double()
+            count += y.numel()
+        return total, count
+    last, done = streams.shape[1] - 1, 0  # targets are streams[:, 1 .. last]; 0 .. done-1 are scored
+    while done < last:
+        end = min(done + (seq_len if done == 0 else stride), last)
+        start = max(0, end - seq_len)
+        nll, _ = raw(streams[:, start:end], streams[:, start + 1 : end + 1], reduction="none")
+        total += nll[:, done - start :].double().sum()  # only the targets not scored yet
+        count += nll[:, done - start :].numel()
+        done = end
+    return total, count

@@ -18,7 +18,7 @@ from numbers import Integral
 import torch
 import torch.nn as nn
 
-from transformer_nb.utils import as_device, as_int, as_real, check_memory
+from transformer_nb.utils import as_device, as_int, as_real, check_device, check_memory
 
 
 def sinusoid_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
@@ -53,13 +53,14 @@ def _check_length(t: int, offset, max_len: int, kind: str) -> int:
     return offset
 
 
-def _check_input(x: torch.Tensor, d_model: int, kind: str) -> None:
+def _check_input(x: torch.Tensor, d_model: int, kind: str, table: torch.Tensor) -> None:
     if not isinstance(x, torch.Tensor):
         raise TypeError(f"{kind} expects x as a torch.Tensor of shape (B, T, d_model), got {type(x).__name__}")
     if not x.is_floating_point():
         raise TypeError(f"{kind} adds to embeddings: x must be a floating-point tensor, got dtype {x.dtype}")
     if x.dim() != 3 or x.shape[-1] != d_model:
         raise ValueError(f"{kind} expects x of shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
+    check_device("x", x, table.device)
 
 
 class SinusoidalPositionalEncoding(nn.Module):
@@ -75,7 +76,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.register_buffer("pe", pe, persistent=False)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        _check_input(x, self.d_model, "SinusoidalPositionalEncoding")
+        _check_input(x, self.d_model, "SinusoidalPositionalEncoding", self.pe)
         offset = _check_length(x.shape[1], offset, self.max_len, "sinusoidal")
         return x + self.pe[offset : offset + x.shape[1]].to(x.dtype)
 
@@ -91,7 +92,7 @@ class LearnedPositionalEmbedding(nn.Module):
         nn.init.normal_(self.emb.weight, std=0.02)
 
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        _check_input(x, self.d_model, "LearnedPositionalEmbedding")
+        _check_input(x, self.d_model, "LearnedPositionalEmbedding", self.emb.weight)
         offset = _check_length(x.shape[1], offset, self.max_len, "learned position")
         pos = torch.arange(offset, offset + x.shape[1], device=x.device)
         return x + self.emb(pos).to(x.dtype)  # the output keeps x's dtype

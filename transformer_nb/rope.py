@@ -26,7 +26,7 @@ from numbers import Integral
 import torch
 import torch.nn as nn
 
-from transformer_nb.utils import as_real
+from transformer_nb.utils import as_real, check_device, check_memory
 
 PAIRINGS = ("interleaved", "half")
 
@@ -45,6 +45,7 @@ def rope_frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
     """``(d/2,)`` float64 ``θ_i = base^(-2i/d)`` for ``i = 0 .. d/2 - 1`` (θ_0 = 1, the fastest pair)."""
     _check_dim(d)
     base = as_real("base", base, positive=True)
+    check_memory(f"d={d} frequencies", 4 * d)  # d/2 float64
     return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
 
 
@@ -143,6 +144,9 @@ class RoPE(nn.Module):
         _check_pairing(pairing)
         if isinstance(max_len, bool) or not isinstance(max_len, Integral) or max_len <= 0:
             raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+        # float64 angles, cos and sin, then the float32 tables: 32 bytes per (position, pair)
+        tables = f"RoPE's tables for max_len={max_len} x d_head/2={d_head // 2}"
+        check_memory(tables, 32 * max_len * (d_head // 2), torch.get_default_device())  # meta: no limit
         self.d_head, self.max_len, self.base, self.pairing = d_head, max_len, base, pairing
         angles = torch.arange(max_len, dtype=torch.float64)[:, None] * rope_frequencies(d_head, base)
         self.register_buffer("cos", torch.cos(angles).float(), persistent=False)
@@ -150,6 +154,7 @@ class RoPE(nn.Module):
 
     def _check(self, x: torch.Tensor, offset, name: str) -> None:
         _check_float(x, name)
+        check_device(name, x, self.cos.device)
         if x.dim() < 2 or x.shape[-1] != self.d_head:
             raise ValueError(
                 f"RoPE(d_head={self.d_head}) expects {name} of shape (..., T, {self.d_head}), got {tuple(x.shape)}"

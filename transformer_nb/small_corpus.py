@@ -19,6 +19,8 @@ from transformer_nb.lm import LSTMLM, LanguageModel, TransformerLM
 from transformer_nb.params import numel
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import train
+from transformer_nb.utils import as_int
+from transformer_nb.wikitext import check_wikitext
 
 #: The exercise's Transformer: 4 blocks of width 128 over windows of 256 tokens.
 EX89_TRANSFORMER = dict(d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256, head="full")
@@ -43,7 +45,8 @@ def sample_corpus(train_ids: torch.Tensor, itos: list[str], n_tokens: int = 50_0
 
 
 def lstm_matching(target_params: int, vocab_size: int, d_model: int, n_layers: int = 2, **kw) -> LSTMLM:
-    """An ``LSTMLM`` whose hidden size makes its parameter count closest to ``target_params``."""
+    """An ``LSTMLM`` whose hidden size makes its parameter count closest to ``target_params`` (>= 1)."""
+    as_int("target_params", target_params, 1)
     base = numel(LSTMLM(vocab_size, d_model, d_model, n_layers, **kw))
 
     def count(h):  # an LSTM layer: 4 gates x (input + hidden + 2 biases) x hidden; the projection h -> d
@@ -111,6 +114,7 @@ def exercise_8_9(data, n_tokens: int = 50_000, epochs: int = 5, seed: int = 0, r
     (cached) and scored on that sample (once, when trained). Returns ``{"vocab": itos, "ids": ...,
     "models": {name: model}, "hist": {name: history}, "ppl": {name: perplexity}}``; models in eval
     mode on ``device``."""
+    check_wikitext(data)
     ids, itos = sample_corpus(data.train, data.vocab.itos, n_tokens)
     device = torch.device(device or "cpu")
     torch.manual_seed(seed)

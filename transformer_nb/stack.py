@@ -20,7 +20,7 @@ import torch.nn as nn
 
 from transformer_nb.block import DecoderLayer, EncoderLayer, check_hidden, make_norm
 from transformer_nb.masks import cross_attention_mask, key_padding
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_int, check_device
 
 
 def check_keep(keep, b: int, t: int, name: str) -> None:
@@ -40,8 +40,9 @@ def check_keep(keep, b: int, t: int, name: str) -> None:
         )
 
 
-def check_ids(ids, name: str = "token ids", vocab: int | None = None, min_len: int = 0) -> None:
-    """``ids`` must be a ``(B, T)`` integer tensor with ``T >= min_len`` and, given ``vocab``, ids in ``[0, vocab)``.
+def check_ids(ids, name: str = "token ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
+    """``ids`` must be a ``(B, T)`` integer tensor with ``T >= min_len`` and, given ``vocab``, ids in ``[0, vocab)``;
+    given ``device`` (the model's), on that device (``check_device``).
 
     The range check reads two numbers back to the host: it is skipped on the meta device (no
     values) and while a CUDA graph is being captured (no reads allowed).
@@ -53,6 +54,8 @@ def check_ids(ids, name: str = "token ids", vocab: int | None = None, min_len: i
         raise ValueError(f"{name} must have shape (B, T){at_least}, got {tuple(ids.shape)}")
     if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
         raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {ids.dtype}")
+    if device is not None:
+        check_device(name, ids, device)
     capturing = ids.is_cuda and torch.cuda.is_current_stream_capturing()
     if vocab is not None and ids.numel() and not ids.is_meta and not capturing:
         lo, hi = ids.aminmax()
@@ -116,7 +119,7 @@ class Encoder(nn.Module):
         self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
 
     def forward(self, x, keep=None, mask=None, rope=None):
-        check_hidden(x, self.d_model, "the encoder input x")
+        check_hidden(x, self.d_model, "the encoder input x", like=self.layers[0].self_attn.q_proj.weight)
         check_keep(keep, x.shape[0], x.shape[1], "keep")
         if mask is not None and not isinstance(mask, torch.Tensor):
             raise TypeError(f"mask must be a torch.Tensor (bool, or an additive float mask), got {type(mask).__name__}")
@@ -176,8 +179,9 @@ class Decoder(nn.Module):
         self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
 
     def forward(self, x, memory, keep=None, memory_keep=None):
-        check_hidden(x, self.d_model, "the decoder input x")
-        check_hidden(memory, self.d_model, "memory (the encoder output)")
+        like = self.layers[0].self_attn.q_proj.weight
+        check_hidden(x, self.d_model, "the decoder input x", like=like)
+        check_hidden(memory, self.d_model, "memory (the encoder output)", like=like)
         if memory.shape[0] != x.shape[0]:
             raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {x.shape[0]}")
         check_keep(keep, x.shape[0], x.shape[1], "keep (target padding)")

@@ -56,6 +56,8 @@ def rank_and_world() -> tuple[int, int]:
 
 def unwrap(model: nn.Module) -> nn.Module:
     """The model inside a ``DistributedDataParallel`` wrapper (the model itself otherwise)."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
     return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
 
 

@@ -213,3 +213,38 @@ def setup(seed: int = 0, threads: int | None = None, quiet: bool = False) -> Env
     if not quiet:
         print(env)
     return env
+
+
+# --------------------------------------------------------------------------- tensor checks (public boundaries)
+
+
+def plain_tensor(name: str, x) -> None:
+    """Refuse a subclass of ``torch.Tensor`` (``nn.Parameter`` aside): its ``__torch_function__`` can answer
+    every comparison, ``==``, ``allclose``, ``isfinite``, ..., with whatever it likes, so a result that rests on
+    comparing it proves nothing. ``x.as_subclass(torch.Tensor)`` is the plain tensor underneath."""
+    if isinstance(x, torch.Tensor) and type(x) not in (torch.Tensor, torch.nn.Parameter):
+        raise TypeError(
+            f"{name} is a {type(x).__name__}, a subclass of torch.Tensor that may redefine comparisons; "
+            f"pass a plain tensor ({name}.as_subclass(torch.Tensor))"
+        )
+
+
+def check_device(name: str, x: torch.Tensor, device: torch.device) -> None:
+    """``x`` must be on ``device`` (a module's); a module on the meta device takes inputs from anywhere.
+
+    Meta inputs into a real module would otherwise compute on memory that was never written, or fail
+    deep inside torch."""
+    if device.type != "meta" and x.device != device:
+        why = "it has shapes but no values" if x.is_meta else f"move it with .to({str(device)!r})"
+        raise ValueError(f"{name} is on the {x.device} device but the model is on {device}: {why}")
+
+
+def check_like(name: str, x: torch.Tensor, weight: torch.Tensor) -> None:
+    """``x`` must be on ``weight``'s device and, outside autocast, have its dtype (a float16 input into
+    float32 weights is a ``TypeError`` here, not torch's "mat1 and mat2 must have the same dtype")."""
+    check_device(name, x, weight.device)
+    if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the model's weights are {weight.dtype}; convert one of them "
+            f"(x.to({weight.dtype}) or model.to({x.dtype})) or run under torch.autocast"
+        )

@@ -50,9 +50,17 @@ def _ids_tensor(name: str, t, dim: int) -> None:
         raise ValueError(f"{name} must be {dim}-D, got shape {tuple(t.shape)}")
 
 
+def check_wikitext(data) -> None:
+    """``data`` must be what ``load_wikitext2`` returns (splits and a vocabulary)."""
+    if not (hasattr(data, "train") and hasattr(data, "vocab") and hasattr(data, "split")):
+        raise TypeError(f"data must be load_wikitext2()'s WikiText2, got {type(data).__name__}")
+
+
 # --------------------------------------------------------------------------- vocabulary
 def read_words(path: str | os.PathLike) -> list[str]:
     """All tokens of a file, pytorch/examples style: ``line.split() + ['<eos>']`` per line."""
+    if not isinstance(path, (str, os.PathLike)):
+        raise TypeError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
     words: list[str] = []
     with open(path, encoding="utf-8") as f:
         for line in f:
@@ -69,9 +77,9 @@ def _words(name: str, words) -> list[str]:
         words = list(words)
     except TypeError:
         raise TypeError(f"{name} must be an iterable of str, got {type(words).__name__}") from None
-    bad = next((w for w in words if not isinstance(w, str)), None)
-    if bad is not None:
-        raise TypeError(f"{name} must hold str words, got {type(bad).__name__} {bad!r}")
+    bad = [w for w in words if not isinstance(w, str)][:1]
+    if bad:
+        raise TypeError(f"{name} must hold str words, got {type(bad[0]).__name__} {bad[0]!r}")
     return words
 
 
@@ -108,6 +116,8 @@ class Vocab:
         """``(N,)`` integer ids (tensor or sequence) -> space-joined words."""
         if isinstance(ids, torch.Tensor):
             _ids_tensor("ids", ids, dim=1)
+            if ids.is_meta:
+                raise ValueError("ids are on the meta device: they have shapes but no words to decode")
             ids = ids.tolist()
         elif isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
             raise TypeError(f"ids must be a 1-D tensor or a sequence of ints, got {type(ids).__name__}")
@@ -167,7 +177,7 @@ def batchify(data: torch.Tensor, batch_size: int) -> torch.Tensor:
     batch_size = as_int("batch_size", batch_size, minimum=1)
     n = data.numel() // batch_size
     if n < 2:
-        raise ValueError(f"a stream of {data.numel()} tokens is too short for batch_size={batch_size} rows")
+        raise ValueError(f"data ({data.numel()} tokens) is too short for batch_size={batch_size} rows of 2 or more")
     return data[: n * batch_size].view(batch_size, n)
 
 

@@ -35,22 +35,35 @@ from transformer_nb.params import numel
 from transformer_nb.wikitext import load_wikitext2
 
 
+def _at_least(low: int):
+    """An argparse type: an int ``>= low`` (argparse names the option in its error)."""
+
+    def parse(text: str) -> int:
+        n = int(text)
+        if n < low:
+            raise argparse.ArgumentTypeError(f"must be >= {low}, got {n}")
+        return n
+
+    parse.__name__ = "int"  # argparse's message: "invalid int value"
+    return parse
+
+
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(
         prog="python -m transformer_nb.bench kvcache",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--new-tokens", type=int, default=256)
+    p.add_argument("--new-tokens", type=_at_least(1), default=256, help="tokens to generate (>= 1; default 256)")
     p.add_argument("--prompt", default="The history of machine learning")
     p.add_argument("--device", default="cpu", help="cpu (default) or cuda[:N]")
-    p.add_argument("--threads", type=int, default=2)
-    p.add_argument("--repeats", type=int, default=5)
+    p.add_argument("--threads", type=_at_least(1), default=2)
+    p.add_argument("--repeats", type=_at_least(1), default=5, help="runs per variant, the best counts (default 5)")
     p.add_argument("--data", default=None, help="WikiText-2 folder (default: TNB_DATA_DIR, then the user cache)")
     p.add_argument("--random-init", action="store_true", help="do not look for the notebook's trained weights")
     p.add_argument(
         "--long-prompt",
-        type=int,
+        type=_at_least(0),
         default=256,
         help="also time a prompt of this many validation tokens (0: skip; default 256)",
     )

@@ -20,6 +20,7 @@ from transformer_nb.params.formulas import CATEGORIES, T5_BUCKETS, TransformerCo
 from transformer_nb.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding, alibi_bias
 from transformer_nb.rope import RoPE
 from transformer_nb.stack import Decoder, Encoder, check_ids
+from transformer_nb.utils import as_int
 
 HEADS = ("lm_head", "mlm_head", "generator")  # the output projections of this module's and models.py's models
 
@@ -29,6 +30,7 @@ class RelativeBiasTable(nn.Module):
 
     def __init__(self, n_heads: int):
         super().__init__()
+        n_heads = as_int("n_heads", n_heads, 1)
         self.table = nn.Embedding(T5_BUCKETS, n_heads)
 
 
@@ -81,7 +83,7 @@ class Transformer(nn.Module):
         return None
 
     def _embed(self, ids, table, pos, name: str):
-        check_ids(ids, name, table.num_embeddings)
+        check_ids(ids, name, table.num_embeddings, device=table.weight.device)
         x = table(ids)
         if pos is not None:
             x = pos(x)

@@ -48,6 +48,8 @@ def _check_lengths(min_len, max_len, n_symbols) -> None:
 def check_tokens(ids, name: str, allowed: str = "tokens") -> None:
     """``ids``: a ``(B, T)`` tensor of the task's ids; ``allowed="symbols"``: only PAD and symbols, right-padded."""
     check_ids(ids, name)
+    if ids.is_meta:
+        raise ValueError(f"{name} is on the meta device: it has shapes but no token ids")
     if not ids.numel():
         return
     lo = FIRST_SYMBOL if allowed == "symbols" else 0

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 from transformer_nb.models import EncoderDecoder
 from transformer_nb.multihead import record_attention
 from transformer_nb.reversal.data import BOS, EOS, PAD, Batch, check_tokens, random_batch
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_int, plain_tensor
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -48,8 +48,9 @@ def greedy_decode(
     Encode once; start every row from BOS; at each step append the arg-max of the logits at the
     LAST position. A row that has produced EOS gets PAD afterwards. Stops early when every row
     is done (the rest stays PAD). ``max_new`` defaults to ``S + 1`` (a reversal plus EOS).
+    ``src`` holds symbols and PAD, right-padded (BOS and EOS belong to the decoder's side only).
     """
-    check_tokens(src, "src")
+    check_tokens(src, "src", allowed="symbols")
     _check_keep(src_keep, src)
     if max_new is not None:
         as_int("max_new", max_new, 1)
@@ -87,6 +88,8 @@ def score(pred: torch.Tensor, tgt_out: torch.Tensor) -> dict:
     ``correct (B, T)`` bool at real label positions, ``first_wrong (B,)`` (-1 if exact), and the
     rates ``exact_match`` and ``token_accuracy`` (over all real label positions, EOS included).
     """
+    plain_tensor("pred", pred)
+    plain_tensor("tgt_out", tgt_out)
     check_tokens(pred, "pred")
     check_tokens(tgt_out, "tgt_out")
     if pred.shape[0] != tgt_out.shape[0]:
@@ -168,7 +171,7 @@ def attention_maps(model: EncoderDecoder, src: torch.Tensor, tgt_in: torch.Tenso
     """
     if not isinstance(model, EncoderDecoder):
         raise TypeError(f"attention_maps needs an EncoderDecoder, got {type(model).__name__}")
-    check_tokens(src, "src")
+    check_tokens(src, "src", allowed="symbols")
     device = model_device(model)
     src = src.to(device)
     src_keep = src != PAD
@@ -205,6 +208,10 @@ def anti_diagonal_share(cross: torch.Tensor, src_keep: torch.Tensor, tgt_len: to
     """
     if not isinstance(cross, torch.Tensor) or cross.dim() != 4:
         raise ValueError(f"cross must be (B, h, T, S) attention weights, got {getattr(cross, 'shape', cross)!r}")
+    if not cross.is_floating_point() or cross.is_meta:
+        raise TypeError(
+            f"cross must hold real attention weights (floating point, not meta), got {cross.dtype} on {cross.device}"
+        )
     b, _, _, s = cross.shape
     if tuple(src_keep.shape) != (b, s) or tuple(tgt_len.shape) != (b,):
         raise ValueError(

@@ -58,9 +58,14 @@ def batches(recipe: Recipe, generator: torch.Generator, exclude: Batch | None = 
 
     ``data="fixed"``: ``n_train`` pairs made once and cycled in order; ``"fresh"``: a new random
     batch each step. ``width``: pad every batch to this many source positions (a fixed shape;
-    the padding is masked, so the losses do not change).
+    the padding is masked, so the losses do not change). Checked at the call.
     """
-    device = torch.device(device or "cpu")
+    if not isinstance(recipe, Recipe):
+        raise TypeError(f"recipe must be a reversal Recipe, got {type(recipe).__name__}")
+    return _batches(recipe, generator, exclude, torch.device(device or "cpu"), width)
+
+
+def _batches(recipe: Recipe, generator: torch.Generator, exclude: Batch | None, device: torch.device, width):
 
     def place(b: Batch) -> Batch:
         b = b if width is None else b.pad_to(width)

@@ -1,0 +1,247 @@
+"""Inputs that used to give a silent wrong result or an obscure crash: each now gets a clear error (naming
+the argument) or the correct result. One test per case, named after what it proves."""
+
+import math
+
+import pytest
+import torch
+import torch.nn as nn
+
+import transformer_nb.reversal as rv
+from transformer_nb import checks
+from transformer_nb.bench import kvcache as bench_kvcache
+from transformer_nb.generation import sample_next, top_k_filter
+from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.lm_training import window_batches
+from transformer_nb.masks import padding_mask
+from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly
+from transformer_nb.multihead import KVCache, MultiHeadAttention, uniform_distance
+from transformer_nb.params import TransformerConfig, build_transformer
+from transformer_nb.perplexity import evaluate
+from transformer_nb.rope import RoPE
+from transformer_nb.wikitext import Vocab
+
+META_IDS = torch.zeros(1, 3, dtype=torch.long, device="meta")
+
+
+class Liar(torch.Tensor):
+    """A tensor subclass that answers every torch function on it with True."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        return True
+
+
+# --------------------------------------------------------------------------- meta ids into a CPU model
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda: DecoderOnly(20, 16, 2, 1, 32),
+        lambda: EncoderOnly(20, 16, 2, 1, 32),
+        lambda: build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=20), device="cpu"),
+    ],
+    ids=["DecoderOnly", "EncoderOnly", "params.Transformer"],
+)
+def test_meta_ids_into_a_cpu_model_are_refused_naming_both_devices(make):
+    with pytest.raises(ValueError, match="meta device but the model is on cpu"):
+        make()(META_IDS)
+
+
+def test_meta_ids_into_a_cpu_encoder_decoder_are_refused():
+    model = EncoderDecoder(20, 20, 16, 2, 1, 1, 32)
+    with pytest.raises(ValueError, match="meta device but the model is on cpu"):
+        model(META_IDS, torch.zeros(1, 2, dtype=torch.long))
+    with pytest.raises(ValueError, match="meta device but the model is on cpu"):
+        model(torch.zeros(1, 2, dtype=torch.long), META_IDS)
+
+
+@pytest.mark.parametrize(
+    "make", [lambda: TransformerLM(20, 16, 2, 32, 1, 8, head="full"), lambda: LSTMLM(20, 16, head="full")]
+)
+def test_meta_ids_into_a_cpu_language_model_hidden_are_refused(make):
+    with pytest.raises(ValueError, match="ids is on the meta device but the model is on cpu"):
+        make().hidden(META_IDS)
+
+
+def test_a_meta_model_still_traces_meta_ids():
+    model = build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=20))  # on meta
+    assert model(META_IDS).shape == (1, 3, 20)
+
+
+# --------------------------------------------------------------------------- silent wrong results
+
+
+def test_greedy_decode_refuses_bos_or_eos_inside_a_source():
+    model = rv.build_model(rv.ModelConfig(d_model=16, n_heads=2, n_layers=1, d_ff=32))
+    for token in (rv.BOS, rv.EOS):
+        with pytest.raises(ValueError, match=r"src must hold PAD \(0\) and ids in \[3, 13\)"):
+            rv.greedy_decode(model, torch.tensor([[3, token, 4]]))
+
+
+def test_sample_next_refuses_a_row_of_logits_that_is_minus_inf_everywhere():
+    logits = torch.tensor([[0.0, 1.0, 2.0], [-math.inf] * 3])
+    for temperature in (0.0, 1.0):
+        with pytest.raises(ValueError, match="a row of logits is -inf everywhere"):
+            sample_next(logits, temperature)
+
+
+@pytest.mark.parametrize("bad", [math.nan, math.inf])
+def test_sample_next_refuses_nan_or_plus_inf_logits(bad):
+    with pytest.raises(ValueError, match=r"logits contain NaN or \+inf"):
+        sample_next(torch.tensor([[0.0, bad, 1.0]]), 0.0)
+
+
+def test_top_k_filter_keeps_exactly_k_tied_logits_the_lowest_ids_first():
+    logits = torch.tensor([[1.0, 3.0, 3.0, 3.0, 0.0], [5.0, 2.0, 2.0, 4.0, 2.0]])
+    inf = -math.inf
+    assert top_k_filter(logits, 1).tolist() == [[inf, 3.0, inf, inf, inf], [5.0, inf, inf, inf, inf]]
+    assert top_k_filter(logits, 2).tolist() == [[inf, 3.0, 3.0, inf, inf], [5.0, inf, inf, 4.0, inf]]
+    assert top_k_filter(logits, 3).tolist() == [[inf, 3.0, 3.0, 3.0, inf], [5.0, 2.0, inf, 4.0, inf]]
+
+
+def test_vocab_refuses_none_among_the_words():
+    with pytest.raises(TypeError, match="words must hold str words, got NoneType None"):
+        Vocab(["a", None])
+
+
+def test_padding_mask_refuses_a_bool_among_the_lengths():
+    with pytest.raises(ValueError, match="True/False is not a length"):
+        padding_mask([True, 3])
+
+
+def test_multi_head_attention_refuses_a_bias_that_is_not_a_bool():
+    with pytest.raises(TypeError, match="bias must be True or False, got 'yes'"):
+        MultiHeadAttention(8, 2, bias="yes")
+
+
+@pytest.mark.parametrize(
+    "actual, expected",
+    [(1, True), (0, False), ((1, 2), (True, 2)), ([True], [1]), (torch.tensor(1), torch.tensor(True))],
+)
+def test_check_equal_fails_when_a_bool_is_compared_with_an_int(actual, expected):
+    with pytest.raises(AssertionError, match="got"):
+        checks.check_equal("n", actual, expected)
+
+
+def test_check_equal_still_passes_equal_bools_and_ints(capsys):
+    checks.check_equal("b", True, True)
+    checks.check_equal("n", (2, 3), (2, 3))
+    checks.check_equal("t", torch.tensor([True, False]), torch.tensor([True, False]))
+    assert capsys.readouterr().out.count("✓") == 3
+
+
+def test_perplexity_scores_every_target_when_batch_size_exceeds_the_tokens():
+    torch.manual_seed(0)
+    model = TransformerLM(20, 16, 2, 32, 1, 16, head="full")
+    ids = torch.randint(0, 20, (10,))
+    res = evaluate(model, ids, seq_len=8, batch_size=16)
+    assert res["tokens"] == 9
+    # 9 streams of one target each: every target is predicted from the one word before it
+    expected, _ = model(ids[:-1, None], ids[1:, None], reduction="sum")
+    assert res["nll_sum"] == pytest.approx(expected.item(), rel=1e-6)
+
+
+@pytest.mark.parametrize("n, batch_size, seq_len, stride", [(103, 4, 8, None), (50, 16, 5, None), (61, 3, 8, 3)])
+def test_perplexity_scores_every_target_of_any_split_exactly_once(n, batch_size, seq_len, stride):
+    model = TransformerLM(20, 16, 2, 32, 1, 16, head="full")
+    res = evaluate(model, torch.randint(0, 20, (n,)), seq_len=seq_len, batch_size=batch_size, stride=stride)
+    assert res["tokens"] == n - 1
+
+
+def test_perplexity_of_an_lstm_carries_the_state_across_windows_of_each_stream():
+    torch.manual_seed(0)
+    model = LSTMLM(20, 16, head="full")
+    ids = torch.randint(0, 20, (41,))  # 40 targets in 4 streams of 10: no tail
+    res = evaluate(model, ids, seq_len=3, batch_size=4)
+    rows = ids[:41].unfold(0, 11, 10)
+    expected, _ = model(rows[:, :-1], rows[:, 1:], reduction="sum")  # one pass = windows with the state carried
+    assert res["tokens"] == 40 and res["nll_sum"] == pytest.approx(expected.item(), rel=1e-5)
+
+
+# --------------------------------------------------------------------------- obscure crashes
+
+
+def test_kv_cache_refuses_values_that_do_not_match_the_keys():
+    cache = KVCache(8)
+    with pytest.raises(ValueError, match="v must match k"):
+        cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 2, 4))
+    with pytest.raises(ValueError, match="v must match k"):
+        cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4, dtype=torch.float64))
+    with pytest.raises(ValueError, match="v must match k"):
+        cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 5))
+    cache.append(torch.zeros(1, 2, 1, 4), torch.zeros(1, 2, 1, 4))
+    with pytest.raises(ValueError, match="the cache holds keys"):
+        cache.append(torch.zeros(1, 2, 1, 5), torch.zeros(1, 2, 1, 5))
+    with pytest.raises(ValueError, match="k must be a"):
+        cache.append(torch.zeros(2, 1, 4), torch.zeros(2, 1, 4))
+
+
+def test_rope_refuses_tables_larger_than_memory_naming_max_len():
+    with pytest.raises(ValueError, match="max_len=1099511627776"):
+        RoPE(8, max_len=2**40)
+
+
+def test_rope_on_the_meta_device_has_no_memory_limit():
+    with torch.device("meta"):
+        assert RoPE(8, max_len=2**36).cos.shape == (2**36, 4)
+
+
+@pytest.mark.parametrize("dtype", [torch.long, torch.int32, torch.bool, torch.complex64])
+def test_multi_head_attention_refuses_integer_bool_or_complex_input_naming_query(dtype):
+    with pytest.raises(TypeError, match="query must be a real floating-point tensor"):
+        MultiHeadAttention(8, 2)(torch.ones(1, 3, 8).to(dtype))
+
+
+def test_window_batches_refuses_a_stream_too_short_for_one_batch_at_the_call():
+    ids = torch.arange(10)
+    with pytest.raises(ValueError, match="fewer than batch_size=8"):
+        window_batches(ids, 8, 5)
+    with pytest.raises(ValueError, match="fewer than batch_size=1"):
+        window_batches(ids, 1, 20)
+    with pytest.raises(ValueError, match="seq_len must be >= 1"):
+        window_batches(ids, 1, 0)
+    x, y, fresh = next(window_batches(ids, 5, 5))  # exactly enough starts
+    assert x.shape == y.shape == (5, 5) and torch.equal(x[:, 1:], y[:, :-1])
+
+
+def test_uniform_distance_refuses_zero_naming_t():
+    with pytest.raises(ValueError, match="t must be >= 1"):
+        uniform_distance(0)
+    assert uniform_distance(1) == 0.0 and uniform_distance(3) == pytest.approx(8 / 9)
+
+
+@pytest.mark.parametrize("option", ["--repeats", "--new-tokens", "--threads"])
+def test_bench_kvcache_refuses_zero_repeats_tokens_or_threads_before_any_work(option, capsys):
+    with pytest.raises(SystemExit) as exit_:
+        bench_kvcache.main([option, "0"])
+    assert exit_.value.code == 2
+    assert f"argument {option}: must be >= 1, got 0" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- tensor subclasses
+
+
+def test_a_tensor_subclass_that_fakes_comparisons_cannot_pass_a_check():
+    liar = torch.zeros(3).as_subclass(Liar)
+    for fn, args in (
+        (checks.check_close, ("x", liar, torch.ones(3))),
+        (checks.check_close, ("x", torch.ones(3), liar)),
+        (checks.check_equal, ("x", liar, torch.ones(3))),
+        (checks.check_equal, ("x", torch.ones(3), liar)),
+        (checks.check_true, ("x", liar)),
+    ):
+        with pytest.raises(TypeError, match="a subclass of torch.Tensor"):
+            fn(*args)
+
+
+def test_reversal_score_refuses_a_tensor_subclass():
+    pred = torch.tensor([[3, 2]]).as_subclass(Liar)
+    with pytest.raises(TypeError, match="pred is a Liar"):
+        rv.score(pred, torch.tensor([[4, 2]]))
+
+
+def test_a_parameter_still_passes_a_check(capsys):
+    checks.check_close("w", nn.Parameter(torch.ones(2)), torch.ones(2))
+    assert "✓ w" in capsys.readouterr().out

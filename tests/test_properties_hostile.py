@@ -1,0 +1,348 @@
+"""Hostile tensors into the public functions: integer, float16, bfloat16 and complex dtypes, the meta device,
+empty tensors, NaN and inf, and a tensor subclass that fakes its comparisons.
+
+Each function's table says which kinds it accepts and what the result must then satisfy; every other kind
+must be refused with a ``ValueError``/``TypeError`` that names the argument. Hypothesis draws the function,
+the kind, the values and where the NaN or inf goes.
+
+A module (attention, a block, a stack, a position encoding) lets NaN and inf through, as torch's own layers
+do: checking every activation would cost a reduction per call. The property there is that the NaN is not
+hidden (a position-wise layer keeps it at its position); the teaching functions (``scaled_dot_product_attention``,
+``sample_next``, ``top_k_filter``) refuse it.
+"""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+import torch
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from property_helpers import expect_refusal
+
+import transformer_nb.reversal as rv
+from transformer_nb import checks
+from transformer_nb.attention import scaled_dot_product_attention
+from transformer_nb.block import FeedForward
+from transformer_nb.generation import sample_next, top_k_filter
+from transformer_nb.masks import padding_mask
+from transformer_nb.multihead import KVCache, MultiHeadAttention, head_stats
+from transformer_nb.objectives import lm_loss
+from transformer_nb.perplexity import unigram_perplexity
+from transformer_nb.positional import SinusoidalPositionalEncoding
+from transformer_nb.rope import RoPE, apply_rope
+from transformer_nb.stack import Encoder
+from transformer_nb.wikitext import Vocab, batchify
+
+KINDS = ("int", "float16", "bfloat16", "complex", "meta", "empty", "nan", "inf", "subclass")
+
+
+class FakeEq(torch.Tensor):
+    """A tensor whose comparisons all answer True; every other operation is honest."""
+
+    @classmethod
+    def __torch_function__(cls, func, types, args=(), kwargs=None):
+        if func in (torch.equal, torch.allclose, torch.isclose, torch.eq, torch.Tensor.__eq__, torch.Tensor.eq):
+            return True
+        return super().__torch_function__(func, types, args, kwargs or {})
+
+
+def plain(x):
+    return x.as_subclass(torch.Tensor) if isinstance(x, torch.Tensor) else x
+
+
+def hostile(base: torch.Tensor, kind: str, where: int, empty_dim: int) -> torch.Tensor:
+    """``base`` turned into ``kind``; ``where`` picks the element a NaN or inf replaces."""
+    if kind == "int":
+        return base.int() if not base.is_floating_point() else base.round().long()
+    if kind in ("float16", "bfloat16"):
+        return base.to(getattr(torch, kind))
+    if kind == "complex":
+        return base.to(torch.complex64)
+    if kind == "meta":
+        return base.to("meta")
+    if kind == "empty":
+        return base.narrow(empty_dim, 0, 0)
+    if kind in ("nan", "inf"):
+        out = base.double() if not base.is_floating_point() else base.clone()
+        out.view(-1)[where % out.numel()] = math.nan if kind == "nan" else math.inf
+        return out
+    return base.clone().as_subclass(FakeEq)
+
+
+def nonfinite_stays(out, x) -> None:
+    """A NaN or inf that went in is not hidden: the output is not all finite."""
+    assert not torch.isfinite(plain(out).float()).all()
+
+
+def close_to(reference, atol):
+    def prop(out, x):
+        assert torch.allclose(plain(out).double(), reference(plain(x).double()).double(), atol=atol)
+
+    return prop
+
+
+def same_as(reference):
+    def prop(out, x):
+        assert torch.equal(plain(out), reference(plain(x)))
+
+    return prop
+
+
+def shape_is(shape_of):
+    def prop(out, x):
+        assert tuple(out.shape) == shape_of(x)
+
+    return prop
+
+
+def fails_check(out, x) -> None:
+    assert out == "AssertionError"
+
+
+X = torch.randn(2, 3, 8, generator=torch.Generator().manual_seed(0))
+K = torch.randn(2, 4, 8, generator=torch.Generator().manual_seed(1))
+LOGITS = torch.randn(2, 6, generator=torch.Generator().manual_seed(2))
+WEIGHTS = torch.softmax(torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(3)), -1)
+IDS = torch.tensor([3, 5, 7, 4, 6, 3, 5, 8])
+torch.manual_seed(0)
+MHA, ENC, FFN = MultiHeadAttention(8, 2).eval(), Encoder(8, 2, 16, 1).eval(), FeedForward(8, 16).eval()
+SIN, ROPE = SinusoidalPositionalEncoding(8, 16), RoPE(8, 16)
+VOCAB = Vocab([str(i) for i in range(10)])
+
+
+def sdpa(q):
+    kv = K.to(q.dtype) if q.is_floating_point() else K
+    return scaled_dot_product_attention(q, kv, kv)[0]
+
+
+def ffn_keeps_nan_at_its_position(out, x):
+    bad = ~torch.isfinite(x).all(-1)  # (B, T) positions holding the NaN or inf
+    assert not torch.isfinite(out[bad]).all() and torch.isfinite(out[~bad]).all()
+
+
+def rope_keeps_nan_in_its_pair(out, x):
+    bad = ~torch.isfinite(x.unflatten(-1, (-1, 2))).all(-1)  # (..., T, d/2) pairs holding the NaN or inf
+    assert torch.isfinite(out.unflatten(-1, (-1, 2))[~bad]).all()
+
+
+def keeps_exactly_two(out, x):
+    assert (torch.isfinite(out).sum(-1) == 2).all()
+
+
+def valid_token(out, x):
+    assert out.dtype == torch.long and ((out >= 0) & (out < x.shape[-1])).all()
+
+
+def check_close_of(x):
+    try:
+        checks.check_close("x", x, torch.ones(2, 3), atol=1e-2)
+    except AssertionError:
+        return "AssertionError"
+    return "passed"
+
+
+def check_passes_if_equal(out, x):
+    assert out == ("passed" if torch.equal(plain(x).float(), torch.ones(2, 3)) else "AssertionError")
+
+
+ONE = lambda x: x.shape
+
+
+# name -> (call, base tensor, argument names a refusal may use, {accepted kind: property}, dim to empty)
+SPECS = {
+    "scaled_dot_product_attention": (
+        sdpa,
+        X,
+        ["query"],
+        {
+            "float16": close_to(sdpa, 2e-2),
+            "bfloat16": close_to(sdpa, 6e-2),
+            "empty": shape_is(lambda q: (2, 0, 8)),
+            "subclass": same_as(sdpa),
+        },
+        1,
+    ),
+    "MultiHeadAttention": (
+        MHA,
+        X,
+        ["query"],
+        {"nan": nonfinite_stays, "inf": nonfinite_stays, "empty": shape_is(ONE), "subclass": same_as(MHA)},
+        1,
+    ),
+    "Encoder": (
+        ENC,
+        X,
+        ["x"],
+        {"nan": nonfinite_stays, "inf": nonfinite_stays, "empty": shape_is(ONE), "subclass": same_as(ENC)},
+        1,
+    ),
+    "FeedForward": (
+        FFN,
+        X,
+        ["x"],
+        {
+            "nan": ffn_keeps_nan_at_its_position,
+            "inf": ffn_keeps_nan_at_its_position,
+            "empty": shape_is(ONE),
+            "subclass": same_as(FFN),
+        },
+        1,
+    ),
+    "SinusoidalPositionalEncoding": (
+        SIN,
+        X,
+        ["x"],
+        {
+            "float16": close_to(SIN, 2e-2),
+            "bfloat16": close_to(SIN, 6e-2),
+            "nan": ffn_keeps_nan_at_its_position,
+            "inf": ffn_keeps_nan_at_its_position,
+            "empty": shape_is(ONE),
+            "subclass": same_as(SIN),
+        },
+        1,
+    ),
+    "RoPE.rotate": (
+        ROPE.rotate,
+        X,
+        ["x"],
+        {
+            "float16": close_to(ROPE.rotate, 2e-2),
+            "bfloat16": close_to(ROPE.rotate, 6e-2),
+            "nan": rope_keeps_nan_in_its_pair,
+            "inf": rope_keeps_nan_in_its_pair,
+            "empty": shape_is(ONE),
+            "subclass": same_as(ROPE.rotate),
+        },
+        1,
+    ),
+    "apply_rope": (
+        apply_rope,
+        X,
+        ["x"],
+        {
+            "float16": close_to(apply_rope, 2e-2),
+            "bfloat16": close_to(apply_rope, 6e-2),
+            "meta": shape_is(ONE),
+            "nan": rope_keeps_nan_in_its_pair,
+            "inf": rope_keeps_nan_in_its_pair,
+            "empty": shape_is(ONE),
+            "subclass": same_as(apply_rope),
+        },
+        1,
+    ),
+    "top_k_filter": (
+        lambda x: top_k_filter(x, 2),
+        LOGITS,
+        ["logits"],
+        {"float16": keeps_exactly_two, "bfloat16": keeps_exactly_two},
+        1,
+    ),
+    "sample_next": (
+        lambda x: sample_next(x, 1.0, generator=torch.Generator().manual_seed(0)),
+        LOGITS,
+        ["logits"],
+        {"float16": valid_token, "bfloat16": valid_token},
+        1,
+    ),
+    "head_stats": (
+        lambda w: head_stats(w)["entropy"],
+        WEIGHTS,
+        ["weights"],
+        {
+            "float16": close_to(lambda w: head_stats(w)["entropy"], 2e-2),
+            "bfloat16": close_to(lambda w: head_stats(w)["entropy"], 6e-2),
+            "meta": shape_is(lambda w: (2,)),
+            "nan": nonfinite_stays,
+            "inf": nonfinite_stays,
+            "subclass": same_as(lambda w: head_stats(w)["entropy"]),
+        },
+        1,
+    ),
+    "check_close": (
+        check_close_of,
+        torch.ones(2, 3),
+        ["actual"],
+        dict.fromkeys(("int", "float16", "bfloat16"), check_passes_if_equal)
+        | {"nan": fails_check, "inf": fails_check, "empty": fails_check},
+        1,
+    ),
+    "lm_loss": (
+        lambda x: lm_loss(x[None], torch.tensor([[0, 5]])),
+        LOGITS,
+        ["logits"],
+        {
+            "float16": close_to(lambda x: lm_loss(x[None], torch.tensor([[0, 5]])), 2e-2),
+            "bfloat16": close_to(lambda x: lm_loss(x[None], torch.tensor([[0, 5]])), 6e-2),
+            "nan": nonfinite_stays,
+            "inf": nonfinite_stays,
+            "subclass": same_as(lambda x: lm_loss(x[None], torch.tensor([[0, 5]]))),
+        },
+        1,
+    ),
+    "padding_mask": (
+        padding_mask,
+        torch.tensor([2, 3, 1]),
+        ["lengths"],
+        {"int": same_as(padding_mask), "subclass": same_as(padding_mask)},
+        0,
+    ),
+    "batchify": (
+        lambda d: batchify(d, 2),
+        IDS,
+        ["data"],
+        {
+            "int": same_as(lambda d: batchify(d, 2)),
+            "meta": shape_is(lambda d: (2, 4)),
+            "subclass": same_as(lambda d: batchify(d, 2)),
+        },
+        0,
+    ),
+    "unigram_perplexity": (
+        lambda t: unigram_perplexity(t, IDS[:3], 10),
+        IDS,
+        ["train_ids"],
+        {
+            "int": lambda out, x: math.isclose(out, unigram_perplexity(IDS, IDS[:3], 10)),
+            "subclass": lambda out, x: math.isclose(out, unigram_perplexity(IDS, IDS[:3], 10)),
+        },
+        0,
+    ),
+    "Vocab.decode": (
+        VOCAB.decode,
+        IDS,
+        ["ids"],
+        {k: (lambda out, x: out == "3 5 7 4 6 3 5 8") for k in ("int", "subclass")}
+        | {"empty": lambda out, x: out == ""},
+        0,
+    ),
+    "reversal.score": (
+        lambda p: rv.score(p[None], IDS[None]),
+        IDS,
+        ["pred"],
+        {"int": lambda out, x: out["exact_match"] == 1.0, "empty": lambda out, x: out["exact_match"] == 0.0},
+        0,
+    ),
+    "KVCache.append": (
+        lambda k: KVCache(8).append(k, torch.zeros(1, 2, 3, 4))[0],
+        torch.randn(1, 2, 3, 4),
+        ["k", "v"],
+        {"nan": nonfinite_stays, "inf": nonfinite_stays, "subclass": lambda out, x: out.shape == (1, 2, 3, 4)},
+        3,
+    ),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("name", sorted(SPECS))
+@given(where=st.integers(0, 10**6))
+@settings(max_examples=max(3, settings().max_examples // 10))  # only where the NaN or inf goes varies
+def test_a_hostile_tensor_gets_a_clear_error_or_a_correct_result(name, kind, where):
+    fn, base, arg_names, accepted, empty_dim = SPECS[name]
+    x = hostile(base, kind, where, empty_dim)
+    if kind in accepted:
+        accepted[kind](fn(x), x)
+    else:
+        expect_refusal(fn, arg_names, x)
