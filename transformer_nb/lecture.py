@@ -184,9 +184,9 @@ def student_capstone(vocab_size: int, prof: str, device=None):
 
 
 def capstone_model(device=None, train: bool = False, data=None, prof: str | None = None):
-    """The capstone's (12) trained model of profile ``prof`` as the package's ``TransformerLM``, and the
-    vocabulary: ``(model, vocab)``: the student's when notebook 12 trained one, else the reference model;
-    None when the capstone is not part of this checkout. ``.shows`` on the model says whose it is."""
+    """The capstone's (12) trained reference model of profile ``prof`` as the package's ``TransformerLM``, and
+    the vocabulary: ``(model, vocab)``; None when the capstone is not part of this checkout. ``.shows`` on the
+    model says whose it is (``best`` looks for the student's model first)."""
     try:
         from transformer_nb.exercises import capstone_train as ct
         from transformer_nb.exercises.solutions import capstone as sol
@@ -196,11 +196,6 @@ def capstone_model(device=None, train: bool = False, data=None, prof: str | None
     prof = prof or profile()
     data = data or _wikitext()
     vocab_size = len(data.vocab)
-    if not train:
-        student = student_capstone(vocab_size, prof, device)
-        if student is not None:
-            student.shows = "your model"
-            return student, data.vocab
     with _profile(prof):
         if train:
             model, _, _ = ct.load_or_train(sol.LanguageModel, data, "reference", live=False, device=device)
@@ -223,10 +218,18 @@ def _load(name: str, device=None, prof: str | None = None, data=None):
 
 
 def best(name: str, device=None, data=None):
-    """``(model, profile)``: the best cached model ``name`` (``PROFILES``: full, else quick); ``NotPrepared``
-    when neither is cached. ``model`` is None when the capstone is not part of this checkout."""
+    """``(model, profile)``: the best cached model ``name`` (``PROFILES``: full, else quick; for the capstone,
+    the student's own model before the reference); ``NotPrepared`` when none is cached. ``model`` is None when
+    the capstone is not part of this checkout."""
     if name not in LOADERS:
         raise ValueError(f"name must be one of {NAMES}, got {name!r}")
+    data = data or (None if name == "reversal" else _wikitext())
+    for prof in PROFILES if name == "capstone" else ():  # the student's own model first, whatever the profile
+        with contextlib.suppress(ImportError):
+            student = student_capstone(len(data.vocab), prof, device)
+            if student is not None:
+                student.shows = "your model"
+                return (student, data.vocab), prof
     for prof in PROFILES:
         try:
             return _load(name, device, prof, data), prof
@@ -268,7 +271,7 @@ def models(device=None) -> dict:
     """Every cached model, the best of each, for ``widgets.catalog.build``: ``{"reversal": model, "lm": (model,
     vocab), ...}``; ``NotPrepared`` names the first one missing."""
     data = _wikitext()
-    out = {name: best(name, device, data=None if name == "reversal" else data)[0] for name in NAMES}
+    out = {name: best(name, device, data=data)[0] for name in NAMES}
     return {k: v for k, v in out.items() if v is not None}
 
 
