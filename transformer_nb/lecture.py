@@ -51,7 +51,9 @@ PROFILES = ("full", "quick")  # what the lecture looks for, best first
 LECTURE_PROFILE = "quick"  # what `make lecture` trains when neither is cached
 #: Minutes to train each model with an empty cache on 2 idle CPU cores: the lecture-sized (quick) entries that
 #: `make lecture` trains, and the full ones (`--full`). Full: measured 2026-11-23 (reversal 9 s, lm 264-419 s,
-#: capstone 136 s + 20 s of validation). Quick: see the README (2026-11-26).
+#: capstone 136 s + 20 s of validation). Quick: notebooks 09, 10 and 12, which train them among other things, ran in
+#: 37.2, 25.4 and 28.2 s in the quick profile (notebooks/runtimes.json); `make lecture` cold on the shared 2-core
+#: machine under load 7-12 (2026-11-26): 446, 323 and 266 s, 1,048 s in all (CONTRIBUTING.md, "Lecture mode").
 COLD_MINUTES = {"quick": {"reversal": 1, "lm": 1, "capstone": 1}, "full": {"reversal": 1, "lm": 7, "capstone": 3}}
 WHAT = {
     "reversal": "notebook 09's reversal model",

@@ -6,16 +6,16 @@
 # Every widget of the companion on one page, in book order, for a lecture: run all cells and drive them
 # live. Nothing here trains. The models of notebooks 09, 10 and 12 come from the package's cache: for each widget
 # the best one there, the full-profile model when you have run that notebook in the full profile, else a small
-# lecture-sized one, and the cell says which it shows. `make lecture` trains, once, the small ones that are missing
-# (a few minutes on 2 CPU cores); a model that is not cached yet is reported in its cell, with the command that
-# prepares it, and the other widgets still work. Sliders of the fast widgets redraw while you drag; the slower
+# lecture-sized one, and the cell says which it shows. `make lecture` trains, once, the small ones that are
+# missing (about a minute each on 2 idle CPU cores); a model that is not cached yet is reported in its cell, with
+# the command that prepares it, and the other widgets still work. Sliders of the fast widgets redraw while you drag; the slower
 # ones say under their controls that they redraw when you release.
 #
 # **Serves:** all five texts, through the widgets of notebooks 00–10: 000 §8.2–8.6; 001 §19.2–19.11; 002;
 # 003; 004 §4–§13.
 #
 # **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s with warm caches (`make lecture` first, once: it trains the
-# missing lecture-sized models of 09, 10 and 12 in about 3 min on 2 idle cores).
+# missing lecture-sized models of 09, 10 and 12, the ones their quick runs train).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
