@@ -234,3 +234,13 @@ def test_a_damaged_student_file_falls_back_to_the_reference_message(empty_cache,
     config = ct._config(50, ct.CAPSTONE_RUN["quick"], "student")
     cache.cache_path(cache.cache_name("capstone_student", config)).write_bytes(b"not a torch file")
     assert lecture.student_capstone(50, "quick", "cpu") is None
+
+
+def test_no_wikitext_is_a_message_with_the_command_that_fetches_it(empty_cache, monkeypatch, capsys):
+    def no_data():
+        raise FileNotFoundError("WikiText-2 not found.")
+
+    monkeypatch.setattr(lecture, "_wikitext", no_data)
+    assert lecture.cached("lm", "cpu") is None
+    out = capsys.readouterr().out
+    assert out.startswith("⚠ WikiText-2 not found.") and f"`{lecture.FETCH_DATA}`, then `make lecture`" in out

@@ -122,12 +122,11 @@ def _device(report) -> None:
 
 
 def _data(report) -> bool:
+    from transformer_nb.lecture import FETCH_DATA
     from transformer_nb.wikitext_files import find_data_dir, verify
 
-    fix = (
-        f'{sys.executable} -c "from transformer_nb.wikitext_files import find_data_dir; find_data_dir()"'
-        " (downloads 13 MB once), or set TNB_DATA_DIR to a folder holding wikitext-2/"
-    )
+    fetch = sys.executable + FETCH_DATA.removeprefix("python")
+    fix = f"{fetch} (13 MB, once), or set TNB_DATA_DIR to a folder holding wikitext-2/"
     try:
         folder = find_data_dir(download=False)
         verify(folder)

@@ -46,6 +46,7 @@ LM_RUN = {
     "full": {"steps": None, "eval_tokens": 20_000, "eval_every": None},
 }
 MAKE = "make lecture"
+FETCH_DATA = 'python -c "from transformer_nb.wikitext_files import find_data_dir; find_data_dir()"'  # 13 MB, once
 NAMES = ("reversal", "lm", "capstone")
 PROFILES = ("full", "quick")  # what the lecture looks for, best first
 LECTURE_PROFILE = "quick"  # what `make lecture` trains when neither is cached
@@ -261,8 +262,11 @@ def cached(name: str, device=None):
     it is; or None after printing why and the command that prepares it. Never trains."""
     try:
         model, prof = best(name, device)
-    except (NotPrepared, FileNotFoundError) as err:  # no cache, or no WikiText-2 here: the other widgets still work
+    except NotPrepared as err:  # no cache: the other widgets still work
         print(f"⚠ {err}")
+        return None
+    except FileNotFoundError as err:  # no WikiText-2 here
+        print(f"⚠ {err}\nTo fetch it: `{FETCH_DATA}`, then `{MAKE}`.")
         return None
     if model is not None:
         print(describe(name, model, prof))
