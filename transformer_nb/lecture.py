@@ -221,9 +221,9 @@ def _load(name: str, device=None, prof: str | None = None, data=None):
 
 
 def best(name: str, device=None, data=None):
-    """``(model, profile)``: the best cached model ``name`` (``PROFILES``: full, else quick; for the capstone,
-    the student's own model before the reference); ``NotPrepared`` when none is cached. ``model`` is None when
-    the capstone is not part of this checkout."""
+    """``(model, profile)``: the best cached model ``name`` (``PROFILES``: full, else quick; ``"both"`` for 09's
+    run, the same in both; for the capstone, the student's own model before the reference); ``NotPrepared`` when
+    none is cached. ``model`` is None when the capstone is not part of this checkout."""
     if name not in LOADERS:
         raise ValueError(f"name must be one of {NAMES}, got {name!r}")
     data = data or (None if name == "reversal" else _wikitext())
@@ -235,7 +235,7 @@ def best(name: str, device=None, data=None):
                 return (student, data.vocab), prof
     for prof in PROFILES:
         try:
-            return _load(name, device, prof, data), prof
+            return _load(name, device, prof, data), "both" if name == "reversal" else prof
         except NotPrepared:
             continue
     raise _missing(name)
@@ -305,7 +305,8 @@ def prepare(device=None, names=NAMES, prof: str = LECTURE_PROFILE) -> dict:
                     result = LOADERS[name](device, train=True, data=data, prof=prof)
             state = f"trained ({prof} profile)"
         else:
-            result, state = found[0], f"already cached ({found[1]} profile)"
+            where = "the same run in both profiles" if name == "reversal" else f"{found[1]} profile"
+            result, state = found[0], f"already cached ({where})"
         took[name] = time.perf_counter() - t0
         state = "not part of this checkout" if result is None else f"{state}, ready ({took[name]:.0f} s)"
         print(f"lecture: {name} {state}", flush=True)
