@@ -7,7 +7,7 @@
 # live. Nothing here trains. The models of notebooks 09, 10 and 12 come from the package's cache: for each widget
 # the best one there, the full-profile model when you have run that notebook in the full profile, else a small
 # lecture-sized one, and the cell says which it shows. `make lecture` trains, once, the small ones that are
-# missing (about a minute each on 2 idle CPU cores); a model that is not cached yet is reported in its cell, with
+# missing (a few minutes on 2 CPU cores); a model that is not cached yet is reported in its cell, with
 # the command that prepares it, and the other widgets still work. Sliders of the fast widgets redraw while you drag; the slower
 # ones say under their controls that they redraw when you release.
 #
