@@ -28,10 +28,12 @@ endif
 NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
 
 .PHONY: help venv install lab lint test browser-test runtimes refresh refresh-all refresh-stale book lecture slides clean distclean
+.PHONY: doctor
 .PHONY: wheel colab-test book-cdn
 
 help:
 	@echo "make lab                  install, then JupyterLab on notebooks/"
+	@echo "make doctor               this set-up against what the companion needs (paste it into a bug report)"
 	@echo "make test                 unit tests + every notebook under nbval (quick profile)"
 	@echo "make solutions [NB=NAME]  every notebook with exercises, each stub replaced by its solution (quick)"
 	@echo "make lint                 ruff: lint the package, tests, tools and notebooks; check the formatting"
@@ -41,7 +43,7 @@ help:
 	@echo "make refresh-stale        the same for the notebooks whose outputs are stale (code they run changed)"
 	@echo "make runtimes             time every notebook (quick profile) into notebooks/runtimes.json"
 	@echo "make book [EXECUTE=1]     the stored notebooks as a navigable HTML book in build/book/ (EXECUTE=1: run them first)"
-	@echo "make lecture              train once the models of 09, 10, 12 that the lecture notebook (14) loads"
+	@echo "make lecture              train the missing small models of 09, 10, 12 that the lecture notebook (14) shows"
 	@echo "make slides NB=NAME       reveal.js slides of a stored notebook into build/slides/ (offline)"
 	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC))"
 	@echo "make wheel                the package wheel into dist/ (Colab's setup cell can install it)"
@@ -64,6 +66,11 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 lab: $(INSTALLED)
 	$(RUN) $(BIN)/jupyter lab --ServerApp.root_dir="$(CURDIR)" --LabApp.default_url=/lab/tree/notebooks \
 	  $(if $(filter 0,$(shell id -u)),--allow-root) $(LAB_ARGS)
+
+# No $(INSTALLED) prerequisite: the doctor reports a broken install instead of reinstalling over it.
+doctor:
+	@if [ ! -x "$(BIN)/python" ]; then echo "doctor: no $(VENV) here: run \`make install\` first" >&2; exit 1; fi
+	$(RUN) $(BIN)/python -m transformer_nb.doctor
 
 lint: $(INSTALLED)
 	$(BIN)/ruff check transformer_nb tests tools notebooks/*.ipynb
@@ -116,9 +123,9 @@ book: $(INSTALLED)  ## HTML of the stored notebooks (full-profile outputs); EXEC
 	@start=$$(date +%s); $(RUN) $(BIN)/python tools/book.py --out build/book $(if $(EXECUTE),--execute); \
 	echo "book: built in $$(( $$(date +%s) - start )) s; open build/book/index.html"
 
-# Lecture mode: train once (through the notebooks' own cache entries, active profile) the models that
-# notebooks/14_lecture.ipynb loads; a warm cache makes this a few seconds.
-lecture: $(INSTALLED)  ## the trained models of 09, 10 and 12 for the lecture notebook (14), trained once
+# Lecture mode: train (through the notebooks' own quick-profile cache entries, whatever TNB_PROFILE says) the models
+# that notebooks/14_lecture.ipynb shows and that no profile has cached yet; a warm cache makes this a few seconds.
+lecture: $(INSTALLED)  ## the small trained models of 09, 10 and 12 for the lecture notebook (14), only those missing
 	$(RUN) $(BIN)/python -m transformer_nb.lecture
 	@echo "open notebooks/14_lecture.ipynb (make lab): every widget, ready to drive"
 

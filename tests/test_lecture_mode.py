@@ -1,6 +1,8 @@
 """Lecture mode (transformer_nb.lecture, notebooks/py/14_lecture.py): every widget in book order, models
-loaded from the cache and never trained there, a clear message naming `make lecture` when one is missing,
-and the very configurations notebooks 09 and 10 train."""
+loaded from the cache and never trained there, the best one cached (full, else the small quick one) with a
+line saying which, the student's capstone model when there is one, a clear message naming `make lecture`
+when one is missing, `make lecture` training only the small models that are missing whatever TNB_PROFILE
+says, and the very configurations notebooks 09 and 10 train."""
 
 import ast
 import dataclasses
@@ -53,8 +55,8 @@ def test_a_cold_cache_is_a_message_that_names_make_lecture(empty_cache, capsys):
     assert lecture.cached("reversal", "cpu") is None
     assert time.perf_counter() - t0 < 30  # it loaded nothing and trained nothing
     out = capsys.readouterr().out
-    assert out.startswith("⚠ no trained reversal model for the full profile: no cache at ")
-    assert "Run `make lecture` once" in out and f"about {lecture.COLD_MINUTES['reversal']} min" in out
+    assert out.startswith(f"⚠ no trained reversal model in the cache {empty_cache} (neither the full-profile nor ")
+    assert "Run `make lecture` once" in out and f"about {lecture.COLD_MINUTES['quick']['reversal']} min" in out
     assert list(empty_cache.iterdir()) == []  # nothing written
     with pytest.raises(lecture.NotPrepared, match="make lecture"):
         lecture.reversal_model("cpu")
@@ -139,3 +141,106 @@ def test_the_make_target_and_the_module_agree():
     makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
     assert re.search(r"^lecture:.*\n\t.*-m transformer_nb\.lecture", makefile, flags=re.M)
     assert lecture.MAKE == "make lecture"
+
+
+def _fake_wikitext(n_words: int = 12_000):
+    """A stand-in for ``load_wikitext2()``: a vocabulary and random train/valid ids (no data file needed)."""
+    import torch
+
+    from transformer_nb.wikitext import Vocab
+
+    vocab = Vocab([f"w{i}" for i in range(n_words)])
+    g = torch.Generator().manual_seed(0)
+    data = type("Data", (), {"vocab": vocab, "train": torch.randint(0, len(vocab), (4000,), generator=g)})()
+    data.valid = data.train[:1000]
+    return data
+
+
+def test_make_lecture_in_the_full_profile_trains_the_small_lm_that_the_full_profile_lecture_then_shows(
+    empty_cache, monkeypatch, capsys
+):
+    data = _fake_wikitext()
+    monkeypatch.setattr(lecture, "_wikitext", lambda: data)
+    monkeypatch.setitem(lecture.LM_RUN, "quick", {"steps": 2, "eval_tokens": 256, "eval_every": 2})  # a tiny run
+    lecture.prepare("cpu", names=("lm",))  # TNB_PROFILE=full, as `make lecture` under `make lab`
+    assert [p.name.startswith("wikitext2_transformer_") for p in empty_cache.iterdir()] == [True]
+    model, prof = lecture.best("lm", "cpu")
+    assert prof == "quick" and not model[0].training
+    capsys.readouterr()
+    assert lecture.cached("lm", "cpu") is not None
+    out = capsys.readouterr().out
+    assert out.startswith("showing notebook 10's language model, lecture-sized (quick profile")
+    assert "`python -m transformer_nb.lecture --full lm`" in out
+    lecture.prepare("cpu", names=("lm",))  # trains only what is missing: nothing now
+    assert "already cached (quick profile)" in capsys.readouterr().out
+
+
+def test_the_lecture_prefers_the_full_model_and_make_lecture_keeps_it(empty_cache, monkeypatch, capsys):
+    loaded, trained = [], []
+
+    def fake(device=None, train=False, data=None, prof=None):
+        if train:
+            trained.append(prof)
+            return "trained"
+        loaded.append(prof)
+        if prof != "full":
+            raise lecture.NotPrepared("no quick one")
+        return ("full model", "vocab")
+
+    monkeypatch.setitem(lecture.LOADERS, "lm", fake)
+    monkeypatch.setattr(lecture, "_wikitext", lambda: None)
+    assert lecture.best("lm", "cpu") == (("full model", "vocab"), "full")
+    lecture.prepare("cpu", names=("lm",))
+    assert trained == [] and "already cached (full profile)" in capsys.readouterr().out
+    assert (
+        lecture.describe("lm", ("m", "v"), "full")
+        == "showing notebook 10's language model, trained in the full profile"
+    )
+
+
+def test_the_capstone_widget_shows_the_students_model_when_notebook_12_trained_one(empty_cache, monkeypatch, capsys):
+    import torch
+
+    from transformer_nb import cache
+    from transformer_nb.exercises import capstone_train as ct
+    from transformer_nb.exercises.capstone_lm import package_logits
+    from transformer_nb.exercises.solutions import capstone as sol
+
+    data = _fake_wikitext(50)
+    V = len(data.vocab)
+    monkeypatch.setattr(lecture, "_wikitext", lambda: data)
+    with pytest.raises(lecture.NotPrepared, match="make lecture"):
+        lecture.capstone_model("cpu", prof="quick")
+    student = ct.build(sol.LanguageModel, V)  # the student-style model, under the student's own names
+    with torch.no_grad():
+        for p in student.parameters():
+            p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
+    config = ct._config(V, ct.CAPSTONE_RUN["quick"], "student")
+    cache.save(cache.cache_name("capstone_student", config), student, config, {"steps": 2})
+    assert lecture.cached("capstone", "cpu") is not None
+    out = capsys.readouterr().out
+    assert out.startswith("showing your capstone model (notebook 12), lecture-sized")
+    (model, vocab), prof = lecture.best("capstone", "cpu")
+    assert prof == "quick" and model.shows == "your model"
+    ids = torch.arange(10)[None]
+    with torch.no_grad():
+        assert torch.allclose(package_logits(model, ids), student.eval()(ids), atol=1e-5)  # the student's weights
+
+
+def test_a_damaged_student_file_falls_back_to_the_reference_message(empty_cache, monkeypatch):
+    from transformer_nb import cache
+    from transformer_nb.exercises import capstone_train as ct
+
+    config = ct._config(50, ct.CAPSTONE_RUN["quick"], "student")
+    cache.cache_path(cache.cache_name("capstone_student", config)).write_bytes(b"not a torch file")
+    assert lecture.student_capstone(50, "quick", "cpu") is None
+
+
+def test_no_wikitext_is_a_message_with_the_command_that_fetches_it(empty_cache, monkeypatch, capsys):
+    def no_data():
+        raise FileNotFoundError("WikiText-2 not found.")
+
+    monkeypatch.setattr(lecture, "_wikitext", no_data)
+    assert lecture.cached("lm", "cpu") is None
+    out = capsys.readouterr().out
+    assert out.startswith("⚠ WikiText-2 not found.") and f"`{lecture.FETCH_DATA}`, then `make lecture`" in out

@@ -1,21 +1,25 @@
 """Lecture mode: every widget of the companion ready to drive (notebook 14), with the trained models of
 notebooks 09, 10 and 12 loaded from the package's cache, never trained during a lecture.
 
-    make lecture                                 # python -m transformer_nb.lecture: train once what is missing
-    python -m transformer_nb.lecture --check     # say what is cached; train nothing
+    make lecture                                 # python -m transformer_nb.lecture: train what is missing
+    python -m transformer_nb.lecture --check     # say which model each widget would show; train nothing
+    python -m transformer_nb.lecture --full lm   # notebook 10's full-profile model (about 7 min), not the small one
 
-The models are the ones the notebooks train, in the same cache entries (``TNB_CACHE_DIR``), for the
-active profile (``TNB_PROFILE``: full by default; quick on a slow laptop, or in CI, where notebooks
-09, 10 and 12 have just filled the cache):
+The models are the ones the notebooks train, in the same cache entries (``TNB_CACHE_DIR``). A widget needs a
+small model that answers quickly, not the best perplexity, so ``make lecture`` trains the *quick* profile's
+entries (``LECTURE_PROFILE``), whatever ``TNB_PROFILE`` says, and only those that are missing: a model already
+cached in either profile is kept. The lecture then shows, for each widget, the best model cached (``PROFILES``:
+full, else quick) and says which one:
 
 - 09: ``reversal.IMPROVED``, evaluated on ``heldout_set(N_EVAL)`` every ``EVAL_EVERY`` steps, stopped at
-  ``TARGET`` exact match (``reversal.load_or_train``);
+  ``TARGET`` exact match (``reversal.load_or_train``; the same run in both profiles);
 - 10: the Transformer recipe, run as ``LM_RUN[profile]`` says (``lm_recipe.load_or_train``);
-- 12, when the capstone is there: its reference model (``exercises.capstone_train``).
+- 12: the student's own model when notebook 12 trained one (it trains it only once steps 1-5 pass), else its
+  reference model (``exercises.capstone_train``).
 
-Notebooks 09 and 10 train with these constants, so the lecture loads exactly what they stored (a
-test compares them with the notebooks). Only the standard library and the package's infrastructure
-are imported here at first; each model's modules are imported when it is asked for.
+Notebooks 09 and 10 train with these constants, so the lecture loads exactly what they stored (a test compares
+them with the notebooks). Only the standard library and the package's infrastructure are imported here at first;
+each model's modules are imported when it is asked for.
 """
 
 from __future__ import annotations
@@ -23,9 +27,12 @@ from __future__ import annotations
 import argparse
 import contextlib
 import io
+import json
+import os
 import sys
 import time
 
+from transformer_nb import cache
 from transformer_nb.cache import cache_dir  # noqa: F401  (the notebook says where the models came from)
 from transformer_nb.utils import get_device, profile
 
@@ -39,47 +46,73 @@ LM_RUN = {
     "full": {"steps": None, "eval_tokens": 20_000, "eval_every": None},
 }
 MAKE = "make lecture"
+FETCH_DATA = 'python -c "from transformer_nb.wikitext_files import find_data_dir; find_data_dir()"'  # 13 MB, once
 NAMES = ("reversal", "lm", "capstone")
-# make lecture with an empty cache, full profile, 2 idle CPU cores (2026-11-23): 9 s, 264 s, 170 s (500 capstone steps
-# then); on a slower machine state the same day the lm took 419 s, and the capstone's 600 steps now train in 136 s
-# (plus 20 s of validation)
-COLD_MINUTES = {"reversal": 1, "lm": 7, "capstone": 3}
+PROFILES = ("full", "quick")  # what the lecture looks for, best first
+LECTURE_PROFILE = "quick"  # what `make lecture` trains when neither is cached
+#: Minutes to train each model with an empty cache on 2 idle CPU cores: the lecture-sized (quick) entries that
+#: `make lecture` trains, and the full ones (`--full`). Full: measured 2026-11-23 (reversal 9 s, lm 264-419 s,
+#: capstone 136 s + 20 s of validation). Quick: notebooks 09, 10 and 12, which train them among other things, ran in
+#: 37.2, 25.4 and 28.2 s in the quick profile (notebooks/runtimes.json); `make lecture` cold on the shared 2-core
+#: machine under load 7-12 (2026-11-26): 446, 323 and 266 s, 1,048 s in all; under load 4-6: 317, 111 and 93 s,
+#: 523 s; under load 3-4: 84, 106 and 253 s, 445 s. Quick minutes: the fastest run of each, rounded up
+#: (CONTRIBUTING.md, "Lecture mode"). No idle-core measurement yet.
+COLD_MINUTES = {"quick": {"reversal": 2, "lm": 2, "capstone": 2}, "full": {"reversal": 1, "lm": 7, "capstone": 3}}
+WHAT = {
+    "reversal": "notebook 09's reversal model",
+    "lm": "notebook 10's language model",
+    "capstone": "notebook 12's model",
+}
 
 
 class NotPrepared(LookupError):
     """A model the lecture needs is not in the cache (the message says what to run)."""
 
 
-def _missing(name: str, why: str) -> NotPrepared:
-    why = why.removesuffix("; retraining.").removesuffix("; retraining")  # the cache's words; nothing retrains here
-    minutes = COLD_MINUTES[name] if profile() == "full" else 1
+@contextlib.contextmanager
+def _profile(name: str):
+    """Run the block with ``TNB_PROFILE=name`` (the capstone reads its run from the active profile)."""
+    old = os.environ.get("TNB_PROFILE")
+    os.environ["TNB_PROFILE"] = name
+    try:
+        yield
+    finally:
+        if old is None:
+            os.environ.pop("TNB_PROFILE", None)
+        else:
+            os.environ["TNB_PROFILE"] = old
+
+
+def _missing(name: str) -> NotPrepared:
+    minutes = COLD_MINUTES[LECTURE_PROFILE][name]
     return NotPrepared(
-        f"no trained {name} model for the {profile()} profile: {why}. Run `{MAKE}` once (it trains what is "
-        f"missing, about {minutes} min for this one on 2 CPU cores), then run this cell again."
+        f"no trained {name} model in the cache {cache.cache_dir()} (neither the full-profile nor the lecture-sized "
+        f"{WHAT[name]}). Run `{MAKE}` once (it trains what is missing, about {minutes} min for this one on 2 CPU "
+        "cores, with the same TNB_CACHE_DIR), then run this cell again."
     )
 
 
-def lm_run() -> dict:
-    """Notebook 10's ``load_or_train`` arguments for the Transformer in the active profile."""
+def lm_run(prof: str | None = None) -> dict:
+    """Notebook 10's ``load_or_train`` arguments for the Transformer in profile ``prof`` (default: the active one)."""
     from transformer_nb import lm_recipe
 
-    run = dict(LM_RUN[profile()])
+    run = dict(LM_RUN[prof or profile()])
     run["steps"] = run["steps"] or lm_recipe.FULL_STEPS
     return run
 
 
-def reversal_model(device=None, train: bool = False):
+def reversal_model(device=None, train: bool = False, prof: str | None = None):
     """Notebook 09's trained encoder-decoder (eval mode, on ``device``), from the cache; ``train=True``
-    trains and caches it when it is missing (``make lecture``), else a missing cache is ``NotPrepared``."""
+    trains and caches it when it is missing, else a missing cache is ``NotPrepared``. The same run in
+    every profile (``prof`` is accepted for symmetry and ignored)."""
     from transformer_nb import reversal as rv
 
     device = get_device() if device is None else device
-    out = io.StringIO()
 
     def refuse():  # load_or_train calls its live factory only when it is about to train
-        raise _missing("reversal", out.getvalue().strip().splitlines()[-1] if out.getvalue().strip() else "no cache")
+        raise _missing("reversal")
 
-    with contextlib.redirect_stdout(sys.stdout if train else out):
+    with contextlib.redirect_stdout(sys.stdout if train else io.StringIO()):
         model, _, _ = rv.load_or_train(
             rv.IMPROVED,
             rv.heldout_set(N_EVAL),
@@ -97,16 +130,16 @@ def _wikitext():
     return load_wikitext2()
 
 
-def language_model(device=None, train: bool = False, data=None):
-    """Notebook 10's trained Transformer and the vocabulary: ``(model, vocab)``, from the cache (or trained
-    with ``train=True``); a missing cache is ``NotPrepared``."""
+def language_model(device=None, train: bool = False, data=None, prof: str | None = None):
+    """Notebook 10's trained Transformer of profile ``prof`` (default: the active one) and the vocabulary:
+    ``(model, vocab)``, from the cache (or trained with ``train=True``); a missing cache is ``NotPrepared``."""
     import torch
 
-    from transformer_nb import cache, lm_recipe
+    from transformer_nb import lm_recipe
     from transformer_nb.output_head import frequency_ranks
 
     device = torch.device(get_device() if device is None else device)
-    data, run = data or _wikitext(), lm_run()
+    data, run = data or _wikitext(), lm_run(prof)
     if train:
         model, _, _ = lm_recipe.load_or_train("transformer", data, live=False, device=device, **run)
         return model.eval(), data.vocab
@@ -115,89 +148,195 @@ def language_model(device=None, train: bool = False, data=None):
     model = lm_recipe.build_model("transformer", vocab_size, frequency_ranks(data.train, vocab_size)).to(device)
     tcfg = lm_recipe.recipe_config("transformer", device, seed=0, **run)
     config = lm_recipe.cache_config("transformer", tcfg, vocab_size)
-    ok, message, _ = cache.load(cache.cache_name("wikitext2_transformer", config), model, config)
+    ok, _, _ = cache.load(cache.cache_name("wikitext2_transformer", config), model, config)
     if not ok:
-        raise _missing("lm", message)
+        raise _missing("lm")
     return model.eval(), data.vocab
 
 
-def capstone_model(device=None, train: bool = False, data=None):
-    """The capstone's (12) trained reference model as the package's ``TransformerLM``, and the vocabulary:
-    ``(model, vocab)``; None when the capstone is not part of this checkout."""
+def student_capstone(vocab_size: int, prof: str, device=None):
+    """The student's capstone model that notebook 12 trained in profile ``prof``, as the package's
+    ``TransformerLM`` (eval mode, on ``device``), or None when there is none.
+
+    Notebook 12 trains the student's model only once steps 1-5 pass (step 5 proves that the package's model
+    holding its weights computes the same logits), so its weights are read without the student's class: the
+    cache file's checksum, configuration and torch release are verified as ``cache.load`` does, not the digest
+    of the student's code, which lives in the student's notebook."""
+    import torch
+
+    from transformer_nb.exercises import capstone_train as ct
+    from transformer_nb.exercises.capstone import student_names
+    from transformer_nb.exercises.capstone_lm import package_lm
+
+    config = ct._config(vocab_size, ct.CAPSTONE_RUN[prof], "student")
+    path = cache.cache_path(cache.cache_name("capstone_student", config))
+    try:
+        blob = torch.load(path, map_location="cpu", weights_only=True)
+        state, extra = blob["state_dict"], blob.get("extra", {})
+        intact = blob["sha256"] == cache.payload_sha256(blob["config"], state, extra)
+        if not intact or json.loads(blob["config"]) != json.loads(json.dumps(config, default=str)):
+            return None
+        if blob.get("torch") != cache.torch_release():
+            return None
+        m = ct.CAPSTONE_MODEL
+        pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
+        pkg.load_state_dict(
+            {name: state[theirs] for name, theirs in zip(pkg.state_dict(), student_names(pkg.state_dict()))}
+        )
+    except Exception:  # no file, a damaged one, or weights that do not fit: the reference model is shown instead
+        return None
+    return pkg.eval()
+
+
+def capstone_model(device=None, train: bool = False, data=None, prof: str | None = None):
+    """The capstone's (12) trained reference model of profile ``prof`` as the package's ``TransformerLM``, and
+    the vocabulary: ``(model, vocab)``; None when the capstone is not part of this checkout. ``.shows`` on the
+    model says whose it is (``best`` looks for the student's model first)."""
     try:
         from transformer_nb.exercises import capstone_train as ct
         from transformer_nb.exercises.solutions import capstone as sol
     except ImportError:
         return None
     device = get_device() if device is None else device
+    prof = prof or profile()
     data = data or _wikitext()
     vocab_size = len(data.vocab)
-    if train:
-        model, _, _ = ct.load_or_train(sol.LanguageModel, data, "reference", live=False, device=device)
-    else:
-        model, message = ct.load_trained(vocab_size)
-        if model is None:
-            raise _missing("capstone", message)
-    return ct.to_package(model.to(device), vocab_size).eval(), data.vocab
+    with _profile(prof):
+        if train:
+            model, _, _ = ct.load_or_train(sol.LanguageModel, data, "reference", live=False, device=device)
+        else:
+            model, _ = ct.load_trained(vocab_size, prof)
+            if model is None:
+                raise _missing("capstone")
+    model = ct.to_package(model.to(device), vocab_size)
+    model.shows = "the reference model"
+    return model.eval(), data.vocab
 
 
 LOADERS = {"reversal": reversal_model, "lm": language_model, "capstone": capstone_model}
 
 
-def cached(name: str, device=None):
-    """What the lecture notebook calls: the model ``name`` (see ``NAMES``) from the cache, or None after
-    printing why and that ``make lecture`` prepares it. Never trains."""
+def _load(name: str, device=None, prof: str | None = None, data=None):
+    if name == "reversal":
+        return LOADERS[name](device, prof=prof)
+    return LOADERS[name](device, data=data, prof=prof)
+
+
+def best(name: str, device=None, data=None):
+    """``(model, profile)``: the best cached model ``name`` (``PROFILES``: full, else quick; ``"both"`` for 09's
+    run, the same in both; for the capstone, the student's own model before the reference); ``NotPrepared`` when
+    none is cached. ``model`` is None when the capstone is not part of this checkout."""
     if name not in LOADERS:
         raise ValueError(f"name must be one of {NAMES}, got {name!r}")
+    data = data or (None if name == "reversal" else _wikitext())
+    for prof in PROFILES if name == "capstone" else ():  # the student's own model first, whatever the profile
+        with contextlib.suppress(ImportError):
+            student = student_capstone(len(data.vocab), prof, device)
+            if student is not None:
+                student.shows = "your model"
+                return (student, data.vocab), prof
+    for prof in PROFILES:
+        try:
+            return _load(name, device, prof, data), "both" if name == "reversal" else prof
+        except NotPrepared:
+            continue
+    raise _missing(name)
+
+
+def describe(name: str, model, prof: str) -> str:
+    """One line: which model the widget shows, and how to show the full-profile one when it is the small one."""
+    model = model[0] if isinstance(model, tuple) else model
+    whose = WHAT[name]
+    if name == "capstone":
+        whose = "your capstone model (notebook 12)" if model.shows == "your model" else "notebook 12's reference model"
+    if name == "reversal":
+        return f"showing {whose} (the same run in both profiles)"
+    if prof == "full":
+        return f"showing {whose}, trained in the full profile"
+    better = f"`python -m transformer_nb.lecture --full {name}` (about {COLD_MINUTES['full'][name]} min on 2 CPU cores)"
+    if name == "capstone" and model.shows == "your model":
+        better = "notebook 12 run in the full profile (`make lab`)"
+    return f"showing {whose}, lecture-sized (quick profile: a small model, weaker text); for the full one: {better}"
+
+
+def cached(name: str, device=None):
+    """What the lecture notebook calls: the best cached model ``name`` (see ``NAMES``), after printing which one
+    it is; or None after printing why and the command that prepares it. Never trains."""
     try:
-        return LOADERS[name](device)
-    except (NotPrepared, FileNotFoundError) as err:  # no cache, or no WikiText-2 here: the other widgets still work
+        model, prof = best(name, device)
+    except NotPrepared as err:  # no cache: the other widgets still work
         print(f"⚠ {err}")
         return None
+    except FileNotFoundError as err:  # no WikiText-2 here
+        print(f"⚠ {err}\nTo fetch it: `{FETCH_DATA}`, then `{MAKE}`.")
+        return None
+    if model is not None:
+        print(describe(name, model, prof))
+    return model
 
 
 def models(device=None) -> dict:
-    """Every cached model, for ``widgets.catalog.build``: ``{"reversal": model, "lm": (model, vocab), ...}``;
-    ``NotPrepared`` names the first one missing."""
-    out = {name: LOADERS[name](device) for name in NAMES}
+    """Every cached model, the best of each, for ``widgets.catalog.build``: ``{"reversal": model, "lm": (model,
+    vocab), ...}``; ``NotPrepared`` names the first one missing."""
+    data = _wikitext()
+    out = {name: best(name, device, data=data)[0] for name in NAMES}
     return {k: v for k, v in out.items() if v is not None}
 
 
-def prepare(device=None, names=NAMES) -> dict:
-    """Train and cache every model the lecture needs that is not cached yet (``make lecture``);
-    ``{name: seconds}`` it took (a few seconds each when the cache was warm)."""
+def prepare(device=None, names=NAMES, prof: str = LECTURE_PROFILE) -> dict:
+    """Train and cache, in profile ``prof``, every model in ``names`` that is not cached in any profile
+    (``make lecture``); ``{name: seconds}`` it took (a few seconds each when the cache was warm). With
+    ``prof="full"`` a model whose full entry is missing is trained, whatever else is cached."""
     data, took = None, {}
     for name in names:
         t0 = time.perf_counter()
         print(f"lecture: {name} ...", flush=True)
-        if name in ("lm", "capstone"):
+        if name != "reversal":
             data = data or _wikitext()
-            result = LOADERS[name](device, train=True, data=data)
+        looked_for = PROFILES if prof == LECTURE_PROFILE else (prof,)
+        found = None
+        for p in looked_for:
+            with contextlib.suppress(NotPrepared):
+                found = (_load(name, device, p, data), p)
+                break
+        if found is None:
+            if name == "reversal":
+                result = reversal_model(device, train=True)
+            else:
+                with _profile(prof):
+                    result = LOADERS[name](device, train=True, data=data, prof=prof)
+            state = f"trained ({prof} profile)"
         else:
-            result = LOADERS[name](device, train=True)
+            where = "the same run in both profiles" if name == "reversal" else f"{found[1]} profile"
+            result, state = found[0], f"already cached ({where})"
         took[name] = time.perf_counter() - t0
-        state = "not part of this checkout" if result is None else f"ready ({took[name]:.0f} s)"
+        state = "not part of this checkout" if result is None else f"{state}, ready ({took[name]:.0f} s)"
         print(f"lecture: {name} {state}", flush=True)
     return took
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--check", action="store_true", help="say what is cached; train nothing")
+    parser.add_argument("--check", action="store_true", help="say which model each widget would show; train nothing")
+    parser.add_argument(
+        "--full", action="store_true", help="train the full-profile models (minutes each), not the small ones"
+    )
     parser.add_argument("names", nargs="*", help=f"some of {', '.join(NAMES)} (default: all)")
     args = parser.parse_args(argv)
     names = tuple(args.names) or NAMES
     if set(names) - set(NAMES):
         parser.error(f"unknown model(s) {sorted(set(names) - set(NAMES))}: choose from {', '.join(NAMES)}")
-    print(f"lecture: profile {profile()}, device {get_device()}")
+    print(f"lecture: cache {cache.cache_dir()}, device {get_device()}")
     if not args.check:
-        took = prepare(names=names)
-        print(f"lecture: every model cached in {sum(took.values()):.0f} s; open notebooks/14_lecture.ipynb")
+        t0 = time.perf_counter()
+        prepare(names=names, prof="full" if args.full else LECTURE_PROFILE)
+        print(f"lecture: every model cached in {time.perf_counter() - t0:.0f} s; open notebooks/14_lecture.ipynb")
         return 0
     missing = 0
     for name in names:
         try:
-            state = "cached" if LOADERS[name]() is not None else "not part of this checkout"
+            model, prof = best(name)
+            state = "not part of this checkout" if model is None else describe(name, model, prof)
         except (NotPrepared, FileNotFoundError) as err:
             state, missing = f"MISSING: {err}", missing + 1
         print(f"lecture: {name}: {state}")

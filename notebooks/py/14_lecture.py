@@ -4,16 +4,18 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/14_lecture.ipynb)
 #
 # Every widget of the companion on one page, in book order, for a lecture: run all cells and drive them
-# live. Nothing here trains. The models of notebooks 09 and 10 (and the capstone's, 12) come from the
-# package's cache, prepared once with `make lecture`; a model that is not cached yet is reported in its cell,
-# with the command that prepares it, and the other widgets still work. Sliders of the fast widgets redraw
-# while you drag; the slower ones say under their controls that they redraw when you release.
+# live. Nothing here trains. The models of notebooks 09, 10 and 12 come from the package's cache: for each widget
+# the best one there, the full-profile model when you have run that notebook in the full profile, else a small
+# lecture-sized one, and the cell says which it shows. `make lecture` trains, once, the small ones that are
+# missing (a few minutes on 2 CPU cores); a model that is not cached yet is reported in its cell, with
+# the command that prepares it, and the other widgets still work. Sliders of the fast widgets redraw while you drag; the slower
+# ones say under their controls that they redraw when you release.
 #
 # **Serves:** all five texts, through the widgets of notebooks 00–10: 000 §8.2–8.6; 001 §19.2–19.11; 002;
 # 003; 004 §4–§13.
 #
-# **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s with warm caches (`make lecture` first, once: it trains the models
-# of 09, 10 and 12 in about 7.5 min on 2 idle cores).
+# **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s with warm caches (`make lecture` first, once: it trains the
+# missing lecture-sized models of 09, 10 and 12, the ones their quick runs train).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -148,7 +150,7 @@ VariantWidget().show()
 # %%
 from transformer_nb.widgets.reversal import ReversalWidget
 
-reversal_model = lecture.cached("reversal", env.device)  # from the cache: None, and a message, if it is cold
+reversal_model = lecture.cached("reversal", env.device)  # from the cache (it says which); None, and why, if it is cold
 if reversal_model is not None:
     ReversalWidget(reversal_model).show()
 
@@ -161,18 +163,18 @@ if reversal_model is not None:
 # %%
 from transformer_nb.widgets.lm import GenerateWidget
 
-lm_model = lecture.cached("lm", env.device)  # (model, vocab) from the cache, or None
+lm_model = lecture.cached("lm", env.device)  # (model, vocab): the full-profile model, else the lecture-sized one
 if lm_model is not None:
     GenerateWidget(*lm_model).show()
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 12 · The capstone's model writes too
 #
-# The reference model that notebook 12 trains (Exercise 8.9's size, about three minutes of training), in the same
-# widget: compare its continuations with notebook 10's.
+# The model of notebook 12 (Exercise 8.9's size) in the same widget: yours, once you have trained it there,
+# else the reference model; the cell says which. Compare its continuations with notebook 10's.
 
 # %%
-capstone_model = lecture.cached("capstone", env.device)  # (model, vocab), or None
+capstone_model = lecture.cached("capstone", env.device)  # (model, vocab): yours if notebook 12 trained it, or None
 if capstone_model is not None:
     GenerateWidget(*capstone_model, prompt="The history of machine learning").show()
 
