@@ -117,16 +117,10 @@ def test_notebooks_09_and_10_train_what_the_lecture_loads():
 @pytest.mark.parametrize("prof", ["quick", "full"])
 def test_the_lecture_looks_for_the_cache_entry_notebook_10_writes(prof, empty_cache, monkeypatch):
     """The same cache name and configuration as ``lm_recipe.load_or_train(**lecture.lm_run())``."""
-    import torch
-
     from transformer_nb import cache, lm_recipe
-    from transformer_nb.wikitext import Vocab
 
     monkeypatch.setenv("TNB_PROFILE", prof)
-    vocab = Vocab([f"w{i}" for i in range(12_000)])
-    g = torch.Generator().manual_seed(0)
-    data = type("Data", (), {"vocab": vocab, "train": torch.randint(0, len(vocab), (4000,), generator=g)})()
-    data.valid = data.train[:1000]
+    data = _fake_wikitext()
     seen = {}
     monkeypatch.setattr(cache, "load_or_train", lambda name, model, config, fn, retrain: seen.update(w=(name, config)))
     with pytest.raises(TypeError):  # the stub returns None where (history, trained) is unpacked: nothing trains
@@ -147,13 +141,11 @@ def _fake_wikitext(n_words: int = 12_000):
     """A stand-in for ``load_wikitext2()``: a vocabulary and random train/valid ids (no data file needed)."""
     import torch
 
-    from transformer_nb.wikitext import Vocab
+    from transformer_nb.wikitext import Vocab, WikiText2
 
     vocab = Vocab([f"w{i}" for i in range(n_words)])
-    g = torch.Generator().manual_seed(0)
-    data = type("Data", (), {"vocab": vocab, "train": torch.randint(0, len(vocab), (4000,), generator=g)})()
-    data.valid = data.train[:1000]
-    return data
+    train = torch.randint(0, len(vocab), (4000,), generator=torch.Generator().manual_seed(0))
+    return WikiText2(train=train, valid=train[:1000], test=train[:1000], vocab=vocab, folder=Path("."))
 
 
 def test_make_lecture_in_the_full_profile_trains_the_small_lm_that_the_full_profile_lecture_then_shows(
