@@ -125,7 +125,9 @@ def test_exercise_8_8_properties():
     r = encoder_stack_ex.check(Tuple, quiet=True)
     assert not r.passed and "shape" in r.message
 
-    r = encoder_stack_ex.check(lambda d, h, f, n: nn.Sequential(*_scratch_stack(d, h, f, n), nn.Linear(3, 3)), quiet=True)
+    r = encoder_stack_ex.check(
+        lambda d, h, f, n: nn.Sequential(*_scratch_stack(d, h, f, n), nn.Linear(3, 3)), quiet=True
+    )
     assert not r.passed and "raised RuntimeError" in r.message
 
 

@@ -9,8 +9,8 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.exercises.gqa import expand_kv_ex, kv_cache_ex
-from transformer_nb.exercises.solutions import multihead as sol
 from transformer_nb.exercises.multihead import attention_distance_ex, head_kinds_ex, mha_ex
+from transformer_nb.exercises.solutions import multihead as sol
 
 
 def _gap(t):

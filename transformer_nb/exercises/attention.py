@@ -12,8 +12,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import readymade
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, Mistake, Property, readymade
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 

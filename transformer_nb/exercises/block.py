@@ -10,8 +10,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.exercises import readymade
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, Mistake, Property, readymade
 from transformer_nb.exercises.solutions import block as sol
 
 NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module

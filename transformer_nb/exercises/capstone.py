@@ -17,8 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.block import EncoderLayer
-from transformer_nb.exercises import readymade
-from transformer_nb.exercises import Exercise, Mistake
+from transformer_nb.exercises import Exercise, Mistake, readymade
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.multihead import MultiHeadAttention

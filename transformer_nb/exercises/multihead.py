@@ -13,8 +13,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import readymade
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, Mistake, Property, readymade
 from transformer_nb.exercises.solutions import multihead as sol
 
 NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use this module
