@@ -262,21 +262,23 @@ check_true("count_parameters gives the number of numbers in the model above (its
            count_parameters(V, *SIZES) == sum(p.numel() for p in probe.parameters()))
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Step 6, worked: the count part by part, against numel of each part of the model above.
-d, h, d_ff, n_layers, max_len = SIZES
-parts = {
-    "token embeddings V·d": (V * d, probe.tok.weight.numel()),
-    "positions max_len·d": (max_len * d, probe.pos.weight.numel()),
-    "one block: attention 4d² + 4d": (4 * d * d + 4 * d, sum(p.numel() for p in probe.blocks[0].attn.parameters())),
-    "one block: FFN 2·d·d_ff + d_ff + d": (2 * d * d_ff + d_ff + d,
-                                          sum(p.numel() for n, p in probe.blocks[0].named_parameters() if "ff" in n)),
-    "one block: two LayerNorms 4d": (4 * d, sum(p.numel() for n, p in probe.blocks[0].named_parameters() if "norm" in n)),
-    "final LayerNorm 2d": (2 * d, sum(p.numel() for p in probe.norm.parameters())),
-    "output layer: tied, only its bias V": (V, probe.bias.numel()),
-}
-for name, (formula, counted) in parts.items():
-    print(f"{name:38s} {formula:>11,} {counted:>11,}")
-print(f"{'total, with ' + str(n_layers) + ' blocks':38s} {count_parameters(V, *SIZES):>11,}")
+# Solution · Step 6, worked: the count part by part, against numel of each part of the model above; it runs once
+# your count passes, or after params_ex.solution().
+if params_ex.unlocked():
+    d, h, d_ff, n_layers, max_len = SIZES
+    parts = {
+        "token embeddings V·d": (V * d, probe.tok.weight.numel()),
+        "positions max_len·d": (max_len * d, probe.pos.weight.numel()),
+        "one block: attention 4d² + 4d": (4 * d * d + 4 * d, sum(p.numel() for p in probe.blocks[0].attn.parameters())),
+        "one block: FFN 2·d·d_ff + d_ff + d": (2 * d * d_ff + d_ff + d,
+                                              sum(p.numel() for n, p in probe.blocks[0].named_parameters() if "ff" in n)),
+        "one block: two LayerNorms 4d": (4 * d, sum(p.numel() for n, p in probe.blocks[0].named_parameters() if "norm" in n)),
+        "final LayerNorm 2d": (2 * d, sum(p.numel() for p in probe.norm.parameters())),
+        "output layer: tied, only its bias V": (V, probe.bias.numel()),
+    }
+    for name, (formula, counted) in parts.items():
+        print(f"{name:38s} {formula:>11,} {counted:>11,}")
+    print(f"{'total, with ' + str(n_layers) + ' blocks':38s} {count_parameters(V, *SIZES):>11,}")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## Step 7 · Greedy generation
