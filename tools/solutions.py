@@ -1,18 +1,19 @@
 """The solutions run: every notebook with exercises, top to bottom, each stub replaced by its solution.
 
-    python tools/solutions.py [NOTEBOOK.ipynb | notebooks/py/NOTEBOOK.py ...] [--out DIR] [--timeout SECONDS] [--stubs]
+    python tools/solutions.py [NOTEBOOK.ipynb | notebooks/py/NOTEBOOK.py ...] [--out DIR] [--timeout S] [--stubs]
 
 For each notebook that has cells tagged ``exercise`` (default: all of ``notebooks/*.ipynb``), every exercise
 cell is rewritten: the top-level definitions the exercise's solution binds (the stubs) are replaced by the
 solution's code, written as a student would (``Exercise.solution_source()``), and an assertion that the
-cell's checks passed is appended. The notebook then runs top to bottom in a fresh kernel in its own folder,
+cell's checks passed is appended. The notebook then runs top to bottom in a fresh kernel in ``notebooks/``,
 in the quick profile; a check that does not pass, or any later cell that fails with a correct answer (the
 ``if result:`` branches included), fails the run, and the report names the notebook, the cell and the
 exercise before it. Worked-solution cells (``if some_ex.unlocked():``) open once their exercise passes, so they
 run here too. With ``--stubs`` the notebooks run as a student's Run All does, and every output of the run is
 scanned for an exercise's answer (``exercises.leaks.scan_run``): a leak fails the run. A jupytext twin
-(``notebooks/py/NAME.py``) can be given instead of the stored notebook. ``TNB_CACHE_DIR`` is inherited: after the nbval run of ``make test`` the trained models
-are in the cache, so nothing trains twice. Notebooks without exercise cells are not run at all.
+(``notebooks/py/NAME.py``) can be given instead of the stored notebook. ``TNB_CACHE_DIR`` is inherited: after
+the nbval run of ``make test`` the trained models are in the cache, so nothing trains twice. Notebooks without
+exercise cells are not run at all.
 """
 
 import argparse
