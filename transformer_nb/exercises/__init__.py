@@ -246,7 +246,7 @@ class Exercise:
             if error is None and self._matches(out, ref):
                 continue
             self._make = make
-            nudge = error or self.diagnose(args, out, ref)
+            nudge = error or refusal(out) or self.diagnose(args, out, ref)
             return Result(False, f"✗ {self.title} — case '{desc}': {nudge} (More: {self.name}.hint())", desc)
         message = f"✓ {self.title}: " + (f"all {len(self.cases)} cases pass." if len(self.cases) > 1 else "correct.")
         extension = self._check_extensions(fn)
@@ -296,7 +296,7 @@ class Exercise:
 
     def diagnose(self, args, out, ref) -> str:
         """The most specific nudge for a wrong ``out``: its kind, a recognised mistake, NaN, a property."""
-        problem = refusal(out) or self.type_problem(out, ref)
+        problem = self.type_problem(out, ref)
         if problem:
             return problem
         hint = self.known_mistake(args, out)

@@ -7,9 +7,10 @@ answer's frames execute, including inside its ``except`` clause, until the call 
 cannot reset the timer either: ``readymade.ALWAYS`` refuses ``signal.setitimer`` and its kind while the
 checker runs it.)
 
-Elsewhere (another thread, or a platform without ``setitimer``) the function runs in a worker thread;
-when the time is up the exception is raised asynchronously in that worker, again and again, until the
-worker has ended, so that no abandoned thread keeps using the CPU.
+Elsewhere (another thread, or a platform without ``setitimer``) the function runs in a worker thread (with
+tracing enabled, which slows it a little); when the time is up every frame of the worker raises the
+exception at its next line, and it is also raised asynchronously, again and again, until the worker has
+ended, so that no abandoned thread keeps using the CPU.
 """
 
 import _signal
@@ -102,17 +103,24 @@ def _with_thread(fn, args, seconds):
     box = {}
 
     def run():
+        _settrace(lambda frame, event, arg: None)  # tracing on in this thread, so that frames can be traced later
         try:
             box["value"] = fn(*args)
         except BaseException as err:  # handed to the caller below
             box["error"] = err
+        finally:
+            _settrace(None)
 
     worker = threading.Thread(target=run, daemon=True)
     worker.start()
     worker.join(seconds)
     if worker.is_alive():
-        end = time.monotonic() + GRACE_S
+        end, kill = time.monotonic() + GRACE_S, _killer(None)
         while worker.is_alive() and time.monotonic() < end:  # again and again: the answer may catch it
+            f = sys._current_frames().get(worker.ident)
+            while f is not None:  # every frame of the worker raises at its next line
+                f.f_trace, f.f_trace_lines = kill, True
+                f = f.f_back
             _raise_in(worker)
             worker.join(REPEAT_S)
         raise TimeLimitExceeded
