@@ -53,7 +53,7 @@ def catches_the_time_limit(x):
 
 def sleeps_and_catches(x):
     while True:
-        try:
+        try:  # noqa: SIM105 (what a hostile answer writes)
             time.sleep(10)
         except BaseException:
             pass
