@@ -42,9 +42,10 @@ CAPSTONE_RUN["full"] = dict(steps=600, eval_tokens=10_000, eval_points=10)
 #: Final validation losses (nats, on the profile's ``eval_tokens`` first validation words) of correct models, per
 #: profile and initialisation, one per seed (``CAPSTONE_TRAIN["seed"]``): "package" is the reference's N(0, 0.02)
 #: everywhere; "default" is PyTorch's default for every linear layer and LayerNorm, N(0, 0.02) for the two
-#: embeddings (what step 5's initialisation checks ask for). Measured on 2 shared CPU cores, 1 thread per run.
+#: embeddings (what step 5's initialisation checks ask for). Seed 0 of "package" is notebook 12's stored run (2
+#: threads); the others ran on 2 shared CPU cores with 1 thread each.
 MEASURED_FINAL_LOSS = {
-    "full": {"package": [6.36], "default": []},
+    "full": {"package": [6.36], "default": [6.41]},
 }
 #: The validation loss (nats) the run must end below, per profile: at least 0.2 above every measured correct run,
 #: and in the full profile clearly below the unigram model's loss (ln 965 = 6.87 on all validation words).
