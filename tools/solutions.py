@@ -9,11 +9,11 @@ cell's checks passed is appended. The notebook then runs top to bottom in a fres
 in the quick profile; a check that does not pass, or any later cell that fails with a correct answer (the
 ``if result:`` branches included), fails the run, and the report names the notebook, the cell and the
 exercise before it. Worked-solution cells (``if some_ex.unlocked():``) open once their exercise passes, so they
-run here too. With ``--stubs`` the notebooks run as a student's Run All does, and every output of the run is
-scanned for an exercise's answer (``exercises.leaks.scan_run``): a leak fails the run. A jupytext twin
-(``notebooks/py/NAME.py``) can be given instead of the stored notebook. ``TNB_CACHE_DIR`` is inherited: after
-the nbval run of ``make test`` the trained models are in the cache, so nothing trains twice. Notebooks without
-exercise cells are not run at all.
+run here too (one that stays closed fails the run). With ``--stubs`` the notebooks run as a student's Run All
+does, and every output of the run is scanned for an exercise's answer (``exercises.leaks.scan_run``): a leak
+fails the run. A jupytext twin (``notebooks/py/NAME.py``) can be given instead of the stored notebook.
+``TNB_CACHE_DIR`` is inherited: after the nbval run of ``make test`` the trained models are in the cache, so
+nothing trains twice. Notebooks without exercise cells are not run at all.
 """
 
 import argparse
@@ -31,6 +31,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 from refresh import CurrentEnvKernelManager  # noqa: E402  (one copy of the current-env kernel)
 
 PREFIX = "transformer_nb.exercises."
+LOCKED = "(The worked solution of "  # what a worked-solution cell prints while it stays closed (unlocked())
 
 
 class SolutionsError(Exception):
@@ -163,6 +164,9 @@ def run(path: Path, out_dir: Path | None = None, timeout: int = 600, solve: bool
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
             nbformat.write(nb, out_dir / f"{path.stem}.ipynb")
+    closed = [i for i, c in enumerate(nb.cells) if LOCKED in "".join(o.get("text", "") for o in c.get("outputs", []))]
+    if solve and closed:
+        raise SolutionsError(f"{path.stem}: worked-solution cells {closed} stayed closed though every exercise passed")
     if not solve:
         from transformer_nb.exercises.leaks import scan_run
 
