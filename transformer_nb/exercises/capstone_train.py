@@ -40,15 +40,18 @@ CAPSTONE_TRAIN.update(bf16=True, seed=0)
 CAPSTONE_RUN = {"quick": dict(steps=80, eval_tokens=2_048, eval_points=4)}
 CAPSTONE_RUN["full"] = dict(steps=600, eval_tokens=10_000, eval_points=10)
 #: Final validation losses (nats, on the profile's ``eval_tokens`` first validation words) of correct models, per
-#: profile and initialisation, one per seed (``CAPSTONE_TRAIN["seed"]``): "package" is the reference's N(0, 0.02)
-#: everywhere; "default" is PyTorch's default for every linear layer and LayerNorm, N(0, 0.02) for the two
-#: embeddings (what step 5's initialisation checks ask for). Seed 0 of "package" is notebook 12's stored run (2
-#: threads); the others ran on 2 shared CPU cores with 1 thread each.
+#: profile and initialisation, for seeds 0, 1, 2 (``CAPSTONE_TRAIN["seed"]``: the weights and the batches): "package"
+#: is the reference's N(0, 0.02) everywhere; "default" is PyTorch's default for every linear layer and LayerNorm,
+#: N(0, 0.02) for the two embeddings (what step 5's initialisation checks ask for). Full seed 0 of "package" is
+#: notebook 12's stored run (2 threads); the others ran on 2 shared CPU cores, 1 thread each. (PyTorch's N(0, 1)
+#: positions beside N(0, 0.02) words end at 6.67 in the full profile: step 5 refuses them.)
 MEASURED_FINAL_LOSS = {
-    "full": {"package": [6.36], "default": [6.41]},
+    "full": {"package": [6.36, 6.36, 6.34], "default": [6.41, 6.40, 6.43]},
+    "quick": {"package": [7.17, 7.16, 7.23], "default": [7.15, 7.17, 7.22]},
 }
-#: The validation loss (nats) the run must end below, per profile: at least 0.2 above every measured correct run,
-#: and in the full profile clearly below the unigram model's loss (ln 965 = 6.87 on all validation words).
+#: The validation loss (nats) the run must end below, per profile: at least 0.2 above every measured correct run
+#: (margins 0.27 and 0.27), and in the full profile clearly below the unigram model's loss on the same 10,000 words
+#: (ln 974 = 6.88; ln 965 = 6.87 on all of them).
 LOSS_THRESHOLD = {"quick": 7.5, "full": 6.7}
 
 
