@@ -17,6 +17,30 @@ def _torch_stack(d, h, f, n, norm_first=True):
     return nn.Sequential(*[layer() for _ in range(n)])
 
 
+class _Block(nn.Module):
+    """A block written out (on nn.MultiheadAttention): Pre-LN, or Post-LN with ``norm_first=False``."""
+
+    def __init__(self, d, h, f, norm_first=True):
+        super().__init__()
+        self.norm_first, self.n1, self.n2 = norm_first, nn.LayerNorm(d), nn.LayerNorm(d)
+        self.attn = nn.MultiheadAttention(d, h, dropout=0.1, batch_first=True)
+        self.ff = nn.Sequential(nn.Linear(d, f), nn.ReLU(), nn.Dropout(0.1), nn.Linear(f, d), nn.Dropout(0.1))
+
+    def _sa(self, x):
+        return self.attn(x, x, x, need_weights=False)[0]
+
+    def forward(self, x):
+        if self.norm_first:
+            x = x + self._sa(self.n1(x))
+            return x + self.ff(self.n2(x))
+        x = self.n1(x + self._sa(x))
+        return self.n2(x + self.ff(x))
+
+
+def _scratch_stack(d, h, f, n, norm_first=True):
+    return nn.Sequential(*[_Block(d, h, f, norm_first) for _ in range(n)])
+
+
 class _NoBias(nn.Module):
     """A Pre-LN block without linear biases, on nn.MultiheadAttention."""
 
@@ -47,8 +71,13 @@ def test_other_correct_answers_pass():
     assert rms_norm_ex.check(lambda x, w, eps: F.rms_norm(x, (x.shape[-1],), w, eps), quiet=True).passed
     ref = lambda x, wg, wu, wd: F.linear(F.silu(F.linear(x, wg)) * F.linear(x, wu), wd)
     assert swiglu_ex.check(ref, quiet=True).passed
-    assert encoder_stack_ex.check(_torch_stack, quiet=True).passed
+    assert encoder_stack_ex.check(_scratch_stack, quiet=True).passed
     assert encoder_stack_ex.check(_OwnStack, quiet=True).passed
+
+
+def test_pytorchs_ready_made_layers_are_refused_with_their_name():
+    r = encoder_stack_ex.check(_torch_stack, quiet=True)
+    assert not r.passed and "torch.nn.TransformerEncoderLayer.forward" in r.message and "ready-made" in r.message
 
 
 @pytest.mark.parametrize(
@@ -65,9 +94,9 @@ def test_other_correct_answers_pass():
         (swiglu_ex, lambda x, wg, wu, wd: F.linear(F.silu(F.linear(x, wg)) + F.linear(x, wu), wd), "not added"),
         (swiglu_ex, lambda x, wg, wu, wd: F.linear(F.gelu(F.linear(x, wg)) * F.linear(x, wu), wd), "GeGLU"),
         (swiglu_ex, lambda x, wg, wu, wd: x @ wg, "raised RuntimeError"),  # weights used untransposed
-        (encoder_stack_ex, lambda d, h, f, n: _torch_stack(d, h, f, n, norm_first=False), "Post-LN"),
-        (encoder_stack_ex, lambda d, h, f, n: nn.Sequential(*_torch_stack(d, h, f, n), nn.LayerNorm(d)), "LayerNorm"),
-        (encoder_stack_ex, lambda d, h, f, n: _torch_stack(d, h, f, 4), "use n_blocks"),
+        (encoder_stack_ex, lambda d, h, f, n: _scratch_stack(d, h, f, n, norm_first=False), "Post-LN"),
+        (encoder_stack_ex, lambda d, h, f, n: nn.Sequential(*_scratch_stack(d, h, f, n), nn.LayerNorm(d)), "LayerNorm"),
+        (encoder_stack_ex, lambda d, h, f, n: _scratch_stack(d, h, f, 4), "use n_blocks"),
         (encoder_stack_ex, lambda d, h, f, n: torch.zeros(3), "return the nn.Module"),
         (encoder_stack_ex, lambda d, h, f, n: None, "is a `return` missing?"),
     ],
@@ -81,7 +110,7 @@ def test_exercise_8_8_properties():
     class Unused(nn.Module):
         def __init__(self, d, h, f, n):
             super().__init__()
-            self.stack, self.extra = _torch_stack(d, h, f, n), nn.Linear(3, 3)
+            self.stack, self.extra = _scratch_stack(d, h, f, n), nn.Linear(3, 3)
 
         def forward(self, x):
             return self.stack(x)
@@ -96,7 +125,9 @@ def test_exercise_8_8_properties():
     r = encoder_stack_ex.check(Tuple, quiet=True)
     assert not r.passed and "shape" in r.message
 
-    r = encoder_stack_ex.check(lambda d, h, f, n: nn.Sequential(*_torch_stack(d, h, f, n), nn.Linear(3, 3)), quiet=True)
+    r = encoder_stack_ex.check(
+        lambda d, h, f, n: nn.Sequential(*_scratch_stack(d, h, f, n), nn.Linear(3, 3)), quiet=True
+    )
     assert not r.passed and "raised RuntimeError" in r.message
 
 
@@ -104,5 +135,5 @@ def test_checking_a_stack_leaves_the_callers_random_state_alone():
     torch.manual_seed(7)
     expected = torch.rand(3)
     torch.manual_seed(7)
-    encoder_stack_ex.check(_torch_stack, quiet=True)
+    encoder_stack_ex.check(_scratch_stack, quiet=True)
     assert torch.equal(torch.rand(3), expected)

@@ -10,6 +10,7 @@ import torch.nn as nn
 
 from transformer_nb.exercises.gqa import expand_kv_ex, kv_cache_ex
 from transformer_nb.exercises.multihead import attention_distance_ex, head_kinds_ex, mha_ex
+from transformer_nb.exercises.solutions import multihead as sol
 
 
 def _gap(t):
@@ -47,8 +48,12 @@ def mha_scaled_by_d_model(x, w_q, w_k, w_v, w_o, n_heads):
     return (w @ v).transpose(1, 2).reshape(b, t, d) @ w_o, w
 
 
+def test_pytorchs_ready_made_attention_is_refused_with_its_name():
+    r = mha_ex.check(mha_via_torch, quiet=True)
+    assert not r.passed and "torch.nn.MultiheadAttention.forward" in r.message and "ready-made" in r.message
+
+
 def test_other_correct_answers_pass():
-    assert mha_ex.check(mha_via_torch, quiet=True).passed
 
     def distance_loop(w):
         h, t, _ = w.shape
@@ -64,7 +69,7 @@ def test_other_correct_answers_pass():
     [
         (mha_ex, mha_view_without_transpose, "not the right slices"),
         (mha_ex, mha_scaled_by_d_model, "scaled with d_model"),
-        (mha_ex, lambda *a: (mha_via_torch(*a)[0], mha_via_torch(*a)[1].mean(1)), "(B, h, T, T)"),
+        (mha_ex, lambda *a: (lambda o, w: (o, w.mean(1)))(*sol.multi_head_attention(*a)), "(B, h, T, T)"),
         (attention_distance_ex, signed_distance, "yours cancel"),
         (attention_distance_ex, lambda w: _gap(w.shape[-1]).double().mean().expand(w.shape[0]).clone(), "not weighted"),
         (attention_distance_ex, lambda w: (w * _gap(w.shape[-1])).sum(-1).sum(-1), "average over the queries"),

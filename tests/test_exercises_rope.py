@@ -11,7 +11,7 @@ from transformer_nb.exercises.rope import relative_score_ex, rope_scores_ex
 from transformer_nb.rope import apply_rope, rope_matrix
 
 
-def test_rope_scores_accepts_a_solution_built_on_the_package():
+def test_rope_scores_refuses_a_solution_built_on_the_package():
     def with_package(x, w_q, w_k, n_heads):
         t, d = x.shape
         dk = d // n_heads
@@ -19,11 +19,13 @@ def test_rope_scores_accepts_a_solution_built_on_the_package():
         k = apply_rope((x @ w_k).view(t, n_heads, dk).transpose(0, 1))
         return q @ k.transpose(-2, -1) / math.sqrt(dk)
 
-    assert rope_scores_ex.check(with_package, quiet=True).passed
+    r = rope_scores_ex.check(with_package, quiet=True)
+    assert not r.passed and "transformer_nb.rope.apply_rope" in r.message and "ready-made" in r.message
 
 
-def test_relative_score_accepts_the_matrix_form():
-    assert relative_score_ex.check(lambda q, k, delta: q @ rope_matrix(delta, q.shape[-1]) @ k, quiet=True).passed
+def test_relative_score_refuses_the_packages_matrix():
+    r = relative_score_ex.check(lambda q, k, delta: q @ rope_matrix(delta, q.shape[-1]) @ k, quiet=True)
+    assert not r.passed and "transformer_nb.rope.rope_matrix" in r.message
 
 
 def test_rope_scores_names_the_wrong_shape():
@@ -34,8 +36,14 @@ def test_rope_scores_names_the_wrong_shape():
 def rope_scores_half(x, w_q, w_k, n_heads):  # the rotate_half pairing (GPT-NeoX, Hugging Face LLaMA)
     t, d = x.shape
     dk = d // n_heads
-    q = apply_rope((x @ w_q).view(t, n_heads, dk).transpose(0, 1), pairing="half")
-    k = apply_rope((x @ w_k).view(t, n_heads, dk).transpose(0, 1), pairing="half")
+    ang = torch.arange(t, dtype=x.dtype)[:, None] * 10000.0 ** (-torch.arange(0, dk, 2, dtype=x.dtype) / dk)
+    cos, sin = torch.cos(ang).repeat(1, 2), torch.sin(ang).repeat(1, 2)
+
+    def rot(v):  # (h, T, d_k): pair i with i + d_k/2
+        half = torch.cat([-v[..., dk // 2 :], v[..., : dk // 2]], -1)
+        return v * cos + half * sin
+
+    q, k = (rot((x @ w).view(t, n_heads, dk).transpose(0, 1)) for w in (w_q, w_k))
     return q @ k.transpose(-2, -1) / math.sqrt(dk)
 
 

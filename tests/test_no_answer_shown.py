@@ -118,3 +118,53 @@ def test_every_reveal_names_an_existing_package_object():
         (key, dotted) for key, ex in all_exercises().items() for dotted in ex.reveals if _resolve(dotted) is None
     ]
     assert not missing, f"reveals that name nothing (moved or renamed?): {missing}"
+
+
+# --------------------------------------------------------------------------- what a run shows (nbval + the plugin)
+
+GATED = (
+    "# Solution · Exercise 8.2 — it runs once your answer passes, or after breakdown_ex.solution()\n"
+    "if breakdown_ex.unlocked():\n    print(f'grand total: {35_270_656:,}')\n"
+)
+
+
+def _run_under_nbval(tmp_path, solution_cell: str):
+    """nbval (as `make test` runs it) with the answer-scan plugin on a small notebook 07: the question, the stub,
+    then ``solution_cell`` tagged and collapsed as a solution; returns (exit code, output)."""
+    import os
+    import subprocess
+    import sys
+
+    cells = [
+        nbformat.v4.new_code_cell("from transformer_nb.exercises.params import breakdown_ex"),
+        nbformat.v4.new_code_cell(STUB, metadata={"tags": ["exercise"]}),
+        nbformat.v4.new_code_cell(
+            solution_cell,
+            metadata={"tags": ["solution"], "jupyter": {"source_hidden": True, "outputs_hidden": True}},
+        ),
+    ]
+    path = tmp_path / "07_parameter_counting.ipynb"
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    args = ["--nbval-lax", "--nbval-current-env", "-p", "answer_scan_plugin", "-p", "no:cacheprovider"]
+    run = subprocess.run(
+        [sys.executable, "-m", "pytest", *args, "-o", "addopts=", "--rootdir", str(tmp_path), str(path)],
+        capture_output=True,
+        text=True,
+        env=env,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    return run.returncode, run.stdout + run.stderr
+
+
+def test_a_run_with_the_stubs_shows_no_answer_when_the_solution_cell_is_gated(tmp_path):
+    code, out = _run_under_nbval(tmp_path, GATED)
+    assert code == 0, out
+
+
+def test_a_planted_leak_in_a_run_fails_the_cell_that_shows_it(tmp_path):
+    code, out = _run_under_nbval(tmp_path, "print(f'grand total: {35_270_656:,}')\nbreakdown_ex.solution()")
+    assert code != 0, out
+    assert "shows the answer of Exercise 8.2" in out and "'35,270,656'" in out, out
+    assert "its output shows the solution of Exercise 8.2" in out, out

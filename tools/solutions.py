@@ -1,15 +1,19 @@
 """The solutions run: every notebook with exercises, top to bottom, each stub replaced by its solution.
 
-    python tools/solutions.py [NOTEBOOK.ipynb ...] [--out DIR] [--timeout SECONDS]
+    python tools/solutions.py [NOTEBOOK.ipynb | notebooks/py/NOTEBOOK.py ...] [--out DIR] [--timeout S] [--stubs]
 
 For each notebook that has cells tagged ``exercise`` (default: all of ``notebooks/*.ipynb``), every exercise
 cell is rewritten: the top-level definitions the exercise's solution binds (the stubs) are replaced by the
 solution's code, written as a student would (``Exercise.solution_source()``), and an assertion that the
-cell's checks passed is appended. The notebook then runs top to bottom in a fresh kernel in its own folder,
+cell's checks passed is appended. The notebook then runs top to bottom in a fresh kernel in ``notebooks/``,
 in the quick profile; a check that does not pass, or any later cell that fails with a correct answer (the
 ``if result:`` branches included), fails the run, and the report names the notebook, the cell and the
-exercise before it. ``TNB_CACHE_DIR`` is inherited: after the nbval run of ``make test`` the trained models
-are in the cache, so nothing trains twice. Notebooks without exercise cells are not run at all.
+exercise before it. Worked-solution cells (``if some_ex.unlocked():``) open once their exercise passes, so they
+run here too (one that stays closed fails the run). With ``--stubs`` the notebooks run as a student's Run All
+does, and every output of the run is scanned for an exercise's answer (``exercises.leaks.scan_run``): a leak
+fails the run. A jupytext twin (``notebooks/py/NAME.py``) can be given instead of the stored notebook.
+``TNB_CACHE_DIR`` is inherited: after the nbval run of ``make test`` the trained models are in the cache, so
+nothing trains twice. Notebooks without exercise cells are not run at all.
 """
 
 import argparse
@@ -27,6 +31,7 @@ from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernel
 from refresh import CurrentEnvKernelManager  # noqa: E402  (one copy of the current-env kernel)
 
 PREFIX = "transformer_nb.exercises."
+LOCKED = "(The worked solution of "  # what a worked-solution cell prints while it stays closed (unlocked())
 
 
 class SolutionsError(Exception):
@@ -125,7 +130,12 @@ def _failure(nb, solved) -> str:
 def run(path: Path, out_dir: Path | None = None, timeout: int = 600, solve: bool = True) -> dict:
     """Run one notebook with its solutions (``solve=False``: with its stubs, as nbval does, without comparing);
     return a report, or raise SolutionsError saying where it failed."""
-    nb = nbformat.read(path, as_version=4)
+    if path.suffix == ".py":  # a jupytext twin
+        import jupytext
+
+        nb = jupytext.read(path)
+    else:
+        nb = nbformat.read(path, as_version=4)
     solved = (
         prepare(nb)
         if solve
@@ -142,7 +152,7 @@ def run(path: Path, out_dir: Path | None = None, timeout: int = 600, solve: bool
         timeout=timeout,
         startup_timeout=120,
         record_timing=False,
-        resources={"metadata": {"path": str(path.parent)}},
+        resources={"metadata": {"path": str(ROOT / "notebooks")}},
     )
     start = time.perf_counter()
     try:
@@ -153,7 +163,16 @@ def run(path: Path, out_dir: Path | None = None, timeout: int = 600, solve: bool
     finally:
         if out_dir is not None:
             out_dir.mkdir(parents=True, exist_ok=True)
-            nbformat.write(nb, out_dir / path.name)
+            nbformat.write(nb, out_dir / f"{path.stem}.ipynb")
+    closed = [i for i, c in enumerate(nb.cells) if LOCKED in "".join(o.get("text", "") for o in c.get("outputs", []))]
+    if solve and closed:
+        raise SolutionsError(f"{path.stem}: worked-solution cells {closed} stayed closed though every exercise passed")
+    if not solve:
+        from transformer_nb.exercises.leaks import scan_run
+
+        leaks = scan_run(nb, path.stem)
+        if leaks:
+            raise SolutionsError(f"{path.stem}: run with its stubs, it shows answers:\n" + "\n".join(map(str, leaks)))
     return {**report, "seconds": round(time.perf_counter() - start, 1)}
 
 
@@ -165,6 +184,7 @@ def main(argv=None) -> int:
     parser.add_argument("--stubs", action="store_true", help="run the notebooks as they are (stubs), not solved")
     args = parser.parse_args(argv)
     paths = [p if p.exists() else ROOT / "notebooks" / f"{p.stem}.ipynb" for p in args.notebooks]
+    paths = [p if p.exists() else ROOT / "notebooks" / "py" / f"{p.stem}.py" for p in paths]
     paths = paths or sorted((ROOT / "notebooks").glob("*.ipynb"))
     failures, skipped, start = [], 0, time.perf_counter()
     for path in paths:

@@ -91,8 +91,9 @@ _ = check_raises(AssertionError, "expected 9", check_close, "sqrt(64)", torch.te
 #   reference, and they say which (`fn = some_ex.use(your_function)`).
 #
 # Worked verifications that would give an answer away sit in **solution cells** right after the exercise,
-# collapsed and labelled "Solution · Exercise 8.N — open after you have tried". Nothing before an exercise
-# shows its answer.
+# collapsed and labelled "Solution · Exercise 8.N". They run only once your answer passes (or after you called
+# `some_ex.solution()`); until then they say so and show nothing, even after Run All. Nothing before an
+# exercise shows its answer.
 #
 # **The texts, checked.** Where one of the five texts states something checkable (a number, a shape, a
 # count, a claim about a model), the companion checks it. Those verdicts stay out of the lessons: each
@@ -276,6 +277,18 @@ def my_scores(q, k):
 
 
 scores_ex.check(my_scores)
+
+# %% [markdown]
+# ### What the checkers recognise (for instructors)
+#
+# Every checker knows the typical mistakes of its exercise, each with its own message (a mistake it does not
+# know gets the symptom instead: a shape, a row that does not sum to 1, ...). The table counts them per
+# exercise; `catalogue("mha_ex")` prints one checker's messages. They describe mistakes, never the answer.
+
+# %%
+from transformer_nb.exercises import catalogue
+
+catalogue()
 
 # %% [markdown]
 # **Next:** notebook 01 turns these two operations into scaled dot-product attention and shows why the

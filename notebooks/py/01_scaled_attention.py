@@ -436,16 +436,17 @@ else:
 # `moments_ex.solution()` afterwards.)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise 8.1 — open after you have tried
+# Solution · Exercise 8.1 — it runs once your answer passes, or after moments_ex.solution()
 # Var(q·k) = d_k for mean 0 and variance 1, and Var(q·k/√d_k) = 1, checked by simulation (5 standard errors).
-g = torch.Generator().manual_seed(2)
-for d_k in (4, 64, 1024):
-    s = (torch.randn(50_000, d_k, generator=g) * torch.randn(50_000, d_k, generator=g)).sum(-1).double()
-    se = d_k * math.sqrt((2 + 6 / d_k) / s.numel())  # standard error of a sample variance (excess kurtosis 6/d_k)
-    check_true(f"d_k = {d_k}: Var(q·k) = d_k within 5 standard errors", abs(s.var() - d_k) < 5 * se)
-    scaled_var = (s / math.sqrt(d_k)).var()
-    check_true(f"d_k = {d_k}: Var(q·k/√d_k) = 1 within 5 standard errors", abs(scaled_var - 1) < 5 * se / d_k)
-moments_ex.solution()
+if moments_ex.unlocked():
+    g = torch.Generator().manual_seed(2)
+    for d_k in (4, 64, 1024):
+        s = (torch.randn(50_000, d_k, generator=g) * torch.randn(50_000, d_k, generator=g)).sum(-1).double()
+        se = d_k * math.sqrt((2 + 6 / d_k) / s.numel())  # standard error of a sample variance (excess kurtosis 6/d_k)
+        check_true(f"d_k = {d_k}: Var(q·k) = d_k within 5 standard errors", abs(s.var() - d_k) < 5 * se)
+        scaled_var = (s / math.sqrt(d_k)).var()
+        check_true(f"d_k = {d_k}: Var(q·k/√d_k) = 1 within 5 standard errors", abs(scaled_var - 1) < 5 * se / d_k)
+    moments_ex.solution()
 
 # %% [markdown]
 # ### Exercise 8.5: implement attention

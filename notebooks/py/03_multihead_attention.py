@@ -514,32 +514,33 @@ else:
 # and why can an untrained head with no position information not prefer its neighbours as such?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise 8.6 — open after you have tried
+# Solution · Exercise 8.6 — it runs once your answer passes, or after head_kinds_ex.solution()
 # The heads measured, and why none can be local by position: with no positions, reordering the words reorders
 # the attention the same way (equivariance), so the distances over all 7! = 5040 word orders show what chance gives.
-w86 = weights86[0].double()                                          # (h, T, T)
-perms = torch.tensor(list(itertools.permutations(range(7))))       # (5040, 7)
-reordered = w86[:, perms].transpose(0, 1).gather(-1, perms[:, None, None, :].expand(-1, 4, 7, -1))  # (5040, h, T, T)
-null = distance(reordered.reshape(-1, 7, 7)).reshape(len(perms), 4)  # each head's distance in every word order
-entropy = -(w86 * w86.clamp_min(1e-12).log()).sum(-1).mean(-1)
-for i, (kind, dist) in enumerate(zip(kinds(w86), distance(w86))):
-    below = (null[:, i] < dist - 1e-12).double().mean()
-    print(f"head {i + 1}: {kind:8s} distance {dist:.2f} (uniform {16 / 7:.2f}; {100 * below:.0f}% of word orders give "
-          f"less), entropy {entropy[i]:.2f} = {100 * entropy[i] / math.log(7):.0f}% of ln 7")
-perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
-with torch.no_grad():
-    _, w_perm = mha(embed86(ids86[:, perm]), w_q86, w_k86, w_v86, w_o86, 4)
-check_close("the shuffled sentence's weights are the reindexed weights", w_perm[0].double(),
-            w86[:, perm][:, :, perm], atol=1e-6)
-check_true("no head is local, and every head is focused", kinds(w86) == ["focused"] * 4)
-check_true("every mean distance is above 80% of the uniform one", (distance(w86) > 0.8 * 16 / 7).all())
-check_true("every entropy is between 65% and 90% of ln 7", ((entropy > 0.65 * math.log(7)) & (entropy < 0.9 * math.log(7))).all())
-print("\nNone of the four heads is local: every mean distance is close to the uniform 16/7, far above half of it.\n"
-      "They are focused rather than global: each query puts much of its weight on a few words (entropy 65-90% of\n"
-      "ln 7), chosen by content, that is by which keys happen to align with its query. With no position\n"
-      "information a head sees a set of words: shuffle them and the pattern moves with the words, so a small\n"
-      "distance is an accident of this word order (compare with the 5040 orders). Local heads need positions\n"
-      "(notebooks 04, 05) and training.")
+if head_kinds_ex.unlocked():
+    w86 = weights86[0].double()                                          # (h, T, T)
+    perms = torch.tensor(list(itertools.permutations(range(7))))       # (5040, 7)
+    reordered = w86[:, perms].transpose(0, 1).gather(-1, perms[:, None, None, :].expand(-1, 4, 7, -1))  # (5040, h, T, T)
+    null = distance(reordered.reshape(-1, 7, 7)).reshape(len(perms), 4)  # each head's distance in every word order
+    entropy = -(w86 * w86.clamp_min(1e-12).log()).sum(-1).mean(-1)
+    for i, (kind, dist) in enumerate(zip(kinds(w86), distance(w86))):
+        below = (null[:, i] < dist - 1e-12).double().mean()
+        print(f"head {i + 1}: {kind:8s} distance {dist:.2f} (uniform {16 / 7:.2f}; {100 * below:.0f}% of word orders give "
+              f"less), entropy {entropy[i]:.2f} = {100 * entropy[i] / math.log(7):.0f}% of ln 7")
+    perm = torch.tensor([3, 0, 6, 1, 5, 2, 4])
+    with torch.no_grad():
+        _, w_perm = mha(embed86(ids86[:, perm]), w_q86, w_k86, w_v86, w_o86, 4)
+    check_close("the shuffled sentence's weights are the reindexed weights", w_perm[0].double(),
+                w86[:, perm][:, :, perm], atol=1e-6)
+    check_true("no head is local, and every head is focused", kinds(w86) == ["focused"] * 4)
+    check_true("every mean distance is above 80% of the uniform one", (distance(w86) > 0.8 * 16 / 7).all())
+    check_true("every entropy is between 65% and 90% of ln 7", ((entropy > 0.65 * math.log(7)) & (entropy < 0.9 * math.log(7))).all())
+    print("\nNone of the four heads is local: every mean distance is close to the uniform 16/7, far above half of it.\n"
+          "They are focused rather than global: each query puts much of its weight on a few words (entropy 65-90% of\n"
+          "ln 7), chosen by content, that is by which keys happen to align with its query. With no position\n"
+          "information a head sees a set of words: shuffle them and the pattern moves with the words, so a small\n"
+          "distance is an accident of this word order (compare with the 5040 orders). Local heads need positions\n"
+          "(notebooks 04, 05) and training.")
 
 # %% [markdown]
 # ### Exercise B: share K/V heads (GQA)
@@ -555,26 +556,27 @@ def expand_kv(kv, n_heads):
 expand_kv_ex.check(expand_kv)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise B — open after you have tried
+# Solution · Exercise B — it runs once your answer passes, or after expand_kv_ex.solution()
 # GQA is MHA whose K/V projections are tied within each group: repeat each K/V head's rows h/g times in place
 # (repeat_interleave, the same repetition as expand_kv's) and an ordinary MHA computes the same function.
-def gqa_as_tied_mha(gqa):
-    tied = MultiHeadAttention(gqa.d_model, gqa.n_heads)
-    group, dk = gqa.n_heads // gqa.n_kv_heads, gqa.d_head
-    with torch.no_grad():
-        tied.q_proj.load_state_dict(gqa.q_proj.state_dict())
-        tied.out_proj.load_state_dict(gqa.out_proj.state_dict())
-        for name in ("k_proj", "v_proj"):
-            src, dst = getattr(gqa, name), getattr(tied, name)
-            dst.weight.copy_(src.weight.view(gqa.n_kv_heads, dk, -1).repeat_interleave(group, 0).reshape(-1, gqa.d_model))
-            dst.bias.copy_(src.bias.view(gqa.n_kv_heads, dk).repeat_interleave(group, 0).reshape(-1))
-    return tied
+if expand_kv_ex.unlocked():
+    def gqa_as_tied_mha(gqa):
+        tied = MultiHeadAttention(gqa.d_model, gqa.n_heads)
+        group, dk = gqa.n_heads // gqa.n_kv_heads, gqa.d_head
+        with torch.no_grad():
+            tied.q_proj.load_state_dict(gqa.q_proj.state_dict())
+            tied.out_proj.load_state_dict(gqa.out_proj.state_dict())
+            for name in ("k_proj", "v_proj"):
+                src, dst = getattr(gqa, name), getattr(tied, name)
+                dst.weight.copy_(src.weight.view(gqa.n_kv_heads, dk, -1).repeat_interleave(group, 0).reshape(-1, gqa.d_model))
+                dst.bias.copy_(src.bias.view(gqa.n_kv_heads, dk).repeat_interleave(group, 0).reshape(-1))
+        return tied
 
 
-for g in (8, 4, 2, 1):
-    gqa = MultiHeadAttention(64, 8, n_kv_heads=g)
-    check_close(f"n_kv_heads = {g}: GQA == MHA with tied K/V heads (causal)", gqa(xg, is_causal=True),
-                gqa_as_tied_mha(gqa)(xg, is_causal=True), atol=1e-5)
+    for g in (8, 4, 2, 1):
+        gqa = MultiHeadAttention(64, 8, n_kv_heads=g)
+        check_close(f"n_kv_heads = {g}: GQA == MHA with tied K/V heads (causal)", gqa(xg, is_causal=True),
+                    gqa_as_tied_mha(gqa)(xg, is_causal=True), atol=1e-5)
 
 # %% [markdown]
 # ### Exercise C: KV-cache size
@@ -590,16 +592,17 @@ def cache_bytes(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, bytes_per
 kv_cache_ex.check(cache_bytes)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise C — open after you have tried
+# Solution · Exercise C — it runs once your answer passes, or after kv_cache_ex.solution()
 # The formula against the module: 2 (K and V) · layers · K/V heads · d_head · tokens · batch · bytes per value.
 formula = kv_cache_ex.use(cache_bytes)
-MODELS = {"LLaMA-2-70B": (8192, 64, 80, 8), "Mistral-7B": (4096, 32, 32, 8)}   # d_model, query heads, layers, K/V heads
-print(f"{'model':<12} {'kind':<4} {'K/V heads':>9} {'bytes at 4096 tokens':>21} {'GB':>7}")
-for name, (d, hq, n_layers, g_real) in MODELS.items():
-    for kind, g in (("MHA", hq), ("GQA", g_real), ("MQA", 1)):
-        measured = n_layers * cache_of_one_layer(d, hq, g, 4096).nbytes()
-        check_equal(f"{name} {kind}: formula == measured", formula(n_layers, hq, g, d // hq, 4096, 1, 2), measured)
-        print(f"{name:<12} {kind:<4} {g:>9} {measured:>21,} {measured / 1e9:>7.2f}")
+if kv_cache_ex.unlocked():
+    MODELS = {"LLaMA-2-70B": (8192, 64, 80, 8), "Mistral-7B": (4096, 32, 32, 8)}   # d_model, query heads, layers, K/V heads
+    print(f"{'model':<12} {'kind':<4} {'K/V heads':>9} {'bytes at 4096 tokens':>21} {'GB':>7}")
+    for name, (d, hq, n_layers, g_real) in MODELS.items():
+        for kind, g in (("MHA", hq), ("GQA", g_real), ("MQA", 1)):
+            measured = n_layers * cache_of_one_layer(d, hq, g, 4096).nbytes()
+            check_equal(f"{name} {kind}: formula == measured", formula(n_layers, hq, g, d // hq, 4096, 1, 2), measured)
+            print(f"{name:<12} {kind:<4} {g:>9} {measured:>21,} {measured / 1e9:>7.2f}")
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Appendix · The texts, checked

@@ -444,32 +444,33 @@ check_close("max |M(5, ω_3) - the fitted matrix|", (torch.as_tensor(M_of(shift,
             0.0, atol=1e-5)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise 8.3 — open after you have tried
+# Solution · Exercise 8.3 — it runs once your answer passes, or after offset_matrix_ex.solution()
 # Without any formula: least squares finds the matrix M that maps each pair (sin pos·ω, cos pos·ω) to the pair k
 # positions later. The fit is exact, the same from any window of positions (M does not depend on pos), orthogonal
 # with det +1 (a rotation), offsets compose, and one block per pair moves the whole vector PE(pos) to PE(pos + k).
-def fitted_offset_matrix(k, omega, start=0, n=100):
-    ps = torch.arange(start, start + n, dtype=torch.float64)
-    now = torch.stack([torch.sin(ps * omega), torch.cos(ps * omega)], -1)            # (n, 2): [sin, cos]
-    later = torch.stack([torch.sin((ps + k) * omega), torch.cos((ps + k) * omega)], -1)
-    mt = torch.linalg.lstsq(now, later).solution                                     # now @ Mᵀ = later
-    return mt.T, (now @ mt - later).abs().max()
+if offset_matrix_ex.unlocked():
+    def fitted_offset_matrix(k, omega, start=0, n=100):
+        ps = torch.arange(start, start + n, dtype=torch.float64)
+        now = torch.stack([torch.sin(ps * omega), torch.cos(ps * omega)], -1)            # (n, 2): [sin, cos]
+        later = torch.stack([torch.sin((ps + k) * omega), torch.cos((ps + k) * omega)], -1)
+        mt = torch.linalg.lstsq(now, later).solution                                     # now @ Mᵀ = later
+        return mt.T, (now @ mt - later).abs().max()
 
 
-om3 = float(sinusoid_frequencies(16)[3])
-fit0, resid0 = fitted_offset_matrix(5, om3)
-fit_far, _ = fitted_offset_matrix(5, om3, start=1000)
-print("M(5, ω_3) fitted from positions 0..99:\n", fit0.numpy().round(6))
-check_close("residual of the linear fit", resid0, 0.0, atol=1e-12)
-check_close("the same M from positions 1000..1099", (fit0 - fit_far).abs().max(), 0.0, atol=1e-12)
-check_close("MᵀM = I", (fit0.T @ fit0 - torch.eye(2, dtype=torch.float64)).abs().max(), 0.0, atol=1e-12)
-check_close("det M = +1", torch.linalg.det(fit0), 1.0, atol=1e-12)
-check_close("M(2)·M(3) = M(5)", (fitted_offset_matrix(2, om3)[0] @ fitted_offset_matrix(3, om3)[0] - fit0).abs().max(),
-            0.0, atol=1e-12)
-pe16 = sinusoidal_encoding(1200, 16).double()
-blocks = torch.block_diag(*[fitted_offset_matrix(5, float(w))[0] for w in sinusoid_frequencies(16)])
-check_close("blockdiag(M_i) PE(pos) = PE(pos + 5) for pos < 1000 (float32 table)", (pe16[:1000] @ blocks.T - pe16[5:1005]).abs().max(),
-            0.0, atol=1e-5)
+    om3 = float(sinusoid_frequencies(16)[3])
+    fit0, resid0 = fitted_offset_matrix(5, om3)
+    fit_far, _ = fitted_offset_matrix(5, om3, start=1000)
+    print("M(5, ω_3) fitted from positions 0..99:\n", fit0.numpy().round(6))
+    check_close("residual of the linear fit", resid0, 0.0, atol=1e-12)
+    check_close("the same M from positions 1000..1099", (fit0 - fit_far).abs().max(), 0.0, atol=1e-12)
+    check_close("MᵀM = I", (fit0.T @ fit0 - torch.eye(2, dtype=torch.float64)).abs().max(), 0.0, atol=1e-12)
+    check_close("det M = +1", torch.linalg.det(fit0), 1.0, atol=1e-12)
+    check_close("M(2)·M(3) = M(5)", (fitted_offset_matrix(2, om3)[0] @ fitted_offset_matrix(3, om3)[0] - fit0).abs().max(),
+                0.0, atol=1e-12)
+    pe16 = sinusoidal_encoding(1200, 16).double()
+    blocks = torch.block_diag(*[fitted_offset_matrix(5, float(w))[0] for w in sinusoid_frequencies(16)])
+    check_close("blockdiag(M_i) PE(pos) = PE(pos + 5) for pos < 1000 (float32 table)", (pe16[:1000] @ blocks.T - pe16[5:1005]).abs().max(),
+                0.0, atol=1e-5)
 
 # %% [markdown]
 # ### Exercise 8.7: average similarity per offset
@@ -505,27 +506,28 @@ else:
     print("(the bar chart is drawn with your function once it passes)")
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise 8.7 — open after you have tried
+# Solution · Exercise 8.7 — it runs once your answer passes, or after offset_similarity_ex.solution()
 # Visualisations 1 and 2, and the exact answer: PE(i)·PE(j) = Σ_k cos((i - j)·ω_k) and every norm is sqrt(d/2), so
 # cos(PE(i), PE(j)) = (2/d) Σ_k cos((i - j)·ω_k) depends on |i - j| EXACTLY (not just "primarily").
-table87 = sinusoidal_encoding(256, 128).double()
-sim87 = (table87 / table87.norm(dim=-1, keepdim=True)) @ (table87 / table87.norm(dim=-1, keepdim=True)).T
-offsets = torch.arange(129)
-fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
-heatmap(table87.T, ax=axes[0], cmap="RdBu_r", vmin=-1, vmax=1, xlabel="position", ylabel="dimension",
-        title="(1) the PE table, T = 256, d = 128")
-axes[1].plot(offsets, sim87[0, :129])
-axes[1].set(xlabel="offset k", ylabel="cosine similarity", title="(2) cos(PE(0), PE(k))")
-heatmap(sim87, ax=axes[2], xlabel="position j", ylabel="position i", title="cos(PE(i), PE(j)): constant along diagonals")
-fig.tight_layout()
-plt.show()
-rows, cols = torch.meshgrid(torch.arange(256), torch.arange(256), indexing="ij")
-check_close("max over all pairs |sim(i, j) - sim(0, |i - j|)|", (sim87 - sim87[0][(rows - cols).abs()]).abs().max(), 0.0,
-            atol=1e-6)
-closed = (2 / 128) * torch.cos(offsets[:, None].double() * sinusoid_frequencies(128)).sum(-1)
-check_close("max |sim(0, k) - (2/d)·Σ cos(k·ω_i)|, k ≤ 128", (sim87[0, :129] - closed).abs().max(), 0.0, atol=1e-6)
-rises = ((closed[1:] - closed[:-1]) > 0).nonzero().flatten()
-check_equal("the hint's 'roughly monotonically': strictly falling up to offset", int(rises[0]), 11)
+if offset_similarity_ex.unlocked():
+    table87 = sinusoidal_encoding(256, 128).double()
+    sim87 = (table87 / table87.norm(dim=-1, keepdim=True)) @ (table87 / table87.norm(dim=-1, keepdim=True)).T
+    offsets = torch.arange(129)
+    fig, axes = plt.subplots(1, 3, figsize=(15, 3.6))
+    heatmap(table87.T, ax=axes[0], cmap="RdBu_r", vmin=-1, vmax=1, xlabel="position", ylabel="dimension",
+            title="(1) the PE table, T = 256, d = 128")
+    axes[1].plot(offsets, sim87[0, :129])
+    axes[1].set(xlabel="offset k", ylabel="cosine similarity", title="(2) cos(PE(0), PE(k))")
+    heatmap(sim87, ax=axes[2], xlabel="position j", ylabel="position i", title="cos(PE(i), PE(j)): constant along diagonals")
+    fig.tight_layout()
+    plt.show()
+    rows, cols = torch.meshgrid(torch.arange(256), torch.arange(256), indexing="ij")
+    check_close("max over all pairs |sim(i, j) - sim(0, |i - j|)|", (sim87 - sim87[0][(rows - cols).abs()]).abs().max(), 0.0,
+                atol=1e-6)
+    closed = (2 / 128) * torch.cos(offsets[:, None].double() * sinusoid_frequencies(128)).sum(-1)
+    check_close("max |sim(0, k) - (2/d)·Σ cos(k·ω_i)|, k ≤ 128", (sim87[0, :129] - closed).abs().max(), 0.0, atol=1e-6)
+    rises = ((closed[1:] - closed[:-1]) > 0).nonzero().flatten()
+    check_equal("the hint's 'roughly monotonically': strictly falling up to offset", int(rises[0]), 11)
 
 # %% [markdown]
 # ### ALiBi slopes
@@ -541,21 +543,22 @@ def my_alibi_slopes(n_heads):
 alibi_slopes_ex.check(my_alibi_slopes)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · ALiBi slopes — open after you have tried
+# Solution · ALiBi slopes — it runs once your answer passes, or after alibi_slopes_ex.solution()
 # The slopes for 8, 12 and 16 heads on a log2 scale: the n0 base slopes (blue) form the geometric sequence, and the
 # extra slopes of 12 heads (orange) fall between the 8-head ones.
-slopes_of = alibi_slopes_ex.use(my_alibi_slopes)
-fig, ax = plt.subplots(figsize=(7, 3.4))
-for n, marker in ((8, "o"), (12, "s"), (16, "^")):
-    s = slopes_of(n)
-    n0 = 2 ** (n.bit_length() - 1)
-    ax.scatter(torch.log2(s[:n0]), [n] * n0, marker=marker, color="tab:blue")
-    ax.scatter(torch.log2(s[n0:]), [n] * (n - n0), marker=marker, color="tab:orange")
-ax.set(yticks=[8, 12, 16], xlabel="log2(slope)", ylabel="number of heads",
-       title="ALiBi slopes: geometric base (blue), interpolated extras (orange)")
-ax.grid(alpha=0.3)
-plt.show()
-check_close("12 heads: the extras are the odd slopes of 16 heads", slopes_of(12)[8:], slopes_of(16)[0::2][:4], atol=1e-15)
+if alibi_slopes_ex.unlocked():
+    slopes_of = alibi_slopes_ex.use(my_alibi_slopes)
+    fig, ax = plt.subplots(figsize=(7, 3.4))
+    for n, marker in ((8, "o"), (12, "s"), (16, "^")):
+        s = slopes_of(n)
+        n0 = 2 ** (n.bit_length() - 1)
+        ax.scatter(torch.log2(s[:n0]), [n] * n0, marker=marker, color="tab:blue")
+        ax.scatter(torch.log2(s[n0:]), [n] * (n - n0), marker=marker, color="tab:orange")
+    ax.set(yticks=[8, 12, 16], xlabel="log2(slope)", ylabel="number of heads",
+           title="ALiBi slopes: geometric base (blue), interpolated extras (orange)")
+    ax.grid(alpha=0.3)
+    plt.show()
+    check_close("12 heads: the extras are the odd slopes of 16 heads", slopes_of(12)[8:], slopes_of(16)[0::2][:4], atol=1e-15)
 
 # %% [markdown]
 # **Next:** notebook 05 turns the rotation of Exercise 8.3 into a position encoding of its own: RoPE rotates

@@ -373,22 +373,23 @@ if scores_of is rope_scores:
               f"|difference| = {abs(S[h, 5, 12] - S[h, 10, 17]).item():.1e}")
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise 8.10 — open after you have tried
+# Solution · Exercise 8.10 — it runs once your answer passes, or after rope_scores_ex.solution()
 # The same scores with the package (apply_rope rotates each head's (T, d_k) rows at positions 0..T-1), and the
 # detail the exercise leaves implicit: the identity is about POSITIONS. S(5, 12) = S(10, 17) only if the content is
 # the same too, which is why the verification repeats one token; with 32 different tokens the scores differ.
-def package_rope_scores(x, w_q, w_k, n_heads):
-    q, k = (apply_rope((x @ w).view(x.shape[0], n_heads, -1).transpose(0, 1)) for w in (w_q, w_k))
-    return q @ k.transpose(-2, -1) / math.sqrt(x.shape[1] // n_heads)
+if rope_scores_ex.unlocked():
+    def package_rope_scores(x, w_q, w_k, n_heads):
+        q, k = (apply_rope((x @ w).view(x.shape[0], n_heads, -1).transpose(0, 1)) for w in (w_q, w_k))
+        return q @ k.transpose(-2, -1) / math.sqrt(x.shape[1] // n_heads)
 
 
-many = torch.randn(32, 16, generator=torch.Generator().manual_seed(12), dtype=torch.float64)
-check_close("the package's scores == yours (or the reference)", package_rope_scores(token, wq, wk, 2), S, atol=1e-12)
-S_many = package_rope_scores(many, wq, wk, 2)
-check_true("32 different tokens: S(5,12) ≠ S(10,17) in both heads", ((S_many[:, 5, 12] - S_many[:, 10, 17]).abs() > 1e-3).all())
-check_close("one repeated token: every diagonal n - m = const is constant",
-            max((S.diagonal(o, dim1=1, dim2=2) - S.diagonal(o, dim1=1, dim2=2)[:, :1]).abs().max() for o in range(-31, 32)),
-            0.0, atol=1e-10)
+    many = torch.randn(32, 16, generator=torch.Generator().manual_seed(12), dtype=torch.float64)
+    check_close("the package's scores == yours (or the reference)", package_rope_scores(token, wq, wk, 2), S, atol=1e-12)
+    S_many = package_rope_scores(many, wq, wk, 2)
+    check_true("32 different tokens: S(5,12) ≠ S(10,17) in both heads", ((S_many[:, 5, 12] - S_many[:, 10, 17]).abs() > 1e-3).all())
+    check_close("one repeated token: every diagonal n - m = const is constant",
+                max((S.diagonal(o, dim1=1, dim2=2) - S.diagonal(o, dim1=1, dim2=2)[:, :1]).abs().max() for o in range(-31, 32)),
+                0.0, atol=1e-10)
 
 # %% [markdown]
 # ### The identity, pair by pair

@@ -170,8 +170,8 @@ _ = check_raises(ValueError, "norm must be 'layer' or 'rms'", make_norm, "batch"
 # $$\text{FFN}(x) = W_2\,\phi(W_1 x + b_1) + b_2,\qquad W_1: d_{\text{model}}\to d_{ff},\; W_2: d_{ff}\to d_{\text{model}}$$
 #
 # applied to every position separately (000 §8.5.4, 001 §19.4, 004 §7). The original used $\phi = $ ReLU; BERT and
-# GPT use GELU, $x\,\Phi(x)$ (001 §19.4.3 quotes its tanh approximation, `F.gelu(approximate="tanh")`; ledger
-# `001-19.4.3-gelu`). SwiGLU (LLaMA, PaLM) replaces the single activated branch by a *gate*:
+# GPT use GELU, $x\,\Phi(x)$ (001 §19.4.3 quotes its tanh approximation, `F.gelu(approximate="tanh")`).
+# SwiGLU (LLaMA, PaLM) replaces the single activated branch by a *gate*:
 # $W_2\big(\text{SiLU}(W_1x) \odot W_3x\big)$, with $\text{SiLU}(z) = z\,\sigma(z)$.
 
 # %%
@@ -219,8 +219,8 @@ check_close("LLaMA-7B SwiGLU weights / (8·d²)", 3 * 4096 * 11008 / (8 * 4096**
 # **Why the FFN at all?** For *fixed* attention weights, attention's output is a weighted average of the value
 # vectors: linear in $V$, with no nonlinearity applied to each token. The FFN supplies that per-token nonlinearity.
 # But the weights are a softmax of scores that depend on the input, so an attention layer is **not** a linear
-# function of its input, and a stack of them is not one linear map (000 §8.5.4 and 004 §7.1 blur this:
-# ledger `000-8.5.4-linear`, imprecise). Both facts, checked:
+# function of its input, and a stack of them is not one linear map (000 §8.5.4 and 004 §7.1 blur the two). Both
+# facts, checked:
 
 # %% tags=["nbval-check-output"]
 mha = MultiHeadAttention(64, 4)
@@ -356,11 +356,12 @@ check_close("Pre-LN: output == input + sum of the 6 sublayer writes", xl, x0 + s
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 6 · Depth at initialisation: what the norms and the residuals do
 #
-# Why do the texts insist on residual connections and on Pre-LN for deep stacks? Four claims (000 §8.5.2–8.5.3,
-# 001 §19.3.4 and §19.5.1, 004 §8.3 and §9.2): **(a)** without residuals, gradients in deep stacks vanish or
-# explode; **(b)** in Post-LN the gradient at initialisation is large near the output, which is why it needs a
-# learning-rate warm-up; **(c)** in Pre-LN the gradient is well-behaved at any depth; **(d)** Pre-LN trains without
-# the warm-up that Post-LN needs. We measure.
+# Why do deep stacks need residual connections, and why do most models now put the norm first? The texts (000
+# §8.5.2–8.5.3, 001 §19.3.4 and §19.5.1, 004 §8.3 and §9.2) give four reasons: without residuals, gradients in deep
+# stacks vanish or explode; in Post-LN the gradient at initialisation is large near the output, which is why it
+# needs a learning-rate warm-up; in Pre-LN the gradient is well-behaved at any depth; and Pre-LN trains without
+# the warm-up that Post-LN needs. You can see each of them happen (or not): this section looks at a fresh stack,
+# section 7 trains one.
 #
 # For each depth $L \in \{6, 24, 48\}$, each placement and with/without residuals: a freshly Xavier-initialised
 # stack ($d_{\text{model}} = 64$, 4 heads, $d_{ff} = 256$; a final LayerNorm for Pre-LN, as GPT-2 has), a random batch
@@ -404,12 +405,11 @@ plt.show()
 # * **Post-LN (red, solid): the gradient grows towards the output.** The last layer's gradient is larger than the
 #   first layer's at 24 and 48 blocks, and it does not shrink as the stack gets deeper. At initialisation the
 #   layers next to the output get the largest gradients, so a large learning rate moves them most: the reason
-#   Xiong et al. (2020) give for the warm-up. Claim (b) holds in this form (the ledger's `001-19.3.4-xiong`
-#   states it exactly).
+#   Xiong et al. (2020) give for the warm-up, and what you see here.
 # * **Pre-LN (blue, solid): the opposite.** The gradient shrinks towards the output, and the whole profile scales
 #   down with depth, roughly like $1/\sqrt{L}$ (Xiong et al.'s bound): the last layer's gradient at $L = 48$ is a
-#   fraction of its value at $L = 6$ ($\sqrt{6/48} \approx 0.35$). "Well-behaved" (claim c) means *bounded and smooth*,
-#   not *independent of depth*.
+#   fraction of its value at $L = 6$ ($\sqrt{6/48} \approx 0.35$). "Well-behaved" means *bounded and smooth*, not
+#   *independent of depth*.
 # * **No residuals (dotted): no vanishing gradient at initialisation.** With a LayerNorm in every block, even at 48
 #   blocks the gradients of all layers stay within a small factor of each other (a vanishing gradient would shrink
 #   by orders of magnitude from the output to the input). What goes wrong instead is shown next.
@@ -453,7 +453,7 @@ plt.show()
 # Without residuals the positions **collapse** within a few blocks: at initialisation the attention weights are
 # nearly uniform, so attention returns nearly the same average for every position, and no skip connection carries
 # the original tokens forward. The network then sees one vector per sequence: its gradients are healthy but it
-# cannot tell the tokens apart (the "rank collapse" of Dong et al., 2021; ledger `000-8.5.2-vanish`). With
+# cannot tell the tokens apart (the "rank collapse" of Dong et al., 2021). With
 # residuals, Pre-LN keeps the input in the stream (the stream grows, diversity decays slowly); **Post-LN loses
 # diversity geometrically**: each block renormalises $x + \text{Attn}(x)$, and the common part that attention adds
 # shrinks the token-specific part every time.
@@ -470,7 +470,7 @@ check_close("Post-LN's stream stays normalised (RMS after the last block)", stre
             atol=1e-3)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 7 · Does Post-LN need warm-up? A toy test of claim (d)
+# ## 7 · Does Post-LN need warm-up? A toy test
 #
 # A 12-block causal model ($d_{\text{model}} = 64$) learns a random first-order Markov chain over 32 tokens; the best
 # possible loss is the chain's entropy, and a model that ignores the context can reach only the **unigram** entropy
@@ -522,12 +522,12 @@ if "Post-LN, 100-step warm-up" in final:
 
 # %% [markdown]
 # **What this shows** (the stored full-profile run; the quick profile has only the first two runs, for 60 steps).
-# Pre-LN learns at once without any warm-up: the first half of claim (d) holds here. Post-LN without warm-up sits
+# Pre-LN learns at once without any warm-up, as the texts say. Post-LN without warm-up sits
 # on a plateau at the **unigram** loss for the whole run: it predicts token frequencies and ignores the context.
 # **The second half, that a warm-up is what Post-LN needs, does not appear here:** with a 100-step warm-up to the
 # same peak, Post-LN ends the 700 steps on the same plateau (the cell above prints how close it ends to the
 # unigram loss). This toy cannot tell whether a longer warm-up, a smaller peak rate or a longer run would free it;
-# Xiong et al. report that Post-LN depends on the warm-up and on its length (ledger `000-8.5.3-preln`), on real
+# Xiong et al. report that Post-LN depends on the warm-up and on its length, on real
 # tasks trained far longer than this notebook can afford. A measurement consistent with the plateau: 12
 # Post-LN blocks at initialisation keep only a small part of the differences between positions that 12 Pre-LN
 # blocks keep (section 6), so the read-out sees little of the context to begin with:
@@ -630,12 +630,12 @@ check_true("... and none of them is all zeros", all(p.grad.abs().sum() > 0 for p
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Appendix · The texts, checked
 #
-# Every claim of the five texts that belongs to this notebook is an entry of the claims ledger
-# (`transformer_nb.claims`, rendered in notebook 13) with its verdict; the cell below prints them and runs their
-# checks. The measurements of sections 1–7 are what several verdicts rest on: "attention is linear" (imprecise,
-# section 3), vanishing gradients without residuals (imprecise: rank collapse instead, section 6), Xiong et al.'s
-# gradients (imprecise as 001 words it, section 6). Post-LN's need for warm-up is confirmed from the literature
-# (`000-8.5.3-preln`, `004-8.3-prepost`); the toy of section 7 shows Post-LN's plateau, not its rescue by warm-up.
+# What the five texts say on this notebook's topics, statement by statement, and what checking each one found
+# (notebook 13 lists them all; `transformer_nb.claims` holds them). The cell below prints them and runs their
+# checks. Several rest on what you measured above: "attention is linear" is imprecise (section 3); without
+# residuals the gradients do not vanish at initialisation, the positions collapse instead (section 6); Xiong et
+# al.'s gradients hold as they state them, less so as 001 words them (section 6). That Post-LN needs a warm-up
+# is what the literature reports; the toy of section 7 shows Post-LN's plateau, not its rescue by a warm-up.
 
 # %% tags=["nbval-check-output"]
 from transformer_nb.claims import report

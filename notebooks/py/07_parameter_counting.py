@@ -392,21 +392,22 @@ else:
     print("(your total for Exercise 8.2 appears once count_82 passes)")
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise 8.2 — open after you have tried
+# Solution · Exercise 8.2 — it runs once your answer passes, or after breakdown_ex.solution()
 # The meta model confirms the count part by part, and the two choices the exercise leaves open.
-ex82 = PRESETS["exercise-8.2"]
-b82 = numel_breakdown(build_transformer(ex82))
-check_equal("(a) embedding (shared with the output layer)", b82["embeddings"], 32000 * 512)
-check_equal("(b) attention per layer", b82["attention"] // 6, 4 * 512**2)
-check_equal("(c) FFN per layer", b82["ffn"] // 6, 2 * 512 * 2048)
-check_equal("(d) LayerNorm per layer", b82["norms"] // 6, 2 * 2 * 512)
-check_equal("no untied head, no learned positions", (b82["head"], b82["positions"]), (0, 0))
-check_equal("grand total (numel on meta) == the formulas", b82["total"], param_breakdown(ex82)["total"])
-print(f"grand total: {b82['total']:,}")
-check_equal("... with linear biases: + N·(4d + d_ff + d)", numel(build_transformer(ex82.with_(bias=True))),
-            b82["total"] + 6 * (4 * 512 + 2048 + 512))
-print(f"read as the original encoder-decoder (6 + 6 layers, cross-attention in the decoder): "
-      f"{numel(build_transformer(ex82.with_(arch='encoder-decoder'))):,}")
+if breakdown_ex.unlocked():
+    ex82 = PRESETS["exercise-8.2"]
+    b82 = numel_breakdown(build_transformer(ex82))
+    check_equal("(a) embedding (shared with the output layer)", b82["embeddings"], 32000 * 512)
+    check_equal("(b) attention per layer", b82["attention"] // 6, 4 * 512**2)
+    check_equal("(c) FFN per layer", b82["ffn"] // 6, 2 * 512 * 2048)
+    check_equal("(d) LayerNorm per layer", b82["norms"] // 6, 2 * 2 * 512)
+    check_equal("no untied head, no learned positions", (b82["head"], b82["positions"]), (0, 0))
+    check_equal("grand total (numel on meta) == the formulas", b82["total"], param_breakdown(ex82)["total"])
+    print(f"grand total: {b82['total']:,}")
+    check_equal("... with linear biases: + N·(4d + d_ff + d)", numel(build_transformer(ex82.with_(bias=True))),
+                b82["total"] + 6 * (4 * 512 + 2048 + 512))
+    print(f"read as the original encoder-decoder (6 + 6 layers, cross-attention in the decoder): "
+          f"{numel(build_transformer(ex82.with_(arch='encoder-decoder'))):,}")
 
 # %% [markdown]
 # ### Exercise 8.4: memory of the attention matrices
@@ -444,30 +445,31 @@ def attn_flops(seq_len, d_model, n_heads):
 attention_flops_ex.check(attn_flops)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise 8.4, FLOPs and memory — open after you have tried
+# Solution · Exercise 8.4, FLOPs and memory — it runs once your answer passes, or after attention_flops_ex.solution()
 # A matrix product (m×k)(k×n) costs m·k·n multiply-adds = 2mkn FLOPs. Projections: four (T×d)(d×d) products,
 # 8Td² (linear in T). Scores: h heads of (T×d_k)(d_k×T), 2T²d together; weighted sums: also 2T²d (quadratic in
 # T). Time O(Td² + T²d); space of the attention matrices O(hT²). PyTorch's FLOP counter, run on the meta device
 # (no arithmetic happens), agrees with the formula:
-def measured_flops(t, d, h):
-    with torch.device("meta"):
-        m, x = MultiHeadAttention(d, h), torch.empty(1, t, d)
-    with FlopCounterMode(display=False) as counter:
-        m(x)
-    return counter.get_total_flops()
-
-
 flops_fn = attention_flops_ex.use(attn_flops)
-for t, d, h in ((4096, 4096, 32), (512, 768, 12), (100, 64, 4)):
-    check_equal(f"T={t}, d={d}, h={h}: formula == FlopCounterMode", sum(flops_fn(t, d, h).values()),
-                measured_flops(t, d, h))
-check_equal("doubling T at fixed d multiplies the quadratic terms by exactly 4",
-            flops_fn(8192, 4096, 32)["scores"] // flops_fn(4096, 4096, 32)["scores"], 4)
-weights_meta = torch.empty(1, 32, 4096, 4096, dtype=torch.float16, device="meta")
-n_bytes = weights_meta.numel() * weights_meta.element_size()
-check_equal("bytes of a (1, 32, 4096, 4096) fp16 tensor = 32·4096²·2 = 2^30", n_bytes, 2**30)
-print(f"{bytes_human(n_bytes)} = {bytes_human(n_bytes, binary=True)} per layer and sequence; a 32-layer model "
-      f"keeping them all for the backward pass, batch 8: {bytes_human(32 * 8 * n_bytes, binary=True)}")
+if attention_flops_ex.unlocked() and attention_memory_ex.unlocked():
+    def measured_flops(t, d, h):
+        with torch.device("meta"):
+            m, x = MultiHeadAttention(d, h), torch.empty(1, t, d)
+        with FlopCounterMode(display=False) as counter:
+            m(x)
+        return counter.get_total_flops()
+
+
+    for t, d, h in ((4096, 4096, 32), (512, 768, 12), (100, 64, 4)):
+        check_equal(f"T={t}, d={d}, h={h}: formula == FlopCounterMode", sum(flops_fn(t, d, h).values()),
+                    measured_flops(t, d, h))
+    check_equal("doubling T at fixed d multiplies the quadratic terms by exactly 4",
+                flops_fn(8192, 4096, 32)["scores"] // flops_fn(4096, 4096, 32)["scores"], 4)
+    weights_meta = torch.empty(1, 32, 4096, 4096, dtype=torch.float16, device="meta")
+    n_bytes = weights_meta.numel() * weights_meta.element_size()
+    check_equal("bytes of a (1, 32, 4096, 4096) fp16 tensor = 32·4096²·2 = 2^30", n_bytes, 2**30)
+    print(f"{bytes_human(n_bytes)} = {bytes_human(n_bytes, binary=True)} per layer and sequence; a 32-layer model "
+          f"keeping them all for the backward pass, batch 8: {bytes_human(32 * 8 * n_bytes, binary=True)}")
 
 # %% [markdown]
 # ### Exercise 8.4: the crossover
@@ -486,50 +488,51 @@ def crossover_lengths(d_model, n_heads):
 crossover_ex.check(crossover_lengths)
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise 8.4, the crossover — open after you have tried
+# Solution · Exercise 8.4, the crossover — it runs once your answer passes, or after crossover_ex.solution()
 # Attention sublayer alone: 4T²d (scores + weighted sums) > 8Td² (projections)  <=>  T > 2d.
 # A whole layer adds the FFN's 2·2·T·d·d_ff linear FLOPs:  4T²d > 8Td² + 4Td·d_ff  <=>  T > 2d + d_ff,
 # i.e. T > 6d for d_ff = 4d. The hint's T = d/h is the MEMORY crossover (h·T² > T·d), not one of compute.
 # PyTorch's FLOP counter on a meta EncoderLayer: linear layers run as aten.addmm, the attention products as
 # aten.bmm.
-def layer_flops(t, d, h, d_ff):
-    with torch.device("meta"):
-        layer, x = EncoderLayer(d, h, d_ff), torch.empty(1, t, d)
-    with FlopCounterMode(display=False) as counter:
-        layer(x)
-    ops = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
-    return ops["aten.addmm"], ops["aten.bmm"]           # (linear, quadratic)
+if crossover_ex.unlocked():
+    def layer_flops(t, d, h, d_ff):
+        with torch.device("meta"):
+            layer, x = EncoderLayer(d, h, d_ff), torch.empty(1, t, d)
+        with FlopCounterMode(display=False) as counter:
+            layer(x)
+        ops = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}
+        return ops["aten.addmm"], ops["aten.bmm"]           # (linear, quadratic)
 
 
-d, h = 4096, 32
-cross = crossover_ex.use(crossover_lengths)(d, h)
-print(f"d = {d}, h = {h}: {cross}")
-check_equal("the hint's T = d/h is the memory crossover", cross["memory"], d // h + 1)
-check_equal("attention's FLOPs: quadratic > linear from T = 2d + 1", cross["flops"], 2 * d + 1)
-for d_small, h_small in ((64, 4), (128, 8)):
-    t6 = 6 * d_small                                    # = 2d + d_ff with d_ff = 4d
-    lin, quad = layer_flops(t6, d_small, h_small, 4 * d_small)
-    check_equal(f"whole layer, d = {d_small}: quadratic == linear at T = 2d + d_ff = 6d", quad, lin)
-    lin_b, quad_b = layer_flops(t6 - 8, d_small, h_small, 4 * d_small)
-    lin_a, quad_a = layer_flops(t6 + 8, d_small, h_small, 4 * d_small)
-    check_true(f"whole layer, d = {d_small}: linear wins at 6d - 8, quadratic at 6d + 8",
-               quad_b < lin_b and quad_a > lin_a)
-print(f"so for d = {d} the whole layer's crossover is T = 6d = {6 * d:,}; the attention sublayer's T = 2d = {2 * d:,}")
+    d, h = 4096, 32
+    cross = crossover_ex.use(crossover_lengths)(d, h)
+    print(f"d = {d}, h = {h}: {cross}")
+    check_equal("the hint's T = d/h is the memory crossover", cross["memory"], d // h + 1)
+    check_equal("attention's FLOPs: quadratic > linear from T = 2d + 1", cross["flops"], 2 * d + 1)
+    for d_small, h_small in ((64, 4), (128, 8)):
+        t6 = 6 * d_small                                    # = 2d + d_ff with d_ff = 4d
+        lin, quad = layer_flops(t6, d_small, h_small, 4 * d_small)
+        check_equal(f"whole layer, d = {d_small}: quadratic == linear at T = 2d + d_ff = 6d", quad, lin)
+        lin_b, quad_b = layer_flops(t6 - 8, d_small, h_small, 4 * d_small)
+        lin_a, quad_a = layer_flops(t6 + 8, d_small, h_small, 4 * d_small)
+        check_true(f"whole layer, d = {d_small}: linear wins at 6d - 8, quadratic at 6d + 8",
+                   quad_b < lin_b and quad_a > lin_a)
+    print(f"so for d = {d} the whole layer's crossover is T = 6d = {6 * d:,}; the attention sublayer's T = 2d = {2 * d:,}")
 
-Ts = [2**k for k in range(6, 18)]
-fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
-ax.loglog(Ts, [flops_fn(t, d, h)["projections"] for t in Ts], "o-", label="projections 8Td²")
-ax.loglog(Ts, [flops_fn(t, d, h)["scores"] + flops_fn(t, d, h)["weighted_sum"] for t in Ts], "s-",
-          label="QKᵀ and AV 4T²d")
-ax.loglog(Ts, [flops_fn(t, d, h)["projections"] + 16 * t * d * d for t in Ts], "--", color="0.4",
-          label="projections + FFN (d_ff = 4d) 24Td²")
-for x, name in ((d // h, "d/h"), (d, "d"), (2 * d, "2d"), (6 * d, "6d")):
-    ax.axvline(x, color="0.8", lw=1)
-    ax.text(x, 0.98, name, ha="center", va="top", fontsize=8, backgroundcolor="w", transform=ax.get_xaxis_transform())
-ax.set(xlabel="sequence length T", ylabel="FLOPs per layer", title="compute of one layer (d = 4096, h = 32)")
-ax.legend(fontsize=8, loc="lower right")
-ax.grid(alpha=0.3, which="both")
-plt.show()
+    Ts = [2**k for k in range(6, 18)]
+    fig, ax = plt.subplots(figsize=(7.5, 3.8), layout="constrained")
+    ax.loglog(Ts, [flops_fn(t, d, h)["projections"] for t in Ts], "o-", label="projections 8Td²")
+    ax.loglog(Ts, [flops_fn(t, d, h)["scores"] + flops_fn(t, d, h)["weighted_sum"] for t in Ts], "s-",
+              label="QKᵀ and AV 4T²d")
+    ax.loglog(Ts, [flops_fn(t, d, h)["projections"] + 16 * t * d * d for t in Ts], "--", color="0.4",
+              label="projections + FFN (d_ff = 4d) 24Td²")
+    for x, name in ((d // h, "d/h"), (d, "d"), (2 * d, "2d"), (6 * d, "6d")):
+        ax.axvline(x, color="0.8", lw=1)
+        ax.text(x, 0.98, name, ha="center", va="top", fontsize=8, backgroundcolor="w", transform=ax.get_xaxis_transform())
+    ax.set(xlabel="sequence length T", ylabel="FLOPs per layer", title="compute of one layer (d = 4096, h = 32)")
+    ax.legend(fontsize=8, loc="lower right")
+    ax.grid(alpha=0.3, which="both")
+    plt.show()
 
 # %% [markdown]
 # ### Exercise 8.4: the interpretation
@@ -553,21 +556,22 @@ interpretation_ex.check(my_interpretation)
 # context lengths, and why do long-context models need something like FlashAttention?
 
 # %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
-# Solution · Exercise 8.4, the interpretation — open after you have tried
+# Solution · Exercise 8.4, the interpretation — it runs once your answer passes, or after interpretation_ex.solution()
 # Quadratic / linear FLOPs of one attention layer = 4T²d / 8Td² = T / (2d): only the ratio of context to width
 # matters. At the context lengths of BERT, GPT-3 and LLaMA-2 (T <= 2d) the projections, and the FFN beside them,
 # dominate the compute. (001 §19.13.5 compares the quadratic part with the FFN alone, 16Td², and gets n > 4d:
 # right too.) At 128K tokens the attention products cost 16 times the projections, and the h·T² attention weights
 # of one layer could not be stored: FlashAttention computes attention in tiles and never materialises the T×T
 # matrices (notebook 10).
-SETTINGS = {"BERT-base": (512, 768, 12), "GPT-3": (2048, 12288, 96), "a small model with a long window": (4096, 512, 8),
-            "LLaMA-2-7B": (4096, 4096, 32), "a 128K context": (131072, 4096, 32)}
-for setting, (t, d_, h_) in SETTINGS.items():
-    f = flops_fn(t, d_, h_)
-    ratio = (f["scores"] + f["weighted_sum"]) / f["projections"]
-    print(f"{setting:33s} T={t:>6}, d={d_:>5}: attention/projections = T/(2d) = {ratio:6.3g}"
-          f" -> {'attention' if ratio > 1 else 'projections'} dominates; attention weights of one layer in fp16: "
-          f"{bytes_human(memory_fn(t, h_, 2), binary=True)}")
+if interpretation_ex.unlocked() and attention_memory_ex.unlocked():
+    SETTINGS = {"BERT-base": (512, 768, 12), "GPT-3": (2048, 12288, 96), "a small model with a long window": (4096, 512, 8),
+                "LLaMA-2-7B": (4096, 4096, 32), "a 128K context": (131072, 4096, 32)}
+    for setting, (t, d_, h_) in SETTINGS.items():
+        f = flops_fn(t, d_, h_)
+        ratio = (f["scores"] + f["weighted_sum"]) / f["projections"]
+        print(f"{setting:33s} T={t:>6}, d={d_:>5}: attention/projections = T/(2d) = {ratio:6.3g}"
+              f" -> {'attention' if ratio > 1 else 'projections'} dominates; attention weights of one layer in fp16: "
+              f"{bytes_human(memory_fn(t, h_, 2), binary=True)}")
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Appendix · The texts, checked

@@ -209,10 +209,10 @@ if env.profile == "full":  # a model trained for 150 steps barely uses its conte
 
 # %% [markdown]
 # Read these numbers as a statement about this recipe and this budget, not about the architectures: which model
-# comes out ahead depends on the recipe. Peers ran pytorch/examples' word-language models on this machine for 360 s
-# each (figures recorded in the project's issue 5, not produced by a run of this repository): its Transformer
-# reached a validation perplexity of 372.6 only after switching to AdamW; with its default recipe (SGD) it reached
-# 536.3, behind its LSTM's 398.5. That is Exercise 8.9's recipe dependence (ledger entry `000-ex8.9-ppl`).
+# comes out ahead depends on the recipe. pytorch/examples' word-language models, each trained for 360 s on a
+# 2-core CPU (a separate measurement, not a run of this notebook), show it: their Transformer reached a validation
+# perplexity of 372.6 only with AdamW; with its default recipe (SGD) it reached 536.3, behind their LSTM's 398.5.
+# That is Exercise 8.9's recipe dependence.
 #
 # ## 6 · Sampling: temperature and top-k
 #

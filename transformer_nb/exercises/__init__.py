@@ -10,6 +10,13 @@ A notebook gives a stub in a cell tagged ``exercise`` and calls ``some_ex.check(
 - ``solution()`` prints a solution written as a student would write it, and the worked verification.
 - ``use(fn)`` returns ``fn`` once it passes, else the hidden reference, and says which: cells after an
   exercise run with the stub and with a correct answer alike.
+- ``unlocked()``: whether the exercise has passed or its solution was asked for. A worked-solution cell runs
+  its body only then (``if some_ex.unlocked(): ...``), so that Run All shows no answer to a student who has
+  not tried; otherwise it says how to open it.
+
+An answer runs under a time limit, and with the exercise's ``ready_made`` implementations (and the
+checker's own timer) swapped for tripwires (``readymade.tripwires``): it cannot hang the checker, end the
+process, or pass by calling what it was asked to write.
 
 Each topic has its own module (``exercises/attention.py``, ...); the student-style solutions, which are
 also the references, live in ``exercises/solutions/``. :func:`all_exercises` finds every exercise (for the
@@ -28,7 +35,8 @@ from dataclasses import dataclass, field
 import torch
 
 from transformer_nb.exercises.code import bound_names, module_imports, source_of
-from transformer_nb.exercises.compare import allclose, has_nan, shapes, type_problem
+from transformer_nb.exercises.compare import allclose, has_nan, refusal, shapes, type_problem
+from transformer_nb.exercises.readymade import Refused, tripwires
 from transformer_nb.exercises.timelimit import TimeLimitExceeded, call_with_time_limit
 
 
@@ -89,6 +97,8 @@ class Exercise:
       e.g. two training steps followed by reading the parameters; default: the function itself.
     - ``fresh_args``: build new arguments for every run (cases hold models or optimizers that a run changes).
     - ``crash_hints``: ``{words of an error message: hint}`` for crashes that have a typical cause.
+    - ``ready_made``: dotted names of implementations that would answer a from-scratch exercise (the
+      package's, PyTorch's); an answer that calls them, directly or through a wrapper, is refused.
     """
 
     title: str
@@ -108,7 +118,9 @@ class Exercise:
     harness: Callable | None = None
     fresh_args: bool = False
     crash_hints: dict = field(default_factory=dict)
+    ready_made: tuple = ()
     last: Result | None = field(default=None, init=False, repr=False)
+    revealed: bool = field(default=False, init=False, repr=False)
     _last_fn: object = field(default=None, init=False, repr=False)
     _hint_level: int = field(default=0, init=False, repr=False)
     _make: object = field(default=None, init=False, repr=False)
@@ -134,6 +146,7 @@ class Exercise:
     def solution(self) -> None:
         """Show a solution written as a student would, then the worked verification (on purpose only)."""
         code = self.solution_source()
+        self.revealed = True
         print(f"Solution · {self.title}")
         try:
             from IPython.display import Code, display
@@ -153,6 +166,17 @@ class Exercise:
             return fn
         print(f"(your {label} does not pass yet: the cells below use a hidden reference instead)")
         return self.reference
+
+    def unlocked(self) -> bool:
+        """True once the exercise has passed or ``solution()`` was called; otherwise say how to open the
+        worked solution (the cell that asks runs its body only when this is True)."""
+        if self.revealed or (self.last is not None and self.last.passed):
+            return True
+        print(
+            f"(The worked solution of {self.title} runs here once your answer passes, or after "
+            f"{self.name}.solution(). Run this cell again then.)"
+        )
+        return False
 
     # ---------------------------------------------------------------- the solution's source
 
@@ -188,9 +212,14 @@ class Exercise:
     def _run(self, fn, args):
         """(output, None) or (None, message) for one call of the student's function."""
         try:
-            return call_with_time_limit(self.harness(fn) if self.harness else fn, args, self.time_limit), None
+            with tripwires(self.ready_made, fn):
+                return call_with_time_limit(self.harness(fn) if self.harness else fn, args, self.time_limit), None
         except NotImplementedError:
             return None, "not attempted"
+        except Refused as err:
+            return None, err.message
+        except SystemExit:
+            return None, "your function called sys.exit() (or exit()): an answer returns its result; refused."
         except TimeLimitExceeded:
             return None, (
                 f"your function did not finish within {self.time_limit:g} s (the reference takes a fraction of a "
@@ -217,7 +246,7 @@ class Exercise:
             if error is None and self._matches(out, ref):
                 continue
             self._make = make
-            nudge = error or self.diagnose(args, out, ref)
+            nudge = error or refusal(out) or self.diagnose(args, out, ref)
             return Result(False, f"✗ {self.title} — case '{desc}': {nudge} (More: {self.name}.hint())", desc)
         message = f"✓ {self.title}: " + (f"all {len(self.cases)} cases pass." if len(self.cases) > 1 else "correct.")
         extension = self._check_extensions(fn)
@@ -227,7 +256,7 @@ class Exercise:
 
     def _matches(self, out, ref) -> bool:
         try:
-            return self.type_problem(out, ref) is None and bool(self.compare(out, ref))
+            return refusal(out) is None and self.type_problem(out, ref) is None and bool(self.compare(out, ref))
         except Exception:
             return False
 
@@ -288,10 +317,39 @@ def all_exercises() -> dict:
     """Every exercise of every module in this package: ``{"module.variable": Exercise}``."""
     found = {}
     for info in pkgutil.iter_modules(__path__):
-        if info.name in ("code", "compare", "timelimit", "leaks", "solutions", "verdict"):
+        if info.name in ("code", "compare", "timelimit", "leaks", "readymade", "solutions", "verdict"):
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for var, obj in vars(module).items():
             if isinstance(obj, Exercise) and obj.name == var:  # defined here, not imported from elsewhere
                 found[f"{info.name}.{var}"] = obj
     return found
+
+
+def known_mistakes() -> dict:
+    """Every checker's catalogue of known mistakes: ``{"module.variable": [message, ...]}``, one message per
+    mistake (each exercise's ``mistakes`` list is the one place it is defined)."""
+    return {key: [m.hint for m in ex.mistakes] for key, ex in sorted(all_exercises().items())}
+
+
+def catalogue(name: str | None = None) -> None:
+    """Print what the checkers recognise: per exercise (its notebook, checker and title) the number of known
+    mistakes that get their own message; with ``name`` (``"mha_ex"`` or ``"capstone.mha_ex"``), every message."""
+    exercises, mistakes = all_exercises(), known_mistakes()
+    notebook = lambda key: getattr(importlib.import_module(f"{__name__}.{key.split('.')[0]}"), "NOTEBOOK", "?")
+    if name is None:
+        print(f"{'notebook':24s} {'checker':32s} {'mistakes':>8s}  exercise")
+        for key in sorted(exercises, key=lambda k: (notebook(k), k)):
+            print(f"{notebook(key):24s} {key:32s} {len(mistakes[key]):8d}  {exercises[key].title}")
+        print(
+            f"{sum(map(len, mistakes.values()))} known mistakes in {len(exercises)} checkers; "
+            "catalogue('<checker>') lists one checker's messages."
+        )
+        return
+    keys = [k for k in exercises if name in (k, k.split(".")[1])]
+    if not keys:
+        raise ValueError(f"no checker named {name!r}; catalogue() lists them")
+    for key in keys:
+        print(f"{key} ({exercises[key].title}), {len(mistakes[key])} known mistakes:")
+        for i, hint in enumerate(mistakes[key], 1):
+            print(f"  {i:2d}. {hint}")

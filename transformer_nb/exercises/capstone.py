@@ -17,7 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.block import EncoderLayer
-from transformer_nb.exercises import Exercise, Mistake
+from transformer_nb.exercises import Exercise, Mistake, readymade
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.multihead import MultiHeadAttention
@@ -181,6 +181,7 @@ mha_ex = PackageExercise(
     "Step 3 · multi-head attention",
     sol.MultiHeadAttention,
     name="mha_ex",
+    ready_made=readymade.MULTIHEAD,
     reveals=("transformer_nb.multihead.MultiHeadAttention",),
     expected=_mha_expected,
     harness=_mha_harness,
@@ -202,6 +203,14 @@ mha_ex = PackageExercise(
             _MHASlip,
             "the heads are joined across tokens: (B, h, T, d_k) reshaped straight to (B, T, d_model) mixes "
             "positions. Bring the token axis forward again before joining the heads.",
+            merge_ok=False,
+        ),
+        slip(
+            _MHASlip,
+            "the heads are made and joined by reshaping alone: (B, T, d_model) -> (B, h, T, d_k) and back cuts "
+            "across positions both ways. Reshape to (B, T, h, d_k) and swap the T and h axes; swap back before "
+            "joining.",
+            split_ok=False,
             merge_ok=False,
         ),
         slip(
@@ -260,6 +269,7 @@ block_ex = PackageExercise(
     "Step 4 · a Pre-LN block",
     sol.Block,
     name="block_ex",
+    ready_made=readymade.BLOCK,
     reveals=("transformer_nb.block.EncoderLayer",),
     expected=_block_expected,
     harness=_block_harness,

@@ -88,6 +88,21 @@ def future_changes(model: nn.Module, ids: torch.Tensor, probes) -> torch.Tensor:
     return torch.stack(rows)
 
 
+#: Before training, position embeddings more than this many times larger than the word embeddings swamp them.
+SWAMP_RATIO = 5.0
+
+
+def positions_swamp_words(model: nn.Module) -> float | None:
+    """std(pos.weight) / std(tok.weight) when it exceeds ``SWAMP_RATIO`` (the words drowned in positions), else None.
+    Measured: PyTorch's default N(0, 1) positions with N(0, 0.02) words end the full profile's training at 6.67 nats
+    on 10,000 validation words, against 6.36 with both at N(0, 0.02)."""
+    tok, pos = getattr(model, "tok", None), getattr(model, "pos", None)
+    if not (isinstance(tok, nn.Embedding) and isinstance(pos, nn.Embedding)):
+        return None
+    ratio = (pos.weight.std() / tok.weight.std().clamp_min(1e-12)).item()
+    return ratio if ratio > SWAMP_RATIO else None
+
+
 def _lm_harness(cls):
     def run(cfg, ids, probes, seed):
         torch.manual_seed(seed)
@@ -103,6 +118,7 @@ def _lm_harness(cls):
             if torch.isnan(out).any():
                 return Problem("the logits contain NaN. Which softmax sees a row of -inf only?")
             first_loss = F.cross_entropy(out.flatten(0, 1).float(), ids.roll(-1, 1).flatten()).item()
+            swamped = positions_swamp_words(m)
             problem = causality_problem(future_changes(randomise_(m, seed), ids, probes), probes)
             if problem:
                 return Problem(problem)
@@ -111,11 +127,18 @@ def _lm_harness(cls):
             if problem:
                 return Problem(problem)
             logits = m(ids)
-        if abs(first_loss - math.log(cfg[0])) > INIT_TOLERANCE and _close(logits, package_logits(package, ids)):
+        right = _close(logits, package_logits(package, ids))
+        if abs(first_loss - math.log(cfg[0])) > INIT_TOLERANCE and right:
             return Problem(
                 f"the model computes the right thing, but before training its loss is {first_loss:.1f}, far from "
                 f"ln V = {math.log(cfg[0]):.1f} (a uniform guess over V = {cfg[0]} words): the initial logits are "
                 "too large, and training starts by undoing them. Start the weights smaller."
+            )
+        if swamped and right:
+            return Problem(
+                f"the model computes the right thing, but its position embeddings start {swamped:.0f} times larger "
+                "than its word embeddings: at first the blocks see mostly positions, and the capstone's training "
+                "ends far higher (0.3 nats). Start both embeddings small and alike, e.g. N(0, 0.02)."
             )
         return logits
 

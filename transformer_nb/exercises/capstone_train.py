@@ -39,10 +39,20 @@ CAPSTONE_TRAIN.update(bf16=True, seed=0)
 #: a step; 152 to 204 s in three runs): 6.36 against 6.39 nats on 10,000 words, reading a quarter fewer words.
 CAPSTONE_RUN = {"quick": dict(steps=80, eval_tokens=2_048, eval_points=4)}
 CAPSTONE_RUN["full"] = dict(steps=600, eval_tokens=10_000, eval_points=10)
-#: The validation loss (nats) the run must end below, per profile: perplexity e^7.5 = 1808 after the quick
-#: profile's 80 steps (ln V = 10.4; measured 7.17 on 2,048 words), e^6.5 = 665 after the full profile's 600
-#: (measured 6.36 on 10,000 words).
-LOSS_THRESHOLD = {"quick": 7.5, "full": 6.5}
+#: Final validation losses (nats, on the profile's ``eval_tokens`` first validation words) of correct models, per
+#: profile and initialisation, for seeds 0, 1, 2 (``CAPSTONE_TRAIN["seed"]``: the weights and the batches): "package"
+#: is the reference's N(0, 0.02) everywhere; "default" is PyTorch's default for every linear layer and LayerNorm,
+#: N(0, 0.02) for the two embeddings (what step 5's initialisation checks ask for). Full seed 0 of "package" is
+#: notebook 12's stored run (2 threads); the others ran on 2 shared CPU cores, 1 thread each. (PyTorch's N(0, 1)
+#: positions beside N(0, 0.02) words end at 6.67 in the full profile: step 5 refuses them.)
+MEASURED_FINAL_LOSS = {
+    "full": {"package": [6.36, 6.36, 6.34], "default": [6.41, 6.40, 6.43]},
+    "quick": {"package": [7.17, 7.16, 7.23], "default": [7.15, 7.17, 7.22]},
+}
+#: The validation loss (nats) the run must end below, per profile: at least 0.2 above every measured correct run
+#: (margins 0.27 and 0.27), and in the full profile clearly below the unigram model's loss on the same 10,000 words
+#: (ln 974 = 6.88; ln 965 = 6.87 on all of them).
+LOSS_THRESHOLD = {"quick": 7.5, "full": 6.7}
 
 
 def _config(vocab_size: int, run: dict, who: str) -> dict:
@@ -113,6 +123,12 @@ def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str
     )
 
 
+def cache_entry(who: str, vocab_size: int = 33_278, profile_name: str | None = None) -> str:
+    """The cache name (``transformer_nb.cache``) under which notebook 12 keeps ``who``'s trained model: ``"student"``
+    (the student's own classes, once steps 1-5 pass) or ``"reference"``. ``profile_name``: default the active one."""
+    return cache.cache_name(f"capstone_{who}", _config(vocab_size, CAPSTONE_RUN[profile_name or profile()], who))
+
+
 def load_or_train(model_cls, data, who: str, retrain: bool = False, live: bool = True, device=None):
     """``(model, history, trained_now)``: ``model_cls`` built with ``CAPSTONE_MODEL`` and trained for the profile's
     ``CAPSTONE_RUN``, or loaded from the cache (which also checks that the model's code is unchanged).
@@ -120,7 +136,7 @@ def load_or_train(model_cls, data, who: str, retrain: bool = False, live: bool =
     vocab_size, run = len(data.vocab), CAPSTONE_RUN[profile()]
     model = build(model_cls, vocab_size, device)
     config, title = _config(vocab_size, run, who), f"the {who} model on WikiText-2"
-    name = cache.cache_name(f"capstone_{who}", config)
+    name = cache_entry(who, vocab_size)
     hist, trained = cache.load_or_train(name, model, config, lambda m: train_model(m, data, run, live, title), retrain)
     return model.eval(), hist, trained
 
@@ -130,7 +146,7 @@ def load_trained(vocab_size: int = 33_278, profile_name: str | None = None):
     ``(model, history)``, or ``(None, message)`` if there is none. ``profile_name``: default the active one."""
     model = build(sol.LanguageModel, vocab_size)
     config = _config(vocab_size, CAPSTONE_RUN[profile_name or profile()], "reference")
-    ok, message, hist = cache.load(cache.cache_name("capstone_reference", config), model, config)
+    ok, message, hist = cache.load(cache_entry("reference", vocab_size, profile_name), model, config)
     return (model.eval(), hist) if ok else (None, message)
 
 
@@ -178,11 +194,7 @@ class LossCheck:
             return fail(f"the validation loss did not fall ({val[0]:.2f} -> {val[-1]:.2f}): is the model learning?")
         if val[-1] >= threshold:
             return fail(f"the validation loss fell to {val[-1]:.2f}, not below {threshold:.2f}: train longer?")
-        return Result(
-            True,
-            f"✓ {self.title}: validation loss {val[-1]:.2f} < {threshold:.2f} (perplexity {math.exp(val[-1]):.0f} < "
-            f"{math.exp(threshold):.0f}).",
-        )
+        return Result(True, f"✓ {self.title}: validation loss {val[-1]:.2f} < {threshold:.2f} nats.")
 
     def hint(self) -> None:
         if self._level < len(self.hints):

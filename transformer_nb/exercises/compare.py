@@ -24,7 +24,7 @@ def _kind(dtype: torch.dtype) -> str:
 
 
 def _article(word: str) -> str:
-    return ("an " if word[0] in "aeiou" else "a ") + word
+    return ("an " if word[0].lower() in "aeiou" else "a ") + word
 
 
 def is_number(x) -> bool:
@@ -34,6 +34,40 @@ def is_number(x) -> bool:
 
 def _name(x) -> str:
     return "None" if x is None else type(x).__name__
+
+
+PLAIN = (bool, int, float, str, tuple, list, dict)
+
+
+def _trusted(t: type) -> bool:
+    """A type from a library whose comparisons are its own (numpy scalars, torch.Size, torch.return_types)."""
+    return t.__module__.split(".")[0] in ("numpy", "torch", "builtins")
+
+
+def refusal(out, what: str = "your result") -> str | None:
+    """Why ``out`` cannot be compared at all, else None: a complex value, a tensor subclass, a subclass of a
+    plain type, or an object that defines its own comparison. Containers are checked item by item."""
+    t = type(out)
+    if isinstance(out, torch.Tensor):
+        if t not in (torch.Tensor, torch.nn.Parameter):
+            return f"{what} is {_article(t.__name__)}, a subclass of torch.Tensor: return a plain tensor."
+        if out.is_complex():
+            return f"{what} is a complex tensor: the answer is real; return real values (.real is not the fix)."
+        return None
+    if isinstance(out, complex) or (isinstance(out, numbers.Complex) and not isinstance(out, numbers.Real)):
+        return f"{what} is a complex number: the answer is real."
+    if isinstance(out, PLAIN) and t not in PLAIN and not _trusted(t):
+        return f"{what} is {_article(t.__name__)}, a subclass of {t.__mro__[1].__name__}: return a plain one."
+    if isinstance(out, (tuple, list)):
+        return next((p for i, o in enumerate(out) if (p := refusal(o, f"item {i} of {what}"))), None)
+    if isinstance(out, dict):
+        items = (
+            (k, refusal(k, f"a key of {what}") or refusal(v, f"the value of {what}[{k!r}]")) for k, v in out.items()
+        )
+        return next((p for _, p in items if p), None)
+    if out is not None and not isinstance(out, PLAIN) and not _trusted(t) and t.__eq__ is not object.__eq__:
+        return f"{what} is {_article(t.__name__)}, which defines its own comparison: return tensors or plain numbers."
+    return None
 
 
 def tensor_problem(out, ref: torch.Tensor, what: str = "your result") -> str | None:

@@ -10,8 +10,15 @@
 - **mistake demos**: an exercise's ``check`` called outside an exercise cell, or on anything but the stub the
   cell defines; a stub cell whose stub is not a stub any more.
 
-Cells tagged ``solution`` are exempt. Each exercise module names its notebook (``NOTEBOOK``); source rules
-apply there, number rules to every notebook (numbers below a million only to the exercise's own).
+Cells tagged ``solution`` are exempt in a stored notebook. Each exercise module names its notebook
+(``NOTEBOOK``); source rules apply there, number rules to every notebook (numbers below a million only to the
+exercise's own).
+
+:func:`scan_run` (and :func:`scan_cell`, which the nbval plugin ``tests/answer_scan_plugin.py`` calls for
+every cell it executes) reads what a *run* of the notebook with its stubs untouched showed: a cell's fresh
+outputs are what the student sees, however the cell was stored (collapsed or not), so there the outputs of
+solution cells are scanned too (their collapsed sources are not), including for an exercise's solution
+code (``ex.solution()`` run without being asked).
 """
 
 import ast
@@ -68,9 +75,9 @@ def answer_pattern(value) -> re.Pattern:
     return re.compile(rf"(?<![\d.,]){'-' if value < 0 else ''}(?:{'|'.join(forms)})(?![\d])")
 
 
-def _text(cell) -> str:
+def _text(cell, source: bool = True) -> str:
     """Everything a reader sees of a cell: its source and, for code, its outputs (HTML as plain text)."""
-    parts = [cell.get("source", "") if isinstance(cell.get("source"), str) else "".join(cell.get("source", []))]
+    parts = [_source(cell)] if source else []
     for out in cell.get("outputs", []):
         parts.append("".join(out.get("text", "")))
         for mime, data in out.get("data", {}).items():
@@ -194,24 +201,44 @@ class _Scanner:
             for ex in exs.values()
         }
 
-    def scan(self, path: Path) -> list:
-        nb = json.loads(Path(path).read_text())
-        name = Path(path).stem
+        self.solution_lines = [
+            (ex, [ln.strip() for ln in ex.solution_source().splitlines() if len(ln.strip()) > 30])
+            for exs in self.by_notebook.values()
+            for ex in exs.values()
+        ]
+
+    def scan(self, path: Path, fresh: bool = False) -> list:
+        nb = json.loads(Path(path).read_text()) if not isinstance(path, dict) else path
+        name = Path(path).stem if not isinstance(path, dict) else nb["name"]
+        return [leak for i, cell in enumerate(nb.get("cells", [])) for leak in self.scan_cell(name, nb, i, cell, fresh)]
+
+    def scan_cell(self, name: str, nb: dict, i: int, cell: dict, fresh: bool = False) -> list:
+        """The leaks of cell ``i`` of notebook ``name`` (``nb``: the whole notebook, for the checkers it imports).
+        ``fresh``: the cell's outputs come from a run, so a solution cell's outputs count too."""
         mine = self.by_notebook.get(name, {})
         self.checkers = set(mine) | _imported_checkers(nb)
-        leaks = []
-        for i, cell in enumerate(nb.get("cells", [])):
-            if "solution" in _tags(cell):
-                continue
-            first = next((line for line in _source(cell).splitlines() if line.strip()), "")[:60]
+        first = next((line for line in _source(cell).splitlines() if line.strip()), "")[:60]
+        if "solution" in _tags(cell):
+            if not fresh:
+                return []
+            found = list(self._numbers(name, cell, source=False)) + self._shown_solutions(cell)
+        else:
             found = list(self._numbers(name, cell))
             if cell.get("cell_type") == "code":
-                found += self._code(cell, mine)
-            leaks += [Leak(name, i, first, what) for what in found]
-        return leaks
+                found += self._code(cell, mine) + (self._shown_solutions(cell) if fresh else [])
+        return [Leak(name, i, first, what) for what in found]
 
-    def _numbers(self, name, cell):
-        text = _text(cell)
+    def _shown_solutions(self, cell) -> list:
+        """An output that contains an exercise's solution code (``ex.solution()`` run unasked)."""
+        text = _text(cell, source=False)
+        return [
+            f"its output shows the solution of {ex.title}"
+            for ex, lines in self.solution_lines
+            if lines and sum(line in text for line in lines) >= min(3, len(lines))
+        ]
+
+    def _numbers(self, name, cell, source: bool = True):
+        text = _text(cell, source)
         for nb, ex, label, value, pattern in self.numbers:
             if nb != name and abs(value) < 1e6:
                 continue
@@ -278,7 +305,27 @@ class _Scanner:
         return found
 
 
+_SCANNER = None
+
+
+def scanner() -> _Scanner:
+    """One scanner for the session (building it reads every exercise's solution)."""
+    global _SCANNER
+    if _SCANNER is None:
+        _SCANNER = _Scanner()
+    return _SCANNER
+
+
 def scan(paths) -> list:
-    """Every leak in the notebooks at ``paths``."""
-    scanner = _Scanner()
-    return [leak for path in paths for leak in scanner.scan(path)]
+    """Every leak in the stored notebooks at ``paths``."""
+    return [leak for path in paths for leak in scanner().scan(path)]
+
+
+def scan_run(nb: dict, name: str) -> list:
+    """Every leak in a notebook ``nb`` (a dict) just executed with its stubs: fresh outputs, solution cells too."""
+    return scanner().scan({**nb, "name": name}, fresh=True)
+
+
+def scan_cell(name: str, nb: dict, i: int, cell: dict) -> list:
+    """The leaks of one cell of notebook ``name`` whose outputs come from a run with the stubs untouched."""
+    return scanner().scan_cell(name, nb, i, cell, fresh=True)

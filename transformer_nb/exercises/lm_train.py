@@ -116,7 +116,7 @@ evaluate_ex = Exercise(
 )
 
 
-def _step(zero=True, step=True, train=True, reduction="mean", double_shift=False):
+def _step(zero=True, step=True, train=True, reduction="mean", double_shift=False, targets="y"):
     def fn(model, optimizer, x, y):
         model.train(train)
         if zero:
@@ -124,6 +124,10 @@ def _step(zero=True, step=True, train=True, reduction="mean", double_shift=False
         logits = model(x)
         if double_shift:
             logits, y = logits[:, :-1], y[:, 1:]
+        if targets == "x":  # no shift at all: each position's own word is its target
+            y = x
+        elif targets == "x shifted":  # the shift rebuilt from x, dropping the last position
+            logits, y = logits[:, :-1], x[:, 1:]
         loss = F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction=reduction)
         loss.backward()
         if step:
@@ -174,6 +178,16 @@ train_step_ex = _StepExercise(
         Mistake(_step(train=False), "dropout is off while training: a training step runs in train mode."),
         Mistake(_step(reduction="sum"), "return (and train on) the MEAN loss per target, F.cross_entropy's default."),
         Mistake(_step(double_shift=True), "x and y are already shifted by one: compare logits at t with y at t."),
+        Mistake(
+            _step(targets="x"),
+            "the targets are the inputs themselves, so the model learns to copy the word it reads. Position t must "
+            "predict the NEXT word: its target is y[t] (y is x shifted by one).",
+        ),
+        Mistake(
+            _step(targets="x shifted"),
+            "you rebuild the targets from x (x[:, 1:]) and lose the last position: y already holds every next "
+            "word, x shifted by one. Train on logits at every position against y.",
+        ),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-6, rtol=1e-5),
     crash_hints={"Expected target size": "F.cross_entropy wants logits (N, V) and targets (N,): flatten B and T."},

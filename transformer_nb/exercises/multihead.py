@@ -13,7 +13,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, Mistake, Property, readymade
 from transformer_nb.exercises.solutions import multihead as sol
 
 NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use this module
@@ -57,6 +57,7 @@ mha_ex = Exercise(
     "Exercise 8.6: multi-head attention",
     sol.multi_head_attention,
     name="mha_ex",
+    ready_made=readymade.MULTIHEAD,
     cases=[
         ("the exercise's size: d_model=32, h=4, 7 tokens", _mha_case(61, 1, 7, 32, 4)),
         ("batch 2, d_model=24, h=3, 5 tokens", _mha_case(62, 2, 5, 24, 3)),
@@ -67,6 +68,12 @@ mha_ex = Exercise(
             _mha(split="view"),
             "your heads are not the right slices: viewing (B, T, d_model) directly as (B, h, T, d_k) mixes "
             "positions into the heads. Head i owns features i·d_k..(i+1)·d_k-1 of EVERY position.",
+        ),
+        Mistake(
+            _mha(split="view", merge="reshape"),
+            "the heads are made and joined by reshaping alone: (B, T, d_model) -> (B, h, T, d_k) and back cuts "
+            "across positions both ways. Reshape to (B, T, h, d_k), then transpose(1, 2) to (B, h, T, d_k); "
+            "transpose back before merging.",
         ),
         Mistake(_mha(scale="d_model"), "the scores are scaled with d_model; each head's dot products have d_k terms."),
         Mistake(_mha(scale="none"), "the scores are not scaled."),

@@ -1,0 +1,73 @@
+"""No notebook speaks about the project instead of to the reader: no issue numbers, no phases, no "the
+project's ..." or "this project", in any twin (notebooks/py/*.py) or stored notebook (sources and outputs).
+A planted sentence of each kind is found."""
+
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+TWINS = sorted((ROOT / "notebooks" / "py").glob("*.py"))
+NOTEBOOKS = sorted((ROOT / "notebooks").glob("*.ipynb"))
+
+#: Project-internal language: what a reader of the book cannot know or use.
+INTERNAL = re.compile(
+    r"\bissues?\s*#?\d+|\bphases?\s*\d+|\bthe project'?s\b|\bthis project\b|\bof the project\b",
+    re.IGNORECASE,
+)
+
+
+def internal_language(text: str) -> list:
+    """Each line of ``text`` that speaks about the project, with what matched."""
+    return [
+        f"line {i}: {m.group(0)!r} in {line.strip()[:100]!r}"
+        for i, line in enumerate(text.splitlines(), 1)
+        if (m := INTERNAL.search(line))
+    ]
+
+
+def _notebook_text(path: Path) -> str:
+    nb = json.loads(path.read_text(encoding="utf-8"))
+    parts = []
+    for cell in nb["cells"]:
+        parts.append("".join(cell.get("source", [])))
+        for out in cell.get("outputs", []):
+            parts.append("".join(out.get("text", [])))
+            for data in out.get("data", {}).values():
+                parts.append("".join(data) if isinstance(data, list) else str(data))
+    return "\n".join(parts)
+
+
+@pytest.mark.parametrize("path", TWINS, ids=[p.stem for p in TWINS])
+def test_twin_speaks_to_the_reader(path):
+    found = internal_language(path.read_text(encoding="utf-8"))
+    assert not found, f"{path.name} speaks about the project:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
+def test_stored_notebook_speaks_to_the_reader(path):
+    found = internal_language(_notebook_text(path))
+    assert not found, f"{path.name} speaks about the project:\n" + "\n".join(found)
+
+
+@pytest.mark.parametrize(
+    "sentence",
+    [
+        "figures recorded in the project's issue 5",
+        "see issue #24",
+        "phase 2 of this project fixes the notebooks",
+        "Phase 3 re-measures it",
+        "as agreed in Issues 12 and 13",
+    ],
+)
+def test_planted_internal_language_is_found(sentence):
+    assert internal_language(f"# A fine line.\n# {sentence}.\n")
+
+
+@pytest.mark.parametrize(
+    "sentence", ["the phase of the sinusoid", "this issue of the journal", "projection W_O", "project with out_proj"]
+)
+def test_ordinary_words_are_not_flagged(sentence):
+    assert not internal_language(sentence)
