@@ -497,10 +497,10 @@ causal_ex.check(causal_attention)
 # (`transformer_nb.claims`, rendered in notebook 13); the ledger runs its checks below. In short:
 #
 # - **000 §8.2.5's walkthrough** (reconstructed in section 2) is right in its scores, scaled scores and
-#   weights, with three slips: "$q_1\cdot k_1 = 1 + 0 + 1 = 1$" (the sum is 2; the score row needs the terms
-#   $1 + 0 + 0$, `000-8.2.5-q1k1`); "the exponentials sum to 7.734" (they sum to **7.7357**; from the
-#   3-decimal exponents 0.577 and 1.155 the sum is **7.7354**, from the 3-decimal exponentials 7.735,
-#   `000-8.2.5-expsum`); and the printed weights sum to 0.999, not 1 (`000-8.2.5-sum1`).
+#   weights. Its "$q_1\cdot k_1 = 1 + 0 + 1 = 1$" is an extraction artefact, not a slip: the products were lost
+#   when the text was extracted, and $1\cdot1 + 0\cdot0 + 1\cdot0 = 1$ (`000-8.2.5-q1k1`). "The exponentials sum
+#   to 7.734" is a last-digit slip that changes no weight (they sum to **7.7357**; from the 3-decimal exponents
+#   0.577 and 1.155 the sum is **7.7354**, `000-8.2.5-expsum`, imprecise).
 # - **004 §5.2's 3-token example is wrong**: with the $Q$ and $K$ it prints, three entries of its $QK^\top$
 #   differ, and its weights match neither the correct scores nor its own (`004-5.2-scores`,
 #   `004-5.2-weights`); the figure below shows all four matrices.

@@ -570,7 +570,7 @@ if alibi_slopes_ex.unlocked():
 # Every claim of the five texts that belongs to this notebook, with its verdict from the claims ledger
 # (`transformer_nb.claims`; notebook 13 lists them all); the checks run below. Among them: 001 §19.2.1 calls
 # self-attention permutation-*invariant* (it is equivariant, §1); 000 §8.4.5 ends the ALiBi slopes at $2^{-1}$
-# (the last head's slope is $2^{-8}$); 002's longest wavelength is $2\pi\cdot10000^{(d-2)/d}$, not $10000\cdot2\pi$.
+# (the last head's slope is $2^{-8}$).
 
 # %% tags=["nbval-check-output"]
 from transformer_nb.claims import report

@@ -454,8 +454,8 @@ kv_step_ex.check(kv_cache_step)
 # Every claim of the five texts that belongs to this notebook, with its verdict from the claims ledger
 # (`transformer_nb.claims`; notebook 13 lists them all); their checks run below. Two of them need this notebook's
 # model and are checked on it after the report: 001 §19.14.1's cached attention applies **no mask**, which is
-# right for one new word but wrong for the prompt pass (several words at once, no cache): every prompt word then
-# sees the words after it (`001-19.14.1-nomask`); and its "reducing the total to $O(n^2)$ in key-value memory":
+# right token by token, as its docstring says; a prompt passed in one call (several words at once) needs the
+# mask, or every prompt word sees the words after it (`001-19.14.1-nomask`, imprecise); and its "reducing the total to $O(n^2)$ in key-value memory":
 # the cache grows **linearly**, $2 \cdot N_{\text{layers}} \cdot d$ numbers per word (`001-19.14.1-memory`).
 
 # %% tags=["nbval-check-output"]
