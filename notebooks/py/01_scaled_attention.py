@@ -435,7 +435,7 @@ else:
 # why does variance 1 not? Use the two numbers the cell above printed. (Not checked: compare with
 # `moments_ex.solution()` afterwards.)
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise 8.1 — it runs once your answer passes, or after moments_ex.solution()
 # Var(q·k) = d_k for mean 0 and variance 1, and Var(q·k/√d_k) = 1, checked by simulation (5 standard errors).
 if moments_ex.unlocked():

@@ -513,7 +513,7 @@ else:
 # **Your description** (Exercise 8.6 asks for two or three sentences): which heads look local, which global,
 # and why can an untrained head with no position information not prefer its neighbours as such?
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise 8.6 — it runs once your answer passes, or after head_kinds_ex.solution()
 # The heads measured, and why none can be local by position: with no positions, reordering the words reorders
 # the attention the same way (equivariance), so the distances over all 7! = 5040 word orders show what chance gives.
@@ -555,7 +555,7 @@ def expand_kv(kv, n_heads):
 
 expand_kv_ex.check(expand_kv)
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise B — it runs once your answer passes, or after expand_kv_ex.solution()
 # GQA is MHA whose K/V projections are tied within each group: repeat each K/V head's rows h/g times in place
 # (repeat_interleave, the same repetition as expand_kv's) and an ordinary MHA computes the same function.
@@ -591,7 +591,7 @@ def cache_bytes(n_layers, n_heads, n_kv_heads, d_head, seq_len, batch, bytes_per
 
 kv_cache_ex.check(cache_bytes)
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise C — it runs once your answer passes, or after kv_cache_ex.solution()
 # The formula against the module: 2 (K and V) · layers · K/V heads · d_head · tokens · batch · bytes per value.
 formula = kv_cache_ex.use(cache_bytes)

@@ -443,7 +443,7 @@ omega3 = float(sinusoid_frequencies(16)[3])
 check_close("max |M(5, ω_3) - the fitted matrix|", (torch.as_tensor(M_of(shift, omega3)).double() - M_fitted).abs().max(),
             0.0, atol=1e-5)
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise 8.3 — it runs once your answer passes, or after offset_matrix_ex.solution()
 # Without any formula: least squares finds the matrix M that maps each pair (sin pos·ω, cos pos·ω) to the pair k
 # positions later. The fit is exact, the same from any window of positions (M does not depend on pos), orthogonal
@@ -505,7 +505,7 @@ if average is offset_average_similarity:
 else:
     print("(the bar chart is drawn with your function once it passes)")
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise 8.7 — it runs once your answer passes, or after offset_similarity_ex.solution()
 # Visualisations 1 and 2, and the exact answer: PE(i)·PE(j) = Σ_k cos((i - j)·ω_k) and every norm is sqrt(d/2), so
 # cos(PE(i), PE(j)) = (2/d) Σ_k cos((i - j)·ω_k) depends on |i - j| EXACTLY (not just "primarily").
@@ -542,7 +542,7 @@ def my_alibi_slopes(n_heads):
 
 alibi_slopes_ex.check(my_alibi_slopes)
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · ALiBi slopes — it runs once your answer passes, or after alibi_slopes_ex.solution()
 # The slopes for 8, 12 and 16 heads on a log2 scale: the n0 base slopes (blue) form the geometric sequence, and the
 # extra slopes of 12 heads (orange) fall between the 8-head ones.

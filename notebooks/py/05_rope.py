@@ -372,7 +372,7 @@ if scores_of is rope_scores:
         print(f"head {h}: S(5,12) = {S[h, 5, 12].item():+.12f}   S(10,17) = {S[h, 10, 17].item():+.12f}   "
               f"|difference| = {abs(S[h, 5, 12] - S[h, 10, 17]).item():.1e}")
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise 8.10 — it runs once your answer passes, or after rope_scores_ex.solution()
 # The same scores with the package (apply_rope rotates each head's (T, d_k) rows at positions 0..T-1), and the
 # detail the exercise leaves implicit: the identity is about POSITIONS. S(5, 12) = S(10, 17) only if the content is

@@ -391,7 +391,7 @@ if count is count_82:
 else:
     print("(your total for Exercise 8.2 appears once count_82 passes)")
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise 8.2 — it runs once your answer passes, or after breakdown_ex.solution()
 # The meta model confirms the count part by part, and the two choices the exercise leaves open.
 if breakdown_ex.unlocked():
@@ -444,7 +444,7 @@ def attn_flops(seq_len, d_model, n_heads):
 
 attention_flops_ex.check(attn_flops)
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise 8.4, FLOPs and memory — it runs once your answer passes, or after attention_flops_ex.solution()
 # A matrix product (m×k)(k×n) costs m·k·n multiply-adds = 2mkn FLOPs. Projections: four (T×d)(d×d) products,
 # 8Td² (linear in T). Scores: h heads of (T×d_k)(d_k×T), 2T²d together; weighted sums: also 2T²d (quadratic in
@@ -487,7 +487,7 @@ def crossover_lengths(d_model, n_heads):
 
 crossover_ex.check(crossover_lengths)
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise 8.4, the crossover — it runs once your answer passes, or after crossover_ex.solution()
 # Attention sublayer alone: 4T²d (scores + weighted sums) > 8Td² (projections)  <=>  T > 2d.
 # A whole layer adds the FFN's 2·2·T·d·d_ff linear FLOPs:  4T²d > 8Td² + 4Td·d_ff  <=>  T > 2d + d_ff,
@@ -555,7 +555,7 @@ interpretation_ex.check(my_interpretation)
 # **In your own words:** what do these answers say about where the compute of a Transformer goes at typical
 # context lengths, and why do long-context models need something like FlashAttention?
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Exercise 8.4, the interpretation — it runs once your answer passes, or after interpretation_ex.solution()
 # Quadratic / linear FLOPs of one attention layer = 4T²d / 8Td² = T / (2d): only the ratio of context to width
 # matters. At the context lengths of BERT, GPT-3 and LLaMA-2 (T <= 2d) the projections, and the FFN beside them,

@@ -262,7 +262,7 @@ count_parameters = params_ex.use(count_parameters)
 check_true("count_parameters gives the number of numbers in the model above (its numel)",
            count_parameters(V, *SIZES) == sum(p.numel() for p in probe.parameters()))
 
-# %% tags=["solution"] jupyter={"source_hidden": true, "outputs_hidden": true}
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
 # Solution · Step 6, worked: the count part by part, against numel of each part of the model above; it runs once
 # your count passes, or after params_ex.solution().
 if params_ex.unlocked():
