@@ -13,7 +13,7 @@
 # **Serves:** 000 §8.4.4 (and the RoPE row of Table 8.1), Exercise 8.10; 002 "Rotary Position Embeddings";
 # 003 "Rotary Position Embedding"; 004 §4.2.
 #
-# **Runtime on 2 CPU cores:** quick ~5 s, full ~15 s.
+# **Runtime on 2 CPU cores:** quick ~5 s, full ~10 s.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.

@@ -32,8 +32,8 @@
 # **Serves:** 000 §8.5 (8.5.1–8.5.6), Exercise 8.8; 001 §19.3–19.6; 002 "The Transformer Block", "Pre-Norm vs
 # Post-Norm"; 003 (trace a token through a block); 004 §7–9, §11.
 #
-# **Runtime on 2 CPU cores:** quick ~10 s, full ~3 min, measured while the cores were shared with other jobs (the
-# full run used about 100 s of CPU time, most of it the toy training of section 7).
+# **Runtime on 2 CPU cores:** quick ~15 s, full ~90 s (most of it the toy training of section
+# 7).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.

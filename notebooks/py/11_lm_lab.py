@@ -4,7 +4,7 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/11_lm_lab.ipynb)
 #
 # *Optional: an engineering lab after notebook 10; nothing later depends on it.* Notebook 10 trains a language
-# model on all of WikiText-2 in a few minutes of two CPU cores (350 s of training in its stored run). On such a
+# model on all of WikiText-2 in a few minutes of two CPU cores (309 s of training in its stored run). On such a
 # budget the architecture matters less than where the arithmetic goes and how each second is spent. This lab
 # measures, with its own runs: where a training step's FLOPs go, why the output layer is a tied adaptive softmax,
 # what bf16 buys, Muon against AdamW, the learning-rate search, what a cached decoding step spends its time on, and
@@ -13,7 +13,7 @@
 # **Serves:** 001 §19.11.3 (weight tying), §19.13 (mixed precision, optimisers), §19.14.1 (the KV cache); 000
 # §8.6.2; Grave et al. 2017 (adaptive softmax), Baevski & Auli 2019 (adaptive input), Jordan et al. 2024 (Muon).
 #
-# **Runtime on 2 CPU cores:** quick ~25 s, full ~11 min.
+# **Runtime on 2 CPU cores:** quick ~35 s, full ~11 min.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
