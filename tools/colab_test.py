@@ -36,8 +36,6 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import colab  # noqa: E402  (tools/colab.py: the badge and setup cell)
 
-from transformer_nb.utils import env_path  # noqa: E402
-
 DEFAULT = ("00", "01", "05", "07")
 SPLITS = ("train.txt", "valid.txt", "test.txt")
 NBVAL = ("--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with=nbval_sanitize.cfg")
@@ -45,6 +43,13 @@ NBVAL = ("--nbval-lax", "--nbval-current-env", "--nbval-sanitize-with=nbval_sani
 
 def log(msg: str) -> None:
     print(f"colab-test: {msg}", flush=True)
+
+
+def env_path(name: str) -> Path | None:
+    """``transformer_nb.utils.env_path``, which this script cannot import: it runs under the system Python, which
+    has neither the package nor torch (the Colab-like venv it builds installs them). Stripped, ``~`` expanded."""
+    value = os.environ.get(name, "").strip()
+    return Path(value).expanduser() if value else None
 
 
 def local_data() -> Path | None:
