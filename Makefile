@@ -10,6 +10,7 @@ TORCH_SPEC      ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 NB              ?=
 LAB_ARGS        ?=
+TEST_WORKERS    ?= auto
 
 BIN       := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
@@ -34,7 +35,7 @@ NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanit
 help:
 	@echo "make lab                  install, then JupyterLab on notebooks/"
 	@echo "make doctor               this set-up against what the companion needs (paste it into a bug report)"
-	@echo "make test                 unit tests + every notebook under nbval (quick profile)"
+	@echo "make test                 unit tests, every notebook under nbval and solved (quick profile), TEST_WORKERS=auto"
 	@echo "make solutions [NB=NAME]  every notebook with exercises, each stub replaced by its solution (quick)"
 	@echo "make lint                 ruff: lint the package, tests, tools and notebooks; check the formatting"
 	@echo "make browser-test         every notebook's widgets in JupyterLab + headless Chromium"
@@ -80,12 +81,8 @@ test: $(INSTALLED)
 	@rm -rf build/test-cache && mkdir -p build/test-cache
 	@status=0; \
 	$(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" \
-	  $(BIN)/python -m pytest tests $(NOTEBOOKS) $(NBVAL) --durations=0 --durations-min=1 \
-	  || status=$$?; \
-	if [ $$status -eq 0 ] || [ $$status -eq 5 ]; then \
-	  $(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" $(BIN)/python tools/solutions.py \
-	  || status=$$?; fi; \
-	if [ $$status -eq 5 ]; then status=0; fi; \
+	  $(BIN)/python -m pytest tests $(NOTEBOOKS) $(NBVAL) --solutions -n $(TEST_WORKERS) --dist loadfile \
+	  --durations=0 --durations-min=1 || status=$$?; \
 	echo "make test finished in $$(( $$(date +%s) - $(MAKE_START) )) s (install included), exit $$status"; \
 	exit $$status
 

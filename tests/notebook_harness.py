@@ -307,3 +307,11 @@ def pytest_terminal_summary(terminalreporter):
         for path, seconds in _seconds.items():
             record_runtime(Path(path).stem, os.environ.get("TNB_PROFILE", "full"), seconds)
         tr.write_line(f"recorded in {RUNTIMES}")
+
+
+def pytest_addoption(parser):
+    parser.addoption(
+        "--solutions",
+        action="store_true",
+        help="also run every notebook with exercises, each stub replaced by its solution (tools/solutions.py)",
+    )
