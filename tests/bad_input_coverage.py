@@ -30,7 +30,7 @@ _covered: set[str] = set()  # refused during a test that passed
 _public: dict[str, list[str]] = {}  # module -> public names
 
 
-def _modules():
+def modules():
     pkg = importlib.import_module(PACKAGE)
     yield pkg
     for info in pkgutil.walk_packages(pkg.__path__, PACKAGE + "."):
@@ -42,7 +42,8 @@ def _modules():
             continue
 
 
-def _public_names(mod) -> list[str]:
+def public_callables(mod) -> list[str]:
+    """The functions and classes (exceptions aside) ``mod`` defines and exports: ``__all__`` where it has one."""
     names = getattr(mod, "__all__", None)
     if names is None or mod.__name__ == PACKAGE:
         names = [n for n in vars(mod) if not n.startswith("_")]
@@ -53,13 +54,16 @@ def _public_names(mod) -> list[str]:
             continue
         if inspect.isclass(obj) and issubclass(obj, BaseException):
             continue
-        if not _takes_arguments(obj):  # nothing to feed it: no bad input possible
-            continue
         out.append(n)
     return sorted(out)
 
 
-def _takes_arguments(obj) -> bool:
+def _public_names(mod) -> list[str]:
+    """``public_callables`` less those that take no argument: nothing to feed them, no bad input possible."""
+    return [n for n in public_callables(mod) if takes_arguments(getattr(mod, n))]
+
+
+def takes_arguments(obj) -> bool:
     try:
         params = inspect.signature(obj).parameters
     except (TypeError, ValueError):
@@ -97,7 +101,7 @@ def _wrap_class(cls, key: str) -> None:
 
 def install() -> None:
     """Wrap the public API in place, and every module-level reference to it."""
-    mods = list(_modules())
+    mods = list(modules())
     wrappers = {}  # id(original function) -> (original, wrapper)
     for mod in mods:
         names = _public_names(mod)
