@@ -3,9 +3,10 @@
     .venv/bin/python -m pytest -p bad_input_coverage tests -q            # the whole unit suite
     TNB_BAD_INPUT_JSON=build/bad_input.json .venv/bin/python -m pytest -p bad_input_coverage tests/test_properties_*.py
 
-The public API is read from the code: every function and class (exceptions aside) defined in a module of
-the package whose name has no leading underscore (``__all__`` where a module has one), and that takes at
-least one argument (a function of no arguments has no bad input). Before the tests are
+The public API is read from the code: every function and class (exceptions aside) that a public module of the
+package (no part of its dotted name with a leading underscore) defines without a leading underscore
+(``__all__`` where a module has one), and that takes at least one argument (a function of no arguments has
+no bad input). Before the tests are
 collected, each is wrapped (a class: its ``__init__``, ``__call__`` and public methods, ``forward``
 included). A callable counts as **covered** when, during a test that passed, a call made from outside the
 package (the test's own call, not one package function calling another) ended in a ``ValueError`` or
@@ -34,7 +35,7 @@ def modules():
     pkg = importlib.import_module(PACKAGE)
     yield pkg
     for info in pkgutil.walk_packages(pkg.__path__, PACKAGE + "."):
-        if info.name.rsplit(".", 1)[-1] == "__main__":
+        if any(part.startswith("_") for part in info.name.split(".")):  # __main__ and private modules
             continue
         try:
             yield importlib.import_module(info.name)

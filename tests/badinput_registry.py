@@ -8,7 +8,6 @@ ELSEWHERE = {
     "transformer_nb.attention.check_mask": "tests/test_attention_bad_input.py::test_check_mask_checks_its_dtype_argument",
     "transformer_nb.attention.check_qkv": "tests/test_attention_bad_input.py::test_check_qkv_names_what_is_wrong_when_called_directly",
     "transformer_nb.attention.scaled_dot_product_attention": "tests/test_attention_bad_input.py::test_mixed_dtypes",
-    "transformer_nb.bench._fused_decode.fused_generate": "tests/test_lm_fused_decode.py::test_fused_step_refuses_what_it_was_not_written_for",
     "transformer_nb.block.DecoderLayer": "tests/test_block_bad_input.py::test_blocks_check_their_input",
     "transformer_nb.block.EncoderLayer": "tests/test_block_bad_input.py::test_unknown_norm",
     "transformer_nb.block.FeedForward": "tests/test_block_bad_input.py::test_ffn_model_width",

@@ -1,6 +1,7 @@
-"""The census of bad-input coverage: every public callable of ``transformer_nb`` (``__all__`` where a module
-has one, else the functions and classes it defines without a leading underscore; exceptions aside) has a
-bad-input case, or a documented reason why not.
+"""The census of bad-input coverage: every public callable of ``transformer_nb`` (in each public module, i.e.
+no part of its dotted name with a leading underscore: ``__all__`` where the module has one, else the functions
+and classes it defines without a leading underscore; exceptions aside) has a bad-input case, or a documented
+reason why not.
 
 Where a callable's case lives:
 - ``CASES`` of a ``tests/test_badinput_<area>.py`` (``tests/badinput.py``: the call, the exception, the message);
