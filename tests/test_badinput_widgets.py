@@ -5,8 +5,19 @@ import ipywidgets
 import torch
 from badinput import Case, parametrize
 
-from transformer_nb.widgets import attention, base, block, catalog, masks, multihead, positional, reversal, rope, timing
-from transformer_nb.widgets import warmup
+from transformer_nb.widgets import (
+    attention,
+    base,
+    block,
+    catalog,
+    masks,
+    multihead,
+    positional,
+    reversal,
+    rope,
+    timing,
+    warmup,
+)
 
 W = "transformer_nb.widgets."
 
