@@ -2,7 +2,9 @@
 (each file's ``CASES``, names saying what each case proves), and counted by ``tests/test_badinput_census.py``.
 
 A case is a call with bad input, the exception it must raise and a fragment of the message (taken
-literally): the fragment names the argument, so the error tells the user what to fix.
+literally): the fragment names the argument, so the error tells the user what to fix. Where the right answer
+to bad input is a result, not an error (a checker handed a hostile answer says it is wrong), a ``Gives``
+case states that result.
 """
 
 from __future__ import annotations
@@ -37,6 +39,17 @@ class Case:
         assert self.match in said, f"{self.target}: {self.match!r} not in {said!r}"
 
 
-def parametrize(cases: dict[str, Case]):
+@dataclass(frozen=True)
+class Gives:
+    target: str  # the callable's qualified name
+    call: Callable[[], object]  # calls it with the bad input
+    expected: object  # the correct result, compared with == and by type
+
+    def check(self) -> None:
+        out = self.call()
+        assert type(out) is type(self.expected) and out == self.expected, f"{self.target}: {out!r}"
+
+
+def parametrize(cases: dict[str, Case | Gives]):
     """``@parametrize(CASES)`` on a test that takes ``name``: one test id per case, named by its key."""
     return pytest.mark.parametrize("name", list(cases))
