@@ -8,7 +8,9 @@ Where a callable's case lives:
 - ``ELSEWHERE``: an older test that feeds it bad input and sees it refused (found with the
   ``tests/bad_input_coverage.py`` plugin, which checks at run time that the refusal reaches the test);
 - ``NO_ARGUMENTS``: it takes no argument, so there is no bad input to give it;
-- ``PENDING``: its module is being rewritten on another branch; its case comes with the rewrite.
+- ``PENDING``: its module is being rewritten on another branch; its case comes with the rewrite;
+- ``ANSWER_KEYS``: an exercise's reference solution (``exercises/solutions/``), student-style code that no user
+  calls with their own arguments.
 
 ``python tests/test_badinput_census.py`` prints the count per area.
 """
@@ -17,7 +19,6 @@ from __future__ import annotations
 
 import ast
 import importlib.util
-import inspect
 import sys
 from collections import Counter
 from pathlib import Path
@@ -28,7 +29,7 @@ TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))
 
 import bad_input_coverage  # noqa: E402
-from badinput_registry import ELSEWHERE, NO_ARGUMENTS, PENDING, PENDING_FILES  # noqa: E402
+from badinput_registry import ANSWER_KEYS, ELSEWHERE, NO_ARGUMENTS, PENDING, PENDING_FILES  # noqa: E402
 
 
 def public() -> dict[str, object]:
@@ -73,7 +74,7 @@ def census() -> dict[str, dict[str, str]]:
                 rows[q] = {"how": how, "where": reg[q]}
                 break
         else:
-            rows[q] = {"how": "none", "where": ""}
+            rows[q] = {"how": "answer-key" if q.startswith(ANSWER_KEYS) else "none", "where": ""}
     return rows
 
 
@@ -97,10 +98,9 @@ def test_exemptions_take_no_arguments_and_give_a_reason():
 
 
 def test_pending_callables_live_in_files_being_rewritten_elsewhere():
-    objs = public()
     root = TESTS.parent
     for q in PENDING:
-        rel = Path(inspect.getsourcefile(objs[q])).resolve().relative_to(root).as_posix()
+        rel = Path(sys.modules[q.rsplit(".", 1)[0]].__file__).resolve().relative_to(root).as_posix()
         assert any(rel == f or rel.startswith(f.rstrip("/") + "/") for f in PENDING_FILES), (
             f"{q} ({rel}) is not pending"
         )
@@ -125,14 +125,21 @@ def report() -> str:
     rows, per = census(), {}
     for q, r in rows.items():
         per.setdefault(area(q), Counter())[r["how"]] += 1
-    lines = [f"{'area':14s} {'public':>6s} {'covered':>7s} {'no-args':>7s} {'pending':>7s} {'none':>5s}"]
+    lines = [
+        f"{'area':14s} {'public':>6s} {'covered':>7s} {'no-args':>7s} {'answers':>7s} {'pending':>7s} {'none':>5s}"
+    ]
     total = Counter()
     for a, c in sorted(per.items()):
         n, cov = sum(c.values()), c["cases"] + c["elsewhere"]
         total.update(c)
-        lines.append(f"{a:14s} {n:6d} {cov:7d} {c['no-arguments']:7d} {c['pending']:7d} {c['none']:5d}")
+        lines.append(
+            f"{a:14s} {n:6d} {cov:7d} {c['no-arguments']:7d} {c['answer-key']:7d} {c['pending']:7d} {c['none']:5d}"
+        )
     n, cov = sum(total.values()), total["cases"] + total["elsewhere"]
-    lines.append(f"{'all':14s} {n:6d} {cov:7d} {total['no-arguments']:7d} {total['pending']:7d} {total['none']:5d}")
+    lines.append(
+        f"{'all':14s} {n:6d} {cov:7d} {total['no-arguments']:7d} {total['answer-key']:7d} {total['pending']:7d} "
+        f"{total['none']:5d}"
+    )
     return "\n".join(lines)
 
 

@@ -40,6 +40,21 @@ CASES = {
     "softmax_stats_refuses_an_empty_tensor": Case(
         W + "attention.softmax_stats", lambda: attention.softmax_stats(torch.zeros(0)), TypeError, "non-empty float"
     ),
+    "check_choice_names_the_argument_and_its_choices": Case(
+        W + "base.check_choice",
+        lambda: base.check_choice("d_k", 100, (64, 128)),
+        ValueError,
+        "d_k must be one of 64, 128",
+    ),
+    "check_choice_refuses_true_for_the_choice_1": Case(
+        W + "base.check_choice",
+        lambda: base.check_choice("n", True, (1, 2)),
+        ValueError,
+        "n must be one of 1, 2, got True",
+    ),
+    "check_ints_refuses_a_float_seed": Case(
+        W + "base.check_ints", lambda: base.check_ints(seed=1.5), TypeError, "seed must be an int"
+    ),
     "Message_refuses_a_number": Case(W + "base.Message", lambda: base.Message(3), TypeError, "text must be a str"),
     "Widget_refuses_a_control_that_is_not_a_widget": Case(
         W + "base.Widget", lambda: base.Widget(x=3), TypeError, "controls must be ipywidgets"
