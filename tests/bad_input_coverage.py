@@ -3,9 +3,10 @@
     .venv/bin/python -m pytest -p bad_input_coverage tests -q            # the whole unit suite
     TNB_BAD_INPUT_JSON=build/bad_input.json .venv/bin/python -m pytest -p bad_input_coverage tests/test_properties_*.py
 
-The public API is read from the code: every function and class (exceptions aside) defined in a module of
-the package whose name has no leading underscore (``__all__`` where a module has one), and that takes at
-least one argument (a function of no arguments has no bad input). Before the tests are
+The public API is read from the code: every function and class (exceptions aside) that a public module of the
+package (no part of its dotted name with a leading underscore) defines without a leading underscore
+(``__all__`` where a module has one), and that takes at least one argument (a function of no arguments has
+no bad input). Before the tests are
 collected, each is wrapped (a class: its ``__init__``, ``__call__`` and public methods, ``forward``
 included). A callable counts as **covered** when, during a test that passed, a call made from outside the
 package (the test's own call, not one package function calling another) ended in a ``ValueError`` or
@@ -30,11 +31,11 @@ _covered: set[str] = set()  # refused during a test that passed
 _public: dict[str, list[str]] = {}  # module -> public names
 
 
-def _modules():
+def modules():
     pkg = importlib.import_module(PACKAGE)
     yield pkg
     for info in pkgutil.walk_packages(pkg.__path__, PACKAGE + "."):
-        if info.name.rsplit(".", 1)[-1] == "__main__":
+        if any(part.startswith("_") for part in info.name.split(".")):  # __main__ and private modules
             continue
         try:
             yield importlib.import_module(info.name)
@@ -42,7 +43,8 @@ def _modules():
             continue
 
 
-def _public_names(mod) -> list[str]:
+def public_callables(mod) -> list[str]:
+    """The functions and classes (exceptions aside) ``mod`` defines and exports: ``__all__`` where it has one."""
     names = getattr(mod, "__all__", None)
     if names is None or mod.__name__ == PACKAGE:
         names = [n for n in vars(mod) if not n.startswith("_")]
@@ -53,13 +55,16 @@ def _public_names(mod) -> list[str]:
             continue
         if inspect.isclass(obj) and issubclass(obj, BaseException):
             continue
-        if not _takes_arguments(obj):  # nothing to feed it: no bad input possible
-            continue
         out.append(n)
     return sorted(out)
 
 
-def _takes_arguments(obj) -> bool:
+def _public_names(mod) -> list[str]:
+    """``public_callables`` less those that take no argument: nothing to feed them, no bad input possible."""
+    return [n for n in public_callables(mod) if takes_arguments(getattr(mod, n))]
+
+
+def takes_arguments(obj) -> bool:
     try:
         params = inspect.signature(obj).parameters
     except (TypeError, ValueError):
@@ -97,7 +102,7 @@ def _wrap_class(cls, key: str) -> None:
 
 def install() -> None:
     """Wrap the public API in place, and every module-level reference to it."""
-    mods = list(_modules())
+    mods = list(modules())
     wrappers = {}  # id(original function) -> (original, wrapper)
     for mod in mods:
         names = _public_names(mod)

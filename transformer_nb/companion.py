@@ -167,6 +167,10 @@ def format_runtime(seconds: float) -> str:
 def runtime_line(name: str, runtimes: dict | None = None) -> str:
     """The header sentence for notebook ``name`` from ``notebooks/runtimes.json``:
     ``**Runtime on 2 CPU cores:** quick ~10 s, full ~35 s.``"""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be a notebook name such as '01_scaled_attention', got {type(name).__name__}")
+    if runtimes is not None and not isinstance(runtimes, dict):
+        raise TypeError(f"runtimes must be the dict of notebooks/runtimes.json, got {type(runtimes).__name__}")
     if runtimes is None:
         path = notebooks_dir() / "runtimes.json"
         runtimes = json.loads(path.read_text()) if path.exists() else {}
@@ -230,6 +234,8 @@ def write_index(folder: Path | None = None, path: Path = INDEX_FILE) -> Path:
     folder = folder or notebooks_dir()
     if folder is None:
         raise ValueError("no notebooks/ folder to index: run this in a checkout (or set TNB_NOTEBOOKS)")
+    if isinstance(folder, (str, os.PathLike)) and not Path(folder).is_dir():
+        raise ValueError(f"folder must be a notebooks/ folder, got {str(folder)!r}, which is not a folder")
     Path(path).write_text(json.dumps(notebook_index(folder), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return Path(path)
 

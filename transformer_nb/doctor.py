@@ -57,12 +57,18 @@ def requirements() -> dict:
 
 def release(version: str) -> tuple:
     """``"2.13.0+cpu"`` -> ``(2, 13, 0)``: the leading release numbers of a version string."""
+    if not isinstance(version, str):
+        raise TypeError(f"version must be a str such as '2.13.0+cpu', got {type(version).__name__}")
     m = re.match(r"\d+(\.\d+)*", version.strip())
     return tuple(int(x) for x in m.group(0).split(".")) if m else ()
 
 
 def installed(package: str) -> str | None:
     """The installed version of ``package``, or None."""
+    if not isinstance(package, str):
+        raise TypeError(f"package must be a distribution name such as 'torch', got {type(package).__name__}")
+    if not package.strip():
+        raise ValueError("package must be a distribution name such as 'torch', got an empty string")
     try:
         return metadata.version(package)
     except metadata.PackageNotFoundError:
@@ -180,6 +186,8 @@ def _lecture(report, data_ok: bool) -> bool:
 
 def diagnose(out=print) -> list:
     """Print the report through ``out``; return the problems, each ``(what, fix)``."""
+    if not callable(out):
+        raise TypeError(f"out must be a function that prints a line (such as print), got {type(out).__name__}")
     problems = []
 
     def report(ok: bool | None, what: str, fix: str = "") -> None:
@@ -222,6 +230,12 @@ def diagnose(out=print) -> list:
 
 
 def main(argv=None) -> int:
+    """The command line: no options (``--help`` prints the module's description); exit code 1 on a problem."""
+    import argparse
+
+    argparse.ArgumentParser(prog="python -m transformer_nb.doctor", description=__doc__.split("\n\n")[0]).parse_args(
+        argv
+    )
     return 1 if diagnose() else 0
 
 

@@ -4,18 +4,41 @@ Every function draws into a given ``ax`` (or makes one) and returns it, so a not
 cell ends with ``plt.show()``.
 """
 
+import numbers
 import time
 
 import matplotlib.pyplot as plt
+import numpy as np
 import torch
+
+from transformer_nb.utils import as_int
 
 
 def _np(x):
     return x.detach().float().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
+def _check_rgba(rgba) -> None:
+    if (
+        isinstance(rgba, (str, bytes))
+        or not hasattr(rgba, "__len__")
+        or len(rgba) not in (3, 4)
+        or not all(isinstance(c, numbers.Real) and 0 <= c <= 1 for c in rgba)
+    ):
+        raise ValueError(f"rgba must be 3 or 4 numbers in [0, 1] (r, g, b[, a]), got {rgba!r}")
+
+
+def _matrices(name: str, x) -> np.ndarray:
+    """``x`` (a tensor, an array or nested lists of numbers) as a float array; else a TypeError naming ``name``."""
+    try:
+        return np.asarray(_np(x), dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"{name} must be a tensor or an array of numbers, got {type(x).__name__}") from None
+
+
 def luminance(rgba) -> float:
     """Relative luminance (WCAG 2) of an sRGB colour ``(r, g, b[, a])`` in [0, 1]: 0 black, 1 white."""
+    _check_rgba(rgba)
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
@@ -41,7 +64,7 @@ def heatmap(
     ylabel=None,
 ):
     """Draw a 2-D ``matrix`` (T_q, T_k) as a heatmap; rows are queries, columns keys."""
-    m = _np(matrix)
+    m = _matrices("matrix", matrix)
     if m.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {tuple(m.shape)}")
     ax = ax or plt.subplots(figsize=(4, 3.4))[1]
@@ -73,8 +96,12 @@ def heatmaps(matrices, titles=None, xlabels=None, ylabels=None, ncols=4, size=3.
 
     Returns the figure.
     """
+    if isinstance(matrices, (str, bytes)) or not hasattr(matrices, "__len__") or len(matrices) == 0:
+        raise ValueError(
+            f"matrices must be a non-empty list of matrices or a tensor (n, T_q, T_k), got {matrices!r:.60}"
+        )
     n = len(matrices)
-    ncols = min(ncols, n)
+    ncols = min(as_int("ncols", ncols, minimum=1), n)
     nrows = (n + ncols - 1) // ncols
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 0.5, size * nrows), squeeze=False)
     for i, ax in enumerate(axes.flat):
@@ -98,6 +125,8 @@ def heatmaps(matrices, titles=None, xlabels=None, ylabels=None, ncols=4, size=3.
 
 def plot_curves(curves, xlabel="", ylabel="", title=None, ax=None, logx=False, logy=False, marker=None):
     """Plot ``curves``: a dict ``label -> (xs, ys)``. Returns the axes."""
+    if not isinstance(curves, dict) or not all(isinstance(c, (tuple, list)) and len(c) == 2 for c in curves.values()):
+        raise TypeError(f"curves must be a dict label -> (xs, ys), got {curves!r:.80}")
     ax = ax or plt.subplots(figsize=(5.5, 3.5))[1]
     for label, (xs, ys) in curves.items():
         ax.plot(_np(xs), _np(ys), label=label, marker=marker)
@@ -163,6 +192,10 @@ class LiveLoss:
     ):
         from tqdm.auto import tqdm
 
+        total = as_int("total", total)
+        every = every if every is None else as_int("every", every, minimum=1)
+        if x not in ("step", "seconds"):
+            raise ValueError(f"x must be 'step' or 'seconds', got {x!r}")
         self.total, self.title, self.ylabel, self.logy, self.x = total, title, ylabel, logy, x
         self.panels = dict(panels or {})
         self.every = every or max(1, total // 20)

@@ -31,6 +31,8 @@ def env_flag(name: str) -> bool:
 
 def env_path(name: str) -> Path | None:
     """The path in the environment variable ``name``, spaces around it stripped, ``~`` expanded; None if unset."""
+    if not isinstance(name, str):
+        raise TypeError(f"name must be the name of an environment variable, got {type(name).__name__}")
     value = os.environ.get(name, "").strip()
     return Path(value).expanduser() if value else None
 

@@ -23,6 +23,7 @@ import json
 import sys
 import textwrap
 
+from ..utils import as_int
 from . import figures, text000a, text000b, text000c, text001a, text001b, text002, text003, text004a, text004b
 from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, NOTEBOOKS, SCALE, STATUSES, TEXTS, WRONG, Claim
 
@@ -59,10 +60,30 @@ _BY_ID = {c.id: c for c in LEDGER}
 
 def get(claim_id: str) -> Claim:
     """The entry with this id; a ``KeyError`` that suggests close ids otherwise."""
+    if not isinstance(claim_id, str):
+        raise TypeError(f"claim_id must be an id such as '000-01', got {type(claim_id).__name__}")
     if claim_id not in _BY_ID:
         near = difflib.get_close_matches(str(claim_id), _BY_ID, n=3)
         raise KeyError(f"no claim {claim_id!r} in the ledger" + (f"; did you mean {', '.join(near)}?" if near else ""))
     return _BY_ID[claim_id]
+
+
+def _entries(entries) -> list[Claim]:
+    """``entries`` as a list of ledger entries (None: the whole ledger); a ``TypeError`` for anything else."""
+    if entries is None:
+        return list(LEDGER)
+    if isinstance(entries, (str, bytes, Claim)) or not hasattr(entries, "__iter__"):
+        raise TypeError(f"entries must be a list of claims (from claims()), got {type(entries).__name__}")
+    entries = list(entries)
+    bad = next((e for e in entries if not isinstance(e, Claim)), None)
+    if bad is not None:
+        raise TypeError(f"entries must hold claims (from claims()), got a {type(bad).__name__}: {bad!r:.40}")
+    return entries
+
+
+def _flag(name: str, value) -> None:
+    if not isinstance(value, bool):  # reveal="no" would reveal
+        raise TypeError(f"{name} must be True or False, got {value!r}")
 
 
 def _one_of(name: str, value, allowed) -> None:
@@ -87,7 +108,7 @@ def claims(text: str | None = None, notebook: str | None = None, status: str | N
 def counts(entries=None) -> dict[str, dict[str, int]]:
     """``{text: {status: n}}`` over ``entries`` (default: the whole ledger); every text and status is present."""
     out = {t: dict.fromkeys(STATUSES, 0) for t in TEXTS}
-    for c in LEDGER if entries is None else entries:
+    for c in _entries(entries):
         out[c.text][c.status] += 1
     return out
 
@@ -105,6 +126,7 @@ def _detail(c: Claim, reveal: bool) -> str:
 def cite(claim_id: str, reveal: bool = False) -> str:
     """One line for prose: id, text and section, verdict, and the correct value or exact statement
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
+    _flag("reveal", reveal)
     c = get(claim_id).resolved()
     return f"[{c.id}] {c.text} {c.section}: {c.status} — {_detail(c, reveal)}"
 
@@ -120,8 +142,10 @@ def problems() -> dict[str, list[str]]:
 def run_checks(entries=None, skipped: list | None = None) -> dict[str, str]:
     """Run the check of every entry that has one; returns ``{id: error}`` for those that fail. A check that needs
     a notebook figure this installation does not store is not a failure: its id goes into ``skipped``."""
+    if skipped is not None and not isinstance(skipped, list):
+        raise TypeError(f"skipped must be a list (the skipped ids go into it), got {type(skipped).__name__}")
     failures = {}
-    for c in LEDGER if entries is None else entries:
+    for c in _entries(entries):
         if c.check is not None:
             try:
                 c.check()
@@ -153,6 +177,7 @@ def report(
     """Print the selected entries (and run their checks): text that is the same on every device and profile,
     for an nbval-checked cell. Raises ``AssertionError`` naming every entry whose check fails. An entry that
     gives away an exercise's answer shows its verdict only with ``reveal=True`` (a solution cell)."""
+    _flag("reveal", reveal)
     entries = claims(text=text, notebook=notebook, status=status)
     if not entries:
         raise ValueError(f"no claims for notebook={notebook!r}, text={text!r}, status={status!r}")
@@ -190,7 +215,7 @@ def report(
 
 def table(entries=None, width: int = 60) -> str:
     """A plain-text table: id, text §, status, the claim (cut to ``width`` characters)."""
-    entries = list(LEDGER if entries is None else entries)
+    entries, width = _entries(entries), as_int("width", width, minimum=2)
     rows = [("id", "where", "status", "claim")]
     rows += [
         (c.id, f"{c.text} {c.section}"[:24], c.status, c.claim if len(c.claim) <= width else c.claim[: width - 1] + "…")
@@ -205,9 +230,10 @@ def table(entries=None, width: int = 60) -> str:
 def markdown(entries=None, reveal: bool = False) -> str:
     """A Markdown table for a notebook: id, section, verdict, the claim, and what is correct or found
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
+    _flag("reveal", reveal)
     esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
     out = ["| id | § | verdict | the text says | correct / exactly / why / found |", "|---|---|---|---|---|"]
-    for c in (c.resolved() for c in (LEDGER if entries is None else entries)):
+    for c in (c.resolved() for c in _entries(entries)):
         out.append(f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(_detail(c, reveal))} |")
     return "\n".join(out)
 
@@ -215,8 +241,9 @@ def markdown(entries=None, reveal: bool = False) -> str:
 def to_json(entries=None, reveal: bool = False) -> str:
     """The entries as a JSON list of objects with every field (``check``: the check function's name or null),
     figures filled in. An entry that gives away an exercise's answer has its findings withheld unless ``reveal``."""
+    _flag("reveal", reveal)
     out = []
-    for c in (c.resolved() for c in (LEDGER if entries is None else entries)):
+    for c in (c.resolved() for c in _entries(entries)):
         d = c.as_dict()
         if c.reveals and not reveal:
             d.update(dict.fromkeys(("value", "how", "correct", "why", "source"), _withheld(c)), check=None)

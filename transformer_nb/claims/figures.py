@@ -77,6 +77,8 @@ def value(key: str, root: Path | None = None) -> float:
 def fill(text: str, root: Path | None = None, here: str | None = None) -> str:
     """``text`` with every ``{NN:key}`` replaced by the stored figure, or by where to find it. In notebook ``here``
     its own figures are pointed to, not quoted: the reader sees them above, and the stored copy may be a run older."""
+    if not isinstance(text, str):
+        raise TypeError(f"text must be a str with {{NN:key}} placeholders, got {type(text).__name__}")
 
     def one(m: re.Match) -> str:
         key = m.group(1)

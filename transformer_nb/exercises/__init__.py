@@ -38,6 +38,14 @@ from transformer_nb.exercises.code import bound_names, module_imports, source_of
 from transformer_nb.exercises.compare import allclose, has_nan, refusal, shapes, type_problem
 from transformer_nb.exercises.readymade import Refused, tripwires
 from transformer_nb.exercises.timelimit import TimeLimitExceeded, call_with_time_limit
+from transformer_nb.utils import as_real
+
+
+def _check_hinted(name: str, fn, hint) -> None:
+    if not callable(fn):
+        raise TypeError(f"{name} must be a function, got {type(fn).__name__}")
+    if not isinstance(hint, str) or not hint.strip():
+        raise TypeError(f"hint must be a non-empty str, got {hint!r}")
 
 
 @dataclass
@@ -47,6 +55,9 @@ class Mistake:
     fn: Callable
     hint: str
 
+    def __post_init__(self):
+        _check_hinted("fn", self.fn, self.hint)
+
 
 @dataclass
 class Property:
@@ -55,6 +66,9 @@ class Property:
     holds: Callable
     hint: str
 
+    def __post_init__(self):
+        _check_hinted("holds", self.holds, self.hint)
+
 
 @dataclass
 class Result:
@@ -62,6 +76,10 @@ class Result:
     message: str
     case: str | None = None
     extension: str | None = None  # what an extension case said (the exercise itself passed)
+
+    def __post_init__(self):
+        if not isinstance(self.passed, bool) or not isinstance(self.message, str):
+            raise TypeError(f"passed must be a bool and message a str, got {self.passed!r} and {self.message!r:.40}")
 
     def __bool__(self) -> bool:
         return self.passed
@@ -124,6 +142,18 @@ class Exercise:
     _last_fn: object = field(default=None, init=False, repr=False)
     _hint_level: int = field(default=0, init=False, repr=False)
     _make: object = field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        """The author's mistakes surface here, when the exercise is defined, not when a student checks."""
+        if not isinstance(self.title, str) or not isinstance(self.name, str):
+            raise TypeError(f"title and name must be str, got {self.title!r} and {self.name!r}")
+        if not callable(self.reference):
+            raise TypeError(f"reference must be the solution function, got {type(self.reference).__name__}")
+        if not isinstance(self.cases, list) or not all(
+            isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) and callable(c[1]) for c in self.cases
+        ):
+            raise TypeError(f"cases must be a list of (description, make_args) pairs, got {self.cases!r:.80}")
+        self.time_limit = as_real("time_limit", self.time_limit, positive=True)
 
     # ---------------------------------------------------------------- what a student calls
 

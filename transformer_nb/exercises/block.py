@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from transformer_nb.exercises import Exercise, Mistake, Property, readymade
 from transformer_nb.exercises.solutions import block as sol
+from transformer_nb.utils import as_int
 
 NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module
 
@@ -152,6 +153,9 @@ def stack_signature(model, d_model: int, d_ff: int, n_blocks: int, seed: int = 0
     (every parameter gets a ``.grad`` from ``out.sum().backward()``), ``count`` (``"ok"`` for the parameter
     count of ``n_blocks`` blocks, else the count), ``residual`` (a large input passes nearly unchanged) and
     ``normalised`` (every output token has mean 0 and variance 1: a norm is applied last)."""
+    d_model, d_ff, n_blocks = (
+        as_int(n, v, 1) for n, v in (("d_model", d_model), ("d_ff", d_ff), ("n_blocks", n_blocks))
+    )
     if not isinstance(model, nn.Module):
         return {"module": False}
     x = torch.randn(2, 12, d_model, generator=_gen(seed))

@@ -142,8 +142,15 @@ def _as_float64(x) -> torch.Tensor:
     return torch.tensor(float(x), dtype=torch.float64)
 
 
+def _tolerances(atol, rtol) -> None:
+    for name, tol in (("atol", atol), ("rtol", rtol)):
+        if not is_number(tol) or not tol >= 0:  # NaN fails too
+            raise ValueError(f"{name} must be a number >= 0, got {tol!r}")
+
+
 def values_close(out, ref, atol: float, rtol: float) -> bool:
     """Equal shapes, NaN in the same places, and close values elsewhere."""
+    _tolerances(atol, rtol)
     a, b = _as_float64(out), _as_float64(ref)
     if a.numel() == 1 and b.numel() == 1:
         a, b = a.reshape(()), b.reshape(())
@@ -155,9 +162,11 @@ def values_close(out, ref, atol: float, rtol: float) -> bool:
 
 
 def allclose(out, ref, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
-    """``out`` answers like ``ref``: same structure and kinds (:func:`type_problem`), values within tolerance."""
+    """``out`` answers like ``ref``: comparable (:func:`refusal`: no tensor subclass, no object with its own
+    comparisons), same structure and kinds (:func:`type_problem`), values within tolerance."""
+    _tolerances(atol, rtol)
     try:
-        if type_problem(out, ref) is not None:
+        if refusal(out) is not None or type_problem(out, ref) is not None:
             return False
         if isinstance(ref, (tuple, list)):
             return all(allclose(o, r, atol, rtol) for o, r in zip(out, ref))

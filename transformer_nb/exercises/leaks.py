@@ -49,12 +49,23 @@ class Leak:
     first_line: str
     what: str
 
+    def __post_init__(self):
+        if isinstance(self.cell, bool) or not isinstance(self.cell, int):
+            raise TypeError(f"cell must be an int (the cell's index), got {self.cell!r}")
+        for name in ("notebook", "first_line", "what"):
+            if not isinstance(getattr(self, name), str):
+                raise TypeError(f"{name} must be a str, got {getattr(self, name)!r}")
+
     def __str__(self) -> str:
         return f"{self.notebook}, cell {self.cell} ({self.first_line!r}): {self.what}"
 
 
 def answer_pattern(value) -> re.Pattern:
     """A regex for ``value`` written as a notebook would print it."""
+    from transformer_nb.exercises.compare import is_number
+
+    if not is_number(value) or value != value or abs(value) == float("inf"):
+        raise ValueError(f"value must be a finite number (an exercise's answer), got {value!r}")
     forms = []
     if float(value) == int(value):
         digits = str(abs(int(value)))
@@ -308,6 +319,13 @@ class _Scanner:
 _SCANNER = None
 
 
+def _check_notebook(nb, name) -> None:
+    if not isinstance(nb, dict) or not isinstance(nb.get("cells", []), list):
+        raise TypeError(f"nb must be a notebook as a dict (with a 'cells' list), got {type(nb).__name__}")
+    if not isinstance(name, str):
+        raise TypeError(f"name must be the notebook's name, e.g. '01_scaled_attention', got {name!r}")
+
+
 def scanner() -> _Scanner:
     """One scanner for the session (building it reads every exercise's solution)."""
     global _SCANNER
@@ -318,14 +336,20 @@ def scanner() -> _Scanner:
 
 def scan(paths) -> list:
     """Every leak in the stored notebooks at ``paths``."""
+    if isinstance(paths, (str, bytes, Path)) or not hasattr(paths, "__iter__"):
+        raise TypeError(f"paths must be a list of notebook paths, got {paths!r}")
     return [leak for path in paths for leak in scanner().scan(path)]
 
 
 def scan_run(nb: dict, name: str) -> list:
     """Every leak in a notebook ``nb`` (a dict) just executed with its stubs: fresh outputs, solution cells too."""
+    _check_notebook(nb, name)
     return scanner().scan({**nb, "name": name}, fresh=True)
 
 
 def scan_cell(name: str, nb: dict, i: int, cell: dict) -> list:
     """The leaks of one cell of notebook ``name`` whose outputs come from a run with the stubs untouched."""
+    _check_notebook(nb, name)
+    if not isinstance(cell, dict):
+        raise TypeError(f"cell must be a notebook cell (a dict), got {type(cell).__name__}")
     return scanner().scan_cell(name, nb, i, cell, fresh=True)

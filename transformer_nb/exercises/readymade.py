@@ -137,6 +137,8 @@ def _namespaces(answer) -> list:
 def tripwires(names, answer=None):
     """While inside: every object in ``names`` (and :data:`ALWAYS`) refuses calls from the student's code.
     ``answer``: the student's function or class, whose module-level names are swapped too."""
+    if isinstance(names, str) or not all(isinstance(n, str) for n in names):
+        raise TypeError(f"names must be a tuple of dotted names such as ('torch.softmax',), got {names!r}")
     undo = []
     try:
         for name in (*names, *(n for n in ALWAYS if _exists(n))):

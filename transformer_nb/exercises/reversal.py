@@ -19,6 +19,7 @@ from transformer_nb.exercises import Exercise, Mistake, Property
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import reversal as sol
 from transformer_nb.reversal import BOS, EOS, FIRST_SYMBOL, PAD, VOCAB_SIZE, reverse_padded
+from transformer_nb.utils import as_int
 
 NOTEBOOK = "09_reversal_translation"  # the notebook whose exercise cells use this module
 
@@ -164,6 +165,9 @@ class HandBuiltReverser(nn.Module):
 
 def F_pad(x, width):
     """Right-pad ``x (B, S)`` with PAD to at least ``width`` columns."""
+    if not isinstance(x, torch.Tensor) or x.ndim != 2:
+        raise ValueError(f"x must be a (B, S) tensor of token ids, got {x!r:.60}")
+    width = as_int("width", width)
     return nn.functional.pad(x, (0, max(0, width - x.shape[1])), value=PAD)
 
 

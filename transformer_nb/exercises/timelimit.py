@@ -131,8 +131,13 @@ def _with_thread(fn, args, seconds):
 
 def call_with_time_limit(fn, args: tuple, seconds: float):
     """``fn(*args)``, or :class:`TimeLimitExceeded` after ``seconds`` of wall-clock time."""
-    if seconds <= 0:
-        raise ValueError(f"seconds must be > 0, got {seconds}")
+    from transformer_nb.utils import as_real
+
+    seconds = as_real("seconds", seconds, positive=True)
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
+    if not isinstance(args, tuple):
+        raise TypeError(f"args must be a tuple of fn's arguments, got {type(args).__name__}")
     main = threading.current_thread() is threading.main_thread()
     if main and _setitimer is not None:
         return _with_alarm(fn, args, seconds)

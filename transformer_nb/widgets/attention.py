@@ -12,7 +12,7 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 import torch
 
-from transformer_nb.widgets.base import Widget
+from transformer_nb.widgets.base import Widget, check_choice, check_ints
 
 D_K_CHOICES = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
@@ -24,6 +24,8 @@ def softmax_stats(logits: torch.Tensor) -> dict:
     The Jacobian of ``p = softmax(z)`` is ``diag(p) - p pᵀ``; its squared Frobenius norm is
     ``sum p² - 2 sum p³ + (sum p²)²``.
     """
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point() or logits.ndim == 0 or not logits.numel():
+        raise TypeError(f"logits must be a non-empty float tensor (..., n), got {logits!r:.60}")
     p = torch.softmax(logits.double(), dim=-1)
     entropy = -(p * torch.log(p.clamp_min(1e-300))).sum(-1)
     s2, s3 = (p**2).sum(-1), (p**3).sum(-1)
@@ -39,6 +41,9 @@ class ScalingWidget(Widget):
     """
 
     def __init__(self, d_k: int = 64, scaled: bool = True, n_keys: int = 10, seed: int = 0):
+        check_choice("d_k", d_k, D_K_CHOICES)
+        check_choice("scaled", scaled, (True, False))
+        check_ints(n_keys=n_keys, seed=seed)
         self._frame = None  # (n_keys, score limit) the axes were last drawn for
         style = {"description_width": "initial"}
         super().__init__(
@@ -52,6 +57,7 @@ class ScalingWidget(Widget):
             n_keys=widgets.IntSlider(value=n_keys, min=2, max=32, description="keys", style=style),
             seed=widgets.IntSlider(value=seed, min=0, max=20, description="sample (seed)", style=style),
         )
+        self.check_start(n_keys=n_keys, seed=seed)
 
     def compute(self, d_k, scaled, n_keys, seed) -> dict:
         g = torch.Generator().manual_seed(1000 * seed + d_k)

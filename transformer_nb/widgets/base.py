@@ -29,15 +29,32 @@ import matplotlib.pyplot as plt
 from IPython.display import display
 
 from transformer_nb.plotting import _in_notebook
+from transformer_nb.utils import as_int
 
 CHEAP_MS = 100  # a redraw at most this long animates while a slider is dragged
 USER_ERRORS = (ValueError, TypeError, OverflowError)  # a bad input, not a bug
+
+
+def check_choice(name: str, value, options) -> None:
+    """A starting ``value`` must be one of ``options`` (values, or ``(label, value)`` pairs), of the same type
+    (``True`` is not ``1``): a selection control would fail with traitlets' "Invalid selection: value not found"."""
+    values = [o[1] if isinstance(o, tuple) else o for o in options]
+    if not any(type(value) is type(v) and value == v for v in values):
+        raise ValueError(f"{name} must be one of {', '.join(map(repr, values))}, got {value!r}")
+
+
+def check_ints(**values) -> None:
+    """Starting values of integer sliders must be ints: ``IntSlider(value="5")`` fails with a bare TraitError."""
+    for name, value in values.items():
+        as_int(name, value, minimum=-(2**63))
 
 
 class Message:
     """One line for the output area: red HTML in a notebook, plain text elsewhere."""
 
     def __init__(self, text: str):
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str, got {type(text).__name__}")
         self.text = text
 
     def _repr_html_(self):
@@ -52,6 +69,8 @@ class Message:
 
 def error_message(err: BaseException) -> str:
     """The line a reader sees for ``err``: its message for a bad input, more for anything else."""
+    if not isinstance(err, BaseException):
+        raise TypeError(f"err must be an exception, got {type(err).__name__}")
     if isinstance(err, USER_ERRORS):
         return f"⚠ {err}  (change a control to try again)"
     return (
@@ -68,6 +87,9 @@ class Widget:
     REDRAW = "a second"  # what SLOW_NOTE says a redraw takes
 
     def __init__(self, **controls):
+        bad = {n: c for n, c in controls.items() if not isinstance(c, widgets.ValueWidget)}
+        if bad:
+            raise TypeError(f"controls must be ipywidgets with a value, got {bad!r:.80}")
         self.controls = controls
         # The figure is an Image widget (its PNG), the error line an HTML widget: no Output widget, whose
         # captured displays a notebook runner (nbclient) echoes back to the kernel, stalling large ones.
@@ -82,6 +104,14 @@ class Widget:
             if type(c).__name__.endswith("Slider"):  # typed text and numbers always wait for Enter
                 c.continuous_update = self.CONTINUOUS
             c.observe(self.refresh, names="value")
+
+    def check_start(self, **values) -> None:
+        """Refuse a starting value its slider clamped (``IntSlider(value=0, min=2)`` silently shows 2): a
+        ``ValueError`` naming the argument and the slider's range. Called at the end of a subclass's ``__init__``."""
+        for name, value in values.items():
+            c = self.controls[name]
+            if c.value != value:
+                raise ValueError(f"{name} must lie in [{c.min}, {c.max}], got {value!r}")
 
     def values(self) -> dict:
         return {name: c.value for name, c in self.controls.items()}

@@ -14,9 +14,10 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 
 from transformer_nb.experiments import layer_grad_norms, stream_stats
-from transformer_nb.widgets.base import Widget
+from transformer_nb.widgets.base import Widget, check_choice, check_ints
 
 PLACEMENTS = ("Pre-LN", "Post-LN")
+D_MODELS = (32, 64, 128)
 
 
 class DepthWidget(Widget):
@@ -34,6 +35,10 @@ class DepthWidget(Widget):
     def __init__(
         self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64, seed: int = 0
     ):
+        check_ints(depth=depth, seed=seed)
+        check_choice("placement", placement, PLACEMENTS)
+        check_choice("residual", residual, (True, False))
+        check_choice("d_model", d_model, D_MODELS)
         self.seed = seed
         style = {"description_width": "initial"}
         super().__init__(
@@ -42,8 +47,9 @@ class DepthWidget(Widget):
                 options=PLACEMENTS, value=placement, description="norm", style={**style, "button_width": "70px"}
             ),
             residual=W.Checkbox(value=residual, description="residual connections", style=style),
-            d_model=W.Dropdown(options=[32, 64, 128], value=d_model, description="d_model", style=style),
+            d_model=W.Dropdown(options=D_MODELS, value=d_model, description="d_model", style=style),
         )
+        self.check_start(depth=depth)
 
     def compute(self, depth, placement, residual, d_model):
         if placement not in PLACEMENTS:

@@ -15,10 +15,12 @@ from matplotlib.colors import ListedColormap
 
 from transformer_nb.attention import scaled_dot_product_attention
 from transformer_nb.masks import padding_mask_from_ids, self_attention_mask
-from transformer_nb.widgets.base import Widget
+from transformer_nb.utils import as_int
+from transformer_nb.widgets.base import Widget, check_choice, check_ints
 
 PAD = 0
 MAX_LEN = 8
+PAD_SIDES = (("pad right", "right"), ("pad left", "left"))
 WORDS = ["<pad>", "the", "cat", "sat", "on", "a", "warm", "mat", "today"]
 
 
@@ -51,6 +53,12 @@ class MaskExplorer(Widget):
     REDRAW = "half a second"
 
     def __init__(self, lengths=(5, 3, 7), pad_side: str = "right", causal: bool = True, seed: int = 0, d_k: int = 8):
+        if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__len__") or not len(lengths):
+            raise ValueError(f"lengths must be a non-empty list of sequence lengths, got {lengths!r}")
+        check_ints(**{f"lengths[{b}]": n for b, n in enumerate(lengths)}, seed=seed)
+        check_choice("pad_side", pad_side, PAD_SIDES)
+        check_choice("causal", causal, (True, False))
+        as_int("d_k", d_k, minimum=1)
         style = {"description_width": "initial"}
         sliders = {
             f"len_{b + 1}": widgets.IntSlider(
@@ -65,14 +73,15 @@ class MaskExplorer(Widget):
         }
         super().__init__(
             **sliders,
-            pad_side=widgets.ToggleButtons(
-                options=[("pad right", "right"), ("pad left", "left")], value=pad_side, style={"button_width": "80px"}
-            ),
+            pad_side=widgets.ToggleButtons(options=PAD_SIDES, value=pad_side, style={"button_width": "80px"}),
             causal=widgets.ToggleButtons(
                 options=[("causal", True), ("bidirectional", False)], value=causal, style={"button_width": "110px"}
             ),
         )
         self.seed, self.d_k = seed, d_k
+        for b, n in enumerate(lengths):
+            if not 0 <= n <= MAX_LEN:  # the slider would show it clamped
+                raise ValueError(f"lengths[{b}] must lie in [0, {MAX_LEN}], got {n}")
 
     def compute(self, pad_side, causal, **lens) -> dict:
         lengths = [lens[f"len_{b + 1}"] for b in range(len(lens))]

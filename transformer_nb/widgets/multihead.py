@@ -17,7 +17,8 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.multihead import MultiHeadAttention, head_stats, record_attention, uniform_distance
-from transformer_nb.widgets.base import Widget
+from transformer_nb.utils import as_int, as_real
+from transformer_nb.widgets.base import Widget, check_choice, check_ints
 
 SENTENCES = [
     "The cat sat on the comfortable mat",
@@ -31,6 +32,9 @@ MAX_TOKENS = 16
 
 def word_embedding(word: str, d_model: int, seed: int = 0) -> torch.Tensor:
     """A fixed random ``(d_model,)`` vector for ``word`` (case-sensitive), N(0, 1) entries."""
+    if not isinstance(word, str):
+        raise TypeError(f"word must be a str, got {type(word).__name__}")
+    d_model = as_int("d_model", d_model, minimum=1)
     g = torch.Generator().manual_seed(zlib.crc32(word.encode()) + 7919 * seed)
     return torch.randn(d_model, generator=g)
 
@@ -40,6 +44,9 @@ class AttentionStack(nn.Module):
 
     def __init__(self, d_model: int, n_heads: int, n_layers: int, seed: int = 0, sharpness: float = 1.0):
         super().__init__()
+        check_ints(seed=seed)
+        as_int("n_layers", n_layers, minimum=1)
+        sharpness = as_real("sharpness", sharpness, positive=True)
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.layers = nn.ModuleList(MultiHeadAttention(d_model, n_heads) for _ in range(n_layers))
@@ -55,10 +62,17 @@ class AttentionStack(nn.Module):
 
 
 def tokenize(sentence: str) -> list:
+    """The first ``MAX_TOKENS`` words of ``sentence``, split at white space."""
+    if not isinstance(sentence, str):
+        raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
     return sentence.split()[:MAX_TOKENS]
 
 
 def reorder(tokens: list, order: str, seed: int = 0) -> list:
+    """``tokens`` in ``order`` (one of ``ORDERS``): as typed, reversed, or shuffled with ``seed``."""
+    if not isinstance(tokens, list):
+        raise TypeError(f"tokens must be a list of words, got {type(tokens).__name__}")
+    check_choice("order", order, ORDERS)
     if order == "reversed":
         return tokens[::-1]
     if order == "shuffled":
@@ -86,8 +100,14 @@ class HeadsWidget(Widget):
         d_model: int = 32,
         seed: int = 0,
     ):
-        self.d_model, self.n_layers, self.seed = d_model, n_layers, seed
+        if not isinstance(sentence, str):
+            raise TypeError(f"sentence must be a str, got {type(sentence).__name__}")
+        check_ints(seed=seed)
+        d_model, n_layers = as_int("d_model", d_model, minimum=1), as_int("n_layers", n_layers, minimum=1)
         heads = [h for h in (1, 2, 4, 8) if d_model % h == 0]
+        check_choice("n_heads", n_heads, heads)
+        check_choice("layer", layer, range(1, n_layers + 1))
+        self.d_model, self.n_layers, self.seed = d_model, n_layers, seed
         style = {"description_width": "initial"}
         super().__init__(
             sentence=W.Combobox(

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from transformer_nb.positional import alibi_slopes, sinusoid_frequencies, sinusoidal_encoding
-from transformer_nb.widgets.base import Widget
+from transformer_nb.widgets.base import Widget, check_ints
 
 
 class SinusoidFingerprint(Widget):
@@ -23,6 +23,7 @@ class SinusoidFingerprint(Widget):
     """
 
     def __init__(self, n_positions: int = 128, d_model: int = 64, position: int = 10, pair: int = 4):
+        check_ints(position=position, pair=pair)
         self.pe = sinusoidal_encoding(n_positions, d_model)
         self.omega = sinusoid_frequencies(d_model)
         self.n_positions, self.d_model = n_positions, d_model
@@ -30,6 +31,7 @@ class SinusoidFingerprint(Widget):
             position=W.IntSlider(value=position, min=0, max=n_positions - 1, description="position p"),
             pair=W.IntSlider(value=pair, min=0, max=d_model // 2 - 1, description="pair i (freq.)"),
         )
+        self.check_start(position=position, pair=pair)
 
     def compute(self, position, pair):
         omega = float(self.omega[pair])
@@ -104,11 +106,13 @@ class AlibiExplorer(Widget):
     """
 
     def __init__(self, n_heads: int = 8, query: int = 24):
+        check_ints(n_heads=n_heads, query=query)
         self._legend_for = None  # the number of heads the legend shows
         super().__init__(
             n_heads=W.IntSlider(value=n_heads, min=1, max=16, description="heads"),
             query=W.IntSlider(value=query, min=1, max=63, description="query pos"),
         )
+        self.check_start(n_heads=n_heads, query=query)
 
     def compute(self, n_heads, query):
         slopes = alibi_slopes(n_heads)

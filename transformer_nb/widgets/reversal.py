@@ -20,6 +20,8 @@ EXTRA_STEPS = 4  # greedy decoding may run this many steps past the source lengt
 def max_source_len(model) -> int | None:
     """The longest source the widget can decode: the shortest position table in ``model``
     (``max_len`` of its positional modules) less BOS and the extra decoding steps; None if unbounded."""
+    if not isinstance(model, torch.nn.Module):
+        raise TypeError(f"model must be a reversal model (an nn.Module), got {type(model).__name__}")
     tables = [m.max_len for m in model.modules() if isinstance(getattr(m, "max_len", None), int)]
     return min(tables) - 1 - EXTRA_STEPS if tables else None
 
@@ -41,6 +43,8 @@ class ReversalWidget(Widget):
     REDRAW = "a second"
 
     def __init__(self, model, text: str = "3 5 7 9 4"):
+        if not isinstance(text, str):
+            raise TypeError(f"text must be a str of symbols such as '3 5 7 9 4', got {type(text).__name__}")
         self.model, self.max_src = model, max_source_len(model)
         n_layers, n_heads = len(model.decoder.layers), model.decoder.layers[0].cross_attn.n_heads
         super().__init__(

@@ -10,7 +10,19 @@ import numpy as np
 import torch
 
 from transformer_nb.rope import rope_frequencies
-from transformer_nb.widgets.base import Widget
+from transformer_nb.utils import as_int
+from transformer_nb.widgets.base import Widget, check_ints
+
+
+def _pair(name: str, v) -> torch.Tensor:
+    """A 2-D vector ``(x, y)`` of finite numbers as a float64 tensor; else a ValueError naming ``name``."""
+    try:
+        t = torch.as_tensor(v, dtype=torch.float64)
+    except (TypeError, ValueError, RuntimeError):
+        t = None
+    if t is None or t.shape != (2,) or not torch.isfinite(t).all():
+        raise ValueError(f"{name} must be two finite numbers (x, y), got {v!r}")
+    return t
 
 
 class RotatePair(Widget):
@@ -23,8 +35,9 @@ class RotatePair(Widget):
     """
 
     def __init__(self, q=(1.0, 0.3), k=(0.6, 0.8), d: int = 8, m: int = 5, n: int = 12, max_pos: int = 40):
-        self.q = torch.tensor(q, dtype=torch.float64)
-        self.k = torch.tensor(k, dtype=torch.float64)
+        self.q, self.k = _pair("q", q), _pair("k", k)
+        check_ints(m=m, n=n)
+        max_pos = as_int("max_pos", max_pos, minimum=1)
         self.thetas = rope_frequencies(d)
         self.max_pos = max_pos
         style = {"description_width": "initial"}
@@ -34,6 +47,7 @@ class RotatePair(Widget):
             shift=W.IntSlider(value=0, min=0, max=max_pos, description="shift both by s", style=style),
             pair=W.IntSlider(value=1, min=0, max=d // 2 - 1, description="pair i"),
         )
+        self.check_start(m=m, n=n)
 
     @staticmethod
     def _rot(v, angle):

@@ -23,12 +23,15 @@ import time
 
 import ipywidgets as W
 
-from transformer_nb.widgets.base import CHEAP_MS
+from transformer_nb.utils import as_int
+from transformer_nb.widgets.base import CHEAP_MS, Widget
 from transformer_nb.widgets.catalog import WIDGETS, build
 
 
 def neighbours(control) -> list:
     """Two values next to the control's current one (what one step of a drag sets), or []."""
+    if not isinstance(control, W.ValueWidget):
+        raise TypeError(f"control must be an ipywidgets control with a value, got {type(control).__name__}")
     v = control.value
     if isinstance(control, (W.Dropdown, W.ToggleButtons, W.SelectionSlider)):
         opts = [o[1] if isinstance(o, tuple) else o for o in control.options]
@@ -49,6 +52,9 @@ def time_widget(widget, repeats: int = 3, clock=time.perf_counter) -> dict:
     """``{control: median ms}`` over ``repeats`` moves there and back of each control, by ``clock``
     (``time.process_time`` counts this process's CPU time: on a busy machine, closer to what an
     idle one would take)."""
+    if not isinstance(widget, Widget):
+        raise TypeError(f"widget must be a transformer_nb widget, got {type(widget).__name__}")
+    repeats = as_int("repeats", repeats, minimum=1)
     widget.refresh()
     widget.png()  # warm-up: first draw and font cache
     out = {}
@@ -106,15 +112,26 @@ def stand_in_models() -> dict:
     return untrained_models()
 
 
+def _positive(text: str) -> int:
+    """argparse type: an int >= 1 (``--repeats 0`` would time nothing)."""
+    try:
+        return as_int("--repeats", int(text), minimum=1)
+    except ValueError as err:
+        raise argparse.ArgumentTypeError(str(err)) from None
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="widget class names (default: all)")
-    parser.add_argument("--repeats", type=int, default=3)
+    parser.add_argument("--repeats", type=_positive, default=3)
     parser.add_argument("--json", action="store_true")
     parser.add_argument(
         "--cpu", action="store_true", help="count this process's CPU time, not wall time (for a busy machine)"
     )
     args = parser.parse_args(argv)
+    unknown = sorted(set(args.names) - {e.name for e in WIDGETS})
+    if unknown:
+        parser.error(f"no widget named {', '.join(unknown)}; the widgets: {', '.join(e.name for e in WIDGETS)}")
     import matplotlib
 
     matplotlib.use("Agg")

@@ -6,7 +6,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 
-from transformer_nb.widgets.base import Widget
+from transformer_nb.widgets.base import Widget, check_ints
 
 
 class SoftmaxTemperature(Widget):
@@ -17,6 +17,7 @@ class SoftmaxTemperature(Widget):
     """
 
     def __init__(self, seed: int = 0):
+        check_ints(seed=seed)
         self.scores = torch.randn(32, generator=torch.Generator().manual_seed(seed))
         super().__init__(
             scale=W.FloatLogSlider(value=1.0, base=10, min=-1, max=math.log10(30), step=0.05, description="scale"),

@@ -1,0 +1,36 @@
+"""Bad input to ``utils`` and to the WikiText file helpers: a clear error naming the argument or the path."""
+
+import tempfile
+from pathlib import Path
+
+from badinput import Case, parametrize
+
+from transformer_nb import utils, wikitext_files
+
+U, W = "transformer_nb.utils.", "transformer_nb.wikitext_files."
+MISSING = Path("/nonexistent-wikitext")
+
+CASES = {
+    "env_path_refuses_a_name_that_is_not_a_str": Case(
+        U + "env_path", lambda: utils.env_path(None), TypeError, "name must be the name of an environment variable"
+    ),
+    "sha256_of_names_a_missing_file": Case(
+        W + "sha256_of", lambda: wikitext_files.sha256_of(MISSING / "train.txt"), FileNotFoundError, str(MISSING)
+    ),
+    "verify_names_the_missing_split": Case(
+        W + "verify", lambda: wikitext_files.verify(MISSING), FileNotFoundError, "train.txt"
+    ),
+    "download_wikitext2_names_the_url_it_could_not_read": Case(
+        W + "download_wikitext2",
+        lambda: wikitext_files.download_wikitext2(
+            tempfile.mkdtemp(), base_url="file:///nonexistent-mirror/", progress=False
+        ),
+        OSError,
+        "/nonexistent-mirror/train.txt",
+    ),
+}
+
+
+@parametrize(CASES)
+def test_utils_refuse_bad_input_by_name(name):
+    CASES[name].check()
