@@ -22,7 +22,7 @@ import torch.nn.functional as F
 
 from transformer_nb.attention import check_mask, scaled_dot_product_attention
 from transformer_nb.masks import causal_mask
-from transformer_nb.utils import as_int, check_like
+from transformer_nb.utils import INNER, as_int, check_like
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
@@ -32,11 +32,15 @@ def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
             f"split_heads expects a (B, T, n_heads·d_head) tensor, got "
             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
         )
-    b, t, d = x.shape
     n_heads = as_int("n_heads", n_heads, 1)
-    if d % n_heads:
-        raise ValueError(f"cannot split {d} features into n_heads={n_heads} equal heads")
-    return x.reshape(b, t, n_heads, d // n_heads).transpose(1, 2)
+    if x.shape[2] % n_heads:
+        raise ValueError(f"cannot split {x.shape[2]} features into n_heads={n_heads} equal heads")
+    return _split(x, n_heads)
+
+
+def _split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    b, t, d = x.shape
+    return x.view(b, t, n_heads, d // n_heads).transpose(1, 2)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
@@ -46,8 +50,11 @@ def merge_heads(x: torch.Tensor) -> torch.Tensor:
             f"merge_heads expects a (B, h, T, d_head) tensor, got "
             f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
         )
-    b, h, t, dh = x.shape
-    return x.transpose(1, 2).reshape(b, t, h * dh)
+    return _merge(x)
+
+
+def _merge(x: torch.Tensor) -> torch.Tensor:
+    return x.transpose(1, 2).flatten(2)
 
 
 MAX_WEIGHTS = 2**40  # 4·d_model² weights beyond this cannot be allocated on any machine (4 TB in float32)
@@ -146,16 +153,25 @@ class MultiHeadAttention(nn.Module):
         These two tensors are exactly what a KV cache stores for one layer.
         """
         value = key if value is None else value
-        return split_heads(self.k_proj(key), self.n_kv_heads), split_heads(self.v_proj(value), self.n_kv_heads)
+        return _split(self.k_proj(key), self.n_kv_heads), _split(self.v_proj(value), self.n_kv_heads)
 
     def forward(self, query, key=None, value=None, mask=None, is_causal: bool = False, rope=None, cache=None):
         key = query if key is None else key
         value = key if value is None else value
-        self._check(query, key, value)
-        if cache is not None and not (key is query and value is query):
-            raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
-        b, t_q = query.shape[0], query.shape[1]
-        q = split_heads(self.q_proj(query), self.n_heads)  # (B, h, T_q, d_head)
+        if not INNER.depth:  # called by the user: check; called by a block: the block checked
+            self._check(query, key, value)
+            if cache is not None and not (key is query and value is query):
+                raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
+            if mask is not None:
+                past = 0 if cache is None else cache.length
+                self._check_mask(mask, query.shape[0], query.shape[1], past + key.shape[1])
+        with INNER:
+            return self.out_proj(_merge(self._attend(query, key, value, mask, is_causal, rope, cache)))
+
+    def _attend(self, query, key, value, mask, is_causal, rope, cache) -> torch.Tensor:
+        """The heads' outputs ``(B, h, T_q, d_head)``."""
+        t_q = query.shape[1]
+        q = _split(self.q_proj(query), self.n_heads)  # (B, h, T_q, d_head)
         k, v = self.kv_heads(key, value)  # (B, kv, T_k, d_head)
         if rope is not None:  # with a cache, the new tokens sit at positions cache.length ..
             q, k = rope(q, k) if cache is None else rope(q, k, cache.length, cache.length)
@@ -165,8 +181,6 @@ class MultiHeadAttention(nn.Module):
         if self.n_kv_heads != self.n_heads:  # GQA/MQA: share each K/V head
             k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
             v = v.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
-        if mask is not None:
-            self._check_mask(mask, b, t_q, t_k)
         if is_causal and (t_q > 1 or t_k < t_q):  # aligned bottom-right: one query (the newest) sees every key
             causal = causal_mask(t_q, t_k, device=query.device)
             if mask is None:
@@ -176,14 +190,11 @@ class MultiHeadAttention(nn.Module):
             else:
                 mask = mask.masked_fill(~causal, float("-inf"))
         p = self.dropout if self.training else 0.0
-        if self.keep_weights:
-            out, w = scaled_dot_product_attention(q, k, v, mask)
-            self.last_weights = w.detach()
-            if p:  # dropout acts on the attention weights, as in F.scaled_dot_product_attention
-                out = F.dropout(w, p) @ v
-        else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-        return self.out_proj(merge_heads(out))
+        if not self.keep_weights:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        out, w = scaled_dot_product_attention(q, k, v, mask)
+        self.last_weights = w.detach()
+        return F.dropout(w, p) @ v if p else out  # dropout acts on the weights, as in F.scaled_dot_product_attention
 
 
 class KVCache:
@@ -202,15 +213,8 @@ class KVCache:
         self.k = self.v = None  # (B, n_kv_heads, capacity, d_head) buffers, made by the first append
 
     def append(self, k: torch.Tensor, v: torch.Tensor):
-        for name, x in (("k", k), ("v", v)):
-            if not isinstance(x, torch.Tensor) or x.dim() != 4:
-                got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-                raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {got}")
-        if v.shape != k.shape or v.dtype != k.dtype or v.device != k.device or not k.shape[3]:
-            raise ValueError(
-                f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
-                f"on {k.device}, v is {tuple(v.shape)} {v.dtype} on {v.device}"
-            )
+        if not INNER.depth:  # MultiHeadAttention made k and v itself
+            _check_kv(k, v)
         t0, t1 = self.length, self.length + k.shape[2]
         if t1 > self.capacity:
             raise ValueError(f"the KV cache holds {self.capacity} positions; {t1} were asked for")
@@ -228,14 +232,26 @@ class KVCache:
                 f"{self.k.shape[3]} in {self.k.dtype} on {self.k.device}; "
                 f"got k {tuple(k.shape)} in {k.dtype} on {k.device}"
             )
-        self.k[:, :, t0:t1] = k
-        self.v[:, :, t0:t1] = v
+        self.k.narrow(2, t0, t1 - t0).copy_(k)
+        self.v.narrow(2, t0, t1 - t0).copy_(v)
         self.length = t1
-        return self.k[:, :, :t1], self.v[:, :, :t1]
+        return self.k.narrow(2, 0, t1), self.v.narrow(2, 0, t1)
 
     def nbytes(self) -> int:
         """Bytes of the keys and values stored so far (it grows linearly with ``length``)."""
         return 0 if self.k is None else 2 * self.k[:, :, : self.length].numel() * self.k.element_size()
+
+
+def _check_kv(k, v) -> None:
+    for name, x in (("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 4:
+            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {got}")
+    if v.shape != k.shape or v.dtype != k.dtype or v.device != k.device or not k.shape[3]:
+        raise ValueError(
+            f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
+            f"on {k.device}, v is {tuple(v.shape)} {v.dtype} on {v.device}"
+        )
 
 
 def record_attention(model: nn.Module):
