@@ -205,7 +205,7 @@ class EncoderLayer(nn.Module):
             check_hidden(x, self.self_attn.d_model, "the EncoderLayer input x", like=self.self_attn.q_proj.weight)
             if mask is not None:
                 past = 0 if cache is None else cache.length
-                self.self_attn._check_mask(mask, x.shape[0], x.shape[1], past + x.shape[1])
+                self.self_attn.check_mask(mask, x.shape[0], x.shape[1], past + x.shape[1])
         with INNER:
             if self.norm_first:
                 h = self.self_attn(self.norm1(x), mask=mask, is_causal=is_causal, rope=rope, cache=cache)
@@ -256,9 +256,9 @@ class DecoderLayer(nn.Module):
             check_decoder_inputs(x, memory, self.self_attn.d_model, self.self_attn.q_proj.weight, "DecoderLayer")
             b, t = x.shape[:2]
             if self_mask is not None:
-                self.self_attn._check_mask(self_mask, b, t, t)
+                self.self_attn.check_mask(self_mask, b, t, t)
             if memory_mask is not None:
-                self.cross_attn._check_mask(memory_mask, b, t, memory.shape[1])
+                self.cross_attn.check_mask(memory_mask, b, t, memory.shape[1])
         with INNER:
             if self.norm_first:
                 x = self._skip(x) + self._sa(self.norm1(x), self_mask)

@@ -136,7 +136,7 @@ class MultiHeadAttention(nn.Module):
         if not (query.shape[0] == key.shape[0] == value.shape[0]):
             raise ValueError(f"batch sizes differ: query {query.shape[0]}, key {key.shape[0]}, value {value.shape[0]}")
 
-    def _check_mask(self, mask, b, t_q, t_k):
+    def check_mask(self, mask, b, t_q, t_k):
         try:
             check_mask(mask, (b, self.n_heads, t_q, t_k))
         except ValueError as err:
@@ -164,7 +164,7 @@ class MultiHeadAttention(nn.Module):
                 raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
             if mask is not None:
                 past = 0 if cache is None else cache.length
-                self._check_mask(mask, query.shape[0], query.shape[1], past + key.shape[1])
+                self.check_mask(mask, query.shape[0], query.shape[1], past + key.shape[1])
         with INNER:
             return self.out_proj(_merge(self._attend(query, key, value, mask, is_causal, rope, cache)))
 

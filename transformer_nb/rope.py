@@ -109,8 +109,8 @@ def apply_rope(x: torch.Tensor, positions=None, base: float = 10000.0, pairing: 
             f"got {tuple(positions.shape)}"
         )
     angles = positions.to(torch.float64)[:, None] * rope_frequencies(d, base)  # (T, d/2)
-    out = rotate_pairs(x.to(torch.float64), torch.cos(angles).to(x.device), torch.sin(angles).to(x.device), pairing)
-    return out.to(x.dtype)
+    turn = torch.complex(torch.cos(angles), torch.sin(angles)).to(x.device)
+    return _turn(x.to(torch.float64), turn, pairing).to(x.dtype)
 
 
 def rope_matrix(position: float, d: int, base: float = 10000.0, pairing: str = "interleaved") -> torch.Tensor:

@@ -100,29 +100,15 @@ class Encoder(nn.Module):
         super().__init__()
         as_int("n_layers", n_layers, 1)
         self.d_model, self.causal = d_model, causal
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                d_model,
-                n_heads,
-                d_ff,
-                dropout,
-                norm_first,
-                activation,
-                norm=norm,
-                n_kv_heads=n_kv_heads,
-                bias=bias,
-                eps=eps,
-                residual=residual,
-            )
-            for _ in range(n_layers)
-        )
+        layer = (d_model, n_heads, d_ff, dropout, norm_first, activation, norm, n_kv_heads, bias, eps, residual)
+        self.layers = nn.ModuleList(EncoderLayer(*layer) for _ in range(n_layers))
         self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
 
     def forward(self, x, keep=None, mask=None, rope=None):
         check_hidden(x, self.d_model, "the encoder input x", like=self.layers[0].self_attn.q_proj.weight)
         check_keep(keep, x.shape[0], x.shape[1], "keep")
         if mask is not None:
-            self.layers[0].self_attn._check_mask(mask, x.shape[0], x.shape[1], x.shape[1])
+            self.layers[0].self_attn.check_mask(mask, x.shape[0], x.shape[1], x.shape[1])
         if keep is not None:
             pad = key_padding(keep, x.shape[1])  # (B, 1, S, S)
             if mask is None:
@@ -162,21 +148,8 @@ class Decoder(nn.Module):
         super().__init__()
         as_int("n_layers", n_layers, 1)
         self.d_model = d_model
-        self.layers = nn.ModuleList(
-            DecoderLayer(
-                d_model,
-                n_heads,
-                d_ff,
-                dropout,
-                norm_first,
-                activation,
-                norm=norm,
-                bias=bias,
-                eps=eps,
-                residual=residual,
-            )
-            for _ in range(n_layers)
-        )
+        layer = (d_model, n_heads, d_ff, dropout, norm_first, activation, norm, bias, eps, residual)
+        self.layers = nn.ModuleList(DecoderLayer(*layer) for _ in range(n_layers))
         self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
 
     def forward(self, x, memory, keep=None, memory_keep=None):
