@@ -19,25 +19,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.utils import INNER, as_int, check_like, check_memory
+from transformer_nb.multihead import MultiHeadAttention, check_hidden
+from transformer_nb.utils import INNER, as_int, check_memory
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("layer", "rms")
-
-
-def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:
-    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions);
-    given ``like`` (a weight of the module), on its device and of its dtype (``utils.check_like``)."""
-    shape = f"({dims}, d_model={d_model})"
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a {shape} torch.Tensor, got {type(x).__name__}")
-    if (x.dim() != 3 if dims == "B, T" else x.dim() < 1) or x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must be floating-point (hidden states, not token ids), got dtype {x.dtype}")
-    if like is not None:
-        check_like(name, x, like)
 
 
 def _check_eps(eps) -> None:

@@ -25,6 +25,20 @@ from transformer_nb.masks import causal_mask
 from transformer_nb.utils import INNER, as_int, check_like
 
 
+def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:
+    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions);
+    given ``like`` (a weight of the module), on its device and of its dtype (``utils.check_like``)."""
+    shape = f"({dims}, d_model={d_model})"
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape {shape}, got {type(x).__name__}")
+    if (x.dim() != 3 if dims == "B, T" else x.dim() < 1) or x.shape[-1] != d_model:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a real floating-point tensor (hidden states, not ids), got dtype {x.dtype}")
+    if like is not None:
+        check_like(name, x, like)
+
+
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """``(B, T, n_heads·d_head) -> (B, n_heads, T, d_head)``: head i gets features ``i·d_head ... (i+1)·d_head - 1``."""
     if not isinstance(x, torch.Tensor) or x.dim() != 3:
@@ -120,15 +134,7 @@ class MultiHeadAttention(nn.Module):
 
     def _check(self, query, key, value):
         for name, t in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError(
-                    f"{name} must be a torch.Tensor of shape (B, T, d_model={self.d_model}), got {type(t).__name__}"
-                )
-            if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(t.shape)}")
-            if not t.is_floating_point():
-                raise TypeError(f"{name} must be a real floating-point tensor, got dtype {t.dtype}")
-            check_like(name, t, self.q_proj.weight)
+            check_hidden(t, self.d_model, name, like=self.q_proj.weight)
         if key.shape[1] != value.shape[1]:
             raise ValueError(
                 f"key and value must have the same length: key has T_k={key.shape[1]}, value has {value.shape[1]}"
