@@ -41,34 +41,25 @@ def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Ten
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """``(B, T, n_heads·d_head) -> (B, n_heads, T, d_head)``: head i gets features ``i·d_head ... (i+1)·d_head - 1``."""
-    if not isinstance(x, torch.Tensor) or x.dim() != 3:
-        raise ValueError(
-            f"split_heads expects a (B, T, n_heads·d_head) tensor, got "
-            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
-        )
-    n_heads = as_int("n_heads", n_heads, 1)
-    if x.shape[2] % n_heads:
-        raise ValueError(f"cannot split {x.shape[2]} features into n_heads={n_heads} equal heads")
-    return _split(x, n_heads)
-
-
-def _split(x: torch.Tensor, n_heads: int) -> torch.Tensor:
+    if not INNER.depth:  # called by the user (MultiHeadAttention passes its own projections)
+        if not isinstance(x, torch.Tensor) or x.dim() != 3:
+            raise ValueError(f"split_heads expects a (B, T, n_heads·d_head) tensor, got {_shape(x)}")
+        n_heads = as_int("n_heads", n_heads, 1)
+        if x.shape[2] % n_heads:
+            raise ValueError(f"cannot split {x.shape[2]} features into n_heads={n_heads} equal heads")
     b, t, d = x.shape
-    return x.view(b, t, n_heads, d // n_heads).transpose(1, 2)
+    return x.reshape(b, t, n_heads, d // n_heads).transpose(1, 2)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """``(B, h, T, d_head) -> (B, T, h·d_head)`` (the concatenation of the heads; inverse of ``split_heads``)."""
-    if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(
-            f"merge_heads expects a (B, h, T, d_head) tensor, got "
-            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
-        )
-    return _merge(x)
-
-
-def _merge(x: torch.Tensor) -> torch.Tensor:
+    if not INNER.depth and (not isinstance(x, torch.Tensor) or x.dim() != 4):
+        raise ValueError(f"merge_heads expects a (B, h, T, d_head) tensor, got {_shape(x)}")
     return x.transpose(1, 2).flatten(2)
+
+
+def _shape(x) -> str:
+    return str(tuple(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 MAX_WEIGHTS = 2**40  # 4·d_model² weights beyond this cannot be allocated on any machine (4 TB in float32)
@@ -159,7 +150,7 @@ class MultiHeadAttention(nn.Module):
         These two tensors are exactly what a KV cache stores for one layer.
         """
         value = key if value is None else value
-        return _split(self.k_proj(key), self.n_kv_heads), _split(self.v_proj(value), self.n_kv_heads)
+        return split_heads(self.k_proj(key), self.n_kv_heads), split_heads(self.v_proj(value), self.n_kv_heads)
 
     def forward(self, query, key=None, value=None, mask=None, is_causal: bool = False, rope=None, cache=None):
         key = query if key is None else key
@@ -172,21 +163,24 @@ class MultiHeadAttention(nn.Module):
                 past = 0 if cache is None else cache.length
                 self.check_mask(mask, query.shape[0], query.shape[1], past + key.shape[1])
         with INNER:
-            return self.out_proj(_merge(self._attend(query, key, value, mask, is_causal, rope, cache)))
+            return self.out_proj(merge_heads(self._attend(query, key, value, mask, is_causal, rope, cache)))
+
+    def _share(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, n_kv_heads, T, d_head) -> (B, n_heads, T, d_head)``: query head i uses K/V head i // group."""
+        return x.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
 
     def _attend(self, query, key, value, mask, is_causal, rope, cache) -> torch.Tensor:
         """The heads' outputs ``(B, h, T_q, d_head)``."""
         t_q = query.shape[1]
-        q = _split(self.q_proj(query), self.n_heads)  # (B, h, T_q, d_head)
+        q = split_heads(self.q_proj(query), self.n_heads)  # (B, h, T_q, d_head)
         k, v = self.kv_heads(key, value)  # (B, kv, T_k, d_head)
         if rope is not None:  # with a cache, the new tokens sit at positions cache.length ..
             q, k = rope(q, k) if cache is None else rope(q, k, cache.length, cache.length)
         if cache is not None:
             k, v = cache.append(k, v)  # every key and value so far: (B, kv, T_past + T_q, d_head)
         t_k = k.shape[2]
-        if self.n_kv_heads != self.n_heads:  # GQA/MQA: share each K/V head
-            k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
-            v = v.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
+        if self.n_kv_heads != self.n_heads:  # GQA/MQA: each K/V head serves a group of query heads
+            k, v = self._share(k), self._share(v)
         if is_causal and (t_q > 1 or t_k < t_q):  # aligned bottom-right: one query (the newest) sees every key
             causal = causal_mask(t_q, t_k, device=query.device)
             if mask is None:
