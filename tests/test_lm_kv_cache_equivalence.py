@@ -211,3 +211,5 @@ def test_rope_makes_its_table_once_and_a_table_made_while_generating_trains():
     q = torch.randn(1, 2, 4, 8, requires_grad=True)
     sum(t.sum() for t in rope(q, q.detach())).backward()  # would fail on an inference-mode table
     assert q.grad is not None
+    rope.to(torch.float64)  # moving the buffers drops the tables made from them
+    assert rope._tables == {} and rope._turns(0, 2, torch.float32).dtype == torch.complex64

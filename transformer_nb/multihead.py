@@ -65,8 +65,9 @@ def _shape(x) -> str:
 MAX_WEIGHTS = 2**40  # 4·d_model² weights beyond this cannot be allocated on any machine (4 TB in float32)
 
 
-def _head_sizes(d_model, n_heads, n_kv_heads=None) -> tuple[int, int, int]:
-    """Checked ``(d_model, n_heads, n_kv_heads)``: positive ints, ``n_heads | d_model``, ``n_kv_heads | n_heads``."""
+def _head_sizes(d_model, n_heads, n_kv_heads, bias) -> tuple[int, int, int]:
+    """Checked ``(d_model, n_heads, n_kv_heads)``: positive ints, ``n_heads | d_model``, ``n_kv_heads | n_heads``;
+    and ``bias`` a bool."""
     d_model, n_heads = as_int("d_model", d_model, 1), as_int("n_heads", n_heads, 1)
     n_kv_heads = n_heads if n_kv_heads is None else as_int("n_kv_heads", n_kv_heads, 1)
     if 4 * d_model * d_model > MAX_WEIGHTS:
@@ -80,12 +81,9 @@ def _head_sizes(d_model, n_heads, n_kv_heads=None) -> tuple[int, int, int]:
             f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
             f"(each key/value head is shared by a whole group of query heads)"
         )
-    return d_model, n_heads, n_kv_heads
-
-
-def _check_bias(bias) -> None:
     if not isinstance(bias, bool):
         raise TypeError(f"bias must be True or False, got {bias!r}")
+    return d_model, n_heads, n_kv_heads
 
 
 class MultiHeadAttention(nn.Module):
@@ -106,8 +104,7 @@ class MultiHeadAttention(nn.Module):
         self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True, dropout: float = 0.0
     ):
         super().__init__()
-        d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads)
-        _check_bias(bias)
+        d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads, bias)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
@@ -281,8 +278,7 @@ def mha_param_count(d_model: int, n_heads: int, n_kv_heads: int | None = None, b
     W_Q and W_O are ``d_model × d_model``; W_K and W_V are ``d_model × (n_kv_heads·d_head)``.
     With ``n_kv_heads == n_heads`` this is ``4·d_model² (+ 4·d_model)``, whatever ``n_heads`` is.
     """
-    d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads)
-    _check_bias(bias)
+    d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads, bias)
     d_kv = n_kv_heads * (d_model // n_heads)
     weights = 2 * d_model * d_model + 2 * d_model * d_kv
     biases = 2 * d_model + 2 * d_kv

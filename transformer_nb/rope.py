@@ -155,7 +155,7 @@ class RoPE(nn.Module):
         angles = torch.arange(max_len, dtype=torch.float64)[:, None] * rope_frequencies(d_head, base)
         self.register_buffer("cos", torch.cos(angles).float(), persistent=False)
         self.register_buffer("sin", torch.sin(angles).float(), persistent=False)
-        self._tables = {}  # dtype -> (the cos buffer it was made from, the complex table)
+        self._tables = {}  # dtype -> the complex table of cos + i·sin
 
     def _check(self, x: torch.Tensor, offset, name: str) -> None:
         if not INNER.depth:  # a caller (MultiHeadAttention) made x and offset itself
@@ -179,11 +179,14 @@ class RoPE(nn.Module):
         """``(t, d_head/2)`` complex ``cos + i·sin`` for positions ``offset .. offset+t-1``: rows of a table
         made once per dtype (and again when ``.to()`` moves the buffers)."""
         w = torch.promote_types(dtype, torch.float32)
-        made = self._tables.get(w)
-        if made is None or made[0] is not self.cos:
+        if w not in self._tables:
             with torch.inference_mode(False):  # a table made while generating also serves training
-                made = self._tables[w] = (self.cos, torch.complex(self.cos.to(w), self.sin.to(w)))
-        return made[1][offset : offset + t]
+                self._tables[w] = torch.complex(self.cos.to(w), self.sin.to(w))
+        return self._tables[w][offset : offset + t]
+
+    def _apply(self, fn, recurse=True):
+        self._tables = {}  # .to(), .cuda(), .half(), ...: the tables are made again from the moved buffers
+        return super()._apply(fn, recurse)
 
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate ``x: (..., T, d_head)`` for positions ``offset .. offset+T-1``."""
