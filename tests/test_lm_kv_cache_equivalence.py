@@ -182,3 +182,34 @@ def test_the_kv_step_exercise_reference_is_what_the_cache_does():
     k_pkg, v_pkg = cache.append(kn, vn)
     assert torch.equal(k_all, k_pkg) and torch.equal(v_all, v_pkg)
     assert torch.allclose(out, torch.nn.functional.scaled_dot_product_attention(q, k_pkg, v_pkg), atol=1e-6)
+
+
+def test_the_layers_inside_a_block_trust_its_checks(monkeypatch):
+    layer, x = EncoderLayer(32, 4, 64).eval(), torch.randn(2, 5, 32)
+    monkeypatch.setattr(MultiHeadAttention, "_check", lambda *a: pytest.fail("checked twice"))
+    layer(x, is_causal=True)  # the block checked x: its attention does not check again
+    with pytest.raises(pytest.fail.Exception, match="checked twice"):
+        layer.self_attn(x)  # called by the user, attention checks its inputs
+
+
+def test_decoding_turns_rope_in_place_with_the_bits_of_the_copying_training_pass():
+    torch.manual_seed(3)
+    layer, rope, x = EncoderLayer(32, 4, 64), RoPE(8, 16), torch.randn(2, 7, 32)
+    trained = layer(x, is_causal=True, rope=rope)  # gradients recorded: q and k are rotated into copies
+    with torch.no_grad():
+        cache = KVCache(16)
+        steps = [layer(x[:, i : i + 1], is_causal=True, rope=rope, cache=cache) for i in range(7)]
+        assert torch.equal(layer(x, is_causal=True, rope=rope), trained)
+    assert torch.allclose(torch.cat(steps, dim=1), trained, atol=1e-6)
+
+
+def test_rope_makes_its_table_once_and_a_table_made_while_generating_trains():
+    rope = RoPE(8, 32)
+    with torch.inference_mode():
+        first = rope._turns(0, 1, torch.float32)
+    assert rope._turns(5, 3, torch.float32).untyped_storage().data_ptr() == first.untyped_storage().data_ptr()
+    q = torch.randn(1, 2, 4, 8, requires_grad=True)
+    sum(t.sum() for t in rope(q, q.detach())).backward()  # would fail on an inference-mode table
+    assert q.grad is not None
+    rope.to(torch.float64)  # moving the buffers drops the tables made from them
+    assert rope._tables == {} and rope._turns(0, 2, torch.float32).dtype == torch.complex64

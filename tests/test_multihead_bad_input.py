@@ -128,3 +128,8 @@ def test_counting_helpers_reject_bad_arguments():
         split_heads(torch.zeros(2, 3, 6), 2.0)
     with pytest.raises(ValueError, match=r"head_stats expects self-attention weights of shape \(..., T, T\)"):
         head_stats(torch.rand(4, 3, 5))
+
+
+def test_check_mask_called_by_a_block_refuses_a_mask_that_does_not_fit_the_scores():
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 5, 5\) does not broadcast .* \(2, 4, 5, 7\)"):
+        M.check_mask(torch.ones(3, 5, 5, dtype=torch.bool), 2, 5, 7)

@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from transformer_nb.utils import as_real
+from transformer_nb.utils import INNER, as_real
 
 
 def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
@@ -106,12 +106,13 @@ def scaled_dot_product_attention(
     NaN or inf in ``q``, ``k``, ``v``, and scores that overflow their dtype (e.g. float16 past
     65504), are a ``ValueError``: a NaN never comes out.
     """
-    batch = check_qkv(q, k, v)
+    if not INNER.depth:  # called by MultiHeadAttention: it checked its inputs
+        batch = check_qkv(q, k, v)
+        if mask is not None:
+            check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
+            if mask.device != q.device:
+                raise ValueError(f"mask is on {mask.device}, the query on {q.device}; move the mask with .to()")
     scale = 1.0 / math.sqrt(q.shape[-1]) if scale is None else as_real("scale", scale)
-    if mask is not None:
-        check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
-        if mask.device != q.device:
-            raise ValueError(f"mask is on {mask.device}, the query on {q.device}; move the mask with .to()")
     scores = (q @ k.transpose(-2, -1)) * scale  # (..., T_q, T_k)
     if scores.device.type != "meta" and not torch.isfinite(scores).all():
         raise ValueError(

@@ -19,25 +19,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.utils import as_int, check_like, check_memory
+from transformer_nb.multihead import MultiHeadAttention, check_hidden
+from transformer_nb.utils import INNER, as_int, check_memory
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("layer", "rms")
-
-
-def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:
-    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions);
-    given ``like`` (a weight of the module), on its device and of its dtype (``utils.check_like``)."""
-    shape = f"({dims}, d_model={d_model})"
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a {shape} torch.Tensor, got {type(x).__name__}")
-    if (x.dim() != 3 if dims == "B, T" else x.dim() < 1) or x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must be floating-point (hidden states, not token ids), got dtype {x.dtype}")
-    if like is not None:
-        check_like(name, x, like)
 
 
 def _check_eps(eps) -> None:
@@ -150,7 +136,8 @@ class FeedForward(nn.Module):
         self.dropout = nn.Dropout(dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        check_hidden(x, self.d_model, "the FeedForward input x", dims="...", like=self.linear1.weight)
+        if not INNER.depth:
+            check_hidden(x, self.d_model, "the FeedForward input x", dims="...", like=self.linear1.weight)
         h = self.linear1(x)
         if self.activation == "relu":
             h = F.relu(h)
@@ -158,7 +145,12 @@ class FeedForward(nn.Module):
             h = F.gelu(h)
         else:
             h = F.silu(h) * self.gate(x)
-        return self.linear2(self.dropout(h))
+        return self.linear2(_dropped(self.dropout, h))
+
+
+def _dropped(drop: nn.Dropout, h: torch.Tensor) -> torch.Tensor:
+    """``drop(h)``, without the call where it would return ``h`` itself (evaluation, or p = 0)."""
+    return drop(h) if drop.training and drop.p else h
 
 
 # --------------------------------------------------------------------------- blocks
@@ -195,15 +187,23 @@ class EncoderLayer(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, mask=None, is_causal: bool = False, rope=None, cache=None):
-        check_hidden(x, self.self_attn.d_model, "the EncoderLayer input x", like=self.self_attn.q_proj.weight)
-        attn = lambda h: self.drop(self.self_attn(h, mask=mask, is_causal=is_causal, rope=rope, cache=cache))
-        ff = lambda h: self.drop(self.ff(h))
-        skip = (lambda h: h) if self.residual else (lambda h: 0.0)
-        if self.norm_first:
-            x = skip(x) + attn(self.norm1(x))
-            return skip(x) + ff(self.norm2(x))
-        x = self.norm1(skip(x) + attn(x))
-        return self.norm2(skip(x) + ff(x))
+        if not INNER.depth:
+            check_hidden(x, self.self_attn.d_model, "the EncoderLayer input x", like=self.self_attn.q_proj.weight)
+            if mask is not None:
+                past = 0 if cache is None else cache.length
+                self.self_attn.check_mask(mask, x.shape[0], x.shape[1], past + x.shape[1])
+        with INNER:
+            if self.norm_first:
+                h = self.self_attn(self.norm1(x), mask=mask, is_causal=is_causal, rope=rope, cache=cache)
+                x = self._skip(x) + _dropped(self.drop, h)
+                return self._skip(x) + _dropped(self.drop, self.ff(self.norm2(x)))
+            h = self.self_attn(x, mask=mask, is_causal=is_causal, rope=rope, cache=cache)
+            x = self.norm1(self._skip(x) + _dropped(self.drop, h))
+            return self.norm2(self._skip(x) + _dropped(self.drop, self.ff(x)))
+
+    def _skip(self, x):
+        """The residual branch: ``x``, or nothing when ``residual=False``."""
+        return x if self.residual else 0.0
 
 
 class DecoderLayer(nn.Module):
@@ -238,17 +238,34 @@ class DecoderLayer(nn.Module):
         self.drop = nn.Dropout(dropout)
 
     def forward(self, x, memory, self_mask=None, memory_mask=None):
-        like = self.self_attn.q_proj.weight
-        check_hidden(x, self.self_attn.d_model, "the DecoderLayer input x", like=like)
-        check_hidden(memory, self.self_attn.d_model, "memory (the encoder output)", like=like)
-        sa = lambda h: self.drop(self.self_attn(h, mask=self_mask, is_causal=True))
-        ca = lambda h: self.drop(self.cross_attn(h, memory, memory, mask=memory_mask))
-        ff = lambda h: self.drop(self.ff(h))
-        skip = (lambda h: h) if self.residual else (lambda h: 0.0)
-        if self.norm_first:
-            x = skip(x) + sa(self.norm1(x))
-            x = skip(x) + ca(self.norm2(x))
-            return skip(x) + ff(self.norm3(x))
-        x = self.norm1(skip(x) + sa(x))
-        x = self.norm2(skip(x) + ca(x))
-        return self.norm3(skip(x) + ff(x))
+        if not INNER.depth:
+            check_decoder_inputs(x, memory, self.self_attn.d_model, self.self_attn.q_proj.weight, "DecoderLayer")
+            b, t = x.shape[:2]
+            if self_mask is not None:
+                self.self_attn.check_mask(self_mask, b, t, t)
+            if memory_mask is not None:
+                self.cross_attn.check_mask(memory_mask, b, t, memory.shape[1])
+        with INNER:
+            if self.norm_first:
+                x = self._skip(x) + self._sa(self.norm1(x), self_mask)
+                x = self._skip(x) + self._ca(self.norm2(x), memory, memory_mask)
+                return self._skip(x) + _dropped(self.drop, self.ff(self.norm3(x)))
+            x = self.norm1(self._skip(x) + self._sa(x, self_mask))
+            x = self.norm2(self._skip(x) + self._ca(x, memory, memory_mask))
+            return self.norm3(self._skip(x) + _dropped(self.drop, self.ff(x)))
+
+    _skip = EncoderLayer._skip
+
+    def _sa(self, h, mask):
+        return _dropped(self.drop, self.self_attn(h, mask=mask, is_causal=True))
+
+    def _ca(self, h, memory, mask):
+        return _dropped(self.drop, self.cross_attn(h, memory, memory, mask=mask))
+
+
+def check_decoder_inputs(x, memory, d_model: int, like: torch.Tensor, who: str) -> None:
+    """``x (B, T, d_model)`` and ``memory (B, S, d_model)``: hidden states of one batch, like the weights ``like``."""
+    check_hidden(x, d_model, f"the {who} input x", like=like)
+    check_hidden(memory, d_model, "memory (the encoder output)", like=like)
+    if memory.shape[0] != x.shape[0]:
+        raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {x.shape[0]}")

@@ -15,11 +15,6 @@ import torch
 from transformer_nb.utils import as_device, as_int, check_memory
 
 
-def _as_size(name: str, value) -> int:
-    """``value`` as a non-negative Python int, or a clear ``TypeError`` / ``ValueError``."""
-    return as_int(name, value, minimum=0)
-
-
 def _check_bool_mask(fn: str, mask) -> None:
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"{fn} expects a bool torch.Tensor mask, got {type(mask).__name__}")
@@ -33,8 +28,8 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
     With ``T_k > T_q`` (queries are the last ``T_q`` positions, as when decoding with a
     KV cache) the last query sees every key: the mask is aligned bottom-right.
     """
-    t_q = _as_size("T_q", t_q)
-    t_k = t_q if t_k is None else _as_size("T_k", t_k)
+    t_q = as_int("T_q", t_q)
+    t_k = t_q if t_k is None else as_int("T_k", t_k)
     device = as_device("device", device)
     if t_k < t_q:
         raise ValueError(f"causal mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
@@ -70,7 +65,7 @@ def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tens
         raise ValueError(f"lengths must be a 1-D integer sequence, got {lengths.dtype} of shape {tuple(lengths.shape)}")
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
-    t = int(lengths.max()) if max_len is None else _as_size("max_len", max_len)
+    t = int(lengths.max()) if max_len is None else as_int("max_len", max_len)
     if (lengths > t).any():
         raise ValueError(f"a length exceeds max_len={t}: lengths {lengths.tolist()}")
     what = f"T=max(lengths)={t}" if max_len is None else f"max_len={t}"
@@ -96,7 +91,7 @@ def key_padding(keep: torch.Tensor, t_q: int = 1) -> torch.Tensor:
         raise TypeError(f"keep must be a (B, T_k) bool mask (True = real token), got {what}")
     if keep.dim() != 2:
         raise ValueError(f"keep must be a (B, T_k) bool mask, got shape {tuple(keep.shape)}")
-    t_q = _as_size("T_q", t_q)
+    t_q = as_int("T_q", t_q)
     return keep[:, None, None, :].expand(-1, 1, t_q, -1)
 
 

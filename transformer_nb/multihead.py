@@ -22,39 +22,52 @@ import torch.nn.functional as F
 
 from transformer_nb.attention import check_mask, scaled_dot_product_attention
 from transformer_nb.masks import causal_mask
-from transformer_nb.utils import as_int, check_like
+from transformer_nb.utils import INNER, as_int, check_like
+
+
+def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:
+    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions);
+    given ``like`` (a weight of the module), on its device and of its dtype (``utils.check_like``)."""
+    shape = f"({dims}, d_model={d_model})"
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape {shape}, got {type(x).__name__}")
+    if (x.dim() != 3 if dims == "B, T" else x.dim() < 1) or x.shape[-1] != d_model:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a real floating-point tensor (hidden states, not ids), got dtype {x.dtype}")
+    if like is not None:
+        check_like(name, x, like)
 
 
 def split_heads(x: torch.Tensor, n_heads: int) -> torch.Tensor:
     """``(B, T, n_heads·d_head) -> (B, n_heads, T, d_head)``: head i gets features ``i·d_head ... (i+1)·d_head - 1``."""
-    if not isinstance(x, torch.Tensor) or x.dim() != 3:
-        raise ValueError(
-            f"split_heads expects a (B, T, n_heads·d_head) tensor, got "
-            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
-        )
+    if not INNER.depth:  # called by the user (MultiHeadAttention passes its own projections)
+        if not isinstance(x, torch.Tensor) or x.dim() != 3:
+            raise ValueError(f"split_heads expects a (B, T, n_heads·d_head) tensor, got {_shape(x)}")
+        n_heads = as_int("n_heads", n_heads, 1)
+        if x.shape[2] % n_heads:
+            raise ValueError(f"cannot split {x.shape[2]} features into n_heads={n_heads} equal heads")
     b, t, d = x.shape
-    n_heads = as_int("n_heads", n_heads, 1)
-    if d % n_heads:
-        raise ValueError(f"cannot split {d} features into n_heads={n_heads} equal heads")
     return x.reshape(b, t, n_heads, d // n_heads).transpose(1, 2)
 
 
 def merge_heads(x: torch.Tensor) -> torch.Tensor:
     """``(B, h, T, d_head) -> (B, T, h·d_head)`` (the concatenation of the heads; inverse of ``split_heads``)."""
-    if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(
-            f"merge_heads expects a (B, h, T, d_head) tensor, got "
-            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
-        )
-    b, h, t, dh = x.shape
-    return x.transpose(1, 2).reshape(b, t, h * dh)
+    if not INNER.depth and (not isinstance(x, torch.Tensor) or x.dim() != 4):
+        raise ValueError(f"merge_heads expects a (B, h, T, d_head) tensor, got {_shape(x)}")
+    return x.transpose(1, 2).flatten(2)
+
+
+def _shape(x) -> str:
+    return str(tuple(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
 
 
 MAX_WEIGHTS = 2**40  # 4·d_model² weights beyond this cannot be allocated on any machine (4 TB in float32)
 
 
-def _head_sizes(d_model, n_heads, n_kv_heads=None) -> tuple[int, int, int]:
-    """Checked ``(d_model, n_heads, n_kv_heads)``: positive ints, ``n_heads | d_model``, ``n_kv_heads | n_heads``."""
+def _head_sizes(d_model, n_heads, n_kv_heads, bias) -> tuple[int, int, int]:
+    """Checked ``(d_model, n_heads, n_kv_heads)``: positive ints, ``n_heads | d_model``, ``n_kv_heads | n_heads``;
+    and ``bias`` a bool."""
     d_model, n_heads = as_int("d_model", d_model, 1), as_int("n_heads", n_heads, 1)
     n_kv_heads = n_heads if n_kv_heads is None else as_int("n_kv_heads", n_kv_heads, 1)
     if 4 * d_model * d_model > MAX_WEIGHTS:
@@ -68,12 +81,9 @@ def _head_sizes(d_model, n_heads, n_kv_heads=None) -> tuple[int, int, int]:
             f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
             f"(each key/value head is shared by a whole group of query heads)"
         )
-    return d_model, n_heads, n_kv_heads
-
-
-def _check_bias(bias) -> None:
     if not isinstance(bias, bool):
         raise TypeError(f"bias must be True or False, got {bias!r}")
+    return d_model, n_heads, n_kv_heads
 
 
 class MultiHeadAttention(nn.Module):
@@ -94,8 +104,7 @@ class MultiHeadAttention(nn.Module):
         self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True, dropout: float = 0.0
     ):
         super().__init__()
-        d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads)
-        _check_bias(bias)
+        d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads, bias)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
@@ -113,15 +122,7 @@ class MultiHeadAttention(nn.Module):
 
     def _check(self, query, key, value):
         for name, t in (("query", query), ("key", key), ("value", value)):
-            if not isinstance(t, torch.Tensor):
-                raise TypeError(
-                    f"{name} must be a torch.Tensor of shape (B, T, d_model={self.d_model}), got {type(t).__name__}"
-                )
-            if t.dim() != 3 or t.shape[-1] != self.d_model:
-                raise ValueError(f"{name} must have shape (B, T, d_model={self.d_model}), got {tuple(t.shape)}")
-            if not t.is_floating_point():
-                raise TypeError(f"{name} must be a real floating-point tensor, got dtype {t.dtype}")
-            check_like(name, t, self.q_proj.weight)
+            check_hidden(t, self.d_model, name, like=self.q_proj.weight)
         if key.shape[1] != value.shape[1]:
             raise ValueError(
                 f"key and value must have the same length: key has T_k={key.shape[1]}, value has {value.shape[1]}"
@@ -129,7 +130,7 @@ class MultiHeadAttention(nn.Module):
         if not (query.shape[0] == key.shape[0] == value.shape[0]):
             raise ValueError(f"batch sizes differ: query {query.shape[0]}, key {key.shape[0]}, value {value.shape[0]}")
 
-    def _check_mask(self, mask, b, t_q, t_k):
+    def check_mask(self, mask, b, t_q, t_k):
         try:
             check_mask(mask, (b, self.n_heads, t_q, t_k))
         except ValueError as err:
@@ -151,10 +152,23 @@ class MultiHeadAttention(nn.Module):
     def forward(self, query, key=None, value=None, mask=None, is_causal: bool = False, rope=None, cache=None):
         key = query if key is None else key
         value = key if value is None else value
-        self._check(query, key, value)
-        if cache is not None and not (key is query and value is query):
-            raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
-        b, t_q = query.shape[0], query.shape[1]
+        if not INNER.depth:  # called by the user: check; called by a block: the block checked
+            self._check(query, key, value)
+            if cache is not None and not (key is query and value is query):
+                raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
+            if mask is not None:
+                past = 0 if cache is None else cache.length
+                self.check_mask(mask, query.shape[0], query.shape[1], past + key.shape[1])
+        with INNER:
+            return self.out_proj(merge_heads(self._attend(query, key, value, mask, is_causal, rope, cache)))
+
+    def _share(self, x: torch.Tensor) -> torch.Tensor:
+        """``(B, n_kv_heads, T, d_head) -> (B, n_heads, T, d_head)``: query head i uses K/V head i // group."""
+        return x.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
+
+    def _attend(self, query, key, value, mask, is_causal, rope, cache) -> torch.Tensor:
+        """The heads' outputs ``(B, h, T_q, d_head)``."""
+        t_q = query.shape[1]
         q = split_heads(self.q_proj(query), self.n_heads)  # (B, h, T_q, d_head)
         k, v = self.kv_heads(key, value)  # (B, kv, T_k, d_head)
         if rope is not None:  # with a cache, the new tokens sit at positions cache.length ..
@@ -162,11 +176,8 @@ class MultiHeadAttention(nn.Module):
         if cache is not None:
             k, v = cache.append(k, v)  # every key and value so far: (B, kv, T_past + T_q, d_head)
         t_k = k.shape[2]
-        if self.n_kv_heads != self.n_heads:  # GQA/MQA: share each K/V head
-            k = k.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
-            v = v.repeat_interleave(self.n_heads // self.n_kv_heads, dim=1)
-        if mask is not None:
-            self._check_mask(mask, b, t_q, t_k)
+        if self.n_kv_heads != self.n_heads:  # GQA/MQA: each K/V head serves a group of query heads
+            k, v = self._share(k), self._share(v)
         if is_causal and (t_q > 1 or t_k < t_q):  # aligned bottom-right: one query (the newest) sees every key
             causal = causal_mask(t_q, t_k, device=query.device)
             if mask is None:
@@ -176,14 +187,11 @@ class MultiHeadAttention(nn.Module):
             else:
                 mask = mask.masked_fill(~causal, float("-inf"))
         p = self.dropout if self.training else 0.0
-        if self.keep_weights:
-            out, w = scaled_dot_product_attention(q, k, v, mask)
-            self.last_weights = w.detach()
-            if p:  # dropout acts on the attention weights, as in F.scaled_dot_product_attention
-                out = F.dropout(w, p) @ v
-        else:
-            out = F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
-        return self.out_proj(merge_heads(out))
+        if not self.keep_weights:
+            return F.scaled_dot_product_attention(q, k, v, attn_mask=mask, dropout_p=p)
+        out, w = scaled_dot_product_attention(q, k, v, mask)
+        self.last_weights = w.detach()
+        return F.dropout(w, p) @ v if p else out  # dropout acts on the weights, as in F.scaled_dot_product_attention
 
 
 class KVCache:
@@ -202,15 +210,8 @@ class KVCache:
         self.k = self.v = None  # (B, n_kv_heads, capacity, d_head) buffers, made by the first append
 
     def append(self, k: torch.Tensor, v: torch.Tensor):
-        for name, x in (("k", k), ("v", v)):
-            if not isinstance(x, torch.Tensor) or x.dim() != 4:
-                got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-                raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {got}")
-        if v.shape != k.shape or v.dtype != k.dtype or v.device != k.device or not k.shape[3]:
-            raise ValueError(
-                f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
-                f"on {k.device}, v is {tuple(v.shape)} {v.dtype} on {v.device}"
-            )
+        if not INNER.depth:  # MultiHeadAttention made k and v itself
+            _check_kv(k, v)
         t0, t1 = self.length, self.length + k.shape[2]
         if t1 > self.capacity:
             raise ValueError(f"the KV cache holds {self.capacity} positions; {t1} were asked for")
@@ -228,14 +229,26 @@ class KVCache:
                 f"{self.k.shape[3]} in {self.k.dtype} on {self.k.device}; "
                 f"got k {tuple(k.shape)} in {k.dtype} on {k.device}"
             )
-        self.k[:, :, t0:t1] = k
-        self.v[:, :, t0:t1] = v
+        self.k.narrow(2, t0, t1 - t0).copy_(k)
+        self.v.narrow(2, t0, t1 - t0).copy_(v)
         self.length = t1
-        return self.k[:, :, :t1], self.v[:, :, :t1]
+        return self.k.narrow(2, 0, t1), self.v.narrow(2, 0, t1)
 
     def nbytes(self) -> int:
         """Bytes of the keys and values stored so far (it grows linearly with ``length``)."""
         return 0 if self.k is None else 2 * self.k[:, :, : self.length].numel() * self.k.element_size()
+
+
+def _check_kv(k, v) -> None:
+    for name, x in (("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 4:
+            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
+            raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {got}")
+    if v.shape != k.shape or v.dtype != k.dtype or v.device != k.device or not k.shape[3]:
+        raise ValueError(
+            f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
+            f"on {k.device}, v is {tuple(v.shape)} {v.dtype} on {v.device}"
+        )
 
 
 def record_attention(model: nn.Module):
@@ -265,8 +278,7 @@ def mha_param_count(d_model: int, n_heads: int, n_kv_heads: int | None = None, b
     W_Q and W_O are ``d_model × d_model``; W_K and W_V are ``d_model × (n_kv_heads·d_head)``.
     With ``n_kv_heads == n_heads`` this is ``4·d_model² (+ 4·d_model)``, whatever ``n_heads`` is.
     """
-    d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads)
-    _check_bias(bias)
+    d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads, bias)
     d_kv = n_kv_heads * (d_model // n_heads)
     weights = 2 * d_model * d_model + 2 * d_model * d_kv
     biases = 2 * d_model + 2 * d_kv

@@ -26,7 +26,7 @@ from numbers import Integral
 import torch
 import torch.nn as nn
 
-from transformer_nb.utils import as_real, check_device, check_memory
+from transformer_nb.utils import INNER, as_real, check_device, check_memory
 
 PAIRINGS = ("interleaved", "half")
 
@@ -68,11 +68,15 @@ def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing:
     return _turn(x, torch.complex(cos.to(w), sin.to(w)), pairing)
 
 
-def _turn(x: torch.Tensor, turn: torch.Tensor, pairing: str) -> torch.Tensor:
-    """``rotate_pairs`` with the unit complex numbers ``turn = cos + i·sin: (T, d/2)`` given."""
+def _turn(x: torch.Tensor, turn: torch.Tensor, pairing: str, in_place: bool = False) -> torch.Tensor:
+    """``rotate_pairs`` with the unit complex numbers ``turn = cos + i·sin: (T, d/2)`` given; ``in_place``:
+    turn ``x`` itself (interleaved pairs of a float32 ``x`` whose last dimension is contiguous)."""
+    if in_place:  # the same complex product, written into x
+        torch.view_as_complex(x.view(*x.shape[:-1], x.shape[-1] // 2, 2)).mul_(turn)
+        return x
     xw = x.to(turn.real.dtype)
     if pairing == "interleaved":  # pairs (2i, 2i+1): a complex view of x, no copy
-        pairs = xw.unflatten(-1, (-1, 2))
+        pairs = xw.reshape(*xw.shape[:-1], xw.shape[-1] // 2, 2)
         try:
             z = torch.view_as_complex(pairs)
         except RuntimeError:  # a layout the view cannot take
@@ -105,8 +109,8 @@ def apply_rope(x: torch.Tensor, positions=None, base: float = 10000.0, pairing: 
             f"got {tuple(positions.shape)}"
         )
     angles = positions.to(torch.float64)[:, None] * rope_frequencies(d, base)  # (T, d/2)
-    out = rotate_pairs(x.to(torch.float64), torch.cos(angles).to(x.device), torch.sin(angles).to(x.device), pairing)
-    return out.to(x.dtype)
+    turn = torch.complex(torch.cos(angles), torch.sin(angles)).to(x.device)
+    return _turn(x.to(torch.float64), turn, pairing).to(x.dtype)
 
 
 def rope_matrix(position: float, d: int, base: float = 10000.0, pairing: str = "interleaved") -> torch.Tensor:
@@ -151,18 +155,20 @@ class RoPE(nn.Module):
         angles = torch.arange(max_len, dtype=torch.float64)[:, None] * rope_frequencies(d_head, base)
         self.register_buffer("cos", torch.cos(angles).float(), persistent=False)
         self.register_buffer("sin", torch.sin(angles).float(), persistent=False)
+        self._tables = {}  # dtype -> the complex table of cos + i·sin
 
     def _check(self, x: torch.Tensor, offset, name: str) -> None:
-        _check_float(x, name)
-        check_device(name, x, self.cos.device)
+        if not INNER.depth:  # a caller (MultiHeadAttention) made x and offset itself
+            _check_float(x, name)
+            check_device(name, x, self.cos.device)
+            if isinstance(offset, bool) or not isinstance(offset, Integral):
+                raise TypeError(f"offset must be an int (the position of the first token), got {offset!r}")
+            if offset < 0:
+                raise ValueError(f"offset must be >= 0 (the position of the first token), got {offset}")
         if x.dim() < 2 or x.shape[-1] != self.d_head:
             raise ValueError(
                 f"RoPE(d_head={self.d_head}) expects {name} of shape (..., T, {self.d_head}), got {tuple(x.shape)}"
             )
-        if isinstance(offset, bool) or not isinstance(offset, Integral):
-            raise TypeError(f"offset must be an int (the position of the first token), got {offset!r}")
-        if offset < 0:
-            raise ValueError(f"offset must be >= 0 (the position of the first token), got {offset}")
         if offset + x.shape[-2] > self.max_len:
             raise ValueError(
                 f"positions {offset}..{offset + x.shape[-2] - 1} exceed RoPE's table of max_len={self.max_len}; "
@@ -170,9 +176,17 @@ class RoPE(nn.Module):
             )
 
     def _turns(self, offset: int, t: int, dtype: torch.dtype) -> torch.Tensor:
-        """``(t, d_head/2)`` complex ``cos + i·sin`` for positions ``offset .. offset+t-1``."""
+        """``(t, d_head/2)`` complex ``cos + i·sin`` for positions ``offset .. offset+t-1``: rows of a table
+        made once per dtype (and again when ``.to()`` moves the buffers)."""
         w = torch.promote_types(dtype, torch.float32)
-        return torch.complex(self.cos[offset : offset + t].to(w), self.sin[offset : offset + t].to(w))
+        if w not in self._tables:
+            with torch.inference_mode(False):  # a table made while generating also serves training
+                self._tables[w] = torch.complex(self.cos.to(w), self.sin.to(w))
+        return self._tables[w][offset : offset + t]
+
+    def _apply(self, fn, recurse=True):
+        self._tables = {}  # .to(), .cuda(), .half(), ...: the tables are made again from the moved buffers
+        return super()._apply(fn, recurse)
 
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate ``x: (..., T, d_head)`` for positions ``offset .. offset+T-1``."""
@@ -190,7 +204,11 @@ class RoPE(nn.Module):
         if q_offset != k_offset or q.shape[-2] != k.shape[-2] or q.dtype != k.dtype or q.dtype == torch.float64:
             return self._rotate(q, q_offset), self._rotate(k, k_offset)
         turn = self._turns(q_offset, q.shape[-2], q.dtype)  # the same positions: one table for both
-        return _turn(q, turn, self.pairing), _turn(k, turn, self.pairing)
+        # Called by MultiHeadAttention (INNER) on its own fresh projections, with no gradient to keep:
+        # turn them in place (a decoding step makes no copies).
+        in_place = INNER.depth and not torch.is_grad_enabled() and self.pairing == "interleaved"
+        in_place = in_place and q.dtype == torch.float32 and q.stride(-1) == k.stride(-1) == 1
+        return _turn(q, turn, self.pairing, in_place), _turn(k, turn, self.pairing, in_place)
 
     def at(self, q_offset: int = 0, k_offset: int = 0):
         """A callable ``(q, k) -> (q, k)`` with fixed offsets, for ``MultiHeadAttention(..., rope=...)``."""

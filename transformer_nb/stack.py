@@ -18,9 +18,9 @@ experiments, which switch the residual connections off with ``residual=False``).
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import DecoderLayer, EncoderLayer, check_hidden, make_norm
+from transformer_nb.block import DecoderLayer, EncoderLayer, check_decoder_inputs, check_hidden, make_norm
 from transformer_nb.masks import cross_attention_mask, key_padding
-from transformer_nb.utils import as_int, check_device
+from transformer_nb.utils import INNER, as_int, check_device
 
 
 def check_keep(keep, b: int, t: int, name: str) -> None:
@@ -100,29 +100,15 @@ class Encoder(nn.Module):
         super().__init__()
         as_int("n_layers", n_layers, 1)
         self.d_model, self.causal = d_model, causal
-        self.layers = nn.ModuleList(
-            EncoderLayer(
-                d_model,
-                n_heads,
-                d_ff,
-                dropout,
-                norm_first,
-                activation,
-                norm=norm,
-                n_kv_heads=n_kv_heads,
-                bias=bias,
-                eps=eps,
-                residual=residual,
-            )
-            for _ in range(n_layers)
-        )
+        layer = (d_model, n_heads, d_ff, dropout, norm_first, activation, norm, n_kv_heads, bias, eps, residual)
+        self.layers = nn.ModuleList(EncoderLayer(*layer) for _ in range(n_layers))
         self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
 
     def forward(self, x, keep=None, mask=None, rope=None):
         check_hidden(x, self.d_model, "the encoder input x", like=self.layers[0].self_attn.q_proj.weight)
         check_keep(keep, x.shape[0], x.shape[1], "keep")
-        if mask is not None and not isinstance(mask, torch.Tensor):
-            raise TypeError(f"mask must be a torch.Tensor (bool, or an additive float mask), got {type(mask).__name__}")
+        if mask is not None:
+            self.layers[0].self_attn.check_mask(mask, x.shape[0], x.shape[1], x.shape[1])
         if keep is not None:
             pad = key_padding(keep, x.shape[1])  # (B, 1, S, S)
             if mask is None:
@@ -131,9 +117,10 @@ class Encoder(nn.Module):
                 mask = mask & pad
             else:  # an additive float mask: padded keys get -inf on top of it
                 mask = torch.where(pad, mask, float("-inf"))
-        for layer in self.layers:
-            x = layer(x, mask=mask, is_causal=self.causal, rope=rope)
-        return self.norm(x)
+        with INNER:  # the layers trust these checks
+            for layer in self.layers:
+                x = layer(x, mask=mask, is_causal=self.causal, rope=rope)
+            return self.norm(x)
 
 
 class Decoder(nn.Module):
@@ -161,34 +148,18 @@ class Decoder(nn.Module):
         super().__init__()
         as_int("n_layers", n_layers, 1)
         self.d_model = d_model
-        self.layers = nn.ModuleList(
-            DecoderLayer(
-                d_model,
-                n_heads,
-                d_ff,
-                dropout,
-                norm_first,
-                activation,
-                norm=norm,
-                bias=bias,
-                eps=eps,
-                residual=residual,
-            )
-            for _ in range(n_layers)
-        )
+        layer = (d_model, n_heads, d_ff, dropout, norm_first, activation, norm, bias, eps, residual)
+        self.layers = nn.ModuleList(DecoderLayer(*layer) for _ in range(n_layers))
         self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
 
     def forward(self, x, memory, keep=None, memory_keep=None):
-        like = self.layers[0].self_attn.q_proj.weight
-        check_hidden(x, self.d_model, "the decoder input x", like=like)
-        check_hidden(memory, self.d_model, "memory (the encoder output)", like=like)
-        if memory.shape[0] != x.shape[0]:
-            raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {x.shape[0]}")
+        check_decoder_inputs(x, memory, self.d_model, self.layers[0].self_attn.q_proj.weight, "decoder")
         check_keep(keep, x.shape[0], x.shape[1], "keep (target padding)")
         check_keep(memory_keep, memory.shape[0], memory.shape[1], "memory_keep (source padding)")
         t = x.shape[1]
         self_mask = None if keep is None else key_padding(keep, t)
         memory_mask = None if memory_keep is None else cross_attention_mask(memory_keep, t)
-        for layer in self.layers:
-            x = layer(x, memory, self_mask=self_mask, memory_mask=memory_mask)
-        return self.norm(x)
+        with INNER:  # the layers trust these checks
+            for layer in self.layers:
+                x = layer(x, memory, self_mask=self_mask, memory_mask=memory_mask)
+            return self.norm(x)

@@ -11,6 +11,7 @@ import operator
 import os
 import platform
 import random
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -250,3 +251,20 @@ def check_like(name: str, x: torch.Tensor, weight: torch.Tensor) -> None:
             f"{name} has dtype {x.dtype} but the model's weights are {weight.dtype}; convert one of them "
             f"(x.to({weight.dtype}) or model.to({x.dtype})) or run under torch.autocast"
         )
+
+
+class _Inner(threading.local):
+    """Inner layers trust their callers. A module's ``forward`` checks its inputs only when
+    ``not INNER.depth`` (it is the outermost checking call) and runs its body ``with INNER:``, so
+    the modules it calls skip the checks its own already made. One count per thread."""
+
+    depth = 0
+
+    def __enter__(self):
+        self.depth += 1
+
+    def __exit__(self, *exc):
+        self.depth -= 1
+
+
+INNER = _Inner()

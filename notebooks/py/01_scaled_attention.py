@@ -45,7 +45,7 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn.functional as F
 
-from transformer_nb import check_close, check_equal, check_raises, check_true, pick
+from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
 from transformer_nb.attention import scaled_dot_product_attention
 from transformer_nb.masks import additive, causal_mask, key_padding, padding_mask
 from transformer_nb.plotting import heatmap, plot_curves
@@ -160,8 +160,13 @@ check_equal("shapes: weights (T, T), output (T, d_v)", [tuple(weights4.shape), t
 # which on a GPU dispatches to kernels such as FlashAttention. It returns the output only; the package's
 # reference `transformer_nb.attention.scaled_dot_product_attention` returns the weights too, for looking at
 # them. Both take a **mask**: bool, True where a query *may* attend, or a float mask *added* to the scores
-# (0 or $-\infty$, or a finite bias). Notebook 02 builds masks; here we only use them.
-#
+# (0 or $-\infty$, or a finite bias). Notebook 02 builds masks; here we only use them. This is the package's
+# function, the four steps with a mask in the middle (the checks at its top give the clear errors further down):
+
+# %%
+show_source(scaled_dot_product_attention)
+
+# %% [markdown]
 # The four steps above, on batches of several heads, equal both; with masks of every kind (and
 # $T_q \ne T_k$, $d_v \ne d_k$), the package equals PyTorch:
 

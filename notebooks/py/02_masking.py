@@ -48,7 +48,7 @@ import torch.nn.functional as F
 from matplotlib.colors import ListedColormap
 from torch.nn.attention.bias import causal_lower_right
 
-from transformer_nb import check_close, check_equal, check_true, pick
+from transformer_nb import check_close, check_equal, check_true, pick, show_source
 from transformer_nb.attention import scaled_dot_product_attention
 from transformer_nb.masks import (
     additive,
@@ -84,6 +84,11 @@ def gap(a, b):
 # and 000 §8.6.4 as a lower-triangular matrix of **booleans**, True where query $i$ may see key $j$. They
 # are two spellings of one rule. Every mask in this companion is **bool, True = may attend**, the
 # convention of `F.scaled_dot_product_attention`; `additive(mask)` converts one to the $0/-\infty$ form.
+# Both, as the package writes them:
+
+# %%
+show_source(causal_mask)
+show_source(additive)
 
 # %%
 T = 6

@@ -82,8 +82,16 @@ from transformer_nb.widgets.multihead import HeadsWidget
 # | merge, the inverse of the split: this *is* the concatenation | $(B, T, h\cdot d_k)$ |
 # | $\times W^O$ | $(B, T, d_{\text{model}})$ |
 #
-# After the split, the head axis is just another batch axis: one batched matrix product serves all heads. The
-# picture below is the split for one sentence: the same numbers, regrouped; no number moves or changes.
+# After the split, the head axis is just another batch axis: one batched matrix product serves all heads. In the
+# package the split and the merge are one line each, and the attention of every head is one call:
+
+# %%
+show_source(split_heads)
+show_source(merge_heads)
+show_source(MultiHeadAttention._attend)
+
+# %% [markdown]
+# The picture below is the split for one sentence: the same numbers, regrouped; no number moves or changes.
 
 # %%
 torch.manual_seed(0)
@@ -370,7 +378,10 @@ check_true("mha_param_count agrees", all(mha_param_count(8192, 64, g, bias=False
 #
 # We measure, we do not assume: a `KVCache` is filled by the layer's own `forward(x, cache=...)`, on the meta
 # device in fp16, so even 131,072 tokens of a LLaMA-2-70B-sized layer cost no memory. A model has one such cache
-# per layer (80 here).
+# per layer (80 here). The cache itself: two buffers allocated once, written in place at every step.
+
+# %%
+show_source(KVCache)
 
 # %%
 def cache_of_one_layer(d_model, n_heads, n_kv_heads, n_tokens, batch=1, dtype=torch.float16):

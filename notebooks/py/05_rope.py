@@ -43,12 +43,13 @@ import math
 import matplotlib.pyplot as plt
 import torch
 
-from transformer_nb import check_close, check_equal, check_true, pick
+from transformer_nb import check_close, check_equal, check_true, pick, show_source
 from transformer_nb.block import EncoderLayer
 from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.params import numel
 from transformer_nb.plotting import heatmap, plot_curves
 from transformer_nb.positional import sinusoidal_encoding
+from transformer_nb import rope as rope_code
 from transformer_nb.rope import RoPE, apply_rope, half_permutation, rope_frequencies, rope_matrix
 from transformer_nb.widgets.rope import RotatePair
 
@@ -309,6 +310,14 @@ check_equal("d = 128: pairs that never complete a turn within 2048 positions", i
 # rope=...)` passes it on (the decoder-only block of notebook 06). `RoPE` has no parameters: its cosine and sine
 # tables are buffers. Since only offsets matter, shifting every position by the same amount changes nothing, and
 # grouped-query attention takes RoPE the same way.
+#
+# The module, as attention calls it: each pair is read as a complex number and multiplied by
+# $\cos m\theta_i + i \sin m\theta_i$, a table of which is made once.
+
+# %%
+show_source(rope_code._turn)
+show_source(RoPE.forward)
+show_source(RoPE._turns)
 
 # %% tags=["nbval-check-output"]
 torch.manual_seed(6)

@@ -242,7 +242,10 @@ with torch.no_grad():
 # LayerNorm $\varepsilon$, and `norm_first=True` for Pre-LN / `False` for Post-LN. Its attention weights are packed in
 # one `in_proj_weight` $[W_Q; W_K; W_V]$; `interop.copy_from_torch` unpacks them into our separate projections.
 # Two traps when comparing: PyTorch's bool masks mean the opposite of ours (True = *blocked*), and padded
-# positions hold junk in both, so only real positions are compared.
+# positions hold junk in both, so only real positions are compared. The package's block:
+
+# %%
+show_source(EncoderLayer.forward)
 
 # %%
 def torch_vs_ours(norm_first, activation, seed, padded=False, causal=False, d=32, h=4, d_ff=64, t=7):

@@ -362,9 +362,10 @@ check_equal("LayerNorms per cached step = two per block + the last", calls.get("
 
 # %% [markdown]
 # A cached step is a long chain of small operators, each paying a fixed cost for Python, dispatch and kernel
-# set-up that rivals its arithmetic. The package keeps one forward path (what notebook 10 teaches); a fused step
-# written in plain `F` calls lives only in the benchmark, `bench/_fused_decode.py`, tested to give the same
-# tokens (`python -m transformer_nb.bench kvcache` times both).
+# set-up that rivals its arithmetic. So the one forward path (what notebook 10 teaches) keeps the chain short:
+# a block checks its input once and the layers inside it trust it, the KV cache is written in place, and RoPE
+# turns the new queries and keys in place. `python -m transformer_nb.bench kvcache` times the cached steps
+# against recomputing, with the same tokens.
 #
 # ## 7 · Several processes: `torchrun` and DistributedDataParallel
 #

@@ -13,9 +13,10 @@ variant runs ``--repeats`` times; the best time counts. ``speedup`` is for the n
 prompt; ``speedup_prompt_256`` repeats the measurement after a 256-token prompt (the longer the
 context, the more recomputation the cache saves).
 
-On a CPU a decoding step does so little arithmetic that calling modules costs as much as
-computing; ``bench/_fused_decode.py`` writes the same step in plain ``F`` calls (benchmark only,
-tested to give the same tokens): ``speedup_fused`` is the no-cache time over its time.
+Each step runs the package's modules, so their per-call costs are part of what is timed: on a
+CPU a one-token step does so little arithmetic that checking inputs, making copies and calling
+modules can cost as much as computing. Inside a block the layers trust their callers (no checks),
+the cache is written in place, and RoPE turns the new keys and queries in place.
 On a GPU (``--device cuda``) the JSON also gives tokens/s of each way.
 The last line is one JSON object; ``identical`` says whether every pair produced the same tokens.
 """
@@ -28,7 +29,6 @@ import time
 import torch
 
 from transformer_nb import lm_recipe
-from transformer_nb.bench._fused_decode import fused_generate
 from transformer_nb.generation import generate
 from transformer_nb.output_head import frequency_ranks
 from transformer_nb.params import numel
@@ -92,8 +92,6 @@ def main(argv=None) -> int:
         "cache": lambda pr: generate(model, pr, args.new_tokens, use_cache=True),
         "no_cache": lambda pr: generate(model, pr, args.new_tokens, use_cache=False),
     }
-    if device.type == "cpu":
-        ways["fused"] = lambda pr: fused_generate(model, pr, args.new_tokens)
 
     def time_all(prompt):
         times, outs = {}, {}
@@ -131,16 +129,11 @@ def main(argv=None) -> int:
         "tokens_per_s_cache": round(args.new_tokens / times["cache"], 1),
         "tokens_per_s_no_cache": round(args.new_tokens / times["no_cache"], 1),
     }
-    if "fused" in times:
-        result["speedup_fused"] = round(times["no_cache"] / times["fused"], 2)
-        result["seconds_fused"] = round(times["fused"], 3)
     result.update(prompt_tokens=int(prompt.numel()), weights=weights, threads=torch.get_num_threads())
     result["load_avg_start"] = round(load, 2)
     if args.long_prompt:
         n = long.numel()
         result[f"speedup_prompt_{n}"] = round(long_times["no_cache"] / long_times["cache"], 2)
-        if "fused" in long_times:
-            result[f"speedup_fused_prompt_{n}"] = round(long_times["no_cache"] / long_times["fused"], 2)
         result[f"identical_prompt_{n}"] = long_same
         result["identical"] = identical = identical and long_same
     print(json.dumps(result))
