@@ -160,11 +160,8 @@ check_equal("shapes: weights (T, T), output (T, d_v)", [tuple(weights4.shape), t
 # which on a GPU dispatches to kernels such as FlashAttention. It returns the output only; the package's
 # reference `transformer_nb.attention.scaled_dot_product_attention` returns the weights too, for looking at
 # them. Both take a **mask**: bool, True where a query *may* attend, or a float mask *added* to the scores
-# (0 or $-\infty$, or a finite bias). Notebook 02 builds masks; here we only use them. This is the package's
-# function, the four steps with a mask in the middle (the checks at its top give the clear errors further down):
-
-# %%
-show_source(scaled_dot_product_attention)
+# (0 or $-\infty$, or a finite bias). Notebook 02 builds masks; here we only use them. You write this
+# function yourself in Exercise 8.5 below; once your answer passes, its worked solution shows the package's own.
 
 # %% [markdown]
 # The four steps above, on batches of several heads, equal both; with masks of every kind (and
@@ -467,6 +464,11 @@ def attention(q, k, v, mask=None):
 
 
 attention_ex.check(attention)
+
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
+# The package's own version, once your answer to Exercise 8.5 passes (or after attention_ex.solution())
+if attention_ex.unlocked():
+    show_source(scaled_dot_product_attention)
 
 # %% [markdown]
 # The tests Exercise 8.5 asks for, run on *your* function once it passes: batch = 2, seq_len = 8,

@@ -84,10 +84,10 @@ def gap(a, b):
 # and 000 §8.6.4 as a lower-triangular matrix of **booleans**, True where query $i$ may see key $j$. They
 # are two spellings of one rule. Every mask in this companion is **bool, True = may attend**, the
 # convention of `F.scaled_dot_product_attention`; `additive(mask)` converts one to the $0/-\infty$ form.
-# Both, as the package writes them:
+# The package's `additive` (its `causal_mask` is yours to write in the first exercise below; once your
+# answer passes, the worked solution shows the package's):
 
 # %%
-show_source(causal_mask)
 show_source(additive)
 
 # %%
@@ -569,6 +569,11 @@ def my_causal_mask(T):
 
 
 causal_ex.check(my_causal_mask)
+
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
+# The package's own version, once your answer to the causal-mask exercise passes (or after causal_ex.solution())
+if causal_ex.unlocked():
+    show_source(causal_mask)
 
 # %% [markdown]
 # ### Exercise 2: a padding mask from lengths

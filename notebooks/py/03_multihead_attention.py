@@ -83,11 +83,10 @@ from transformer_nb.widgets.multihead import HeadsWidget
 # | $\times W^O$ | $(B, T, d_{\text{model}})$ |
 #
 # After the split, the head axis is just another batch axis: one batched matrix product serves all heads. In the
-# package the split and the merge are one line each, and the attention of every head is one call:
+# package the attention of every head is one call (the split and the merge are yours to write in Exercise 8.6
+# below; once your answer passes, its worked solution shows the package's):
 
 # %%
-show_source(split_heads)
-show_source(merge_heads)
 show_source(MultiHeadAttention._attend)
 
 # %% [markdown]
@@ -463,6 +462,12 @@ def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads):
 
 
 mha_ex.check(multi_head_attention)
+
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
+# The package's own version, once your answer to Exercise 8.6 passes (or after mha_ex.solution())
+if mha_ex.unlocked():
+    show_source(split_heads)
+    show_source(merge_heads)
 
 # %% [markdown]
 # The exercise's sentence with your attention ($h = 4$, $d_{\text{model}} = 32$, random embeddings from a lookup

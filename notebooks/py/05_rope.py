@@ -311,13 +311,9 @@ check_equal("d = 128: pairs that never complete a turn within 2048 positions", i
 # tables are buffers. Since only offsets matter, shifting every position by the same amount changes nothing, and
 # grouped-query attention takes RoPE the same way.
 #
-# The module, as attention calls it: each pair is read as a complex number and multiplied by
-# $\cos m\theta_i + i \sin m\theta_i$, a table of which is made once.
-
-# %%
-show_source(rope_code._turn)
-show_source(RoPE.forward)
-show_source(RoPE._turns)
+# The module, as attention calls it, reads each pair as a complex number and multiplies it by
+# $\cos m\theta_i + i \sin m\theta_i$, from a table made once. Exercise 8.10 below has you compute RoPE scores
+# yourself; once your answer passes, its worked solution shows the module's source.
 
 # %% tags=["nbval-check-output"]
 torch.manual_seed(6)
@@ -362,6 +358,13 @@ def rope_scores(x, w_q, w_k, n_heads):
 
 
 rope_scores_ex.check(rope_scores)
+
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
+# The package's own version, once your answer to Exercise 8.10 passes (or after rope_scores_ex.solution())
+if rope_scores_ex.unlocked():
+    show_source(rope_code._turn)
+    show_source(RoPE.forward)
+    show_source(RoPE._turns)
 
 # %% [markdown]
 # The exercise's verification, with your function once it passes: one token repeated over 32 positions, the

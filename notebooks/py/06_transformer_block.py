@@ -242,10 +242,8 @@ with torch.no_grad():
 # LayerNorm $\varepsilon$, and `norm_first=True` for Pre-LN / `False` for Post-LN. Its attention weights are packed in
 # one `in_proj_weight` $[W_Q; W_K; W_V]$; `interop.copy_from_torch` unpacks them into our separate projections.
 # Two traps when comparing: PyTorch's bool masks mean the opposite of ours (True = *blocked*), and padded
-# positions hold junk in both, so only real positions are compared. The package's block:
-
-# %%
-show_source(EncoderLayer.forward)
+# positions hold junk in both, so only real positions are compared. The package's block
+# is what you build in Exercise 8.8 below; once your answer passes, its worked solution shows its source.
 
 # %%
 def torch_vs_ours(norm_first, activation, seed, padded=False, causal=False, d=32, h=4, d_ff=64, t=7):
@@ -614,6 +612,11 @@ def build_encoder_stack(d_model, n_heads, d_ff, n_blocks):
 
 
 encoder_stack_ex.check(build_encoder_stack)
+
+# %% tags=["solution"] cellView="form" jupyter={"source_hidden": true, "outputs_hidden": true}
+# The package's own version, once your answer to Exercise 8.8 passes (or after encoder_stack_ex.solution())
+if encoder_stack_ex.unlocked():
+    show_source(EncoderLayer.forward)
 
 # %% [markdown]
 # Exercise 8.8's two verifications, on your stack once it passes: a random input of shape `(2, 12, 64)` keeps
