@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb import cache
-from transformer_nb.lm import LSTMLM, LanguageModel, TransformerLM
+from transformer_nb.lm import LSTMLM, LanguageModel, Transformer
 from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.output_head import frequency_ranks
 from transformer_nb.perplexity import evaluate
@@ -35,7 +35,8 @@ RECIPE_MODEL = dict(
     n_layers=2,
     positions="rope",
     max_len=1024,
-    head="adaptive_tied",
+    activation="gelu",
+    adaptive=True,
     cutoffs=(2000, 10000),
     div_value=4.0,
     dropout=0.0,
@@ -86,8 +87,9 @@ def build_model(kind: str, vocab_size: int, ranks: torch.Tensor | None = None, s
     """A fresh, seeded recipe model (on the CPU): ``kind`` is ``"transformer"`` or ``"lstm"``."""
     _check_kind(kind)
     torch.manual_seed(seed)
-    cls = TransformerLM if kind == "transformer" else LSTMLM
-    return cls(vocab_size, ranks=ranks, **{**(RECIPE_MODEL if kind == "transformer" else LSTM_MODEL), **overrides})
+    if kind == "transformer":
+        return Transformer(vocab=vocab_size, ranks=ranks, **{**RECIPE_MODEL, **overrides})
+    return LSTMLM(vocab_size, ranks=ranks, **{**LSTM_MODEL, **overrides})
 
 
 def recipe_config(kind: str = "transformer", device=None, **overrides) -> TrainConfig:
