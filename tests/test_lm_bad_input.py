@@ -5,7 +5,6 @@ import math
 
 import pytest
 import torch
-from lm_helpers import HEAD_FIELDS
 
 from transformer_nb import lm_recipe
 from transformer_nb.generation import generate, sample_next, top_k_filter
@@ -22,7 +21,14 @@ V = 50
 def tiny(positions="rope", head="tied"):
     torch.manual_seed(0)
     return Transformer(
-        vocab=V, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=32, positions=positions, **HEAD_FIELDS[head]
+        vocab=V,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n_layers=1,
+        max_len=32,
+        positions=positions,
+        **lm_recipe.HEAD_FIELDS[head],
     )
 
 

@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-from lm_helpers import HEAD_FIELDS
 
+from transformer_nb import lm_recipe
 from transformer_nb.lm import LSTMLM, Transformer
 from transformer_nb.output_head import HEADS, frequency_ranks
 from transformer_nb.params import numel
@@ -21,7 +21,7 @@ def tiny(head, positions="learned"):
         d_ff=64,
         n_layers=2,
         max_len=32,
-        **HEAD_FIELDS[head],
+        **lm_recipe.HEAD_FIELDS[head],
         ranks=ranks,
         cutoffs=(40, 150),
         positions=positions,

@@ -5,9 +5,9 @@ import inspect
 
 import pytest
 import torch
-from lm_helpers import HEAD_FIELDS
 
 import transformer_nb
+from transformer_nb import lm_recipe
 from transformer_nb.block import EncoderLayer
 from transformer_nb.exercises.lm import kv_step_ex
 from transformer_nb.generation import generate
@@ -29,7 +29,7 @@ def tiny(head="adaptive", positions="learned", activation="gelu", n_layers=3):
         d_ff=64,
         n_layers=n_layers,
         max_len=80,
-        **HEAD_FIELDS[head],
+        **lm_recipe.HEAD_FIELDS[head],
         ranks=ranks,
         cutoffs=(40, 150),
         positions=positions,

@@ -2,8 +2,8 @@
 
 import pytest
 import torch
-from lm_helpers import HEAD_FIELDS
 
+from transformer_nb import lm_recipe
 from transformer_nb.generation import generate, sample_next, top_k_filter
 from transformer_nb.lm import LSTMLM, Transformer
 from transformer_nb.output_head import frequency_ranks
@@ -90,7 +90,7 @@ def test_the_greedy_shortcut_is_the_arg_max_of_the_full_distribution(head):
         d_ff=64,
         n_layers=1,
         max_len=64,
-        **HEAD_FIELDS[head],
+        **lm_recipe.HEAD_FIELDS[head],
         ranks=ranks,
         cutoffs=(20, 60),
     ).eval()

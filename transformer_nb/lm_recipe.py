@@ -26,6 +26,13 @@ from transformer_nb.utils import as_int, get_device
 from transformer_nb.wikitext import check_wikitext
 
 KINDS = ("transformer", "lstm")
+#: The ``TransformerConfig`` fields of each output layer (``output_head.HEADS``), for overriding the recipe's.
+HEAD_FIELDS = {
+    "full": dict(adaptive=False, tie_output=False, output_bias=True),
+    "tied": dict(adaptive=False, tie_output=True, output_bias=True),
+    "adaptive": dict(adaptive=True, tie_output=False),
+    "adaptive_tied": dict(adaptive=True, tie_output=True),
+}
 
 #: The full-data recipe (notebook 10 and ``python -m transformer_nb.bench lm``).
 RECIPE_MODEL = dict(

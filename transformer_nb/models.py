@@ -79,7 +79,7 @@ class EncoderDecoder(nn.Module):
         max_len: int = 256,
         norm_first: bool = True,
         pad_id: int | None = 0,
-        activation: str = "relu",
+        activation: str = TransformerConfig.activation,
         tie_weights: bool = False,
         share_embeddings: bool = False,
     ):
@@ -134,7 +134,7 @@ class EncoderOnly(nn.Module):
         max_len: int = 256,
         norm_first: bool = True,
         pad_id: int | None = 0,
-        activation: str = "relu",
+        activation: str = TransformerConfig.activation,
         n_classes: int | None = None,
         tie_weights: bool = True,
     ):

@@ -18,7 +18,7 @@ CATEGORIES = ("embeddings", "positions", "attention", "ffn", "norms", "head", "o
 # --------------------------------------------------------------------------- per-module formulas
 
 
-def ffn_params(d_model: int, d_ff: int, activation: str = "relu", bias: bool = True) -> int:
+def ffn_params(d_model: int, d_ff: int, activation: str = TransformerConfig.activation, bias: bool = True) -> int:
     """``FeedForward``: ``2·d·d_ff (+ d_ff + d)`` for relu/gelu, ``3·d·d_ff (+ 2·d_ff + d)`` for swiglu."""
     as_int("d_model", d_model, 1)
     as_int("d_ff", d_ff, 1)
@@ -61,7 +61,9 @@ def position_params(kind: str, d_model: int, max_len: int = 0, n_heads: int = 1)
     return max_len * d_model
 
 
-def encoder_layer_params(d_model, n_heads, d_ff, activation="relu", norm="layer", n_kv_heads=None, bias=True) -> int:
+def encoder_layer_params(
+    d_model, n_heads, d_ff, activation=TransformerConfig.activation, norm="layer", n_kv_heads=None, bias=True
+) -> int:
     """One ``EncoderLayer`` (also the decoder-only block): attention + FFN + 2 norms."""
     return (
         attention_params(d_model, n_heads, n_kv_heads, bias)
@@ -70,7 +72,9 @@ def encoder_layer_params(d_model, n_heads, d_ff, activation="relu", norm="layer"
     )
 
 
-def decoder_layer_params(d_model, n_heads, d_ff, activation="relu", norm="layer", bias=True) -> int:
+def decoder_layer_params(
+    d_model, n_heads, d_ff, activation=TransformerConfig.activation, norm="layer", bias=True
+) -> int:
     """One ``DecoderLayer``: self-attention + cross-attention + FFN + 3 norms."""
     return (
         2 * attention_params(d_model, n_heads, None, bias)
