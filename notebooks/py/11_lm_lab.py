@@ -223,10 +223,10 @@ show_runs(["recipe", "recipe, again", "untied adaptive", "full softmax"], "the o
 recipe_model, seen = lm_recipe.build_model("transformer", V, ranks), {}
 hook = recipe_model.blocks.layers[0].ff.register_forward_hook(lambda mod, inp, out: seen.update(ffn=out.dtype))
 with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-    loss_bf16, _ = recipe_model(xb, yb)
+    _, loss_bf16 = recipe_model(xb, yb)  # (logits, loss): the adaptive head gives no logits with targets
 hook.remove()
 with torch.no_grad():
-    loss_fp32, _ = recipe_model(xb, yb)
+    _, loss_fp32 = recipe_model(xb, yb)
 print(f"loss on one batch: bf16 autocast {loss_bf16:.4f}, fp32 {loss_fp32:.4f}")
 show_runs(["recipe", "fp32"], "bf16 against fp32")
 
