@@ -1,5 +1,5 @@
 """The capstone's training run (notebook 12, step 8): the package's loop trains a model built from the
-student's classes, the cache keeps it, the package's TransformerLM holds the same weights, and the loss check
+student's classes, the cache keeps it, the package's Transformer holds the same weights, and the loss check
 passes a run that learned and names what went wrong in runs that did not."""
 
 import math

@@ -18,6 +18,7 @@ CORE = [
     "positional",
     "block",
     "stack",
+    "transformer",
     "models",
     "output_head",
     "lm",

@@ -8,7 +8,7 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
-from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.lm import LSTMLM, Transformer
 from transformer_nb.lm_ddp import main, wrap
 from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.output_head import frequency_ranks
@@ -24,11 +24,12 @@ def stream(n, seed):
 def tiny(kind):
     torch.manual_seed(0)
     ranks = frequency_ranks(stream(3000, 1), V)
-    small = dict(head="adaptive_tied", ranks=ranks, cutoffs=(8, 20))
+    small = dict(ranks=ranks, cutoffs=(8, 20))
     if kind == "transformer":
-        model = TransformerLM(V, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=32, positions="rope", **small)
+        sizes = dict(d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=32)
+        model = Transformer(vocab=V, **sizes, positions="rope", adaptive=True, **small)
     else:
-        model = LSTMLM(V, d_model=16, hidden_size=24, n_layers=1, **small)
+        model = LSTMLM(V, d_model=16, hidden_size=24, n_layers=1, head="adaptive_tied", **small)
     return model.double()  # float64: the summation order of the gradients leaves no visible trace
 
 

@@ -19,25 +19,25 @@ pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 def evaluate_per_batch_mean(model, batches):  # a correct answer written differently: mean loss × count
     model.eval()
     with torch.no_grad():
-        total = sum(F.cross_entropy(model(x).transpose(1, 2), y).item() * y.numel() for x, y in batches)
+        total = sum(F.cross_entropy(model(x)[0].transpose(1, 2), y).item() * y.numel() for x, y in batches)
     return math.exp(total / sum(y.numel() for _, y in batches))
 
 
 def evaluate_without_eval(model, batches):
-    total = sum(F.cross_entropy(model(x).flatten(0, 1), y.flatten(), reduction="sum").item() for x, y in batches)
+    total = sum(F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten(), reduction="sum").item() for x, y in batches)
     return math.exp(total / sum(y.numel() for _, y in batches))
 
 
 def evaluate_mean_of_perplexities(model, batches):  # notebook 10's former demo, on batches
     model.eval()
     with torch.no_grad():
-        return sum(math.exp(F.cross_entropy(model(x).flatten(0, 1), y.flatten()).item()) for x, y in batches) / len(
+        return sum(math.exp(F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten()).item()) for x, y in batches) / len(
             batches
         )
 
 
 def step_without_zero_grad(model, optimizer, x, y):
-    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+    loss = F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten())
     loss.backward()
     optimizer.step()
     return loss.item()
@@ -45,7 +45,7 @@ def step_without_zero_grad(model, optimizer, x, y):
 
 def step_without_step(model, optimizer, x, y):
     optimizer.zero_grad()
-    loss = F.cross_entropy(model(x).flatten(0, 1), y.flatten())
+    loss = F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten())
     loss.backward()
     return loss.item()
 
@@ -54,7 +54,7 @@ def greedy_from_first_position(model, ids, n_new):
     model.eval()
     with torch.no_grad():
         for _ in range(n_new):
-            ids = torch.cat([ids, model(ids)[:, 0].argmax(-1, keepdim=True)], dim=1)
+            ids = torch.cat([ids, model(ids)[0][:, 0].argmax(-1, keepdim=True)], dim=1)
     return ids
 
 
@@ -105,7 +105,7 @@ def test_mistakes_get_specific_hints(ex, wrong, words):
 def test_train_step_cross_entropy_on_unflattened_logits_gets_a_crash_hint():
     def unflattened(model, optimizer, x, y):
         optimizer.zero_grad()
-        loss = F.cross_entropy(model(x), y)
+        loss = F.cross_entropy(model(x)[0], y)
         loss.backward()
         optimizer.step()
         return loss.item()
@@ -121,7 +121,7 @@ def test_tiny_model_is_causal_and_seeded():
     ids = torch.tensor([[1, 2, 3, 4]])
     changed = ids.clone()
     changed[0, 3] = 7
-    assert torch.equal(a(ids)[:, :3], a(changed)[:, :3])
+    assert torch.equal(a(ids)[0][:, :3], a(changed)[0][:, :3])
 
 
 RUN = {

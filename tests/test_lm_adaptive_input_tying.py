@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from transformer_nb.lm import TransformerLM
+from transformer_nb.lm import Transformer
 from transformer_nb.output_head import frequency_ranks
 
 V, D = 300, 32
@@ -14,14 +14,14 @@ V, D = 300, 32
 def tied():
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    return TransformerLM(
-        V,
+    return Transformer(
+        vocab=V,
         d_model=D,
         n_heads=4,
         d_ff=64,
         n_layers=1,
         max_len=32,
-        head="adaptive_tied",
+        adaptive=True,
         ranks=ranks,
         cutoffs=(40, 150),
         positions="rope",

@@ -8,7 +8,7 @@ import torch
 
 from transformer_nb import lm_recipe
 from transformer_nb.generation import generate, sample_next, top_k_filter
-from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.lm import LSTMLM, Transformer
 from transformer_nb.lm_training import TrainConfig, lr_factor, train_lm
 from transformer_nb.multihead import KVCache
 from transformer_nb.output_head import OutputHead, frequency_ranks
@@ -20,7 +20,16 @@ V = 50
 
 def tiny(positions="rope", head="tied"):
     torch.manual_seed(0)
-    return TransformerLM(V, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=32, positions=positions, head=head)
+    return Transformer(
+        vocab=V,
+        d_model=16,
+        n_heads=2,
+        d_ff=32,
+        n_layers=1,
+        max_len=32,
+        positions=positions,
+        **lm_recipe.HEAD_FIELDS[head],
+    )
 
 
 def lstm():
@@ -110,7 +119,7 @@ def test_bad_prompts_and_models():
         generate(tiny(), torch.tensor([], dtype=torch.long), 3)
     with pytest.raises(TypeError, match="prompt must be a 1-D integer tensor"):
         generate(tiny(), [1, 2], 3)
-    with pytest.raises(TypeError, match="model must be a TransformerLM or an LSTMLM"):
+    with pytest.raises(TypeError, match="model must be a decoder-only Transformer or an LSTMLM"):
         generate(torch.nn.Linear(2, 2), torch.tensor([1]), 3)
     with pytest.raises(ValueError, match="temperature must be a finite number"):
         sample_next(torch.zeros(1, 4), -0.5)
@@ -127,7 +136,7 @@ def test_bad_ids_targets_and_reductions():
     with pytest.raises(ValueError, match="targets must have the shape of ids"):
         m(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 4, dtype=torch.long))
     with pytest.raises(ValueError, match="reduction must be"):
-        m(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long), reduction="avg")
+        m.nll(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long), reduction="avg")
     with pytest.raises(TypeError, match="ids must be an integer tensor"):
         lstm().hidden(torch.zeros(1, 3, dtype=torch.bool))
 
@@ -183,7 +192,7 @@ def test_bad_training_calls():
         train_lm(m, torch.full((100,), 60), cfg, live=False, bar=False)
     with pytest.raises(TypeError, match="cfg must be a TrainConfig"):
         train_lm(m, torch.zeros(100, dtype=torch.long), {"steps": 1}, live=False, bar=False)
-    with pytest.raises(TypeError, match="model must be a TransformerLM or an LSTMLM"):
+    with pytest.raises(TypeError, match="model must be a decoder-only Transformer or an LSTMLM"):
         train_lm(torch.nn.Linear(2, 2), torch.zeros(100, dtype=torch.long), cfg, live=False, bar=False)
     with pytest.raises(ValueError, match="epochs must be a positive int"):
         train_epochs(m, torch.zeros(100, dtype=torch.long), epochs=0, seq_len=8, live=False)

@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb import lm_recipe
+from transformer_nb.lm import LSTMLM, Transformer
 from transformer_nb.output_head import HEADS, frequency_ranks
 from transformer_nb.params import numel
 
@@ -13,14 +14,14 @@ V = 300
 def tiny(head, positions="learned"):
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    return TransformerLM(
-        V,
+    return Transformer(
+        vocab=V,
         d_model=32,
         n_heads=4,
         d_ff=64,
         n_layers=2,
         max_len=32,
-        head=head,
+        **lm_recipe.HEAD_FIELDS[head],
         ranks=ranks,
         cutoffs=(40, 150),
         positions=positions,
@@ -58,7 +59,7 @@ def test_log_probs_are_normalised_and_match_nll(head):
     y = torch.randint(0, V, (2, 10))
     with torch.no_grad():
         lp = m.log_probs(ids)
-        nll, _ = m(ids, y, reduction="none")
+        nll, _ = m.nll(ids, y, reduction="none")
     assert lp.shape == (2, 10, V)
     assert torch.allclose(lp.exp().sum(-1), torch.ones(2, 10), atol=1e-5)
     assert torch.allclose(-lp.gather(-1, y[..., None]).squeeze(-1), nll, atol=1e-5)
@@ -86,6 +87,4 @@ def test_bad_ids_are_rejected():
 
 def test_adaptive_head_needs_ranks():
     with pytest.raises(ValueError, match="frequency_ranks"):
-        TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=1, head="adaptive")
-    with pytest.raises(ValueError, match="head must be one of"):
-        TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=1, head="softmax")
+        Transformer(vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=1, adaptive=True, tie_output=False)

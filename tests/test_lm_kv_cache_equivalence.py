@@ -7,10 +7,11 @@ import pytest
 import torch
 
 import transformer_nb
+from transformer_nb import lm_recipe
 from transformer_nb.block import EncoderLayer
 from transformer_nb.exercises.lm import kv_step_ex
 from transformer_nb.generation import generate
-from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.lm import LSTMLM, Transformer
 from transformer_nb.multihead import KVCache, MultiHeadAttention
 from transformer_nb.output_head import HEADS, frequency_ranks
 from transformer_nb.rope import RoPE
@@ -21,14 +22,14 @@ V = 300
 def tiny(head="adaptive", positions="learned", activation="gelu", n_layers=3):
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    m = TransformerLM(
-        V,
+    m = Transformer(
+        vocab=V,
         d_model=32,
         n_heads=4,
         d_ff=64,
         n_layers=n_layers,
         max_len=80,
-        head=head,
+        **lm_recipe.HEAD_FIELDS[head],
         ranks=ranks,
         cutoffs=(40, 150),
         positions=positions,

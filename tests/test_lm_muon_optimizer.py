@@ -17,18 +17,18 @@ def _split(model, kind):
 
 def test_transformer_blocks_matrices_go_to_muon_and_the_rest_to_adamw():
     ranks = torch.arange(50)
-    m = lm.TransformerLM(
-        50, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=16, head="adaptive_tied", ranks=ranks, cutoffs=(10, 30)
+    m = lm.Transformer(
+        vocab=50, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=16, adaptive=True, ranks=ranks, cutoffs=(10, 30)
     )
     opts, (muon, adamw) = _split(m, "muon")
     assert isinstance(opts[0], torch.optim.Muon) and isinstance(opts[1], torch.optim.AdamW)
     names = {id(p): n for n, p in m.named_parameters()}
     assert sorted(names[i] for i in muon) == sorted(
-        n for n, p in m.named_parameters() if n.startswith("layers.") and p.dim() == 2
+        n for n, p in m.named_parameters() if n.startswith("blocks.layers.") and p.dim() == 2
     )
     assert len(muon) == 2 * 6  # q, k, v, out, ff1, ff2 per block
     assert not muon & adamw and muon | adamw == set(names)
-    assert all(not names[i].startswith("layers.") or m.get_parameter(names[i]).dim() == 1 for i in adamw)
+    assert all(not names[i].startswith("blocks.layers.") or m.get_parameter(names[i]).dim() == 1 for i in adamw)
 
 
 def test_lstm_recurrent_and_projection_matrices_go_to_muon():

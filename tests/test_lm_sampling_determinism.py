@@ -3,8 +3,9 @@
 import pytest
 import torch
 
+from transformer_nb import lm_recipe
 from transformer_nb.generation import generate, sample_next, top_k_filter
-from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.lm import LSTMLM, Transformer
 from transformer_nb.output_head import frequency_ranks
 
 V = 200
@@ -12,7 +13,7 @@ V = 200
 
 def tiny():
     torch.manual_seed(0)
-    return TransformerLM(V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, head="tied").eval()
+    return Transformer(vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, output_bias=True).eval()
 
 
 def test_same_seed_same_text_different_seed_different_text():
@@ -82,8 +83,16 @@ def test_lstm_generation_is_seeded_too():
 def test_the_greedy_shortcut_is_the_arg_max_of_the_full_distribution(head):
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
-    m = TransformerLM(
-        V, d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64, head=head, ranks=ranks, cutoffs=(20, 60)
+    m = Transformer(
+        vocab=V,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_layers=1,
+        max_len=64,
+        **lm_recipe.HEAD_FIELDS[head],
+        ranks=ranks,
+        cutoffs=(20, 60),
     ).eval()
     h = torch.randn(500, 32) * 3  # many rows, some won by tail words
     with torch.no_grad():
@@ -93,8 +102,17 @@ def test_the_greedy_shortcut_is_the_arg_max_of_the_full_distribution(head):
 def test_the_greedy_shortcut_skips_clusters_that_cannot_win():
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
-    m = TransformerLM(
-        V, d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64, head="adaptive", ranks=ranks, cutoffs=(20, 60)
+    m = Transformer(
+        vocab=V,
+        d_model=32,
+        n_heads=4,
+        d_ff=64,
+        n_layers=1,
+        max_len=64,
+        adaptive=True,
+        tie_output=False,
+        ranks=ranks,
+        cutoffs=(20, 60),
     ).eval()
     calls = []
     for i, tail in enumerate(m.head.asm.tail):

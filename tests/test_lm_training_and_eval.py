@@ -24,7 +24,9 @@ def test_frequency_ranks_sort_by_count():
 
 def test_evaluate_is_exp_of_mean_token_nll():
     torch.manual_seed(0)
-    m = lm.TransformerLM(50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="full").eval()
+    m = lm.Transformer(
+        vocab=50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, tie_output=False, output_bias=True
+    ).eval()
     ids = torch.randint(0, 50, (161,))
     res = perplexity.evaluate(m, ids, seq_len=16, batch_size=2)
     streams = ids.unfold(0, 81, 80)  # (2, 81): the second row starts with the first row's last word
@@ -33,7 +35,7 @@ def test_evaluate_is_exp_of_mean_token_nll():
         x, y = streams[:, i : i + 16], streams[:, i + 1 : i + 17]
         x = x[:, : y.shape[1]]
         with torch.no_grad():
-            total += m(x, y, reduction="sum")[0].item()
+            total += m.nll(x, y, reduction="sum")[0].item()
     assert res["tokens"] == 160  # every target of the split once
     assert math.isclose(res["ppl"], math.exp(total / 160), rel_tol=1e-5)
 
@@ -43,11 +45,13 @@ def test_evaluate_is_exp_of_mean_token_nll():
 def test_a_tiny_model_learns_a_repeating_text(kind, optimizer):
     pattern = torch.arange(12).repeat(400)  # 0 1 2 ... 11 0 1 2 ...
     ranks = output_head.frequency_ranks(pattern, 12)
-    small = dict(d_model=32, head="adaptive", cutoffs=(4, 8), div_value=2.0)
+    small = dict(d_model=32, cutoffs=(4, 8), div_value=2.0)
     if kind == "transformer":
-        m = lm_recipe.build_model(kind, 12, ranks, **small, d_ff=64, n_layers=1, n_heads=2, max_len=32)
+        m = lm_recipe.build_model(
+            kind, 12, ranks, **small, tie_output=False, d_ff=64, n_layers=1, n_heads=2, max_len=32
+        )
     else:
-        m = lm_recipe.build_model(kind, 12, ranks, **small, hidden_size=32, n_layers=1)
+        m = lm_recipe.build_model(kind, 12, ranks, **small, head="adaptive", hidden_size=32, n_layers=1)
     cfg = lm_training.TrainConfig(
         steps=60,
         batch_size=8,
@@ -67,7 +71,7 @@ def test_a_tiny_model_learns_a_repeating_text(kind, optimizer):
 
 
 def test_wall_clock_budget_stops_training():
-    m = lm.TransformerLM(30, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="tied")
+    m = lm.Transformer(vocab=30, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, output_bias=True)
     cfg = lm_training.TrainConfig(budget_s=0.5, batch_size=4, seq_len=8)
     hist = lm_training.train_lm(m, torch.randint(0, 30, (1000,)), cfg, live=False, bar=False)
     assert 0.5 <= hist["train_seconds"] < 2.0 and hist["steps"] > 0
@@ -95,7 +99,9 @@ def test_sample_corpus_has_its_own_vocabulary():
 
 def test_train_epochs_and_matching_lstm():
     torch.manual_seed(0)
-    t = lm.TransformerLM(40, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=32, head="full")
+    t = lm.Transformer(
+        vocab=40, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=32, tie_output=False, output_bias=True
+    )
     l = small_corpus.lstm_matching(numel(t), 40, 16, 2, head="full")
     assert abs(numel(l) / numel(t) - 1) < 0.1
     h = small_corpus.train_epochs(t, torch.randint(0, 40, (500,)), epochs=2, batch_size=4, seq_len=32, live=False)
@@ -106,7 +112,7 @@ def test_train_epochs_and_matching_lstm():
 
 def test_flops_per_token_splits_body_and_head():
     V, d = 1000, 32
-    m = lm.TransformerLM(V, d_model=d, n_heads=2, d_ff=64, n_layers=1, max_len=16, head="tied")
+    m = lm.Transformer(vocab=V, d_model=d, n_heads=2, d_ff=64, n_layers=1, max_len=16, output_bias=True)
     x, y = torch.randint(0, V, (2, 16)), torch.randint(0, V, (2, 16))
     f = lm_compute.flops_per_token(m, x, y)
     assert math.isclose(f["head"], 6 * V * d, rel_tol=1e-6)  # forward 2Vd, backward 4Vd per token
@@ -116,7 +122,9 @@ def test_flops_per_token_splits_body_and_head():
 @pytest.mark.parametrize("stride", [1, 5, 16, 32])
 def test_sliding_evaluation_scores_every_target_once_with_more_context(stride):
     torch.manual_seed(0)
-    m = lm.TransformerLM(50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, head="full").eval()
+    m = lm.Transformer(
+        vocab=50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, tie_output=False, output_bias=True
+    ).eval()
     ids = torch.randint(0, 50, (201,))
     plain = perplexity.evaluate(m, ids, seq_len=16, batch_size=2)
     slid = perplexity.evaluate(m, ids, seq_len=16, batch_size=2, stride=stride)
@@ -128,7 +136,7 @@ def test_sliding_evaluation_scores_every_target_once_with_more_context(stride):
         streams = ids.unfold(0, 101, 100)  # (2, 101): the rows share a word
         total = 0.0
         with torch.no_grad():
-            total += m(streams[:, :16], streams[:, 1:17], reduction="sum")[0].item()
+            total += m.nll(streams[:, :16], streams[:, 1:17], reduction="sum")[0].item()
             for end in range(17, 101):
                 lp = m.log_probs(streams[:, end - 16 : end])[:, -1]
                 total -= lp.gather(1, streams[:, end : end + 1]).sum().item()

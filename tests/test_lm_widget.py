@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.lm import LSTMLM, Transformer
 from transformer_nb.widgets.lm import GenerateWidget
 from transformer_nb.wikitext import Vocab
 
@@ -30,7 +30,9 @@ WORDS = [
 def tiny_lm():
     """A seeded, untrained two-layer Transformer LM over ``WORDS``."""
     torch.manual_seed(0)
-    return TransformerLM(len(Vocab(WORDS)), d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64, head="tied")
+    return Transformer(
+        vocab=len(Vocab(WORDS)), d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64, output_bias=True
+    )
 
 
 @pytest.fixture
@@ -68,7 +70,7 @@ def test_changing_controls_changes_the_output(widget):
 
 
 def test_widget_needs_a_transformer():
-    with pytest.raises(TypeError, match="TransformerLM"):
+    with pytest.raises(TypeError, match="needs a decoder-only Transformer"):
         GenerateWidget(LSTMLM(10, 8, head="full"), Vocab(WORDS))
 
 
@@ -79,15 +81,15 @@ def test_widget_works_with_the_recipe_kind_of_model():
     vocab = Vocab(WORDS)
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.arange(len(vocab)).repeat(3), len(vocab))
-    model = TransformerLM(
-        len(vocab),
+    model = Transformer(
+        vocab=len(vocab),
         d_model=16,
         n_heads=2,
         d_ff=32,
         n_layers=2,
         max_len=64,
         positions="rope",
-        head="adaptive_tied",
+        adaptive=True,
         ranks=ranks,
         cutoffs=(4, 8),
         div_value=2.0,

@@ -6,7 +6,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.interop import copy_from_torch, to_torch, to_torch_attn_mask, torch_masks
-from transformer_nb.models import Decoder, DecoderOnly, Encoder, EncoderDecoder, EncoderOnly
+from transformer_nb.models import Decoder, Encoder, EncoderDecoder, EncoderOnly, Transformer
 from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm_batch, span_corruption
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
 
@@ -28,7 +28,9 @@ def _raises(exc, words, fn, *args, **kwargs):
 
 def test_ids_out_of_vocab_range(seq2seq):
     _raises(ValueError, ["[0, 20)", "[1, 25]"], seq2seq.encode, torch.tensor([[1, 25, 3]]))
-    _raises(ValueError, ["[0, 20)", "-1"], DecoderOnly(V, 32, 4, 1, 64), torch.tensor([[-1, 2]]))
+    _raises(
+        ValueError, ["[0, 20)", "-1"], Transformer(vocab=V, d_model=32, n_layers=1, d_ff=64), torch.tensor([[-1, 2]])
+    )
 
 
 def test_ids_not_two_dimensional(seq2seq):
@@ -82,7 +84,12 @@ def test_keep_must_be_bool(seq2seq):
 
 def test_length_beyond_max_len(seq2seq):
     _raises(ValueError, ["max_len=16", "0..16"], seq2seq.encode, torch.ones(1, 17, dtype=torch.long))
-    _raises(ValueError, ["max_len=8"], DecoderOnly(V, 32, 4, 1, 64, max_len=8), torch.ones(2, 9, dtype=torch.long))
+    _raises(
+        ValueError,
+        ["max_len=8"],
+        Transformer(vocab=V, d_model=32, n_layers=1, max_len=8),
+        torch.ones(2, 9, dtype=torch.long),
+    )
 
 
 def test_decoder_input_with_wrong_d_model():
@@ -124,8 +131,9 @@ def test_helpers_reject_bad_input():
 
 def test_embedding_sizes_and_pad_id():
     _raises(ValueError, ["vocab_size must be a positive integer", "0"], EncoderDecoder, 0, 10)
-    _raises(ValueError, ["d_model must be a positive integer"], DecoderOnly, 10, 0)
-    _raises(ValueError, ["pad_id must be None or an id in [0, vocab_size=10)", "12"], DecoderOnly, 10, pad_id=12)
+    _raises(ValueError, ["d_model must be a positive integer"], EncoderOnly, 10, 0)
+    _raises(ValueError, ["pad_id must be None or an id in [0, vocab_size=10)", "12"], EncoderOnly, 10, pad_id=12)
+    _raises(ValueError, ["d_model must be >= 1", "0"], Transformer, vocab=10, d_model=0)
 
 
 def test_stacks_check_masks_and_inputs():

@@ -8,7 +8,7 @@ import torch.nn as nn
 
 from transformer_nb.interop import copy_from_torch, to_torch, torch_masks
 from transformer_nb.masks import causal_mask, padding_mask
-from transformer_nb.models import Decoder, DecoderOnly, Encoder, EncoderDecoder
+from transformer_nb.models import Decoder, Encoder, EncoderDecoder, Transformer
 
 D, H, FF = 32, 4, 48
 ATOL = 2e-5
@@ -48,7 +48,7 @@ def test_encoder_equals_nn_transformer_encoder_with_padding(norm_first, activati
 def test_causal_stack_equals_nn_transformer_encoder_with_causal_mask(norm_first):
     """The decoder-only (GPT) stack is torch's *encoder* with a causal mask -- no TransformerDecoder needed."""
     torch.manual_seed(0)
-    model = _perturb(DecoderOnly(50, D, H, 2, FF, norm_first=norm_first)).eval()
+    model = _perturb(Transformer(vocab=50, d_model=D, n_heads=H, n_layers=2, d_ff=FF, norm_first=norm_first)).eval()
     theirs = to_torch(model.blocks).eval()
     x, keep, _, _ = _batch(2)
     t = x.shape[1]

@@ -6,10 +6,15 @@ model is bidirectional."""
 import torch
 
 from transformer_nb.masks import padding_mask
-from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly
+from transformer_nb.models import EncoderDecoder, EncoderOnly, Transformer
 
 V, PAD = 40, 0
 ATOL = 1e-5
+
+
+def decoder_only(n_layers: int, **fields) -> Transformer:
+    """The decoder-only ``Transformer`` at these tests' sizes (d_model 32, 4 heads, d_ff 64)."""
+    return Transformer(vocab=V, d_model=32, n_heads=4, n_layers=n_layers, d_ff=64, **fields)
 
 
 def _ids(lengths, t, seed, pad_fill=None):
@@ -40,12 +45,12 @@ def test_encoder_only_padding_invariance():
 
 def test_decoder_only_padding_invariance_right_padding():
     torch.manual_seed(0)
-    m = DecoderOnly(V, 32, 4, 2, 64).eval()
+    m = decoder_only(2).eval()
     a_ids, a_keep = _ids([5, 2], 5, 2)
     b_ids, b_keep = _ids([5, 2], 8, 2, pad_fill=torch.Generator().manual_seed(8))
     b_ids[:, :5] = torch.where(a_keep, a_ids, b_ids[:, :5])
     with torch.no_grad():
-        assert torch.allclose(m(a_ids, a_keep)[a_keep], m(b_ids, b_keep)[b_keep], atol=ATOL)
+        assert torch.allclose(m(a_ids, keep=a_keep)[0][a_keep], m(b_ids, keep=b_keep)[0][b_keep], atol=ATOL)
 
 
 def test_encoder_decoder_padding_invariance_source_and_target():
@@ -67,14 +72,14 @@ def test_encoder_decoder_padding_invariance_source_and_target():
 
 def test_decoder_only_is_causal_and_encoder_only_is_not():
     torch.manual_seed(0)
-    dec = DecoderOnly(V, 32, 4, 2, 64).eval()
+    dec = decoder_only(2).eval()
     enc = EncoderOnly(V, 32, 4, 2, 64).eval()
     ids = torch.randint(1, V, (2, 8), generator=torch.Generator().manual_seed(5))
     for j in range(1, 8):
         changed = ids.clone()
         changed[:, j] = (changed[:, j] % (V - 1)) + 1
         with torch.no_grad():
-            a, b = dec(ids), dec(changed)
+            a, b = dec(ids)[0], dec(changed)[0]
             assert torch.allclose(a[:, :j], b[:, :j], atol=ATOL)
             assert not torch.allclose(a[:, j], b[:, j], atol=1e-4)
             assert not torch.allclose(enc(ids)[:, :j], enc(changed)[:, :j], atol=1e-4)

@@ -6,12 +6,17 @@ import torch
 
 from transformer_nb.block import DecoderLayer, EncoderLayer
 from transformer_nb.masks import padding_mask
-from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly
+from transformer_nb.models import EncoderDecoder, EncoderOnly, Transformer
 from transformer_nb.objectives import describe_objective, lm_batch, mlm_batch, span_corruption
 from transformer_nb.params import numel_breakdown
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
 
 V = 30
+
+
+def decoder_only(n_layers: int, **fields) -> Transformer:
+    """The decoder-only ``Transformer`` at these tests' sizes (d_model 32, 4 heads, d_ff 64)."""
+    return Transformer(vocab=V, d_model=32, n_heads=4, n_layers=n_layers, d_ff=64, **fields)
 
 
 def _numel(m):
@@ -33,10 +38,10 @@ def test_recorded_masks_name_each_sublayer():
         ("encoder.layers.0.self_attn", "self", "padding"),
         ("encoder.layers.1.self_attn", "self", "padding"),
     ]
-    assert labels(capture_masks(DecoderOnly(V, 32, 4, 1, 64), ids, keep)) == [
+    assert labels(capture_masks(decoder_only(1), ids, keep=keep)) == [
         ("blocks.layers.0.self_attn", "self", "causal + padding")
     ]
-    assert labels(capture_masks(DecoderOnly(V, 32, 4, 1, 64), ids)) == [("blocks.layers.0.self_attn", "self", "causal")]
+    assert labels(capture_masks(decoder_only(1), ids)) == [("blocks.layers.0.self_attn", "self", "causal")]
     recs = capture_masks(EncoderDecoder(V, V, 32, 4, 1, 1, 64), ids, ids[:, :4], keep, padding_mask([4, 2], 4))
     assert labels(recs) == [
         ("encoder.layers.0.self_attn", "self", "padding"),
@@ -47,7 +52,7 @@ def test_recorded_masks_name_each_sublayer():
 
 
 def test_same_blocks_and_the_mask_is_free():
-    enc, dec = EncoderOnly(V, 32, 4, 3, 64), DecoderOnly(V, 32, 4, 3, 64)
+    enc, dec = EncoderOnly(V, 32, 4, 3, 64), decoder_only(3)
     assert {type(m) for m in enc.encoder.layers} == {type(m) for m in dec.blocks.layers} == {EncoderLayer}
     assert not any(isinstance(m, DecoderLayer) for m in dec.modules())
     assert _numel(enc) == _numel(dec)
@@ -59,7 +64,7 @@ def test_tying_saves_vocab_times_d():
     c = EncoderDecoder(V, V, 32, 4, 1, 1, 64, tie_weights=True, share_embeddings=True)
     assert _numel(a) - _numel(b) == V * 32 and _numel(b) - _numel(c) == V * 32
     assert b.generator.weight is b.tgt_embed.tok.weight
-    assert _numel(DecoderOnly(V, 32, 4, 1, 64, tie_weights=False)) - _numel(DecoderOnly(V, 32, 4, 1, 64)) == V * 32
+    assert _numel(decoder_only(1, tie_output=False)) - _numel(decoder_only(1)) == V * 32
 
 
 def test_objectives_are_recognised_from_batches():
@@ -123,6 +128,6 @@ def test_parameter_breakdown_adds_up_and_counts_tied_tensors_once():
     assert b["embeddings"] == 2 * V * 32 and b["head"] == V  # tied weight: only the bias is left
     assert b["cross-attention"] == 4 * 32 * 32 + 4 * 32
     assert b["attention"] == 4 * (4 * 32 * 32 + 4 * 32)  # 2 encoder layers' self + the decoder's self and cross
-    assert numel_breakdown(DecoderOnly(V, 32, 4, 1, 64))["cross-attention"] == 0
+    assert numel_breakdown(decoder_only(1))["cross-attention"] == 0
     clf = numel_breakdown(EncoderOnly(V, 32, 4, 1, 64, n_classes=3))
     assert clf["other"] == 32 * 3 + 3 and clf["head"] == 0  # the classifier; the MLM head is tied

@@ -88,10 +88,10 @@ def test_with_validates():
 def test_forward_refuses_wrong_inputs():
 
     m = build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu")
-    with pytest.raises(ValueError, match="token ids must have shape"):
+    with pytest.raises(ValueError, match="ids must have shape"):
         m(torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match="tgt is for an encoder-decoder"):
-        m(torch.zeros(1, 3, dtype=torch.long), torch.zeros(1, 3, dtype=torch.long))
+        m(torch.zeros(1, 3, dtype=torch.long), tgt=torch.zeros(1, 3, dtype=torch.long))
     ed = build_transformer(
         TransformerConfig(arch="encoder-decoder", d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu"
     )
@@ -123,7 +123,7 @@ def test_bytes_human_refuses_what_is_not_a_byte_count(n):
 def test_the_counting_model_checks_its_ids():
 
     m = build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu")
-    with pytest.raises(TypeError, match="integer token ids"):
+    with pytest.raises(TypeError, match="integer tensor of word ids"):
         m(torch.ones(1, 3))
-    with pytest.raises(ValueError, match=r"token ids must lie in \[0, 10\), got range \[1, 11\]"):
+    with pytest.raises(ValueError, match=r"ids must lie in \[0, 10\), got range \[1, 11\]"):
         m(torch.tensor([[1, 11]]))

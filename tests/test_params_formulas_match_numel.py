@@ -89,7 +89,7 @@ def test_ffn_norm_layer_formulas(act, bias):
 def test_tying_is_counted_once_and_shares_the_tensor():
     cfg = TransformerConfig(arch="decoder", d_model=64, n_heads=4, n_layers=2, vocab=1000)
     tied, untied = build_transformer(cfg), build_transformer(cfg.with_(tie_output=False))
-    assert tied.lm_head.weight is tied.tok_emb.weight
+    assert tied.tok is None and tied.head.embeds  # one (V, d) table, the output layer's, embeds the tokens
     assert numel(untied) - numel(tied) == 1000 * 64
     ed = PRESETS["transformer-base"]
     sep = build_transformer(ed.with_(share_embeddings=False, tie_output=False))
@@ -111,7 +111,7 @@ def test_real_device_model_runs_and_matches_count():
         max_len=16,
     )
     model = build_transformer(cfg, device="cpu")
-    assert model(torch.randint(50, (2, 10))).shape == (2, 10, 50)
+    assert model(torch.randint(50, (2, 10)))[0].shape == (2, 10, 50)
     assert numel(model) == param_breakdown(cfg)["total"]
     ed = TransformerConfig(
         arch="encoder-decoder",
@@ -125,7 +125,7 @@ def test_real_device_model_runs_and_matches_count():
         max_len=16,
     )
     m = build_transformer(ed, device="cpu")
-    assert m(torch.randint(40, (2, 7)), torch.randint(30, (2, 5))).shape == (2, 5, 30)
+    assert m(torch.randint(40, (2, 7)), tgt=torch.randint(30, (2, 5)))[0].shape == (2, 5, 30)
     assert numel(m) == param_breakdown(ed)["total"]
 
 
@@ -141,7 +141,7 @@ def test_meta_counting_is_fast_and_uses_no_memory():
 
 
 def test_meta_forward_gives_shapes():
-    logits = build_transformer(PRESETS["gpt2-small"])(torch.zeros(1, 1024, dtype=torch.long, device="meta"))
+    logits, _ = build_transformer(PRESETS["gpt2-small"])(torch.zeros(1, 1024, dtype=torch.long, device="meta"))
     assert logits.shape == (1, 1024, 50257) and logits.is_meta
 
 

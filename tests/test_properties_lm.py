@@ -15,7 +15,7 @@ from property_helpers import NOT_INT, NOT_REAL, Arg, bad, call, expect_refusal, 
 
 from transformer_nb import generation as gen
 from transformer_nb import lm_training, output_head, perplexity
-from transformer_nb.lm import LSTMLM, TransformerLM
+from transformer_nb.lm import LSTMLM, Transformer
 
 V = 11
 
@@ -62,7 +62,17 @@ def test_sample_next_refuses_bad_temperatures(temperature):
 def tiny_lms():
     torch.manual_seed(0)
     models = {
-        pos: TransformerLM(V, d_model=8, n_heads=2, d_ff=16, n_layers=2, max_len=12, positions=pos, head="full").eval()
+        pos: Transformer(
+            vocab=V,
+            d_model=8,
+            n_heads=2,
+            d_ff=16,
+            n_layers=2,
+            max_len=12,
+            positions=pos,
+            tie_output=False,
+            output_bias=True,
+        ).eval()
         for pos in ("learned", "sinusoidal", "rope", "alibi")
     }
     models["lstm"] = LSTMLM(V, d_model=8, n_layers=1, head="full").eval()
@@ -122,8 +132,8 @@ def test_transformer_lm_is_blind_to_the_future(tiny_lms, kind, t, cut, seed):
     other = ids.clone()
     cut = min(cut, t - 1)
     other[:, cut + 1 :] = (other[:, cut + 1 :] + 1) % V
-    nll_a, _ = model(ids, ids, reduction="none")
-    nll_b, _ = model(other, ids, reduction="none")
+    nll_a, _ = model.nll(ids, ids, reduction="none")
+    nll_b, _ = model.nll(other, ids, reduction="none")
     assert nll_a.shape == (1, t) and torch.allclose(nll_a[:, : cut + 1], nll_b[:, : cut + 1], atol=1e-5)
 
 

@@ -1,8 +1,8 @@
 """Generating text from a language model: greedy decoding, temperature and top-k sampling, and the
 KV cache (000 §8.6; 002 KV cache; 004 §12).
 
-``generate(model, prompt, n_new)`` works with both models of ``lm.py`` through their one
-interface, ``model.hidden(ids, state) -> (h, state)``. Without a cache, every new token re-runs
+``generate(model, prompt, n_new)`` works with the decoder-only ``Transformer`` and the ``LSTMLM``
+through their one interface, ``model.hidden(ids, state) -> (h, state)``. Without a cache, every new token re-runs
 the model over the whole sequence so far. With one (``use_cache=True``) the prompt is processed
 once and each step feeds only the newest token: the Transformer's ``state`` is a ``KVCache`` per
 layer (``MultiHeadAttention.forward(x, cache=...)`` appends the token's keys and values and
@@ -21,8 +21,8 @@ from numbers import Integral, Real
 
 import torch
 
-from transformer_nb.lm import LanguageModel
 from transformer_nb.output_head import OutputHead
+from transformer_nb.transformer import LanguageModel, check_language_model
 from transformer_nb.utils import as_int, plain_tensor
 
 
@@ -121,8 +121,7 @@ def no_onednn():
 
 
 def _check_generate_args(model, prompt, n_new, temperature, top_k, seed, use_cache) -> None:
-    if not isinstance(model, LanguageModel):
-        raise TypeError(f"model must be a TransformerLM or an LSTMLM, got {type(model).__name__}")
+    check_language_model(model)
     if not isinstance(prompt, torch.Tensor) or prompt.dtype.is_floating_point or prompt.dtype.is_complex:
         got = f"{prompt.dtype} tensor" if isinstance(prompt, torch.Tensor) else type(prompt).__name__
         raise TypeError(f"prompt must be a 1-D integer tensor of word ids, got {got}")
@@ -187,8 +186,7 @@ def generate(
 def time_generation(model: LanguageModel, prompt: torch.Tensor, lengths, repeats: int = 1) -> dict:
     """Seconds to generate ``n`` greedy tokens for each ``n`` in ``lengths``, with and without the
     KV cache (best of ``repeats``). Returns ``{"lengths", "cache", "no_cache", "identical"}``."""
-    if not isinstance(model, LanguageModel):
-        raise TypeError(f"model must be a TransformerLM or an LSTMLM, got {type(model).__name__}")
+    check_language_model(model)
     repeats = as_int("repeats", repeats, 1)
     out = {"lengths": list(lengths), "cache": [], "no_cache": [], "identical": True}
     with model.head.lookup_table():  # one embedding table for all the runs (the weights stay fixed)

@@ -156,7 +156,7 @@ def language_model(device=None, train: bool = False, data=None, prof: str | None
 
 def student_capstone(vocab_size: int, prof: str, device=None):
     """The student's capstone model that notebook 12 trained in profile ``prof``, as the package's
-    ``TransformerLM`` (eval mode, on ``device``), or None when there is none.
+    ``Transformer`` (eval mode, on ``device``), or None when there is none.
 
     Notebook 12 trains the student's model only once steps 1-5 pass (step 5 proves that the package's model
     holding its weights computes the same logits), so its weights are read without the student's class: the
@@ -189,7 +189,7 @@ def student_capstone(vocab_size: int, prof: str, device=None):
 
 
 def capstone_model(device=None, train: bool = False, data=None, prof: str | None = None):
-    """The capstone's (12) trained reference model of profile ``prof`` as the package's ``TransformerLM``, and
+    """The capstone's (12) trained reference model of profile ``prof`` as the package's ``Transformer``, and
     the vocabulary: ``(model, vocab)``; None when the capstone is not part of this checkout. ``.shows`` on the
     model says whose it is (``best`` looks for the student's model first)."""
     try:

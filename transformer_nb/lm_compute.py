@@ -16,16 +16,15 @@ from dataclasses import replace
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from transformer_nb.lm import LanguageModel
 from transformer_nb.lm_training import TrainConfig, make_optimizers, window_batches
 from transformer_nb.train import train
+from transformer_nb.transformer import LanguageModel, check_language_model
 from transformer_nb.utils import as_device, as_real
 
 
 def _device(model) -> torch.device:
     """The device of a ``LanguageModel`` (anything else is a ``TypeError``)."""
-    if not isinstance(model, LanguageModel):
-        raise TypeError(f"model must be a TransformerLM or an LSTMLM, got {type(model).__name__}")
+    check_language_model(model)
     return next(model.parameters()).device
 
 
@@ -36,7 +35,7 @@ def flops_per_token(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, bf16
     model.train()
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
         with FlopCounterMode(display=False) as fc:
-            model(x, y)[0].backward()
+            model(x, y)[1].backward()
         total = fc.get_total_flops()
         with FlopCounterMode(display=False) as fc:
             model.hidden(x)[0].float().sum().backward()
@@ -63,7 +62,7 @@ def time_steps(
         return time.perf_counter()
 
     opts, n = make_optimizers(model, cfg), steps + warmup
-    loss_fn = lambda m, b: m(b[0], b[1])[0]
+    loss_fn = lambda m, b: m(b[0], b[1])[1]
     hist = train(model, loss_fn, batches, opts, steps=n, clip=cfg.clip or None, bf16=cfg.bf16, bar=False, clock=clock)
     model.train()
     return cfg.batch_size * cfg.seq_len / statistics.median(hist["step_seconds"][warmup:])

@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb import cache
-from transformer_nb.lm import LSTMLM, LanguageModel, TransformerLM
+from transformer_nb.lm import LSTMLM, LanguageModel, Transformer
 from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.output_head import frequency_ranks
 from transformer_nb.perplexity import evaluate
@@ -26,6 +26,13 @@ from transformer_nb.utils import as_int, get_device
 from transformer_nb.wikitext import check_wikitext
 
 KINDS = ("transformer", "lstm")
+#: The ``TransformerConfig`` fields of each output layer (``output_head.HEADS``), for overriding the recipe's.
+HEAD_FIELDS = {
+    "full": dict(adaptive=False, tie_output=False, output_bias=True),
+    "tied": dict(adaptive=False, tie_output=True, output_bias=True),
+    "adaptive": dict(adaptive=True, tie_output=False),
+    "adaptive_tied": dict(adaptive=True, tie_output=True),
+}
 
 #: The full-data recipe (notebook 10 and ``python -m transformer_nb.bench lm``).
 RECIPE_MODEL = dict(
@@ -35,7 +42,8 @@ RECIPE_MODEL = dict(
     n_layers=2,
     positions="rope",
     max_len=1024,
-    head="adaptive_tied",
+    activation="gelu",
+    adaptive=True,
     cutoffs=(2000, 10000),
     div_value=4.0,
     dropout=0.0,
@@ -86,8 +94,9 @@ def build_model(kind: str, vocab_size: int, ranks: torch.Tensor | None = None, s
     """A fresh, seeded recipe model (on the CPU): ``kind`` is ``"transformer"`` or ``"lstm"``."""
     _check_kind(kind)
     torch.manual_seed(seed)
-    cls = TransformerLM if kind == "transformer" else LSTMLM
-    return cls(vocab_size, ranks=ranks, **{**(RECIPE_MODEL if kind == "transformer" else LSTM_MODEL), **overrides})
+    if kind == "transformer":
+        return Transformer(vocab=vocab_size, ranks=ranks, **{**RECIPE_MODEL, **overrides})
+    return LSTMLM(vocab_size, ranks=ranks, **{**LSTM_MODEL, **overrides})
 
 
 def recipe_config(kind: str = "transformer", device=None, **overrides) -> TrainConfig:

@@ -25,9 +25,9 @@ from numbers import Integral, Real
 import torch
 import torch.nn as nn
 
-from transformer_nb.lm import LanguageModel
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import Progress, rank_and_world, train
+from transformer_nb.transformer import check_language_model
 from transformer_nb.utils import as_int, as_real
 from transformer_nb.wikitext import _ids_tensor, batchify
 
@@ -134,9 +134,11 @@ def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
         )
     if cfg.optimizer == "adamw":
         return [make_adamw(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)]
-    hidden = [p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith(("layers.", "rnn.", "proj."))]
+    hidden = [
+        p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith(("blocks.layers.", "rnn.", "proj."))
+    ]
     if not hidden:
-        raise ValueError("Muon needs 2-D weights in layers.*, rnn.* or proj.*; this model has none")
+        raise ValueError("Muon needs 2-D weights in blocks.layers.*, rnn.* or proj.*; this model has none")
     ids = {id(p) for p in hidden}
     rest = [
         dict(g, params=[p for p in g["params"] if id(p) not in ids]) for g in _param_groups(model, cfg.weight_decay)
@@ -252,8 +254,7 @@ def train_lm(
     ``tokens_per_s``. ``clock`` measures training time (``time.process_time`` counts CPU seconds).
     """
     raw = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
-    if not isinstance(raw, LanguageModel):
-        raise TypeError(f"model must be a TransformerLM or an LSTMLM, got {type(raw).__name__}")
+    check_language_model(raw)
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
     if not isinstance(train_ids, torch.Tensor) or train_ids.dim() != 1:
@@ -271,13 +272,15 @@ def train_lm(
         batches = stream_batches(train_ids, cfg.batch_size, cfg.seq_len, device)
     else:
         batches = window_batches(train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, device)
-    carried = [None]  # the state (the LSTM's), carried across consecutive windows
+    carried = [None]  # the state (the LSTM's), carried across consecutive windows (updated in place)
 
     def loss_fn(m, batch):
         x, y, fresh = batch
-        loss, state = m(x, y, None if fresh else carried[0])
-        carried[0] = None if state is None else tuple(s.detach() for s in state)
-        return loss
+        if not raw.recurrent:  # the Transformer: every window starts fresh
+            return m(x, y)[1]
+        if fresh:
+            carried[0] = raw.init_state()
+        return m(x, y, state=carried[0])[1]
 
     def validate(m, hist):
         ev = evaluate(m, valid_ids, cfg.seq_len, cfg.eval_batch_size, cfg.eval_tokens, cfg.bf16, cfg.eval_stride)

@@ -8,8 +8,8 @@ Only the masks and the presence of cross-attention differ:
 | decoder-only    | ``EncoderLayer``, causal    | causal (+ padding)             | no               |
 | encoder–decoder | ``EncoderLayer`` + ``DecoderLayer`` | enc: padding; dec: causal + padding | dec → enc |
 
-A GPT block *is* an encoder block run with ``is_causal=True``: ``DecoderOnly`` uses
-``Encoder(..., causal=True)``. ``DecoderLayer`` (with cross-attention) is used only by the
+A GPT block *is* an encoder block run with ``is_causal=True``: the decoder-only ``Transformer``
+uses ``Encoder(..., causal=True)``. ``DecoderLayer`` (with cross-attention) is used only by the
 encoder–decoder. The stacks ``Encoder`` and ``Decoder`` live in ``stack.py``; this module adds
 the embeddings in front and the heads behind.
 
@@ -23,8 +23,9 @@ import torch.nn as nn
 
 from transformer_nb.positional import SinusoidalPositionalEncoding, embedding_scale
 from transformer_nb.stack import Decoder, Encoder, check_ids, check_keep
+from transformer_nb.transformer import Transformer, TransformerConfig
 
-__all__ = ["Decoder", "DecoderOnly", "Embedder", "Encoder", "EncoderDecoder", "EncoderOnly"]
+__all__ = ["Decoder", "Embedder", "Encoder", "EncoderDecoder", "EncoderOnly", "Transformer", "TransformerConfig"]
 
 
 class Embedder(nn.Module):
@@ -78,7 +79,7 @@ class EncoderDecoder(nn.Module):
         max_len: int = 256,
         norm_first: bool = True,
         pad_id: int | None = 0,
-        activation: str = "relu",
+        activation: str = TransformerConfig.activation,
         tie_weights: bool = False,
         share_embeddings: bool = False,
     ):
@@ -133,7 +134,7 @@ class EncoderOnly(nn.Module):
         max_len: int = 256,
         norm_first: bool = True,
         pad_id: int | None = 0,
-        activation: str = "relu",
+        activation: str = TransformerConfig.activation,
         n_classes: int | None = None,
         tie_weights: bool = True,
     ):
@@ -157,38 +158,3 @@ class EncoderOnly(nn.Module):
         if self.classifier is None:
             raise ValueError("this EncoderOnly has no classifier: build it with n_classes=<number of classes>")
         return self.classifier(self.encode(ids, keep)[:, 0])
-
-
-class DecoderOnly(nn.Module):
-    """GPT-style: ``Embedder`` -> causal stack of the *same* ``EncoderLayer`` -> LM head.
-
-    ``forward(ids (B, T), keep (B, T) | None) -> logits (B, T, vocab)``; the logits at position t
-    predict token t+1 and depend on tokens 0..t only. No cross-attention, no ``DecoderLayer``.
-    ``tie_weights``: the LM head shares the embedding matrix (no bias), as in GPT-2.
-    """
-
-    def __init__(
-        self,
-        vocab: int,
-        d_model: int = 64,
-        n_heads: int = 4,
-        n_layers: int = 2,
-        d_ff: int = 256,
-        dropout: float = 0.0,
-        max_len: int = 256,
-        norm_first: bool = True,
-        pad_id: int | None = 0,
-        activation: str = "relu",
-        tie_weights: bool = True,
-    ):
-        super().__init__()
-        self.embed = Embedder(vocab, d_model, max_len, dropout, pad_id)
-        self.blocks = Encoder(d_model, n_heads, d_ff, n_layers, dropout, norm_first, activation, causal=True)
-        self.lm_head = nn.Linear(d_model, vocab, bias=False)
-        if tie_weights:
-            self.lm_head.weight = self.embed.tok.weight
-
-    def forward(self, ids, keep=None):
-        if isinstance(ids, torch.Tensor) and ids.dim() == 2:
-            check_keep(keep, ids.shape[0], ids.shape[1], "keep")
-        return self.lm_head(self.blocks(self.embed(ids), keep))

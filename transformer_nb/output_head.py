@@ -1,7 +1,7 @@
 """The output layer of a language model: hidden states -> a distribution over the vocabulary
 (000 §8.6.2; 001 §19.11.3 weight tying; Grave et al. 2017; Baevski & Auli 2019).
 
-``OutputHead(kind, d_model, vocab_size, ranks=None)`` with ``kind``:
+``OutputHead(kind, d_model, vocab_size, ranks=None, bias=True)`` with ``kind``:
 
 - ``"full"``: a ``Linear(d, V)`` (with bias) and a softmax over all ``V`` words;
 - ``"tied"``: the same, with the logits ``h @ E^T + b`` read from the token embedding ``E``,
@@ -64,6 +64,7 @@ class OutputHead(nn.Module):
         ranks: torch.Tensor | None = None,
         cutoffs=(2000, 10000),
         div_value: float = 4.0,
+        bias: bool = True,
     ):
         super().__init__()
         if kind not in HEADS:
@@ -71,10 +72,10 @@ class OutputHead(nn.Module):
         self.kind, self.d_model, self.vocab_size = kind, d_model, vocab_size
         self._table = None  # the (V, d) embeddings while ``lookup_table()`` is active
         if kind == "full":
-            self.proj = nn.Linear(d_model, vocab_size)
+            self.proj = nn.Linear(d_model, vocab_size, bias=bias)
         elif kind == "tied":
             self.tok = nn.Embedding(vocab_size, d_model)
-            self.bias = nn.Parameter(torch.zeros(vocab_size))
+            self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         else:
             if ranks is None:
                 raise ValueError(

@@ -118,7 +118,7 @@ def _nll_sum(raw, streams: torch.Tensor, seq_len: int, stride: int | None) -> tu
     if stride is None or stride >= seq_len:
         state = None
         for x, y in iter_batches(streams, seq_len):
-            nll, state = raw(x, y, state, reduction="sum")
+            nll, state = raw.nll(x, y, state, reduction="sum")
             total += nll.double()
             count += y.numel()
         return total, count
@@ -126,7 +126,7 @@ def _nll_sum(raw, streams: torch.Tensor, seq_len: int, stride: int | None) -> tu
     while done < last:
         end = min(done + (seq_len if done == 0 else stride), last)
         start = max(0, end - seq_len)
-        nll, _ = raw(streams[:, start:end], streams[:, start + 1 : end + 1], reduction="none")
+        nll, _ = raw.nll(streams[:, start:end], streams[:, start + 1 : end + 1], reduction="none")
         total += nll[:, done - start :].double().sum()  # only the targets not scored yet
         count += nll[:, done - start :].numel()
         done = end

@@ -15,7 +15,7 @@ import math
 import torch
 
 from transformer_nb import cache
-from transformer_nb.lm import LSTMLM, LanguageModel, TransformerLM
+from transformer_nb.lm import LSTMLM, LanguageModel, Transformer
 from transformer_nb.params import numel
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import train
@@ -23,7 +23,18 @@ from transformer_nb.utils import as_int
 from transformer_nb.wikitext import check_wikitext
 
 #: The exercise's Transformer: 4 blocks of width 128 over windows of 256 tokens.
-EX89_TRANSFORMER = dict(d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256, head="full")
+#: A full softmax with its own bias (``tie_output=False, output_bias=True``).
+EX89_TRANSFORMER = dict(
+    d_model=128,
+    n_heads=4,
+    d_ff=512,
+    n_layers=4,
+    max_len=256,
+    positions="learned",
+    activation="gelu",
+    tie_output=False,
+    output_bias=True,
+)
 EX89_TRAIN = dict(batch_size=16, seq_len=256, lr=3e-4)
 
 
@@ -94,7 +105,7 @@ def train_epochs(
     sizes = [min(batch_size, n - i * batch_size) for i in range(per_epoch)]  # windows in each batch of an epoch
     hist = train(
         model,
-        lambda m, w: m(w[:, :-1], w[:, 1:])[0],
+        lambda m, w: m(w[:, :-1], w[:, 1:])[1],
         _epoch_batches(windows, batch_size, torch.Generator().manual_seed(seed)),
         torch.optim.AdamW(model.parameters(), lr=lr),
         steps=epochs * per_epoch,
@@ -118,7 +129,7 @@ def exercise_8_9(data, n_tokens: int = 50_000, epochs: int = 5, seed: int = 0, r
     ids, itos = sample_corpus(data.train, data.vocab.itos, n_tokens)
     device = torch.device(device or "cpu")
     torch.manual_seed(seed)
-    tf = TransformerLM(len(itos), **EX89_TRANSFORMER)
+    tf = Transformer(vocab=len(itos), **EX89_TRANSFORMER)
     lstm = lstm_matching(numel(tf), len(itos), d_model=128, n_layers=2, head="full")
     out = {"vocab": itos, "ids": ids, "models": {}, "hist": {}, "ppl": {}}
     for name, model in (("Transformer", tf.to(device)), ("LSTM", lstm.to(device))):

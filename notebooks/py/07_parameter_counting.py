@@ -144,8 +144,9 @@ check_true("the head really uses the embedding tensor", head.weight is emb.weigh
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2 · The meta device: GPT-3 without the 700 GB
 #
-# `build_transformer(config)` assembles a whole model from the package's blocks (`EncoderLayer`, `DecoderLayer`,
-# embeddings, norms, a tied or untied head) inside `with torch.device("meta")`. Parameters get shapes, not storage,
+# `build_transformer(config)` builds the package's one `Transformer` (the model notebooks 08, 10 and 12 use) from
+# the blocks (`EncoderLayer`, `DecoderLayer`, embeddings, norms, a tied or untied head) inside
+# `with torch.device("meta")`. Parameters get shapes, not storage,
 # and the random initialisation is skipped, since there is nothing to fill:
 
 # %%
@@ -174,7 +175,7 @@ check_true("built in seconds, not minutes (< 20 s even on a busy machine)", seco
 
 # %% tags=["nbval-check-output"]
 gpt2 = build_transformer(PRESETS["gpt2-small"])
-logits = gpt2(torch.zeros(1, 1024, dtype=torch.long, device="meta"))
+logits, _ = gpt2(torch.zeros(1, 1024, dtype=torch.long, device="meta"))  # (logits, loss): no targets, no loss
 check_equal("GPT-2 small on meta: logits shape", logits.shape, (1, 1024, 50257))
 check_true("... and they are meta tensors too", logits.is_meta)
 

@@ -58,11 +58,11 @@ import torch
 import torch.nn as nn
 from matplotlib.colors import ListedColormap
 
-from transformer_nb import check_close, check_equal, check_raises, check_true, pick
+from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
 from transformer_nb.block import DecoderLayer, EncoderLayer
 from transformer_nb.interop import to_torch, torch_masks
 from transformer_nb.masks import causal_mask, padding_mask
-from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly
+from transformer_nb.models import EncoderDecoder, EncoderOnly, Transformer
 from transformer_nb.multihead import record_attention
 from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm_batch, span_corruption
 from transformer_nb.params import numel
@@ -92,13 +92,21 @@ def show_table(headers, rows):
 # | model | stack(s) | head |
 # |---|---|---|
 # | `EncoderOnly` (BERT) | `EncoderLayer` × N, bidirectional | masked-LM logits at every position, or a classifier on position 0 |
-# | `DecoderOnly` (GPT) | `EncoderLayer` × N, **causal** | next-token logits |
+# | `Transformer` (GPT: `arch="decoder"`) | `EncoderLayer` × N, **causal** | next-token logits |
 # | `EncoderDecoder` (original, T5) | `EncoderLayer` × N over the source; `DecoderLayer` × N over the target | next-token logits of the target |
 #
 # A GPT contains no `DecoderLayer` at all: "decoder" in "decoder-only" names the causal mask, not the three-sublayer
 # block (001 §19.11.3, 004 §13.2). We build the three at the same small size and run each on a padded toy batch.
 # `probes.capture_masks` puts a hook on every attention sublayer, records the mask it was *called with* (plus the
 # causal triangle when `is_causal=True`) and names it from what it blocks. Nothing below is typed by hand.
+#
+# The decoder-only model is the package's one `Transformer`, the model notebooks 10 and 12 train: a frozen
+# `TransformerConfig` names the variant (`arch`), and the class builds its parts from it. Its `forward` returns
+# `(logits, loss)`, as nanoGPT's does; `keep` marks the real tokens of a padded batch:
+
+# %%
+show_source(Transformer.__init__)
+show_source(Transformer.forward)
 
 # %%
 V, PAD, BOS, EOS, MASK, CLS = 30, 0, 1, 2, 3, 4  # toy vocabulary: 5 specials, text 5..24, sentinels 25..29
@@ -108,7 +116,7 @@ D, HEADS, LAYERS, FF = 32, 4, 2, 64
 torch.manual_seed(0)
 models = {
     "encoder-only": EncoderOnly(V, D, HEADS, LAYERS, FF, pad_id=PAD, n_classes=2),
-    "decoder-only": DecoderOnly(V, D, HEADS, LAYERS, FF, pad_id=PAD),
+    "decoder-only": Transformer(vocab=V, d_model=D, n_heads=HEADS, n_layers=LAYERS, d_ff=FF),
     "encoder-decoder": EncoderDecoder(V, V, D, HEADS, LAYERS, LAYERS, FF, pad_id=PAD),
 }
 for m in models.values():
@@ -119,7 +127,7 @@ src_keep = padding_mask([6, 4], 6)  # a padded source / input batch: lengths 6 a
 tgt_keep = padding_mask([5, 3], 5)  # a padded target batch: lengths 5 and 3
 src = torch.randint(5, 25, (2, 6), generator=g).masked_fill(~src_keep, PAD)
 tgt = torch.randint(5, 25, (2, 5), generator=g).masked_fill(~tgt_keep, PAD)
-inputs = {"encoder-only": (src, src_keep), "decoder-only": (src, src_keep),
+inputs = {"encoder-only": (src, src_keep), "decoder-only": (src, None, src_keep),  # no targets: no loss
           "encoder-decoder": (src, tgt, src_keep, tgt_keep)}
 records = {name: capture_masks(m, *inputs[name]) for name, m in models.items()}
 
@@ -238,7 +246,7 @@ fixed = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, HEADS, FF, 0.0, batc
 causal_t = nn.Transformer.generate_square_subsequent_mask(T)
 maps = {
     "encoder-only (ours)": influence(models["encoder-only"], ids, new_token),
-    "decoder-only (ours)": influence(models["decoder-only"], ids, new_token),
+    "decoder-only (ours)": influence(lambda x: models["decoder-only"](x)[0], ids, new_token),
     "003: TransformerDecoder(x, memory=x,\ntgt_mask=causal)": influence(
         lambda x: text_003(x, memory=x, tgt_mask=causal_t), x_emb, new_vector),
     "fix: TransformerEncoder(x,\nmask=causal)": influence(
@@ -386,6 +394,8 @@ def padding_drift(variant, use_masks, trials, seed=0):
                 tids2, tkeep2 = junk_padded(tids, tkeep, 2, gen)
                 a = m(ids, tids, mk(keep), mk(tkeep))[tkeep]
                 b = m(ids2, tids2, mk(keep2), mk(tkeep2))[tkeep2]
+            elif variant == "decoder-only":  # (logits, loss)
+                a, b = m(ids, keep=mk(keep))[0][keep], m(ids2, keep=mk(keep2))[0][keep2]
             else:
                 a, b = m(ids, mk(keep))[keep], m(ids2, mk(keep2))[keep2]
         worst = max(worst, float((a - b).abs().max() / a.abs().max()))
@@ -425,7 +435,7 @@ real = torch.randint(5, 25, (1, 5), generator=torch.Generator().manual_seed(6))
 left = torch.cat([torch.full((1, 2), PAD), real], dim=1)
 left_keep = torch.cat([torch.zeros(1, 2, dtype=torch.bool), torch.ones(1, 5, dtype=torch.bool)], dim=1)
 with torch.no_grad():
-    moved = (models["decoder-only"](real) - models["decoder-only"](left, left_keep)[:, 2:]).abs().max()
+    moved = (models["decoder-only"](real)[0] - models["decoder-only"](left, keep=left_keep)[0][:, 2:]).abs().max()
 check_true("decoder-only, LEFT padding with the padding mask: real outputs still change (positions shifted)",
            moved > 1e-3)
 
@@ -509,7 +519,7 @@ def training_loss(variant, model, ids, keep, gen):
         return lm_loss(model(inputs, keep), targets), describe_objective(inputs, targets, mask_id=MASK)
     if variant == "decoder-only":
         inputs, targets, in_keep = lm_batch(ids, keep)
-        return lm_loss(model(inputs, in_keep), targets), describe_objective(inputs, targets, mask_id=MASK)
+        return lm_loss(model(inputs, keep=in_keep)[0], targets), describe_objective(inputs, targets, mask_id=MASK)
     body, body_keep = ids[:, 1:], keep[:, 1:]  # no [CLS] for T5
     src_c, src_c_keep, tgt, tgt_keep = span_corruption(body, body_keep, SENTINEL, PAD, EOS, generator=gen)
     tgt = torch.cat([torch.full((tgt.shape[0], 1), BOS), tgt], dim=1)
@@ -697,7 +707,7 @@ lm = models["decoder-only"]
 seq = ids_b[:1, 1:13]  # 12 real tokens
 with torch.no_grad():
     x_in, y_out, _ = lm_batch(seq)
-    one_pass = lm_loss(lm(x_in), y_out) * y_out.numel()  # mean -> sum over the 11 terms
-    per_prefix = sum(-torch.log_softmax(lm(seq[:, :t])[0, -1], -1)[seq[0, t]] for t in range(1, seq.shape[1]))
+    one_pass = lm(x_in, y_out)[1] * y_out.numel()  # the model's own loss: mean -> sum over the 11 terms
+    per_prefix = sum(-torch.log_softmax(lm(seq[:, :t])[0][0, -1], -1)[seq[0, t]] for t in range(1, seq.shape[1]))
 check_close("sum of -log P(x_t | x_<t): one teacher-forced pass minus 11 prefix runs", one_pass - per_prefix, 0.0,
             atol=1e-3)

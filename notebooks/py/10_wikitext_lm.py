@@ -50,6 +50,7 @@ from transformer_nb.params import embedding_params, encoder_layer_params, norm_p
 from transformer_nb.perplexity import unigram_perplexity
 from transformer_nb.plotting import plot_curves
 from transformer_nb.small_corpus import exercise_8_9
+from transformer_nb.transformer import Transformer
 from transformer_nb.widgets.lm import GenerateWidget
 
 RETRAIN = False                                        # True: train every model again, ignoring the cache
@@ -152,6 +153,15 @@ plt.show()
 # blocks of width 128, RoPE); an **adaptive softmax whose weights are also the input embedding**, so the 33,278-way
 # output layer costs a fraction of a full one; **Muon** for the blocks' matrices, AdamW for the rest; bf16; warm-up
 # then cosine decay. The figure follows the loss live; a re-run loads the cached weights.
+#
+# The model is the package's one `Transformer`, built from `TransformerConfig(arch="decoder", ...)`: token
+# embeddings, the causal blocks of notebook 06, a final norm and the output layer. Its contract is nanoGPT's,
+# `model(ids, targets)` returns `(logits, loss)`; `hidden` is the part up to the final norm, where the KV cache
+# of section 7 enters:
+
+# %%
+show_source(Transformer.forward)
+show_source(Transformer.hidden)
 
 # %%
 print(lm_recipe.RECIPE_MODEL, lm_recipe.RECIPE_TRAIN, sep="\n")
@@ -219,7 +229,13 @@ if env.profile == "full":  # a model trained for 150 steps barely uses its conte
 # At each step the model gives a distribution over the next word. **Greedy** decoding takes the most likely
 # word; **temperature** $\tau$ samples from $\mathrm{softmax}(z/\tau)$ ($\tau < 1$ sharpens, $\tau > 1$
 # flattens); **top-k** first keeps only the $k$ most likely words. A seeded `torch.Generator` draws the
-# samples, so a seed fixes the text. Below, the next-word distribution after a prompt at three temperatures;
+# samples, so a seed fixes the text. `generation.generate` does it one word at a time, through the cache of section 7:
+
+# %%
+show_source(generation.generate)
+
+# %% [markdown]
+# Below, the next-word distribution after a prompt at three temperatures;
 # then try it yourself in the widget, which also shows the attention the **last** input word pays to the words
 # before it, in every layer and head (unknown words become `<unk>`).
 
@@ -262,7 +278,7 @@ check_true("top-k 1 is greedy", torch.equal(gen(temperature=1.0, top_k=1, seed=3
 show_source(MultiHeadAttention.forward)
 
 # %% [markdown]
-# `TransformerLM.hidden(ids, state)` hands each block its cache (`state = model.init_state()`); new words sit at
+# `Transformer.hidden(ids, state)` hands each block its cache (`state = model.init_state()`); new words sit at
 # positions `cache.length ...` (RoPE too); several at once need the causal mask aligned bottom-right. Checked: later
 # words leave earlier ones untouched; three pieces through the cache give one full pass's hidden states; greedy
 # decoding gives the same 100 words either way.
@@ -274,7 +290,7 @@ with torch.no_grad():
     parts = [model.hidden(ids[:, a:b], state)[0] for a, b in ((0, 25), (25, 26), (26, 40))]
 check_close("the first 30 words' hidden states, alone or followed by 10 more", h40[:, :30], h30, atol=1e-4)
 check_close("three pieces through the cache vs one full pass", torch.cat(parts, 1), h40, atol=1e-4)
-check_equal("words in each layer's cache", [s.length for s in state], [40] * len(model.layers))
+check_equal("words in each layer's cache", [s.length for s in state], [40] * len(model.blocks.layers))
 check_true("100 greedy words identical with and without the cache",
            torch.equal(generation.generate(model, prompt, 100),
                        generation.generate(model, prompt, 100, use_cache=False)))
@@ -303,27 +319,14 @@ assert timing["identical"] and timing["no_cache"][-1] > timing["cache"][-1], tim
 # gives a hint (more specific each time), `ex.solution()` a worked solution. The four parts of Exercise 8.9 that
 # section 3 ran with the package are yours: the evaluation, the training step, greedy generation, the verdict.
 # The checkers run them on a tiny model; the cells after them, on section 3's Transformer. They take any model
-# whose `model(ids)` returns next-word scores `(B, T, V)`, so the package's models are wrapped once:
+# with the package's contract: `model(ids)` returns `(logits, loss)`, next-word scores `(B, T, V)` and, without
+# targets, no loss.
 
 # %%
 import copy
 
-import torch.nn as nn
-
 from transformer_nb.exercises.lm import kv_step_ex, top_k_ex
 from transformer_nb.exercises.lm_train import evaluate_ex, greedy_lm_ex, train_step_ex, verdict_ex
-
-
-class NextWordScores(nn.Module):
-    """``ids (B, T) -> (B, T, V)``: a package language model's log-probabilities, as the exercises expect."""
-
-    def __init__(self, lm_model):
-        super().__init__()
-        self.lm = lm_model
-
-    def forward(self, ids):
-        return self.lm.log_probs(ids)
-
 
 windows89 = ex_ids[: (ex_ids.numel() - 1) // 256 * 256 + 1].to(env.device)
 x89, y89 = windows89[:-1].view(-1, 256), windows89[1:].view(-1, 256)  # consecutive windows of 256 tokens
@@ -332,8 +335,8 @@ x89, y89 = windows89[:-1].view(-1, 256), windows89[1:].view(-1, 256)  # consecut
 # ### Exercise 8.9: the perplexity of a model
 #
 # Write `evaluate_perplexity(model, batches)`: `batches` is a list of `(x, y)` pairs of `(B, T)` id tensors (the
-# targets `y` are the inputs shifted by one; batches may differ in size) and `model(x)` returns scores
-# `(B, T, V)`. Return the perplexity over all targets of all batches, as a float.
+# targets `y` are the inputs shifted by one; batches may differ in size) and `model(x)` returns `(logits, None)`,
+# the scores `(B, T, V)`. Return the perplexity over all targets of all batches, as a float.
 
 # %% tags=["exercise"]
 def evaluate_perplexity(model, batches):
@@ -348,7 +351,7 @@ if evaluate is evaluate_perplexity:
     n89 = pick(quick=32, full=len(x89))                                 # windows evaluated: all of them in full
     batches89 = [(x89[i:i + 16], y89[i:i + 16]) for i in range(0, n89, 16)]
     print(f"your evaluation: training perplexity of the Exercise 8.9 Transformer over {n89} windows: "
-          f"{evaluate(NextWordScores(ex_tf), batches89):.1f}")
+          f"{evaluate(ex_tf, batches89):.1f}")
 else:
     print("(your evaluation of the Exercise 8.9 Transformer appears once evaluate_perplexity passes)")
 
@@ -369,7 +372,7 @@ train_step_ex.check(train_step)
 # %%
 step = train_step_ex.use(train_step)
 if step is train_step:
-    model89 = NextWordScores(copy.deepcopy(ex_tf))
+    model89 = copy.deepcopy(ex_tf)
     opt89 = torch.optim.AdamW(model89.parameters(), lr=3e-4)
     losses = [step(model89, opt89, x89[:16], y89[:16]) for _ in range(3)]
     print("three of your steps on one batch, loss:", ", ".join(f"{v:.3f}" for v in losses))
@@ -394,7 +397,7 @@ greedy_lm_ex.check(greedy_continue)
 generate89 = greedy_lm_ex.use(greedy_continue)
 if generate89 is greedy_continue:
     prompt = torch.as_tensor(ex_vocab.encode("The history of machine learning")).view(1, -1).to(env.device)
-    print(ex_vocab.decode(generate89(NextWordScores(ex_tf), prompt, 50)[0].tolist()))
+    print(ex_vocab.decode(generate89(ex_tf, prompt, 50)[0].tolist()))
 else:
     print("(50 words from the prompt appear once greedy_continue passes)")
 
@@ -465,7 +468,7 @@ report(notebook="10")
 
 # %% tags=["nbval-check-output"]
 with torch.no_grad():
-    blk = model.layers[0]
+    blk = model.blocks.layers[0]
     h0 = blk.norm1(model.embed_tokens(data.valid[:25].view(1, 25).to(env.device)))
     causal = blk.self_attn(h0, is_causal=True, rope=model.rope)
     unmasked = blk.self_attn(h0, rope=model.rope)          # 001's CachedSelfAttention on a 25-word prompt
@@ -477,4 +480,4 @@ check_equal("prompt positions whose output changes without the mask (of 25)", in
 check_true("the last prompt word is unaffected (it may see every word anyway)", not bool(differs[-1]))
 check_equal("cache bytes for 80 words / for 40 words", sum(c.nbytes() for c in s80) / sum(c.nbytes() for c in s40), 2.0)
 check_equal("cache bytes per word = 2 (K, V) x layers x d_model x 4 bytes", sum(c.nbytes() for c in s40) // 40,
-            2 * len(model.layers) * lm_recipe.RECIPE_MODEL["d_model"] * 4)
+            2 * len(model.blocks.layers) * lm_recipe.RECIPE_MODEL["d_model"] * 4)

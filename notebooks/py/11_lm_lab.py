@@ -78,7 +78,7 @@ xb, yb = wikitext.random_windows(data.train, 8, 128, generator=torch.Generator()
 SHAPES = {"d=128, 2 blocks": dict(), "d=256, 4 blocks": dict(d_model=256, d_ff=1024, n_layers=4)}
 SHAPES = pick(quick={"d=128, 2 blocks": dict()}, full=SHAPES)  # the quick profile counts the recipe's size only
 HEADS = {"full softmax": "full", "adaptive softmax": "adaptive", "tied adaptive (recipe)": "adaptive_tied"}
-flops = {(s, h): lm_compute.flops_per_token(lm_recipe.build_model("transformer", V, ranks, head=k, **kw), xb, yb)
+flops = {(s, h): lm_compute.flops_per_token(lm_recipe.build_model("transformer", V, ranks, **lm_recipe.HEAD_FIELDS[k], **kw), xb, yb)
          for s, kw in SHAPES.items() for h, k in HEADS.items()}
 fig, ax = plt.subplots(figsize=(8, 3.2), layout="constrained")
 labels = [f"{s}, {h}" for s, h in flops]
@@ -120,7 +120,7 @@ for cut in (2_000, 10_000):
 ax.set(xlabel="the k most frequent words", ylabel="share of training words", title="word frequency is very uneven")
 plt.show()
 HEAD_KINDS = ("full", "tied", "adaptive", "adaptive_tied")
-models = {h: lm_recipe.build_model("transformer", V, ranks, head=h) for h in HEAD_KINDS}
+models = {h: lm_recipe.build_model("transformer", V, ranks, **lm_recipe.HEAD_FIELDS[h]) for h in HEAD_KINDS}
 for h, m in models.items():
     print(f"{h:14s} {numel(m):>10,} parameters, of which the output layer {numel(m.head):>10,}")
 
@@ -142,9 +142,9 @@ STEP_VARIANTS = {
     "recipe (tied adaptive, bf16, Muon)": (dict(), dict()),
     "fp32": (dict(), dict(bf16=False)),
     "AdamW only": (dict(), dict(optimizer="adamw", adamw_lr=None)),
-    "untied adaptive": (dict(head="adaptive"), dict()),
-    "full softmax": (dict(head="full"), dict()),
-    "full softmax, fp32": (dict(head="full"), dict(bf16=False)),
+    "untied adaptive": (lm_recipe.HEAD_FIELDS["adaptive"], dict()),
+    "full softmax": (lm_recipe.HEAD_FIELDS["full"], dict()),
+    "full softmax, fp32": (lm_recipe.HEAD_FIELDS["full"], dict(bf16=False)),
 }
 if env.profile == "quick":  # the quick profile times one
     STEP_VARIANTS = {k: v for k, v in STEP_VARIANTS.items() if k == "fp32"}
@@ -177,8 +177,8 @@ print(", ".join(f"{dt} matmul peak {g:,.0f} GFLOP/s" for dt, g in peak.items()))
 VARIANTS = {
     "recipe": (dict(), dict()),
     "recipe, again": (dict(), dict()),
-    "untied adaptive": (dict(head="adaptive"), dict()),
-    "full softmax": (dict(head="full"), dict()),
+    "untied adaptive": (lm_recipe.HEAD_FIELDS["adaptive"], dict()),
+    "full softmax": (lm_recipe.HEAD_FIELDS["full"], dict()),
     "fp32": (dict(), dict(bf16=False)),
     "AdamW only": (dict(), dict(optimizer="adamw", adamw_lr=None)),
     "lr 1e-3": (dict(), dict(lr=1e-3, adamw_lr=3e-3)),
@@ -221,12 +221,12 @@ show_runs(["recipe", "recipe, again", "untied adaptive", "full softmax"], "the o
 
 # %%
 recipe_model, seen = lm_recipe.build_model("transformer", V, ranks), {}
-hook = recipe_model.layers[0].ff.register_forward_hook(lambda mod, inp, out: seen.update(ffn=out.dtype))
+hook = recipe_model.blocks.layers[0].ff.register_forward_hook(lambda mod, inp, out: seen.update(ffn=out.dtype))
 with torch.no_grad(), torch.autocast("cpu", dtype=torch.bfloat16):
-    loss_bf16, _ = recipe_model(xb, yb)
+    _, loss_bf16 = recipe_model(xb, yb)  # (logits, loss): the adaptive head gives no logits with targets
 hook.remove()
 with torch.no_grad():
-    loss_fp32, _ = recipe_model(xb, yb)
+    _, loss_fp32 = recipe_model(xb, yb)
 print(f"loss on one batch: bf16 autocast {loss_bf16:.4f}, fp32 {loss_fp32:.4f}")
 show_runs(["recipe", "fp32"], "bf16 against fp32")
 

@@ -77,7 +77,7 @@ VALID_WORDS = pick(**{p: run["eval_tokens"] for p, run in CAPSTONE_RUN.items()})
 # | 2 | `my_causal_mask(T)`, as in notebook 02 | a reference |
 # | 3 | `MultiHeadAttention(d_model, n_heads)` | the package's `multihead.MultiHeadAttention`, same weights |
 # | 4 | `Block(d_model, n_heads, d_ff)`, Pre-LN | the package's `block.EncoderLayer(..., norm_first=True)`, same weights |
-# | 5 | `LanguageModel(...)`, decoder-only | causality; the package's `lm.TransformerLM`, same weights; its first loss |
+# | 5 | `LanguageModel(...)`, decoder-only | causality; the package's `Transformer`, same weights; its first loss |
 # | 6 | `count_parameters(...)`, 000's count made exact | `numel` of the package's model |
 # | 7 | `generate(model, prompt, n_new, max_len)`, greedy | a reference, on a small model |
 # | 8 | (training, with the package's loop) | the validation loss must fall below a threshold |
@@ -200,7 +200,7 @@ Block = block_ex.use(Block)
 #   of the hidden state with row $w$ of `tok.weight`, plus `bias`, an `nn.Parameter` of `vocab_size` numbers.
 #
 # The checker tests three things in turn: **causality** (changing a word never changes the output at an earlier
-# position), **equality** with the package's `lm.TransformerLM` given the same weights, and your
+# position), **equality** with the package's `Transformer` given the same weights, and your
 # **initialisation**: before any training, the loss should be close to $\ln V$, the loss of a uniform guess, and
 # the position embeddings should not drown the word embeddings (start both small, on the same scale).
 
@@ -236,7 +236,7 @@ check_equal("logits: one score per vocabulary word, at every position", tuple(lo
 check_true("changing word 30 leaves the outputs at positions 0-29 bit for bit unchanged",
            torch.equal(logits[0, :30], logits_changed[0, :30]))
 check_true("... and changes the output at position 30", (logits[0, 30] - logits_changed[0, 30]).abs().max() > 1e-6)
-check_true("the package's TransformerLM holding these weights gives the same logits (to 1e-4)", same_as_package)
+check_true("the package's Transformer holding these weights gives the same logits (to 1e-4)", same_as_package)
 check_true("before training the loss is within 0.5 of ln V (a uniform guess)", abs(first_loss - math.log(V)) < 0.5)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -306,7 +306,7 @@ generate = generate_ex.use(generate)
 # 8 random windows of 64 words; the loss is `F.cross_entropy` of your logits against the next words. In the full
 # profile that is 600 steps, under three minutes on 2 idle CPU cores (a step costs about 0.22 s there, nearly all of it
 # in the output layer's 33,278 scores per word); the bar and the live figure show the progress.
-# The validation loss is measured with the package's `perplexity.evaluate` on the package's `TransformerLM`
+# The validation loss is measured with the package's `perplexity.evaluate` on the package's `Transformer`
 # holding your weights, which step 5 showed computes the same logits. A trained model is cached: a re-run loads it
 # (and retrains if you changed your code).
 #
@@ -358,7 +358,7 @@ if not mine:  # the stored run: the reference model must clear both bars (your m
 #
 # Your `generate` continues a prompt greedily. The package's `generation.generate` can do more with the same
 # weights (sampling with a temperature and top-k, with a KV cache): below it samples from the package's
-# `TransformerLM` holding them. Words the vocabulary does not know become `<unk>`.
+# `Transformer` holding them. Words the vocabulary does not know become `<unk>`.
 
 # %%
 prompt = data.vocab.encode("The history of machine learning")

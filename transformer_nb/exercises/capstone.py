@@ -26,7 +26,14 @@ NOTEBOOK = "12_capstone"
 
 # --------------------------------------------------------------------------- the package's weights, by name
 #: How the package's parameter names become the names each step asks for (applied in this order).
-RENAMES = (("layers.", "blocks."), ("self_attn.", "attn."), ("ff.linear1.", "ff1."), ("ff.linear2.", "ff2."))
+RENAMES = (
+    ("blocks.norm.", "norm."),
+    ("blocks.layers.", "layers."),
+    ("layers.", "blocks."),
+    ("self_attn.", "attn."),
+    ("ff.linear1.", "ff1."),
+    ("ff.linear2.", "ff2."),
+)
 RENAMES += (("pos.emb.", "pos."), ("head.tok.", "tok."), ("head.bias", "bias"))
 
 

@@ -21,23 +21,22 @@ from transformer_nb.exercises import Mistake
 from transformer_nb.exercises.capstone import PackageExercise, Problem, _close, load_package_weights, randomise_, slip
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import capstone as sol
-from transformer_nb.lm import TransformerLM
+from transformer_nb.transformer import Transformer
 
 NOTEBOOK = "12_capstone"
 
 
-def package_lm(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, device=None) -> TransformerLM:
-    """The package's decoder-only LM with the capstone's architecture: learned positions, ReLU, tied output."""
+def package_lm(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, device=None) -> Transformer:
+    """The package's decoder-only ``Transformer`` with the capstone's architecture: learned positions, ReLU,
+    an output layer tied to the embedding, with a bias."""
+    sizes = dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, max_len=max_len)
     with torch.device(device or "cpu"):
-        return TransformerLM(
-            vocab_size, d_model, n_heads, d_ff, n_layers, max_len, positions="learned", head="tied", activation="relu"
-        )
+        return Transformer(vocab=vocab_size, **sizes, positions="learned", activation="relu", output_bias=True)
 
 
-def package_logits(model: TransformerLM, ids: torch.Tensor) -> torch.Tensor:
+def package_logits(model: Transformer, ids: torch.Tensor) -> torch.Tensor:
     """``(B, T) -> (B, T, V)`` logits of the package LM (its head's output before the softmax)."""
-    h, _ = model.hidden(ids)
-    return model.head.logits(h)
+    return model(ids)[0]
 
 
 # --------------------------------------------------------------------------- step 5: the language model
@@ -169,7 +168,7 @@ lm_ex = PackageExercise(
     "Step 5 · the language model",
     sol.LanguageModel,
     name="lm_ex",
-    reveals=("transformer_nb.lm.TransformerLM",),
+    reveals=("transformer_nb.transformer.Transformer",),
     expected=_lm_expected,
     harness=_lm_harness,
     compare=_close,

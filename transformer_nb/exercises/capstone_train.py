@@ -7,7 +7,7 @@
 - ``load_or_train(model_cls, data, who)``: the trained model from the cache (``transformer_nb.cache``), or
   trained now and cached; ``load_trained(vocab_size)``: the reference model notebook 12 trained (for the
   lecture notebook), or None.
-- ``to_package(model, vocab_size)``: the package's ``TransformerLM`` holding the model's weights (the same
+- ``to_package(model, vocab_size)``: the package's ``Transformer`` holding the model's weights (the same
   logits: step 5 checks it); the validation points and the final perplexity are the package's
   ``perplexity.evaluate`` of it. ``attention_maps``: what each head of a trained model attends to.
 - ``training_check``: the run's last validation loss against the profile's ``LOSS_THRESHOLD``, with hints.
@@ -220,7 +220,7 @@ def attention_maps(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 
 
 def to_package(model: nn.Module, vocab_size: int, sizes: dict | None = None):
-    """The package's ``TransformerLM`` (``capstone_lm.package_lm``) holding ``model``'s weights, on its device: the
+    """The package's ``Transformer`` (``capstone_lm.package_lm``) holding ``model``'s weights, on its device: the
     same logits (step 5 checks it), plus the package's evaluation and generation. ``sizes``: ``CAPSTONE_MODEL``."""
     m, device = sizes or CAPSTONE_MODEL, next(model.parameters()).device
     pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)

@@ -28,7 +28,8 @@ VOCAB = 11
 
 
 class TinyLM(nn.Module):
-    """ids (B, T) -> logits (B, T, VOCAB); position t sees tokens 0..t (a running mean), with dropout."""
+    """``forward(ids (B, T)) -> (logits (B, T, VOCAB), None)``, the package's contract without targets;
+    position t sees tokens 0..t (a running mean), with dropout."""
 
     def __init__(self, seed: int = 0, dropout: float = 0.25):
         super().__init__()
@@ -40,7 +41,7 @@ class TinyLM(nn.Module):
     def forward(self, ids):
         h = self.embed(ids)
         h = h.cumsum(1) / torch.arange(1, ids.shape[1] + 1)[:, None]
-        return self.head(torch.tanh(self.mix(self.drop(h))) + h)
+        return self.head(torch.tanh(self.mix(self.drop(h))) + h), None
 
 
 def _seeded(fn):
@@ -73,7 +74,7 @@ def _eval(combine, eval_mode=True):
         sums, counts = [], []
         with torch.no_grad():
             for x, y in batches:
-                sums.append(F.cross_entropy(model(x).flatten(0, 1), y.flatten(), reduction="sum").item())
+                sums.append(F.cross_entropy(model(x)[0].flatten(0, 1), y.flatten(), reduction="sum").item())
                 counts.append(y.numel())
         return combine(sums, counts)
 
@@ -121,7 +122,7 @@ def _step(zero=True, step=True, train=True, reduction="mean", double_shift=False
         model.train(train)
         if zero:
             optimizer.zero_grad()
-        logits = model(x)
+        logits, _ = model(x)
         if double_shift:
             logits, y = logits[:, :-1], y[:, 1:]
         if targets == "x":  # no shift at all: each position's own word is its target
@@ -205,7 +206,7 @@ def _greedy(position=-1, feed_back=True, only_new=False, eval_mode=True, sample=
         prompt = ids
         with torch.no_grad():
             for _ in range(n_new):
-                logits = model(ids if feed_back else prompt)[:, position]
+                logits = model(ids if feed_back else prompt)[0][:, position]
                 nxt = torch.multinomial(logits.softmax(-1), 1)[:, 0] if sample else logits.argmax(-1)
                 ids = torch.cat([ids, nxt[:, None]], dim=1)
         return ids[:, prompt.shape[1] :] if only_new else ids

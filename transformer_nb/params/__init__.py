@@ -6,7 +6,7 @@ Two independent routes to every count, so each checks the other:
    ``param_breakdown(config)`` for a whole ``TransformerConfig``), written from the shapes of the
    weight matrices;
 2. **numel** of a real model (``model.py``: ``build_transformer(config)``, ``numel``,
-   ``numel_breakdown``), assembled from the package's blocks; on ``torch.device("meta")`` it
+   ``numel_breakdown``): the package's one ``Transformer``; on ``torch.device("meta")`` it
    has every parameter's shape but no storage, so GPT-3 is counted in seconds with no memory.
 
 ``presets.py`` holds the named models with their published counts; ``memory.py`` the memory and
@@ -32,7 +32,7 @@ from transformer_nb.params.formulas import (
     validate,
 )
 from transformer_nb.params.memory import attention_flops, attention_matrix_bytes, bytes_human
-from transformer_nb.params.model import RelativeBiasTable, Transformer, build_transformer, numel, numel_breakdown
+from transformer_nb.params.model import build_transformer, numel, numel_breakdown
 from transformer_nb.params.presets import PRESETS, preset
 
 __all__ = [
@@ -41,8 +41,6 @@ __all__ = [
     "POSITIONS",
     "PRESETS",
     "T5_BUCKETS",
-    "RelativeBiasTable",
-    "Transformer",
     "TransformerConfig",
     "attention_flops",
     "attention_matrix_bytes",

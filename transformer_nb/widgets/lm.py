@@ -10,8 +10,8 @@ import matplotlib.pyplot as plt
 import torch
 
 from transformer_nb.generation import generate
-from transformer_nb.lm import TransformerLM
 from transformer_nb.multihead import record_attention
+from transformer_nb.transformer import Transformer
 from transformer_nb.widgets.base import Widget
 
 MAX_SEED = 2**31 - 1  # the seed box clamps to 0..MAX_SEED (torch takes seeds below 2**64)
@@ -32,7 +32,7 @@ class GenerateWidget(Widget):
 
     def __init__(
         self,
-        model: TransformerLM,
+        model: Transformer,
         vocab,
         prompt: str = "The history of machine learning",
         temperature: float = 0.8,
@@ -40,8 +40,8 @@ class GenerateWidget(Widget):
         length: int = 30,
         seed: int = 0,
     ):
-        if not isinstance(model, TransformerLM):
-            raise TypeError(f"GenerateWidget needs a TransformerLM, got {type(model).__name__}")
+        if not isinstance(model, Transformer) or model.cfg.arch != "decoder":
+            raise TypeError(f"GenerateWidget needs a decoder-only Transformer, got {type(model).__name__}")
         self.model, self.vocab = model, vocab
         style = {"description_width": "initial"}
         max_new = max(1, min(100, model.max_len - 32))

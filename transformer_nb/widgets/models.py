@@ -15,7 +15,7 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from transformer_nb.masks import padding_mask
-from transformer_nb.models import DecoderOnly, EncoderDecoder, EncoderOnly
+from transformer_nb.models import EncoderDecoder, EncoderOnly, Transformer
 from transformer_nb.multihead import record_attention
 from transformer_nb.probes import capture_masks
 from transformer_nb.widgets.base import Widget
@@ -34,7 +34,7 @@ def build_variant(variant: str, seed: int = 0, d_model: int = 32, n_heads: int =
         if variant == "encoder-only":
             m = EncoderOnly(VOCAB, d_model, n_heads, n_layers, 2 * d_model, pad_id=PAD)
         elif variant == "decoder-only":
-            m = DecoderOnly(VOCAB, d_model, n_heads, n_layers, 2 * d_model, pad_id=PAD)
+            m = Transformer(vocab=VOCAB, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model)
         else:
             m = EncoderDecoder(VOCAB, VOCAB, d_model, n_heads, n_layers, n_layers, 2 * d_model, pad_id=PAD)
     return m.eval()
@@ -103,9 +103,9 @@ class VariantWidget(Widget):
             self.controls[name].disabled = not two_seqs
         src, src_keep = toy_batch(src_len, src_pad, self.seed + 1)
         tgt, tgt_keep = toy_batch(tgt_len, tgt_pad, self.seed + 2)
-        args = (src, tgt, src_keep, tgt_keep) if two_seqs else (src, src_keep)
+        args, kw = ((src, tgt, src_keep, tgt_keep), {}) if two_seqs else ((src,), {"keep": src_keep})
         with record_attention(model):
-            records = capture_masks(model, *args)
+            records = capture_masks(model, *args, **kw)
             modules = dict(model.named_modules())
             weights = {r["name"]: modules[r["name"]].last_weights for r in records}
         chosen = [r for r in records if f".layers.{layer - 1}." in r["name"]]

@@ -11,7 +11,7 @@ def evaluate_perplexity(model, batches):
     total, count = 0.0, 0
     with torch.no_grad():
         for x, y in batches:
-            logits = model(x)  # (B, T, V)
+            logits, _ = model(x)  # (B, T, V) scores; no loss without targets
             total += F.cross_entropy(logits.flatten(0, 1), y.flatten(), reduction="sum").item()
             count += y.numel()
     return math.exp(total / count)  # exp of the mean loss per target, over all batches together
@@ -20,7 +20,7 @@ def evaluate_perplexity(model, batches):
 def train_step(model, optimizer, x, y):
     model.train()
     optimizer.zero_grad()  # gradients add up otherwise
-    logits = model(x)
+    logits, _ = model(x)
     loss = F.cross_entropy(logits.flatten(0, 1), y.flatten())  # x and y are already shifted by one
     loss.backward()
     optimizer.step()
@@ -31,7 +31,7 @@ def greedy_continue(model, ids, n_new):
     model.eval()
     with torch.no_grad():
         for _ in range(n_new):
-            logits = model(ids)  # (B, T, V)
+            logits, _ = model(ids)  # (B, T, V)
             next_id = logits[:, -1].argmax(dim=-1)  # the last position predicts the next token
             ids = torch.cat([ids, next_id[:, None]], dim=1)
     return ids

@@ -1,0 +1,75 @@
+"""One Transformer, one configuration, one contract: ``forward(ids, targets=None) -> (logits, loss)``; the
+three variants from one class; the model that is counted on meta is the model that trains."""
+
+import dataclasses
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from transformer_nb import lm_recipe
+from transformer_nb.block import DecoderLayer, EncoderLayer
+from transformer_nb.output_head import frequency_ranks
+from transformer_nb.params import build_transformer, numel, param_count
+from transformer_nb.transformer import Transformer, TransformerConfig
+
+V = 40
+SMALL = dict(vocab=V, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=16)
+
+
+def test_forward_without_targets_gives_logits_and_no_loss():
+    m = Transformer(**SMALL).eval()
+    logits, loss = m(torch.randint(0, V, (2, 7)))
+    assert logits.shape == (2, 7, V) and loss is None
+
+
+def test_the_loss_is_the_cross_entropy_of_the_logits():
+    m = Transformer(**SMALL, tie_output=False).eval()
+    ids, y = torch.randint(0, V, (2, 7)), torch.randint(0, V, (2, 7))
+    logits, loss = m(ids, y)
+    assert torch.allclose(loss, F.cross_entropy(logits.flatten(0, 1), y.flatten()))
+    assert torch.allclose(loss, m.nll(ids, y)[0])
+
+
+def test_an_adaptive_head_gives_log_probabilities_and_its_loss():
+    ids = torch.randint(0, V, (2, 7))
+    m = Transformer(**SMALL, adaptive=True, cutoffs=(8, 20), ranks=frequency_ranks(ids, V)).eval()
+    scores, none = m(ids)
+    assert none is None and torch.allclose(scores.exp().sum(-1), torch.ones(2, 7), atol=1e-5)
+    nothing, loss = m(ids[:, :-1], ids[:, 1:])
+    assert nothing is None and torch.allclose(loss, -scores[:, :-1].gather(-1, ids[:, 1:, None]).mean(), atol=1e-5)
+
+
+def test_one_class_gives_the_three_variants_from_the_same_blocks():
+    ids = torch.randint(0, V, (1, 6))
+    changed = ids.clone()
+    changed[0, 4] = (changed[0, 4] + 1) % V
+    for arch, causal in (("decoder", True), ("encoder", False)):
+        m = Transformer(**SMALL, arch=arch).eval()
+        assert {type(b) for b in m.blocks.layers} == {EncoderLayer} and m.decoder is None
+        moved = (m(ids)[0] - m(changed)[0]).abs().amax(-1)[0] > 1e-5
+        assert moved[:4].any().item() is not causal  # earlier positions see position 4 only without the causal mask
+    ed = Transformer(**SMALL, arch="encoder-decoder").eval()
+    assert {type(b) for b in ed.decoder.layers} == {DecoderLayer}
+    assert ed(ids, tgt=ids[:, :3])[0].shape == (1, 3, V)
+
+
+def test_the_counted_model_is_the_trained_model():
+    cfg = TransformerConfig(**SMALL, activation="gelu", positions="rope")
+    meta = build_transformer(cfg)
+    assert type(meta) is Transformer and numel(meta) == numel(Transformer(cfg)) == param_count(cfg)
+
+
+def test_the_configuration_is_frozen_and_validated_once():
+    cfg = TransformerConfig(**SMALL)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        cfg.d_model = 32
+    with pytest.raises(ValueError, match="n_heads=3 must divide d_model=16"):
+        cfg.with_(n_heads=3)
+    with pytest.raises(ValueError, match="n_heads=3 must divide d_model=16"):
+        Transformer(cfg, n_heads=3)
+
+
+def test_the_recipe_is_a_transformer_with_its_activation_stated():
+    m = lm_recipe.build_model("transformer", V, torch.arange(V), cutoffs=(8, 20), d_model=16, n_heads=2)
+    assert type(m) is Transformer and m.cfg.activation == lm_recipe.RECIPE_MODEL["activation"] == "gelu"

@@ -1,0 +1,410 @@
+"""One Transformer from one configuration (000 §8.5–8.6; 001 §19.7–19.8, §19.11; 002; 004 §12–14).
+
+``TransformerConfig`` is frozen and validated once, in ``validate``; every default is stated
+there and nowhere else. ``Transformer(cfg)`` builds the variant ``cfg.arch`` names from the same
+blocks (``stack.Encoder`` / ``stack.Decoder``):
+
+- ``"decoder"`` (GPT): the encoder stack run causally, a language model;
+- ``"encoder"`` (BERT): the same stack, bidirectional;
+- ``"encoder-decoder"`` (the original): an encoder stack, and a decoder stack that attends to it.
+
+The contract, as in nanoGPT: ``forward(ids (B, T), targets (B, T) | None) -> (logits, loss)``.
+``logits`` are ``(B, T, V)`` scores for the next token (log-probabilities for the adaptive
+heads; ``None`` when an adaptive head is given targets: its loss never forms all ``V`` scores);
+``loss`` is the mean cross-entropy of ``targets``, or ``None``. Generation (``generation.py``)
+feeds one token at a time through ``hidden(ids, state)``, where ``state`` is a ``KVCache`` per
+block (``multihead.KVCache``), so each step attends over the cached keys and values.
+
+``LanguageModel`` is what a language model shares with the LSTM baseline of ``lm.py``: the
+output head (``output_head.OutputHead``), the loss and the checks of its inputs.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+from transformer_nb.block import ACTIVATIONS, NORMS, make_norm
+from transformer_nb.multihead import KVCache
+from transformer_nb.output_head import OutputHead
+from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from transformer_nb.rope import RoPE
+from transformer_nb.stack import Decoder, Encoder, check_keep
+from transformer_nb.utils import as_int, check_device
+
+ARCHS = ("encoder", "decoder", "encoder-decoder")
+POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")
+T5_BUCKETS = 32  # T5's relative-position bias: one learned scalar per (bucket, head), shared by a stack's layers
+
+
+@dataclass(frozen=True)
+class TransformerConfig:
+    """Everything that decides a Transformer: its shape, its parts and its parameter count.
+
+    - ``arch``: ``"encoder"`` (BERT), ``"decoder"`` (GPT, LLaMA) or ``"encoder-decoder"`` (the original).
+    - ``n_layers`` blocks (encoder-decoder: per side, unless ``n_dec_layers`` is given).
+    - ``d_ff`` defaults to ``4·d_model``. ``n_kv_heads`` < ``n_heads`` is GQA (1 = MQA).
+    - ``vocab`` (source, or the only one); ``tgt_vocab`` for an encoder-decoder with two vocabularies.
+    - ``share_embeddings``: encoder-decoder source and target use one table (needs one vocabulary).
+    - ``tie_output``: the output layer reuses the (target) embedding matrix; ``lm_head=False``
+      means the model has no output layer at all (e.g. ``BertModel``); ``output_bias``: it adds a bias.
+    - ``adaptive``: the output layer is an adaptive softmax (Grave et al. 2017) with ``cutoffs`` and
+      ``div_value``; tied, it is also the input embedding ("adaptive input", Baevski & Auli 2019).
+    - ``final_norm``: a norm after the last block (Pre-LN models have one; default: ``norm_first``).
+    - BERT extras: ``token_types`` (segment embeddings), ``embed_norm`` (LayerNorm after the
+      embeddings), ``pooler`` (a ``d×d`` dense layer on the first token).
+    - ``published``: the count the authors reported (for comparison only), ``source``: where.
+    """
+
+    name: str = "custom"
+    arch: str = "decoder"
+    d_model: int = 512
+    n_heads: int = 8
+    n_layers: int = 6
+    n_dec_layers: int | None = None
+    d_ff: int | None = None
+    n_kv_heads: int | None = None
+    vocab: int = 32000
+    tgt_vocab: int | None = None
+    activation: str = "relu"
+    norm: str = "layer"
+    bias: bool = True
+    positions: str = "sinusoidal"
+    max_len: int = 512
+    dropout: float = 0.0
+    norm_first: bool = True
+    final_norm: bool | None = None
+    share_embeddings: bool = True
+    tie_output: bool = True
+    lm_head: bool = True
+    output_bias: bool = False
+    adaptive: bool = False
+    cutoffs: tuple = (2000, 10000)
+    div_value: float = 4.0
+    token_types: int = 0
+    embed_norm: bool = False
+    pooler: bool = False
+    published: float | None = None
+    source: str = ""
+
+    @property
+    def ff(self) -> int:
+        return 4 * self.d_model if self.d_ff is None else self.d_ff
+
+    @property
+    def kv_heads(self) -> int:
+        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
+
+    @property
+    def dec_layers(self) -> int:
+        return self.n_layers if self.n_dec_layers is None else self.n_dec_layers
+
+    @property
+    def has_final_norm(self) -> bool:
+        return self.norm_first if self.final_norm is None else self.final_norm
+
+    @property
+    def target_vocab(self) -> int:
+        return self.vocab if self.tgt_vocab is None else self.tgt_vocab
+
+    @property
+    def head(self) -> str:
+        """The ``OutputHead`` kind: ``"full"``, ``"tied"``, ``"adaptive"`` or ``"adaptive_tied"``."""
+        return ("adaptive" if self.adaptive else "full" if not self.tie_output else "tied") + (
+            "_tied" if self.adaptive and self.tie_output else ""
+        )
+
+    def with_(self, **changes) -> TransformerConfig:
+        """A copy with some fields changed (validated)."""
+        return validate(replace(self, **changes))
+
+
+def validate(cfg: TransformerConfig) -> TransformerConfig:
+    """Raise ``ValueError`` naming the field for any impossible configuration; return ``cfg``."""
+    if not isinstance(cfg, TransformerConfig):
+        raise TypeError(f"expected a TransformerConfig (e.g. PRESETS['gpt2-small']), got {type(cfg).__name__}")
+    if cfg.arch not in ARCHS:
+        raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
+    for name in ("d_model", "n_heads", "n_layers", "vocab", "max_len"):
+        as_int(name, getattr(cfg, name), 1)
+    if cfg.d_ff is not None and (isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0):
+        raise ValueError(f"d_ff (the FFN hidden width) must be a positive integer, got {cfg.d_ff!r}")
+    if cfg.d_model % cfg.n_heads:
+        raise ValueError(
+            f"n_heads={cfg.n_heads} must divide d_model={cfg.d_model} (each head gets d_model / n_heads dimensions)"
+        )
+    as_int("n_kv_heads", cfg.kv_heads, 1)
+    if cfg.n_heads % cfg.kv_heads:
+        raise ValueError(
+            f"n_kv_heads={cfg.kv_heads} must divide n_heads={cfg.n_heads} "
+            f"(each key/value head serves a whole group of query heads)"
+        )
+    if cfg.activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {cfg.activation!r}")
+    if cfg.norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}, got {cfg.norm!r}")
+    if cfg.positions not in POSITIONS:
+        raise ValueError(f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
+    if cfg.positions == "rope" and (cfg.d_model // cfg.n_heads) % 2:
+        raise ValueError(
+            f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
+        )
+    if isinstance(cfg.dropout, bool) or not isinstance(cfg.dropout, (int, float)) or not 0 <= cfg.dropout < 1:
+        raise ValueError(f"dropout is a probability in [0, 1), got {cfg.dropout!r}")
+    if cfg.arch != "encoder-decoder":
+        if cfg.n_dec_layers is not None or cfg.tgt_vocab is not None:
+            raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
+    else:
+        as_int("n_dec_layers", cfg.dec_layers, 1)
+        as_int("tgt_vocab", cfg.target_vocab, 1)
+        if cfg.share_embeddings and cfg.target_vocab != cfg.vocab:
+            raise ValueError(
+                f"share_embeddings needs one vocabulary for source and target, but vocab={cfg.vocab} "
+                f"and tgt_vocab={cfg.target_vocab}; set share_embeddings=False or use a joint "
+                f"vocabulary (the original Transformer shared a 37k BPE vocabulary)"
+            )
+    if cfg.tie_output and not cfg.lm_head:
+        raise ValueError("tie_output=True needs an output projection to tie, but lm_head=False")
+    for name in ("output_bias", "adaptive"):
+        if getattr(cfg, name) and not cfg.lm_head:
+            raise ValueError(f"{name}=True needs an output projection, but lm_head=False")
+    as_int("token_types", cfg.token_types, 0)
+    return cfg
+
+
+class LanguageModel(nn.Module):
+    """What a language model shares: the output ``head``, the loss and the checks of its inputs.
+
+    A subclass sets ``head`` (an ``OutputHead``), ``tok`` (the token table, or None when the head
+    provides it) and ``vocab_size``, and defines ``hidden(ids, state=None) -> (h (B, T, d), state)``.
+    """
+
+    max_len: int | None = None  # the longest context the model takes (None: no limit)
+    recurrent: bool = False  # whether ``forward`` carries a ``state`` from one window to the next
+
+    def embed_tokens(self, ids: torch.Tensor) -> torch.Tensor:
+        """``(B, T) -> (B, T, d)`` token embeddings (the head's table when it is tied)."""
+        return self.head.embed(ids) if self.tok is None else self.tok(ids)
+
+    def check_ids(self, ids, name: str = "ids", vocab: int | None = None) -> None:
+        """``ids`` must be a ``(B, T)`` integer tensor of words in ``[0, vocab)`` (default: ``vocab_size``;
+        the range is checked on the CPU only: on a GPU it would wait for the device at every call)."""
+        vocab = self.vocab_size if vocab is None else vocab
+        if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+            got = f"{ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
+            raise TypeError(f"{name} must be an integer tensor of word ids, got {got}")
+        if ids.dim() != 2:
+            raise ValueError(f"{name} must have shape (B, T), got {tuple(ids.shape)}")
+        if ids.device.type == "cpu" and ids.numel():
+            if ids.numel() <= 8:  # a decoding step: a few Python ints are cheaper than a reduction
+                vals = ids.reshape(-1).tolist()
+                lo, hi = min(vals), max(vals)
+            else:
+                lo, hi = torch.aminmax(ids)
+            if lo < 0 or hi >= vocab:
+                raise ValueError(f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
+
+    def _check_device(self, ids: torch.Tensor, name: str = "ids") -> None:
+        """``ids`` must be on the device of the model's parameters (meta ids have no values to embed)."""
+        check_device(name, ids, next(self.parameters()).device)
+
+    def init_state(self):
+        """The state a generation starts from (``None``: start fresh)."""
+        return None
+
+    def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None, state=None):
+        """``(logits, loss)`` for ``ids (B, T)`` (see the module doc); ``state`` carries a recurrent
+        model's state across calls (``init_state()``, updated in place)."""
+        return self._output(self.hidden(ids, state)[0], targets, ids)
+
+    def _output(self, h: torch.Tensor, targets, ids):
+        """Hidden states ``(B, T, d)`` -> ``(logits, loss)``."""
+        if targets is None:
+            scores = self.head.log_probs if self.head.adaptive else self.head.logits
+            return scores(h.reshape(-1, h.shape[-1])).view(*h.shape[:-1], -1), None
+        self._check_targets(targets, ids)
+        if self.head.adaptive:
+            return None, self.head.nll(h.reshape(-1, h.shape[-1]), targets.reshape(-1)).mean()
+        logits = self.head.logits(h)
+        return logits, F.cross_entropy(logits.flatten(0, 1).float(), targets.reshape(-1))
+
+    def _check_targets(self, targets, ids) -> None:
+        self.check_ids(targets, "targets", self.head.vocab_size)
+        if targets.shape != ids.shape:
+            raise ValueError(f"targets must have the shape of ids, got {tuple(targets.shape)} and {tuple(ids.shape)}")
+
+    def nll(self, ids: torch.Tensor, targets: torch.Tensor, state=None, reduction: str = "mean"):
+        """``(nll, state)``: NLL of ``targets (B, T)`` given ``ids (B, T)``, float32; ``"mean"``, ``"sum"``
+        or ``"none"`` (``(B, T)``). For evaluation, which sums per-token losses over a whole text."""
+        if reduction not in ("mean", "sum", "none"):
+            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+        if not isinstance(ids, torch.Tensor):
+            raise TypeError(f"ids must be an integer tensor of word ids, got {type(ids).__name__}")
+        self._check_targets(targets, ids)
+        h, state = self.hidden(ids, state)
+        out = self.head.nll(h.reshape(-1, h.shape[-1]), targets.reshape(-1))
+        if reduction == "none":
+            return out.view(targets.shape), state
+        return (out.sum() if reduction == "sum" else out.mean()), state
+
+    def log_probs(self, ids: torch.Tensor) -> torch.Tensor:
+        """``(B, T) -> (B, T, V)`` next-word log-probabilities at every position."""
+        h, _ = self.hidden(ids)
+        return self.head.log_probs(h.reshape(-1, h.shape[-1])).view(*ids.shape, -1)
+
+
+def check_language_model(model) -> None:
+    """``model`` must be a language model: a decoder-only ``Transformer`` or an ``LSTMLM``."""
+    if not isinstance(model, LanguageModel) or (isinstance(model, Transformer) and model.cfg.arch != "decoder"):
+        got = f"a Transformer with arch={model.cfg.arch!r}" if isinstance(model, Transformer) else type(model).__name__
+        raise TypeError(f"model must be a decoder-only Transformer or an LSTMLM, got {got}")
+
+
+class RelativeBiasTable(nn.Module):
+    """T5's relative-position bias table: ``(32 buckets, n_heads)`` learned scalars (counted only)."""
+
+    def __init__(self, n_heads: int):
+        super().__init__()
+        self.table = nn.Embedding(T5_BUCKETS, as_int("n_heads", n_heads, 1))
+
+
+class Transformer(LanguageModel):
+    """The Transformer that ``cfg`` describes (``Transformer(cfg)``, or ``Transformer(**fields)``).
+
+    Parts, in this order: the output ``head`` (first, so that a tied head's table is the model's
+    token table), the token tables ``tok`` / ``tgt_tok``, segment embeddings, positions
+    (``pos`` / ``tgt_pos``, ``rope`` or ``alibi``), the ``blocks`` (an ``Encoder``, causal for
+    ``"decoder"``) and the encoder-decoder's ``decoder``. Weights start GPT-2 style: N(0, 0.02),
+    zero biases. ``ranks`` (``output_head.frequency_ranks``) orders an adaptive head's words.
+    """
+
+    def __init__(self, cfg: TransformerConfig | None = None, ranks: torch.Tensor | None = None, **fields):
+        super().__init__()
+        cfg = TransformerConfig(**fields) if cfg is None else replace(cfg, **fields)
+        self.cfg = cfg = validate(cfg)
+        d, enc_dec = cfg.d_model, cfg.arch == "encoder-decoder"
+        self.vocab_size, self.d_model, self.max_len = cfg.vocab, d, cfg.max_len
+        self.head = None
+        if cfg.lm_head:
+            self.head = OutputHead(cfg.head, d, cfg.target_vocab, ranks, cfg.cutoffs, cfg.div_value, cfg.output_bias)
+        self.head_table = self.head is not None and self.head.embeds  # the head holds the (target) table
+        source_in_head = self.head_table and (cfg.share_embeddings or not enc_dec)
+        self.tok = None if source_in_head else nn.Embedding(cfg.vocab, d)
+        own_target = enc_dec and not cfg.share_embeddings and not self.head_table
+        self.tgt_tok = nn.Embedding(cfg.target_vocab, d) if own_target else None
+        self.token_type = nn.Embedding(cfg.token_types, d) if cfg.token_types else None
+        self.pos = self._positions()
+        self.tgt_pos = self._positions() if enc_dec else None
+        self.embed_norm = make_norm(cfg.norm, d) if cfg.embed_norm else None
+        self.rope = RoPE(d // cfg.n_heads, cfg.max_len) if cfg.positions == "rope" else None
+        self.alibi = ALiBi(cfg.n_heads) if cfg.positions == "alibi" else None
+        self.drop = nn.Dropout(cfg.dropout)
+        common = dict(
+            dropout=cfg.dropout,
+            norm_first=cfg.norm_first,
+            activation=cfg.activation,
+            norm=cfg.norm,
+            bias=cfg.bias,
+            final_norm=cfg.has_final_norm,
+        )
+        causal = cfg.arch == "decoder"
+        self.blocks = Encoder(d, cfg.n_heads, cfg.ff, cfg.n_layers, causal=causal, n_kv_heads=cfg.n_kv_heads, **common)
+        self.decoder = Decoder(d, cfg.n_heads, cfg.ff, cfg.dec_layers, **common) if enc_dec else None
+        self.pooler = nn.Linear(d, d) if cfg.pooler else None
+        self.apply(self._init)
+
+    def _positions(self):
+        cfg = self.cfg
+        if cfg.positions == "learned":
+            return LearnedPositionalEmbedding(cfg.max_len, cfg.d_model)
+        if cfg.positions == "t5-bias":  # counted, not implemented: forward refuses this model
+            return RelativeBiasTable(cfg.n_heads)
+        if cfg.positions == "sinusoidal":
+            return SinusoidalPositionalEncoding(cfg.d_model, cfg.max_len)
+        return None
+
+    @staticmethod
+    def _init(m):
+        """GPT-2 style: N(0, 0.02) weights, zero biases (norms keep 1/0)."""
+        if isinstance(m, (nn.Linear, nn.Embedding)):
+            nn.init.normal_(m.weight, std=0.02)
+            if getattr(m, "bias", None) is not None:
+                nn.init.zeros_(m.bias)
+
+    def init_state(self) -> list[KVCache]:
+        """One empty ``KVCache`` per block, for ``max_len`` positions."""
+        return [KVCache(self.max_len) for _ in self.blocks.layers]
+
+    def _embed(self, ids, past: int = 0, target: bool = False) -> torch.Tensor:
+        """``(B, T) -> (B, T, d)``: token embeddings (+ segment, positions from ``past``, norm), dropout."""
+        if target:
+            table = self.head.embed if self.head_table else self.tgt_tok or self.tok
+        else:
+            table = self.head.embed if self.tok is None else self.tok
+        x = table(ids)
+        pos = self.tgt_pos if target else self.pos
+        x = x if pos is None else pos(x, offset=past)
+        x = x if self.token_type is None else x + self.token_type.weight[0]
+        x = x if self.embed_norm is None else self.embed_norm(x)
+        return self.drop(x)
+
+    def hidden(self, ids: torch.Tensor, state: list[KVCache] | None = None, keep: torch.Tensor | None = None):
+        """``(B, T) -> ((B, T, d), state)``: embeddings (+ positions), the blocks, the final norm.
+
+        With ``state`` (a KV cache per block, ``init_state()``) ``ids`` continue the cached tokens:
+        they sit at positions ``past .. past + T - 1``, each block attends over all ``past + T``
+        keys, and the caches grow by ``T``. Equal to the plain pass over the whole sequence.
+        ``keep (B, T)`` (bool, True = real token) masks padding (not with a cache).
+        """
+        self.check_ids(ids)
+        self._check_device(ids)
+        if state is not None and (not isinstance(state, list) or len(state) != len(self.blocks.layers)):
+            raise ValueError(f"state must be init_state(): a list of {len(self.blocks.layers)} KVCache")
+        past, t = (0 if state is None else state[0].length), ids.shape[1]
+        if past + t > self.max_len:
+            raise ValueError(f"positions {past}..{past + t - 1} exceed max_len={self.max_len}")
+        check_keep(keep, ids.shape[0], t, "keep")
+        if keep is not None and state is not None:
+            raise ValueError("keep (padding) does not combine with a KV cache: generate one sequence at a time")
+        x = self._embed(ids, past)
+        bias = None if self.alibi is None else self.alibi(t, past + t).to(x.dtype)  # (h, T, past + T)
+        if keep is not None:  # the stack combines the padding with the mask
+            return self.blocks(x, keep, mask=bias, rope=self.rope), None
+        for layer, cache in zip(self.blocks.layers, state or [None] * len(self.blocks.layers)):
+            x = layer(x, mask=bias, is_causal=self.blocks.causal, rope=self.rope, cache=cache)
+        return self.blocks.norm(x), state
+
+    def forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=None):
+        """``(logits, loss)``; ``ids (B, T)``, ``targets (B, T)`` or None, ``keep (B, T)`` bool padding mask.
+
+        An encoder-decoder reads the source ``ids`` and the decoder input ``tgt (B, T')`` (with
+        ``tgt_keep``); its logits and targets are the target side's. Without a head the "logits"
+        are the final hidden states ``(B, T, d)``.
+        """
+        enc_dec = self.cfg.arch == "encoder-decoder"
+        if self.cfg.positions == "t5-bias":
+            raise NotImplementedError(
+                "T5's bucketed relative-position bias is counted here, not implemented; "
+                "this model can be built and counted but not run"
+            )
+        if enc_dec != (tgt is not None):
+            raise ValueError(
+                "an encoder-decoder needs forward(src, tgt=...)"
+                if enc_dec
+                else f"arch={self.cfg.arch!r} takes one sequence of ids; tgt is for an encoder-decoder"
+            )
+        h, _ = self.hidden(ids, keep=keep)
+        if enc_dec:
+            self.check_ids(tgt, "tgt", self.cfg.target_vocab)
+            self._check_device(tgt, "tgt")
+            check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
+            h = self.decoder(self._embed(tgt, target=True), h, tgt_keep, keep)
+            ids = tgt
+        if self.head is None:
+            if targets is not None:
+                raise ValueError("this model has no output layer (lm_head=False): it gives hidden states, no loss")
+            return h, None
+        return self._output(h, targets, ids)
