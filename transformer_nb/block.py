@@ -23,6 +23,7 @@ from transformer_nb.multihead import MultiHeadAttention, check_hidden
 from transformer_nb.utils import INNER, as_int, check_memory
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
+ACTIVATION = "relu"  # the FFN activation of every block, stack and model that does not name one (the one place)
 NORMS = ("layer", "rms")
 
 
@@ -116,7 +117,7 @@ class FeedForward(nn.Module):
     silu branch, ``gate`` (W3) the linear branch it multiplies.
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = "relu", dropout: float = 0.0, bias: bool = True):
+    def __init__(self, d_model: int, d_ff: int, activation: str = ACTIVATION, dropout: float = 0.0, bias: bool = True):
         super().__init__()
         if activation not in ACTIVATIONS:
             raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
@@ -171,7 +172,7 @@ class EncoderLayer(nn.Module):
         d_ff: int,
         dropout: float = 0.0,
         norm_first: bool = True,
-        activation: str = "relu",
+        activation: str = ACTIVATION,
         norm: str = "layer",
         n_kv_heads: int | None = None,
         bias: bool = True,
@@ -221,7 +222,7 @@ class DecoderLayer(nn.Module):
         d_ff: int,
         dropout: float = 0.0,
         norm_first: bool = True,
-        activation: str = "relu",
+        activation: str = ACTIVATION,
         norm: str = "layer",
         bias: bool = True,
         eps: float = 1e-5,

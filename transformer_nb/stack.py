@@ -18,7 +18,7 @@ experiments, which switch the residual connections off with ``residual=False``).
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import DecoderLayer, EncoderLayer, check_decoder_inputs, check_hidden, make_norm
+from transformer_nb.block import ACTIVATION, DecoderLayer, EncoderLayer, check_decoder_inputs, check_hidden, make_norm
 from transformer_nb.masks import cross_attention_mask, key_padding
 from transformer_nb.utils import INNER, as_int, check_device
 
@@ -88,7 +88,7 @@ class Encoder(nn.Module):
         n_layers: int,
         dropout: float = 0.0,
         norm_first: bool = True,
-        activation: str = "relu",
+        activation: str = ACTIVATION,
         causal: bool = False,
         norm: str = "layer",
         n_kv_heads: int | None = None,
@@ -138,7 +138,7 @@ class Decoder(nn.Module):
         n_layers: int,
         dropout: float = 0.0,
         norm_first: bool = True,
-        activation: str = "relu",
+        activation: str = ACTIVATION,
         norm: str = "layer",
         bias: bool = True,
         eps: float = 1e-5,

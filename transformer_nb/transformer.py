@@ -27,7 +27,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.block import ACTIVATIONS, NORMS, make_norm
+from transformer_nb.block import ACTIVATION, ACTIVATIONS, NORMS, make_norm
 from transformer_nb.multihead import KVCache
 from transformer_nb.output_head import OutputHead
 from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
@@ -69,7 +69,7 @@ class TransformerConfig:
     n_kv_heads: int | None = None
     vocab: int = 32000
     tgt_vocab: int | None = None
-    activation: str = "relu"
+    activation: str = ACTIVATION
     norm: str = "layer"
     bias: bool = True
     positions: str = "sinusoidal"
