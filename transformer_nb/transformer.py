@@ -33,7 +33,7 @@ from transformer_nb.output_head import OutputHead
 from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.rope import RoPE
 from transformer_nb.stack import Decoder, Encoder, check_keep
-from transformer_nb.utils import as_int, check_device
+from transformer_nb.utils import INNER, as_int, check_device
 
 ARCHS = ("encoder", "decoder", "encoder-decoder")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")
@@ -361,7 +361,11 @@ class Transformer(LanguageModel):
         """
         self.check_ids(ids)
         self._check_device(ids)
-        if state is not None and (not isinstance(state, list) or len(state) != len(self.blocks.layers)):
+        if state is not None and (
+            not isinstance(state, list)
+            or len(state) != len(self.blocks.layers)
+            or not all(isinstance(c, KVCache) for c in state)
+        ):
             raise ValueError(f"state must be init_state(): a list of {len(self.blocks.layers)} KVCache")
         past, t = (0 if state is None else state[0].length), ids.shape[1]
         if past + t > self.max_len:
@@ -373,8 +377,9 @@ class Transformer(LanguageModel):
         bias = None if self.alibi is None else self.alibi(t, past + t).to(x.dtype)  # (h, T, past + T)
         if keep is not None:  # the stack combines the padding with the mask
             return self.blocks(x, keep, mask=bias, rope=self.rope), None
-        for layer, cache in zip(self.blocks.layers, state or [None] * len(self.blocks.layers)):
-            x = layer(x, mask=bias, is_causal=self.blocks.causal, rope=self.rope, cache=cache)
+        with INNER:  # the blocks trust these checks
+            for layer, cache in zip(self.blocks.layers, state or [None] * len(self.blocks.layers)):
+                x = layer(x, mask=bias, is_causal=self.blocks.causal, rope=self.rope, cache=cache)
         return self.blocks.norm(x), state
 
     def forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=None):
