@@ -15,8 +15,11 @@ step: it is the same recipe, without the launch overhead of hundreds of tiny ker
 
 from __future__ import annotations
 
+import inspect
 import itertools
 import math
+import multiprocessing
+from concurrent.futures import ProcessPoolExecutor
 
 import torch
 import torch.nn as nn
@@ -30,6 +33,7 @@ from transformer_nb.train import train as run_training
 from transformer_nb.utils import as_int, get_device
 
 CUDA_GRAPHS = True  # on a CUDA device, run the training forward and backward as CUDA graphs (False: eager)
+WORKERS = 2  # load_or_train_many: runs trained at once on the CPU, one process and one thread each
 
 
 def loss_fn(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
@@ -209,6 +213,30 @@ def train(
     return hist
 
 
+def _cached_run(recipe, eval_batch, seed, eval_every, target, live, device, eval_at, name, snapshot_at):
+    """``(model, cache name, cache config, train_fn)`` of one run (arguments as ``load_or_train``'s, checked there)."""
+    model = build_model(recipe.model, seed=seed, device=device)
+    config = {
+        "recipe": recipe.config(),
+        "seed": seed,
+        "eval_every": eval_every,
+        "target": target,
+        "eval_at": sorted(eval_at or []),
+        "snapshot_at": snapshot_at,
+        "eval_set": None if eval_batch is None else int(sequence_codes(eval_batch.src.cpu()).sum() % 1_000_003),
+    }
+
+    def train_fn(m):
+        bar = live() if callable(live) else live  # a factory: only draw a bar when training
+        try:
+            return train(m, recipe, eval_batch, eval_every, target, seed, bar, device, eval_at, snapshot_at)
+        finally:
+            if bar is not None and bar is not live:
+                bar.close()
+
+    return model, name or cache.cache_name(f"reversal_{recipe.name}", config), config, train_fn
+
+
 def load_or_train(
     recipe: Recipe,
     eval_batch: Batch | None = None,
@@ -234,27 +262,66 @@ def load_or_train(
     if not isinstance(recipe, Recipe):
         raise TypeError(f"recipe must be a reversal Recipe (e.g. rv.IMPROVED), got {type(recipe).__name__}")
     device = get_device() if device is None else torch.device(device)
-    model = build_model(recipe.model, seed=seed, device=device)
-    config = {
-        "recipe": recipe.config(),
-        "seed": seed,
-        "eval_every": eval_every,
-        "target": target,
-        "eval_at": sorted(eval_at or []),
-        "snapshot_at": snapshot_at,
-        "eval_set": None if eval_batch is None else int(sequence_codes(eval_batch.src.cpu()).sum() % 1_000_003),
-    }
-
-    def train_fn(m):
-        bar = live() if callable(live) else live  # a factory: only draw a bar when training
-        try:
-            return train(m, recipe, eval_batch, eval_every, target, seed, bar, device, eval_at, snapshot_at)
-        finally:
-            if bar is not None and bar is not live:
-                bar.close()
-
-    hist, trained = cache.load_or_train(
-        name or cache.cache_name(f"reversal_{recipe.name}", config), model, config, train_fn, retrain
+    model, key, config, train_fn = _cached_run(
+        recipe, eval_batch, seed, eval_every, target, live, device, eval_at, name, snapshot_at
     )
+    hist, trained = cache.load_or_train(key, model, config, train_fn, retrain)
     model.to(device).eval()
     return model, hist, trained
+
+
+def _train_one_thread(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> None:
+    """A worker process's job: train one run on one CPU thread and save it in the cache."""
+    torch.set_num_threads(1)
+    load_or_train(recipe, eval_batch, retrain=True, device="cpu", **kwargs)
+
+
+def load_or_train_many(
+    recipes, eval_batch: Batch | None = None, workers: int = WORKERS, retrain: bool = False, device=None, **kwargs
+) -> list:
+    """``[load_or_train(recipe, eval_batch, **kwargs) for recipe in recipes]``, the missing runs trained in parallel.
+
+    On the CPU the runs that the cache lacks (all of them with ``retrain``) train ``workers`` at a
+    time, each in its own process on one thread: a model this small keeps one core busy, not two,
+    so two processes finish about twice as fast as one process with two threads. Each run is the
+    same as ``load_or_train``'s (its history, its cache file). On a GPU, or with ``workers=1``,
+    they train one after the other here. Returns the list of ``(model, history, trained_now)``.
+    """
+    recipes = list(recipes)
+    for r in recipes:
+        if not isinstance(r, Recipe):
+            raise TypeError(f"recipes must be reversal Recipes (e.g. rv.ABLATIONS' recipes), got {type(r).__name__}")
+    as_int("workers", workers, 1)
+    device = get_device() if device is None else torch.device(device)
+    if device.type == "cpu" and workers > 1:
+        todo = recipes if retrain else [r for r in recipes if not _in_cache(r, eval_batch, kwargs)]
+        eval_cpu = None if eval_batch is None else eval_batch.to("cpu")
+        quiet = {k: v for k, v in kwargs.items() if k != "live"}  # the workers draw no progress bar
+        if todo:
+            spawn = multiprocessing.get_context("spawn")  # never fork a process whose torch threads are running
+            with ProcessPoolExecutor(min(workers, len(todo)), mp_context=spawn) as pool:
+                for job in [pool.submit(_train_one_thread, r, eval_cpu, quiet) for r in todo]:
+                    job.result()
+        trained = {id(r) for r in todo}
+        return [(*load_or_train(r, eval_batch, device=device, **kwargs)[:2], id(r) in trained) for r in recipes]
+    return [load_or_train(r, eval_batch, retrain=retrain, device=device, **kwargs) for r in recipes]
+
+
+def _in_cache(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> bool:
+    """Whether ``load_or_train(recipe, eval_batch, **kwargs)`` would load (a valid file exists) rather than train."""
+    run = inspect.signature(load_or_train).bind(recipe, eval_batch, **kwargs)
+    run.apply_defaults()
+    a = run.arguments
+    model, key, config, train_fn = _cached_run(
+        recipe,
+        eval_batch,
+        a["seed"],
+        a["eval_every"],
+        a["target"],
+        None,
+        "cpu",
+        a["eval_at"],
+        a["name"],
+        a["snapshot_at"],
+    )
+    return cache.load(key, model, config, train_fn)[0]
