@@ -18,8 +18,6 @@ from __future__ import annotations
 import inspect
 import itertools
 import math
-import multiprocessing
-from concurrent.futures import ProcessPoolExecutor
 
 import torch
 import torch.nn as nn
@@ -29,6 +27,7 @@ from transformer_nb import cache
 from transformer_nb.reversal.data import MAX_LEN, PAD, Batch, collate, make_pairs, random_batch, sequence_codes
 from transformer_nb.reversal.decoding import evaluate, model_device
 from transformer_nb.reversal.recipes import Recipe, build_model, warmup_factor
+from transformer_nb.train import in_workers
 from transformer_nb.train import train as run_training
 from transformer_nb.utils import as_int, get_device
 
@@ -270,9 +269,8 @@ def load_or_train(
     return model, hist, trained
 
 
-def _train_one_thread(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> None:
-    """A worker process's job: train one run on one CPU thread and save it in the cache."""
-    torch.set_num_threads(1)
+def _train_and_save(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> None:
+    """A worker process's job: train one run on the CPU and save it in the cache."""
     load_or_train(recipe, eval_batch, retrain=True, device="cpu", **kwargs)
 
 
@@ -297,11 +295,7 @@ def load_or_train_many(
         todo = recipes if retrain else [r for r in recipes if not _in_cache(r, eval_batch, kwargs)]
         eval_cpu = None if eval_batch is None else eval_batch.to("cpu")
         quiet = {k: v for k, v in kwargs.items() if k != "live"}  # the workers draw no progress bar
-        if todo:
-            spawn = multiprocessing.get_context("spawn")  # never fork a process whose torch threads are running
-            with ProcessPoolExecutor(min(workers, len(todo)), mp_context=spawn) as pool:
-                for job in [pool.submit(_train_one_thread, r, eval_cpu, quiet) for r in todo]:
-                    job.result()
+        in_workers(_train_and_save, [(r, eval_cpu, quiet) for r in todo], workers)
         trained = {id(r) for r in todo}
         return [(*load_or_train(r, eval_batch, device=device, **kwargs)[:2], id(r) in trained) for r in recipes]
     return [load_or_train(r, eval_batch, retrain=retrain, device=device, **kwargs) for r in recipes]
