@@ -47,3 +47,18 @@ def test_cached_runs_load_without_starting_a_worker(tmp_path, monkeypatch):
 def test_load_or_train_many_refuses_what_is_not_a_recipe():
     with pytest.raises(TypeError, match="recipes must be reversal Recipes"):
         rv.load_or_train_many([rv.IMPROVED, "improved"])
+
+
+def test_tnb_retrain_trains_each_run_once(tmp_path, monkeypatch):
+    _many(tmp_path, monkeypatch, workers=1)
+    monkeypatch.setenv("TNB_RETRAIN", "1")
+    calls, real = [], training.train
+
+    def counted(*args, **kwargs):
+        calls.append(args[1].name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "train", counted)
+    monkeypatch.setattr(training, "in_workers", lambda fn, jobs, workers: [fn(*job) for job in jobs])  # in-process
+    again = _many(tmp_path, monkeypatch, workers=2)
+    assert [t for _, _, t in again] == [True, True] and sorted(calls) == ["par_a", "par_b"]

@@ -29,7 +29,7 @@ from transformer_nb.reversal.decoding import evaluate, model_device
 from transformer_nb.reversal.recipes import Recipe, build_model, warmup_factor
 from transformer_nb.train import in_workers
 from transformer_nb.train import train as run_training
-from transformer_nb.utils import as_int, get_device
+from transformer_nb.utils import as_int, env_flag, get_device
 
 CUDA_GRAPHS = True  # on a CUDA device, run the training forward and backward as CUDA graphs (False: eager)
 WORKERS = 2  # load_or_train_many: runs trained at once on the CPU, one process and one thread each
@@ -292,17 +292,21 @@ def load_or_train_many(
     as_int("workers", workers, 1)
     device = get_device() if device is None else torch.device(device)
     if device.type == "cpu" and workers > 1:
-        todo = recipes if retrain else [r for r in recipes if not _in_cache(r, eval_batch, kwargs)]
+        retrain = retrain or env_flag("TNB_RETRAIN")
+        todo = [r for r in recipes if retrain or _from_cache(r, eval_batch, kwargs, "cpu") is None]
         eval_cpu = None if eval_batch is None else eval_batch.to("cpu")
         quiet = {k: v for k, v in kwargs.items() if k != "live"}  # the workers draw no progress bar
         in_workers(_train_and_save, [(r, eval_cpu, quiet) for r in todo], workers)
-        trained = {id(r) for r in todo}
-        return [(*load_or_train(r, eval_batch, device=device, **kwargs)[:2], id(r) in trained) for r in recipes]
+        out = [(r, any(r is t for t in todo), _from_cache(r, eval_batch, kwargs, device)) for r in recipes]
+        return [  # a file refused after all (written by another version) is trained here
+            (*done, trained) if done else load_or_train(r, eval_batch, device=device, **kwargs)
+            for r, trained, done in out
+        ]
     return [load_or_train(r, eval_batch, retrain=retrain, device=device, **kwargs) for r in recipes]
 
 
-def _in_cache(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> bool:
-    """Whether ``load_or_train(recipe, eval_batch, **kwargs)`` would load (a valid file exists) rather than train."""
+def _from_cache(recipe: Recipe, eval_batch: Batch | None, kwargs: dict, device) -> tuple | None:
+    """``(model, history)`` of ``load_or_train(recipe, eval_batch, **kwargs)`` if the cache holds it (else None)."""
     run = inspect.signature(load_or_train).bind(recipe, eval_batch, **kwargs)
     run.apply_defaults()
     a = run.arguments
@@ -313,9 +317,10 @@ def _in_cache(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> bool:
         a["eval_every"],
         a["target"],
         None,
-        "cpu",
+        device,
         a["eval_at"],
         a["name"],
         a["snapshot_at"],
     )
-    return cache.load(key, model, config, train_fn)[0]
+    ok, _, hist = cache.load(key, model, config, train_fn)
+    return (model.to(device).eval(), hist) if ok else None
