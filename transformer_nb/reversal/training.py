@@ -282,8 +282,8 @@ def load_or_train_many(
     On the CPU the runs that the cache lacks (all of them with ``retrain``) train ``workers`` at a
     time, each in its own process on one thread: a model this small keeps one core busy, not two,
     so two processes finish about twice as fast as one process with two threads. Each run is the
-    same as ``load_or_train``'s (its history, its cache file). On a GPU, or with ``workers=1``,
-    they train one after the other here. Returns the list of ``(model, history, trained_now)``.
+    same as ``load_or_train``'s (its history, its cache file). On a GPU, with ``workers=1`` or when
+    only one run is missing, they train one after the other here. Returns the list of ``(model, history, trained_now)``.
     """
     recipes = list(recipes)
     for r in recipes:
@@ -294,14 +294,15 @@ def load_or_train_many(
     if device.type == "cpu" and workers > 1:
         retrain = retrain or env_flag("TNB_RETRAIN")
         todo = [r for r in recipes if retrain or _from_cache(r, eval_batch, kwargs, "cpu") is None]
-        eval_cpu = None if eval_batch is None else eval_batch.to("cpu")
-        quiet = {k: v for k, v in kwargs.items() if k != "live"}  # the workers draw no progress bar
-        in_workers(_train_and_save, [(r, eval_cpu, quiet) for r in todo], workers)
-        out = [(r, any(r is t for t in todo), _from_cache(r, eval_batch, kwargs, device)) for r in recipes]
-        return [  # a file refused after all (written by another version) is trained here
-            (*done, trained) if done else load_or_train(r, eval_batch, device=device, **kwargs)
-            for r, trained, done in out
-        ]
+        if len(todo) > 1:  # one run alone trains here, without starting a process
+            eval_cpu = None if eval_batch is None else eval_batch.to("cpu")
+            quiet = {k: v for k, v in kwargs.items() if k != "live"}  # the workers draw no progress bar
+            in_workers(_train_and_save, [(r, eval_cpu, quiet) for r in todo], workers)
+            out = [(r, any(r is t for t in todo), _from_cache(r, eval_batch, kwargs, device)) for r in recipes]
+            return [  # a file refused after all (written by another version) is trained here
+                (*done, trained) if done else load_or_train(r, eval_batch, device=device, **kwargs)
+                for r, trained, done in out
+            ]
     return [load_or_train(r, eval_batch, retrain=retrain, device=device, **kwargs) for r in recipes]
 
 
