@@ -69,7 +69,8 @@ def in_workers(fn: Callable, jobs: Iterable[tuple], workers: int = 2) -> list:
     For independent small trainings on the CPU: a model too small to keep two cores busy trains
     about twice as fast per pair of cores this way as one at a time on two threads. ``fn`` must be
     a module-level function (the workers import it) and the arguments picklable. The processes
-    are started with ``spawn`` (a fork would copy torch's running threads); an exception in a
+    are started with ``spawn`` (a fork would copy torch's running threads), so a script that calls
+    this needs Python's ``if __name__ == "__main__":`` guard (a notebook does not); an exception in a
     call is raised here.
     """
     jobs = list(jobs)
