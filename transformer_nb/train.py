@@ -66,8 +66,8 @@ def unwrap(model: nn.Module) -> nn.Module:
 def in_workers(fn: Callable, jobs: Iterable[tuple], workers: int = 2) -> list:
     """``[fn(*args) for args in jobs]``, ``workers`` calls at a time, each in its own process on one CPU thread.
 
-    For independent small trainings on the CPU: a model too small to keep two cores busy trains
-    about twice as fast per pair of cores this way as one at a time on two threads. ``fn`` must be
+    For independent small trainings on the CPU, where a second thread helps a model little (the
+    reversal model: about a third) and a second process nearly doubles the work done. ``fn`` must be
     a module-level function (the workers import it) and the arguments picklable. The processes
     are started with ``spawn`` (a fork would copy torch's running threads), so a script that calls
     this needs Python's ``if __name__ == "__main__":`` guard (a notebook does not); an exception in a
