@@ -120,7 +120,12 @@ def test_recipe_fields(kwargs, words):
 
 def test_build_model_needs_a_model_config():
     _raises(TypeError, ["ModelConfig"], rv.build_model, "improved")
-    _raises(ValueError, ["n_heads=3 must divide d_model=64"], rv.build_model, rv.ModelConfig(n_heads=3))
+    _raises(
+        ValueError,
+        [f"n_heads=3 must divide d_model={rv.ModelConfig().d_model}"],
+        rv.build_model,
+        rv.ModelConfig(n_heads=3),
+    )
 
 
 # ----------------------------------------------------------------------------- training

@@ -13,7 +13,7 @@
 # **Serves:** 001 §19.11.3 (weight tying), §19.13 (mixed precision, optimisers), §19.14.1 (the KV cache); 000
 # §8.6.2; Grave et al. 2017 (adaptive softmax), Baevski & Auli 2019 (adaptive input), Jordan et al. 2024 (Muon).
 #
-# **Runtime on 2 CPU cores:** quick ~35 s, full ~11 min.
+# **Runtime on 2 CPU cores:** quick ~35 s, full ~6 min.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -55,7 +55,7 @@ from transformer_nb.output_head import frequency_ranks
 from transformer_nb.params import embedding_params, numel
 from transformer_nb.plotting import plot_curves
 
-BUDGET_S = pick(quick=2, full=60)            # seconds of training per variant in the equal-time comparison
+BUDGET_S = pick(quick=2, full=25)            # seconds of training per variant in the equal-time comparison
 COMPARE_EVAL = pick(quick=1_000, full=10_000)  # validation words each variant is scored on
 TIMED_STEPS = pick(quick=2, full=8)          # training steps timed per variant (median)
 DDP_STEPS = pick(quick=3, full=60)           # optimiser steps of each torchrun job
@@ -437,7 +437,7 @@ check_true("its history is the 2-process job's (steps, words/s)",
 #
 # * Add a variant to `VARIANTS` in section 2 (`dict(positions="learned")`, `dict(n_layers=3)`, a batch of
 #   `dict(batch_size=16, seq_len=64)`) and re-run: the comparison is cached per set of variants.
-# * Set `BUDGET_S` to 360 and compare the ranking with the 60-second one: short budgets favour fast starters.
+# * Set `BUDGET_S` to 360 and compare the ranking with the 25-second one: short budgets favour fast starters.
 # * Run the full `torchrun` command above in a terminal, then notebook 10: it loads the model instead of training.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true

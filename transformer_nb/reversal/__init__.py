@@ -60,7 +60,14 @@ from transformer_nb.reversal.recipes import (
     paper_lr,
     warmup_factor,
 )
-from transformer_nb.reversal.training import batches, load_or_train, loss_fn, make_optimizer, train
+from transformer_nb.reversal.training import (
+    batches,
+    load_or_train,
+    load_or_train_many,
+    loss_fn,
+    make_optimizer,
+    train,
+)
 
 __all__ = [
     "ABLATIONS",
@@ -91,6 +98,7 @@ __all__ = [
     "heldout_set",
     "length_sweep",
     "load_or_train",
+    "load_or_train_many",
     "loss_fn",
     "make_optimizer",
     "make_pairs",

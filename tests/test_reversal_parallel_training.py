@@ -1,0 +1,64 @@
+"""``load_or_train_many``: the runs the cache lacks train in worker processes, with the same results."""
+
+from dataclasses import replace
+
+import pytest
+import torch
+
+from transformer_nb import reversal as rv
+from transformer_nb.reversal import training
+
+RUNS = [replace(rv.IMPROVED, name="par_a", steps=4), replace(rv.IMPROVED, name="par_b", steps=4, lr=1e-3)]
+
+
+def _many(tmp_path, monkeypatch, **kw):
+    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
+    return rv.load_or_train_many(RUNS, rv.heldout_set(20), eval_every=2, device="cpu", **kw)
+
+
+def test_parallel_runs_give_the_serial_histories(tmp_path, monkeypatch):
+    parallel = _many(tmp_path / "par", monkeypatch, workers=2)
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # what each worker uses
+    try:
+        serial = _many(tmp_path / "ser", monkeypatch, workers=1)
+    finally:
+        torch.set_num_threads(threads)
+    assert [t for _, _, t in parallel] == [True, True] == [t for _, _, t in serial]
+    for (m_p, h_p, _), (m_s, h_s, _) in zip(parallel, serial):
+        assert h_p["steps"] == h_s["steps"] == 4 and h_p["exact_match"] == pytest.approx(h_s["exact_match"])
+        assert h_p["loss"] == pytest.approx(h_s["loss"], rel=1e-5)
+        for a, b in zip(m_p.state_dict().values(), m_s.state_dict().values()):
+            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+
+
+def test_cached_runs_load_without_starting_a_worker(tmp_path, monkeypatch):
+    _many(tmp_path, monkeypatch, workers=1)
+
+    def refuse(fn, jobs, workers):
+        assert not list(jobs), "a worker was started for a cached run"
+        return []
+
+    monkeypatch.setattr(training, "in_workers", refuse)
+    again = _many(tmp_path, monkeypatch, workers=2)
+    assert [t for _, _, t in again] == [False, False]
+
+
+def test_load_or_train_many_refuses_what_is_not_a_recipe():
+    with pytest.raises(TypeError, match="recipes must be reversal Recipes"):
+        rv.load_or_train_many([rv.IMPROVED, "improved"])
+
+
+def test_tnb_retrain_trains_each_run_once(tmp_path, monkeypatch):
+    _many(tmp_path, monkeypatch, workers=1)
+    monkeypatch.setenv("TNB_RETRAIN", "1")
+    calls, real = [], training.train
+
+    def counted(*args, **kwargs):
+        calls.append(args[1].name)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(training, "train", counted)
+    monkeypatch.setattr(training, "in_workers", lambda fn, jobs, workers: [fn(*job) for job in jobs])  # in-process
+    again = _many(tmp_path, monkeypatch, workers=2)
+    assert [t for _, _, t in again] == [True, True] and sorted(calls) == ["par_a", "par_b"]
