@@ -17,6 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 import torch.nn as nn
 
+from transformer_nb.block import ACTIVATION
 from transformer_nb.models import EncoderDecoder
 from transformer_nb.reversal.data import MAX_LEN, PAD, VOCAB_SIZE
 from transformer_nb.utils import as_int, get_device
@@ -43,7 +44,7 @@ class ModelConfig:
     n_layers: int = 2
     d_ff: int = 256
     dropout: float = 0.0
-    activation: str = "relu"
+    activation: str = ACTIVATION
     norm_first: bool = True
     init: str = "default"
     max_len: int = 64
