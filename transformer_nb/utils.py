@@ -128,6 +128,12 @@ def as_path(name: str, value) -> Path:
     return Path(value)
 
 
+def check_module(name: str, value) -> None:
+    """``value`` must be a ``torch.nn.Module``; else a ``TypeError`` naming ``name``."""
+    if not isinstance(value, torch.nn.Module):
+        raise TypeError(f"{name} must be an nn.Module, got {type(value).__name__}")
+
+
 def as_device(name: str, device) -> torch.device | None:
     """``None``, or a ``torch.device`` that exists here (``meta`` included); else an error naming ``name``."""
     if device is None:
