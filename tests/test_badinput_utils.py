@@ -14,6 +14,9 @@ CASES = {
     "env_path_refuses_a_name_that_is_not_a_str": Case(
         U + "env_path", lambda: utils.env_path(None), TypeError, "name must be the name of an environment variable"
     ),
+    "check_module_refuses_a_state_dict_by_name": Case(
+        U + "check_module", lambda: utils.check_module("model", {}), TypeError, "model must be an nn.Module, got dict"
+    ),
     "as_path_refuses_a_file_descriptor_number": Case(
         U + "as_path", lambda: utils.as_path("folder", 3), TypeError, "folder must be a path (str or os.PathLike)"
     ),

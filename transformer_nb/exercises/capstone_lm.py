@@ -23,7 +23,7 @@ from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.stack import check_ids
 from transformer_nb.transformer import Transformer
-from transformer_nb.utils import check_module
+from transformer_nb.utils import as_int, check_module
 
 NOTEBOOK = "12_capstone"
 
@@ -31,6 +31,7 @@ NOTEBOOK = "12_capstone"
 def package_lm(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, device=None) -> Transformer:
     """The package's decoder-only ``Transformer`` with the capstone's architecture: learned positions, ReLU,
     an output layer tied to the embedding, with a bias."""
+    as_int("vocab_size", vocab_size, 1)
     sizes = dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, max_len=max_len)
     with torch.device(device or "cpu"):
         return Transformer(vocab=vocab_size, **sizes, positions="learned", activation="relu", output_bias=True)
