@@ -263,7 +263,7 @@ PENDING_FILES = (
 )
 
 #: Public callables in PENDING_FILES with no case yet: name -> the file being rewritten. Their cases come with
-#: the rewrite (classes such as DecoderOnly and TransformerLM are being merged into one).
+#: the rewrite. Empty since the merge of the one Transformer: every callable has its case.
 PENDING = {}
 
 #: The exercises' reference solutions: answer keys written as a student would write them, with no argument
