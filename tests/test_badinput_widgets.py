@@ -11,7 +11,9 @@ from transformer_nb.widgets import (
     block,
     catalog,
     masks,
+    models,
     multihead,
+    params,
     positional,
     reversal,
     rope,
@@ -154,6 +156,18 @@ CASES = {
     ),
     "SoftmaxTemperature_refuses_a_str_seed": Case(
         W + "warmup.SoftmaxTemperature", lambda: warmup.SoftmaxTemperature(seed="x"), TypeError, "seed must be an int"
+    ),
+    "VariantWidget_refuses_an_unknown_variant": Case(
+        W + "models.VariantWidget", lambda: models.VariantWidget("gpt"), ValueError, "variant must be one of"
+    ),
+    "build_variant_refuses_an_unknown_variant": Case(
+        W + "models.build_variant", lambda: models.build_variant("gpt"), ValueError, "variant must be one of"
+    ),
+    "toy_batch_refuses_a_row_without_real_tokens": Case(
+        W + "models.toy_batch", lambda: models.toy_batch(0, 2, 0), ValueError, "real must be >= 1"
+    ),
+    "ParamCalculator_refuses_an_unknown_preset": Case(
+        W + "params.ParamCalculator", lambda: params.ParamCalculator("gpt5"), ValueError, "preset must be"
     ),
 }
 

@@ -37,7 +37,7 @@ from pathlib import Path
 import torch
 
 from transformer_nb.fingerprint import source_digest
-from transformer_nb.utils import env_flag, env_path
+from transformer_nb.utils import as_path, env_flag, env_path
 
 FORMAT = 2
 PACKAGE = "transformer_nb"
@@ -223,8 +223,8 @@ def _alive(pid: int) -> bool:
 def clean_stale(folder: Path | None = None, max_age: float = STALE_SECONDS) -> list:
     """Remove temporary files left by interrupted writes: their writer has exited, or they are
     older than ``max_age`` seconds (``<name>.tmp`` files of the old format always). Returns them."""
-    if folder is not None and not isinstance(folder, (str, os.PathLike)):
-        raise TypeError(f"folder must be a path, got {type(folder).__name__}")
+    if folder is not None:
+        as_path("folder", folder)
     folder, removed = Path(folder or cache_dir()), []
     if not folder.is_dir():
         return removed

@@ -16,7 +16,7 @@ import os
 import re
 from pathlib import Path
 
-from transformer_nb.utils import as_real, env_path
+from transformer_nb.utils import as_path, as_real, env_path
 
 TEXTS = {
     "000": "Ch. 8 The Transformer Architecture (textbook draft, §8.1–8.6, Ex. 8.1–8.10)",
@@ -97,8 +97,8 @@ def notebook_index(folder: Path | None = None) -> list:
     ``folder``: a ``notebooks/`` folder; default: the checkout's, else (an installed copy, e.g. in Colab) the
     map shipped in the package, ``notebook_index.json``.
     """
-    if folder is not None and not isinstance(folder, (str, os.PathLike)):
-        raise TypeError(f"folder must be a path, got {type(folder).__name__}")
+    if folder is not None:
+        as_path("folder", folder)
     if folder is None and notebooks_dir() is None:
         return json.loads(INDEX_FILE.read_text(encoding="utf-8"))
     folder = Path(folder or notebooks_dir())

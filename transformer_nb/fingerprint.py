@@ -66,6 +66,8 @@ def source_digest(src: str) -> str:
 
     Source that does not parse is digested as raw text (any edit then counts).
     """
+    if not isinstance(src, str):
+        raise TypeError(f"src must be Python source text (a str), got {type(src).__name__} {src!r}")
     try:
         text = "\x1f".join(_tokens(textwrap.dedent(src)))  # a method's source comes indented
     except (SyntaxError, tokenize.TokenError):

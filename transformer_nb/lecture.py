@@ -34,7 +34,7 @@ import time
 
 from transformer_nb import cache
 from transformer_nb.cache import cache_dir  # noqa: F401  (the notebook says where the models came from)
-from transformer_nb.utils import get_device, profile
+from transformer_nb.utils import as_device, as_int, get_device, profile
 
 N_EVAL = 1000  # 09: held-out sequences the improved recipe is evaluated on
 EVAL_EVERY = 25  # 09: steps between evaluations
@@ -83,6 +83,14 @@ def _profile(name: str):
             os.environ["TNB_PROFILE"] = old
 
 
+def _check(name: str | None = None, prof: str | None = None) -> None:
+    """``name`` one of ``NAMES`` and ``prof`` one of ``PROFILES`` (None: not given); else a ValueError naming it."""
+    if name is not None and name not in NAMES:
+        raise ValueError(f"name must be one of {NAMES}, got {name!r}")
+    if prof is not None and prof not in PROFILES:
+        raise ValueError(f"prof must be one of {PROFILES}, got {prof!r}")
+
+
 def _missing(name: str) -> NotPrepared:
     minutes = COLD_MINUTES[LECTURE_PROFILE][name]
     return NotPrepared(
@@ -96,6 +104,7 @@ def lm_run(prof: str | None = None) -> dict:
     """Notebook 10's ``load_or_train`` arguments for the Transformer in profile ``prof`` (default: the active one)."""
     from transformer_nb import lm_recipe
 
+    _check(prof=prof)
     run = dict(LM_RUN[prof or profile()])
     run["steps"] = run["steps"] or lm_recipe.FULL_STEPS
     return run
@@ -107,6 +116,7 @@ def reversal_model(device=None, train: bool = False, prof: str | None = None):
     every profile (``prof`` is accepted for symmetry and ignored)."""
     from transformer_nb import reversal as rv
 
+    _check(prof=prof)
     device = get_device() if device is None else device
 
     def refuse():  # load_or_train calls its live factory only when it is about to train
@@ -138,6 +148,7 @@ def language_model(device=None, train: bool = False, data=None, prof: str | None
     from transformer_nb import lm_recipe
     from transformer_nb.output_head import frequency_ranks
 
+    _check(prof=prof)
     device = torch.device(get_device() if device is None else device)
     data, run = data or _wikitext(), lm_run(prof)
     if train:
@@ -168,6 +179,8 @@ def student_capstone(vocab_size: int, prof: str, device=None):
     from transformer_nb.exercises.capstone import student_names
     from transformer_nb.exercises.capstone_lm import package_lm
 
+    as_int("vocab_size", vocab_size, 1)
+    _check(prof=prof or repr(prof))  # required here: None is refused too
     config = ct._config(vocab_size, ct.CAPSTONE_RUN[prof], "student")
     path = cache.cache_path(cache.cache_name("capstone_student", config))
     try:
@@ -192,6 +205,7 @@ def capstone_model(device=None, train: bool = False, data=None, prof: str | None
     """The capstone's (12) trained reference model of profile ``prof`` as the package's ``Transformer``, and
     the vocabulary: ``(model, vocab)``; None when the capstone is not part of this checkout. ``.shows`` on the
     model says whose it is (``best`` looks for the student's model first)."""
+    _check(prof=prof)
     try:
         from transformer_nb.exercises import capstone_train as ct
         from transformer_nb.exercises.solutions import capstone as sol
@@ -226,8 +240,7 @@ def best(name: str, device=None, data=None):
     """``(model, profile)``: the best cached model ``name`` (``PROFILES``: full, else quick; ``"both"`` for 09's
     run, the same in both; for the capstone, the student's own model before the reference); ``NotPrepared`` when
     none is cached. ``model`` is None when the capstone is not part of this checkout."""
-    if name not in LOADERS:
-        raise ValueError(f"name must be one of {NAMES}, got {name!r}")
+    _check(name)
     data = data or (None if name == "reversal" else _wikitext())
     for prof in PROFILES if name == "capstone" else ():  # the student's own model first, whatever the profile
         with contextlib.suppress(ImportError):
@@ -245,6 +258,7 @@ def best(name: str, device=None, data=None):
 
 def describe(name: str, model, prof: str) -> str:
     """One line: which model the widget shows, and how to show the full-profile one when it is the small one."""
+    _check(name, None if prof == "both" else prof)  # "both": 09's run, the same in either profile
     model = model[0] if isinstance(model, tuple) else model
     whose = WHAT[name]
     if name == "capstone":
@@ -278,6 +292,7 @@ def cached(name: str, device=None):
 def models(device=None) -> dict:
     """Every cached model, the best of each, for ``widgets.catalog.build``: ``{"reversal": model, "lm": (model,
     vocab), ...}``; ``NotPrepared`` names the first one missing."""
+    as_device("device", device)
     data = _wikitext()
     out = {name: best(name, device, data=data)[0] for name in NAMES}
     return {k: v for k, v in out.items() if v is not None}
@@ -287,6 +302,11 @@ def prepare(device=None, names=NAMES, prof: str = LECTURE_PROFILE) -> dict:
     """Train and cache, in profile ``prof``, every model in ``names`` that is not cached in any profile
     (``make lecture``); ``{name: seconds}`` it took (a few seconds each when the cache was warm). With
     ``prof="full"`` a model whose full entry is missing is trained, whatever else is cached."""
+    if isinstance(names, str):
+        raise TypeError(f"names must be a sequence of names from {NAMES}, got the str {names!r}")
+    for name in names:
+        _check(name)
+    _check(prof=prof)
     data, took = None, {}
     for name in names:
         t0 = time.perf_counter()

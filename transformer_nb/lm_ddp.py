@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import inspect
 import json
-import math
 import os
 import time
 from datetime import timedelta
@@ -32,10 +31,12 @@ import torch.distributed as dist
 from torch.nn.parallel import DistributedDataParallel
 
 from transformer_nb import cache
+from transformer_nb.bench import check_positive_flags
 from transformer_nb.lm_recipe import FULL_STEPS, LSTM_FULL_STEPS, build_model, cache_config, recipe_config
 from transformer_nb.lm_training import train_lm
 from transformer_nb.output_head import frequency_ranks
 from transformer_nb.perplexity import evaluate
+from transformer_nb.utils import as_device, check_module
 from transformer_nb.wikitext import load_wikitext2
 
 
@@ -43,7 +44,9 @@ def wrap(model: torch.nn.Module, device: torch.device) -> DistributedDataParalle
     """``model`` in ``DistributedDataParallel``, as this module trains it: constant buffers are not
     re-broadcast at every forward; a parameter a batch does not reach (an adaptive-softmax cluster
     without a word in it) is allowed."""
-    ids = [device.index] if device.type == "cuda" else None
+    check_module("model", model)
+    device = as_device("device", device)
+    ids = [device.index] if device is not None and device.type == "cuda" else None
     if "forward_sync_buffers" in inspect.signature(DistributedDataParallel.__init__).parameters:  # torch >= 2.12
         return DistributedDataParallel(model, device_ids=ids, forward_sync_buffers=False, find_unused_parameters=True)
     return DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False, find_unused_parameters=True)
@@ -64,10 +67,7 @@ def main(argv=None) -> int:
     args = p.parse_args(argv)
     if args.steps is not None and args.budget is not None:
         p.error("give --steps or --budget, not both")
-    for flag in ("steps", "budget", "threads", "eval_tokens", "final_eval_tokens", "timeout"):
-        value = getattr(args, flag)
-        if value is not None and not 0 < value < math.inf:
-            p.error(f"--{flag.replace('_', '-')} must be a positive finite number, got {value}")
+    check_positive_flags(p, args, "steps", "budget", "threads", "eval_tokens", "final_eval_tokens", "timeout")
 
     local = int(os.environ.get("LOCAL_RANK", 0))
     cuda = torch.cuda.is_available()

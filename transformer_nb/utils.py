@@ -121,6 +121,19 @@ def as_real(name: str, value, positive: bool = False) -> float:
     return x
 
 
+def as_path(name: str, value) -> Path:
+    """``value`` (a ``str`` or ``os.PathLike``) as a ``Path``; an int (a file descriptor to ``open``) is refused."""
+    if not isinstance(value, (str, os.PathLike)):
+        raise TypeError(f"{name} must be a path (str or os.PathLike), got {type(value).__name__} {value!r}")
+    return Path(value)
+
+
+def check_module(name: str, value) -> None:
+    """``value`` must be a ``torch.nn.Module``; else a ``TypeError`` naming ``name``."""
+    if not isinstance(value, torch.nn.Module):
+        raise TypeError(f"{name} must be an nn.Module, got {type(value).__name__}")
+
+
 def as_device(name: str, device) -> torch.device | None:
     """``None``, or a ``torch.device`` that exists here (``meta`` included); else an error naming ``name``."""
     if device is None:

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_nb.utils import as_int
+from transformer_nb.utils import as_int, as_path
 from transformer_nb.wikitext_files import (  # noqa: F401  (re-exported: wikitext.find_data_dir etc.)
     BASE_URL,
     HOW_TO_GET,
@@ -59,10 +59,8 @@ def check_wikitext(data) -> None:
 # --------------------------------------------------------------------------- vocabulary
 def read_words(path: str | os.PathLike) -> list[str]:
     """All tokens of a file, pytorch/examples style: ``line.split() + ['<eos>']`` per line."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be a file path (str or os.PathLike), got {type(path).__name__}")
     words: list[str] = []
-    with open(path, encoding="utf-8") as f:
+    with open(as_path("path", path), encoding="utf-8") as f:
         for line in f:
             words.extend(line.split())
             words.append(EOS)

@@ -38,7 +38,7 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
-from transformer_nb.utils import as_real, env_flag, env_path
+from transformer_nb.utils import as_path, as_real, env_flag, env_path
 
 SPLITS = ("train", "valid", "test")
 SHA256 = {
@@ -188,8 +188,10 @@ def download_wikitext2(
     """
     from tqdm.auto import tqdm
 
+    dest = as_path("dest", dest)
+    if base_url is not None and not isinstance(base_url, str):
+        raise TypeError(f"base_url must be a URL string, got {type(base_url).__name__} {base_url!r}")
     base_url = data_url() if base_url is None else (base_url if base_url.endswith("/") else base_url + "/")
-    dest = Path(dest)
     dest.mkdir(parents=True, exist_ok=True)
     for split in SPLITS:
         target = dest / f"{split}.txt"
@@ -228,8 +230,9 @@ def download_wikitext2(
 
 # --------------------------------------------------------------------------- verifying
 def sha256_of(path: str | os.PathLike) -> str:
+    """The sha256 (hex) of the file at ``path``."""
     h = hashlib.sha256()
-    with open(path, "rb") as f:
+    with open(as_path("path", path), "rb") as f:
         while chunk := f.read(1 << 20):
             h.update(chunk)
     return h.hexdigest()

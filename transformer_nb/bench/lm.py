@@ -24,12 +24,14 @@ import time
 import torch
 
 from transformer_nb import lm_recipe
+from transformer_nb.bench import check_positive_flags
 from transformer_nb.lm_compute import flops_per_token, matmul_peak_gflops, mfu
 from transformer_nb.lm_training import train_lm
 from transformer_nb.output_head import frequency_ranks
 from transformer_nb.params import numel
 from transformer_nb.perplexity import evaluate, unigram_perplexity
-from transformer_nb.wikitext import load_wikitext2, random_windows
+from transformer_nb.transformer import check_language_model
+from transformer_nb.wikitext import check_wikitext, load_wikitext2, random_windows
 
 
 def _load() -> float:
@@ -37,6 +39,9 @@ def _load() -> float:
 
 
 def run(name, model, data, tcfg, peak, eval_tokens):
+    """Train ``model`` (a language model) on ``data`` for ``tcfg``'s budget and print its MFU and perplexity."""
+    check_language_model(model)
+    check_wikitext(data)
     print(
         f"[{name}] {numel(model):,} parameters; training for {tcfg.budget_s:.0f} s "
         f"(batch {tcfg.batch_size} x {tcfg.seq_len}, {tcfg.optimizer}, lr {tcfg.lr:g}, AdamW lr "
@@ -90,6 +95,7 @@ def main(argv=None) -> int:
     p.add_argument("--skip-lstm", action="store_true", help="train only the Transformer")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
+    check_positive_flags(p, args, "budget", "threads", "eval_tokens")
 
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)

@@ -26,11 +26,14 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from transformer_nb import reversal as rv
+from transformer_nb.bench import check_positive_flags
+from transformer_nb.utils import as_device, as_int
 
 
 def sync(device: torch.device) -> None:
     """Wait for the device's queued work (a no-op on the CPU)."""
-    if device.type == "cuda":
+    device = as_device("device", device)
+    if device is not None and device.type == "cuda":
         torch.cuda.synchronize(device)
 
 
@@ -54,8 +57,14 @@ def run_text(eval_batch, seed: int, eval_every: int, epochs: int = 30, device="c
     return {"model": model, "hist": hist, "wall": time.perf_counter() - t0}
 
 
+def _check_recipe(recipe) -> None:
+    if not isinstance(recipe, rv.Recipe):
+        raise TypeError(f"recipe must be a reversal Recipe (e.g. reversal.IMPROVED), got {type(recipe).__name__}")
+
+
 def step_flops(recipe, device) -> int:
     """FLOPs of one training step's forward and backward (matmuls and attention), on a batch as trained."""
+    _check_recipe(recipe)
     model = rv.build_model(recipe.model, seed=0, device=device).train()
     width = rv.MAX_LEN if torch.device(device).type == "cuda" else None  # as rv.train pads on a GPU
     b = next(rv.batches(recipe, torch.Generator().manual_seed(0), device=device, width=width))
@@ -66,6 +75,7 @@ def step_flops(recipe, device) -> int:
 
 def peak_bf16_flops(device: torch.device, n: int = 8192, repeats: int = 20) -> float:
     """The device's measured bf16 matmul rate in FLOP/s (``n × n`` by ``n × n``, best of ``repeats``)."""
+    device, n, repeats = as_device("device", device), as_int("n", n, 1), as_int("repeats", repeats, 1)
     a = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     b = torch.randn(n, n, device=device, dtype=torch.bfloat16)
     best = float("inf")
@@ -81,7 +91,8 @@ def peak_bf16_flops(device: torch.device, n: int = 8192, repeats: int = 20) -> f
 
 def throughput(recipe, steps: int, seed: int, device: torch.device) -> dict:
     """``steps`` training steps without evaluation, timed between two synchronisations."""
-    run = replace(recipe, steps=steps)
+    _check_recipe(recipe)
+    run = replace(recipe, steps=as_int("steps", steps, 1))
     model = rv.build_model(run.model, seed=seed, device=device)
     stream = rv.batches(run, torch.Generator().manual_seed(seed))  # the same batches train() draws, on the CPU
     tokens = sum(int(b.src_keep.sum() + b.tgt_keep.sum()) for b, _ in zip(stream, range(steps)))
@@ -140,6 +151,9 @@ def main(argv=None) -> int:
     p.add_argument("--max-steps", type=int, default=None, help="cap on the improved recipe's steps")
     p.add_argument("--throughput-steps", type=int, default=100, help="steps of the throughput run (0: skip it)")
     args = p.parse_args(argv)
+    check_positive_flags(p, args, "threads", "eval_every", "n_eval", "text_epochs", "max_steps")
+    if not 0 < args.target <= 1 or args.throughput_steps < 0:
+        p.error(f"--target must be in (0, 1] and --throughput-steps >= 0, got {args.target}, {args.throughput_steps}")
 
     device = _device(args.device)
     torch.set_num_threads(args.threads)

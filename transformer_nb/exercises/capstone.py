@@ -21,6 +21,7 @@ from transformer_nb.exercises import Exercise, Mistake, readymade
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.utils import as_int, check_module
 
 NOTEBOOK = "12_capstone"
 
@@ -39,6 +40,8 @@ RENAMES += (("pos.emb.", "pos."), ("head.tok.", "tok."), ("head.bias", "bias"))
 
 def student_names(state_dict: dict) -> dict:
     """A package module's ``state_dict`` under the names of the student's modules (``RENAMES``)."""
+    if not isinstance(state_dict, dict):
+        raise TypeError(f"state_dict must be a module's state_dict(), got {type(state_dict).__name__}")
     out = {}
     for name, value in state_dict.items():
         for old, new in RENAMES:
@@ -49,7 +52,8 @@ def student_names(state_dict: dict) -> dict:
 
 def randomise_(module: nn.Module, seed: int) -> nn.Module:
     """Overwrite every parameter with seeded random values (LayerNorm scales near 1), so that no part is trivial."""
-    g = torch.Generator().manual_seed(seed)
+    check_module("module", module)
+    g = torch.Generator().manual_seed(as_int("seed", seed))
     with torch.no_grad():
         for m in module.modules():
             for name, p in m.named_parameters(recurse=False):
@@ -75,6 +79,7 @@ def _naming(what: str, missing: list, unexpected: list) -> str:
 
 def load_package_weights(module: nn.Module, package: nn.Module, what: str) -> str | None:
     """Copy ``package``'s parameters into ``module`` (``student_names``); a message if they do not fit, else None."""
+    check_module("package", package)
     if not isinstance(module, nn.Module):
         return f"your {what} should be an nn.Module (a class deriving from nn.Module), not a {type(module).__name__}."
     want, have = student_names(package.state_dict()), module.state_dict()
@@ -92,6 +97,8 @@ class Problem:
     """What a harness returns instead of an output that cannot be compared; ``message`` says why."""
 
     def __init__(self, message: str):
+        if not isinstance(message, str) or not message:
+            raise TypeError(f"message must be the nudge, a non-empty str, got {message!r}")
         self.message = message
 
 
@@ -118,6 +125,8 @@ _close = lambda out, ref: allclose(out, ref, atol=1e-4, rtol=1e-4)  # float32 mo
 
 def slip(base, hint: str, **flags) -> Mistake:
     """A typical mistake: ``base`` with the class attributes ``flags`` (read by its ``forward``) set, and its hint."""
+    if not isinstance(base, type):
+        raise TypeError(f"base must be the reference class to derive the mistake from, got {type(base).__name__}")
     return Mistake(type(f"{base.__name__}_{'_'.join(flags)}", (base,), flags), hint)
 
 
@@ -125,6 +134,8 @@ def module_runner(what: str, package, weights: bool = False):
     """``(harness, expected)`` for a class built as ``cls(*sizes)`` and called as ``m(x, mask)`` on the case
     arguments ``(*sizes, x, mask, seed)``; ``package(*sizes)`` builds the package's module. ``weights``: the
     output is ``(out, m.weights)``, the package's ``last_weights`` being expected."""
+    if not isinstance(what, str) or not callable(package):
+        raise TypeError(f"what must be a str and package a class, got {type(what).__name__} and {package!r}")
 
     def expected(*args):
         *sizes, x, mask, seed = args

@@ -26,7 +26,7 @@ from transformer_nb.exercises.capstone_lm import package_lm
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import train
-from transformer_nb.utils import profile
+from transformer_nb.utils import as_device, as_int, check_module, profile
 
 #: Exercise 8.9's Transformer: 4 blocks, d_model 128, 4 heads, d_ff 512, learned positions up to 256.
 CAPSTONE_MODEL = dict(d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256)
@@ -55,12 +55,35 @@ MEASURED_FINAL_LOSS = {
 LOSS_THRESHOLD = {"quick": 7.5, "full": 6.7}
 
 
+WHO = ("reference", "student")  # whose model a cache entry holds
+
+
+def _check(who: str | None = None, vocab_size: int | None = None, profile_name: str | None = None) -> None:
+    """The arguments the cache entry is named from: ``who`` in ``WHO``, ``vocab_size >= 1``, a known profile."""
+    if who is not None and who not in WHO:
+        raise ValueError(f"who must be one of {WHO}, got {who!r}")
+    if vocab_size is not None:
+        as_int("vocab_size", vocab_size, 1)
+    if profile_name is not None and profile_name not in CAPSTONE_RUN:
+        raise ValueError(f"profile_name must be one of {tuple(CAPSTONE_RUN)} or None, got {profile_name!r}")
+
+
+def _check_data(data) -> None:
+    """``data`` must have what training reads: ``train`` and ``valid`` ids and a ``vocab`` (``load_wikitext2()``)."""
+    if not all(hasattr(data, a) for a in ("train", "valid", "vocab")):
+        raise TypeError(f"data must be load_wikitext2()'s WikiText2 (train, valid, vocab), got {type(data).__name__}")
+
+
 def _config(vocab_size: int, run: dict, who: str) -> dict:
     return {"model": CAPSTONE_MODEL, "train": CAPSTONE_TRAIN, "run": run, "vocab_size": vocab_size, "who": who}
 
 
 def build(model_cls, vocab_size: int, device=None) -> nn.Module:
     """``model_cls(vocab_size, **CAPSTONE_MODEL)``, seeded, on ``device``."""
+    if not callable(model_cls):
+        raise TypeError(f"model_cls must be the model's class, got {type(model_cls).__name__}")
+    _check(vocab_size=vocab_size)
+    device = as_device("device", device)
     torch.manual_seed(CAPSTONE_TRAIN["seed"])
     m = CAPSTONE_MODEL
     return model_cls(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"]).to(device)
@@ -78,6 +101,7 @@ def _optimizer(model: nn.Module, cfg: dict) -> torch.optim.AdamW:
 def validation_loss(model: nn.Module, ids: torch.Tensor, bf16: bool = False) -> float:
     """Mean next-word loss (nats) of ``model`` on the flat split ``ids``: ``perplexity.evaluate`` of the package
     model holding its weights, in windows of ``CAPSTONE_TRAIN["seq_len"]`` words."""
+    check_module("model", model)
     result = evaluate(to_package(model, model.tok.num_embeddings), ids, CAPSTONE_TRAIN["seq_len"], bf16=bf16)
     return result["nll_sum"] / result["tokens"]
 
@@ -86,6 +110,10 @@ def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str
     """Train ``model`` for ``run["steps"]`` steps of ``CAPSTONE_TRAIN`` on ``data.train`` with ``train.train``;
     return its history, with ``val_loss`` at step 0 and ``run["eval_points"]`` more points (the first
     ``run["eval_tokens"]`` validation words)."""
+    check_module("model", model)
+    _check_data(data)
+    if not isinstance(run, dict) or not {"steps", "eval_points", "eval_tokens"} <= set(run):
+        raise ValueError(f"run must be a dict with steps, eval_points and eval_tokens (CAPSTONE_RUN), got {run!r}")
     cfg, steps, device = CAPSTONE_TRAIN, run["steps"], next(model.parameters()).device
     opt = _optimizer(model, cfg)
     warm = max(1, round(cfg["warmup"] * steps))
@@ -126,6 +154,7 @@ def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str
 def cache_entry(who: str, vocab_size: int = 33_278, profile_name: str | None = None) -> str:
     """The cache name (``transformer_nb.cache``) under which notebook 12 keeps ``who``'s trained model: ``"student"``
     (the student's own classes, once steps 1-5 pass) or ``"reference"``. ``profile_name``: default the active one."""
+    _check(who, vocab_size, profile_name)
     return cache.cache_name(f"capstone_{who}", _config(vocab_size, CAPSTONE_RUN[profile_name or profile()], who))
 
 
@@ -133,6 +162,8 @@ def load_or_train(model_cls, data, who: str, retrain: bool = False, live: bool =
     """``(model, history, trained_now)``: ``model_cls`` built with ``CAPSTONE_MODEL`` and trained for the profile's
     ``CAPSTONE_RUN``, or loaded from the cache (which also checks that the model's code is unchanged).
     ``who`` (``"reference"`` or ``"student"``) keeps the two models' caches apart."""
+    _check_data(data)
+    _check(who)
     vocab_size, run = len(data.vocab), CAPSTONE_RUN[profile()]
     model = build(model_cls, vocab_size, device)
     config, title = _config(vocab_size, run, who), f"the {who} model on WikiText-2"
@@ -144,6 +175,7 @@ def load_or_train(model_cls, data, who: str, retrain: bool = False, live: bool =
 def load_trained(vocab_size: int = 33_278, profile_name: str | None = None):
     """The reference model notebook 12 trained (``solutions.capstone.LanguageModel``) from the cache:
     ``(model, history)``, or ``(None, message)`` if there is none. ``profile_name``: default the active one."""
+    _check(vocab_size=vocab_size, profile_name=profile_name)
     model = build(sol.LanguageModel, vocab_size)
     config = _config(vocab_size, CAPSTONE_RUN[profile_name or profile()], "reference")
     ok, message, hist = cache.load(cache_entry("reference", vocab_size, profile_name), model, config)
@@ -214,6 +246,9 @@ training_check = LossCheck()
 def attention_maps(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     """``(n_layers, n_heads, T, T)``: every block's attention weights for the one sequence ``ids (T,)``
     (read from ``blocks[i].attn.weights``, which step 3 asks each attention to keep)."""
+    check_module("model", model)
+    if not isinstance(ids, torch.Tensor) or ids.dim() != 1 or ids.is_floating_point():
+        raise TypeError(f"ids must be one sequence of word ids, a 1-D integer tensor (T,), got {ids!r}")
     model.eval()
     model(ids[None].to(next(model.parameters()).device))
     return torch.stack([block.attn.weights[0].float().cpu() for block in model.blocks])
@@ -222,6 +257,8 @@ def attention_maps(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
 def to_package(model: nn.Module, vocab_size: int, sizes: dict | None = None):
     """The package's ``Transformer`` (``capstone_lm.package_lm``) holding ``model``'s weights, on its device: the
     same logits (step 5 checks it), plus the package's evaluation and generation. ``sizes``: ``CAPSTONE_MODEL``."""
+    check_module("model", model)
+    _check(vocab_size=vocab_size)
     m, device = sizes or CAPSTONE_MODEL, next(model.parameters()).device
     pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
     theirs = model.state_dict()

@@ -21,6 +21,7 @@ from transformer_nb.exercises import Exercise, Mistake
 from transformer_nb.exercises.compare import allclose, is_number
 from transformer_nb.exercises.solutions import lm as sol
 from transformer_nb.exercises.verdict import VerdictExercise
+from transformer_nb.utils import as_int, as_real
 
 NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
 
@@ -33,6 +34,9 @@ class TinyLM(nn.Module):
 
     def __init__(self, seed: int = 0, dropout: float = 0.25):
         super().__init__()
+        seed, dropout = as_int("seed", seed), as_real("dropout", dropout)
+        if not 0 <= dropout < 1:
+            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.embed, self.mix, self.head = nn.Embedding(VOCAB, 8), nn.Linear(8, 8), nn.Linear(8, VOCAB)

@@ -10,7 +10,23 @@ from transformer_nb.multihead import mha_param_count as attention_params  # the 
 from transformer_nb.transformer import ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig, validate
 from transformer_nb.utils import as_int
 
-__all__ = ["ARCHS", "POSITIONS", "T5_BUCKETS", "TransformerConfig", "validate"]  # re-exported from transformer.py
+__all__ = [
+    "ARCHS",  # ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig and validate are re-exported from transformer.py
+    "POSITIONS",
+    "T5_BUCKETS",
+    "TransformerConfig",
+    "attention_params",
+    "block_rule",
+    "decoder_layer_params",
+    "embedding_params",
+    "encoder_layer_params",
+    "ffn_params",
+    "norm_params",
+    "param_breakdown",
+    "param_count",
+    "position_params",
+    "validate",
+]
 CATEGORIES = ("embeddings", "positions", "attention", "ffn", "norms", "head", "other")
 # a breakdown also reports "cross-attention": the part of "attention" in the decoder's cross-attention
 

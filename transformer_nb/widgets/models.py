@@ -18,6 +18,7 @@ from transformer_nb.masks import padding_mask
 from transformer_nb.models import EncoderDecoder, EncoderOnly, Transformer
 from transformer_nb.multihead import record_attention
 from transformer_nb.probes import capture_masks
+from transformer_nb.utils import as_int
 from transformer_nb.widgets.base import Widget
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
@@ -25,10 +26,14 @@ VOCAB, PAD = 20, 0
 MASK_CMAP = ListedColormap(["#d9d9d9", "#2b8cbe"])  # blocked = grey, may attend = blue
 
 
-def build_variant(variant: str, seed: int = 0, d_model: int = 32, n_heads: int = 4, n_layers: int = 2):
-    """A small seeded model of the named variant (eval mode)."""
+def _check_variant(variant: str) -> None:
     if variant not in VARIANTS:
         raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
+
+
+def build_variant(variant: str, seed: int = 0, d_model: int = 32, n_heads: int = 4, n_layers: int = 2):
+    """A small seeded model of the named variant (eval mode)."""
+    _check_variant(variant)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
         if variant == "encoder-only":
@@ -45,7 +50,7 @@ def toy_batch(real: int, pad: int, seed: int):
 
     Returns ``(ids (2, real+pad), keep (2, real+pad))``; row 0 is the padded one (the one drawn).
     """
-    t = real + pad
+    t = as_int("real", real, 1) + as_int("pad", pad, 0)
     g = torch.Generator().manual_seed(seed)
     ids = torch.randint(1, VOCAB, (2, t), generator=g)
     keep = padding_mask([real, t], t)
@@ -74,6 +79,7 @@ class VariantWidget(Widget):
         tgt_pad: int = 1,
         seed: int = 0,
     ):
+        _check_variant(variant)
         self.seed = seed
         self.models = {v: build_variant(v, seed) for v in VARIANTS}
         style = {"description_width": "initial"}

@@ -65,6 +65,8 @@ class ParamCalculator(Widget):
     REDRAW = "a third of a second: it rebuilds the model on the meta device to check the count"
 
     def __init__(self, preset: str = "gpt2-small", check_numel: bool = True):
+        if preset not in (CUSTOM, *PRESETS):
+            raise ValueError(f"preset must be {CUSTOM!r} or one of {sorted(PRESETS)}, got {preset!r}")
         self.check_numel = check_numel
         self._applying = False
         style = {"description_width": "initial"}

@@ -1,0 +1,40 @@
+"""Bad input to the language-model entry points not covered elsewhere (data-parallel training, the results
+holder, the Exercise 8.x stand-in model): a usage error or a TypeError/ValueError naming the argument."""
+
+import torch
+from badinput import Case, parametrize
+
+from transformer_nb import lm_ddp, lm_recipe
+from transformer_nb.exercises import lm_train
+
+CASES = {
+    "lm_ddp_main_refuses_a_negative_timeout": Case(
+        "transformer_nb.lm_ddp.main",
+        lambda: lm_ddp.main(["--timeout", "-1"]),
+        SystemExit,
+        "--timeout must be a positive finite number",
+    ),
+    "lm_ddp_wrap_refuses_a_model_that_is_not_a_module": Case(
+        "transformer_nb.lm_ddp.wrap",
+        lambda: lm_ddp.wrap(3, torch.device("cpu")),
+        TypeError,
+        "model must be an nn.Module, got int",
+    ),
+    "CachedResults_takes_no_arguments": Case(
+        "transformer_nb.lm_recipe.CachedResults",
+        lambda: lm_recipe.CachedResults(3),
+        TypeError,
+        "takes 1 positional argument",
+    ),
+    "TinyLM_refuses_a_dropout_of_1_5": Case(
+        "transformer_nb.exercises.lm_train.TinyLM",
+        lambda: lm_train.TinyLM(dropout=1.5),
+        ValueError,
+        "dropout must be in [0, 1)",
+    ),
+}
+
+
+@parametrize(CASES)
+def test_lm_entry_points_refuse_bad_input_by_name(name):
+    CASES[name].check()
