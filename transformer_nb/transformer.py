@@ -1,8 +1,8 @@
 """One Transformer from one configuration (000 §8.5–8.6; 001 §19.7–19.8, §19.11; 002; 004 §12–14).
 
 ``TransformerConfig`` is frozen and validated once, in ``validate``; every default is stated
-there and nowhere else (the FFN activation's is ``block.ACTIVATION``, which the blocks share). ``Transformer(cfg)`` builds the variant ``cfg.arch`` names from the same
-blocks (``stack.Encoder`` / ``stack.Decoder``):
+there and nowhere else (the FFN activation's is ``block.ACTIVATION``, which the blocks share).
+``Transformer(cfg)`` builds the variant ``cfg.arch`` names from the same blocks (``stack.Encoder`` / ``stack.Decoder``):
 
 - ``"decoder"`` (GPT): the encoder stack run causally, a language model;
 - ``"encoder"`` (BERT): the same stack, bidirectional;
