@@ -44,12 +44,12 @@ import matplotlib.pyplot as plt
 import torch
 
 from transformer_nb import check_close, check_equal, check_true, pick, show_source
+from transformer_nb import rope as rope_code
 from transformer_nb.block import EncoderLayer
 from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.params import numel
 from transformer_nb.plotting import heatmap, plot_curves
 from transformer_nb.positional import sinusoidal_encoding
-from transformer_nb import rope as rope_code
 from transformer_nb.rope import RoPE, apply_rope, half_permutation, rope_frequencies, rope_matrix
 from transformer_nb.widgets.rope import RotatePair
 
