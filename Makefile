@@ -10,6 +10,8 @@ TORCH_SPEC      ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 NB              ?=
 LAB_ARGS        ?=
+# make test's pytest-xdist workers; with more than one, each (and each notebook kernel) runs torch on one thread
+# (OpenMP threads that outnumber the cores spin-wait for each other: two 2-thread kernels on 2 cores crawl)
 TEST_WORKERS    ?= auto
 
 BIN       := $(VENV)/bin
@@ -80,7 +82,7 @@ lint: $(INSTALLED)
 test: $(INSTALLED)
 	@rm -rf build/test-cache && mkdir -p build/test-cache
 	@status=0; \
-	$(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" \
+	$(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" $(if $(filter 1,$(TEST_WORKERS)),,OMP_NUM_THREADS=1) \
 	  $(BIN)/python -m pytest tests $(NOTEBOOKS) $(NBVAL) --solutions -n $(TEST_WORKERS) --dist loadfile \
 	  --durations=0 --durations-min=1 || status=$$?; \
 	echo "make test finished in $$(( $$(date +%s) - $(MAKE_START) )) s (install included), exit $$status"; \
