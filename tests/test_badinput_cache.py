@@ -11,7 +11,7 @@ CASES = {
         F + "file_digest", lambda: fingerprint.file_digest("/nonexistent-module.py"), FileNotFoundError, "nonexistent"
     ),
     "source_digest_refuses_a_number": Case(
-        F + "source_digest", lambda: fingerprint.source_digest(3), TypeError, "expected string"
+        F + "source_digest", lambda: fingerprint.source_digest(3), TypeError, "src must be Python source text"
     ),
 }
 
