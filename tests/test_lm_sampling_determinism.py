@@ -11,6 +11,15 @@ from transformer_nb.output_head import frequency_ranks
 V = 200
 
 
+def _small_adaptive_lm(**head):
+    """A one-block LM with an adaptive head whose clusters (cut at 20 and 60) fit the small vocabulary."""
+    torch.manual_seed(0)
+    ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
+    return Transformer(
+        vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64, **head, ranks=ranks, cutoffs=(20, 60)
+    ).eval()
+
+
 def tiny():
     torch.manual_seed(0)
     return Transformer(vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, output_bias=True).eval()
@@ -81,39 +90,14 @@ def test_lstm_generation_is_seeded_too():
 
 @pytest.mark.parametrize("head", ["full", "tied", "adaptive", "adaptive_tied"])
 def test_the_greedy_shortcut_is_the_arg_max_of_the_full_distribution(head):
-    torch.manual_seed(0)
-    ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
-    m = Transformer(
-        vocab=V,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        n_layers=1,
-        max_len=64,
-        **lm_recipe.HEAD_FIELDS[head],
-        ranks=ranks,
-        cutoffs=(20, 60),
-    ).eval()
+    m = _small_adaptive_lm(**lm_recipe.HEAD_FIELDS[head])
     h = torch.randn(500, 32) * 3  # many rows, some won by tail words
     with torch.no_grad():
         assert torch.equal(m.head.greedy(h), m.head.log_probs(h).argmax(-1))
 
 
 def test_the_greedy_shortcut_skips_clusters_that_cannot_win():
-    torch.manual_seed(0)
-    ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
-    m = Transformer(
-        vocab=V,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        n_layers=1,
-        max_len=64,
-        adaptive=True,
-        tie_output=False,
-        ranks=ranks,
-        cutoffs=(20, 60),
-    ).eval()
+    m = _small_adaptive_lm(adaptive=True, tie_output=False)
     calls = []
     for i, tail in enumerate(m.head.asm.tail):
         tail.register_forward_hook(lambda mod, inp, out, i=i: calls.append(i))
