@@ -58,6 +58,12 @@ CASES = {
         TypeError,
         "x must be a real floating-point tensor",
     ),
+    "check_heads_refuses_kv_heads_that_do_not_divide_the_heads": Case(
+        "transformer_nb.multihead.check_heads",
+        lambda: multihead.check_heads(16, 4, 3),
+        ValueError,
+        "n_kv_heads=3 must divide n_heads=4",
+    ),
 }
 
 

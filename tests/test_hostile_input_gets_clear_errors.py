@@ -15,9 +15,10 @@ from transformer_nb.lm import LSTMLM, Transformer
 from transformer_nb.lm_training import window_batches
 from transformer_nb.masks import padding_mask
 from transformer_nb.models import EncoderDecoder, EncoderOnly
-from transformer_nb.multihead import KVCache, MultiHeadAttention, uniform_distance
+from transformer_nb.multihead import KVCache, MultiHeadAttention
 from transformer_nb.params import TransformerConfig, build_transformer
 from transformer_nb.perplexity import evaluate
+from transformer_nb.probes import uniform_distance
 from transformer_nb.rope import RoPE
 from transformer_nb.wikitext import Vocab
 

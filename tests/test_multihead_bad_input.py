@@ -5,14 +5,9 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.interop import copy_from_torch, copy_to_torch, to_torch, to_torch_attn_mask
-from transformer_nb.multihead import (
-    MultiHeadAttention,
-    head_stats,
-    kv_cache_bytes,
-    merge_heads,
-    mha_param_count,
-    split_heads,
-)
+from transformer_nb.multihead import MultiHeadAttention, merge_heads, split_heads
+from transformer_nb.params import attention_params, kv_cache_bytes
+from transformer_nb.probes import head_stats
 
 M = MultiHeadAttention(32, 4)
 Q, K = torch.randn(2, 5, 32), torch.randn(2, 6, 32)
@@ -117,9 +112,9 @@ def test_torch_interop_refuses_mismatches():
 
 def test_counting_helpers_reject_bad_arguments():
     with pytest.raises(ValueError, match="n_heads=4 must divide d_model=30"):
-        mha_param_count(30, 4)
+        attention_params(30, 4)
     with pytest.raises(TypeError, match="d_model must be an int, got float 64.0"):
-        mha_param_count(64.0, 8)
+        attention_params(64.0, 8)
     with pytest.raises(ValueError, match="seq_len must be >= 0, got -1"):
         kv_cache_bytes(2, 4, 16, -1)
     with pytest.raises(TypeError, match="n_layers must be an int, got False"):

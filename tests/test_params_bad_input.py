@@ -56,7 +56,7 @@ def test_invalid_configs(cfg, words):
 
 
 def test_formula_argument_errors():
-    with pytest.raises(ValueError) as err:  # multihead.mha_param_count, under its formula-family name
+    with pytest.raises(ValueError) as err:  # the formula of MultiHeadAttention
         attention_params(64, 5)
     assert "n_heads=5" in str(err.value) and "d_model=64" in str(err.value)
     with pytest.raises(ValueError, match="d_ff must be >= 1, got 0"):

@@ -3,13 +3,14 @@
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from transformer_nb.multihead import MultiHeadAttention, kv_cache_bytes
+from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.params import (
     PRESETS,
     attention_flops,
     attention_matrix_bytes,
     block_rule,
     bytes_human,
+    kv_cache_bytes,
     param_breakdown,
 )
 

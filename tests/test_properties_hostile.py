@@ -27,10 +27,11 @@ from transformer_nb.attention import scaled_dot_product_attention
 from transformer_nb.block import FeedForward
 from transformer_nb.generation import sample_next, top_k_filter
 from transformer_nb.masks import padding_mask
-from transformer_nb.multihead import KVCache, MultiHeadAttention, head_stats
+from transformer_nb.multihead import KVCache, MultiHeadAttention
 from transformer_nb.objectives import lm_loss
 from transformer_nb.perplexity import unigram_perplexity
 from transformer_nb.positional import SinusoidalPositionalEncoding
+from transformer_nb.probes import head_stats
 from transformer_nb.rope import RoPE, apply_rope
 from transformer_nb.stack import Encoder
 from transformer_nb.wikitext import Vocab, batchify

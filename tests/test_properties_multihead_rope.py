@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 from property_helpers import NOT_INT, NOT_REAL, bad, call, expect_refusal, float_tensors, good, size
 
 from transformer_nb import multihead as mh
+from transformer_nb import params, probes
 from transformer_nb import rope as rp
 from transformer_nb.attention import scaled_dot_product_attention
 
@@ -67,12 +68,12 @@ def test_mha_equals_the_reference_per_head(shape, t, causal):
 def test_mha_param_count_is_numel(shape):
     d, n_heads, n_kv, bias = shape
     m = mh.MultiHeadAttention(d, n_heads, n_kv_heads=n_kv, bias=bias)
-    assert mh.mha_param_count(d, n_heads, n_kv, bias) == sum(p.numel() for p in m.parameters())
+    assert params.attention_params(d, n_heads, n_kv, bias) == sum(p.numel() for p in m.parameters())
 
 
 @given(d_model=st.sampled_from([64.0, True, "64"]))
 def test_mha_param_count_refuses_non_int_sizes(d_model):
-    expect_refusal(mh.mha_param_count, ["d_model"], d_model, 8)
+    expect_refusal(params.attention_params, ["d_model"], d_model, 8)
 
 
 @given(
@@ -92,7 +93,8 @@ def test_mha_constructor_refuses_what_does_not_divide(d_model, n_heads, n_kv_hea
 @given(args=st.tuples(*(st.integers(0, 64) for _ in range(6))))
 def test_kv_cache_bytes_formula(args):
     layers, kv, d_head, seq, batch, nbytes = args
-    assert mh.kv_cache_bytes(layers, kv, d_head, seq, batch, nbytes) == 2 * layers * kv * d_head * seq * batch * nbytes
+    expected = 2 * layers * kv * d_head * seq * batch * nbytes
+    assert params.kv_cache_bytes(layers, kv, d_head, seq, batch, nbytes) == expected
 
 
 @given(bad_value=st.one_of(NOT_INT, st.integers(-5, -1)), which=st.integers(0, 5))
@@ -100,17 +102,17 @@ def test_kv_cache_bytes_refuses_bad_sizes(bad_value, which):
     names = ["n_layers", "n_kv_heads", "d_head", "seq_len", "batch", "bytes_per_value"]
     args = [2, 2, 8, 16, 1, 2]
     args[which] = bad_value
-    expect_refusal(mh.kv_cache_bytes, [names[which]], *args)
+    expect_refusal(params.kv_cache_bytes, [names[which]], *args)
 
 
 @given(t=st.integers(1, 8), seed=st.integers(0, 1000))
 def test_head_stats_bounds_and_uniform_distance(t, seed):
     w = torch.softmax(torch.randn(3, t, t, generator=torch.Generator().manual_seed(seed)), -1)
-    stats = mh.head_stats(w)
+    stats = probes.head_stats(w)
     assert bool((stats["entropy"] >= -1e-6).all()) and bool((stats["entropy"] <= math.log(t) + 1e-6).all())
-    uniform = mh.head_stats(torch.full((1, t, t), 1 / t))
-    assert math.isclose(float(uniform["distance"][0]), mh.uniform_distance(t), rel_tol=1e-5, abs_tol=1e-6)
-    assert math.isclose(mh.uniform_distance(t), (t * t - 1) / (3 * t), rel_tol=1e-9)
+    uniform = probes.head_stats(torch.full((1, t, t), 1 / t))
+    assert math.isclose(float(uniform["distance"][0]), probes.uniform_distance(t), rel_tol=1e-5, abs_tol=1e-6)
+    assert math.isclose(probes.uniform_distance(t), (t * t - 1) / (3 * t), rel_tol=1e-9)
 
 
 # --------------------------------------------------------------------------- rope

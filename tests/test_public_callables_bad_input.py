@@ -12,7 +12,7 @@ from transformer_nb import (
     lm_recipe,
     lm_training,
     models,
-    multihead,
+    probes,
     rope,
     small_corpus,
     stack,
@@ -45,7 +45,7 @@ CASES = {
     ),
     "Embedder_refuses_vocab_size_0": (models.Embedder, (0, 8, 8), ValueError, "vocab_size must be"),
     "record_attention_refuses_a_non_module": (
-        multihead.record_attention,
+        probes.record_attention,
         ("model",),
         TypeError,
         "model must be an nn.Module",

@@ -5,16 +5,10 @@ attention itself is ``F.scaled_dot_product_attention``; set ``keep_weights = Tru
 ``record_attention(model)``) to compute it with the reference implementation instead and
 keep the weights ``(B, h, T_q, T_k)`` in ``last_weights`` for plotting.
 
-Also here:
-
-- (``nn.MultiheadAttention`` twins and torch-polarity masks are in ``interop.py``.)
-- ``mha_param_count`` and ``kv_cache_bytes``: the analytic counts that notebook 03 checks
-  against ``numel()`` and against the module's own K/V shapes.
-- ``head_stats``: per-head mean attention distance and entropy, to describe heads by
-  measured numbers.
+Elsewhere: ``nn.MultiheadAttention`` twins in ``interop.py``; the analytic counts
+(``params.attention_params``, ``params.kv_cache_bytes``) in ``params/``; ``record_attention`` and the
+per-head descriptions (``head_stats``) in ``probes.py``.
 """
-
-from contextlib import contextmanager
 
 import torch
 import torch.nn as nn
@@ -65,9 +59,10 @@ def _shape(x) -> str:
 MAX_WEIGHTS = 2**40  # 4·d_model² weights beyond this cannot be allocated on any machine (4 TB in float32)
 
 
-def _head_sizes(d_model, n_heads, n_kv_heads, bias) -> tuple[int, int, int]:
+def check_heads(d_model, n_heads, n_kv_heads=None, bias: bool = True) -> tuple[int, int, int]:
     """Checked ``(d_model, n_heads, n_kv_heads)``: positive ints, ``n_heads | d_model``, ``n_kv_heads | n_heads``;
-    and ``bias`` a bool."""
+    and ``bias`` a bool. The one check of the head sizes: ``MultiHeadAttention``, ``transformer.validate``
+    and ``params.attention_params`` call it."""
     d_model, n_heads = as_int("d_model", d_model, 1), as_int("n_heads", n_heads, 1)
     n_kv_heads = n_heads if n_kv_heads is None else as_int("n_kv_heads", n_kv_heads, 1)
     if 4 * d_model * d_model > MAX_WEIGHTS:
@@ -104,7 +99,7 @@ class MultiHeadAttention(nn.Module):
         self, d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True, dropout: float = 0.0
     ):
         super().__init__()
-        d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads, bias)
+        d_model, n_heads, n_kv_heads = check_heads(d_model, n_heads, n_kv_heads, bias)
         if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
             raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
@@ -249,90 +244,3 @@ def _check_kv(k, v) -> None:
             f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
             f"on {k.device}, v is {tuple(v.shape)} {v.dtype} on {v.device}"
         )
-
-
-def record_attention(model: nn.Module):
-    """Within the block, every ``MultiHeadAttention`` in ``model`` keeps its weights in ``last_weights``."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    return _recording([m for m in model.modules() if isinstance(m, MultiHeadAttention)])
-
-
-@contextmanager
-def _recording(mods: list):
-    for m in mods:
-        m.keep_weights = True
-    try:
-        yield mods
-    finally:
-        for m in mods:
-            m.keep_weights = False
-
-
-# --------------------------------------------------------------------------- counting
-
-
-def mha_param_count(d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True) -> int:
-    """Parameters of ``MultiHeadAttention(d_model, n_heads, n_kv_heads, bias)``.
-
-    W_Q and W_O are ``d_model × d_model``; W_K and W_V are ``d_model × (n_kv_heads·d_head)``.
-    With ``n_kv_heads == n_heads`` this is ``4·d_model² (+ 4·d_model)``, whatever ``n_heads`` is.
-    """
-    d_model, n_heads, n_kv_heads = _head_sizes(d_model, n_heads, n_kv_heads, bias)
-    d_kv = n_kv_heads * (d_model // n_heads)
-    weights = 2 * d_model * d_model + 2 * d_model * d_kv
-    biases = 2 * d_model + 2 * d_kv
-    return weights + (biases if bias else 0)
-
-
-def kv_cache_bytes(
-    n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, batch: int = 1, bytes_per_value: int = 2
-) -> int:
-    """Bytes a KV cache holds: ``2 (K and V) · layers · kv_heads · d_head · seq_len · batch · bytes``.
-
-    002's formula ``2·L·h·d_k·n`` counts *values* for one sequence; multiply by the batch and
-    by the bytes per value (2 for fp16/bf16) to get memory.
-    """
-    for name, v in (
-        ("n_layers", n_layers),
-        ("n_kv_heads", n_kv_heads),
-        ("d_head", d_head),
-        ("seq_len", seq_len),
-        ("batch", batch),
-        ("bytes_per_value", bytes_per_value),
-    ):
-        as_int(name, v, 0)
-    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
-
-
-# --------------------------------------------------------------------------- describing heads
-
-
-def head_stats(weights: torch.Tensor) -> dict:
-    """Per-head summaries of self-attention weights ``(..., T, T)`` (rows = queries, sum to 1).
-
-    - ``distance``: mean over queries i of ``Σ_j w_ij·|i - j|`` (0 = attends to itself,
-      small = local; uniform attention over T tokens gives ``(T² - 1) / (3T)``).
-    - ``entropy``: mean over queries of ``-Σ_j w_ij·ln w_ij`` in nats (0 = one key,
-      ``ln T`` = uniform, i.e. global).
-    Returns tensors of shape ``(...)``.
-    """
-    if not isinstance(weights, torch.Tensor) or weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
-        raise ValueError(
-            f"head_stats expects self-attention weights of shape (..., T, T), got "
-            f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}"
-        )
-    if not weights.is_floating_point():
-        raise TypeError(f"weights must be real floating-point attention weights, got dtype {weights.dtype}")
-    t = weights.shape[-1]
-    pos = torch.arange(t, device=weights.device, dtype=weights.dtype)
-    dist = (pos[:, None] - pos[None, :]).abs()  # (T, T): |i - j|
-    distance = (weights * dist).sum(-1).mean(-1)
-    entropy = -(weights * weights.clamp_min(1e-30).log()).sum(-1).mean(-1)
-    return {"distance": distance, "entropy": entropy}
-
-
-def uniform_distance(t: int) -> float:
-    """Mean ``|i - j|`` over all ``t × t`` pairs (``t >= 1``): the ``distance`` of a head that attends uniformly."""
-    t = as_int("t", t, 1)
-    return (t * t - 1) / (3 * t)

@@ -4,21 +4,45 @@
   (and, for attention, the shape of its attention weights);
 - ``capture_masks`` / ``mask_kind``: the mask every attention sublayer really applied, and a
   name for it (``"causal"``, ``"padding"``, ``"causal + padding"``, ``"none"``); notebook 08's
-  comparison of the three variants is generated from these records.
+  comparison of the three variants is generated from these records;
+- ``record_attention``: every ``MultiHeadAttention`` keeps its attention weights, for plotting;
+- ``head_stats`` / ``uniform_distance``: per-head mean attention distance and entropy, to describe
+  heads by measured numbers.
 
 The records come from hooks on the modules that ran, so they describe the code, not a drawing of it.
 """
+
+from contextlib import contextmanager
 
 import torch
 import torch.nn as nn
 
 from transformer_nb.masks import causal_mask
-from transformer_nb.multihead import MultiHeadAttention, record_attention
+from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.utils import as_int
 
 
 def _check_module(model, who: str) -> None:
     if not isinstance(model, nn.Module):
         raise TypeError(f"{who} needs an nn.Module, got {type(model).__name__}")
+
+
+def record_attention(model: nn.Module):
+    """Within the block, every ``MultiHeadAttention`` in ``model`` keeps its weights in ``last_weights``."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    return _recording([m for m in model.modules() if isinstance(m, MultiHeadAttention)])
+
+
+@contextmanager
+def _recording(mods: list):
+    for m in mods:
+        m.keep_weights = True
+    try:
+        yield mods
+    finally:
+        for m in mods:
+            m.keep_weights = False
 
 
 def _first_tensor(x):
@@ -164,3 +188,36 @@ def mask_kind(mask: torch.Tensor, kind: str = "self") -> str:
     blocked_not_future = ~mask & ~future if causal else ~mask
     parts = (["causal"] if causal else []) + (["padding"] if bool(blocked_not_future.any()) else [])
     return " + ".join(parts) if parts else "none"
+
+
+# --------------------------------------------------------------------------- describing heads
+
+
+def head_stats(weights: torch.Tensor) -> dict:
+    """Per-head summaries of self-attention weights ``(..., T, T)`` (rows = queries, sum to 1).
+
+    - ``distance``: mean over queries i of ``Σ_j w_ij·|i - j|`` (0 = attends to itself,
+      small = local; uniform attention over T tokens gives ``(T² - 1) / (3T)``).
+    - ``entropy``: mean over queries of ``-Σ_j w_ij·ln w_ij`` in nats (0 = one key,
+      ``ln T`` = uniform, i.e. global).
+    Returns tensors of shape ``(...)``.
+    """
+    if not isinstance(weights, torch.Tensor) or weights.dim() < 2 or weights.shape[-1] != weights.shape[-2]:
+        raise ValueError(
+            f"head_stats expects self-attention weights of shape (..., T, T), got "
+            f"{tuple(weights.shape) if isinstance(weights, torch.Tensor) else type(weights).__name__}"
+        )
+    if not weights.is_floating_point():
+        raise TypeError(f"weights must be real floating-point attention weights, got dtype {weights.dtype}")
+    t = weights.shape[-1]
+    pos = torch.arange(t, device=weights.device, dtype=weights.dtype)
+    dist = (pos[:, None] - pos[None, :]).abs()  # (T, T): |i - j|
+    distance = (weights * dist).sum(-1).mean(-1)
+    entropy = -(weights * weights.clamp_min(1e-30).log()).sum(-1).mean(-1)
+    return {"distance": distance, "entropy": entropy}
+
+
+def uniform_distance(t: int) -> float:
+    """Mean ``|i - j|`` over all ``t × t`` pairs (``t >= 1``): the ``distance`` of a head that attends uniformly."""
+    t = as_int("t", t, 1)
+    return (t * t - 1) / (3 * t)

@@ -28,7 +28,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.block import ACTIVATION, ACTIVATIONS, NORMS, make_norm
-from transformer_nb.multihead import KVCache
+from transformer_nb.multihead import KVCache, check_heads
 from transformer_nb.output_head import OutputHead
 from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.rope import RoPE
@@ -128,20 +128,11 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
         raise TypeError(f"expected a TransformerConfig (e.g. PRESETS['gpt2-small']), got {type(cfg).__name__}")
     if cfg.arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
-    for name in ("d_model", "n_heads", "n_layers", "vocab", "max_len"):
+    check_heads(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
+    for name in ("n_layers", "vocab", "max_len"):
         as_int(name, getattr(cfg, name), 1)
     if cfg.d_ff is not None and (isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0):
         raise ValueError(f"d_ff (the FFN hidden width) must be a positive integer, got {cfg.d_ff!r}")
-    if cfg.d_model % cfg.n_heads:
-        raise ValueError(
-            f"n_heads={cfg.n_heads} must divide d_model={cfg.d_model} (each head gets d_model / n_heads dimensions)"
-        )
-    as_int("n_kv_heads", cfg.kv_heads, 1)
-    if cfg.n_heads % cfg.kv_heads:
-        raise ValueError(
-            f"n_kv_heads={cfg.kv_heads} must divide n_heads={cfg.n_heads} "
-            f"(each key/value head serves a whole group of query heads)"
-        )
     if cfg.activation not in ACTIVATIONS:
         raise ValueError(f"activation must be one of {ACTIVATIONS}, got {cfg.activation!r}")
     if cfg.norm not in NORMS:

@@ -49,16 +49,10 @@ from torch.utils.flop_counter import FlopCounterMode
 from transformer_nb import check_close, check_equal, check_true, show_source
 from transformer_nb.interop import copy_from_torch, to_torch, to_torch_attn_mask
 from transformer_nb.masks import causal_mask, key_padding, padding_mask
-from transformer_nb.multihead import (
-    KVCache,
-    MultiHeadAttention,
-    merge_heads,
-    mha_param_count,
-    record_attention,
-    split_heads,
-)
+from transformer_nb.multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
+from transformer_nb.params import attention_params as mha_param_count
 from transformer_nb.params import numel
-from transformer_nb.probes import trace_shapes
+from transformer_nb.probes import record_attention, trace_shapes
 from transformer_nb.widgets.multihead import HeadsWidget
 
 # %% [markdown] slideshow={"slide_type": "slide"}

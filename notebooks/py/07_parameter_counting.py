@@ -60,7 +60,7 @@ import torch.nn as nn
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, show_source
 from transformer_nb.block import FeedForward, make_norm
-from transformer_nb.multihead import MultiHeadAttention, kv_cache_bytes
+from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.params import (
     CATEGORIES,
     PRESETS,
@@ -71,6 +71,7 @@ from transformer_nb.params import (
     bytes_human,
     embedding_params,
     ffn_params,
+    kv_cache_bytes,
     norm_params,
     numel,
     numel_breakdown,

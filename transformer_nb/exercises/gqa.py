@@ -85,7 +85,7 @@ kv_cache_ex = Exercise(
         ),
     ],
     compare=equal,
-    reveals=("transformer_nb.multihead.kv_cache_bytes",),
+    reveals=("transformer_nb.params.memory.kv_cache_bytes",),
     hints=[
         "List what the cache holds for ONE token in ONE layer, then multiply out.",
         "Per token and layer: a key and a value vector for every head that is cached. Which heads are cached?",

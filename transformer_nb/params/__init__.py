@@ -10,7 +10,7 @@ Two independent routes to every count, so each checks the other:
    has every parameter's shape but no storage, so GPT-3 is counted in seconds with no memory.
 
 ``presets.py`` holds the named models with their published counts; ``memory.py`` the memory and
-FLOPs of attention. Everything is importable from ``transformer_nb.params``.
+FLOPs of attention and the size of a KV cache. Everything is importable from ``transformer_nb.params``.
 """
 
 from transformer_nb.params.formulas import (
@@ -31,7 +31,7 @@ from transformer_nb.params.formulas import (
     position_params,
     validate,
 )
-from transformer_nb.params.memory import attention_flops, attention_matrix_bytes, bytes_human
+from transformer_nb.params.memory import attention_flops, attention_matrix_bytes, bytes_human, kv_cache_bytes
 from transformer_nb.params.model import build_transformer, numel, numel_breakdown
 from transformer_nb.params.presets import PRESETS, preset
 
@@ -52,6 +52,7 @@ __all__ = [
     "embedding_params",
     "encoder_layer_params",
     "ffn_params",
+    "kv_cache_bytes",
     "norm_params",
     "numel",
     "numel_breakdown",

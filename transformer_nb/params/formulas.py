@@ -6,7 +6,7 @@ Each formula is written from the shapes of a module's weight matrices, and
 """
 
 from transformer_nb.block import ACTIVATIONS, NORMS
-from transformer_nb.multihead import mha_param_count as attention_params  # the one copy (notebook 03 teaches it)
+from transformer_nb.multihead import check_heads
 from transformer_nb.transformer import ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig, validate
 from transformer_nb.utils import as_int
 
@@ -32,6 +32,19 @@ CATEGORIES = ("embeddings", "positions", "attention", "ffn", "norms", "head", "o
 
 
 # --------------------------------------------------------------------------- per-module formulas
+
+
+def attention_params(d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True) -> int:
+    """Parameters of ``MultiHeadAttention(d_model, n_heads, n_kv_heads, bias)``.
+
+    W_Q and W_O are ``d_model × d_model``; W_K and W_V are ``d_model × (n_kv_heads·d_head)``.
+    With ``n_kv_heads == n_heads`` this is ``4·d_model² (+ 4·d_model)``, whatever ``n_heads`` is.
+    """
+    d_model, n_heads, n_kv_heads = check_heads(d_model, n_heads, n_kv_heads, bias)
+    d_kv = n_kv_heads * (d_model // n_heads)
+    weights = 2 * d_model * d_model + 2 * d_model * d_kv
+    biases = 2 * d_model + 2 * d_kv
+    return weights + (biases if bias else 0)
 
 
 def ffn_params(d_model: int, d_ff: int, activation: str = TransformerConfig.activation, bias: bool = True) -> int:

@@ -2,7 +2,7 @@
 
 ``attention_matrix_bytes``: the attention weights of one layer; ``attention_flops``: the FLOPs of
 one self-attention layer, split into its linear and quadratic parts; ``bytes_human`` prints
-byte counts. The KV cache's size is ``multihead.kv_cache_bytes`` (002's formula).
+byte counts; ``kv_cache_bytes`` the size of a KV cache (002's formula).
 """
 
 import math
@@ -34,6 +34,26 @@ def attention_flops(seq_len: int, d_model: int, n_heads: int) -> dict:
     out = {"projections": 8 * t * d * d, "scores": 2 * t * t * d, "weighted_sum": 2 * t * t * d}
     out["total"] = sum(out.values())
     return out
+
+
+def kv_cache_bytes(
+    n_layers: int, n_kv_heads: int, d_head: int, seq_len: int, batch: int = 1, bytes_per_value: int = 2
+) -> int:
+    """Bytes a KV cache holds: ``2 (K and V) · layers · kv_heads · d_head · seq_len · batch · bytes``.
+
+    002's formula ``2·L·h·d_k·n`` counts *values* for one sequence; multiply by the batch and
+    by the bytes per value (2 for fp16/bf16) to get memory.
+    """
+    for name, v in (
+        ("n_layers", n_layers),
+        ("n_kv_heads", n_kv_heads),
+        ("d_head", d_head),
+        ("seq_len", seq_len),
+        ("batch", batch),
+        ("bytes_per_value", bytes_per_value),
+    ):
+        as_int(name, v, 0)
+    return 2 * n_layers * n_kv_heads * d_head * seq_len * batch * bytes_per_value
 
 
 def bytes_human(n: float, binary: bool = False) -> str:

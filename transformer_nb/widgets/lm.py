@@ -10,7 +10,7 @@ import matplotlib.pyplot as plt
 import torch
 
 from transformer_nb.generation import generate
-from transformer_nb.multihead import record_attention
+from transformer_nb.probes import record_attention
 from transformer_nb.transformer import Transformer
 from transformer_nb.widgets.base import Widget
 

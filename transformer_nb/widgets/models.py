@@ -16,8 +16,7 @@ from matplotlib.colors import ListedColormap
 
 from transformer_nb.masks import padding_mask
 from transformer_nb.models import EncoderDecoder, EncoderOnly, Transformer
-from transformer_nb.multihead import record_attention
-from transformer_nb.probes import capture_masks
+from transformer_nb.probes import capture_masks, record_attention
 from transformer_nb.utils import as_int
 from transformer_nb.widgets.base import Widget
 
