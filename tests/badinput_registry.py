@@ -47,7 +47,7 @@ ELSEWHERE = {
     "transformer_nb.experiments.train_toy_lm": "tests/test_block_bad_input.py::test_experiment_helpers_bad_args",
     "transformer_nb.generation.generate": "tests/test_lm_bad_input.py::test_bad_prompts_and_models",
     "transformer_nb.generation.sample_next": "tests/test_lm_bad_input.py::test_bad_prompts_and_models",
-    "transformer_nb.generation.time_generation": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[time_generation_refuses_a_non_language_model]",
+    "transformer_nb.bench.kvcache.time_generation": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[time_generation_refuses_a_non_language_model]",
     "transformer_nb.generation.top_k_filter": "tests/test_lm_bad_input.py::test_negative_top_k_is_refused_not_ignored[-1]",
     "transformer_nb.interop.copy_from_torch": "tests/test_models_bad_input.py::test_torch_interop_mismatches",
     "transformer_nb.interop.copy_to_torch": "tests/test_multihead_bad_input.py::test_torch_interop_refuses_mismatches",

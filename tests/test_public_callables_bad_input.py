@@ -7,7 +7,6 @@ import torch
 from transformer_nb import (
     block,
     experiments,
-    generation,
     lm_compute,
     lm_recipe,
     lm_training,
@@ -20,6 +19,7 @@ from transformer_nb import (
     utils,
     wikitext,
 )
+from transformer_nb.bench import kvcache as bench_kvcache
 from transformer_nb.params import formulas
 from transformer_nb.params import model as params_model
 from transformer_nb.reversal import data as rv_data
@@ -51,7 +51,7 @@ CASES = {
         "model must be an nn.Module",
     ),
     "time_generation_refuses_a_non_language_model": (
-        generation.time_generation,
+        bench_kvcache.time_generation,
         ("m", torch.tensor([1]), [1]),
         TypeError,
         "model must be",

@@ -15,7 +15,6 @@ Shapes: ``prompt (T0,)`` int64 -> ``(T0 + n_new,)`` on the model's device; logit
 from __future__ import annotations
 
 import math
-import time
 from contextlib import contextmanager
 from numbers import Integral, Real
 
@@ -23,7 +22,7 @@ import torch
 
 from transformer_nb.output_head import OutputHead
 from transformer_nb.transformer import LanguageModel, check_language_model
-from transformer_nb.utils import as_int, plain_tensor
+from transformer_nb.utils import plain_tensor
 
 
 def _check_top_k(k) -> None:
@@ -181,27 +180,3 @@ def generate(
     finally:
         model.train(was_training)
     return out
-
-
-def time_generation(model: LanguageModel, prompt: torch.Tensor, lengths, repeats: int = 1) -> dict:
-    """Seconds to generate ``n`` greedy tokens for each ``n`` in ``lengths``, with and without the
-    KV cache (best of ``repeats``). Returns ``{"lengths", "cache", "no_cache", "identical"}``."""
-    check_language_model(model)
-    repeats = as_int("repeats", repeats, 1)
-    out = {"lengths": list(lengths), "cache": [], "no_cache": [], "identical": True}
-    with model.head.lookup_table():  # one embedding table for all the runs (the weights stay fixed)
-        _time_lengths(model, prompt, out, repeats)
-    return out
-
-
-def _time_lengths(model: LanguageModel, prompt: torch.Tensor, out: dict, repeats: int) -> None:
-    for n in out["lengths"]:
-        seqs = {}
-        for use_cache in (True, False):
-            best = float("inf")
-            for _ in range(repeats):
-                t0 = time.perf_counter()
-                seqs[use_cache] = generate(model, prompt, n, use_cache=use_cache)
-                best = min(best, time.perf_counter() - t0)
-            out["cache" if use_cache else "no_cache"].append(best)
-        out["identical"] &= bool(torch.equal(seqs[True], seqs[False]))

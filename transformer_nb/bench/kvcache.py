@@ -19,6 +19,8 @@ modules can cost as much as computing. Inside a block the layers trust their cal
 the cache is written in place, and RoPE turns the new keys and queries in place.
 On a GPU (``--device cuda``) the JSON also gives tokens/s of each way.
 The last line is one JSON object; ``identical`` says whether every pair produced the same tokens.
+
+``time_generation`` is the same comparison for a model in a notebook (notebook 10).
 """
 
 import argparse
@@ -32,7 +34,33 @@ from transformer_nb import lm_recipe
 from transformer_nb.generation import generate
 from transformer_nb.output_head import frequency_ranks
 from transformer_nb.params import numel
+from transformer_nb.transformer import LanguageModel, check_language_model
+from transformer_nb.utils import as_int
 from transformer_nb.wikitext import load_wikitext2
+
+
+def time_generation(model: LanguageModel, prompt: torch.Tensor, lengths, repeats: int = 1) -> dict:
+    """Seconds to generate ``n`` greedy tokens for each ``n`` in ``lengths``, with and without the
+    KV cache (best of ``repeats``). Returns ``{"lengths", "cache", "no_cache", "identical"}``."""
+    check_language_model(model)
+    repeats = as_int("repeats", repeats, 1)
+    out = {"lengths": list(lengths), "cache": [], "no_cache": [], "identical": True}
+    with model.head.lookup_table():  # one embedding table for all the runs (the weights stay fixed)
+        _time_lengths(model, prompt, out, repeats)
+    return out
+
+
+def _time_lengths(model: LanguageModel, prompt: torch.Tensor, out: dict, repeats: int) -> None:
+    for n in out["lengths"]:
+        seqs = {}
+        for use_cache in (True, False):
+            best = float("inf")
+            for _ in range(repeats):
+                t0 = time.perf_counter()
+                seqs[use_cache] = generate(model, prompt, n, use_cache=use_cache)
+                best = min(best, time.perf_counter() - t0)
+            out["cache" if use_cache else "no_cache"].append(best)
+        out["identical"] &= bool(torch.equal(seqs[True], seqs[False]))
 
 
 def _at_least(low: int):
