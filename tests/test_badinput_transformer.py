@@ -5,7 +5,7 @@ import torch
 from badinput import Case, parametrize
 
 from transformer_nb import block, multihead, transformer
-from transformer_nb.lm import LSTMLM
+from transformer_nb.lstm import LSTMLM
 
 T = "transformer_nb.transformer."
 IDS = torch.zeros(1, 3, dtype=torch.long)

@@ -21,7 +21,6 @@ CORE = [
     "transformer",
     "models",
     "output_head",
-    "lm",
     "generation",
     "utils",
 ]

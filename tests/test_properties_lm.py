@@ -15,7 +15,8 @@ from property_helpers import NOT_INT, NOT_REAL, Arg, bad, call, expect_refusal, 
 
 from transformer_nb import generation as gen
 from transformer_nb import lm_training, output_head, perplexity
-from transformer_nb.lm import LSTMLM, Transformer
+from transformer_nb.lstm import LSTMLM
+from transformer_nb.transformer import Transformer
 
 V = 11
 

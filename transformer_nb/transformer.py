@@ -15,7 +15,7 @@ heads; ``None`` when an adaptive head is given targets: its loss never forms all
 feeds one token at a time through ``hidden(ids, state)``, where ``state`` is a ``KVCache`` per
 block (``multihead.KVCache``), so each step attends over the cached keys and values.
 
-``LanguageModel`` is what a language model shares with the LSTM baseline of ``lm.py``: the
+``LanguageModel`` is what a language model shares with the LSTM baseline of ``lstm.py``: the
 output head (``output_head.OutputHead``), the loss and the checks of its inputs.
 """
 

@@ -1,4 +1,5 @@
-"""The LSTM baseline of the WikiText-2 notebooks (000 Exercise 8.9; 001 §19.13-19.14).
+"""The LSTM baseline of the WikiText-2 notebooks (000 Exercise 8.9; 001 §19.13-19.14): a companion
+module, not the Transformer the chapter teaches, so no core module imports it.
 
 ``LSTMLM``: embedding -> ``nn.LSTM`` -> projection to ``d`` -> an ``OutputHead``. It speaks the
 contract of the ``Transformer`` (``transformer.py``), from their shared ``LanguageModel``:
@@ -14,9 +15,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.output_head import OutputHead
-from transformer_nb.transformer import LanguageModel, Transformer
-
-__all__ = ["LSTMLM", "LanguageModel", "Transformer"]
+from transformer_nb.transformer import LanguageModel
 
 
 class LSTMLM(LanguageModel):
