@@ -1,24 +1,25 @@
-"""Bad input to ``utils`` and to the WikiText file helpers: a clear error naming the argument or the path."""
+"""Bad input to ``env`` (the notebooks' environment) and to the WikiText file helpers: a clear error naming the
+argument or the path."""
 
 import tempfile
 from pathlib import Path
 
 from badinput import Case, parametrize
 
-from transformer_nb import fingerprint, utils, wikitext_files
+from transformer_nb import env, fingerprint, wikitext_files
 
-U, W = "transformer_nb.utils.", "transformer_nb.wikitext_files."
+E, W = "transformer_nb.env.", "transformer_nb.wikitext_files."
 MISSING = Path("/nonexistent-wikitext")
 
 CASES = {
     "env_path_refuses_a_name_that_is_not_a_str": Case(
-        U + "env_path", lambda: utils.env_path(None), TypeError, "name must be the name of an environment variable"
+        E + "env_path", lambda: env.env_path(None), TypeError, "name must be the name of an environment variable"
     ),
     "check_module_refuses_a_state_dict_by_name": Case(
-        U + "check_module", lambda: utils.check_module("model", {}), TypeError, "model must be an nn.Module, got dict"
+        E + "check_module", lambda: env.check_module("model", {}), TypeError, "model must be an nn.Module, got dict"
     ),
     "as_path_refuses_a_file_descriptor_number": Case(
-        U + "as_path", lambda: utils.as_path("folder", 3), TypeError, "folder must be a path (str or os.PathLike)"
+        E + "as_path", lambda: env.as_path("folder", 3), TypeError, "folder must be a path (str or os.PathLike)"
     ),
     "sha256_of_refuses_a_file_descriptor_number_naming_path": Case(
         W + "sha256_of", lambda: wikitext_files.sha256_of(3), TypeError, "path must be a path"
@@ -56,5 +57,5 @@ CASES = {
 
 
 @parametrize(CASES)
-def test_utils_refuse_bad_input_by_name(name):
+def test_env_and_file_helpers_refuse_bad_input_by_name(name):
     CASES[name].check()

@@ -62,7 +62,7 @@ def test_importing_the_core_loads_no_companion_module():
 def test_the_package_still_offers_the_notebook_helpers():
     import transformer_nb
 
-    assert transformer_nb.setup.__module__ == "transformer_nb.utils"
+    assert transformer_nb.setup.__module__ == "transformer_nb.env"
     assert transformer_nb.check_close.__module__ == "transformer_nb.checks"
     assert "show_source" in dir(transformer_nb)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):

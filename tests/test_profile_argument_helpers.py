@@ -6,7 +6,8 @@ import numpy as np
 import pytest
 import torch
 
-from transformer_nb.utils import Env, as_device, as_int, as_real, available_devices, check_memory, memory_of
+from transformer_nb.env import Env
+from transformer_nb.utils import as_device, as_int, as_real, available_devices, check_memory, memory_of
 
 
 @pytest.mark.parametrize("good,expected", [(3, 3), (np.int64(3), 3), (torch.tensor(3), 3), (0, 0)])
@@ -83,7 +84,7 @@ def test_memory_of_checks_its_device():
 
 
 def test_pick_needs_both_profiles():
-    from transformer_nb.utils import pick
+    from transformer_nb.env import pick
 
     with pytest.raises(TypeError, match="full"):
         pick(quick=1)

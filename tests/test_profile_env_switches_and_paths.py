@@ -1,5 +1,5 @@
-"""Environment variables are read as people write them: one reader for switches (``utils.env_flag``) and one
-for paths (``utils.env_path``), used by every module that reads one. Before, ``TNB_OFFLINE=TRUE`` still
+"""Environment variables are read as people write them: one reader for switches (``env.env_flag``) and one
+for paths (``env.env_path``), used by every module that reads one. Before, ``TNB_OFFLINE=TRUE`` still
 downloaded, ``TNB_RETRAIN=true`` was ignored, ``TNB_CACHE_DIR='~/x'`` made a folder named ``~`` and a
 leading space stayed in a path."""
 
@@ -9,7 +9,7 @@ import pytest
 import torch.nn as nn
 
 from transformer_nb import cache, companion
-from transformer_nb.utils import env_flag, env_path
+from transformer_nb.env import env_flag, env_path
 
 
 @pytest.mark.parametrize("value", ["1", "true", "TRUE", "True", "yes", "Yes", "on", "ON", " on\n"])

@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_helpers import NOT_INT, NOT_REAL, expect_refusal, float_tensors, int_tensors
 
-from transformer_nb import checks, companion, utils
+from transformer_nb import checks, companion, env, utils
 
 FINITE = st.floats(-1e6, 1e6, allow_nan=False)
 
@@ -153,10 +153,10 @@ def test_as_device_accepts_exactly_what_exists(name):
 def test_profile_accepts_exactly_the_known_profiles(monkeypatch_session, value):
     monkeypatch_session.setenv("TNB_PROFILE", value)
     name = value.strip().lower() or "full"
-    if name in utils.PROFILES:
-        assert utils.profile() == name and utils.pick(quick=1, full=2) == (1 if name == "quick" else 2)
+    if name in env.PROFILES:
+        assert env.profile() == name and env.pick(quick=1, full=2) == (1 if name == "quick" else 2)
     else:
-        expect_refusal(utils.profile, ["TNB_PROFILE"])
+        expect_refusal(env.profile, ["TNB_PROFILE"])
 
 
 @given(text=st.text(max_size=40), tail=st.text(alphabet="abc 0123.,§", max_size=30))

@@ -17,11 +17,11 @@ _LAZY = {
     "check_raises": "checks",
     "check_true": "checks",
     "show_source": "source",
-    "get_device": "utils",
-    "pick": "utils",
-    "profile": "utils",
-    "seed_everything": "utils",
-    "setup": "utils",
+    "get_device": "env",
+    "pick": "env",
+    "profile": "env",
+    "seed_everything": "env",
+    "setup": "env",
 }
 __all__ = sorted(_LAZY)
 __version__ = "0.1.0"
