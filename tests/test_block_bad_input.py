@@ -8,14 +8,13 @@ from transformer_nb.block import (
     DecoderLayer,
     EncoderLayer,
     FeedForward,
-    layer_norm,
     make_norm,
-    rms_norm,
-    swiglu_hidden_size,
 )
 from transformer_nb.experiments import build_stack, layer_grad_norms, markov_batches, token_diversity, train_toy_lm
 from transformer_nb.interop import copy_from_torch, to_torch
+from transformer_nb.params import swiglu_hidden_size
 from transformer_nb.probes import trace_shapes
+from transformer_nb.reference import layer_norm, rms_norm
 
 
 def test_unknown_norm():

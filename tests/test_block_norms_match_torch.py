@@ -1,10 +1,11 @@
-"""LayerNorm and RMSNorm written out (block.layer_norm, block.rms_norm) equal nn.LayerNorm and nn.RMSNorm."""
+"""LayerNorm and RMSNorm written out (reference.layer_norm, reference.rms_norm) equal nn.LayerNorm and nn.RMSNorm."""
 
 import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import layer_norm, make_norm, rms_norm
+from transformer_nb.block import make_norm
+from transformer_nb.reference import layer_norm, rms_norm
 
 
 @pytest.mark.parametrize("dtype,atol", [(torch.float32, 1e-5), (torch.float64, 1e-12)])

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from transformer_nb.exercises.rope import relative_score_ex, rope_scores_ex
-from transformer_nb.rope import apply_rope, rope_matrix
+from transformer_nb.reference import rope_matrix
+from transformer_nb.rope import apply_rope
 
 
 def test_rope_scores_refuses_a_solution_built_on_the_package():
@@ -25,7 +26,7 @@ def test_rope_scores_refuses_a_solution_built_on_the_package():
 
 def test_relative_score_refuses_the_packages_matrix():
     r = relative_score_ex.check(lambda q, k, delta: q @ rope_matrix(delta, q.shape[-1]) @ k, quiet=True)
-    assert not r.passed and "transformer_nb.rope.rope_matrix" in r.message
+    assert not r.passed and "transformer_nb.reference.rope_matrix" in r.message
 
 
 def test_rope_scores_names_the_wrong_shape():

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from transformer_nb.interop import additive
 from transformer_nb.masks import (
-    additive,
     causal_mask,
     combine,
     cross_attention_mask,

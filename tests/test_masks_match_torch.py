@@ -14,8 +14,8 @@ import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
 from transformer_nb.attention import scaled_dot_product_attention
+from transformer_nb.interop import additive
 from transformer_nb.masks import (
-    additive,
     causal_mask,
     combine,
     cross_attention_mask,

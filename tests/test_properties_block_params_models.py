@@ -23,7 +23,7 @@ from property_helpers import (
     size,
 )
 
-from transformer_nb import block, models, params
+from transformer_nb import block, models, params, reference
 from transformer_nb.masks import padding_mask
 
 
@@ -36,8 +36,8 @@ def test_layer_norm_and_rms_norm_match_torch(shape, affine, eps):
     x = torch.randn(shape, generator=torch.Generator().manual_seed(sum(shape)))
     d = shape[-1]
     w, b = (torch.randn(d), torch.randn(d)) if affine else (None, None)
-    assert torch.allclose(block.layer_norm(x, w, b, eps), F.layer_norm(x, (d,), w, b, eps), atol=1e-5)
-    assert torch.allclose(block.rms_norm(x, w, eps), F.rms_norm(x, (d,), w, eps), atol=1e-5)
+    assert torch.allclose(reference.layer_norm(x, w, b, eps), F.layer_norm(x, (d,), w, b, eps), atol=1e-5)
+    assert torch.allclose(reference.rms_norm(x, w, eps), F.rms_norm(x, (d,), w, eps), atol=1e-5)
 
 
 @given(
@@ -53,7 +53,7 @@ def test_make_norm(kind, d_model):
 
 @given(d_model=st.integers(1, 8192), multiple_of=st.integers(1, 512))
 def test_swiglu_hidden_size_rounds_up_to_the_multiple(d_model, multiple_of):
-    h, base = block.swiglu_hidden_size(d_model, multiple_of), int(2 * 4 * d_model / 3)  # truncated, rounded up
+    h, base = params.swiglu_hidden_size(d_model, multiple_of), int(2 * 4 * d_model / 3)  # truncated, rounded up
     assert h % multiple_of == 0 and base <= h < base + multiple_of
 
 

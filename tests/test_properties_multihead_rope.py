@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 from property_helpers import NOT_INT, NOT_REAL, bad, call, expect_refusal, float_tensors, good, size
 
 from transformer_nb import multihead as mh
-from transformer_nb import params, probes
+from transformer_nb import params, probes, reference
 from transformer_nb import rope as rp
 from transformer_nb.attention import scaled_dot_product_attention
 
@@ -146,7 +146,7 @@ def test_apply_rope_rotates_and_scores_depend_on_relative_position(d, t, pairing
     s1 = rp.apply_rope(q, pairing=pairing) @ rp.apply_rope(k, pairing=pairing).T
     s2 = rp.apply_rope(q, shift, pairing=pairing) @ rp.apply_rope(k, shift, pairing=pairing).T
     assert torch.allclose(s1, s2, atol=1e-9)  # the same shift everywhere: the same scores
-    m = rp.rope_matrix(2.0, d, pairing=pairing)
+    m = reference.rope_matrix(2.0, d, pairing=pairing)
     assert torch.allclose(m @ m.T, torch.eye(d, dtype=torch.float64), atol=1e-12)
     assert torch.allclose(rp.apply_rope(q[None, :1], torch.tensor([2.0]), pairing=pairing)[0, 0], m @ q[0])
 
@@ -154,7 +154,7 @@ def test_apply_rope_rotates_and_scores_depend_on_relative_position(d, t, pairing
 @given(d=D_EVEN, seed=st.integers(0, 999))
 def test_half_permutation_maps_interleaved_to_half(d, seed):
     x = torch.randn(3, d, generator=torch.Generator().manual_seed(seed), dtype=torch.float64)
-    perm = rp.half_permutation(d)
+    perm = reference.half_permutation(d)
     assert sorted(perm.tolist()) == list(range(d))
     assert torch.allclose(
         rp.apply_rope(x[..., perm], pairing="half"), rp.apply_rope(x, pairing="interleaved")[..., perm]

@@ -6,12 +6,10 @@ A block is shape-preserving, ``(B, T, d_model) -> (B, T, d_model)``, so blocks s
     Post-LN (norm_first=False):  x = LN(x + Attn(x));   x = LN(x + FFN(x))
 
 With ``residual=False`` the ``x +`` is dropped (an experiment only: notebook 06 shows what
-happens to the gradients). Norms are ``nn.LayerNorm`` or ``nn.RMSNorm``; ``layer_norm`` and
-``rms_norm`` below are the same computations written out, and notebook 06 checks them equal.
+happens to the gradients). Norms are ``nn.LayerNorm`` or ``nn.RMSNorm``.
 
-Also here: ``swiglu_hidden_size``, LLaMA's rule for the SwiGLU hidden width (2/3 · 4d, rounded up).
-
-Elsewhere: stacks of blocks in ``stack.py``; notebook 06's depth and warm-up experiments in
+Elsewhere: stacks of blocks in ``stack.py``; the norms written out in ``reference.py``; LLaMA's SwiGLU
+width (``swiglu_hidden_size``) in ``params/``; notebook 06's depth and warm-up experiments in
 ``experiments.py``; shape tracing in ``probes.py``; ``nn.TransformerEncoderLayer`` twins in ``interop.py``.
 """
 
@@ -32,52 +30,6 @@ def _check_eps(eps) -> None:
         raise ValueError(f"eps must be a positive finite number (it keeps the denominator away from 0), got {eps!r}")
 
 
-def _check_norm_args(x, weight, bias=None, eps=1e-5) -> None:
-    if not isinstance(x, torch.Tensor) or not x.is_floating_point() or x.dim() < 1:
-        what = f"dtype {x.dtype}, shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
-        raise TypeError(f"x must be a floating-point tensor of shape (..., d), got {what}")
-    for name, t in (("weight", weight), ("bias", bias)):
-        if t is not None and (not isinstance(t, torch.Tensor) or tuple(t.shape) != (x.shape[-1],)):
-            got = tuple(t.shape) if isinstance(t, torch.Tensor) else type(t).__name__
-            raise ValueError(f"{name} must have shape (d,) = ({x.shape[-1]},), got {got}")
-    if eps is not None:
-        _check_eps(eps)
-
-
-# --------------------------------------------------------------------------- norms
-
-
-def layer_norm(
-    x: torch.Tensor, weight: torch.Tensor | None = None, bias: torch.Tensor | None = None, eps: float = 1e-5
-) -> torch.Tensor:
-    """LayerNorm over the last axis, written out: ``γ ⊙ (x - μ) / sqrt(σ² + ε) + β``.
-
-    ``x: (..., d)``; ``μ`` and ``σ²`` are the mean and the *biased* variance (divide by ``d``)
-    of each row; ``weight`` (γ) and ``bias`` (β) are ``(d,)`` or None. Same as ``nn.LayerNorm(d, eps)``.
-    """
-    _check_norm_args(x, weight, bias, eps)
-    mu = x.mean(dim=-1, keepdim=True)
-    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
-    y = (x - mu) / torch.sqrt(var + eps)
-    if weight is not None:
-        y = y * weight
-    if bias is not None:
-        y = y + bias
-    return y
-
-
-def rms_norm(x: torch.Tensor, weight: torch.Tensor | None = None, eps: float | None = None) -> torch.Tensor:
-    """RMSNorm over the last axis, written out: ``γ ⊙ x / sqrt(mean(x²) + ε)`` (no centring, no β).
-
-    ``x: (..., d)``, ``weight`` (γ): ``(d,)`` or None. ``eps=None`` means ``torch.finfo(x.dtype).eps``,
-    the default of ``nn.RMSNorm``.
-    """
-    _check_norm_args(x, weight, None, eps)
-    eps = torch.finfo(x.dtype).eps if eps is None else eps
-    y = x / torch.sqrt((x * x).mean(dim=-1, keepdim=True) + eps)
-    return y if weight is None else y * weight
-
-
 def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
     """``"layer"`` -> ``nn.LayerNorm`` (2·d parameters), ``"rms"`` -> ``nn.RMSNorm`` (d parameters)."""
     if kind not in NORMS:
@@ -91,22 +43,6 @@ def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
 
 
 # --------------------------------------------------------------------------- feed-forward
-
-
-def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier: float | None = None) -> int:
-    """LLaMA's SwiGLU hidden width: ``2/3 · 4·d_model`` (times an optional multiplier), rounded up to ``multiple_of``.
-
-    SwiGLU has three ``d × d_ff`` matrices instead of two; taking ``d_ff ≈ 2/3 · 4d`` keeps
-    its ``3·d·d_ff ≈ 8·d²`` weights equal to a ReLU FFN's ``2·d·4d``. LLaMA-7B: 4096 -> 11008.
-    """
-    as_int("d_model", d_model, 1)
-    as_int("multiple_of", multiple_of, 1)
-    hidden = int(2 * 4 * d_model / 3)
-    if ffn_dim_multiplier is not None:
-        if not 0 < ffn_dim_multiplier < float("inf"):
-            raise ValueError(f"ffn_dim_multiplier must be positive and finite, got {ffn_dim_multiplier!r}")
-        hidden = int(ffn_dim_multiplier * hidden)
-    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
 class FeedForward(nn.Module):

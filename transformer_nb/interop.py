@@ -15,7 +15,8 @@
   which differs. Dropout is not copied: compare the two in ``eval()`` mode or with dropout 0.
 - Masks: PyTorch's bool masks mean the opposite of ours (**True = may NOT attend**).
   ``to_torch_attn_mask`` converts an attention mask, ``torch_masks`` builds the keyword
-  arguments of ``nn.Transformer*`` from our ``keep`` padding masks.
+  arguments of ``nn.Transformer*`` from our ``keep`` padding masks, ``additive`` turns a bool mask into
+  the 0 / -inf float form (that of ``nn.Transformer.generate_square_subsequent_mask``).
 """
 
 import torch
@@ -23,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.block import DecoderLayer, EncoderLayer
-from transformer_nb.masks import causal_mask
+from transformer_nb.masks import _check_bool_mask, causal_mask
 from transformer_nb.models import EncoderDecoder
 from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.stack import Decoder, Encoder
@@ -292,6 +293,14 @@ def to_torch(ours):
 
 
 # --------------------------------------------------------------------------- masks in torch's polarity
+
+
+def additive(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
+    """Bool mask -> float mask of ``dtype`` (a floating dtype): 0 where True (attend), -inf where False (blocked)."""
+    _check_bool_mask("additive()", mask)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"additive(): dtype must be a floating torch.dtype (it holds -inf), got {dtype!r}")
+    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
 
 
 def to_torch_attn_mask(mask: torch.Tensor, n_heads: int) -> torch.Tensor:

@@ -1,7 +1,7 @@
 """Attention masks (000 §8.2.4; 001 §19.6.2, §19.7.2).
 
 Every mask here is **bool, True = may attend**, the convention of
-``F.scaled_dot_product_attention``. ``additive()`` turns one into the 0 / -inf float form
+``F.scaled_dot_product_attention``. ``interop.additive()`` turns one into the 0 / -inf float form
 that is added to the scores (the form of ``nn.Transformer.generate_square_subsequent_mask``).
 Careful: ``nn.MultiheadAttention``'s ``key_padding_mask`` and bool ``attn_mask`` use the
 opposite polarity (True = blocked); pass ``~mask`` there.
@@ -35,14 +35,6 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
         raise ValueError(f"causal mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
     check_memory(f"a causal mask of T_q={t_q} x T_k={t_k}", t_q * t_k, device)
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
-
-
-def additive(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
-    """Bool mask -> float mask of ``dtype`` (a floating dtype): 0 where True (attend), -inf where False (blocked)."""
-    _check_bool_mask("additive()", mask)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"additive(): dtype must be a floating torch.dtype (it holds -inf), got {dtype!r}")
-    return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))
 
 
 def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tensor:

@@ -11,7 +11,7 @@ Rotations compose, ``R_mᵀ R_n = R_{n-m}``, so ``<R_m q, R_n k> = qᵀ R_{n-m} 
 the positions only through the offset ``n - m``.
 
 Two layouts of the pairs are in use; they are the same rotation up to a fixed permutation of
-the dimensions (``half_permutation``):
+the dimensions (``reference.half_permutation``):
 
 - ``"interleaved"``: pairs ``(2i, 2i+1)`` (RoFormer, the original LLaMA code, GPT-J);
 - ``"half"``: pairs ``(i, i + d/2)`` ("rotate_half": GPT-NeoX, Hugging Face LLaMA).
@@ -111,26 +111,6 @@ def apply_rope(x: torch.Tensor, positions=None, base: float = 10000.0, pairing: 
     angles = positions.to(torch.float64)[:, None] * rope_frequencies(d, base)  # (T, d/2)
     turn = torch.complex(torch.cos(angles), torch.sin(angles)).to(x.device)
     return _turn(x.to(torch.float64), turn, pairing).to(x.dtype)
-
-
-def rope_matrix(position: float, d: int, base: float = 10000.0, pairing: str = "interleaved") -> torch.Tensor:
-    """The ``(d, d)`` float64 rotation ``R_Θ^m`` with ``apply_rope(x)[m] = R @ x[m]``.
-
-    Block-diagonal when the pairing is interleaved."""
-    _check_dim(d)
-    eye = torch.eye(d, dtype=torch.float64)  # rows are basis vectors e_j
-    cols = apply_rope(eye[:, None, :], torch.tensor([position]), base, pairing)[:, 0, :]  # row j = R e_j
-    return cols.T
-
-
-def half_permutation(d: int) -> torch.Tensor:
-    """``(d,)`` index: ``x[..., perm]`` moves an interleaved layout to the half layout.
-
-    With it, ``apply_rope(x[..., perm], pairing="half") == apply_rope(x, pairing="interleaved")[..., perm]``:
-    interleaved pair ``(2i, 2i+1)`` becomes half pair ``(i, i + d/2)``.
-    """
-    _check_dim(d)
-    return torch.cat([torch.arange(0, d, 2), torch.arange(1, d, 2)])
 
 
 class RoPE(nn.Module):

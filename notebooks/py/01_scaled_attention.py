@@ -47,7 +47,8 @@ import torch.nn.functional as F
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
 from transformer_nb.attention import scaled_dot_product_attention
-from transformer_nb.masks import additive, causal_mask, key_padding, padding_mask
+from transformer_nb.interop import additive
+from transformer_nb.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.plotting import heatmap, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)

@@ -50,8 +50,8 @@ from torch.nn.attention.bias import causal_lower_right
 
 from transformer_nb import check_close, check_equal, check_true, pick, show_source
 from transformer_nb.attention import scaled_dot_product_attention
+from transformer_nb.interop import additive
 from transformer_nb.masks import (
-    additive,
     causal_mask,
     cross_attention_mask,
     padding_mask,

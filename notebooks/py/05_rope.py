@@ -50,7 +50,8 @@ from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.params import numel
 from transformer_nb.plotting import heatmap, plot_curves
 from transformer_nb.positional import sinusoidal_encoding
-from transformer_nb.rope import RoPE, apply_rope, half_permutation, rope_frequencies, rope_matrix
+from transformer_nb.reference import half_permutation, rope_matrix
+from transformer_nb.rope import RoPE, apply_rope, rope_frequencies
 from transformer_nb.widgets.rope import RotatePair
 
 # %% [markdown] slideshow={"slide_type": "slide"}

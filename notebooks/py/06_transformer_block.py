@@ -66,7 +66,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
-from transformer_nb.block import DecoderLayer, EncoderLayer, FeedForward, layer_norm, make_norm, swiglu_hidden_size
+from transformer_nb.block import DecoderLayer, EncoderLayer, FeedForward, make_norm
+from transformer_nb.params import swiglu_hidden_size
+from transformer_nb.reference import layer_norm
 from transformer_nb.experiments import layer_grad_norms, markov_batches, stream_stats, train_toy_lm
 from transformer_nb.interop import copy_from_torch, to_torch
 from transformer_nb.masks import causal_mask, key_padding, padding_mask

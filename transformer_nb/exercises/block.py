@@ -63,7 +63,7 @@ rms_norm_ex = Exercise(
         "The mean of the squares runs over the last axis, kept with keepdim=True so that it broadcasts.",
         "ε is added to the mean square, under the root, as nn.RMSNorm does.",
     ],
-    reveals=("transformer_nb.block.rms_norm",),
+    reveals=("transformer_nb.reference.rms_norm",),
 )
 
 

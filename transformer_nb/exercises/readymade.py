@@ -195,6 +195,6 @@ BLOCK = (
 ROPE = (
     "transformer_nb.rope.apply_rope",
     "transformer_nb.rope.rotate_pairs",
-    "transformer_nb.rope.rope_matrix",
+    "transformer_nb.reference.rope_matrix",
     "transformer_nb.rope.RoPE.forward",
 )

@@ -29,6 +29,7 @@ from transformer_nb.params.formulas import (
     param_breakdown,
     param_count,
     position_params,
+    swiglu_hidden_size,
     validate,
 )
 from transformer_nb.params.memory import attention_flops, attention_matrix_bytes, bytes_human, kv_cache_bytes
@@ -60,5 +61,6 @@ __all__ = [
     "param_count",
     "position_params",
     "preset",
+    "swiglu_hidden_size",
     "validate",
 ]

@@ -25,6 +25,7 @@ __all__ = [
     "param_breakdown",
     "param_count",
     "position_params",
+    "swiglu_hidden_size",
     "validate",
 ]
 CATEGORIES = ("embeddings", "positions", "attention", "ffn", "norms", "head", "other")
@@ -45,6 +46,22 @@ def attention_params(d_model: int, n_heads: int, n_kv_heads: int | None = None, 
     weights = 2 * d_model * d_model + 2 * d_model * d_kv
     biases = 2 * d_model + 2 * d_kv
     return weights + (biases if bias else 0)
+
+
+def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier: float | None = None) -> int:
+    """LLaMA's SwiGLU hidden width: ``2/3 · 4·d_model`` (times an optional multiplier), rounded up to ``multiple_of``.
+
+    SwiGLU has three ``d × d_ff`` matrices instead of two; taking ``d_ff ≈ 2/3 · 4d`` keeps
+    its ``3·d·d_ff ≈ 8·d²`` weights equal to a ReLU FFN's ``2·d·4d``. LLaMA-7B: 4096 -> 11008.
+    """
+    as_int("d_model", d_model, 1)
+    as_int("multiple_of", multiple_of, 1)
+    hidden = int(2 * 4 * d_model / 3)
+    if ffn_dim_multiplier is not None:
+        if not 0 < ffn_dim_multiplier < float("inf"):
+            raise ValueError(f"ffn_dim_multiplier must be positive and finite, got {ffn_dim_multiplier!r}")
+        hidden = int(ffn_dim_multiplier * hidden)
+    return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
 def ffn_params(d_model: int, d_ff: int, activation: str = TransformerConfig.activation, bias: bool = True) -> int:
