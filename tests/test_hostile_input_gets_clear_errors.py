@@ -10,11 +10,12 @@ import torch.nn as nn
 import transformer_nb.reversal as rv
 from transformer_nb import checks
 from transformer_nb.bench import kvcache as bench_kvcache
+from transformer_nb.bert import EncoderOnly
 from transformer_nb.generation import sample_next, top_k_filter
 from transformer_nb.lm_training import window_batches
 from transformer_nb.lstm import LSTMLM
 from transformer_nb.masks import padding_mask
-from transformer_nb.models import EncoderDecoder, EncoderOnly
+from transformer_nb.models import EncoderDecoder
 from transformer_nb.multihead import KVCache, MultiHeadAttention
 from transformer_nb.params import TransformerConfig, build_transformer
 from transformer_nb.perplexity import evaluate

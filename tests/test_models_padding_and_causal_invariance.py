@@ -5,8 +5,9 @@ model is bidirectional."""
 
 import torch
 
+from transformer_nb.bert import EncoderOnly
 from transformer_nb.masks import padding_mask
-from transformer_nb.models import EncoderDecoder, EncoderOnly, Transformer
+from transformer_nb.models import EncoderDecoder, Transformer
 
 V, PAD = 40, 0
 ATOL = 1e-5

@@ -34,16 +34,16 @@ def test_controls_switch_variant_lengths_layer_and_head():
     w.controls["src_pad"].value = 0
     assert w.last["labels"]["blocks.layers.0.self_attn"] == "causal"
     w.controls["variant"].value = "encoder-only"
-    assert w.last["labels"]["encoder.layers.0.self_attn"] == "none"
+    assert w.last["labels"]["blocks.layers.0.self_attn"] == "none"
     w.controls["src_pad"].value = 3
     w.controls["src_len"].value = 2
-    assert w.last["masks"]["encoder.layers.0.self_attn"].shape == (5, 5)
-    assert w.last["labels"]["encoder.layers.0.self_attn"] == "padding"
+    assert w.last["masks"]["blocks.layers.0.self_attn"].shape == (5, 5)
+    assert w.last["labels"]["blocks.layers.0.self_attn"] == "padding"
     w.controls["layer"].value = 2
-    assert w.last["sublayers"] == ["encoder.layers.1.self_attn"]
-    mean = w.last["weights"]["encoder.layers.1.self_attn"]
+    assert w.last["sublayers"] == ["blocks.layers.1.self_attn"]
+    mean = w.last["weights"]["blocks.layers.1.self_attn"]
     w.controls["head"].value = 2
-    one = w.last["weights"]["encoder.layers.1.self_attn"]
+    one = w.last["weights"]["blocks.layers.1.self_attn"]
     assert one.shape == mean.shape and not torch.allclose(one, mean)
     assert torch.allclose(one.sum(-1), torch.ones(5), atol=1e-6)
     assert w.updates >= 8

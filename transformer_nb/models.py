@@ -11,7 +11,8 @@ Only the masks and the presence of cross-attention differ:
 A GPT block *is* an encoder block run with ``is_causal=True``: the decoder-only ``Transformer``
 uses ``Encoder(..., causal=True)``. ``DecoderLayer`` (with cross-attention) is used only by the
 encoder–decoder. The stacks ``Encoder`` and ``Decoder`` live in ``stack.py``; this module adds
-the embeddings in front and the heads behind.
+the embeddings in front and the heads behind. The encoder-only model is ``Transformer(arch="encoder")``
+(notebook 08's BERT-style ``EncoderOnly``, with its classifier, is companion code in ``bert.py``).
 
 Elsewhere: the three training objectives in ``objectives.py``, the masks and shapes each
 sublayer really used in ``probes.py``, the parameter groups in ``params.numel_breakdown``, and
@@ -25,7 +26,7 @@ from transformer_nb.positional import SinusoidalPositionalEncoding, embedding_sc
 from transformer_nb.stack import Decoder, Encoder, check_ids, check_keep
 from transformer_nb.transformer import Transformer, TransformerConfig
 
-__all__ = ["Decoder", "Embedder", "Encoder", "EncoderDecoder", "EncoderOnly", "Transformer", "TransformerConfig"]
+__all__ = ["Decoder", "Embedder", "Encoder", "EncoderDecoder", "Transformer", "TransformerConfig"]
 
 
 class Embedder(nn.Module):
@@ -51,7 +52,7 @@ class Embedder(nn.Module):
         return self.drop(self.pos(self.tok(ids) * self.scale))
 
 
-# --------------------------------------------------------------------------- the three variants
+# --------------------------------------------------------------------------- the sequence-to-sequence model
 
 
 class EncoderDecoder(nn.Module):
@@ -110,51 +111,3 @@ class EncoderDecoder(nn.Module):
 
     def forward(self, src, tgt_in, src_keep=None, tgt_keep=None):
         return self.decode(tgt_in, self.encode(src, src_keep), src_keep, tgt_keep)
-
-
-class EncoderOnly(nn.Module):
-    """BERT-style: ``Embedder`` -> bidirectional ``Encoder`` -> a masked-LM head (and an optional classifier).
-
-    - ``encode(ids (B, T), keep (B, T) | None) -> hidden (B, T, d)``
-    - ``forward(ids, keep=None) -> MLM logits (B, T, vocab)``: a prediction at every position
-      (the loss uses only the masked ones, see ``mlm_batch``)
-    - ``classify(ids, keep=None) -> (B, n_classes)`` from the hidden state at position 0 (the
-      ``[CLS]`` token the caller puts first; 000 §8.6.1, 004 §13.1)
-    ``tie_weights``: the MLM head shares the embedding matrix (no bias), as in BERT.
-    """
-
-    def __init__(
-        self,
-        vocab: int,
-        d_model: int = 64,
-        n_heads: int = 4,
-        n_layers: int = 2,
-        d_ff: int = 256,
-        dropout: float = 0.0,
-        max_len: int = 256,
-        norm_first: bool = True,
-        pad_id: int | None = 0,
-        activation: str = TransformerConfig.activation,
-        n_classes: int | None = None,
-        tie_weights: bool = True,
-    ):
-        super().__init__()
-        self.embed = Embedder(vocab, d_model, max_len, dropout, pad_id)
-        self.encoder = Encoder(d_model, n_heads, d_ff, n_layers, dropout, norm_first, activation, causal=False)
-        self.mlm_head = nn.Linear(d_model, vocab, bias=False)
-        if tie_weights:
-            self.mlm_head.weight = self.embed.tok.weight
-        self.classifier = nn.Linear(d_model, n_classes) if n_classes else None
-
-    def encode(self, ids, keep=None):
-        if isinstance(ids, torch.Tensor) and ids.dim() == 2:
-            check_keep(keep, ids.shape[0], ids.shape[1], "keep")
-        return self.encoder(self.embed(ids), keep)
-
-    def forward(self, ids, keep=None):
-        return self.mlm_head(self.encode(ids, keep))
-
-    def classify(self, ids, keep=None):
-        if self.classifier is None:
-            raise ValueError("this EncoderOnly has no classifier: build it with n_classes=<number of classes>")
-        return self.classifier(self.encode(ids, keep)[:, 0])

@@ -62,7 +62,8 @@ from transformer_nb import check_close, check_equal, check_raises, check_true, p
 from transformer_nb.block import DecoderLayer, EncoderLayer
 from transformer_nb.interop import to_torch, torch_masks
 from transformer_nb.masks import causal_mask, padding_mask
-from transformer_nb.models import EncoderDecoder, EncoderOnly, Transformer
+from transformer_nb.bert import EncoderOnly
+from transformer_nb.models import EncoderDecoder, Transformer
 from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm_batch, span_corruption
 from transformer_nb.params import numel
 from transformer_nb.probes import capture_masks, record_attention, trace_shapes

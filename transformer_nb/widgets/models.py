@@ -15,7 +15,7 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from transformer_nb.masks import padding_mask
-from transformer_nb.models import EncoderDecoder, EncoderOnly, Transformer
+from transformer_nb.models import EncoderDecoder, Transformer
 from transformer_nb.probes import capture_masks, record_attention
 from transformer_nb.utils import as_int
 from transformer_nb.widgets.base import Widget
@@ -35,10 +35,11 @@ def build_variant(variant: str, seed: int = 0, d_model: int = 32, n_heads: int =
     _check_variant(variant)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        if variant == "encoder-only":
-            m = EncoderOnly(VOCAB, d_model, n_heads, n_layers, 2 * d_model, pad_id=PAD)
-        elif variant == "decoder-only":
-            m = Transformer(vocab=VOCAB, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model)
+        if variant in ("encoder-only", "decoder-only"):
+            arch = variant.split("-")[0]  # "encoder" (BERT) or "decoder" (GPT): the one Transformer
+            m = Transformer(
+                vocab=VOCAB, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model, arch=arch
+            )
         else:
             m = EncoderDecoder(VOCAB, VOCAB, d_model, n_heads, n_layers, n_layers, 2 * d_model, pad_id=PAD)
     return m.eval()
