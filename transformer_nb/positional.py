@@ -107,12 +107,9 @@ def embedding_scale(d_model: int) -> float:
 
 
 def _check_heads(n_heads) -> int:
-    if isinstance(n_heads, bool) or not isinstance(n_heads, Integral):
-        raise TypeError(f"n_heads must be an int, got {type(n_heads).__name__}")
-    if n_heads <= 0:
-        raise ValueError(f"ALiBi needs at least one head: n_heads must be >= 1, got {n_heads}")
-    check_memory(f"ALiBi slopes for n_heads={n_heads}", 8 * int(n_heads))
-    return int(n_heads)
+    n_heads = as_int("n_heads", n_heads, 1)
+    check_memory(f"ALiBi slopes for n_heads={n_heads}", 8 * n_heads)
+    return n_heads
 
 
 def alibi_slopes(n_heads: int) -> torch.Tensor:
