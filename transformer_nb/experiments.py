@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.env import check_module
 from transformer_nb.stack import Encoder
 from transformer_nb.train import train
 from transformer_nb.utils import as_device, as_int
@@ -24,8 +25,7 @@ from transformer_nb.utils import as_device, as_int
 
 def init_xavier_(module: nn.Module) -> nn.Module:
     """Xavier-uniform weights for every matrix, zero biases (the original paper's init); norms keep γ=1, β=0."""
-    if not isinstance(module, nn.Module):
-        raise TypeError(f"module must be an nn.Module, got {type(module).__name__}")
+    check_module("module", module)
     for m in module.modules():
         if isinstance(m, nn.Linear):
             nn.init.xavier_uniform_(m.weight)

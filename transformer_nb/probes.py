@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import torch
 import torch.nn as nn
 
+from transformer_nb.env import check_module
 from transformer_nb.masks import causal_mask
 from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.utils import as_int
@@ -29,8 +30,7 @@ def _check_module(model, who: str) -> None:
 
 def record_attention(model: nn.Module):
     """Within the block, every ``MultiHeadAttention`` in ``model`` keeps its weights in ``last_weights``."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    check_module("model", model)
     return _recording([m for m in model.modules() if isinstance(m, MultiHeadAttention)])
 
 

@@ -35,6 +35,7 @@ import torch
 import torch.distributed as dist
 import torch.nn as nn
 
+from transformer_nb.env import check_module
 from transformer_nb.plotting import LiveLoss
 
 
@@ -58,8 +59,7 @@ def rank_and_world() -> tuple[int, int]:
 
 def unwrap(model: nn.Module) -> nn.Module:
     """The model inside a ``DistributedDataParallel`` wrapper (the model itself otherwise)."""
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    check_module("model", model)
     return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
 
 
