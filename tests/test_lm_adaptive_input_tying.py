@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from transformer_nb.lm import Transformer
 from transformer_nb.output_head import frequency_ranks
+from transformer_nb.transformer import Transformer
 
 V, D = 300, 32
 

@@ -5,7 +5,7 @@ cache load, a refused cache and a retrain too.
 On a CPU-only machine the only devices are the CPU and ``meta`` (shapes without storage). The forward
 paths (plain and cached), the loss and the batch iterators are run on ``meta``, a device other than the
 one the data start on; the functions that need numbers (training, evaluation, generation, the cache) on
-the CPU, with the device given explicitly and by default (``utils.get_device``).
+the CPU, with the device given explicitly and by default (``env.get_device``).
 """
 
 import math
@@ -16,11 +16,13 @@ import torch
 from device_helpers import devices_of
 
 from transformer_nb import cache, lm_recipe, small_corpus
-from transformer_nb.generation import generate, time_generation
-from transformer_nb.lm import LSTMLM, Transformer
+from transformer_nb.bench.kvcache import time_generation
+from transformer_nb.generation import generate
 from transformer_nb.lm_training import TrainConfig, stream_batches, train_lm, window_batches
+from transformer_nb.lstm import LSTMLM
 from transformer_nb.output_head import frequency_ranks
 from transformer_nb.perplexity import evaluate
+from transformer_nb.transformer import Transformer
 from transformer_nb.wikitext import Vocab, WikiText2
 
 CPU, META = torch.device("cpu"), torch.device("meta")

@@ -6,7 +6,7 @@ That Muon trains is in test_lm_training_and_eval (every model kind with every op
 import pytest
 import torch
 
-from transformer_nb import lm, lm_training
+from transformer_nb import lm_training, lstm, transformer
 
 
 def _split(model, kind):
@@ -17,7 +17,7 @@ def _split(model, kind):
 
 def test_transformer_blocks_matrices_go_to_muon_and_the_rest_to_adamw():
     ranks = torch.arange(50)
-    m = lm.Transformer(
+    m = transformer.Transformer(
         vocab=50, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=16, adaptive=True, ranks=ranks, cutoffs=(10, 30)
     )
     opts, (muon, adamw) = _split(m, "muon")
@@ -32,14 +32,14 @@ def test_transformer_blocks_matrices_go_to_muon_and_the_rest_to_adamw():
 
 
 def test_lstm_recurrent_and_projection_matrices_go_to_muon():
-    m = lm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=2, head="full")
+    m = lstm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=2, head="full")
     _, (muon, _) = _split(m, "muon")
     names = sorted(n for n, p in m.named_parameters() if id(p) in muon)
     assert names == ["proj.weight", "rnn.weight_hh_l0", "rnn.weight_hh_l1", "rnn.weight_ih_l0", "rnn.weight_ih_l1"]
 
 
 def test_adamw_alone_covers_every_parameter():
-    m = lm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=1, head="full")
+    m = lstm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=1, head="full")
     opts, (only,) = _split(m, "adamw")
     assert len(opts) == 1 and only == {id(p) for p in m.parameters()}
 
@@ -50,7 +50,7 @@ def test_unknown_optimizer_is_refused():
 
 
 def test_adamw_lr_sets_only_the_adamw_half_of_muon():
-    m = lm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=1, head="full")
+    m = lstm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=1, head="full")
     muon, adamw = lm_training.make_optimizers(
         m, lm_training.TrainConfig(steps=1, optimizer="muon", lr=2e-3, adamw_lr=8e-3)
     )

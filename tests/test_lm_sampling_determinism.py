@@ -5,8 +5,9 @@ import torch
 
 from transformer_nb import lm_recipe
 from transformer_nb.generation import generate, sample_next, top_k_filter
-from transformer_nb.lm import LSTMLM, Transformer
+from transformer_nb.lstm import LSTMLM
 from transformer_nb.output_head import frequency_ranks
+from transformer_nb.transformer import Transformer
 
 V = 200
 

@@ -5,8 +5,9 @@ import math
 import pytest
 import torch
 
-from transformer_nb import lm, lm_compute, lm_recipe, lm_training, output_head, perplexity, small_corpus
+from transformer_nb import lm_compute, lm_recipe, lm_training, output_head, perplexity, small_corpus
 from transformer_nb.params import numel
+from transformer_nb.transformer import Transformer
 
 
 def test_unigram_perplexity_of_a_known_distribution():
@@ -24,7 +25,7 @@ def test_frequency_ranks_sort_by_count():
 
 def test_evaluate_is_exp_of_mean_token_nll():
     torch.manual_seed(0)
-    m = lm.Transformer(
+    m = Transformer(
         vocab=50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, tie_output=False, output_bias=True
     ).eval()
     ids = torch.randint(0, 50, (161,))
@@ -71,7 +72,7 @@ def test_a_tiny_model_learns_a_repeating_text(kind, optimizer):
 
 
 def test_wall_clock_budget_stops_training():
-    m = lm.Transformer(vocab=30, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, output_bias=True)
+    m = Transformer(vocab=30, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, output_bias=True)
     cfg = lm_training.TrainConfig(budget_s=0.5, batch_size=4, seq_len=8)
     hist = lm_training.train_lm(m, torch.randint(0, 30, (1000,)), cfg, live=False, bar=False)
     assert 0.5 <= hist["train_seconds"] < 2.0 and hist["steps"] > 0
@@ -99,7 +100,7 @@ def test_sample_corpus_has_its_own_vocabulary():
 
 def test_train_epochs_and_matching_lstm():
     torch.manual_seed(0)
-    t = lm.Transformer(
+    t = Transformer(
         vocab=40, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=32, tie_output=False, output_bias=True
     )
     l = small_corpus.lstm_matching(numel(t), 40, 16, 2, head="full")
@@ -112,7 +113,7 @@ def test_train_epochs_and_matching_lstm():
 
 def test_flops_per_token_splits_body_and_head():
     V, d = 1000, 32
-    m = lm.Transformer(vocab=V, d_model=d, n_heads=2, d_ff=64, n_layers=1, max_len=16, output_bias=True)
+    m = Transformer(vocab=V, d_model=d, n_heads=2, d_ff=64, n_layers=1, max_len=16, output_bias=True)
     x, y = torch.randint(0, V, (2, 16)), torch.randint(0, V, (2, 16))
     f = lm_compute.flops_per_token(m, x, y)
     assert math.isclose(f["head"], 6 * V * d, rel_tol=1e-6)  # forward 2Vd, backward 4Vd per token
@@ -122,7 +123,7 @@ def test_flops_per_token_splits_body_and_head():
 @pytest.mark.parametrize("stride", [1, 5, 16, 32])
 def test_sliding_evaluation_scores_every_target_once_with_more_context(stride):
     torch.manual_seed(0)
-    m = lm.Transformer(
+    m = Transformer(
         vocab=50, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16, tie_output=False, output_bias=True
     ).eval()
     ids = torch.randint(0, 50, (201,))

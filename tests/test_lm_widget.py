@@ -3,7 +3,8 @@
 import pytest
 import torch
 
-from transformer_nb.lm import LSTMLM, Transformer
+from transformer_nb.lstm import LSTMLM
+from transformer_nb.transformer import Transformer
 from transformer_nb.widgets.lm import GenerateWidget
 from transformer_nb.wikitext import Vocab
 

@@ -43,7 +43,7 @@ def test_data_builders_put_every_tensor_on_the_requested_device():
 
 def test_build_model_puts_the_model_on_the_requested_device(monkeypatch):
     assert devices_of(rv.build_model(TINY.model, device="meta")) == {META}
-    monkeypatch.setattr(rv.recipes, "get_device", lambda: META)  # the default is utils.get_device()
+    monkeypatch.setattr(rv.recipes, "get_device", lambda: META)  # the default is env.get_device()
     assert devices_of(rv.build_model(TINY.model)) == {META}
 
 

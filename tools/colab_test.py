@@ -46,7 +46,7 @@ def log(msg: str) -> None:
 
 
 def env_path(name: str) -> Path | None:
-    """``transformer_nb.utils.env_path``, which this script cannot import: it runs under the system Python, which
+    """``transformer_nb.env.env_path``, which this script cannot import: it runs under the system Python, which
     has neither the package nor torch (the Colab-like venv it builds installs them). Stripped, ``~`` expanded."""
     value = os.environ.get(name, "").strip()
     return Path(value).expanduser() if value else None

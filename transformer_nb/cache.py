@@ -36,8 +36,8 @@ from pathlib import Path
 
 import torch
 
+from transformer_nb.env import as_path, env_flag, env_path
 from transformer_nb.fingerprint import source_digest
-from transformer_nb.utils import as_path, env_flag, env_path
 
 FORMAT = 2
 PACKAGE = "transformer_nb"

@@ -106,7 +106,8 @@ def _versions(report) -> set:
 def _device(report) -> None:
     import torch
 
-    from transformer_nb.utils import available_devices, get_device
+    from transformer_nb.env import get_device
+    from transformer_nb.utils import available_devices
 
     try:
         device = get_device()
@@ -204,7 +205,7 @@ def diagnose(out=print) -> list:
     if "torch" in bad:
         out("     (the rest needs torch)")
         return problems
-    from transformer_nb.utils import profile
+    from transformer_nb.env import profile
 
     try:
         report(True, f"profile {profile()} (TNB_PROFILE)")

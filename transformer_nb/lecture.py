@@ -34,7 +34,8 @@ import time
 
 from transformer_nb import cache
 from transformer_nb.cache import cache_dir  # noqa: F401  (the notebook says where the models came from)
-from transformer_nb.utils import as_device, as_int, get_device, profile
+from transformer_nb.env import get_device, profile
+from transformer_nb.utils import as_device, as_int
 
 N_EVAL = 1000  # 09: held-out sequences the improved recipe is evaluated on
 EVAL_EVERY = 25  # 09: steps between evaluations

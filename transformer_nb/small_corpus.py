@@ -15,10 +15,11 @@ import math
 import torch
 
 from transformer_nb import cache
-from transformer_nb.lm import LSTMLM, LanguageModel, Transformer
+from transformer_nb.lstm import LSTMLM
 from transformer_nb.params import numel
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import train
+from transformer_nb.transformer import LanguageModel, Transformer
 from transformer_nb.utils import as_int
 from transformer_nb.wikitext import check_wikitext
 

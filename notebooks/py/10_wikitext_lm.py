@@ -45,6 +45,7 @@ import numpy as np
 import torch
 
 from transformer_nb import check_close, check_equal, check_true, generation, lm_recipe, pick, show_source, wikitext
+from transformer_nb.bench.kvcache import time_generation
 from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.params import embedding_params, encoder_layer_params, norm_params, numel, position_params
 from transformer_nb.perplexity import unigram_perplexity
@@ -303,7 +304,7 @@ check_true("100 greedy words identical with and without the cache",
 
 # %%
 lengths = pick(quick=[16, 64, 256], full=[16, 64, 256, 512])  # the last: where the cache clearly pays on any machine
-timing = generation.time_generation(model, prompt, lengths, repeats=pick(quick=1, full=2))
+timing = time_generation(model, prompt, lengths, repeats=pick(quick=1, full=2))
 fig, ax = plt.subplots(figsize=(6, 3.4), layout="constrained")
 plot_curves({"without cache": (lengths, timing["no_cache"]), "with KV cache": (lengths, timing["cache"])},
             "new words (greedy)", "seconds", f"generation time ({env.threads} CPU threads)", ax=ax, marker="o")

@@ -17,11 +17,12 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.block import EncoderLayer
+from transformer_nb.env import check_module
 from transformer_nb.exercises import Exercise, Mistake, readymade
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.utils import as_int, check_module
+from transformer_nb.utils import as_int
 
 NOTEBOOK = "12_capstone"
 

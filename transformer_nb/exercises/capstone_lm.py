@@ -17,13 +17,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.env import check_module
 from transformer_nb.exercises import Mistake
 from transformer_nb.exercises.capstone import PackageExercise, Problem, _close, load_package_weights, randomise_, slip
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.stack import check_ids
 from transformer_nb.transformer import Transformer
-from transformer_nb.utils import as_int, check_module
+from transformer_nb.utils import as_int
 
 NOTEBOOK = "12_capstone"
 

@@ -13,7 +13,7 @@ reverse short sequences of symbols.
 Everything is importable from here: ``from transformer_nb import reversal as rv``; ``rv.train(...)``.
 
 Devices: a model is built on the CPU (the same weights everywhere) and moved to ``device``
-(default ``utils.get_device()``); data is drawn on the CPU and moved to ``device`` (default the
+(default ``env.get_device()``); data is drawn on the CPU and moved to ``device`` (default the
 CPU); every function that takes a model computes on the model's device, moves its other inputs
 there, and returns its tensors there.
 """

@@ -18,9 +18,10 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.block import ACTIVATION
+from transformer_nb.env import get_device
 from transformer_nb.models import EncoderDecoder
 from transformer_nb.reversal.data import MAX_LEN, PAD, VOCAB_SIZE
-from transformer_nb.utils import as_int, get_device
+from transformer_nb.utils import as_int
 
 INITS = ("default", "xavier", "xavier_embeddings")
 
@@ -62,7 +63,7 @@ def build_model(cfg: ModelConfig = ModelConfig(), seed: int | None = 0, device=N
     """The package's ``EncoderDecoder`` (vocabulary ``VOCAB_SIZE`` on both sides), seeded, on ``device``.
 
     Built on the CPU (the same initial weights on every machine), then moved to ``device``
-    (default: ``utils.get_device()``, the device ``setup()`` reports).
+    (default: ``env.get_device()``, the device ``setup()`` reports).
     """
     if not isinstance(cfg, ModelConfig):
         raise TypeError(f"cfg must be a reversal ModelConfig, got {type(cfg).__name__}")

@@ -24,12 +24,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb import cache
+from transformer_nb.env import env_flag, get_device
 from transformer_nb.reversal.data import MAX_LEN, PAD, Batch, collate, make_pairs, random_batch, sequence_codes
 from transformer_nb.reversal.decoding import evaluate, model_device
 from transformer_nb.reversal.recipes import Recipe, build_model, warmup_factor
 from transformer_nb.train import in_workers
 from transformer_nb.train import train as run_training
-from transformer_nb.utils import as_int, env_flag, get_device
+from transformer_nb.utils import as_int
 
 CUDA_GRAPHS = True  # on a CUDA device, run the training forward and backward as CUDA graphs (False: eager)
 WORKERS = 2  # load_or_train_many: runs trained at once on the CPU, one process and one thread each
@@ -251,7 +252,7 @@ def load_or_train(
 ):
     """Build the recipe's model on ``device`` and load its trained weights from the cache, or train and save it.
 
-    ``device``: default ``utils.get_device()``. The model is on ``device`` whatever happens: a
+    ``device``: default ``env.get_device()``. The model is on ``device`` whatever happens: a
     cache hit, a refused (corrupt, stale, mismatched) file and a retrain alike; ``eval_batch`` may
     live anywhere. Uses ``cache.load_or_train`` (verified loads; a refused file is reported and the
     model retrained). Returns ``(model, history, trained_now)``; the history (losses, exact-match
