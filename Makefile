@@ -79,11 +79,13 @@ lint: $(INSTALLED)
 	$(BIN)/ruff check transformer_nb tests tools notebooks/*.ipynb
 	$(BIN)/ruff format --check transformer_nb tests tools
 
+# --no-loadscope-reorder: xdist hands out the files in the order tests/notebook_harness.py gives them (the longest
+# first, the notebooks' models cached before the tests that load them), not by how many tests each has.
 test: $(INSTALLED)
 	@rm -rf build/test-cache && mkdir -p build/test-cache
 	@status=0; \
 	$(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" $(if $(filter 1,$(TEST_WORKERS)),,OMP_NUM_THREADS=1) \
-	  $(BIN)/python -m pytest tests $(NOTEBOOKS) $(NBVAL) --solutions -n $(TEST_WORKERS) --dist loadfile \
+	  $(BIN)/python -m pytest tests $(NOTEBOOKS) $(NBVAL) --solutions -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 	  --durations=0 --durations-min=1 || status=$$?; \
 	echo "make test finished in $$(( $$(date +%s) - $(MAKE_START) )) s (install included), exit $$status"; \
 	exit $$status

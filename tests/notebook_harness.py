@@ -7,7 +7,8 @@ returns a list of human-readable problems (empty = fine) that names the notebook
 wrong and the command that fixes it.
 
 The module is also a tiny pytest plugin (loaded with `-p notebook_harness`, see
-pyproject.toml) that prints the wall time of each notebook run under nbval.
+pyproject.toml) that prints the wall time of each notebook run under nbval and orders a session's files
+(longest first: the notebooks under nbval, then the tests that load the models they cached).
 
 Layout assumed: ROOT/notebooks/NAME.ipynb and its twin ROOT/notebooks/py/NAME.py; the
 package modules recorded in a stamp are paths relative to ROOT.
@@ -307,6 +308,30 @@ def pytest_terminal_summary(terminalreporter):
         for path, seconds in _seconds.items():
             record_runtime(Path(path).stem, os.environ.get("TNB_PROFILE", "full"), seconds)
         tr.write_line(f"recorded in {RUNTIMES}")
+
+
+WIDGETS_IN_BROWSER = "tests/browser/test_widgets_in_browser.py"
+SOLUTIONS_RUN = "tests/test_notebooks_pass_with_their_solutions.py"
+
+
+def _run_order(item, quick_s: dict) -> tuple:
+    """Where ``item``'s file comes in a session: the notebooks under nbval, longest first (``notebooks/runtimes.json``,
+    quick profile), then the widgets in the browser and the solutions run, which load the models those notebooks
+    cached, then everything else in collection order."""
+    path = Path(str(item.path)).resolve()
+    if path.suffix == ".ipynb":
+        return 0, -quick_s.get(path.stem, 0.0)
+    rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else ""
+    return {WIDGETS_IN_BROWSER: 1, SOLUTIONS_RUN: 2}.get(rel, 3), 0.0
+
+
+def pytest_collection_modifyitems(session, config, items):
+    """The longest work first, so that ``make test``'s xdist workers (``--dist loadfile --no-loadscope-reorder``
+    hands out files in this order) end together, and a test that loads a notebook's trained model finds it."""
+    runtimes = ROOT / RUNTIMES
+    data = json.loads(runtimes.read_text()) if runtimes.exists() else {}
+    quick_s = {name: r.get("quick_s", 0.0) for name, r in data.items()}
+    items.sort(key=lambda item: _run_order(item, quick_s))  # stable: a file's items keep their order
 
 
 def pytest_addoption(parser):

@@ -244,18 +244,39 @@ SHOWN_ERRORS = {
 }
 
 
-@pytest.mark.parametrize("how", sorted(SHOWN_ERRORS))
-def test_an_error_shown_without_raising_fails_the_refresh_and_keeps_the_stored_notebook(project, how):
-    """An error reported without raising -- showtraceback() in an except block (ipywidgets interact does
-    this), a traceback printed by traceback.print_exc() or logging.exception(), or an exception raised in
-    a thread -- fails the refresh before anything is written."""
+#: how each way of SHOWN_ERRORS is named in the refresh's failure ({cell}: its cell's number in the notebook)
+SHOWN_AS = {
+    "showtraceback": "cell {cell} stores an error output (ZeroDivisionError: division by zero)",
+    "interact": "(an Output widget, e.g. of interact) stores an error output (ZeroDivisionError: division by zero)",
+    "print_exc": "cell {cell} stores an error output (a traceback printed to stderr, ending 'ZeroDivisionError",
+    "logging": "cell {cell} stores an error output (a traceback printed to stderr, ending 'ZeroDivisionError",
+    "thread": "cell {cell} stores an error output (a traceback printed to stderr, ending 'ZeroDivisionError",
+}
+
+
+@pytest.fixture(scope="module")
+def shown_errors(refreshed, tmp_path_factory):
+    """One refresh of a copy whose twin ends with one cell per way of SHOWN_ERRORS (one kernel for all five):
+    ``(result, {how: its cell's number}, notebook path, its bytes before)``."""
+    project = tmp_path_factory.mktemp("shown") / "p"
+    shutil.copytree(refreshed, project)
     ipynb, twin = paths(project)
     before = ipynb.read_bytes()
-    twin.write_text(TWIN + "\n# %%\n" + SHOWN_ERRORS[how])
-    result = run_refresh(project, twin)
+    first = len(json.loads(before)["cells"]) + 1
+    cells = {how: first + k for k, how in enumerate(sorted(SHOWN_ERRORS))}
+    twin.write_text(TWIN + "".join(f"\n# %%\n{SHOWN_ERRORS[how]}" for how in cells))
+    return run_refresh(project, twin), cells, ipynb, before
+
+
+@pytest.mark.parametrize("how", sorted(SHOWN_ERRORS))
+def test_an_error_shown_without_raising_fails_the_refresh_and_keeps_the_stored_notebook(shown_errors, how):
+    """An error reported without raising -- showtraceback() in an except block (ipywidgets interact does
+    this), a traceback printed by traceback.print_exc() or logging.exception(), or an exception raised in
+    a thread -- fails the refresh, naming its cell, before anything is written."""
+    result, cells, ipynb, before = shown_errors
     assert result.returncode == 1, result.stdout + result.stderr
-    assert "ZeroDivisionError" in result.stderr and f"{NAME} FAILED" in result.stderr
-    assert "stored notebook is unchanged" in result.stderr
+    assert SHOWN_AS[how].format(cell=cells[how]) in result.stderr, result.stderr
+    assert f"{NAME} FAILED" in result.stderr and "stored notebook is unchanged" in result.stderr
     assert ipynb.read_bytes() == before
     assert not [p.name for p in ipynb.parent.iterdir() if p.name.endswith(".tmp")]
 
