@@ -23,6 +23,7 @@ code (``ex.solution()`` run without being asked).
 
 import ast
 import difflib
+import functools
 import html
 import importlib
 import inspect
@@ -173,15 +174,27 @@ def _source_lines(obj) -> list:
     return [line for line in lines if len(line) > 30 and not line.startswith(("#", '"', "'"))]
 
 
-def _imported_checkers(nb) -> set:
+@functools.cache
+def _reveal_lines(dotted: str) -> tuple:
+    """``_source_lines`` of the package object that ``dotted`` names, read once per session."""
+    return tuple(_source_lines(_resolve(dotted)))
+
+
+def _imported_checkers(nb) -> frozenset:
     """Names a notebook imports from ``transformer_nb.exercises.*`` (whatever they are called)."""
+    return _imported_by(tuple(_source(cell) for cell in nb.get("cells", []) if cell.get("cell_type") == "code"))
+
+
+@functools.lru_cache(maxsize=32)
+def _imported_by(sources: tuple) -> frozenset:
+    """``_imported_checkers`` of the code cells ``sources``: parsed once per notebook, not once per cell scanned."""
     names = set()
-    for cell in nb.get("cells", []):
-        tree = _tree(cell) if cell.get("cell_type") == "code" else None
+    for src in sources:
+        tree = _tree({"source": src})
         for node in ast.walk(tree) if tree else ():
             if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformer_nb.exercises"):
                 names.update(a.asname or a.name for a in node.names)
-    return names
+    return frozenset(names)
 
 
 def exercises_by_notebook() -> dict:
@@ -266,7 +279,7 @@ class _Scanner:
                 )
                 if re.search(rf"(show_source|getsource)\([^)]*\b{re.escape(short)}\b", _source(cell)):
                     found.append(f"shows the source of {dotted}, the answer to {ex.title}")
-                elif sum(line in text for line in _source_lines(_resolve(dotted))) >= 3:
+                elif sum(line in text for line in _reveal_lines(dotted)) >= 3:
                     found.append(f"its output contains the source of {dotted}, the answer to {ex.title}")
         if tree is None:
             return found
