@@ -85,7 +85,6 @@ ELSEWHERE = {
     "transformer_nb.masks.self_attention_mask": "tests/test_masks_bad_input.py::test_bad_input_raises_clear_error[<lambda>-TypeError-bool mask]",
     "transformer_nb.models.Embedder": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[Embedder_refuses_vocab_size_0]",
     "transformer_nb.models.EncoderDecoder": "tests/test_models_bad_input.py::test_keep_must_be_bool",
-    "transformer_nb.bert.EncoderOnly": "tests/test_models_bad_input.py::test_ids_not_two_dimensional",
     "transformer_nb.multihead.KVCache": "tests/test_lm_bad_input.py::test_bad_states_and_caches",
     "transformer_nb.multihead.MultiHeadAttention": "tests/test_multihead_bad_input.py::test_batch_mismatch",
     "transformer_nb.probes.head_stats": "tests/test_multihead_bad_input.py::test_counting_helpers_reject_bad_arguments",

@@ -11,8 +11,7 @@ Only the masks and the presence of cross-attention differ:
 A GPT block *is* an encoder block run with ``is_causal=True``: the decoder-only ``Transformer``
 uses ``Encoder(..., causal=True)``. ``DecoderLayer`` (with cross-attention) is used only by the
 encoder–decoder. The stacks ``Encoder`` and ``Decoder`` live in ``stack.py``; this module adds
-the embeddings in front and the heads behind. The encoder-only model is ``Transformer(arch="encoder")``
-(notebook 08's BERT-style ``EncoderOnly``, with its classifier, is companion code in ``bert.py``).
+the embeddings in front and the heads behind. The encoder-only model is ``Transformer(arch="encoder")``.
 
 Elsewhere: the three training objectives in ``objectives.py``, the masks and shapes each
 sublayer really used in ``probes.py``, the parameter groups in ``params.numel_breakdown``, and
