@@ -77,8 +77,6 @@ ELSEWHERE = {
     "transformer_nb.lm_training.window_batches": "tests/test_hostile_input_gets_clear_errors.py::test_window_batches_refuses_a_stream_too_short_for_one_batch_at_the_call",
     "transformer_nb.interop.additive": "tests/test_masks_bad_input.py::test_bad_input_raises_clear_error[<lambda>-TypeError-expects a bool mask]",
     "transformer_nb.masks.causal_mask": "tests/test_masks_bad_input.py::test_errors_show_what_was_received",
-    "transformer_nb.masks.combine": "tests/test_masks_bad_input.py::test_errors_show_what_was_received",
-    "transformer_nb.masks.cross_attention_mask": "tests/test_masks_bad_input.py::test_bad_input_raises_clear_error[<lambda>-TypeError-T_q must be an int2]",
     "transformer_nb.masks.key_padding": "tests/test_masks_bad_input.py::test_bad_input_raises_clear_error[<lambda>-ValueError-T_q must be >= 0_1]",
     "transformer_nb.masks.padding_mask": "tests/test_masks_bad_input.py::test_errors_show_what_was_received",
     "transformer_nb.masks.padding_mask_from_ids": "tests/test_masks_bad_input.py::test_more_bad_input_raises_clear_error[<lambda>-TypeError-integer token ids]",

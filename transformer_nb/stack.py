@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.block import ACTIVATION, DecoderLayer, EncoderLayer, check_decoder_inputs, check_hidden, make_norm
-from transformer_nb.masks import cross_attention_mask, key_padding
+from transformer_nb.masks import key_padding
 from transformer_nb.utils import INNER, as_int, check_device
 
 
@@ -158,7 +158,7 @@ class Decoder(nn.Module):
         check_keep(memory_keep, memory.shape[0], memory.shape[1], "memory_keep (source padding)")
         t = x.shape[1]
         self_mask = None if keep is None else key_padding(keep, t)
-        memory_mask = None if memory_keep is None else cross_attention_mask(memory_keep, t)
+        memory_mask = None if memory_keep is None else key_padding(memory_keep, t)
         with INNER:  # the layers trust these checks
             for layer in self.layers:
                 x = layer(x, memory, self_mask=self_mask, memory_mask=memory_mask)
