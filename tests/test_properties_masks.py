@@ -5,7 +5,7 @@ ids and masks, good or bad. Good input gives a mask with the defining property; 
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from property_helpers import NOT_INT, bad, bool_tensors, call, expect_refusal, good, int_tensors, size
+from property_helpers import NOT_INT, bad, bool_tensors, call, good, int_tensors, size
 
 from transformer_nb import interop, masks
 
