@@ -176,6 +176,7 @@ ELSEWHERE = {
     "transformer_nb.utils.as_int": "tests/test_properties_checks_and_utils.py::test_as_int",
     "transformer_nb.utils.as_real": "tests/test_profile_argument_helpers.py::test_as_real",
     "transformer_nb.utils.check_device": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[check_device_refuses_meta_input_to_a_cpu_model]",
+    "transformer_nb.utils.check_dropout": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[check_dropout_refuses_a_probability_of_1]",
     "transformer_nb.utils.check_like": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[check_like_refuses_float16_into_float32_weights]",
     "transformer_nb.utils.check_memory": "tests/test_profile_argument_helpers.py::test_check_memory",
     "transformer_nb.env.env_flag": "tests/test_profile_env_switches_and_paths.py::test_a_switch_that_is_neither_is_an_error_naming_the_variable_and_the_choices[2]",

@@ -154,6 +154,8 @@ CASES = {
         ValueError,
         "x is on the meta device",
     ),
+    "check_dropout_refuses_a_probability_of_1": (utils.check_dropout, (1.0,), ValueError, "got 1.0"),
+    "check_dropout_refuses_a_string": (utils.check_dropout, ("0.1",), ValueError, "got '0.1'"),
     "check_like_refuses_float16_into_float32_weights": (
         utils.check_like,
         ("x", torch.zeros(1).half(), torch.zeros(1)),

@@ -33,7 +33,7 @@ from transformer_nb.output_head import OutputHead
 from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.rope import RoPE
 from transformer_nb.stack import Decoder, Encoder, check_keep
-from transformer_nb.utils import INNER, as_int, check_device
+from transformer_nb.utils import INNER, as_int, check_device, check_dropout
 
 ARCHS = ("encoder", "decoder", "encoder-decoder")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")
@@ -143,8 +143,7 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
         raise ValueError(
             f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
         )
-    if isinstance(cfg.dropout, bool) or not isinstance(cfg.dropout, (int, float)) or not 0 <= cfg.dropout < 1:
-        raise ValueError(f"dropout is a probability in [0, 1), got {cfg.dropout!r}")
+    check_dropout(cfg.dropout)
     if cfg.arch != "encoder-decoder":
         if cfg.n_dec_layers is not None or cfg.tgt_vocab is not None:
             raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
