@@ -40,8 +40,8 @@ def test_ids_not_two_dimensional(seq2seq):
 
 
 def test_ids_of_the_wrong_type(seq2seq):
-    _raises(TypeError, ["integer token ids", "torch.float32"], seq2seq.encode, torch.tensor([[1.0, 2.0]]))
-    _raises(TypeError, ["torch.Tensor", "list"], seq2seq.encode, [[1, 2]])
+    _raises(TypeError, ["integer tensor of word ids", "torch.float32"], seq2seq.encode, torch.tensor([[1.0, 2.0]]))
+    _raises(TypeError, ["integer tensor", "list"], seq2seq.encode, [[1, 2]])
 
 
 def test_memory_with_wrong_d_model(seq2seq):

@@ -35,7 +35,12 @@ CASES = {
         ValueError,
         "x must have shape",
     ),
-    "check_ids_refuses_float_ids": (stack.check_ids, (torch.zeros(2, 3), "ids"), TypeError, "ids must hold integer"),
+    "check_ids_refuses_float_ids": (
+        stack.check_ids,
+        (torch.zeros(2, 3), "ids"),
+        TypeError,
+        "ids must be an integer tensor",
+    ),
     "check_keep_refuses_a_float_mask": (stack.check_keep, (torch.zeros(2, 3), 2, 3, "keep"), TypeError, "keep must"),
     "check_tokens_refuses_bos_among_symbols": (
         rv_data.check_tokens,
