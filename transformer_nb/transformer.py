@@ -217,8 +217,7 @@ class LanguageModel(nn.Module):
         or ``"none"`` (``(B, T)``). For evaluation, which sums per-token losses over a whole text."""
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"ids must be an integer tensor of word ids, got {type(ids).__name__}")
+        self.check_ids(ids)
         self._check_targets(targets, ids)
         h, state = self.hidden(ids, state)
         out = self.head.nll(h.reshape(-1, h.shape[-1]), targets.reshape(-1))
