@@ -130,8 +130,8 @@ def test_helpers_reject_bad_input():
 
 
 def test_embedding_sizes_and_pad_id():
-    _raises(ValueError, ["vocab_size must be a positive integer", "0"], EncoderDecoder, 0, 10)
-    _raises(ValueError, ["d_model must be a positive integer"], EncoderDecoder, 10, 10, 0)
+    _raises(ValueError, ["vocab_size must be >= 1", "0"], EncoderDecoder, 0, 10)
+    _raises(ValueError, ["d_model must be >= 1"], EncoderDecoder, 10, 10, 0)
     _raises(ValueError, ["pad_id must be None or an id in [0, vocab_size=10)", "12"], EncoderDecoder, 10, 10, pad_id=12)
     _raises(ValueError, ["d_model must be >= 1", "0"], Transformer, vocab=10, d_model=0)
 
