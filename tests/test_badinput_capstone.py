@@ -50,7 +50,7 @@ CASES = {
         LM + "future_changes",
         lambda: capstone_lm.future_changes(nn.Linear(4, 4), torch.zeros(1, 4), [1]),
         TypeError,
-        "ids must hold integer token ids",
+        "ids must be an integer tensor of word ids",
     ),
     "package_lm_refuses_an_empty_vocabulary": Case(
         LM + "package_lm", lambda: capstone_lm.package_lm(0, 16, 2, 32, 1, 8), ValueError, "vocab_size must be >= 1"

@@ -6,8 +6,6 @@ import torch
 from transformer_nb.interop import additive
 from transformer_nb.masks import (
     causal_mask,
-    combine,
-    cross_attention_mask,
     key_padding,
     padding_mask,
     padding_mask_from_ids,
@@ -37,15 +35,12 @@ from transformer_nb.masks import (
         (lambda: causal_mask(True), TypeError, "T_q must be an int"),
         (lambda: additive(torch.ones(3, 3)), TypeError, "expects a bool mask"),
         (lambda: additive([[True]]), TypeError, "expects a bool torch.Tensor mask"),
-        (lambda: combine(causal_mask(3), torch.ones(3, 3)), TypeError, "combine() expects a bool mask"),
-        (lambda: combine(causal_mask(3), torch.ones(3, 3, dtype=torch.int64)), TypeError, "got dtype torch.int64"),
-        (lambda: combine(causal_mask(3), causal_mask(4)), ValueError, "do not broadcast"),
+        (lambda: additive(torch.ones(3, 3, dtype=torch.int64)), TypeError, "got dtype torch.int64"),
         (lambda: key_padding(torch.ones(2, 3)), TypeError, "keep must be a (B, T_k) bool mask"),
         (lambda: key_padding(torch.ones(3, dtype=torch.bool)), ValueError, "keep must be a (B, T_k) bool mask"),
         (lambda: key_padding(padding_mask([2, 3]), -2), ValueError, "T_q must be >= 0"),
         (lambda: self_attention_mask(torch.ones(2, 3), causal=True), TypeError, "bool mask"),
         (lambda: self_attention_mask([[True]]), TypeError, "keep must be a (B, T_k) bool mask"),
-        (lambda: cross_attention_mask(padding_mask([2, 3]), 2.0), TypeError, "T_q must be an int"),
     ],
 )
 def test_bad_input_raises_clear_error(fn, exc, words):
@@ -61,15 +56,11 @@ def test_errors_show_what_was_received():
     with pytest.raises(ValueError) as info:
         causal_mask(5, 3)
     assert "T_q=5" in str(info.value) and "T_k=3" in str(info.value)
-    with pytest.raises(ValueError) as info:
-        combine(causal_mask(3), causal_mask(4))
-    assert "(3, 3)" in str(info.value) and "(4, 4)" in str(info.value)
 
 
 def test_valid_edge_cases_still_work():
     assert padding_mask([0, 0], max_len=2).sum() == 0
     assert causal_mask(0).shape == (0, 0)
-    assert combine(None, causal_mask(2), None).equal(causal_mask(2))
     assert causal_mask(torch.tensor(3)).shape == (3, 3)  # a 0-d int tensor is an int
 
 
@@ -98,7 +89,6 @@ def test_valid_edge_cases_still_work():
         (lambda: key_padding(torch.ones(2, 3, dtype=torch.long)), TypeError, "keep must be a (B, T_k) bool mask"),
         (lambda: key_padding(padding_mask([2, 3]), 2.0), TypeError, "T_q must be an int"),
         (lambda: key_padding(padding_mask([2, 3]), True), TypeError, "T_q must be an int"),
-        (lambda: combine(causal_mask(3), [[True]]), TypeError, "combine() expects a bool torch.Tensor mask"),
     ],
 )
 def test_more_bad_input_raises_clear_error(fn, exc, words):
@@ -108,7 +98,6 @@ def test_more_bad_input_raises_clear_error(fn, exc, words):
 
 
 def test_more_valid_edge_cases():
-    assert combine() is None and combine(None) is None  # nothing to combine: no mask
     assert padding_mask_from_ids(torch.tensor([[1, 0]], dtype=torch.int32), 0).tolist() == [[True, False]]
     assert additive(causal_mask(2), dtype=torch.float16).dtype == torch.float16
     assert causal_mask(2, device="meta").device.type == "meta"  # the meta device has shapes only

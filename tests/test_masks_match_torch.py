@@ -17,8 +17,6 @@ from transformer_nb.attention import scaled_dot_product_attention
 from transformer_nb.interop import additive
 from transformer_nb.masks import (
     causal_mask,
-    combine,
-    cross_attention_mask,
     key_padding,
     padding_mask,
     padding_mask_from_ids,
@@ -50,7 +48,7 @@ def test_rectangular_causal_is_lower_right(t_q, t_k):
 def test_bool_and_additive_give_identical_attention():
     g = torch.Generator().manual_seed(0)
     q, k, v = (torch.randn(2, 3, 7, 8, generator=g) for _ in range(3))
-    m = combine(key_padding(padding_mask([7, 4]), 7), causal_mask(7))
+    m = key_padding(padding_mask([7, 4]), 7) & causal_mask(7)
     ob, wb = scaled_dot_product_attention(q, k, v, m)
     oa, wa = scaled_dot_product_attention(q, k, v, additive(m))
     assert torch.equal(wb, wa) and torch.equal(ob, oa)
@@ -93,7 +91,7 @@ def test_cross_attention_padding_matches_key_padding_mask():
     mha, one_head = _mha_and_one_head(seed=1)
     src_keep = padding_mask([4, 6, 1])
     dec, enc = torch.randn(3, 5, 8), torch.randn(3, 6, 8)
-    mask = cross_attention_mask(src_keep, 5)
+    mask = key_padding(src_keep, 5)  # cross-attention's mask: the source's padding
     assert mask.shape == (3, 1, 5, 6)
     with torch.no_grad():
         ours = one_head(dec, enc, mask[:, 0])
@@ -141,11 +139,11 @@ def test_fully_masked_rows_are_zero_not_nan():
     assert torch.isfinite(q.grad).all()
 
 
-def test_combine_is_and_as_in_multihead_attention_with_both_masks():
-    """MHA applies key_padding_mask AND attn_mask; combine() of the two package masks must do the same."""
+def test_and_of_the_masks_is_multihead_attention_with_both_masks():
+    """MHA applies key_padding_mask AND attn_mask; the & of the two package masks must do the same."""
     mha, one_head = _mha_and_one_head(seed=4)
     keep = padding_mask([5, 3])
-    m = combine(key_padding(keep, 5), causal_mask(5))
+    m = key_padding(keep, 5) & causal_mask(5)
     assert torch.equal(m, self_attention_mask(keep, causal=True))
     assert torch.equal(m[1, 0, 4], torch.tensor([True, True, True, False, False]))
     x = torch.randn(2, 5, 8)

@@ -4,7 +4,6 @@ parameter bookkeeping (the causal mask is free, tying saves |V|·d) holds; the s
 
 import torch
 
-from transformer_nb.bert import EncoderOnly
 from transformer_nb.block import DecoderLayer, EncoderLayer
 from transformer_nb.masks import padding_mask
 from transformer_nb.models import EncoderDecoder, Transformer
@@ -18,6 +17,11 @@ V = 30
 def decoder_only(n_layers: int, **fields) -> Transformer:
     """The decoder-only ``Transformer`` at these tests' sizes (d_model 32, 4 heads, d_ff 64)."""
     return Transformer(vocab=V, d_model=32, n_heads=4, n_layers=n_layers, d_ff=64, **fields)
+
+
+def encoder_only(n_layers: int) -> Transformer:
+    """The same ``Transformer``, ``arch="encoder"`` (BERT-style, bidirectional)."""
+    return decoder_only(n_layers, arch="encoder")
 
 
 def _numel(m):
@@ -35,9 +39,9 @@ def test_recorded_masks_name_each_sublayer():
     ids = torch.randint(1, V, (2, 6))
     keep = padding_mask([6, 4], 6)
     labels = lambda recs: [(r["name"], r["kind"], r["label"]) for r in recs]
-    assert labels(capture_masks(EncoderOnly(V, 32, 4, 2, 64), ids, keep)) == [
-        ("encoder.layers.0.self_attn", "self", "padding"),
-        ("encoder.layers.1.self_attn", "self", "padding"),
+    assert labels(capture_masks(encoder_only(2), ids, keep=keep)) == [
+        ("blocks.layers.0.self_attn", "self", "padding"),
+        ("blocks.layers.1.self_attn", "self", "padding"),
     ]
     assert labels(capture_masks(decoder_only(1), ids, keep=keep)) == [
         ("blocks.layers.0.self_attn", "self", "causal + padding")
@@ -53,8 +57,8 @@ def test_recorded_masks_name_each_sublayer():
 
 
 def test_same_blocks_and_the_mask_is_free():
-    enc, dec = EncoderOnly(V, 32, 4, 3, 64), decoder_only(3)
-    assert {type(m) for m in enc.encoder.layers} == {type(m) for m in dec.blocks.layers} == {EncoderLayer}
+    enc, dec = encoder_only(3), decoder_only(3)
+    assert {type(m) for m in enc.blocks.layers} == {type(m) for m in dec.blocks.layers} == {EncoderLayer}
     assert not any(isinstance(m, DecoderLayer) for m in dec.modules())
     assert _numel(enc) == _numel(dec)
 
@@ -130,5 +134,3 @@ def test_parameter_breakdown_adds_up_and_counts_tied_tensors_once():
     assert b["cross-attention"] == 4 * 32 * 32 + 4 * 32
     assert b["attention"] == 4 * (4 * 32 * 32 + 4 * 32)  # 2 encoder layers' self + the decoder's self and cross
     assert numel_breakdown(decoder_only(1))["cross-attention"] == 0
-    clf = numel_breakdown(EncoderOnly(V, 32, 4, 1, 64, n_classes=3))
-    assert clf["other"] == 32 * 3 + 3 and clf["head"] == 0  # the classifier; the MLM head is tied

@@ -23,7 +23,7 @@ from property_helpers import (
     size,
 )
 
-from transformer_nb import bert, block, models, params, reference
+from transformer_nb import block, models, params, reference
 from transformer_nb.masks import padding_mask
 
 
@@ -220,11 +220,11 @@ def test_decoder_only_logits_depend_only_on_the_past(vocab, t, cut, seed, dims):
 @heavy
 def test_encoder_only_ignores_what_is_padded(lengths, seed):
     torch.manual_seed(seed)
-    m = bert.EncoderOnly(11, d_model=8, n_heads=2, n_layers=2, d_ff=16, max_len=8, pad_id=0).eval()
+    m = models.Transformer(vocab=11, d_model=8, n_heads=2, n_layers=2, d_ff=16, max_len=8, arch="encoder").eval()
     keep = padding_mask(lengths)
     ids = torch.randint(1, 11, keep.shape) * keep
     junk = torch.where(keep, ids, torch.randint(1, 11, keep.shape))  # other tokens where padded
-    a, b = m(ids, keep), m(junk, keep)
+    (a, _), (b, _) = m(ids, keep=keep), m(junk, keep=keep)
     assert torch.allclose(a[keep], b[keep], atol=1e-5)
 
 

@@ -35,7 +35,12 @@ CASES = {
         ValueError,
         "x must have shape",
     ),
-    "check_ids_refuses_float_ids": (stack.check_ids, (torch.zeros(2, 3), "ids"), TypeError, "ids must hold integer"),
+    "check_ids_refuses_float_ids": (
+        stack.check_ids,
+        (torch.zeros(2, 3), "ids"),
+        TypeError,
+        "ids must be an integer tensor",
+    ),
     "check_keep_refuses_a_float_mask": (stack.check_keep, (torch.zeros(2, 3), 2, 3, "keep"), TypeError, "keep must"),
     "check_tokens_refuses_bos_among_symbols": (
         rv_data.check_tokens,
@@ -154,6 +159,8 @@ CASES = {
         ValueError,
         "x is on the meta device",
     ),
+    "check_dropout_refuses_a_probability_of_1": (utils.check_dropout, (1.0,), ValueError, "got 1.0"),
+    "check_dropout_refuses_a_string": (utils.check_dropout, ("0.1",), ValueError, "got '0.1'"),
     "check_like_refuses_float16_into_float32_weights": (
         utils.check_like,
         ("x", torch.zeros(1).half(), torch.zeros(1)),

@@ -18,7 +18,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.multihead import MultiHeadAttention, check_hidden
-from transformer_nb.utils import INNER, as_int, check_memory
+from transformer_nb.utils import INNER, as_int, check_dropout, check_memory
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 ACTIVATION = "relu"  # the FFN activation of every block, stack and model that does not name one (the one place)
@@ -63,8 +63,7 @@ class FeedForward(nn.Module):
                 f"d_ff (the FFN's hidden width) must be a positive integer, got {d_ff!r}; "
                 f"the usual choice is 4·d_model = {4 * d_model}"
             )
-        if not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout is a probability in [0, 1), got {dropout!r}")
+        check_dropout(dropout)
         check_memory(f"d_model x d_ff = {d_model} x {d_ff} (the FFN's weights)", 3 * 4 * d_model * d_ff)
         self.activation, self.d_model = activation, d_model
         self.linear1 = nn.Linear(d_model, d_ff, bias=bias)

@@ -24,7 +24,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.block import DecoderLayer, EncoderLayer
-from transformer_nb.masks import _check_bool_mask, causal_mask
+from transformer_nb.masks import causal_mask
 from transformer_nb.models import EncoderDecoder
 from transformer_nb.multihead import MultiHeadAttention
 from transformer_nb.stack import Decoder, Encoder
@@ -297,7 +297,10 @@ def to_torch(ours):
 
 def additive(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
     """Bool mask -> float mask of ``dtype`` (a floating dtype): 0 where True (attend), -inf where False (blocked)."""
-    _check_bool_mask("additive()", mask)
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"additive() expects a bool torch.Tensor mask, got {type(mask).__name__}")
+    if mask.dtype != torch.bool:
+        raise TypeError(f"additive() expects a bool mask (True = may attend), got dtype {mask.dtype}")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"additive(): dtype must be a floating torch.dtype (it holds -inf), got {dtype!r}")
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))

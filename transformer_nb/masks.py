@@ -15,13 +15,6 @@ import torch
 from transformer_nb.utils import as_device, as_int, check_memory
 
 
-def _check_bool_mask(fn: str, mask) -> None:
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"{fn} expects a bool torch.Tensor mask, got {type(mask).__name__}")
-    if mask.dtype != torch.bool:
-        raise TypeError(f"{fn} expects a bool mask (True = may attend), got dtype {mask.dtype}")
-
-
 def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
     """``(T_q, T_k)`` bool, True where key j is not in query i's future.
 
@@ -99,29 +92,3 @@ def self_attention_mask(keep: torch.Tensor, causal: bool = False) -> torch.Tenso
     if causal:
         mask = mask & causal_mask(keep.shape[-1], device=keep.device)
     return mask
-
-
-def cross_attention_mask(src_keep: torch.Tensor, t_q: int) -> torch.Tensor:
-    """Cross-attention mask ``(B, 1, T_q, S)``: decoder queries may not attend to padded source keys."""
-    return key_padding(src_keep, t_q)
-
-
-def combine(*masks: torch.Tensor) -> torch.Tensor:
-    """Logical AND of bool masks (broadcast): a key is visible only if every mask allows it.
-
-    ``None`` arguments are skipped; with no mask at all the result is ``None`` (nothing is blocked).
-    """
-    out = None
-    for m in masks:
-        if m is None:
-            continue
-        _check_bool_mask("combine()", m)
-        if out is not None:
-            try:
-                torch.broadcast_shapes(out.shape, m.shape)
-            except RuntimeError:
-                raise ValueError(
-                    f"combine(): masks of shapes {tuple(out.shape)} and {tuple(m.shape)} do not broadcast"
-                ) from None
-        out = m if out is None else out & m
-    return out

@@ -11,8 +11,7 @@ Only the masks and the presence of cross-attention differ:
 A GPT block *is* an encoder block run with ``is_causal=True``: the decoder-only ``Transformer``
 uses ``Encoder(..., causal=True)``. ``DecoderLayer`` (with cross-attention) is used only by the
 encoder–decoder. The stacks ``Encoder`` and ``Decoder`` live in ``stack.py``; this module adds
-the embeddings in front and the heads behind. The encoder-only model is ``Transformer(arch="encoder")``
-(notebook 08's BERT-style ``EncoderOnly``, with its classifier, is companion code in ``bert.py``).
+the embeddings in front and the heads behind. The encoder-only model is ``Transformer(arch="encoder")``.
 
 Elsewhere: the three training objectives in ``objectives.py``, the masks and shapes each
 sublayer really used in ``probes.py``, the parameter groups in ``params.numel_breakdown``, and
@@ -25,6 +24,7 @@ import torch.nn as nn
 from transformer_nb.positional import SinusoidalPositionalEncoding, embedding_scale
 from transformer_nb.stack import Decoder, Encoder, check_ids, check_keep
 from transformer_nb.transformer import Transformer, TransformerConfig
+from transformer_nb.utils import as_int
 
 __all__ = ["Decoder", "Embedder", "Encoder", "EncoderDecoder", "Transformer", "TransformerConfig"]
 
@@ -35,8 +35,7 @@ class Embedder(nn.Module):
     def __init__(self, vocab_size: int, d_model: int, max_len: int, dropout: float = 0.0, pad_id: int | None = None):
         super().__init__()
         for name, v in (("vocab_size", vocab_size), ("d_model", d_model), ("max_len", max_len)):
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise ValueError(f"{name} must be a positive integer, got {v!r}")
+            as_int(name, v, 1)
         if pad_id is not None and (
             isinstance(pad_id, bool) or not isinstance(pad_id, int) or not 0 <= pad_id < vocab_size
         ):

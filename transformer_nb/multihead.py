@@ -16,7 +16,7 @@ import torch.nn.functional as F
 
 from transformer_nb.attention import check_mask, scaled_dot_product_attention
 from transformer_nb.masks import causal_mask
-from transformer_nb.utils import INNER, as_int, check_like
+from transformer_nb.utils import INNER, as_int, check_dropout, check_like
 
 
 def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:
@@ -100,8 +100,7 @@ class MultiHeadAttention(nn.Module):
     ):
         super().__init__()
         d_model, n_heads, n_kv_heads = check_heads(d_model, n_heads, n_kv_heads, bias)
-        if isinstance(dropout, bool) or not isinstance(dropout, (int, float)) or not 0.0 <= dropout < 1.0:
-            raise ValueError(f"dropout is a probability in [0, 1), got {dropout}")
+        check_dropout(dropout)
         self.d_model, self.n_heads, self.n_kv_heads = d_model, n_heads, n_kv_heads
         self.d_head = d_model // n_heads
         self.q_proj = nn.Linear(d_model, d_model, bias=bias)

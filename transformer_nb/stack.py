@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.block import ACTIVATION, DecoderLayer, EncoderLayer, check_decoder_inputs, check_hidden, make_norm
-from transformer_nb.masks import cross_attention_mask, key_padding
+from transformer_nb.masks import key_padding
 from transformer_nb.utils import INNER, as_int, check_device
 
 
@@ -40,25 +40,30 @@ def check_keep(keep, b: int, t: int, name: str) -> None:
         )
 
 
-def check_ids(ids, name: str = "token ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
+def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
     """``ids`` must be a ``(B, T)`` integer tensor with ``T >= min_len`` and, given ``vocab``, ids in ``[0, vocab)``;
     given ``device`` (the model's), on that device (``check_device``).
 
-    The range check reads two numbers back to the host: it is skipped on the meta device (no
-    values) and while a CUDA graph is being captured (no reads allowed).
+    The range is checked on the CPU only: elsewhere reading it back would wait for the device at
+    every call (and the meta device has no values).
     """
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"{name} must be a (B, T) integer torch.Tensor, got {type(ids).__name__}")
+    if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise TypeError(
+            f"{name} must be an integer tensor of word ids, got {got} "
+            "(integer token ids: a torch.Tensor of dtype torch.long)"
+        )
     if ids.dim() != 2 or ids.shape[1] < min_len:
         at_least = f" with T >= {min_len}" if min_len else ""
         raise ValueError(f"{name} must have shape (B, T){at_least}, got {tuple(ids.shape)}")
-    if ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-        raise TypeError(f"{name} must hold integer token ids (torch.long), got dtype {ids.dtype}")
     if device is not None:
         check_device(name, ids, device)
-    capturing = ids.is_cuda and torch.cuda.is_current_stream_capturing()
-    if vocab is not None and ids.numel() and not ids.is_meta and not capturing:
-        lo, hi = ids.aminmax()
+    if vocab is not None and ids.device.type == "cpu" and ids.numel():
+        if ids.numel() <= 8:  # a decoding step: a few Python ints are cheaper than a reduction
+            vals = ids.reshape(-1).tolist()
+            lo, hi = min(vals), max(vals)
+        else:
+            lo, hi = torch.aminmax(ids)
         if lo < 0 or hi >= vocab:
             raise ValueError(f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
 
@@ -158,7 +163,7 @@ class Decoder(nn.Module):
         check_keep(memory_keep, memory.shape[0], memory.shape[1], "memory_keep (source padding)")
         t = x.shape[1]
         self_mask = None if keep is None else key_padding(keep, t)
-        memory_mask = None if memory_keep is None else cross_attention_mask(memory_keep, t)
+        memory_mask = None if memory_keep is None else key_padding(memory_keep, t)
         with INNER:  # the layers trust these checks
             for layer in self.layers:
                 x = layer(x, memory, self_mask=self_mask, memory_mask=memory_mask)

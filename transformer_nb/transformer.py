@@ -32,8 +32,8 @@ from transformer_nb.multihead import KVCache, check_heads
 from transformer_nb.output_head import OutputHead
 from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.rope import RoPE
-from transformer_nb.stack import Decoder, Encoder, check_keep
-from transformer_nb.utils import INNER, as_int, check_device
+from transformer_nb.stack import Decoder, Encoder, check_ids, check_keep
+from transformer_nb.utils import INNER, as_int, check_device, check_dropout
 
 ARCHS = ("encoder", "decoder", "encoder-decoder")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")
@@ -143,8 +143,7 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
         raise ValueError(
             f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
         )
-    if isinstance(cfg.dropout, bool) or not isinstance(cfg.dropout, (int, float)) or not 0 <= cfg.dropout < 1:
-        raise ValueError(f"dropout is a probability in [0, 1), got {cfg.dropout!r}")
+    check_dropout(cfg.dropout)
     if cfg.arch != "encoder-decoder":
         if cfg.n_dec_layers is not None or cfg.tgt_vocab is not None:
             raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
@@ -181,22 +180,8 @@ class LanguageModel(nn.Module):
         return self.head.embed(ids) if self.tok is None else self.tok(ids)
 
     def check_ids(self, ids, name: str = "ids", vocab: int | None = None) -> None:
-        """``ids`` must be a ``(B, T)`` integer tensor of words in ``[0, vocab)`` (default: ``vocab_size``;
-        the range is checked on the CPU only: on a GPU it would wait for the device at every call)."""
-        vocab = self.vocab_size if vocab is None else vocab
-        if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
-            got = f"{ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
-            raise TypeError(f"{name} must be an integer tensor of word ids, got {got}")
-        if ids.dim() != 2:
-            raise ValueError(f"{name} must have shape (B, T), got {tuple(ids.shape)}")
-        if ids.device.type == "cpu" and ids.numel():
-            if ids.numel() <= 8:  # a decoding step: a few Python ints are cheaper than a reduction
-                vals = ids.reshape(-1).tolist()
-                lo, hi = min(vals), max(vals)
-            else:
-                lo, hi = torch.aminmax(ids)
-            if lo < 0 or hi >= vocab:
-                raise ValueError(f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
+        """``stack.check_ids`` against ``vocab`` (default: the model's ``vocab_size``)."""
+        check_ids(ids, name, self.vocab_size if vocab is None else vocab)
 
     def _check_device(self, ids: torch.Tensor, name: str = "ids") -> None:
         """``ids`` must be on the device of the model's parameters (meta ids have no values to embed)."""
@@ -232,8 +217,7 @@ class LanguageModel(nn.Module):
         or ``"none"`` (``(B, T)``). For evaluation, which sums per-token losses over a whole text."""
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        if not isinstance(ids, torch.Tensor):
-            raise TypeError(f"ids must be an integer tensor of word ids, got {type(ids).__name__}")
+        self.check_ids(ids)
         self._check_targets(targets, ids)
         h, state = self.hidden(ids, state)
         out = self.head.nll(h.reshape(-1, h.shape[-1]), targets.reshape(-1))

@@ -54,6 +54,12 @@ def as_real(name: str, value, positive: bool = False) -> float:
     return x
 
 
+def check_dropout(p) -> None:
+    """``p`` must be a dropout probability: a real number in ``[0, 1)``."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+        raise ValueError(f"dropout is a probability in [0, 1), got {p!r}")
+
+
 def as_device(name: str, device) -> torch.device | None:
     """``None``, or a ``torch.device`` that exists here (``meta`` included); else an error naming ``name``."""
     if device is None:

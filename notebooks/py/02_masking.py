@@ -53,7 +53,7 @@ from transformer_nb.attention import scaled_dot_product_attention
 from transformer_nb.interop import additive
 from transformer_nb.masks import (
     causal_mask,
-    cross_attention_mask,
+    key_padding,
     padding_mask,
     padding_mask_from_ids,
     self_attention_mask,
@@ -244,12 +244,12 @@ check_close("nn.MultiheadAttention(key_padding_mask=~keep): the same invariance"
 #
 # In an encoder–decoder, the decoder's queries attend to the encoder's outputs: the score matrix is
 # $T_\text{tgt}\times S$ (001 §19.7.3). The source is fully known, so there is **no causal mask** here
-# (000 §8.2.4), but the source padding must still be blocked: `cross_attention_mask(src_keep, T_tgt)` is
-# the encoder's key-padding mask, broadcast over the $T_\text{tgt}$ queries.
+# (000 §8.2.4), but the source padding must still be blocked. Cross-attention's mask is simply the source's
+# padding mask: `key_padding(src_keep, T_tgt)` broadcasts it over the $T_\text{tgt}$ queries.
 
 # %% tags=["nbval-check-output"]
 src_lengths, T_tgt = [4, 6, 2], 5  # three source sentences; the targets are padded to 5 tokens
-cross = cross_attention_mask(padding_mask(src_lengths), T_tgt)  # (B, 1, T_tgt, S)
+cross = key_padding(padding_mask(src_lengths), T_tgt)  # (B, 1, T_tgt, S)
 check_equal("cross-attention mask shape (B, 1, T_tgt, S)", cross.shape, (3, 1, 5, 6))
 check_true("every decoder query sees exactly the real source tokens",
            torch.equal(cross[:, 0].sum(-1), torch.tensor(src_lengths)[:, None].expand(3, T_tgt)))

@@ -62,12 +62,12 @@ from transformer_nb import check_close, check_equal, check_raises, check_true, p
 from transformer_nb.block import DecoderLayer, EncoderLayer
 from transformer_nb.interop import to_torch, torch_masks
 from transformer_nb.masks import causal_mask, padding_mask
-from transformer_nb.bert import EncoderOnly
-from transformer_nb.models import EncoderDecoder, Transformer
+from transformer_nb.models import EncoderDecoder
 from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm_batch, span_corruption
 from transformer_nb.params import numel
 from transformer_nb.probes import capture_masks, record_attention, trace_shapes
 from transformer_nb.stack import Decoder, Encoder
+from transformer_nb.transformer import Transformer, TransformerConfig
 from transformer_nb.widgets.models import VariantWidget
 
 TRIALS = pick(quick=5, full=50)  # random batches per invariance check
@@ -91,7 +91,7 @@ def show_table(headers, rows):
 #
 # | model | stack(s) | head |
 # |---|---|---|
-# | `EncoderOnly` (BERT) | `EncoderLayer` × N, bidirectional | masked-LM logits at every position, or a classifier on position 0 |
+# | `Transformer` (BERT: `arch="encoder"`) | `EncoderLayer` × N, bidirectional | masked-LM logits at every position (and BERT's pooler on position 0, which a classifier reads) |
 # | `Transformer` (GPT: `arch="decoder"`) | `EncoderLayer` × N, **causal** | next-token logits |
 # | `EncoderDecoder` (original, T5) | `EncoderLayer` × N over the source; `DecoderLayer` × N over the target | next-token logits of the target |
 #
@@ -100,8 +100,8 @@ def show_table(headers, rows):
 # `probes.capture_masks` puts a hook on every attention sublayer, records the mask it was *called with* (plus the
 # causal triangle when `is_causal=True`) and names it from what it blocks. Nothing below is typed by hand.
 #
-# The decoder-only model is the package's one `Transformer`, the model notebooks 10 and 12 train: a frozen
-# `TransformerConfig` names the variant (`arch`), and the class builds its parts from it. Its `forward` returns
+# The encoder-only and decoder-only models are the package's one `Transformer`, the model notebooks 10 and 12
+# train: a frozen `TransformerConfig` names the variant (`arch`), and the class builds its parts from it. Its `forward` returns
 # `(logits, loss)`, as nanoGPT's does; `keep` marks the real tokens of a padded batch:
 
 # %%
@@ -114,9 +114,10 @@ SENTINEL = 25
 D, HEADS, LAYERS, FF = 32, 4, 2, 64
 
 torch.manual_seed(0)
+small = TransformerConfig(vocab=V, d_model=D, n_heads=HEADS, n_layers=LAYERS, d_ff=FF)  # arch="decoder"
 models = {
-    "encoder-only": EncoderOnly(V, D, HEADS, LAYERS, FF, pad_id=PAD, n_classes=2),
-    "decoder-only": Transformer(vocab=V, d_model=D, n_heads=HEADS, n_layers=LAYERS, d_ff=FF),
+    "encoder-only": Transformer(small.with_(arch="encoder", pooler=True)),  # BERT, with its [CLS] pooler
+    "decoder-only": Transformer(small),
     "encoder-decoder": EncoderDecoder(V, V, D, HEADS, LAYERS, LAYERS, FF, pad_id=PAD),
 }
 for m in models.values():
@@ -127,7 +128,7 @@ src_keep = padding_mask([6, 4], 6)  # a padded source / input batch: lengths 6 a
 tgt_keep = padding_mask([5, 3], 5)  # a padded target batch: lengths 5 and 3
 src = torch.randint(5, 25, (2, 6), generator=g).masked_fill(~src_keep, PAD)
 tgt = torch.randint(5, 25, (2, 5), generator=g).masked_fill(~tgt_keep, PAD)
-inputs = {"encoder-only": (src, src_keep), "decoder-only": (src, None, src_keep),  # no targets: no loss
+inputs = {"encoder-only": (src, None, src_keep), "decoder-only": (src, None, src_keep),  # no targets: no loss
           "encoder-decoder": (src, tgt, src_keep, tgt_keep)}
 records = {name: capture_masks(m, *inputs[name]) for name, m in models.items()}
 
@@ -197,7 +198,7 @@ check_equal("cross-attention (T_q, T_k)", [(r["q_shape"][1], r["k_shape"][1]) fo
 check_equal("cross-attention sublayers in encoder-only / decoder-only",
             [sum(r["kind"] == "cross" for r in records[n]) for n in ("encoder-only", "decoder-only")], [0, 0])
 check_equal("the mask has no parameters: encoder-only stack minus decoder-only stack",
-            numel(models["encoder-only"].encoder) - numel(models["decoder-only"].blocks), 0)
+            numel(models["encoder-only"].blocks) - numel(models["decoder-only"].blocks), 0)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2 · Who can see whom, measured
@@ -245,7 +246,7 @@ fixed = nn.TransformerEncoder(nn.TransformerEncoderLayer(D, HEADS, FF, 0.0, batc
                               num_layers=2, enable_nested_tensor=False).eval()
 causal_t = nn.Transformer.generate_square_subsequent_mask(T)
 maps = {
-    "encoder-only (ours)": influence(models["encoder-only"], ids, new_token),
+    "encoder-only (ours)": influence(lambda x: models["encoder-only"](x)[0], ids, new_token),
     "decoder-only (ours)": influence(lambda x: models["decoder-only"](x)[0], ids, new_token),
     "003: TransformerDecoder(x, memory=x,\ntgt_mask=causal)": influence(
         lambda x: text_003(x, memory=x, tgt_mask=causal_t), x_emb, new_vector),
@@ -394,10 +395,8 @@ def padding_drift(variant, use_masks, trials, seed=0):
                 tids2, tkeep2 = junk_padded(tids, tkeep, 2, gen)
                 a = m(ids, tids, mk(keep), mk(tkeep))[tkeep]
                 b = m(ids2, tids2, mk(keep2), mk(tkeep2))[tkeep2]
-            elif variant == "decoder-only":  # (logits, loss)
+            else:  # the Transformer returns (logits, loss)
                 a, b = m(ids, keep=mk(keep))[0][keep], m(ids2, keep=mk(keep2))[0][keep2]
-            else:
-                a, b = m(ids, mk(keep))[keep], m(ids2, mk(keep2))[keep2]
         worst = max(worst, float((a - b).abs().max() / a.abs().max()))
     return worst
 
@@ -516,7 +515,7 @@ def training_loss(variant, model, ids, keep, gen):
     """The loss of one training step of the variant's own objective on a toy batch, and what that loss saw."""
     if variant == "encoder-only":
         inputs, targets = mlm_batch(ids, keep, mask_id=MASK, vocab=V, generator=gen, protect=1)
-        return lm_loss(model(inputs, keep), targets), describe_objective(inputs, targets, mask_id=MASK)
+        return lm_loss(model(inputs, keep=keep)[0], targets), describe_objective(inputs, targets, mask_id=MASK)
     if variant == "decoder-only":
         inputs, targets, in_keep = lm_batch(ids, keep)
         return lm_loss(model(inputs, keep=in_keep)[0], targets), describe_objective(inputs, targets, mask_id=MASK)
@@ -554,9 +553,9 @@ check_equal("objective names, from the batches", {v: f["name"].split(":")[0] for
             {"encoder-only": "masked LM", "decoder-only": "causal LM", "encoder-decoder": "span corruption (T5)"})
 check_true("the masked LM takes a loss at a minority of positions only", 0 < facts["encoder-only"]["loss_fraction"] < 0.5)
 check_true("every loss is finite", all(f["loss is finite"] for f in facts.values()))
-unused = {"encoder-only": len(list(models["encoder-only"].classifier.parameters())), "decoder-only": 0,
-          "encoder-decoder": 0}  # the [CLS] classifier is not part of the MLM loss
-check_equal("parameter tensors without a gradient after backward (only the unused classifier's weight and bias)",
+unused = {"encoder-only": len(list(models["encoder-only"].pooler.parameters())), "decoder-only": 0,
+          "encoder-decoder": 0}  # the [CLS] pooler is not part of the MLM loss
+check_equal("parameter tensors without a gradient after backward (only the unused pooler's weight and bias)",
             {v: len(list(m.parameters())) - facts[v]["params with a gradient"] for v, m in models.items()}, unused)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
