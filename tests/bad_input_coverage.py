@@ -113,7 +113,7 @@ def install() -> None:
                 _wrap_class(obj, key)
             elif not getattr(obj, "__bad_input_wrapped__", False):
                 wrappers[id(obj)] = (obj, _wrap(obj, key))
-    for mod in mods:  # also `from transformer_nb.masks import causal_mask` in other modules
+    for mod in mods:  # also `from transformer_nb.core.masks import causal_mask` in other modules
         for n, v in list(vars(mod).items()):
             if id(v) in wrappers and wrappers[id(v)][0] is v:
                 setattr(mod, n, wrappers[id(v)][1])

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from transformer_nb.attention import scaled_dot_product_attention as sdpa
+from transformer_nb.core.attention import scaled_dot_product_attention as sdpa
 
 
 def qkv(b=2, t_q=4, t_k=5, d_k=8, d_v=3):
@@ -167,14 +167,14 @@ def test_no_keys_at_all_gives_zero_output():
 
 
 def test_check_mask_checks_its_dtype_argument():
-    from transformer_nb.attention import check_mask
+    from transformer_nb.core.attention import check_mask
 
     with pytest.raises(TypeError, match="dtype must be a torch.dtype"):
         check_mask(torch.zeros(2, 2), (2, 2), dtype="float32")
 
 
 def test_check_qkv_names_what_is_wrong_when_called_directly():
-    from transformer_nb.attention import check_qkv
+    from transformer_nb.core.attention import check_qkv
 
     q, k, v = qkv()
     assert check_qkv(q, k, v) == (2,)

@@ -7,9 +7,9 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_nb.attention import scaled_dot_product_attention as sdpa
+from transformer_nb.core.attention import scaled_dot_product_attention as sdpa
+from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.interop import additive
-from transformer_nb.masks import causal_mask, key_padding, padding_mask
 
 
 def qkv(shape_q, shape_k, d_v, seed=0, dtype=torch.float64):

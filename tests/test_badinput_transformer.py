@@ -4,10 +4,10 @@ error naming the argument."""
 import torch
 from badinput import Case, parametrize
 
-from transformer_nb import block, multihead, transformer
+from transformer_nb.core import block, multihead, transformer
 from transformer_nb.lstm import LSTMLM
 
-T = "transformer_nb.transformer."
+T = "transformer_nb.core.transformer."
 IDS = torch.zeros(1, 3, dtype=torch.long)
 SMALL = dict(vocab=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16)
 
@@ -45,7 +45,7 @@ CASES = {
         T + "RelativeBiasTable", lambda: transformer.RelativeBiasTable(0), ValueError, "n_heads must be >= 1"
     ),
     "check_decoder_inputs_refuses_memory_of_another_batch": Case(
-        "transformer_nb.block.check_decoder_inputs",
+        "transformer_nb.core.block.check_decoder_inputs",
         lambda: block.check_decoder_inputs(
             torch.zeros(2, 3, 8), torch.zeros(1, 4, 8), 8, torch.zeros(8, 8), "DecoderLayer"
         ),
@@ -53,13 +53,13 @@ CASES = {
         "memory has batch size 1 but the decoder input has 2",
     ),
     "check_hidden_refuses_ids_as_hidden_states": Case(
-        "transformer_nb.multihead.check_hidden",
+        "transformer_nb.core.multihead.check_hidden",
         lambda: multihead.check_hidden(torch.zeros(1, 3, 8, dtype=torch.long), 8, "x"),
         TypeError,
         "x must be a real floating-point tensor",
     ),
     "check_heads_refuses_kv_heads_that_do_not_divide_the_heads": Case(
-        "transformer_nb.multihead.check_heads",
+        "transformer_nb.core.multihead.check_heads",
         lambda: multihead.check_heads(16, 4, 3),
         ValueError,
         "n_kv_heads=3 must divide n_heads=4",

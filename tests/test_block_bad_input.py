@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import (
+from transformer_nb.core.block import (
     DecoderLayer,
     EncoderLayer,
     FeedForward,

@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from transformer_nb.block import EncoderLayer, FeedForward
+from transformer_nb.core.block import EncoderLayer, FeedForward
 from transformer_nb.experiments import layer_grad_norms, markov_batches, stream_stats, token_diversity, train_toy_lm
 from transformer_nb.params import swiglu_hidden_size
 from transformer_nb.probes import trace_shapes

@@ -4,9 +4,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import DecoderLayer, EncoderLayer
+from transformer_nb.core.block import DecoderLayer, EncoderLayer
+from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.interop import copy_from_torch, to_torch
-from transformer_nb.masks import causal_mask, key_padding, padding_mask
 
 D, H, FF, T = 32, 4, 64, 7
 

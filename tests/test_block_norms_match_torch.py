@@ -4,7 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import make_norm
+from transformer_nb.core.block import make_norm
 from transformer_nb.reference import layer_norm, rms_norm
 
 

@@ -251,7 +251,7 @@ def test_the_names_map_the_whole_package_model_onto_the_reference():
 
 
 def test_the_reference_block_is_the_package_block_written_out():
-    from transformer_nb.block import EncoderLayer
+    from transformer_nb.core.block import EncoderLayer
 
     torch.manual_seed(0)
     pkg, ours = EncoderLayer(16, 4, 32, norm_first=True), sol.Block(16, 4, 32)

@@ -24,5 +24,5 @@ def test_colab_test_and_colab_import_neither_the_package_nor_torch():
 
 def test_the_check_sees_a_package_import(tmp_path):
     path = tmp_path / "x.py"
-    path.write_text("def f():\n    from transformer_nb.utils import env_path\n")
+    path.write_text("def f():\n    from transformer_nb.core.utils import env_path\n")
     assert "transformer_nb" in imported_modules(path)

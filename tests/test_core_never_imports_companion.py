@@ -1,5 +1,6 @@
-"""The core -- the Transformer the chapter teaches -- never imports the companion layer (exercises, the
-claims ledger, widgets, lecture mode, benchmarks, the model cache, the notebook tools)."""
+"""The core -- the Transformer the chapter teaches, the modules in ``transformer_nb/core/`` -- never imports
+the companion layer (exercises, the claims ledger, widgets, lecture mode, benchmarks, the model cache, the
+notebook tools: everything else in ``transformer_nb``)."""
 
 import ast
 import subprocess
@@ -9,54 +10,56 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "transformer_nb"
-# From attention to the language model and its generation, and the small utilities they share.
-CORE = [
-    "attention",
-    "masks",
-    "multihead",
-    "rope",
-    "positional",
-    "block",
-    "stack",
-    "transformer",
-    "models",
-    "output_head",
-    "generation",
-    "utils",
-]
+CORE = sorted(p.stem for p in (PACKAGE / "core").glob("*.py") if p.stem != "__init__")
 
 
 def package_imports(source: str) -> set[str]:
-    """The ``transformer_nb`` modules a source file imports, anywhere in it (inside functions too)."""
+    """The ``transformer_nb`` modules a source file imports, anywhere in it (inside functions too), as dotted
+    names below the package (``"core.attention"``, ``"cache"``)."""
     found = set()
     for node in ast.walk(ast.parse(source)):
         if isinstance(node, ast.Import):
-            found |= {a.name.split(".")[1] for a in node.names if a.name.startswith("transformer_nb.")}
+            found |= {a.name.split(".", 1)[1] for a in node.names if a.name.startswith("transformer_nb.")}
         elif isinstance(node, ast.ImportFrom) and (node.module or "").startswith("transformer_nb"):
-            parts = node.module.split(".")
-            found |= {parts[1]} if len(parts) > 1 else {a.name for a in node.names}
+            below = node.module.split(".", 1)[1] if "." in node.module else ""
+            found |= {below} if below not in ("", "core") else {f"{below}.{a.name}".lstrip(".") for a in node.names}
     return found
+
+
+def is_core(name: str) -> bool:
+    return name == "core" or name.startswith("core.")
+
+
+def test_the_core_folder_holds_the_transformer():
+    assert {"attention", "multihead", "block", "transformer", "generation"} <= set(CORE), CORE
 
 
 @pytest.mark.parametrize("name", CORE)
 def test_a_core_module_imports_only_core_modules(name):
-    outside = package_imports((PACKAGE / f"{name}.py").read_text(encoding="utf-8")) - set(CORE)
-    assert not outside, f"transformer_nb/{name}.py (core) imports {sorted(outside)}, which are not core"
+    outside = {
+        m for m in package_imports((PACKAGE / "core" / f"{name}.py").read_text(encoding="utf-8")) if not is_core(m)
+    }
+    assert not outside, f"transformer_nb/core/{name}.py imports {sorted(outside)}, which are not core"
 
 
 def test_the_check_sees_imports_inside_functions():
     source = "def f():\n    from transformer_nb import cache\n    import transformer_nb.exercises.attention\n"
-    assert package_imports(source) == {"cache", "exercises"}
+    assert package_imports(source) == {"cache", "exercises.attention"}
+    assert package_imports("from transformer_nb.core import block\nfrom transformer_nb.core.masks import x\n") == {
+        "core.block",
+        "core.masks",
+    }
 
 
 def test_importing_the_core_loads_no_companion_module():
     code = (
         "import sys\n"
-        + "".join(f"import transformer_nb.{name}\n" for name in CORE)
-        + "print(' '.join(sorted(m.split('.')[1] for m in sys.modules if m.startswith('transformer_nb.'))))"
+        + "".join(f"import transformer_nb.core.{name}\n" for name in CORE)
+        + "print(' '.join(sorted(m.split('.', 1)[1] for m in sys.modules if m.startswith('transformer_nb.'))))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True)
-    assert set(out.stdout.split()) <= set(CORE), out.stdout
+    outside = [m for m in out.stdout.split() if not is_core(m)]
+    assert not outside, outside
 
 
 def test_the_package_still_offers_the_notebook_helpers():
@@ -64,6 +67,6 @@ def test_the_package_still_offers_the_notebook_helpers():
 
     assert transformer_nb.setup.__module__ == "transformer_nb.env"
     assert transformer_nb.check_close.__module__ == "transformer_nb.checks"
-    assert "show_source" in dir(transformer_nb)
+    assert "show_source" in dir(transformer_nb) and "setup" in dir(transformer_nb)
     with pytest.raises(AttributeError, match="no attribute 'nope'"):
         transformer_nb.nope  # noqa: B018

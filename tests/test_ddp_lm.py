@@ -8,11 +8,11 @@ import torch
 import torch.distributed as dist
 import torch.multiprocessing as mp
 
+from transformer_nb.core.output_head import frequency_ranks
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.lm_ddp import main, wrap
 from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.lstm import LSTMLM
-from transformer_nb.output_head import frequency_ranks
-from transformer_nb.transformer import Transformer
 
 V, STEPS = 40, 6
 KINDS = ("transformer", "lstm")

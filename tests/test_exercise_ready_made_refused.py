@@ -10,8 +10,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.attention import scaled_dot_product_attention
-from transformer_nb.block import EncoderLayer
+from transformer_nb.core.attention import scaled_dot_product_attention
+from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
+from transformer_nb.core.rope import apply_rope
 from transformer_nb.exercises.attention import attention_ex
 from transformer_nb.exercises.block import encoder_stack_ex
 from transformer_nb.exercises.capstone import block_ex, student_names
@@ -19,8 +21,6 @@ from transformer_nb.exercises.capstone import mha_ex as capstone_mha_ex
 from transformer_nb.exercises.multihead import mha_ex
 from transformer_nb.exercises.rope import relative_score_ex, rope_scores_ex
 from transformer_nb.exercises.solutions import capstone as sol
-from transformer_nb.multihead import MultiHeadAttention, merge_heads, split_heads
-from transformer_nb.rope import apply_rope
 
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
@@ -42,8 +42,8 @@ def torch_attention_wrapped(q, k, v, mask=None):
 
 
 def test_attention_refuses_the_package_and_pytorch_directly_and_wrapped():
-    _refused(attention_ex, scaled_dot_product_attention, "transformer_nb.attention.scaled_dot_product_attention")
-    _refused(attention_ex, package_attention_wrapped, "transformer_nb.attention.scaled_dot_product_attention")
+    _refused(attention_ex, scaled_dot_product_attention, "transformer_nb.core.attention.scaled_dot_product_attention")
+    _refused(attention_ex, package_attention_wrapped, "transformer_nb.core.attention.scaled_dot_product_attention")
     _refused(attention_ex, torch_attention_wrapped, "scaled_dot_product_attention")
 
 
@@ -54,12 +54,12 @@ def mha_on_package_heads(x, w_q, w_k, w_v, w_o, n_heads):
 
 
 def test_multi_head_attention_refuses_the_packages_split_and_merge():
-    _refused(mha_ex, mha_on_package_heads, "transformer_nb.multihead.split_heads")
+    _refused(mha_ex, mha_on_package_heads, "transformer_nb.core.multihead.split_heads")
 
 
 def test_encoder_stack_refuses_the_packages_layers_and_pytorchs_encoder():
     pkg = lambda d, h, f, n: nn.Sequential(*[EncoderLayer(d, h, f, norm_first=True) for _ in range(n)])
-    _refused(encoder_stack_ex, pkg, "transformer_nb.block.EncoderLayer.forward")
+    _refused(encoder_stack_ex, pkg, "transformer_nb.core.block.EncoderLayer.forward")
     layer = lambda d, h, f: nn.TransformerEncoderLayer(d, h, f, batch_first=True, norm_first=True)
     torch_encoder = lambda d, h, f, n: nn.TransformerEncoder(layer(d, h, f), n, enable_nested_tensor=False)
     _refused(encoder_stack_ex, torch_encoder, "torch.nn.Transformer")
@@ -71,13 +71,13 @@ def test_rope_refuses_apply_rope_in_a_wrapper():
         q, k = (apply_rope((x @ w).view(t, n_heads, -1).transpose(0, 1)) for w in (w_q, w_k))
         return q @ k.transpose(-2, -1) / math.sqrt(d // n_heads)
 
-    _refused(rope_scores_ex, scores, "transformer_nb.rope.apply_rope")
+    _refused(rope_scores_ex, scores, "transformer_nb.core.rope.apply_rope")
 
     def relative(q, k, delta):
         rq = apply_rope(q[None], positions=torch.tensor([float(delta)]))[0]
         return rq @ k
 
-    _refused(relative_score_ex, relative, "transformer_nb.rope.apply_rope")
+    _refused(relative_score_ex, relative, "transformer_nb.core.rope.apply_rope")
 
 
 class PackageBlock(sol.Block):
@@ -97,8 +97,8 @@ def test_capstone_steps_refuse_the_packages_modules():
         def __init__(self, d_model, n_heads):
             super().__init__(d_model, n_heads)
 
-    _refused(capstone_mha_ex, MHA, "transformer_nb.multihead.MultiHeadAttention.forward")
-    _refused(block_ex, PackageBlock, "transformer_nb.block.EncoderLayer.forward")
+    _refused(capstone_mha_ex, MHA, "transformer_nb.core.multihead.MultiHeadAttention.forward")
+    _refused(block_ex, PackageBlock, "transformer_nb.core.block.EncoderLayer.forward")
 
 
 def test_the_tripwires_are_gone_afterwards():

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
+from transformer_nb.core.positional import alibi_slopes
 from transformer_nb.exercises.positional import alibi_slopes_ex, offset_matrix_ex, offset_similarity_ex
-from transformer_nb.positional import alibi_slopes
 
 
 def test_offset_matrix_accepts_a_nested_list_and_catches_a_reflection():

@@ -7,9 +7,9 @@ import math
 import pytest
 import torch
 
+from transformer_nb.core.rope import apply_rope
 from transformer_nb.exercises.rope import relative_score_ex, rope_scores_ex
 from transformer_nb.reference import rope_matrix
-from transformer_nb.rope import apply_rope
 
 
 def test_rope_scores_refuses_a_solution_built_on_the_package():
@@ -21,7 +21,7 @@ def test_rope_scores_refuses_a_solution_built_on_the_package():
         return q @ k.transpose(-2, -1) / math.sqrt(dk)
 
     r = rope_scores_ex.check(with_package, quiet=True)
-    assert not r.passed and "transformer_nb.rope.apply_rope" in r.message and "ready-made" in r.message
+    assert not r.passed and "transformer_nb.core.rope.apply_rope" in r.message and "ready-made" in r.message
 
 
 def test_relative_score_refuses_the_packages_matrix():

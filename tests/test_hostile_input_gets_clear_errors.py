@@ -10,17 +10,17 @@ import torch.nn as nn
 import transformer_nb.reversal as rv
 from transformer_nb import checks
 from transformer_nb.bench import kvcache as bench_kvcache
-from transformer_nb.generation import sample_next, top_k_filter
+from transformer_nb.core.generation import sample_next, top_k_filter
+from transformer_nb.core.masks import padding_mask
+from transformer_nb.core.models import EncoderDecoder
+from transformer_nb.core.multihead import KVCache, MultiHeadAttention
+from transformer_nb.core.rope import RoPE
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.lm_training import window_batches
 from transformer_nb.lstm import LSTMLM
-from transformer_nb.masks import padding_mask
-from transformer_nb.models import EncoderDecoder
-from transformer_nb.multihead import KVCache, MultiHeadAttention
 from transformer_nb.params import TransformerConfig, build_transformer
 from transformer_nb.perplexity import evaluate
 from transformer_nb.probes import uniform_distance
-from transformer_nb.rope import RoPE
-from transformer_nb.transformer import Transformer
 from transformer_nb.wikitext import Vocab
 
 META_IDS = torch.zeros(1, 3, dtype=torch.long, device="meta")

@@ -5,8 +5,8 @@ import math
 import pytest
 import torch
 
-from transformer_nb.output_head import frequency_ranks
-from transformer_nb.transformer import Transformer
+from transformer_nb.core.output_head import frequency_ranks
+from transformer_nb.core.transformer import Transformer
 
 V, D = 300, 32
 
@@ -67,7 +67,7 @@ def test_no_separate_embedding_table_is_stored():
 
 
 def test_an_open_lookup_table_serves_every_generation_inside_it():
-    from transformer_nb.generation import generate
+    from transformer_nb.core.generation import generate
 
     m = tied()
     with m.head.lookup_table():

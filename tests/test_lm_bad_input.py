@@ -7,14 +7,14 @@ import pytest
 import torch
 
 from transformer_nb import lm_recipe
-from transformer_nb.generation import generate, sample_next, top_k_filter
+from transformer_nb.core.generation import generate, sample_next, top_k_filter
+from transformer_nb.core.multihead import KVCache
+from transformer_nb.core.output_head import OutputHead, frequency_ranks
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.lm_training import TrainConfig, lr_factor, train_lm
 from transformer_nb.lstm import LSTMLM
-from transformer_nb.multihead import KVCache
-from transformer_nb.output_head import OutputHead, frequency_ranks
 from transformer_nb.perplexity import evaluate, unigram_perplexity
 from transformer_nb.small_corpus import sample_corpus, train_epochs
-from transformer_nb.transformer import Transformer
 
 V = 50
 

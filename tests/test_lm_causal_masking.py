@@ -4,10 +4,10 @@ import pytest
 import torch
 
 from transformer_nb import lm_recipe
+from transformer_nb.core.output_head import HEADS, frequency_ranks
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.lstm import LSTMLM
-from transformer_nb.output_head import HEADS, frequency_ranks
 from transformer_nb.params import numel
-from transformer_nb.transformer import Transformer
 
 V = 300
 

@@ -17,12 +17,12 @@ from device_helpers import devices_of
 
 from transformer_nb import cache, lm_recipe, small_corpus
 from transformer_nb.bench.kvcache import time_generation
-from transformer_nb.generation import generate
+from transformer_nb.core.generation import generate
+from transformer_nb.core.output_head import frequency_ranks
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.lm_training import TrainConfig, stream_batches, train_lm, window_batches
 from transformer_nb.lstm import LSTMLM
-from transformer_nb.output_head import frequency_ranks
 from transformer_nb.perplexity import evaluate
-from transformer_nb.transformer import Transformer
 from transformer_nb.wikitext import Vocab, WikiText2
 
 CPU, META = torch.device("cpu"), torch.device("meta")

@@ -8,14 +8,14 @@ import torch
 
 import transformer_nb
 from transformer_nb import lm_recipe
-from transformer_nb.block import EncoderLayer
+from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.generation import generate
+from transformer_nb.core.multihead import KVCache, MultiHeadAttention
+from transformer_nb.core.output_head import HEADS, frequency_ranks
+from transformer_nb.core.rope import RoPE
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.exercises.lm import kv_step_ex
-from transformer_nb.generation import generate
 from transformer_nb.lstm import LSTMLM
-from transformer_nb.multihead import KVCache, MultiHeadAttention
-from transformer_nb.output_head import HEADS, frequency_ranks
-from transformer_nb.rope import RoPE
-from transformer_nb.transformer import Transformer
 
 V = 300
 
@@ -158,7 +158,7 @@ def test_the_block_threads_the_cache():
 
 
 def test_one_forward_path_no_second_rope():
-    src = "".join(inspect.getsource(m) for m in (transformer_nb.transformer, transformer_nb.generation))
+    src = "".join(inspect.getsource(m) for m in (transformer_nb.core.transformer, transformer_nb.core.generation))
     for gone in ("cached_hidden", "decoding_weights", "rotate_complex_", "view_as_complex", "feed_forward"):
         assert gone not in src
 

@@ -6,7 +6,8 @@ That Muon trains is in test_lm_training_and_eval (every model kind with every op
 import pytest
 import torch
 
-from transformer_nb import lm_training, lstm, transformer
+from transformer_nb import lm_training, lstm
+from transformer_nb.core import transformer
 
 
 def _split(model, kind):

@@ -5,9 +5,10 @@ import math
 import pytest
 import torch
 
-from transformer_nb import lm_compute, lm_recipe, lm_training, output_head, perplexity, small_corpus
+from transformer_nb import lm_compute, lm_recipe, lm_training, perplexity, small_corpus
+from transformer_nb.core import output_head
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.params import numel
-from transformer_nb.transformer import Transformer
 
 
 def test_unigram_perplexity_of_a_known_distribution():

@@ -3,8 +3,8 @@
 import pytest
 import torch
 
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.lstm import LSTMLM
-from transformer_nb.transformer import Transformer
 from transformer_nb.widgets.lm import GenerateWidget
 from transformer_nb.wikitext import Vocab
 
@@ -77,7 +77,7 @@ def test_widget_needs_a_transformer():
 
 def test_widget_works_with_the_recipe_kind_of_model():
     """RoPE positions and the tied adaptive head (notebook 10's recipe): attention rows still sum to 1."""
-    from transformer_nb.output_head import frequency_ranks
+    from transformer_nb.core.output_head import frequency_ranks
 
     vocab = Vocab(WORDS)
     torch.manual_seed(0)

@@ -1,16 +1,16 @@
-"""Bad input to transformer_nb.masks gets a clear error (type and message), never a silent wrong mask."""
+"""Bad input to transformer_nb.core.masks gets a clear error (type and message), never a silent wrong mask."""
 
 import pytest
 import torch
 
-from transformer_nb.interop import additive
-from transformer_nb.masks import (
+from transformer_nb.core.masks import (
     causal_mask,
     key_padding,
     padding_mask,
     padding_mask_from_ids,
     self_attention_mask,
 )
+from transformer_nb.interop import additive
 
 
 @pytest.mark.parametrize(

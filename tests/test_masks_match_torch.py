@@ -13,15 +13,15 @@ import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.attention.bias import causal_lower_right
 
-from transformer_nb.attention import scaled_dot_product_attention
-from transformer_nb.interop import additive
-from transformer_nb.masks import (
+from transformer_nb.core.attention import scaled_dot_product_attention
+from transformer_nb.core.masks import (
     causal_mask,
     key_padding,
     padding_mask,
     padding_mask_from_ids,
     self_attention_mask,
 )
+from transformer_nb.interop import additive
 
 
 @pytest.mark.parametrize("T", [1, 2, 5, 16, 33])

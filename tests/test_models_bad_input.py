@@ -5,8 +5,8 @@ import pytest
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.models import Decoder, Encoder, EncoderDecoder, Transformer
 from transformer_nb.interop import copy_from_torch, to_torch, to_torch_attn_mask, torch_masks
-from transformer_nb.models import Decoder, Encoder, EncoderDecoder, Transformer
 from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm_batch, span_corruption
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
 

@@ -6,9 +6,9 @@ import pytest
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.masks import causal_mask, padding_mask
+from transformer_nb.core.models import Decoder, Encoder, EncoderDecoder, Transformer
 from transformer_nb.interop import copy_from_torch, to_torch, torch_masks
-from transformer_nb.masks import causal_mask, padding_mask
-from transformer_nb.models import Decoder, Encoder, EncoderDecoder, Transformer
 
 D, H, FF = 32, 4, 48
 ATOL = 2e-5

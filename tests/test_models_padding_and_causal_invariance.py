@@ -5,8 +5,8 @@ model is bidirectional."""
 
 import torch
 
-from transformer_nb.masks import padding_mask
-from transformer_nb.models import EncoderDecoder, Transformer
+from transformer_nb.core.masks import padding_mask
+from transformer_nb.core.models import EncoderDecoder, Transformer
 
 V, PAD = 40, 0
 ATOL = 1e-5

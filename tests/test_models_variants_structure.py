@@ -4,9 +4,9 @@ parameter bookkeeping (the causal mask is free, tying saves |V|·d) holds; the s
 
 import torch
 
-from transformer_nb.block import DecoderLayer, EncoderLayer
-from transformer_nb.masks import padding_mask
-from transformer_nb.models import EncoderDecoder, Transformer
+from transformer_nb.core.block import DecoderLayer, EncoderLayer
+from transformer_nb.core.masks import padding_mask
+from transformer_nb.core.models import EncoderDecoder, Transformer
 from transformer_nb.objectives import describe_objective, lm_batch, mlm_batch, span_corruption
 from transformer_nb.params import numel_breakdown
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes

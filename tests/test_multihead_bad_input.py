@@ -4,8 +4,8 @@ import pytest
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.interop import copy_from_torch, copy_to_torch, to_torch, to_torch_attn_mask
-from transformer_nb.multihead import MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.params import attention_params, kv_cache_bytes
 from transformer_nb.probes import head_stats
 

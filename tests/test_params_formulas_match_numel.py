@@ -7,8 +7,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import DecoderLayer, EncoderLayer, FeedForward, make_norm
-from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.core.block import DecoderLayer, EncoderLayer, FeedForward, make_norm
+from transformer_nb.core.multihead import MultiHeadAttention
+from transformer_nb.core.positional import LearnedPositionalEmbedding
 from transformer_nb.params import (
     PRESETS,
     TransformerConfig,
@@ -23,7 +24,6 @@ from transformer_nb.params import (
     param_breakdown,
     position_params,
 )
-from transformer_nb.positional import LearnedPositionalEmbedding
 
 # the published checkpoints' exact counts (Hugging Face numel of BertModel, GPT2Model, T5Model, LlamaModel+head, ...)
 KNOWN = {

@@ -3,7 +3,7 @@
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.params import (
     PRESETS,
     attention_flops,

@@ -7,8 +7,8 @@ import math
 import pytest
 import torch
 
-from transformer_nb.multihead import MultiHeadAttention, merge_heads, split_heads
-from transformer_nb.positional import ALiBi, alibi_bias, alibi_slopes
+from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
+from transformer_nb.core.positional import ALiBi, alibi_bias, alibi_slopes
 
 
 def _paper_slopes(n):

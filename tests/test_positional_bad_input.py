@@ -1,4 +1,4 @@
-"""Bad input to transformer_nb.positional gets a clear error that names the argument (issue 18):
+"""Bad input to transformer_nb.core.positional gets a clear error that names the argument (issue 18):
 before, ``alibi_bias(2.5, 4)`` was accepted, an integer dtype truncated the bias to zeros, an integer
 ``x`` was shifted by a truncated table, and fractional sizes or offsets crashed deep inside torch."""
 
@@ -7,7 +7,7 @@ import math
 import pytest
 import torch
 
-from transformer_nb.positional import (
+from transformer_nb.core.positional import (
     ALiBi,
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,

@@ -6,7 +6,7 @@ import math
 import pytest
 import torch
 
-from transformer_nb.positional import (
+from transformer_nb.core.positional import (
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
     sinusoid_frequencies,

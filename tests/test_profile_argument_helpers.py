@@ -6,8 +6,8 @@ import numpy as np
 import pytest
 import torch
 
+from transformer_nb.core.utils import as_device, as_int, as_real, available_devices, check_memory, memory_of
 from transformer_nb.env import Env
-from transformer_nb.utils import as_device, as_int, as_real, available_devices, check_memory, memory_of
 
 
 @pytest.mark.parametrize("good,expected", [(3, 3), (np.int64(3), 3), (torch.tensor(3), 3), (0, 0)])

@@ -6,8 +6,8 @@ import pytest
 import torch
 
 from transformer_nb import get_device, setup
+from transformer_nb.core.utils import available_devices
 from transformer_nb.env import seed_everything
-from transformer_nb.utils import available_devices
 
 ABSENT = [name for name in ("cuda", "cuda:0", "mps") if name not in available_devices()]
 

@@ -1,4 +1,4 @@
-"""Property-based tests of ``transformer_nb.attention``: generated batch shapes, lengths, widths, dtypes,
+"""Property-based tests of ``transformer_nb.core.attention``: generated batch shapes, lengths, widths, dtypes,
 masks (bool, additive float, causal, fully masked rows) and scales. Good input matches
 ``F.scaled_dot_product_attention`` and gives weight rows that sum to 1 (0 for a fully masked row);
 bad input raises a ``ValueError``/``TypeError`` that names the argument."""
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_helpers import NOT_REAL, bool_tensors, expect_refusal, float_tensors
 
-from transformer_nb.attention import check_mask, check_qkv, scaled_dot_product_attention
+from transformer_nb.core.attention import check_mask, check_qkv, scaled_dot_product_attention
 
 QKV_NAMES = {"q": ["query", "q"], "k": ["key", "k"], "v": ["value", "v"]}
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10, torch.bfloat16: 5e-3}

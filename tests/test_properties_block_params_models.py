@@ -23,8 +23,9 @@ from property_helpers import (
     size,
 )
 
-from transformer_nb import block, models, params, reference
-from transformer_nb.masks import padding_mask
+from transformer_nb import params, reference
+from transformer_nb.core import block, models
+from transformer_nb.core.masks import padding_mask
 
 
 @given(

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_helpers import NOT_INT, NOT_REAL, expect_refusal, float_tensors, int_tensors
 
-from transformer_nb import checks, companion, env, utils
+from transformer_nb import checks, companion, env
+from transformer_nb.core import utils
 
 FINITE = st.floats(-1e6, 1e6, allow_nan=False)
 

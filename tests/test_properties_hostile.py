@@ -23,17 +23,17 @@ from property_helpers import expect_refusal
 
 import transformer_nb.reversal as rv
 from transformer_nb import checks
-from transformer_nb.attention import scaled_dot_product_attention
-from transformer_nb.block import FeedForward
-from transformer_nb.generation import sample_next, top_k_filter
-from transformer_nb.masks import padding_mask
-from transformer_nb.multihead import KVCache, MultiHeadAttention
+from transformer_nb.core.attention import scaled_dot_product_attention
+from transformer_nb.core.block import FeedForward
+from transformer_nb.core.generation import sample_next, top_k_filter
+from transformer_nb.core.masks import padding_mask
+from transformer_nb.core.multihead import KVCache, MultiHeadAttention
+from transformer_nb.core.positional import SinusoidalPositionalEncoding
+from transformer_nb.core.rope import RoPE, apply_rope
+from transformer_nb.core.stack import Encoder
 from transformer_nb.objectives import lm_loss
 from transformer_nb.perplexity import unigram_perplexity
-from transformer_nb.positional import SinusoidalPositionalEncoding
 from transformer_nb.probes import head_stats
-from transformer_nb.rope import RoPE, apply_rope
-from transformer_nb.stack import Encoder
 from transformer_nb.wikitext import Vocab, batchify
 
 KINDS = ("int", "float16", "bfloat16", "complex", "meta", "empty", "nan", "inf", "subclass")

@@ -13,10 +13,11 @@ from hypothesis import example, given
 from hypothesis import strategies as st
 from property_helpers import NOT_INT, NOT_REAL, Arg, bad, call, expect_refusal, float_tensors, good, heavy, int_tensors
 
-from transformer_nb import generation as gen
-from transformer_nb import lm_training, output_head, perplexity
+from transformer_nb import lm_training, perplexity
+from transformer_nb.core import generation as gen
+from transformer_nb.core import output_head
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.lstm import LSTMLM
-from transformer_nb.transformer import Transformer
 
 V = 11
 

@@ -1,4 +1,4 @@
-"""Property-based tests of every public function of ``transformer_nb.masks``: generated sizes, lengths,
+"""Property-based tests of every public function of ``transformer_nb.core.masks``: generated sizes, lengths,
 ids and masks, good or bad. Good input gives a mask with the defining property; bad input a
 ``ValueError``/``TypeError`` that names the argument."""
 
@@ -7,7 +7,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_helpers import NOT_INT, bad, bool_tensors, call, good, int_tensors, size
 
-from transformer_nb import interop, masks
+from transformer_nb import interop
+from transformer_nb.core import masks
 
 T_ALIASES = {"t_q": ["T_q"], "t_k": ["T_k"], "keep": ["keep"], "src_keep": ["keep"]}
 

@@ -1,4 +1,4 @@
-"""Property-based tests of ``transformer_nb.multihead`` and ``transformer_nb.rope`` (modules of the ``lm``
+"""Property-based tests of ``transformer_nb.core.multihead`` and ``transformer_nb.core.rope`` (modules of the ``lm``
 helper): generated widths, head counts, lengths, positions and dtypes. Good input gives the defining
 property (heads round-trip, MHA = per-head reference attention, the parameter formula = numel, RoPE is
 a rotation whose scores depend only on the relative position); bad input a ``ValueError``/``TypeError``
@@ -12,10 +12,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_helpers import NOT_INT, NOT_REAL, bad, call, expect_refusal, float_tensors, good, size
 
-from transformer_nb import multihead as mh
 from transformer_nb import params, probes, reference
-from transformer_nb import rope as rp
-from transformer_nb.attention import scaled_dot_product_attention
+from transformer_nb.core import multihead as mh
+from transformer_nb.core import rope as rp
+from transformer_nb.core.attention import scaled_dot_product_attention
 
 
 @st.composite

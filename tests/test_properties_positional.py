@@ -1,4 +1,4 @@
-"""Property-based tests of every public function and class of ``transformer_nb.positional``: generated
+"""Property-based tests of every public function and class of ``transformer_nb.core.positional``: generated
 lengths, widths, bases, offsets, head counts and dtypes, good or bad. Good input gives the closed form
 (sin/cos, ALiBi's -m·|i-j|, a table row per position) and keeps the input's dtype; bad input raises a
 ``ValueError``/``TypeError`` that names the argument."""
@@ -11,7 +11,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_helpers import NOT_INT, NOT_REAL, Arg, bad, call, expect_refusal, float_tensors, good, size
 
-from transformer_nb import positional as P
+from transformer_nb.core import positional as P
 
 ALIASES = {"t_q": ["T_q"], "t_k": ["T_k"]}
 D_MODEL = st.one_of(good(st.integers(1, 6).map(lambda h: 2 * h)), bad(st.sampled_from([3, 7, 0, -2])), bad(NOT_INT))

@@ -5,21 +5,18 @@ import pytest
 import torch
 
 from transformer_nb import (
-    block,
     experiments,
     lm_compute,
     lm_recipe,
     lm_training,
-    models,
     probes,
     reference,
     small_corpus,
-    stack,
     train,
-    utils,
     wikitext,
 )
 from transformer_nb.bench import kvcache as bench_kvcache
+from transformer_nb.core import block, models, stack, utils
 from transformer_nb.params import formulas
 from transformer_nb.params import model as params_model
 from transformer_nb.reversal import data as rv_data

@@ -6,10 +6,10 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from transformer_nb.block import EncoderLayer
-from transformer_nb.multihead import MultiHeadAttention, merge_heads, split_heads
+from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
+from transformer_nb.core.rope import RoPE, apply_rope, rope_frequencies, rotate_pairs
 from transformer_nb.reference import half_permutation, rope_matrix
-from transformer_nb.rope import RoPE, apply_rope, rope_frequencies, rotate_pairs
 
 
 def test_score_depends_only_on_the_offset():

@@ -4,14 +4,14 @@ import json
 
 import pytest
 
-from transformer_nb.masks import causal_mask
+from transformer_nb.core.masks import causal_mask
 from transformer_nb.source import show_source
 
 
 def test_package_objects_are_labelled_with_their_package_path(capsys):
     show_source(causal_mask)
     out = capsys.readouterr().out
-    assert "transformer_nb/masks.py" in out and "def causal_mask" in out
+    assert "transformer_nb/core/masks.py" in out and "def causal_mask" in out
 
 
 def test_other_objects_show_their_real_path(capsys):

@@ -8,10 +8,10 @@ import torch
 import torch.nn.functional as F
 
 from transformer_nb import lm_recipe
-from transformer_nb.block import DecoderLayer, EncoderLayer
-from transformer_nb.output_head import frequency_ranks
+from transformer_nb.core.block import DecoderLayer, EncoderLayer
+from transformer_nb.core.output_head import frequency_ranks
+from transformer_nb.core.transformer import Transformer, TransformerConfig
 from transformer_nb.params import build_transformer, numel, param_count
-from transformer_nb.transformer import Transformer, TransformerConfig
 
 V = 40
 SMALL = dict(vocab=V, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=16)

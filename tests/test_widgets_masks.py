@@ -3,7 +3,7 @@
 import pytest
 import torch
 
-from transformer_nb.masks import causal_mask
+from transformer_nb.core.masks import causal_mask
 from transformer_nb.widgets.masks import MaskExplorer, make_batch
 
 

@@ -4,7 +4,7 @@ import math
 
 import torch
 
-from transformer_nb.positional import alibi_slopes, sinusoidal_encoding
+from transformer_nb.core.positional import alibi_slopes, sinusoidal_encoding
 from transformer_nb.widgets.positional import AlibiExplorer, SinusoidFingerprint
 
 

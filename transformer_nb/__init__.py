@@ -1,7 +1,7 @@
 """transformer-nb: the helper package behind the Transformer-chapter notebooks.
 
 Two layers. The core is the Transformer the chapter teaches, one concept a module, imported
-explicitly in book order, e.g. ``from transformer_nb.attention import scaled_dot_product_attention``.
+explicitly in book order, e.g. ``from transformer_nb.core.attention import scaled_dot_product_attention``.
 The companion (exercises, the claims ledger, widgets, lecture mode, benchmarks, the model cache and the
 notebook tools) imports the core; the core never imports it (``tests/test_core_never_imports_companion.py``).
 

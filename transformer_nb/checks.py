@@ -10,7 +10,7 @@ import numbers
 
 import torch
 
-from transformer_nb.utils import as_real, plain_tensor
+from transformer_nb.core.utils import as_real, plain_tensor
 
 
 def _round(v):

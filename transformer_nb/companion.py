@@ -16,8 +16,8 @@ import os
 import re
 from pathlib import Path
 
+from transformer_nb.core.utils import as_real
 from transformer_nb.env import as_path, env_path
-from transformer_nb.utils import as_real
 
 TEXTS = {
     "000": "Ch. 8 The Transformer Architecture (textbook draft, §8.1–8.6, Ex. 8.1–8.10)",

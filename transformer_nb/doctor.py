@@ -106,8 +106,8 @@ def _versions(report) -> set:
 def _device(report) -> None:
     import torch
 
+    from transformer_nb.core.utils import available_devices
     from transformer_nb.env import get_device
-    from transformer_nb.utils import available_devices
 
     try:
         device = get_device()

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_nb.utils import as_int, available_devices
+from transformer_nb.core.utils import as_int, available_devices
 
 PROFILES = ("quick", "full")
 ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")

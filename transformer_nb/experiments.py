@@ -17,10 +17,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.stack import Encoder
+from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import check_module
-from transformer_nb.stack import Encoder
 from transformer_nb.train import train
-from transformer_nb.utils import as_device, as_int
 
 
 def init_xavier_(module: nn.Module) -> nn.Module:

@@ -23,11 +23,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.block import DecoderLayer, EncoderLayer
-from transformer_nb.masks import causal_mask
-from transformer_nb.models import EncoderDecoder
-from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.stack import Decoder, Encoder
+from transformer_nb.core.block import DecoderLayer, EncoderLayer
+from transformer_nb.core.masks import causal_mask
+from transformer_nb.core.models import EncoderDecoder
+from transformer_nb.core.multihead import MultiHeadAttention
+from transformer_nb.core.stack import Decoder, Encoder
 
 PAIRS = {
     MultiHeadAttention: nn.MultiheadAttention,

@@ -34,8 +34,8 @@ import time
 
 from transformer_nb import cache
 from transformer_nb.cache import cache_dir  # noqa: F401  (the notebook says where the models came from)
+from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import get_device, profile
-from transformer_nb.utils import as_device, as_int
 
 N_EVAL = 1000  # 09: held-out sequences the improved recipe is evaluated on
 EVAL_EVERY = 25  # 09: steps between evaluations
@@ -147,7 +147,7 @@ def language_model(device=None, train: bool = False, data=None, prof: str | None
     import torch
 
     from transformer_nb import lm_recipe
-    from transformer_nb.output_head import frequency_ranks
+    from transformer_nb.core.output_head import frequency_ranks
 
     _check(prof=prof)
     device = torch.device(get_device() if device is None else device)

@@ -32,12 +32,12 @@ from torch.nn.parallel import DistributedDataParallel
 
 from transformer_nb import cache
 from transformer_nb.bench import check_positive_flags
+from transformer_nb.core.output_head import frequency_ranks
+from transformer_nb.core.utils import as_device
 from transformer_nb.env import check_module
 from transformer_nb.lm_recipe import FULL_STEPS, LSTM_FULL_STEPS, build_model, cache_config, recipe_config
 from transformer_nb.lm_training import train_lm
-from transformer_nb.output_head import frequency_ranks
 from transformer_nb.perplexity import evaluate
-from transformer_nb.utils import as_device
 from transformer_nb.wikitext import load_wikitext2
 
 

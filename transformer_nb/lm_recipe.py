@@ -18,13 +18,13 @@ import torch
 import torch.nn as nn
 
 from transformer_nb import cache
+from transformer_nb.core.output_head import frequency_ranks
+from transformer_nb.core.transformer import LanguageModel, Transformer
+from transformer_nb.core.utils import as_int
 from transformer_nb.env import get_device
 from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.lstm import LSTMLM
-from transformer_nb.output_head import frequency_ranks
 from transformer_nb.perplexity import evaluate
-from transformer_nb.transformer import LanguageModel, Transformer
-from transformer_nb.utils import as_int
 from transformer_nb.wikitext import check_wikitext
 
 KINDS = ("transformer", "lstm")

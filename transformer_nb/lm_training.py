@@ -25,10 +25,10 @@ from numbers import Integral, Real
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.transformer import check_language_model
+from transformer_nb.core.utils import as_int, as_real
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import Progress, rank_and_world, train
-from transformer_nb.transformer import check_language_model
-from transformer_nb.utils import as_int, as_real
 from transformer_nb.wikitext import _ids_tensor, batchify
 
 OPTIMIZERS = ("adamw", "muon")

@@ -14,8 +14,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from transformer_nb.output_head import OutputHead
-from transformer_nb.transformer import LanguageModel
+from transformer_nb.core.output_head import OutputHead
+from transformer_nb.core.transformer import LanguageModel
 
 
 class LSTMLM(LanguageModel):

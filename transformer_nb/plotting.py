@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from transformer_nb.utils import as_int
+from transformer_nb.core.utils import as_int
 
 
 def _np(x):

@@ -17,10 +17,10 @@ from contextlib import contextmanager
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.masks import causal_mask
+from transformer_nb.core.multihead import MultiHeadAttention
+from transformer_nb.core.utils import as_int
 from transformer_nb.env import check_module
-from transformer_nb.masks import causal_mask
-from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.utils import as_int
 
 
 def _check_module(model, who: str) -> None:

@@ -9,8 +9,8 @@ notebooks check it against (companion code: the model never calls them).
 
 import torch
 
-from transformer_nb.block import _check_eps
-from transformer_nb.rope import _check_dim, apply_rope
+from transformer_nb.core.block import _check_eps
+from transformer_nb.core.rope import _check_dim, apply_rope
 
 # --------------------------------------------------------------------------- norms
 

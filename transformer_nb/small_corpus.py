@@ -15,12 +15,12 @@ import math
 import torch
 
 from transformer_nb import cache
+from transformer_nb.core.transformer import LanguageModel, Transformer
+from transformer_nb.core.utils import as_int
 from transformer_nb.lstm import LSTMLM
 from transformer_nb.params import numel
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import train
-from transformer_nb.transformer import LanguageModel, Transformer
-from transformer_nb.utils import as_int
 from transformer_nb.wikitext import check_wikitext
 
 #: The exercise's Transformer: 4 blocks of width 128 over windows of 256 tokens.

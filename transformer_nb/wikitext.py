@@ -16,8 +16,8 @@ from pathlib import Path
 
 import torch
 
+from transformer_nb.core.utils import as_int
 from transformer_nb.env import as_path
-from transformer_nb.utils import as_int
 from transformer_nb.wikitext_files import (  # noqa: F401  (re-exported: wikitext.find_data_dir etc.)
     BASE_URL,
     HOW_TO_GET,

@@ -38,8 +38,8 @@ import urllib.error
 import urllib.request
 from pathlib import Path
 
+from transformer_nb.core.utils import as_real
 from transformer_nb.env import as_path, env_flag, env_path
-from transformer_nb.utils import as_real
 
 SPLITS = ("train", "valid", "test")
 SHA256 = {

@@ -249,6 +249,7 @@ check_true("exp(1000) overflows float32 to inf", torch.tensor(1000.0).exp().isin
 # %%
 from transformer_nb.exercises.warmup import scores_ex, softmax_ex
 
+
 # %% tags=["exercise"]
 def my_softmax(x):
     raise NotImplementedError  # your code here

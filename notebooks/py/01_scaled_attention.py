@@ -46,9 +46,9 @@ import torch
 import torch.nn.functional as F
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
-from transformer_nb.attention import scaled_dot_product_attention
+from transformer_nb.core.attention import scaled_dot_product_attention
+from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.interop import additive
-from transformer_nb.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.plotting import heatmap, plot_curves
 
 torch.set_printoptions(precision=3, sci_mode=False)
@@ -159,7 +159,7 @@ check_equal("shapes: weights (T, T), output (T, d_v)", [tuple(weights4.shape), t
 #
 # PyTorch computes attention in one fused call, `F.scaled_dot_product_attention(q, k, v, attn_mask=...)`,
 # which on a GPU dispatches to kernels such as FlashAttention. It returns the output only; the package's
-# reference `transformer_nb.attention.scaled_dot_product_attention` returns the weights too, for looking at
+# reference `transformer_nb.core.attention.scaled_dot_product_attention` returns the weights too, for looking at
 # them. Both take a **mask**: bool, True where a query *may* attend, or a float mask *added* to the scores
 # (0 or $-\infty$, or a finite bias). Notebook 02 builds masks; here we only use them. You write this
 # function yourself in Exercise 8.5 below; once your answer passes, its worked solution shows the package's own.
@@ -366,6 +366,7 @@ ScalingWidget(d_k=64, scaled=True, n_keys=10).show()
 # %%
 from transformer_nb.exercises.attention import attention_ex, causal_ex
 from transformer_nb.exercises.variance import empirical_ex, jacobian_ex, moments_ex
+
 
 # %% tags=["exercise"]
 def dot_product_moments(d_k, var_q, var_k, mean_q=0.0, mean_k=0.0):

@@ -49,15 +49,15 @@ from matplotlib.colors import ListedColormap
 from torch.nn.attention.bias import causal_lower_right
 
 from transformer_nb import check_close, check_equal, check_true, pick, show_source
-from transformer_nb.attention import scaled_dot_product_attention
-from transformer_nb.interop import additive
-from transformer_nb.masks import (
+from transformer_nb.core.attention import scaled_dot_product_attention
+from transformer_nb.core.masks import (
     causal_mask,
     key_padding,
     padding_mask,
     padding_mask_from_ids,
     self_attention_mask,
 )
+from transformer_nb.interop import additive
 from transformer_nb.plotting import heatmap, heatmaps, plot_curves
 from transformer_nb.train import train
 from transformer_nb.widgets.masks import MaskExplorer
@@ -562,6 +562,7 @@ check_true("2 layers: the last-position logits CHANGE when the mask is dropped",
 
 # %%
 from transformer_nb.exercises.masks import causal_ex, combined_ex, padding_ex
+
 
 # %% tags=["exercise"]
 def my_causal_mask(T):

@@ -47,9 +47,9 @@ import torch.nn as nn
 from torch.utils.flop_counter import FlopCounterMode
 
 from transformer_nb import check_close, check_equal, check_true, show_source
+from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
+from transformer_nb.core.multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.interop import copy_from_torch, to_torch, to_torch_attn_mask
-from transformer_nb.masks import causal_mask, key_padding, padding_mask
-from transformer_nb.multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.params import attention_params as mha_param_count
 from transformer_nb.params import numel
 from transformer_nb.probes import record_attention, trace_shapes
@@ -449,6 +449,7 @@ from transformer_nb import check_true
 from transformer_nb.exercises.gqa import expand_kv_ex, kv_cache_ex
 from transformer_nb.exercises.multihead import attention_distance_ex, head_kinds_ex, mha_ex
 from transformer_nb.plotting import heatmaps
+
 
 # %% tags=["exercise"]
 def multi_head_attention(x, w_q, w_k, w_v, w_o, n_heads):

@@ -44,11 +44,9 @@ import torch
 import torch.nn as nn
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
-from transformer_nb.block import EncoderLayer
-from transformer_nb.multihead import MultiHeadAttention, merge_heads, split_heads
-from transformer_nb.params import numel
-from transformer_nb.plotting import heatmap, heatmaps
-from transformer_nb.positional import (
+from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
+from transformer_nb.core.positional import (
     ALiBi,
     LearnedPositionalEmbedding,
     SinusoidalPositionalEncoding,
@@ -57,7 +55,9 @@ from transformer_nb.positional import (
     sinusoid_frequencies,
     sinusoidal_encoding,
 )
-from transformer_nb.rope import RoPE, apply_rope
+from transformer_nb.core.rope import RoPE, apply_rope
+from transformer_nb.params import numel
+from transformer_nb.plotting import heatmap, heatmaps
 from transformer_nb.widgets.positional import AlibiExplorer, SinusoidFingerprint
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -420,8 +420,9 @@ import matplotlib.pyplot as plt
 import torch
 
 from transformer_nb import check_close, check_true
+from transformer_nb.core.positional import sinusoid_frequencies, sinusoidal_encoding
 from transformer_nb.exercises.positional import alibi_slopes_ex, offset_matrix_ex, offset_similarity_ex
-from transformer_nb.positional import sinusoid_frequencies, sinusoidal_encoding
+
 
 # %% tags=["exercise"]
 def offset_matrix(k, omega):

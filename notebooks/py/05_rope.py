@@ -44,14 +44,14 @@ import matplotlib.pyplot as plt
 import torch
 
 from transformer_nb import check_close, check_equal, check_true, pick, show_source
-from transformer_nb import rope as rope_code
-from transformer_nb.block import EncoderLayer
-from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.core import rope as rope_code
+from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.multihead import MultiHeadAttention
+from transformer_nb.core.positional import sinusoidal_encoding
+from transformer_nb.core.rope import RoPE, apply_rope, rope_frequencies
 from transformer_nb.params import numel
 from transformer_nb.plotting import heatmap, plot_curves
-from transformer_nb.positional import sinusoidal_encoding
 from transformer_nb.reference import half_permutation, rope_matrix
-from transformer_nb.rope import RoPE, apply_rope, rope_frequencies
 from transformer_nb.widgets.rope import RotatePair
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -352,6 +352,7 @@ import torch
 
 from transformer_nb import check_close
 from transformer_nb.exercises.rope import relative_score_ex, rope_scores_ex
+
 
 # %% tags=["exercise"]
 def rope_scores(x, w_q, w_k, n_heads):

@@ -66,15 +66,14 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
-from transformer_nb.block import DecoderLayer, EncoderLayer, FeedForward, make_norm
-from transformer_nb.params import swiglu_hidden_size
-from transformer_nb.reference import layer_norm
+from transformer_nb.core.block import DecoderLayer, EncoderLayer, FeedForward, make_norm
+from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
+from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.experiments import layer_grad_norms, markov_batches, stream_stats, train_toy_lm
 from transformer_nb.interop import copy_from_torch, to_torch
-from transformer_nb.masks import causal_mask, key_padding, padding_mask
-from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.params import numel
+from transformer_nb.params import numel, swiglu_hidden_size
 from transformer_nb.probes import trace_shapes
+from transformer_nb.reference import layer_norm
 from transformer_nb.widgets.block import DepthWidget
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -567,6 +566,7 @@ import torch.nn as nn
 
 from transformer_nb import check_equal, check_true
 from transformer_nb.exercises.block import encoder_stack_ex, rms_norm_ex, swiglu_ex
+
 
 # %% tags=["exercise"]
 def my_rms_norm(x, weight, eps):

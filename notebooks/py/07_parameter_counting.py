@@ -59,8 +59,9 @@ import torch
 import torch.nn as nn
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, show_source
-from transformer_nb.block import FeedForward, make_norm
-from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.core.block import FeedForward, make_norm
+from transformer_nb.core.multihead import MultiHeadAttention
+from transformer_nb.core.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.params import (
     CATEGORIES,
     PRESETS,
@@ -78,7 +79,6 @@ from transformer_nb.params import (
     param_breakdown,
     position_params,
 )
-from transformer_nb.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.widgets.params import ParamCalculator
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -365,7 +365,7 @@ _ = check_raises(ValueError, "tie_output=True needs an output projection", param
 # %%
 from torch.utils.flop_counter import FlopCounterMode
 
-from transformer_nb.block import EncoderLayer
+from transformer_nb.core.block import EncoderLayer
 from transformer_nb.exercises.complexity import (
     attention_flops_ex,
     attention_memory_ex,

@@ -59,15 +59,15 @@ import torch.nn as nn
 from matplotlib.colors import ListedColormap
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
-from transformer_nb.block import DecoderLayer, EncoderLayer
+from transformer_nb.core.block import DecoderLayer, EncoderLayer
+from transformer_nb.core.masks import causal_mask, padding_mask
+from transformer_nb.core.models import EncoderDecoder
+from transformer_nb.core.stack import Decoder, Encoder
+from transformer_nb.core.transformer import Transformer, TransformerConfig
 from transformer_nb.interop import to_torch, torch_masks
-from transformer_nb.masks import causal_mask, padding_mask
-from transformer_nb.models import EncoderDecoder
 from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm_batch, span_corruption
 from transformer_nb.params import numel
 from transformer_nb.probes import capture_masks, record_attention, trace_shapes
-from transformer_nb.stack import Decoder, Encoder
-from transformer_nb.transformer import Transformer, TransformerConfig
 from transformer_nb.widgets.models import VariantWidget
 
 TRIALS = pick(quick=5, full=50)  # random batches per invariance check
@@ -590,6 +590,7 @@ import torch
 from transformer_nb import check_close, check_true
 from transformer_nb.exercises.models import variant_masks_ex
 from transformer_nb.exercises.objectives import lm_shift_ex, mean_pool_ex
+
 
 # %% tags=["exercise"]
 def variant_masks(variant, src_keep, tgt_keep):

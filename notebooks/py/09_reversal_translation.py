@@ -429,6 +429,7 @@ import torch
 from transformer_nb import check_true
 from transformer_nb.exercises.reversal import greedy_ex, shift_ex
 
+
 # %% tags=["exercise"]
 def shift(tgt):
     raise NotImplementedError  # your code here

@@ -44,14 +44,15 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from transformer_nb import check_close, check_equal, check_true, generation, lm_recipe, pick, show_source, wikitext
+from transformer_nb import check_close, check_equal, check_true, lm_recipe, pick, show_source, wikitext
 from transformer_nb.bench.kvcache import time_generation
-from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.core import generation
+from transformer_nb.core.multihead import MultiHeadAttention
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.params import embedding_params, encoder_layer_params, norm_params, numel, position_params
 from transformer_nb.perplexity import unigram_perplexity
 from transformer_nb.plotting import plot_curves
 from transformer_nb.small_corpus import exercise_8_9
-from transformer_nb.transformer import Transformer
 from transformer_nb.widgets.lm import GenerateWidget
 
 RETRAIN = False                                        # True: train every model again, ignoring the cache

@@ -50,8 +50,8 @@ import numpy as np
 import torch
 
 from transformer_nb import check_equal, check_true, lm_compute, lm_recipe, pick, wikitext
-from transformer_nb.generation import no_onednn
-from transformer_nb.output_head import frequency_ranks
+from transformer_nb.core.generation import no_onednn
+from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.params import embedding_params, numel
 from transformer_nb.plotting import plot_curves
 

@@ -48,6 +48,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb import check_equal, check_true, pick, wikitext
+from transformer_nb.core.generation import generate as package_generate
 from transformer_nb.exercises.attention import attention_ex
 from transformer_nb.exercises.capstone import block_ex, mha_ex
 from transformer_nb.exercises.capstone_lm import generate_ex, lm_ex, package_logits, params_ex
@@ -61,7 +62,6 @@ from transformer_nb.exercises.capstone_train import (
     training_check,
 )
 from transformer_nb.exercises.masks import causal_ex
-from transformer_nb.generation import generate as package_generate
 from transformer_nb.perplexity import unigram_perplexity
 from transformer_nb.plotting import heatmaps
 

@@ -46,7 +46,6 @@ from transformer_nb import lecture
 # ## 00 · Softmax is a soft argmax
 #
 # Drag **scale**: small scales flatten the weights towards uniform, large ones harden them towards one-hot.
-
 # %%
 from transformer_nb.widgets.warmup import SoftmaxTemperature
 

@@ -31,11 +31,11 @@ import time
 import torch
 
 from transformer_nb import lm_recipe
-from transformer_nb.generation import generate
-from transformer_nb.output_head import frequency_ranks
+from transformer_nb.core.generation import generate
+from transformer_nb.core.output_head import frequency_ranks
+from transformer_nb.core.transformer import LanguageModel, check_language_model
+from transformer_nb.core.utils import as_int
 from transformer_nb.params import numel
-from transformer_nb.transformer import LanguageModel, check_language_model
-from transformer_nb.utils import as_int
 from transformer_nb.wikitext import load_wikitext2
 
 

@@ -27,7 +27,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from transformer_nb import reversal as rv
 from transformer_nb.bench import check_positive_flags
-from transformer_nb.utils import as_device, as_int
+from transformer_nb.core.utils import as_device, as_int
 
 
 def sync(device: torch.device) -> None:

@@ -23,7 +23,7 @@ import json
 import sys
 import textwrap
 
-from ..utils import as_int
+from ..core.utils import as_int
 from . import figures, text000a, text000b, text000c, text001a, text001b, text002, text003, text004a, text004b
 from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, NOTEBOOKS, SCALE, STATUSES, TEXTS, WRONG, Claim
 

@@ -34,11 +34,11 @@ from dataclasses import dataclass, field
 
 import torch
 
+from transformer_nb.core.utils import as_real
 from transformer_nb.exercises.code import bound_names, module_imports, source_of
 from transformer_nb.exercises.compare import allclose, has_nan, refusal, shapes, type_problem
 from transformer_nb.exercises.readymade import Refused, tripwires
 from transformer_nb.exercises.timelimit import TimeLimitExceeded, call_with_time_limit
-from transformer_nb.utils import as_real
 
 
 def _check_hinted(name: str, fn, hint) -> None:

@@ -197,7 +197,7 @@ attention_ex = _AttentionExercise(
         "Masking happens on the scores, before the softmax: a blocked key must end with weight exactly 0.",
         "The mask may arrive as bool or as a float 0/1 matrix; a comparison with 0 treats both alike.",
     ],
-    reveals=("transformer_nb.attention.scaled_dot_product_attention",),
+    reveals=("transformer_nb.core.attention.scaled_dot_product_attention",),
     explanation="""
     The chapter's tests, with the solution: for q, k, v = torch.randn(2, 8, 16) (three times),
     weights.sum(-1) is all ones, and with mask = torch.tril(torch.ones(8, 8)) the weights above the

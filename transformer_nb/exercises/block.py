@@ -10,9 +10,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.utils import as_int
 from transformer_nb.exercises import Exercise, Mistake, Property, readymade
 from transformer_nb.exercises.solutions import block as sol
-from transformer_nb.utils import as_int
 
 NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module
 
@@ -109,7 +109,7 @@ swiglu_ex = Exercise(
         "The weights are stored like nn.Linear.weight, (out, in): a linear layer computes x @ W.T.",
         "The activation is Swish/SiLU, z·σ(z) (F.silu), on the gate branch only.",
     ],
-    reveals=("transformer_nb.block.FeedForward",),
+    reveals=("transformer_nb.core.block.FeedForward",),
 )
 
 
@@ -259,7 +259,7 @@ encoder_stack_ex = _StackExercise(
         "nn.MultiheadAttention with batch_first=True) and FFN; nn.Sequential chains modules that take one input.",
         "In Pre-LN the norm is applied to the sublayer's INPUT inside the branch: x + sublayer(norm(x)).",
     ],
-    reveals=("transformer_nb.block.EncoderLayer.forward",),
+    reveals=("transformer_nb.core.block.EncoderLayer.forward",),
     explanation="""
     The chapter's two verifications, on build_encoder_stack(64, 4, 256, 4): the output of a (2, 12, 64) input
     has shape (2, 12, 64), and after out.sum().backward() every parameter has a .grad. The parameter count is

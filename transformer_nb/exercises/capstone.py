@@ -16,13 +16,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.block import EncoderLayer
+from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.multihead import MultiHeadAttention
+from transformer_nb.core.utils import as_int
 from transformer_nb.env import check_module
 from transformer_nb.exercises import Exercise, Mistake, readymade
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
-from transformer_nb.multihead import MultiHeadAttention
-from transformer_nb.utils import as_int
 
 NOTEBOOK = "12_capstone"
 
@@ -201,7 +201,7 @@ mha_ex = PackageExercise(
     sol.MultiHeadAttention,
     name="mha_ex",
     ready_made=readymade.MULTIHEAD,
-    reveals=("transformer_nb.multihead.MultiHeadAttention",),
+    reveals=("transformer_nb.core.multihead.MultiHeadAttention",),
     expected=_mha_expected,
     harness=_mha_harness,
     compare=_close,
@@ -289,7 +289,7 @@ block_ex = PackageExercise(
     sol.Block,
     name="block_ex",
     ready_made=readymade.BLOCK,
-    reveals=("transformer_nb.block.EncoderLayer",),
+    reveals=("transformer_nb.core.block.EncoderLayer",),
     expected=_block_expected,
     harness=_block_harness,
     compare=_close,

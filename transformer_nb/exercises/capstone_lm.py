@@ -17,14 +17,14 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.stack import check_ids
+from transformer_nb.core.transformer import Transformer
+from transformer_nb.core.utils import as_int
 from transformer_nb.env import check_module
 from transformer_nb.exercises import Mistake
 from transformer_nb.exercises.capstone import PackageExercise, Problem, _close, load_package_weights, randomise_, slip
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import capstone as sol
-from transformer_nb.stack import check_ids
-from transformer_nb.transformer import Transformer
-from transformer_nb.utils import as_int
 
 NOTEBOOK = "12_capstone"
 
@@ -181,7 +181,7 @@ lm_ex = PackageExercise(
     "Step 5 · the language model",
     sol.LanguageModel,
     name="lm_ex",
-    reveals=("transformer_nb.transformer.Transformer",),
+    reveals=("transformer_nb.core.transformer.Transformer",),
     expected=_lm_expected,
     harness=_lm_harness,
     compare=_close,
@@ -302,7 +302,7 @@ generate_ex = PackageExercise(
     "Step 7 · greedy generation",
     sol.generate,
     name="generate_ex",
-    reveals=("transformer_nb.generation.generate",),
+    reveals=("transformer_nb.core.generation.generate",),
     compare=equal,
     cases=[
         ("prompt 3 tokens, 4 new, max_len 8", _gen_case(3, 4, 8, 31)),

@@ -20,6 +20,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb import cache, wikitext
+from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import check_module, profile
 from transformer_nb.exercises import Result
 from transformer_nb.exercises.capstone import student_names
@@ -27,7 +28,6 @@ from transformer_nb.exercises.capstone_lm import package_lm
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import train
-from transformer_nb.utils import as_device, as_int
 
 #: Exercise 8.9's Transformer: 4 blocks, d_model 128, 4 heads, d_ff 512, learned positions up to 256.
 CAPSTONE_MODEL = dict(d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256)

@@ -43,7 +43,7 @@ expand_kv_ex = Exercise(
         "the whole block of heads tiled.",
         "torch has a repeat that repeats each element in place along one axis.",
     ],
-    reveals=("transformer_nb.multihead.MultiHeadAttention.kv_heads",),
+    reveals=("transformer_nb.core.multihead.MultiHeadAttention.kv_heads",),
 )
 
 

@@ -73,7 +73,7 @@ top_k_ex = Exercise(
         "on the logits before the softmax.",
         "torch.topk gives the k largest values of each row; the smallest of them is the threshold.",
     ],
-    reveals=("transformer_nb.generation.sample_next", "transformer_nb.generation.top_k_filter"),
+    reveals=("transformer_nb.core.generation.sample_next", "transformer_nb.core.generation.top_k_filter"),
 )
 
 
@@ -134,5 +134,5 @@ kv_step_ex = Exercise(
         "The newest token may see every token so far, itself included: no mask. The attention is the same "
         "scaled dot-product attention as in training.",
     ],
-    reveals=("transformer_nb.multihead.KVCache",),
+    reveals=("transformer_nb.core.multihead.KVCache",),
 )

@@ -17,11 +17,11 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.utils import as_int, as_real
 from transformer_nb.exercises import Exercise, Mistake
 from transformer_nb.exercises.compare import allclose, is_number
 from transformer_nb.exercises.solutions import lm as sol
 from transformer_nb.exercises.verdict import VerdictExercise
-from transformer_nb.utils import as_int, as_real
 
 NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
 

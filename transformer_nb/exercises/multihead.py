@@ -99,9 +99,9 @@ mha_ex = Exercise(
         "Each head is an attention of size d_k; merging reverses the split exactly before the output projection.",
     ],
     reveals=(
-        "transformer_nb.multihead.MultiHeadAttention.forward",
-        "transformer_nb.multihead.split_heads",
-        "transformer_nb.multihead.merge_heads",
+        "transformer_nb.core.multihead.MultiHeadAttention.forward",
+        "transformer_nb.core.multihead.split_heads",
+        "transformer_nb.core.multihead.merge_heads",
     ),
 )
 

@@ -316,5 +316,5 @@ alibi_slopes_ex = _TableExercise(
         "For other n the paper takes the largest power of 2 below n, its slopes, then fills up with every "
         "other slope of twice as many heads.",
     ],
-    reveals=("transformer_nb.positional.alibi_slopes",),
+    reveals=("transformer_nb.core.positional.alibi_slopes",),
 )

@@ -2,7 +2,7 @@
 
 An exercise that asks for a from-scratch version lists the objects that would answer it ready-made
 (``Exercise.ready_made``: dotted names such as ``"torch.nn.functional.scaled_dot_product_attention"`` or
-``"transformer_nb.block.EncoderLayer.forward"``). :func:`tripwires` swaps each of them, for the duration of one
+``"transformer_nb.core.block.EncoderLayer.forward"``). :func:`tripwires` swaps each of them, for the duration of one
 call of the student's code, for a tripwire that raises :class:`Refused` when the student's code calls it,
 directly or through a thin wrapper. The package's own modules still call them freely (the package's
 multi-head attention may use PyTorch's attention inside): a call counts as the student's when the first
@@ -176,25 +176,25 @@ ATTENTION = (
     "torch._C._nn.scaled_dot_product_attention",
     "torch.nn.functional.multi_head_attention_forward",
     "torch.nn.MultiheadAttention.forward",
-    "transformer_nb.attention.scaled_dot_product_attention",
-    "transformer_nb.multihead.MultiHeadAttention.forward",
+    "transformer_nb.core.attention.scaled_dot_product_attention",
+    "transformer_nb.core.multihead.MultiHeadAttention.forward",
 )
 #: Multi-head attention, ready-made (Exercise 8.6): the above, and splitting and merging heads.
-MULTIHEAD = (*ATTENTION, "transformer_nb.multihead.split_heads", "transformer_nb.multihead.merge_heads")
+MULTIHEAD = (*ATTENTION, "transformer_nb.core.multihead.split_heads", "transformer_nb.core.multihead.merge_heads")
 #: A Transformer block or stack, ready-made (Exercise 8.8).
 BLOCK = (
     "torch.nn.TransformerEncoderLayer.forward",
     "torch.nn.TransformerEncoder.forward",
     "torch.nn.TransformerDecoderLayer.forward",
     "torch.nn.Transformer.forward",
-    "transformer_nb.block.EncoderLayer.forward",
-    "transformer_nb.block.DecoderLayer.forward",
-    "transformer_nb.stack.Encoder.forward",
+    "transformer_nb.core.block.EncoderLayer.forward",
+    "transformer_nb.core.block.DecoderLayer.forward",
+    "transformer_nb.core.stack.Encoder.forward",
 )
 #: Rotary positions, ready-made (Exercise 8.10).
 ROPE = (
-    "transformer_nb.rope.apply_rope",
-    "transformer_nb.rope.rotate_pairs",
+    "transformer_nb.core.rope.apply_rope",
+    "transformer_nb.core.rope.rotate_pairs",
     "transformer_nb.reference.rope_matrix",
-    "transformer_nb.rope.RoPE.forward",
+    "transformer_nb.core.rope.RoPE.forward",
 )

@@ -15,11 +15,11 @@ different, recognisable answer.
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.utils import as_int
 from transformer_nb.exercises import Exercise, Mistake, Property
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import reversal as sol
 from transformer_nb.reversal import BOS, EOS, FIRST_SYMBOL, PAD, VOCAB_SIZE, reverse_padded
-from transformer_nb.utils import as_int
 
 NOTEBOOK = "09_reversal_translation"  # the notebook whose exercise cells use this module
 

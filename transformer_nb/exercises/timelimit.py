@@ -131,7 +131,7 @@ def _with_thread(fn, args, seconds):
 
 def call_with_time_limit(fn, args: tuple, seconds: float):
     """``fn(*args)``, or :class:`TimeLimitExceeded` after ``seconds`` of wall-clock time."""
-    from transformer_nb.utils import as_real
+    from transformer_nb.core.utils import as_real
 
     seconds = as_real("seconds", seconds, positive=True)
     if not callable(fn):

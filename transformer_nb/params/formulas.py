@@ -5,10 +5,10 @@ Each formula is written from the shapes of a module's weight matrices, and
 ``numel`` of a real model, is in ``params/model.py``; each checks the other.
 """
 
-from transformer_nb.block import ACTIVATIONS, NORMS
-from transformer_nb.multihead import check_heads
-from transformer_nb.transformer import ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig, validate
-from transformer_nb.utils import as_int
+from transformer_nb.core.block import ACTIVATIONS, NORMS
+from transformer_nb.core.multihead import check_heads
+from transformer_nb.core.transformer import ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig, validate
+from transformer_nb.core.utils import as_int
 
 __all__ = [
     "ARCHS",  # ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig and validate are re-exported from transformer.py

@@ -7,7 +7,7 @@ byte counts; ``kv_cache_bytes`` the size of a KV cache (002's formula).
 
 import math
 
-from transformer_nb.utils import as_int
+from transformer_nb.core.utils import as_int
 
 
 def attention_matrix_bytes(seq_len: int, n_heads: int = 1, bytes_per_value: int = 2, batch: int = 1) -> int:

@@ -11,11 +11,11 @@ from contextlib import contextmanager, nullcontext
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import FeedForward
-from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.core.block import FeedForward
+from transformer_nb.core.multihead import MultiHeadAttention
+from transformer_nb.core.positional import LearnedPositionalEmbedding
+from transformer_nb.core.transformer import RelativeBiasTable, Transformer, TransformerConfig
 from transformer_nb.params.formulas import CATEGORIES
-from transformer_nb.positional import LearnedPositionalEmbedding
-from transformer_nb.transformer import RelativeBiasTable, Transformer, TransformerConfig
 
 HEADS = ("head", "mlm_head", "generator")  # the output layers of the package's models
 

@@ -22,8 +22,8 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 
-from transformer_nb.stack import check_ids
-from transformer_nb.utils import as_int, check_memory
+from transformer_nb.core.stack import check_ids
+from transformer_nb.core.utils import as_int, check_memory
 
 PAD, BOS, EOS = 0, 1, 2
 FIRST_SYMBOL = 3

@@ -16,10 +16,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.models import EncoderDecoder
+from transformer_nb.core.models import EncoderDecoder
+from transformer_nb.core.utils import as_int, plain_tensor
 from transformer_nb.probes import record_attention
 from transformer_nb.reversal.data import BOS, EOS, PAD, Batch, check_tokens, random_batch
-from transformer_nb.utils import as_int, plain_tensor
 
 
 def model_device(model: nn.Module) -> torch.device:

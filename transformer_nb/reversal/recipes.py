@@ -17,11 +17,11 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import ACTIVATION
+from transformer_nb.core.block import ACTIVATION
+from transformer_nb.core.models import EncoderDecoder
+from transformer_nb.core.utils import as_int
 from transformer_nb.env import get_device
-from transformer_nb.models import EncoderDecoder
 from transformer_nb.reversal.data import MAX_LEN, PAD, VOCAB_SIZE
-from transformer_nb.utils import as_int
 
 INITS = ("default", "xavier", "xavier_embeddings")
 

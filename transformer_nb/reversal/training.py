@@ -24,13 +24,13 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb import cache
+from transformer_nb.core.utils import as_int
 from transformer_nb.env import env_flag, get_device
 from transformer_nb.reversal.data import MAX_LEN, PAD, Batch, collate, make_pairs, random_batch, sequence_codes
 from transformer_nb.reversal.decoding import evaluate, model_device
 from transformer_nb.reversal.recipes import Recipe, build_model, warmup_factor
 from transformer_nb.train import in_workers
 from transformer_nb.train import train as run_training
-from transformer_nb.utils import as_int
 
 CUDA_GRAPHS = True  # on a CUDA device, run the training forward and backward as CUDA graphs (False: eager)
 WORKERS = 2  # load_or_train_many: runs trained at once on the CPU, one process and one thread each

@@ -28,8 +28,8 @@ import ipywidgets as widgets
 import matplotlib.pyplot as plt
 from IPython.display import display
 
+from transformer_nb.core.utils import as_int
 from transformer_nb.plotting import _in_notebook
-from transformer_nb.utils import as_int
 
 CHEAP_MS = 100  # a redraw at most this long animates while a slider is dragged
 USER_ERRORS = (ValueError, TypeError, OverflowError)  # a bad input, not a bug

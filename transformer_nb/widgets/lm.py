@@ -9,9 +9,9 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 
-from transformer_nb.generation import generate
+from transformer_nb.core.generation import generate
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import record_attention
-from transformer_nb.transformer import Transformer
 from transformer_nb.widgets.base import Widget
 
 MAX_SEED = 2**31 - 1  # the seed box clamps to 0..MAX_SEED (torch takes seeds below 2**64)

@@ -13,9 +13,9 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
 
-from transformer_nb.attention import scaled_dot_product_attention
-from transformer_nb.masks import padding_mask_from_ids, self_attention_mask
-from transformer_nb.utils import as_int
+from transformer_nb.core.attention import scaled_dot_product_attention
+from transformer_nb.core.masks import padding_mask_from_ids, self_attention_mask
+from transformer_nb.core.utils import as_int
 from transformer_nb.widgets.base import Widget, check_choice, check_ints
 
 PAD = 0

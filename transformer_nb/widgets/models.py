@@ -14,10 +14,10 @@ import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
 
-from transformer_nb.masks import padding_mask
-from transformer_nb.models import EncoderDecoder, Transformer
+from transformer_nb.core.masks import padding_mask
+from transformer_nb.core.models import EncoderDecoder, Transformer
+from transformer_nb.core.utils import as_int
 from transformer_nb.probes import capture_masks, record_attention
-from transformer_nb.utils import as_int
 from transformer_nb.widgets.base import Widget
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")

@@ -16,9 +16,9 @@ import matplotlib.pyplot as plt
 import torch
 import torch.nn as nn
 
-from transformer_nb.multihead import MultiHeadAttention
+from transformer_nb.core.multihead import MultiHeadAttention
+from transformer_nb.core.utils import as_int, as_real
 from transformer_nb.probes import head_stats, record_attention, uniform_distance
-from transformer_nb.utils import as_int, as_real
 from transformer_nb.widgets.base import Widget, check_choice, check_ints
 
 SENTENCES = [

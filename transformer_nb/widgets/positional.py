@@ -11,7 +11,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from transformer_nb.positional import alibi_slopes, sinusoid_frequencies, sinusoidal_encoding
+from transformer_nb.core.positional import alibi_slopes, sinusoid_frequencies, sinusoidal_encoding
 from transformer_nb.widgets.base import Widget, check_ints
 
 

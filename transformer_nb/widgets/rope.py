@@ -9,8 +9,8 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from transformer_nb.rope import rope_frequencies
-from transformer_nb.utils import as_int
+from transformer_nb.core.rope import rope_frequencies
+from transformer_nb.core.utils import as_int
 from transformer_nb.widgets.base import Widget, check_ints
 
 

@@ -23,7 +23,7 @@ import time
 
 import ipywidgets as W
 
-from transformer_nb.utils import as_int
+from transformer_nb.core.utils import as_int
 from transformer_nb.widgets.base import CHEAP_MS, Widget
 from transformer_nb.widgets.catalog import WIDGETS, build
 

@@ -27,13 +27,13 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.block import ACTIVATION, ACTIVATIONS, NORMS, make_norm
-from transformer_nb.multihead import KVCache, check_heads
-from transformer_nb.output_head import OutputHead
-from transformer_nb.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
-from transformer_nb.rope import RoPE
-from transformer_nb.stack import Decoder, Encoder, check_ids, check_keep
-from transformer_nb.utils import INNER, as_int, check_device, check_dropout
+from transformer_nb.core.block import ACTIVATION, ACTIVATIONS, NORMS, make_norm
+from transformer_nb.core.multihead import KVCache, check_heads
+from transformer_nb.core.output_head import OutputHead
+from transformer_nb.core.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from transformer_nb.core.rope import RoPE
+from transformer_nb.core.stack import Decoder, Encoder, check_ids, check_keep
+from transformer_nb.core.utils import INNER, as_int, check_device, check_dropout
 
 ARCHS = ("encoder", "decoder", "encoder-decoder")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")

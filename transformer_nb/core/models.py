@@ -21,10 +21,10 @@ sublayer really used in ``probes.py``, the parameter groups in ``params.numel_br
 import torch
 import torch.nn as nn
 
-from transformer_nb.positional import SinusoidalPositionalEncoding, embedding_scale
-from transformer_nb.stack import Decoder, Encoder, check_ids, check_keep
-from transformer_nb.transformer import Transformer, TransformerConfig
-from transformer_nb.utils import as_int
+from transformer_nb.core.positional import SinusoidalPositionalEncoding, embedding_scale
+from transformer_nb.core.stack import Decoder, Encoder, check_ids, check_keep
+from transformer_nb.core.transformer import Transformer, TransformerConfig
+from transformer_nb.core.utils import as_int
 
 __all__ = ["Decoder", "Embedder", "Encoder", "EncoderDecoder", "Transformer", "TransformerConfig"]
 

@@ -12,7 +12,7 @@ broadcast over heads ``(B, h, T_q, T_k)``.
 
 import torch
 
-from transformer_nb.utils import as_device, as_int, check_memory
+from transformer_nb.core.utils import as_device, as_int, check_memory
 
 
 def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:

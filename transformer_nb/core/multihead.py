@@ -14,9 +14,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.attention import check_mask, scaled_dot_product_attention
-from transformer_nb.masks import causal_mask
-from transformer_nb.utils import INNER, as_int, check_dropout, check_like
+from transformer_nb.core.attention import check_mask, scaled_dot_product_attention
+from transformer_nb.core.masks import causal_mask
+from transformer_nb.core.utils import INNER, as_int, check_dropout, check_like
 
 
 def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:

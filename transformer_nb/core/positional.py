@@ -18,7 +18,7 @@ from numbers import Integral
 import torch
 import torch.nn as nn
 
-from transformer_nb.utils import as_device, as_int, as_real, check_device, check_memory
+from transformer_nb.core.utils import as_device, as_int, as_real, check_device, check_memory
 
 
 def sinusoid_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:

@@ -17,8 +17,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.multihead import MultiHeadAttention, check_hidden
-from transformer_nb.utils import INNER, as_int, check_dropout, check_memory
+from transformer_nb.core.multihead import MultiHeadAttention, check_hidden
+from transformer_nb.core.utils import INNER, as_int, check_dropout, check_memory
 
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 ACTIVATION = "relu"  # the FFN activation of every block, stack and model that does not name one (the one place)

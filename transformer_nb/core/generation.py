@@ -20,9 +20,9 @@ from numbers import Integral, Real
 
 import torch
 
-from transformer_nb.output_head import OutputHead
-from transformer_nb.transformer import LanguageModel, check_language_model
-from transformer_nb.utils import plain_tensor
+from transformer_nb.core.output_head import OutputHead
+from transformer_nb.core.transformer import LanguageModel, check_language_model
+from transformer_nb.core.utils import plain_tensor
 
 
 def _check_top_k(k) -> None:

@@ -26,7 +26,7 @@ from numbers import Integral
 import torch
 import torch.nn as nn
 
-from transformer_nb.utils import INNER, as_real, check_device, check_memory
+from transformer_nb.core.utils import INNER, as_real, check_device, check_memory
 
 PAIRINGS = ("interleaved", "half")
 

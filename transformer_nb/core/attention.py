@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from transformer_nb.utils import INNER, as_real
+from transformer_nb.core.utils import INNER, as_real
 
 
 def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:

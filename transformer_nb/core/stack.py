@@ -18,9 +18,16 @@ experiments, which switch the residual connections off with ``residual=False``).
 import torch
 import torch.nn as nn
 
-from transformer_nb.block import ACTIVATION, DecoderLayer, EncoderLayer, check_decoder_inputs, check_hidden, make_norm
-from transformer_nb.masks import key_padding
-from transformer_nb.utils import INNER, as_int, check_device
+from transformer_nb.core.block import (
+    ACTIVATION,
+    DecoderLayer,
+    EncoderLayer,
+    check_decoder_inputs,
+    check_hidden,
+    make_norm,
+)
+from transformer_nb.core.masks import key_padding
+from transformer_nb.core.utils import INNER, as_int, check_device
 
 
 def check_keep(keep, b: int, t: int, name: str) -> None:
