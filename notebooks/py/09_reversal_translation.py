@@ -530,7 +530,7 @@ from unittest import mock
 
 TEXT_EPOCHS = pick(quick=4, full=30)             # the text's recipe: its 30 epochs (4 in the quick profile)
 COMPARE_STEPS = pick(quick=64, full=480)         # budget of each rung of the ladder (480 = the text's 15 epochs)
-COMPARE_EVAL = pick(quick=64, full=40)           # ... evaluated every this many steps
+COMPARE_EVAL = pick(quick=64, full=80)           # ... evaluated every this many steps
 ABLATION_STEPS = pick(quick=50, full=400)        # budget of each ablation
 ABLATIONS = pick(quick=rv.ABLATIONS[:1], full=rv.ABLATIONS)
 
@@ -637,14 +637,14 @@ plt.show()
 # ### The improved recipe with one change undone
 #
 # The ladder adds the changes in one order. The other way round: the improved recipe with **one**
-# thing changed back, each trained until 99.9 % or 400 steps, evaluated every 25 (in the quick profile one row,
+# thing changed back, each trained until 99.9 % or 400 steps, evaluated every 50 (in the quick profile one row,
 # 50 steps).
 
 # %%
 summary("improved", hist, ABLATION_STEPS)
 with contextlib.redirect_stdout(io.StringIO()):
     trained = rv.load_or_train_many([replace(recipe, steps=ABLATION_STEPS) for _, recipe in ABLATIONS], eval_batch,
-                                    eval_every=EVAL_EVERY, target=0.999, retrain=RETRAIN, device=device)
+                                    eval_every=2 * EVAL_EVERY, target=0.999, retrain=RETRAIN, device=device)
 for (label, _), (_, h, _) in zip(ABLATIONS, trained):
     summary(label, h, ABLATION_STEPS)
 
