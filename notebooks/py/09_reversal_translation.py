@@ -529,7 +529,7 @@ from dataclasses import replace
 from unittest import mock
 
 TEXT_EPOCHS = pick(quick=4, full=30)             # the text's recipe: its 30 epochs (4 in the quick profile)
-COMPARE_STEPS = pick(quick=64, full=480)         # budget of each rung of the ladder (480 = the text's 15 epochs)
+COMPARE_STEPS = pick(quick=64, full=480)         # budget of each rung of the ladder (480 = 15 of the text's epochs)
 COMPARE_EVAL = pick(quick=64, full=80)           # ... evaluated every this many steps
 ABLATION_STEPS = pick(quick=50, full=400)        # budget of each ablation
 ABLATIONS = pick(quick=rv.ABLATIONS[:1], full=rv.ABLATIONS)
@@ -627,7 +627,7 @@ plt.show()
 # What the stored full run shows (one seed each):
 #
 # - **The learning rate is most of the story.** $10^{-4}$ is far too small for 480 steps; at $10^{-3}$ the same
-#   recipe gets most sequences right. Everything after that is about the last few per cent.
+#   recipe gets most sequences right. Everything after that is about the last tenth.
 # - Removing dropout alone does not help within 480 steps; a fresh batch every step and then **batch 128**
 #   instead of 64 (a cleaner gradient) take it to about 98 %.
 # - **Warm-up and label smoothing** together get the ladder over the 99.9 % line.
