@@ -140,6 +140,7 @@ ELSEWHERE = {
     "transformer_nb.reversal.decoding.attention_maps": "tests/test_reversal_bad_input.py::test_scoring_arguments",
     "transformer_nb.reversal.decoding.evaluate": "tests/test_reversal_bad_input.py::test_scoring_arguments",
     "transformer_nb.reversal.decoding.failure_table": "tests/test_reversal_bad_input.py::test_scoring_arguments",
+    "transformer_nb.reversal.decoding.forced_match": "tests/test_reversal_bad_input.py::test_scoring_arguments",
     "transformer_nb.reversal.decoding.greedy_decode": "tests/test_reversal_bad_input.py::test_greedy_decode_arguments",
     "transformer_nb.reversal.decoding.length_sweep": "tests/test_reversal_bad_input.py::test_scoring_arguments",
     "transformer_nb.reversal.decoding.model_device": "tests/test_reversal_devices.py::test_model_device_of_a_model_without_parameters",

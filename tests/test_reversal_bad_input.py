@@ -163,6 +163,7 @@ def test_scoring_arguments(model):
         ValueError, ["pred has 2 rows but tgt_out has 3"], rv.score, torch.ones(2, 3).long(), torch.ones(3, 3).long()
     )
     _raises(TypeError, ["reversal Batch"], rv.evaluate, model, torch.ones(2, 3))
+    _raises(TypeError, ["reversal Batch"], rv.forced_match, model, torch.ones(2, 3))
     _raises(ValueError, ["chunk must be >= 1, got 0"], rv.evaluate, model, rv.heldout_set(3), chunk=0)
     _raises(ValueError, ["the dict evaluate() returns", "exact"], rv.failure_table, {})
     _raises(ValueError, ["n must be >= 1, got 0"], rv.length_sweep, model, [3], n=0)

@@ -1,5 +1,7 @@
 """Batched greedy decoding and scoring, on hand-built models whose logits are written down."""
 
+from dataclasses import replace
+
 import torch
 import torch.nn as nn
 
@@ -79,3 +81,15 @@ def test_failure_table_counts():
     assert t["by_length"] == {3: (2, 1), 5: (1, 0), 8: (1, 1)}
     assert t["by_first_wrong"] == {1: 1, 4: 1}
     assert t["n_wrong"] == 2
+
+
+def test_forced_match_gives_greedy_decodings_exact_match():
+    """One teacher-forced pass finds the sequences greedy decoding gets exactly right (a half-trained model)."""
+    recipe = replace(rv.IMPROVED, name="half", steps=100)
+    model = rv.build_model(recipe.model, device="cpu")
+    rv.train(model, recipe, seed=0)
+    held = rv.heldout_set(300)
+    greedy, forced = rv.evaluate(model, held), rv.forced_match(model, held)
+    assert 0.05 < greedy["exact_match"] < 0.95, "the model must get some sequences right and some wrong"
+    assert forced["exact_match"] == greedy["exact_match"]
+    assert forced["forced_token_accuracy"] >= greedy["token_accuracy"]

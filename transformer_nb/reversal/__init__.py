@@ -6,7 +6,8 @@ reverse short sequences of symbols.
 - ``recipes.py``: ``ModelConfig`` / ``build_model``, the warm-up schedule, ``Recipe`` with
   ``TEXT_RECIPE`` (the text as written), ``IMPROVED``, ``LADDER`` and ``ABLATIONS``;
 - ``decoding.py``: batched ``greedy_decode``, ``evaluate`` (exact match, per-token accuracy, first
-  wrong position), ``failure_table``, ``length_sweep``, ``attention_maps``;
+  wrong position), ``forced_match`` (the same exact match from one teacher-forced pass),
+  ``failure_table``, ``length_sweep``, ``attention_maps``;
 - ``training.py``: ``train`` (the package's one training loop with the task's loss, optimizer,
   batches and evaluation) and ``load_or_train`` (the trained-model cache).
 
@@ -42,6 +43,7 @@ from transformer_nb.reversal.decoding import (
     attention_maps,
     evaluate,
     failure_table,
+    forced_match,
     greedy_decode,
     length_sweep,
     model_device,
@@ -94,6 +96,7 @@ __all__ = [
     "collate",
     "evaluate",
     "failure_table",
+    "forced_match",
     "greedy_decode",
     "heldout_set",
     "length_sweep",

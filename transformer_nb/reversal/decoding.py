@@ -1,6 +1,7 @@
 """Decoding and scoring the reversal model (001 §19.10.4; 000 §8.6.3; 004 §13.3).
 
 - ``greedy_decode``: batched greedy decoding (encode once, append the arg-max at the last position);
+- ``forced_match``: the same exact match from one teacher-forced forward pass (training's evaluations);
 - ``score`` / ``evaluate``: exact match (every label up to and including EOS), per-token accuracy,
   the first wrong position; ``failure_table`` and ``length_sweep`` say where the failures are;
 - ``attention_maps`` / ``anti_diagonal_share``: the cross- and self-attention weights, and how
@@ -132,6 +133,29 @@ def evaluate(model: nn.Module, batch: Batch, chunk: int = 1000) -> dict:
     res = score(pred, batch.tgt_out)
     res.update(pred=pred, lengths=batch.lengths, n=len(batch))
     return res
+
+
+@torch.no_grad()
+def forced_match(model: nn.Module, batch: Batch) -> dict:
+    """Exact match of greedy decoding, from one teacher-forced forward pass over ``batch`` (no decoding loop).
+
+    Greedy decoding writes a sequence exactly right iff, fed the right prefix ``tgt_in``, the model's
+    arg-max is the label at every position up to EOS: then each step of the loop sees exactly that
+    prefix (the decoder is causal). Returns ``exact_match`` (that rate, as :func:`evaluate`'s, up to
+    float rounding at arg-max ties) and ``forced_token_accuracy`` (per label, with the right prefix:
+    higher than greedy decoding's per-token accuracy, where one mistake shifts the rest).
+    """
+    if not isinstance(batch, Batch):
+        raise TypeError(f"batch must be a reversal Batch, got {type(batch).__name__}")
+    batch = batch.to(model_device(model))
+    was_training = model.training
+    model.eval()
+    try:
+        pred = model(batch.src, batch.tgt_in, batch.src_keep, batch.tgt_keep).argmax(-1)  # (B, T)
+    finally:
+        model.train(was_training)
+    res = score(pred, batch.tgt_out)
+    return {"exact_match": res["exact_match"], "forced_token_accuracy": res["token_accuracy"]}
 
 
 def failure_table(res: dict) -> dict:

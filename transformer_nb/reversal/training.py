@@ -2,9 +2,10 @@
 
 ``train`` runs the package's one training loop (``transformer_nb.train.train``) with the
 reversal task's pieces: batches from a ``Recipe``, the label-smoothed cross-entropy, Adam with
-the warm-up schedule, gradient clipping, greedy-decoding evaluations on a held-out set and an
-early stop at a target exact match. ``load_or_train`` caches the trained weights with their
-history (``cache.load_or_train``).
+the warm-up schedule, gradient clipping, exact-match evaluations on a held-out set
+(``forced_match``: greedy decoding's exact match from one teacher-forced pass) and an early stop at
+a target exact match. ``load_or_train`` caches the trained weights with their history
+(``cache.load_or_train``).
 
 Devices: the model trains where it lives (or on ``device``); batches are drawn on the CPU and
 moved there; the held-out set is moved there once. On a CUDA device the batches are padded to
@@ -27,7 +28,7 @@ from transformer_nb import cache
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import env_flag, get_device
 from transformer_nb.reversal.data import MAX_LEN, PAD, Batch, collate, make_pairs, random_batch, sequence_codes
-from transformer_nb.reversal.decoding import evaluate, model_device
+from transformer_nb.reversal.decoding import forced_match, model_device
 from transformer_nb.reversal.recipes import Recipe, build_model, warmup_factor
 from transformer_nb.train import in_workers
 from transformer_nb.train import train as run_training
@@ -131,8 +132,7 @@ def _evaluator(eval_batch, eval_every, eval_below, last_step, snapshot_at, out):
         due = (step % eval_every == 0 and not quiet) or step in out["eval_at"] or step == last_step
         if eval_batch is None or step == 0 or not due:
             return None
-        res = evaluate(model, eval_batch)
-        return {"exact_match": res["exact_match"], "token_accuracy": res["token_accuracy"]}
+        return forced_match(model, eval_batch)
 
     return ev
 
@@ -152,15 +152,16 @@ def train(
 ) -> dict:
     """Train ``model`` with ``recipe`` on ``device`` (default: where the model is); return the history.
 
-    Every ``eval_every`` steps (or at the steps in ``eval_at``, and at the end) greedy-decode
-    ``eval_batch`` and record exact match; stop once it reaches ``target``. Training data never
-    contains a sequence of ``eval_batch``. ``live``: a ``plotting.LiveLoss`` (or None: no bar).
+    Every ``eval_every`` steps (or at the steps in ``eval_at``, and at the end) record the exact
+    match of greedy decoding on ``eval_batch`` (``forced_match``); stop once it reaches ``target``.
+    Training data never contains a sequence of ``eval_batch``. ``live``: a ``plotting.LiveLoss``
+    (or None: no bar).
     ``train_seconds`` counts the optimisation steps only, ``eval_seconds`` the evaluations.
     ``grad_norm`` is the gradient norm before clipping. ``snapshot_at``: keep a CPU copy of the
     weights after that step in ``snapshot``. ``eval_below``: skip the periodic evaluation while the
     mean training loss of the last ``eval_every`` steps is above this (the final one always runs).
     History: plain lists per step (``step``, ``loss``, ``lr``, ``grad_norm``) and per evaluation
-    (``eval_step``, ``eval_train_seconds``, ``exact_match``, ``token_accuracy``), ``steps``,
+    (``eval_step``, ``eval_train_seconds``, ``exact_match``, ``forced_token_accuracy``), ``steps``,
     ``train_seconds``, ``eval_seconds``, ``reached`` (the target was reached), ``snapshot``.
     """
     if not isinstance(recipe, Recipe):
@@ -270,9 +271,10 @@ def load_or_train(
     return model, hist, trained
 
 
-def _train_and_save(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> None:
-    """A worker process's job: train one run on the CPU and save it in the cache."""
-    load_or_train(recipe, eval_batch, retrain=True, device="cpu", **kwargs)
+def _train_and_save(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> tuple:
+    """A worker process's job: train one run on the CPU and save it in the cache; return its weights and history."""
+    model, hist, _ = load_or_train(recipe, eval_batch, retrain=True, device="cpu", **kwargs)
+    return model.state_dict(), hist
 
 
 def load_or_train_many(
@@ -281,11 +283,11 @@ def load_or_train_many(
     """``[load_or_train(recipe, eval_batch, **kwargs) for recipe in recipes]``, the missing runs trained in parallel.
 
     On the CPU the runs that the cache lacks (all of them with ``retrain``) train ``workers`` at a
-    time, each in its own process on one thread: a second thread speeds a model this small up by
-    only about a third (300-step runs: 41-46 ms a step on two threads, 52-59 ms on one beside
-    another worker), so two runs at once finish sooner, and much sooner when other jobs share the
-    cores. Each run is the same as ``load_or_train``'s (its history, its cache file). On a GPU,
-    with ``workers=1`` or when only one run is missing, they train one after the other here.
+    time, the longest first, each in its own process on one thread: a second thread speeds a model
+    this small up by only about a third (300-step runs: 41-46 ms a step on two threads, 52-59 ms on
+    one beside another worker), so two runs at once finish sooner, and much sooner when other jobs
+    share the cores. Each run is the same as ``load_or_train``'s (its history, its cache file). On a
+    GPU, with ``workers=1`` or when only one run is missing, they train one after the other here.
     Returns the list of ``(model, history, trained_now)``.
     """
     recipes = list(recipes)
@@ -294,27 +296,28 @@ def load_or_train_many(
             raise TypeError(f"recipes must be reversal Recipes (e.g. rv.ABLATIONS' recipes), got {type(r).__name__}")
     as_int("workers", workers, 1)
     device = get_device() if device is None else torch.device(device)
-    if device.type == "cpu" and workers > 1:
-        retrain = retrain or env_flag("TNB_RETRAIN")
-        todo = [r for r in recipes if retrain or _from_cache(r, eval_batch, kwargs, "cpu") is None]
-        if len(todo) > 1:  # one run alone trains here, without starting a process
-            eval_cpu = None if eval_batch is None else eval_batch.to("cpu")
-            quiet = {k: v for k, v in kwargs.items() if k != "live"}  # the workers draw no progress bar
-            in_workers(_train_and_save, [(r, eval_cpu, quiet) for r in todo], workers)
-            out = [(r, any(r is t for t in todo), _from_cache(r, eval_batch, kwargs, device)) for r in recipes]
-            return [  # a file refused after all (written by another version) is trained here
-                (*done, trained) if done else load_or_train(r, eval_batch, device=device, **kwargs)
-                for r, trained, done in out
-            ]
-    return [load_or_train(r, eval_batch, retrain=retrain, device=device, **kwargs) for r in recipes]
+    if device.type != "cpu" or workers == 1:
+        return [load_or_train(r, eval_batch, retrain=retrain, device=device, **kwargs) for r in recipes]
+    retrain = retrain or env_flag("TNB_RETRAIN")
+    out = [None if retrain else _from_cache(r, eval_batch, kwargs, device) for r in recipes]
+    todo = sorted((i for i, o in enumerate(out) if o is None), key=lambda i: -recipes[i].steps * recipes[i].batch_size)
+    if len(todo) > 1:  # one run alone trains here, without starting a process
+        eval_cpu = None if eval_batch is None else eval_batch.to("cpu")
+        quiet = {k: v for k, v in kwargs.items() if k != "live"}  # the workers draw no progress bar
+        trained = in_workers(_train_and_save, [(recipes[i], eval_cpu, quiet) for i in todo], workers)
+        for i, (state, hist) in zip(todo, trained):
+            model = _run(recipes[i], eval_batch, kwargs, "cpu")[0]
+            model.load_state_dict(state)
+            out[i] = (model.to(device).eval(), hist, True)
+    return [o or load_or_train(r, eval_batch, retrain=retrain, device=device, **kwargs) for r, o in zip(recipes, out)]
 
 
-def _from_cache(recipe: Recipe, eval_batch: Batch | None, kwargs: dict, device) -> tuple | None:
-    """``(model, history)`` of ``load_or_train(recipe, eval_batch, **kwargs)`` if the cache holds it (else None)."""
+def _run(recipe: Recipe, eval_batch: Batch | None, kwargs: dict, device) -> tuple:
+    """``_cached_run`` of ``load_or_train(recipe, eval_batch, **kwargs)`` on ``device``, without a progress bar."""
     run = inspect.signature(load_or_train).bind(recipe, eval_batch, **kwargs)
     run.apply_defaults()
     a = run.arguments
-    model, key, config, train_fn = _cached_run(
+    return _cached_run(
         recipe,
         eval_batch,
         a["seed"],
@@ -326,5 +329,10 @@ def _from_cache(recipe: Recipe, eval_batch: Batch | None, kwargs: dict, device) 
         a["name"],
         a["snapshot_at"],
     )
+
+
+def _from_cache(recipe: Recipe, eval_batch: Batch | None, kwargs: dict, device) -> tuple | None:
+    """``(model, history, False)`` of ``load_or_train(recipe, eval_batch, **kwargs)`` if cached (else None)."""
+    model, key, config, train_fn = _run(recipe, eval_batch, kwargs, device)
     ok, _, hist = cache.load(key, model, config, train_fn)
-    return (model.to(device).eval(), hist) if ok else None
+    return (model.to(device).eval(), hist, False) if ok else None
