@@ -15,6 +15,7 @@ dropped; docstrings (a string expression first in a module, class or function bo
 from __future__ import annotations
 
 import ast
+import functools
 import hashlib
 import io
 import textwrap
@@ -68,6 +69,12 @@ def source_digest(src: str) -> str:
     """
     if not isinstance(src, str):
         raise TypeError(f"src must be Python source text (a str), got {type(src).__name__} {src!r}")
+    return _digest(src)
+
+
+@functools.lru_cache(maxsize=512)
+def _digest(src: str) -> str:
+    """``source_digest`` of checked ``src``, computed once per source text (an edited source is a new key)."""
     try:
         text = "\x1f".join(_tokens(textwrap.dedent(src)))  # a method's source comes indented
     except (SyntaxError, tokenize.TokenError):
