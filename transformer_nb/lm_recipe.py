@@ -125,8 +125,13 @@ def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides:
     return {"kind": kind, "model": model, "train": tcfg.as_dict(), "vocab_size": vocab_size}
 
 
-def _run(kind: str, data, steps: int, seed: int, eval_tokens: int, eval_every: int | None, device, live: bool):
+#: ``load_or_train``'s keyword arguments of a run, and their defaults.
+RUN_DEFAULTS = dict(seed=0, eval_tokens=20_000, eval_every=None)
+
+
+def _run(kind: str, data, steps: int, run: dict, device, live: bool):
     """``load_or_train``'s run: its cache name, fresh model on ``device``, config and training function."""
+    seed, eval_tokens, eval_every = ({**RUN_DEFAULTS, **run}[k] for k in RUN_DEFAULTS)
     vocab_size = len(data.vocab)
     model = build_model(kind, vocab_size, frequency_ranks(data.train, vocab_size), seed=seed).to(device)
     tcfg = recipe_config(kind, device, steps=steps, seed=seed, eval_tokens=eval_tokens, eval_every=eval_every)
@@ -138,48 +143,34 @@ def _run(kind: str, data, steps: int, seed: int, eval_tokens: int, eval_every: i
     return cache.cache_name(f"wikitext2_{kind}", config), model, config, train_fn
 
 
-def load_or_train(
-    kind: str,
-    data,
-    steps: int,
-    seed: int = 0,
-    retrain: bool = False,
-    live: bool = True,
-    eval_tokens: int = 20_000,
-    eval_every: int | None = None,
-    device=None,
-):
+def load_or_train(kind: str, data, steps: int, retrain: bool = False, live: bool = True, device=None, **run):
     """The recipe model trained for ``steps`` optimiser steps: loaded from the cache, or trained now.
 
-    ``data`` is a ``wikitext.WikiText2``; validation points use the first ``eval_tokens`` of its
-    validation split. ``device``: where the model trains and is returned (default: ``get_device()``,
-    i.e. ``TNB_DEVICE`` or the best one here); the recipe scales with it (``recipe_config``).
-    A corrupt, damaged or mismatched cache is reported and the model retrained. Returns
-    ``(model, history, trained_now)``, the model in eval mode on ``device``.
+    ``data`` is a ``wikitext.WikiText2``. ``run``: ``seed``, and the validation points: ``eval_tokens``
+    (the first words of the validation split they read), ``eval_every`` (steps between them; None:
+    20 per run); defaults in ``RUN_DEFAULTS``. ``device``: where the model trains and is returned
+    (default: ``get_device()``, i.e. ``TNB_DEVICE`` or the best one here); the recipe scales with it
+    (``recipe_config``). A corrupt, damaged or mismatched cache is reported and the model retrained.
+    Returns ``(model, history, trained_now)``, the model in eval mode on ``device``.
     """
     _check_kind(kind)
-    return load_or_train_many({kind: steps}, data, 1, seed, retrain, live, eval_tokens, eval_every, device)[kind]
+    return load_or_train_many({kind: steps}, data, 1, retrain, live, device, **run)[kind]
 
 
 def load_or_train_many(
-    runs: dict,
-    data,
-    workers: int = 2,
-    seed: int = 0,
-    retrain: bool = False,
-    live: bool = True,
-    eval_tokens: int = 20_000,
-    eval_every: int | None = None,
-    device=None,
+    runs: dict, data, workers: int = 2, retrain: bool = False, live: bool = True, device=None, **run
 ) -> dict:
     """``{kind: load_or_train(kind, data, steps, ...) for kind, steps in runs.items()}``, the runs
     that the cache lacks trained side by side on the CPU (``side_by_side``, ``workers`` at a time)."""
     check_wikitext(data)
     if not isinstance(runs, dict) or not runs or not set(runs) <= set(KINDS):
         raise ValueError(f"runs must be a dict {{kind: steps}} of kinds from {KINDS}, got {runs!r:.80}")
+    if not set(run) <= set(RUN_DEFAULTS):
+        raise TypeError(
+            f"unexpected keyword arguments {sorted(set(run) - set(RUN_DEFAULTS))}; a run takes {list(RUN_DEFAULTS)}"
+        )
     device = torch.device(device) if device is not None else get_device()
-    args = {k: (k, data, steps, seed, eval_tokens, eval_every) for k, steps in runs.items()}
-    return side_by_side(_run, args, device, workers, retrain, live)
+    return side_by_side(_run, {k: (k, data, steps, run) for k, steps in runs.items()}, device, workers, retrain, live)
 
 
 def side_by_side(make, args: dict, device=None, workers: int = 2, retrain: bool = False, live: bool = True) -> dict:
