@@ -91,8 +91,9 @@ def train_epochs(
 
     ``ids`` is cut into non-overlapping windows of ``seq_len + 1`` tokens (inputs and the targets
     shifted by one), shuffled each epoch with a seeded generator; the LSTM starts every window from
-    a zero state, like the Transformer. Returns ``train.train``'s history plus per epoch
-    ``train_ppl`` (over the epoch's tokens) and ``seconds`` (training time).
+    a zero state, like the Transformer. ``live=False``: no figure and no progress bar. Returns
+    ``train.train``'s history plus per epoch ``train_ppl`` (over the epoch's tokens) and ``seconds``
+    (training time).
     """
     n = (ids.numel() - 1) // seq_len
     if n < 1:
@@ -111,6 +112,7 @@ def train_epochs(
         torch.optim.AdamW(model.parameters(), lr=lr),
         steps=epochs * per_epoch,
         live=live,
+        bar=live,  # a worker process (live=False) draws nothing
         title=title,
     )
     for e in range(epochs):

@@ -188,10 +188,11 @@ check_true("the Transformer beats the unigram baseline on validation words", his
 # ## 5 · Against an LSTM, at equal training time
 #
 # The LSTM is no straw man: the same embedding width, tied adaptive softmax, optimisers and schedule, and it reads
-# the corpus as recurrent models like best (consecutive windows, state carried across). It trained beside the
-# Transformer, each on one core; the step counts take about the same seconds, but speeds vary: we compare the curves
-# **at the same training seconds**. The points of these curves read the first words of the validation split in
-# windows side by side, for both models the cheapest reading; the final scores below read whole splits.
+# the corpus as recurrent models like best (consecutive windows, state carried across). With `WORKERS = 2` it
+# trained beside the Transformer, each on one core: the same hardware for both. The step counts take about the same
+# seconds, but speeds vary: we compare the curves **at the same training seconds**. Each point of these curves reads
+# the first validation words in consecutive windows: the LSTM carries its state across them, the Transformer starts
+# every window afresh (the cheapest reading, and a pessimistic one for it); the final scores below read whole splits.
 
 # %%
 lstm, lstm_hist, _ = runs["lstm"]
@@ -209,7 +210,8 @@ print(f"after {t_eq:.0f} s of training each: " + ", ".join(f"{n} {p:.1f}" for n,
 # %% [markdown]
 # The final scores use whole splits. The LSTM carries its state from window to window; a Transformer sees only
 # its window, so the recipe slides it by 32 words and scores only the newest ones (every prediction gets at least
-# 96 words of context). Non-overlapping windows leave a word early in a window with almost none.
+# 96 words of context; the output layer runs for those 32 only). Non-overlapping windows leave a word early in a
+# window with almost none.
 
 # %%
 tcfg = lm_recipe.recipe_config("transformer", env.device, steps=STEPS, eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)
