@@ -116,9 +116,8 @@ check_close("unigram validation perplexity, by hand", math.exp(-p_word.log()[dat
 # split with their own vocabulary; windows of 256 words, batches of 16, no dropout, an untied output layer; an LSTM
 # of 2 layers whose hidden size brings its parameter count closest to the Transformer's. Section 8 asks *you* to
 # write the evaluation, the training step, the greedy decoding and the verdict; here the package trains both, once.
-# With `WORKERS = 2` they train at the same time, each in its own process on one core: models this small gain little
-# from a second thread, so two side by side finish sooner than two one after the other, and each gets the same
-# hardware, which keeps their seconds per epoch comparable.
+# With `WORKERS = 2` they train at the same time, each in its own process on one core: the same hardware for both,
+# so their seconds per epoch compare.
 
 # %%
 ex = exercise_8_9(data, EX89_WORDS, EX89_EPOCHS, retrain=RETRAIN, device=env.device, workers=WORKERS)
