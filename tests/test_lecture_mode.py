@@ -105,8 +105,8 @@ def test_notebooks_09_and_10_train_what_the_lecture_loads():
     improved = re.search(r"rv\.load_or_train\(\s*rv\.IMPROVED,(.*?)\)\n", nb09, flags=re.S).group(1)
     assert "eval_every=EVAL_EVERY" in improved and re.search(r"target=(0\.999|lecture\.TARGET)", improved)
     assert "rv.heldout_set(N_EVAL)" in nb09
-    call = re.search(r'lm_recipe\.load_or_train\(\s*"transformer",(.*?)\)\n', nb10, flags=re.S).group(1)
-    assert re.sub(r"\s+", " ", call).strip().startswith("data, STEPS,"), call
+    call = re.search(r'lm_recipe\.load_or_train_many\(\s*\{"transformer": STEPS,(.*?)\)\n', nb10, flags=re.S).group(1)
+    assert re.sub(r"\s+", " ", call).strip().startswith('"lstm": LSTM_STEPS}, data,'), call
     assert "eval_tokens=VAL_TOKENS" in call and "eval_every=VAL_EVERY" in call
     steps, words, every = _pick(nb10, "STEPS"), _pick(nb10, "VAL_TOKENS"), _pick(nb10, "VAL_EVERY")
     for prof, run in lecture.LM_RUN.items():

@@ -6,7 +6,9 @@
   a fresh seeded model and its ``TrainConfig``. On a GPU the recipe reads ``GPU_BATCH_SCALE`` times
   more windows per step (and evaluates more streams at once): the device does the work.
 - ``load_or_train(kind, data, steps)``: the trained model from the cache (``cache.load_or_train``,
-  verified), or trained now and saved; ``cached_results(prefix, config, compute)``: the same for
+  verified), or trained now and saved; ``load_or_train_many({kind: steps}, data)``: several, those
+  the cache lacks trained side by side, each in its own process on one core (``side_by_side``,
+  which Exercise 8.9's two models use too); ``cached_results(prefix, config, compute)``: the same for
   results that are not weights, keyed on the code that made them: ``compare`` (variants trained
   for equal seconds) and ``final_perplexities`` (whole splits) use it, so a warm re-run trains and
   scores nothing.
@@ -21,10 +23,11 @@ from transformer_nb import cache
 from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.core.transformer import LanguageModel, Transformer
 from transformer_nb.core.utils import as_int
-from transformer_nb.env import get_device
+from transformer_nb.env import env_flag, get_device
 from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.lstm import LSTMLM
 from transformer_nb.perplexity import evaluate
+from transformer_nb.train import in_workers
 from transformer_nb.wikitext import check_wikitext
 
 KINDS = ("transformer", "lstm")
@@ -50,13 +53,16 @@ RECIPE_MODEL = dict(
     div_value=4.0,
     dropout=0.0,
 )
+#: fp32, not bf16 autocast: on 2 idle cores (AMX, avx512_bf16) 9.9-11.6k words/s on one thread against
+#: 8.9-10.0k, 12.9-13.3k on two against 10.8-12.3k. Batches of 8 windows: at the same 2.25M words, fully
+#: decayed, 16 windows reached a whole-split validation perplexity of 155.1 and 32 windows 170.9.
 RECIPE_TRAIN = dict(
     batch_size=8,
     seq_len=128,
     lr=3e-3,
     weight_decay=0.1,
     warmup=0.05,
-    bf16=True,
+    bf16=False,
     eval_stride=32,
     optimizer="muon",
     adamw_lr=9e-3,
@@ -79,10 +85,10 @@ LSTM_TRAIN = dict(
     optimizer="muon",
     adamw_lr=9e-3,
 )
-#: Optimiser steps of the notebook's full profile (~340 s on 2 idle cores, Muon included).
+#: Optimiser steps of the notebook's full profile (about 450 s on one core, beside the LSTM on the other).
 FULL_STEPS = 4600
-#: The LSTM's steps in the full profile (about the Transformer's seconds: Muon costs the LSTM more).
-LSTM_FULL_STEPS = 3800
+#: The LSTM's steps in the full profile: about the Transformer's seconds, side by side on one core each.
+LSTM_FULL_STEPS = 4000
 #: On a GPU: this many times the windows per step, and this many evaluation streams.
 GPU_BATCH_SCALE, GPU_EVAL_BATCH = 8, 64
 
@@ -121,37 +127,93 @@ def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides:
     return {"kind": kind, "model": model, "train": tcfg.as_dict(), "vocab_size": vocab_size}
 
 
-def load_or_train(
-    kind: str,
-    data,
-    steps: int,
-    seed: int = 0,
-    retrain: bool = False,
-    live: bool = True,
-    eval_tokens: int = 20_000,
-    eval_every: int | None = None,
-    device=None,
-):
-    """The recipe model trained for ``steps`` optimiser steps: loaded from the cache, or trained now.
+#: ``load_or_train``'s keyword arguments of a run, and their defaults.
+RUN_DEFAULTS = dict(seed=0, eval_tokens=20_000, eval_every=None)
 
-    ``data`` is a ``wikitext.WikiText2``; validation points use the first ``eval_tokens`` of its
-    validation split. ``device``: where the model trains and is returned (default: ``get_device()``,
-    i.e. ``TNB_DEVICE`` or the best one here); the recipe scales with it (``recipe_config``).
-    A corrupt, damaged or mismatched cache is reported and the model retrained. Returns
-    ``(model, history, trained_now)``, the model in eval mode on ``device``.
-    """
-    check_wikitext(data)
-    device = torch.device(device) if device is not None else get_device()
+
+def _run(kind: str, data, steps: int, run: dict, device, live: bool):
+    """``load_or_train``'s run: its cache name, fresh model on ``device``, config and training function."""
+    seed, eval_tokens, eval_every = ({**RUN_DEFAULTS, **run}[k] for k in RUN_DEFAULTS)
     vocab_size = len(data.vocab)
     model = build_model(kind, vocab_size, frequency_ranks(data.train, vocab_size), seed=seed).to(device)
     tcfg = recipe_config(kind, device, steps=steps, seed=seed, eval_tokens=eval_tokens, eval_every=eval_every)
     config = cache_config(kind, tcfg, vocab_size)
 
     def train_fn(m):
-        return train_lm(m, data.train, tcfg, valid_ids=data.valid, live=live, title=f"{kind} on WikiText-2")
+        return train_lm(m, data.train, tcfg, valid_ids=data.valid, live=live, bar=live, title=f"{kind} on WikiText-2")
 
-    hist, trained = cache.load_or_train(cache.cache_name(f"wikitext2_{kind}", config), model, config, train_fn, retrain)
-    return model.eval(), hist, trained
+    return cache.cache_name(f"wikitext2_{kind}", config), model, config, train_fn
+
+
+def load_or_train(kind: str, data, steps: int, retrain: bool = False, live: bool = True, device=None, **run):
+    """The recipe model trained for ``steps`` optimiser steps: loaded from the cache, or trained now.
+
+    ``data`` is a ``wikitext.WikiText2``. ``run``: ``seed``, and the validation points: ``eval_tokens``
+    (the first words of the validation split they read), ``eval_every`` (steps between them; None:
+    20 per run); defaults in ``RUN_DEFAULTS``. ``device``: where the model trains and is returned
+    (default: ``get_device()``, i.e. ``TNB_DEVICE`` or the best one here); the recipe scales with it
+    (``recipe_config``). A corrupt, damaged or mismatched cache is reported and the model retrained.
+    Returns ``(model, history, trained_now)``, the model in eval mode on ``device``.
+    """
+    _check_kind(kind)
+    return load_or_train_many({kind: steps}, data, 1, retrain, live, device, **run)[kind]
+
+
+def load_or_train_many(
+    runs: dict, data, workers: int = 2, retrain: bool = False, live: bool = True, device=None, **run
+) -> dict:
+    """``{kind: load_or_train(kind, data, steps, ...) for kind, steps in runs.items()}``, the runs
+    that the cache lacks trained side by side on the CPU (``side_by_side``, ``workers`` at a time)."""
+    check_wikitext(data)
+    if not isinstance(runs, dict) or not runs or not set(runs) <= set(KINDS):
+        raise ValueError(f"runs must be a dict {{kind: steps}} of kinds from {KINDS}, got {runs!r:.80}")
+    if not set(run) <= set(RUN_DEFAULTS):
+        raise TypeError(
+            f"unexpected keyword arguments {sorted(set(run) - set(RUN_DEFAULTS))}; a run takes {list(RUN_DEFAULTS)}"
+        )
+    device = torch.device(device) if device is not None else get_device()
+    return side_by_side(_run, {k: (k, data, steps, run) for k, steps in runs.items()}, device, workers, retrain, live)
+
+
+def side_by_side(make, args: dict, device=None, workers: int = 2, retrain: bool = False, live: bool = True) -> dict:
+    """``{key: (model, extra, trained_now)}`` of ``cache.load_or_train(*make(*args[key], device, live))``
+    for every key, the runs that the cache lacks (all with ``retrain``) trained ``workers`` at a time.
+
+    ``make(*args, device, live) -> (cache name, fresh model on device, config, train_fn)`` is a
+    module-level function. On the CPU with ``workers > 1`` each missing run trains in its own
+    process on one thread (``train.in_workers``; no live figure) and is saved there, then loaded
+    here: one thread trains these small models at most of the speed of two, so two runs side by side
+    take little more than the time of one. One missing run, or a GPU: trained here. Models in eval mode.
+    """
+    as_int("workers", workers, 1)
+    device = torch.device(device or "cpu")
+    runs = {k: make(*a, device, live) for k, a in args.items()}
+    out = {}
+    if device.type == "cpu" and workers > 1:
+        if not (retrain or env_flag("TNB_RETRAIN")):
+            out = {k: (extra, False) for k, (ok, extra) in _load(runs).items() if ok}
+        todo = [k for k in runs if k not in out]
+        if len(todo) > 1:  # one run alone trains here, without starting a process
+            in_workers(_train_and_save, [(make, args[k]) for k in todo], workers)
+            out.update({k: (extra, True) for k, (ok, extra) in _load({k: runs[k] for k in todo}).items() if ok})
+    for k, run in runs.items():
+        out[k] = out.get(k) or cache.load_or_train(*run, retrain)
+    return {k: (runs[k][1].eval(), *out[k]) for k in runs}
+
+
+def _load(runs: dict) -> dict:
+    """``{key: (ok, extra)}``: each run's weights loaded from the cache into its model, where it has them."""
+    out = {}
+    for k, run in runs.items():
+        ok, msg, extra = cache.load(*run)
+        print(msg)
+        out[k] = ok, extra
+    return out
+
+
+def _train_and_save(make, args: tuple) -> None:
+    """A worker process's job: train one run on the CPU and save it in the cache."""
+    cache.load_or_train(*make(*args, torch.device("cpu"), False), retrain=True)
 
 
 def load_cached_recipe(model: LanguageModel, vocab_size: int, steps: int | None = None, device=None):

@@ -55,7 +55,7 @@ class TrainConfig:
     contiguous: bool = False  # consecutive windows with carried state (LSTM) vs random windows
     eval_every: int | None = None  # steps between validation points (None: ~20 per run)
     eval_tokens: int = 20_000  # validation tokens per point
-    eval_stride: int | None = None  # Transformer evaluation: sliding windows (see ``perplexity.evaluate``)
+    eval_stride: int | None = None  # the final scores' sliding windows (``perplexity.evaluate``; not the points)
     eval_batch_size: int = 16  # parallel streams of the evaluation
     seed: int = 0
 
@@ -248,7 +248,8 @@ def train_lm(
     ``(N,)`` stream ``train_ids``; return the history.
 
     Validation points on the first ``cfg.eval_tokens`` of ``valid_ids`` come every ``cfg.eval_every``
-    steps (default: 20 per run; with a budget, every twentieth of it) and are timed apart. History:
+    steps (default: 20 per run; with a budget, every twentieth of it) and are timed apart; they read
+    non-overlapping windows (``cfg.eval_stride`` is for the final scores: 4 times the cost at 32 of 128). History:
     ``train.train``'s (``loss`` per step, ...) plus, at the points, ``step``, ``tokens``, ``seconds``,
     ``train_ppl`` (over the steps since the previous point) and ``val_ppl``; and ``tokens_seen``,
     ``tokens_per_s``. ``clock`` measures training time (``time.process_time`` counts CPU seconds).
@@ -283,7 +284,7 @@ def train_lm(
         return m(x, y, state=carried[0])[1]
 
     def validate(m, hist):
-        ev = evaluate(m, valid_ids, cfg.seq_len, cfg.eval_batch_size, cfg.eval_tokens, cfg.bf16, cfg.eval_stride)
+        ev = evaluate(m, valid_ids, cfg.seq_len, cfg.eval_batch_size, cfg.eval_tokens, cfg.bf16)  # windows side by side
         return {"val_loss": ev["nll_sum"] / ev["tokens"]}
 
     every = cfg.eval_every or max(1, (cfg.steps or 10**9) // 20)

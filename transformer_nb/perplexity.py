@@ -126,8 +126,9 @@ def _nll_sum(raw, streams: torch.Tensor, seq_len: int, stride: int | None) -> tu
     while done < last:
         end = min(done + (seq_len if done == 0 else stride), last)
         start = max(0, end - seq_len)
-        nll, _ = raw.nll(streams[:, start:end], streams[:, start + 1 : end + 1], reduction="none")
-        total += nll[:, done - start :].double().sum()  # only the targets not scored yet
-        count += nll[:, done - start :].numel()
+        h = raw.hidden(streams[:, start:end])[0][:, done - start :]  # the window, read for its new targets only
+        targets = streams[:, done + 1 : end + 1]
+        total += raw.head.nll(h.reshape(-1, h.shape[-1]), targets.reshape(-1)).double().sum()  # the head: new ones only
+        count += targets.numel()
         done = end
     return total, count

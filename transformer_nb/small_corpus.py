@@ -17,6 +17,7 @@ import torch
 from transformer_nb import cache
 from transformer_nb.core.transformer import LanguageModel, Transformer
 from transformer_nb.core.utils import as_int
+from transformer_nb.lm_recipe import side_by_side
 from transformer_nb.lstm import LSTMLM
 from transformer_nb.params import numel
 from transformer_nb.perplexity import evaluate
@@ -91,8 +92,9 @@ def train_epochs(
 
     ``ids`` is cut into non-overlapping windows of ``seq_len + 1`` tokens (inputs and the targets
     shifted by one), shuffled each epoch with a seeded generator; the LSTM starts every window from
-    a zero state, like the Transformer. Returns ``train.train``'s history plus per epoch
-    ``train_ppl`` (over the epoch's tokens) and ``seconds`` (training time).
+    a zero state, like the Transformer. ``live=False``: no figure and no progress bar. Returns
+    ``train.train``'s history plus per epoch ``train_ppl`` (over the epoch's tokens) and ``seconds``
+    (training time).
     """
     n = (ids.numel() - 1) // seq_len
     if n < 1:
@@ -111,6 +113,7 @@ def train_epochs(
         torch.optim.AdamW(model.parameters(), lr=lr),
         steps=epochs * per_epoch,
         live=live,
+        bar=live,  # a worker process (live=False) draws nothing
         title=title,
     )
     for e in range(epochs):
@@ -121,28 +124,34 @@ def train_epochs(
     return hist
 
 
-def exercise_8_9(data, n_tokens: int = 50_000, epochs: int = 5, seed: int = 0, retrain: bool = False, device=None):
+def _run(name: str, ids: torch.Tensor, n_types: int, epochs: int, seed: int, device, live: bool):
+    """One model's run: its cache name, fresh model on ``device``, config and training function."""
+    torch.manual_seed(seed)
+    tf = Transformer(vocab=n_types, **EX89_TRANSFORMER)
+    model = tf if name == "Transformer" else lstm_matching(numel(tf), n_types, d_model=128, n_layers=2, head="full")
+    config = {"exercise": "8.9", "model": name, "params": numel(model), "n_tokens": ids.numel(), "epochs": epochs}
+    config.update(seed=seed, **EX89_TRAIN)
+
+    def train_fn(m):
+        hist = train_epochs(m, ids, epochs, seed=seed, live=live, title=f"Exercise 8.9: {name}", **EX89_TRAIN)
+        return {**hist, "ppl": evaluate(m, ids, seq_len=EX89_TRAIN["seq_len"])["ppl"]}  # scored once
+
+    return cache.cache_name(f"ex89_{name.lower()}", config), model.to(device), config, train_fn
+
+
+def exercise_8_9(
+    data, n_tokens: int = 50_000, epochs: int = 5, seed: int = 0, retrain: bool = False, device=None, workers: int = 1
+):
     """Both models of the exercise trained on the first ``n_tokens`` of WikiText-2's training split
-    (cached) and scored on that sample (once, when trained). Returns ``{"vocab": itos, "ids": ...,
-    "models": {name: model}, "hist": {name: history}, "ppl": {name: perplexity}}``; models in eval
-    mode on ``device``."""
+    (cached) and scored on that sample (once, when trained). With ``workers=2`` on the CPU the two
+    train side by side, each in its own process on one thread (``lm_recipe.side_by_side``). Returns
+    ``{"vocab": itos, "ids": ..., "models": {name: model}, "hist": {name: history}, "ppl": {name:
+    perplexity}}``; models in eval mode on ``device``."""
     check_wikitext(data)
     ids, itos = sample_corpus(data.train, data.vocab.itos, n_tokens)
-    device = torch.device(device or "cpu")
-    torch.manual_seed(seed)
-    tf = Transformer(vocab=len(itos), **EX89_TRANSFORMER)
-    lstm = lstm_matching(numel(tf), len(itos), d_model=128, n_layers=2, head="full")
+    args = {name: (name, ids, len(itos), epochs, seed) for name in ("Transformer", "LSTM")}
+    done = side_by_side(_run, args, device, workers, retrain)
     out = {"vocab": itos, "ids": ids, "models": {}, "hist": {}, "ppl": {}}
-    for name, model in (("Transformer", tf.to(device)), ("LSTM", lstm.to(device))):
-        config = {"exercise": "8.9", "model": name, "params": numel(model), "n_tokens": n_tokens, "epochs": epochs}
-        config.update(seed=seed, **EX89_TRAIN)
-
-        def train_fn(m, name=name):
-            hist = train_epochs(m, ids, epochs, seed=seed, title=f"Exercise 8.9: {name}", **EX89_TRAIN)
-            return {**hist, "ppl": evaluate(m, ids, seq_len=EX89_TRAIN["seq_len"])["ppl"]}  # scored once
-
-        hist, _ = cache.load_or_train(
-            cache.cache_name(f"ex89_{name.lower()}", config), model, config, train_fn, retrain
-        )
-        out["models"][name], out["hist"][name], out["ppl"][name] = model.eval(), hist, hist["ppl"]
+    for name, (model, hist, _) in done.items():
+        out["models"][name], out["hist"][name], out["ppl"][name] = model, hist, hist["ppl"]
     return out
