@@ -366,20 +366,24 @@ def _to_cpu(obj):
     return obj
 
 
-def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool = False):
+def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool = False, missing=False):
     """Load ``model`` from the cache, or call ``train_fn(model) -> extra`` and save the result.
 
     ``extra`` (e.g. the loss history) is stored with the weights and returned (its tensors on
     the CPU, on either path), so a re-run can redraw its training curves. The model ends on the
     device it came on. If the cache cannot be written, a warning says so and the trained model
     is still returned. ``TNB_RETRAIN=1`` (or ``true``, ``yes``, ``on``) forces training. ``train_fn``'s
-    code is part of the cache's code digest. Returns ``(extra, trained_now)``.
+    code is part of the cache's code digest. ``missing=True``: the caller found no cached model (a worker
+    process training a run its parent could not load), so train without looking again. Returns
+    ``(extra, trained_now)``.
     """
     _check_args(model, config)
     if not callable(train_fn):
         raise TypeError(f"train_fn must be callable (model -> extra dict), got {type(train_fn).__name__}")
     path, device = cache_path(name), _device_of(model)
-    if retrain or env_flag("TNB_RETRAIN"):
+    if missing:
+        pass  # the caller printed why
+    elif retrain or env_flag("TNB_RETRAIN"):
         print("retraining (asked for)")
     else:
         ok, msg, extra = load(name, model, config, train_fn)

@@ -213,7 +213,7 @@ def _load(runs: dict) -> dict:
 
 def _train_and_save(make, args: tuple) -> None:
     """A worker process's job: train one run on the CPU and save it in the cache."""
-    cache.load_or_train(*make(*args, torch.device("cpu"), False), retrain=True)
+    cache.load_or_train(*make(*args, torch.device("cpu"), False), missing=True)
 
 
 def load_cached_recipe(model: LanguageModel, vocab_size: int, steps: int | None = None, device=None):
