@@ -366,7 +366,9 @@ def _to_cpu(obj):
     return obj
 
 
-def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool = False, missing=False):
+def load_or_train(
+    name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool = False, missing: bool = False
+):
     """Load ``model`` from the cache, or call ``train_fn(model) -> extra`` and save the result.
 
     ``extra`` (e.g. the loss history) is stored with the weights and returned (its tensors on

@@ -250,6 +250,7 @@ def load_or_train(
     eval_at=None,
     name: str | None = None,
     snapshot_at: int | None = None,
+    missing: bool = False,
 ):
     """Build the recipe's model on ``device`` and load its trained weights from the cache, or train and save it.
 
@@ -258,7 +259,8 @@ def load_or_train(
     live anywhere. Uses ``cache.load_or_train`` (verified loads; a refused file is reported and the
     model retrained). Returns ``(model, history, trained_now)``; the history (losses, exact-match
     curve, seconds) is stored with the weights, so a re-run can redraw it. ``live``: a ``LiveLoss``,
-    or a function returning one (called only if training happens).
+    or a function returning one (called only if training happens). ``missing=True``: the caller found no
+    cached model (a worker training a run its parent could not load), so train without looking again.
     """
     if not isinstance(recipe, Recipe):
         raise TypeError(f"recipe must be a reversal Recipe (e.g. rv.IMPROVED), got {type(recipe).__name__}")
@@ -266,14 +268,14 @@ def load_or_train(
     model, key, config, train_fn = _cached_run(
         recipe, eval_batch, seed, eval_every, target, live, device, eval_at, name, snapshot_at
     )
-    hist, trained = cache.load_or_train(key, model, config, train_fn, retrain)
+    hist, trained = cache.load_or_train(key, model, config, train_fn, retrain, missing=missing)
     model.to(device).eval()
     return model, hist, trained
 
 
 def _train_and_save(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> tuple:
     """A worker process's job: train one run on the CPU and save it in the cache; return its weights and history."""
-    model, hist, _ = load_or_train(recipe, eval_batch, retrain=True, device="cpu", **kwargs)
+    model, hist, _ = load_or_train(recipe, eval_batch, device="cpu", missing=True, **kwargs)
     return model.state_dict(), hist
 
 
