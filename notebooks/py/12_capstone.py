@@ -14,7 +14,7 @@
 # blocks, stacked) and 8.9 (its model, trained on WikiText-2); 001 §19.11.3 (weight tying); 002 (the causal LM
 # objective).
 #
-# **Runtime on 2 CPU cores:** quick ~35 s, full ~3.5 min cold, of which about 2.7 min train the model (164 s in the
+# **Runtime on 2 CPU cores:** quick ~35 s, full ~3 min cold, of which about 2.6 min train the model (158 s in the
 # run stored here); a re-run loads the trained model from the cache.
 
 # %%
