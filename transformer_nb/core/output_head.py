@@ -171,10 +171,8 @@ class OutputHead(nn.Module):
 
     def log_probs(self, h: torch.Tensor) -> torch.Tensor:
         """``(N, d) -> (N, V)`` float32 log-probabilities in vocabulary-id order."""
-        if self.adaptive:
-            with torch.autocast(h.device.type, enabled=False):
-                return self.asm.log_prob(h.to(self._weight_dtype())).float().index_select(1, self.ranks)
-        return F.log_softmax(self.logits(h).float(), dim=-1)
+        scores, order = self.next_token_scores(h)
+        return scores if order is None else scores.index_select(1, self.ranks)
 
     def next_token_scores(self, h: torch.Tensor):
         """For sampling: ``(log_probs (N, V), order)`` where column ``j`` is word ``order[j]``
@@ -183,7 +181,7 @@ class OutputHead(nn.Module):
         if self.adaptive:
             with torch.autocast(h.device.type, enabled=False):
                 return self.asm.log_prob(h.to(self._weight_dtype())).float(), self.order
-        return self.log_probs(h), None
+        return F.log_softmax(self.logits(h).float(), dim=-1), None
 
     def greedy(self, h: torch.Tensor) -> torch.Tensor:
         """``(N, d) -> (N,)`` the most likely word ids, exactly ``log_probs(h).argmax(-1)``.
