@@ -99,9 +99,6 @@ class OutputHead(nn.Module):
         """Whether this head also provides the input embeddings (``embed``)."""
         return self.kind in ("tied", "adaptive_tied")
 
-    def _weight_dtype(self) -> torch.dtype:
-        return self.asm.head.weight.dtype
-
     # ----- input side ---------------------------------------------------------------------
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """Tied heads only: ids ``(...)`` -> embeddings ``(..., d)`` read from the output weights."""
@@ -166,7 +163,7 @@ class OutputHead(nn.Module):
         """Per-token negative log-likelihood: ``h (N, d)``, ``y (N,)`` -> ``(N,)`` float32."""
         if self.adaptive:
             with torch.autocast(h.device.type, enabled=False):  # the adaptive head runs in its weights' dtype
-                return -self.asm(h.to(self._weight_dtype()), self.ranks[y]).output.float()
+                return -self.asm(h.to(self.asm.head.weight.dtype), self.ranks[y]).output.float()
         return F.cross_entropy(self.logits(h).float(), y, reduction="none")
 
     def log_probs(self, h: torch.Tensor) -> torch.Tensor:
@@ -180,7 +177,7 @@ class OutputHead(nn.Module):
         which saves reordering 33k numbers at every generated token."""
         if self.adaptive:
             with torch.autocast(h.device.type, enabled=False):
-                return self.asm.log_prob(h.to(self._weight_dtype())).float(), self.order
+                return self.asm.log_prob(h.to(self.asm.head.weight.dtype)).float(), self.order
         return F.log_softmax(self.logits(h).float(), dim=-1), None
 
     def greedy(self, h: torch.Tensor) -> torch.Tensor:
@@ -198,7 +195,7 @@ class OutputHead(nn.Module):
             return self.logits(h).argmax(dim=-1)
         asm, s = self.asm, self.asm.shortlist_size
         with torch.autocast(h.device.type, enabled=False):
-            h = h.to(self._weight_dtype())
+            h = h.to(self.asm.head.weight.dtype)
             z = F.linear(h, asm.head.weight, asm.head.bias).float()  # (N, shortlist + clusters) logits
             best, rank = z[:, :s].max(dim=1)
             may_win = (z[:, s:] > best[:, None]).any(dim=0).tolist()  # per cluster, for any row
