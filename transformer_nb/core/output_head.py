@@ -25,18 +25,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.utils import is_int_tensor
+
 HEADS = ("full", "tied", "adaptive", "adaptive_tied")
 
 
 def frequency_ranks(train_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """``(V,)`` int64: ``rank[id]`` = position of ``id`` when words are sorted by training count
     (0 = most frequent; ties keep id order)."""
-    if (
-        not isinstance(train_ids, torch.Tensor)
-        or train_ids.dtype.is_floating_point
-        or train_ids.dtype.is_complex
-        or train_ids.dtype == torch.bool
-    ):
+    if not is_int_tensor(train_ids):
         raise TypeError(f"train_ids must be an integer tensor of word ids, got {_describe(train_ids)}")
     if train_ids.numel() and train_ids.min() < 0:
         raise ValueError(f"train_ids must be >= 0, got {int(train_ids.min())}")
