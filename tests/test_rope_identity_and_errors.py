@@ -180,6 +180,11 @@ def test_bad_bases_are_refused():
         rope_frequencies(4, base=-1.0)
 
 
+def test_frequencies_larger_than_memory_are_refused_before_allocating():
+    with pytest.raises(ValueError, match="500000000000 frequencies would need"):
+        rope_frequencies(10**12)
+
+
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
 def test_half_precision_is_rotated_in_float32_and_returned_in_its_dtype(dtype):
     rope, x = RoPE(8, 64), torch.randn(2, 3, 5, 8)

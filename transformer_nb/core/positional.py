@@ -25,6 +25,7 @@ def sinusoid_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
             f"sinusoidal encodings pair sin/cos dimensions, so d_model must be a positive even integer, got {d_model!r}"
         )
     base = as_real("base", base, positive=True)
+    check_memory(f"{d_model // 2} frequencies", 4 * d_model)  # d/2 float64
     return base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
 
 
