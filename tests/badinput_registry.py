@@ -5,7 +5,7 @@
 #: Covered by an older test: qualified name -> the test (file::function[parameters]) that feeds it bad input,
 #: with "via NAME" where the test reaches it through NAME (a class through the function that builds it).
 ELSEWHERE = {
-    "transformer_nb.core.attention.check_mask": "tests/test_attention_bad_input.py::test_check_mask_checks_its_dtype_argument",
+    "transformer_nb.core.attention.check_mask": "tests/test_attention_bad_input.py::test_check_mask_called_directly_refuses_a_mask_that_does_not_fit_the_scores",
     "transformer_nb.core.attention.check_qkv": "tests/test_attention_bad_input.py::test_check_qkv_names_what_is_wrong_when_called_directly",
     "transformer_nb.core.attention.scaled_dot_product_attention": "tests/test_attention_bad_input.py::test_mixed_dtypes",
     "transformer_nb.core.block.DecoderLayer": "tests/test_block_bad_input.py::test_blocks_check_their_input",

@@ -166,11 +166,11 @@ def test_no_keys_at_all_gives_zero_output():
     assert out.shape == (2, 3, 5) and w.shape == (2, 3, 0) and torch.equal(out, torch.zeros(2, 3, 5))
 
 
-def test_check_mask_checks_its_dtype_argument():
+def test_check_mask_called_directly_refuses_a_mask_that_does_not_fit_the_scores():
     from transformer_nb.core.attention import check_mask
 
-    with pytest.raises(TypeError, match="dtype must be a torch.dtype"):
-        check_mask(torch.zeros(2, 2), (2, 2), dtype="float32")
+    with pytest.raises(ValueError, match=r"mask of shape \(3, 3\) does not broadcast"):
+        check_mask(torch.ones(3, 3, dtype=torch.bool), (2, 4, 5))
 
 
 def test_check_qkv_names_what_is_wrong_when_called_directly():

@@ -49,6 +49,7 @@ X = torch.zeros(1, 4, 8)
         (lambda: sinusoidal_encoding(10**12, 512), ValueError, "a sinusoidal table of n_positions"),
         (lambda: sinusoid_frequencies(4.0), ValueError, "d_model must be a positive even integer"),
         (lambda: sinusoid_frequencies(True), ValueError, "d_model must be a positive even integer"),
+        (lambda: sinusoid_frequencies(10**12), ValueError, "500000000000 frequencies would need"),
         (lambda: SinusoidalPositionalEncoding(8, max_len=0), ValueError, "max_len must be >= 1"),
         (lambda: SinusoidalPositionalEncoding(8, max_len=10.0), TypeError, "max_len must be an int"),
         (lambda: SinusoidalPositionalEncoding(7), ValueError, "d_model must be a positive even integer"),

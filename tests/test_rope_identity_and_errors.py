@@ -122,7 +122,7 @@ def test_position_beyond_max_len_raises():
         rope.rotate(torch.zeros(1, 17, 8))
     with pytest.raises(ValueError, match=r"positions 15\.\.16 exceed .* max_len=16"):
         rope(torch.zeros(1, 1, 8), torch.zeros(1, 2, 8), k_offset=15)
-    with pytest.raises(ValueError, match=r"offset must be >= 0 .*got -1"):
+    with pytest.raises(ValueError, match=r"offset must be >= 0, got -1"):
         rope.rotate(torch.zeros(1, 1, 8), offset=-1)
 
 
@@ -140,9 +140,16 @@ def test_wrong_head_size_and_positions_raise():
         apply_rope(torch.zeros(4, 8), torch.arange(5))
 
 
-@pytest.mark.parametrize("max_len", [0, -5, 3.5])
-def test_bad_max_len_raises(max_len):
-    with pytest.raises(ValueError, match="max_len must be a positive integer"):
+@pytest.mark.parametrize(
+    "max_len,exc,words",
+    [
+        (0, ValueError, "max_len must be >= 1"),
+        (-5, ValueError, "max_len must be >= 1"),
+        (3.5, TypeError, "max_len must be an int"),
+    ],
+)
+def test_bad_max_len_raises(max_len, exc, words):
+    with pytest.raises(exc, match=words):
         RoPE(8, max_len=max_len)
 
 
@@ -171,6 +178,11 @@ def test_bad_bases_are_refused():
         rope_frequencies(4, base=None)
     with pytest.raises(ValueError, match="base must be a finite positive number"):
         rope_frequencies(4, base=-1.0)
+
+
+def test_frequencies_larger_than_memory_are_refused_before_allocating():
+    with pytest.raises(ValueError, match="500000000000 frequencies would need"):
+        rope_frequencies(10**12)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])

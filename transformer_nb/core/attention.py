@@ -64,8 +64,6 @@ def check_mask(mask: torch.Tensor, scores_shape: tuple, dtype: torch.dtype | Non
     """
     if not isinstance(mask, torch.Tensor):
         raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
-    if dtype is not None and not isinstance(dtype, torch.dtype):
-        raise TypeError(f"dtype must be a torch.dtype, got {type(dtype).__name__}")
     if mask.dtype != torch.bool and not mask.is_floating_point():
         raise TypeError(
             f"mask must be bool (True = may attend) or an additive float mask, got dtype "

@@ -12,7 +12,7 @@ broadcast over heads ``(B, h, T_q, T_k)``.
 
 import torch
 
-from transformer_nb.core.utils import as_device, as_int, check_memory
+from transformer_nb.core.utils import as_device, as_int, check_memory, is_int_tensor
 
 
 def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
@@ -46,7 +46,7 @@ def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tens
         raise ValueError("lengths are on the meta device: they have shapes but no values")
     if lengths.dim() == 1 and lengths.numel() == 0:
         raise ValueError("lengths is empty: a batch needs at least one sequence")
-    if lengths.dim() != 1 or lengths.is_floating_point() or lengths.dtype == torch.bool or lengths.is_complex():
+    if lengths.dim() != 1 or not is_int_tensor(lengths):
         raise ValueError(f"lengths must be a 1-D integer sequence, got {lengths.dtype} of shape {tuple(lengths.shape)}")
     if (lengths < 0).any():
         raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
@@ -62,7 +62,7 @@ def padding_mask_from_ids(ids: torch.Tensor, pad_id: int) -> torch.Tensor:
     """``(B, T)`` bool, True where ``ids != pad_id``."""
     if not isinstance(ids, torch.Tensor):
         raise TypeError(f"ids must be a (B, T) torch.Tensor of token ids, got {type(ids).__name__}")
-    if ids.dtype == torch.bool or ids.is_floating_point() or ids.is_complex():
+    if not is_int_tensor(ids):
         raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}")
     if ids.dim() != 2:
         raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")

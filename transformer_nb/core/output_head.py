@@ -25,18 +25,15 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.utils import is_int_tensor
+
 HEADS = ("full", "tied", "adaptive", "adaptive_tied")
 
 
 def frequency_ranks(train_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """``(V,)`` int64: ``rank[id]`` = position of ``id`` when words are sorted by training count
     (0 = most frequent; ties keep id order)."""
-    if (
-        not isinstance(train_ids, torch.Tensor)
-        or train_ids.dtype.is_floating_point
-        or train_ids.dtype.is_complex
-        or train_ids.dtype == torch.bool
-    ):
+    if not is_int_tensor(train_ids):
         raise TypeError(f"train_ids must be an integer tensor of word ids, got {_describe(train_ids)}")
     if train_ids.numel() and train_ids.min() < 0:
         raise ValueError(f"train_ids must be >= 0, got {int(train_ids.min())}")
@@ -98,9 +95,6 @@ class OutputHead(nn.Module):
     def embeds(self) -> bool:
         """Whether this head also provides the input embeddings (``embed``)."""
         return self.kind in ("tied", "adaptive_tied")
-
-    def _weight_dtype(self) -> torch.dtype:
-        return self.asm.head.weight.dtype
 
     # ----- input side ---------------------------------------------------------------------
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
@@ -166,15 +160,13 @@ class OutputHead(nn.Module):
         """Per-token negative log-likelihood: ``h (N, d)``, ``y (N,)`` -> ``(N,)`` float32."""
         if self.adaptive:
             with torch.autocast(h.device.type, enabled=False):  # the adaptive head runs in its weights' dtype
-                return -self.asm(h.to(self._weight_dtype()), self.ranks[y]).output.float()
+                return -self.asm(h.to(self.asm.head.weight.dtype), self.ranks[y]).output.float()
         return F.cross_entropy(self.logits(h).float(), y, reduction="none")
 
     def log_probs(self, h: torch.Tensor) -> torch.Tensor:
         """``(N, d) -> (N, V)`` float32 log-probabilities in vocabulary-id order."""
-        if self.adaptive:
-            with torch.autocast(h.device.type, enabled=False):
-                return self.asm.log_prob(h.to(self._weight_dtype())).float().index_select(1, self.ranks)
-        return F.log_softmax(self.logits(h).float(), dim=-1)
+        scores, order = self.next_token_scores(h)
+        return scores if order is None else scores.index_select(1, self.ranks)
 
     def next_token_scores(self, h: torch.Tensor):
         """For sampling: ``(log_probs (N, V), order)`` where column ``j`` is word ``order[j]``
@@ -182,8 +174,8 @@ class OutputHead(nn.Module):
         which saves reordering 33k numbers at every generated token."""
         if self.adaptive:
             with torch.autocast(h.device.type, enabled=False):
-                return self.asm.log_prob(h.to(self._weight_dtype())).float(), self.order
-        return self.log_probs(h), None
+                return self.asm.log_prob(h.to(self.asm.head.weight.dtype)).float(), self.order
+        return F.log_softmax(self.logits(h).float(), dim=-1), None
 
     def greedy(self, h: torch.Tensor) -> torch.Tensor:
         """``(N, d) -> (N,)`` the most likely word ids, exactly ``log_probs(h).argmax(-1)``.
@@ -200,7 +192,7 @@ class OutputHead(nn.Module):
             return self.logits(h).argmax(dim=-1)
         asm, s = self.asm, self.asm.shortlist_size
         with torch.autocast(h.device.type, enabled=False):
-            h = h.to(self._weight_dtype())
+            h = h.to(self.asm.head.weight.dtype)
             z = F.linear(h, asm.head.weight, asm.head.bias).float()  # (N, shortlist + clusters) logits
             best, rank = z[:, :s].max(dim=1)
             may_win = (z[:, s:] > best[:, None]).any(dim=0).tolist()  # per cluster, for any row

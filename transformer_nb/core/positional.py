@@ -6,10 +6,7 @@
 - ``alibi_slopes`` / ``alibi_bias`` / ``ALiBi``: no position vectors at all; a fixed, per-head
   linear penalty ``-m_h·|i - j|`` added to the attention scores (Press et al., 2022).
 
-Both additive modules refuse a sequence longer than their table with a clear error (a learned
-table simply has no row for position ``max_len``; we treat the sinusoidal buffer the same way,
-since a silent wrap or a crash deep inside indexing teaches nothing). Rotary embeddings live in
-``rope.py``.
+Both additive modules refuse positions past their table's ``max_len``. Rotary embeddings live in ``rope.py``.
 """
 
 import math
@@ -28,6 +25,7 @@ def sinusoid_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
             f"sinusoidal encodings pair sin/cos dimensions, so d_model must be a positive even integer, got {d_model!r}"
         )
     base = as_real("base", base, positive=True)
+    check_memory(f"{d_model // 2} frequencies", 4 * d_model)  # d/2 float64
     return base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
 
 
@@ -106,12 +104,6 @@ def embedding_scale(d_model: int) -> float:
 # --------------------------------------------------------------------------- ALiBi
 
 
-def _check_heads(n_heads) -> int:
-    n_heads = as_int("n_heads", n_heads, 1)
-    check_memory(f"ALiBi slopes for n_heads={n_heads}", 8 * n_heads)
-    return n_heads
-
-
 def alibi_slopes(n_heads: int) -> torch.Tensor:
     """``(n_heads,)`` float64 head slopes of ALiBi (Press et al., 2022, and their released code).
 
@@ -121,7 +113,8 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
       followed by the first ``n_heads - n0`` of the odd-numbered slopes of ``2·n0`` heads
       (``2^(-8(2j-1)/(2·n0))``, ``j = 1, 2, ...``), which interleave between them.
     """
-    n_heads = _check_heads(n_heads)
+    n_heads = as_int("n_heads", n_heads, 1)
+    check_memory(f"ALiBi slopes for n_heads={n_heads}", 8 * n_heads)
     n0 = 1 << (n_heads.bit_length() - 1)  # largest power of 2 <= n_heads
     head = torch.arange(1, n0 + 1, dtype=torch.float64)
     slopes = 2.0 ** (-8.0 * head / n0)
@@ -139,7 +132,8 @@ def alibi_bias(t_q: int, n_heads: int, t_k: int | None = None, dtype=torch.float
     broadcasts over the batch); combine it with ``is_causal=True`` for a decoder, where only
     ``j <= pos_i`` survive and the bias is the paper's ``-m_h·(pos_i - j)``.
     """
-    n_heads, t_q = _check_heads(n_heads), as_int("T_q", t_q)
+    slopes, t_q = alibi_slopes(n_heads), as_int("T_q", t_q)  # (h,): checks n_heads
+    n_heads = len(slopes)
     t_k = t_q if t_k is None else as_int("T_k", t_k)
     device = as_device("device", device)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
@@ -151,7 +145,7 @@ def alibi_bias(t_q: int, n_heads: int, t_k: int | None = None, dtype=torch.float
     q_pos = torch.arange(t_k - t_q, t_k, dtype=torch.float64)
     k_pos = torch.arange(t_k, dtype=torch.float64)
     dist = (q_pos[:, None] - k_pos[None, :]).abs()  # (T_q, T_k)
-    bias = -alibi_slopes(n_heads)[:, None, None] * dist + 0.0  # (h, T_q, T_k); +0.0 turns -0 into 0
+    bias = -slopes[:, None, None] * dist + 0.0  # (h, T_q, T_k); +0.0 turns -0 into 0
     return bias.to(dtype=dtype, device=device)
 
 

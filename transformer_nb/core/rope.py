@@ -26,7 +26,8 @@ from numbers import Integral
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.utils import INNER, as_real, check_device, check_memory
+from transformer_nb.core.positional import sinusoid_frequencies
+from transformer_nb.core.utils import INNER, as_int, check_device, check_memory
 
 PAIRINGS = ("interleaved", "half")
 
@@ -42,11 +43,10 @@ def _check_pairing(pairing) -> None:
 
 
 def rope_frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
-    """``(d/2,)`` float64 ``θ_i = base^(-2i/d)`` for ``i = 0 .. d/2 - 1`` (θ_0 = 1, the fastest pair)."""
+    """``(d/2,)`` float64 ``θ_i = base^(-2i/d)`` for ``i = 0 .. d/2 - 1`` (θ_0 = 1, the fastest pair):
+    the frequencies of the sinusoidal encoding."""
     _check_dim(d)
-    base = as_real("base", base, positive=True)
-    check_memory(f"d={d} frequencies", 4 * d)  # d/2 float64
-    return base ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
+    return sinusoid_frequencies(d, base)  # checks base
 
 
 def _check_float(x, name: str = "x") -> None:
@@ -126,8 +126,7 @@ class RoPE(nn.Module):
         super().__init__()
         _check_dim(d_head, "d_head")
         _check_pairing(pairing)
-        if isinstance(max_len, bool) or not isinstance(max_len, Integral) or max_len <= 0:
-            raise ValueError(f"max_len must be a positive integer, got {max_len!r}")
+        max_len = as_int("max_len", max_len, minimum=1)
         # float64 angles, cos and sin, then the float32 tables: 32 bytes per (position, pair)
         tables = f"RoPE's tables for max_len={max_len} x d_head/2={d_head // 2}"
         check_memory(tables, 32 * max_len * (d_head // 2), torch.get_default_device())  # meta: no limit
@@ -141,10 +140,7 @@ class RoPE(nn.Module):
         if not INNER.depth:  # a caller (MultiHeadAttention) made x and offset itself
             _check_float(x, name)
             check_device(name, x, self.cos.device)
-            if isinstance(offset, bool) or not isinstance(offset, Integral):
-                raise TypeError(f"offset must be an int (the position of the first token), got {offset!r}")
-            if offset < 0:
-                raise ValueError(f"offset must be >= 0 (the position of the first token), got {offset}")
+            as_int("offset", offset)  # the position of the first token
         if x.dim() < 2 or x.shape[-1] != self.d_head:
             raise ValueError(
                 f"RoPE(d_head={self.d_head}) expects {name} of shape (..., T, {self.d_head}), got {tuple(x.shape)}"

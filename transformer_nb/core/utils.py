@@ -114,6 +114,11 @@ def plain_tensor(name: str, x) -> None:
         )
 
 
+def is_int_tensor(x) -> bool:
+    """Whether ``x`` is a tensor of integers (ids, lengths, counts): bool, float and complex tensors are not."""
+    return isinstance(x, torch.Tensor) and not (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool)
+
+
 def check_device(name: str, x: torch.Tensor, device: torch.device) -> None:
     """``x`` must be on ``device`` (a module's); a module on the meta device takes inputs from anywhere.
 
