@@ -160,7 +160,6 @@ ELSEWHERE = {
     "transformer_nb.reference.half_permutation": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[half_permutation_refuses_an_odd_d]",
     "transformer_nb.core.rope.rope_frequencies": "tests/test_rope_identity_and_errors.py::test_bad_bases_are_refused",
     "transformer_nb.reference.rope_matrix": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[rope_matrix_refuses_an_odd_d]",
-    "transformer_nb.core.rope.rotate_pairs": "tests/test_rope_identity_and_errors.py::test_integer_tensors_are_refused_not_truncated",
     "transformer_nb.small_corpus.exercise_8_9": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[exercise_8_9_refuses_data_that_is_not_wikitext]",
     "transformer_nb.small_corpus.lstm_matching": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[lstm_matching_refuses_a_negative_target]",
     "transformer_nb.small_corpus.sample_corpus": "tests/test_lm_bad_input.py::test_bad_training_calls",

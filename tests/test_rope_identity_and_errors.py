@@ -8,7 +8,7 @@ import torch.nn.functional as F
 
 from transformer_nb.core.block import EncoderLayer
 from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
-from transformer_nb.core.rope import RoPE, apply_rope, rope_frequencies, rotate_pairs
+from transformer_nb.core.rope import RoPE, _turn, apply_rope, rope_frequencies
 from transformer_nb.reference import half_permutation, rope_matrix
 
 
@@ -59,15 +59,16 @@ def test_matches_the_complex_number_form():
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64, torch.bfloat16])
 def test_matches_the_real_rotation_formula(dtype):
-    """rotate_pairs (a complex product) against (x1 cos - x2 sin, x1 sin + x2 cos) written out."""
+    """_turn (a complex product) against (x1 cos - x2 sin, x1 sin + x2 cos) written out."""
     x = torch.randn(3, 7, 16, dtype=torch.float64)
     ang = torch.rand(7, 8, dtype=torch.float64) * 6
     x1, x2 = x[..., 0::2], x[..., 1::2]
     ref = torch.stack((x1 * ang.cos() - x2 * ang.sin(), x1 * ang.sin() + x2 * ang.cos()), -1).flatten(-2)
-    out = rotate_pairs(x.to(dtype), ang.cos().to(dtype), ang.sin().to(dtype))
+    turn = torch.polar(torch.ones_like(ang), ang).to(torch.complex128 if dtype == torch.float64 else torch.complex64)
+    out = _turn(x.to(dtype), turn, "interleaved")
     assert out.dtype == dtype
     assert torch.allclose(out.double(), ref, atol={torch.bfloat16: 3e-2, torch.float32: 1e-5}.get(dtype, 1e-12))
-    half = rotate_pairs(x[..., half_permutation(16)].to(dtype), ang.cos().to(dtype), ang.sin().to(dtype), "half")
+    half = _turn(x[..., half_permutation(16)].to(dtype), turn, "half")
     assert torch.allclose(half.double(), ref[..., half_permutation(16)], atol={torch.bfloat16: 3e-2}.get(dtype, 1e-5))
 
 
@@ -162,8 +163,6 @@ def test_integer_tensors_are_refused_not_truncated():
         RoPE(8)(ids, ids.float())
     with pytest.raises(TypeError, match="x must be a floating-point tensor"):
         apply_rope(ids)
-    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
-        rotate_pairs(ids, torch.ones(2, 4), torch.zeros(2, 4))
 
 
 @pytest.mark.parametrize("offset", [1.5, 2.0, "3", None, True])

@@ -55,22 +55,13 @@ def _check_float(x, name: str = "x") -> None:
         raise TypeError(f"RoPE rotates real vectors: {name} must be a floating-point tensor, got {got}")
 
 
-def rotate_pairs(x: torch.Tensor, cos: torch.Tensor, sin: torch.Tensor, pairing: str = "interleaved") -> torch.Tensor:
-    """Rotate the pairs of ``x: (..., T, d)`` by angles given as ``cos, sin: (T, d/2)``; returns ``(..., T, d)``.
-
-    A pair ``(x1, x2)`` is read as the complex number ``x1 + i·x2``. Multiplying it by
-    ``e^{iθ} = cos θ + i·sin θ`` gives ``(x1 cos θ - x2 sin θ) + i·(x1 sin θ + x2 cos θ)``: the pair
-    turned by ``θ``, one complex product per pair. Computed in at least float32; returns ``x``'s dtype.
-    """
-    _check_pairing(pairing)
-    _check_float(x)
-    w = torch.promote_types(x.dtype, torch.float32)
-    return _turn(x, torch.complex(cos.to(w), sin.to(w)), pairing)
-
-
 def _turn(x: torch.Tensor, turn: torch.Tensor, pairing: str, in_place: bool = False) -> torch.Tensor:
-    """``rotate_pairs`` with the unit complex numbers ``turn = cos + i·sin: (T, d/2)`` given; ``in_place``:
-    turn ``x`` itself (interleaved pairs of a float32 ``x`` whose last dimension is contiguous)."""
+    """Turn the pairs of ``x: (..., T, d)`` by the unit complex numbers ``turn = cos θ + i·sin θ: (T, d/2)``.
+
+    A pair ``(x1, x2)`` is read as the complex number ``x1 + i·x2``. Multiplying it by ``e^{iθ}`` gives
+    ``(x1 cos θ - x2 sin θ) + i·(x1 sin θ + x2 cos θ)``: the pair turned by ``θ``, one complex product per
+    pair, computed in ``turn``'s precision; returns ``x``'s dtype. ``in_place``: turn ``x`` itself
+    (interleaved pairs of a float32 ``x`` whose last dimension is contiguous)."""
     if in_place:  # the same complex product, written into x
         torch.view_as_complex(x.view(*x.shape[:-1], x.shape[-1] // 2, 2)).mul_(turn)
         return x

@@ -51,8 +51,8 @@ MEASURED_FINAL_LOSS = {
     "quick": {"package": [7.41, 7.37, 7.34], "default": [7.39, 7.37, 7.32]},
 }
 #: The validation loss (nats) the run must end below, per profile: at least 0.2 above every measured correct run
-#: (margins 0.24 in quick, 0.27 in full), and in the full profile clearly below the unigram model's loss on the same 10,000 words
-#: (ln 974 = 6.88; ln 965 = 6.87 on all of them).
+#: (margins 0.24 in quick, 0.27 in full), and in the full profile clearly below the unigram model's loss on the
+#: same 10,000 words (ln 974 = 6.88; ln 965 = 6.87 on all of them).
 LOSS_THRESHOLD = {"quick": 7.65, "full": 6.7}
 
 

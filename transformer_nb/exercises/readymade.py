@@ -194,7 +194,6 @@ BLOCK = (
 #: Rotary positions, ready-made (Exercise 8.10).
 ROPE = (
     "transformer_nb.core.rope.apply_rope",
-    "transformer_nb.core.rope.rotate_pairs",
     "transformer_nb.reference.rope_matrix",
     "transformer_nb.core.rope.RoPE.forward",
 )

@@ -192,7 +192,7 @@ rope_scores_ex = Exercise(
         "Turning (a, b) by φ gives (a cos φ - b sin φ, a sin φ + b cos φ); the even and odd features are two "
         "strided slices of the last axis, and stacking them back interleaves them.",
     ],
-    reveals=("transformer_nb.core.rope.RoPE", "transformer_nb.core.rope.rotate_pairs"),
+    reveals=("transformer_nb.core.rope.RoPE",),
 )
 
 # ----------------------------------------------------------------------------------------
