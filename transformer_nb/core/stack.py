@@ -27,7 +27,7 @@ from transformer_nb.core.block import (
     make_norm,
 )
 from transformer_nb.core.masks import key_padding
-from transformer_nb.core.utils import INNER, as_int, check_device
+from transformer_nb.core.utils import INNER, as_int, check_device, is_int_tensor
 
 
 def check_keep(keep, b: int, t: int, name: str) -> None:
@@ -54,7 +54,7 @@ def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0
     The range is checked on the CPU only: elsewhere reading it back would wait for the device at
     every call (and the meta device has no values).
     """
-    if not isinstance(ids, torch.Tensor) or ids.is_floating_point() or ids.is_complex() or ids.dtype == torch.bool:
+    if not is_int_tensor(ids):
         got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise TypeError(
             f"{name} must be an integer tensor of word ids, got {got} "
