@@ -65,13 +65,14 @@ $(BIN)/python:
 # torch first, so the installer keeps the chosen build (CPU/CUDA) instead of pulling its default one. With uv
 # (INSTALLER=auto: when `pip install uv` works, into $(UV_DIR); ~5x faster than pip) pip's own indexes and wheel
 # folders are passed on by tools/uv_args.py, so both pick the same versions; INSTALLER=pip forces pip. A failed
-# install stops here, with no $(INSTALLED) marker, so the next `make` installs again.
+# install stops here, with no $(INSTALLED) marker, so the next `make` installs again. --compile-bytecode: the .pyc
+# files pip writes too (under PYTHONDONTWRITEBYTECODE, without them every torch import compiles it again: +3 s).
 $(INSTALLED): pyproject.toml | $(BIN)/python
 	@rm -f $@
 	@if [ "$(INSTALLER)" != pip ] && $(BIN)/python -m pip install -q --progress-bar off --retries 1 --timeout 15 \
 	    --upgrade --target $(UV_DIR) uv >/dev/null 2>&1; then \
 	  echo "install: with uv ($(UV_DIR)/bin/uv; INSTALLER=pip for pip)"; \
-	  uv=($(UV_DIR)/bin/uv pip install --python $(BIN)/python); \
+	  uv=($(UV_DIR)/bin/uv pip install --compile-bytecode --python $(BIN)/python); \
 	  args=$$($(BIN)/python tools/uv_args.py $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))); \
 	  mapfile -t torch_args <<< "$$args"; \
 	  "$${uv[@]}" "$${torch_args[@]}" "$(TORCH_SPEC)"; \

@@ -58,6 +58,7 @@ def test_uv_installs_torch_from_its_index_then_the_package(tmp_path):
     torch, package = installs(calls)
     assert torch.startswith("uv pip install") and f"--index-url {CUDA}" in torch and torch.endswith(" torch")
     assert "--index-strategy unsafe-best-match" in torch
+    assert "--compile-bytecode" in torch and "--compile-bytecode" in package  # like pip: .pyc files at install
     assert package.startswith("uv pip install") and CUDA not in package and package.endswith("-e .[test]")
     assert marker.exists()
 
