@@ -10,6 +10,8 @@ TORCH_SPEC      ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 # auto: uv when `pip install uv` works, else pip; pip: pip only
 INSTALLER       ?= auto
+# where `pip install uv` puts uv (not into VENV: that may be a conda environment)
+UV_DIR          ?= build/uv-installer
 NB              ?=
 LAB_ARGS        ?=
 # make test's pytest-xdist workers; with more than one, each (and each notebook kernel) runs torch on one thread
@@ -18,7 +20,6 @@ TEST_WORKERS    ?= auto
 
 BIN       := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
-UV_DIR    := $(VENV)/uv-installer
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
 NB_NAME    = $(basename $(notdir $(NB)))
 # Tools run with the venv first on PATH, so kernels and subprocesses use the venv's python.

@@ -38,7 +38,7 @@ def make_install(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.Com
     log = tmp_path / "log"
     log.touch()
     run = subprocess.run(
-        ["make", "--no-print-directory", "install", f"VENV={venv}", *args],
+        ["make", "--no-print-directory", "install", f"VENV={venv}", f"UV_DIR={tmp_path / 'uv'}", *args],
         cwd=ROOT,
         env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "FAKE_LOG": str(log), **env},
         capture_output=True,
