@@ -69,6 +69,7 @@ $(BIN)/python:
 # install stops here, with no $(INSTALLED) marker, so the next `make` installs again. --compile-bytecode: the .pyc
 # files pip writes too (under PYTHONDONTWRITEBYTECODE, without them every torch import compiles it again: +3 s).
 $(INSTALLED): pyproject.toml | $(BIN)/python
+	@case "$(INSTALLER)" in auto|pip) ;; *) echo "INSTALLER=$(INSTALLER): auto (uv when it installs, else pip) or pip" >&2; exit 2;; esac
 	@rm -f $@
 	@if [ "$(INSTALLER)" != pip ] && $(BIN)/python -m pip install -q --progress-bar off --retries 1 --timeout 15 \
 	    --upgrade --target $(UV_DIR) uv >/dev/null 2>&1; then \

@@ -89,3 +89,10 @@ def test_installer_pip_forces_pip_with_the_torch_index(tmp_path):
     assert torch.startswith("python -m pip install") and f"--index-url {CUDA}" in torch
     assert package.startswith("python -m pip install") and CUDA not in package
     assert marker.exists()
+
+
+def test_unknown_installer_is_refused_before_installing(tmp_path):
+    run, calls, marker = make_install(tmp_path, "INSTALLER=conda")
+    assert run.returncode != 0
+    assert "INSTALLER=conda: auto (uv when it installs, else pip) or pip" in run.stderr
+    assert calls == [] and not marker.exists()
