@@ -64,10 +64,10 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 # torch first, so the installer keeps the chosen build (CPU/CUDA) instead of pulling its default one. With uv
-# (INSTALLER=auto: when `pip install uv` works, into $(UV_DIR); ~5x faster than pip) pip's own indexes and wheel
+# (INSTALLER=auto: when `pip install uv` works, into $(UV_DIR); half pip's time) pip's own indexes and wheel
 # folders are passed on by tools/uv_args.py, so both pick the same versions; INSTALLER=pip forces pip. A failed
 # install stops here, with no $(INSTALLED) marker, so the next `make` installs again. --compile-bytecode: the .pyc
-# files pip writes too (under PYTHONDONTWRITEBYTECODE, without them every torch import compiles it again: +3 s).
+# files pip writes too (under PYTHONDONTWRITEBYTECODE, without them every torch import compiles it again: +3 s CPU).
 $(INSTALLED): pyproject.toml | $(BIN)/python
 	@case "$(INSTALLER)" in auto|pip) ;; *) echo "INSTALLER=$(INSTALLER): auto (uv when it installs, else pip) or pip" >&2; exit 2;; esac
 	@rm -f $@
