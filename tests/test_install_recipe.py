@@ -2,6 +2,7 @@
 `pip install uv` works, pip otherwise or with INSTALLER=pip; torch first (TORCH_SPEC, TORCH_INDEX_URL), then the
 package; no `.installed` marker after a failed install."""
 
+import os
 import shutil
 import subprocess
 import sys
@@ -40,7 +41,7 @@ def make_install(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.Com
     run = subprocess.run(
         ["make", "--no-print-directory", "install", f"VENV={venv}", f"UV_DIR={tmp_path / 'uv'}", *args],
         cwd=ROOT,
-        env={"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "FAKE_LOG": str(log), **env},
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "FAKE_LOG": str(log), **env},
         capture_output=True,
         text=True,
     )
