@@ -8,6 +8,10 @@ PYTHON          ?= python3
 VENV            ?= .venv
 TORCH_SPEC      ?= torch==2.13.0
 TORCH_INDEX_URL ?=
+# auto: uv when `pip install uv` works, else pip; pip: pip only
+INSTALLER       ?= auto
+# where `pip install uv` puts uv (not into VENV: that may be a conda environment)
+UV_DIR          ?= build/uv-installer
 NB              ?=
 LAB_ARGS        ?=
 # make test's pytest-xdist workers; with more than one, each (and each notebook kernel) runs torch on one thread
@@ -59,10 +63,29 @@ venv install: $(INSTALLED)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch first, so pip keeps the chosen build (CPU/CUDA) instead of pulling its default one.
+# torch first, so the installer keeps the chosen build (CPU/CUDA) instead of pulling its default one. With uv
+# (INSTALLER=auto: when `pip install uv` works, into $(UV_DIR); half pip's time) pip's own indexes and wheel
+# folders are passed on by tools/uv_args.py, so both pick the same versions; INSTALLER=pip forces pip. A failed
+# install stops here, with no $(INSTALLED) marker, so the next `make` installs again. --compile-bytecode: the .pyc
+# files pip writes too (under PYTHONDONTWRITEBYTECODE, without them every torch import compiles it again: +3 s CPU).
 $(INSTALLED): pyproject.toml | $(BIN)/python
-	$(BIN)/python -m pip install --progress-bar off $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) "$(TORCH_SPEC)"
-	$(BIN)/python -m pip install --progress-bar off -e ".[test]"
+	@case "$(INSTALLER)" in auto|pip) ;; *) echo "INSTALLER=$(INSTALLER): auto (uv when it installs, else pip) or pip" >&2; exit 2;; esac
+	@rm -f $@
+	@if [ "$(INSTALLER)" != pip ] && $(BIN)/python -m pip install -q --progress-bar off --retries 1 --timeout 15 \
+	    --upgrade --target $(UV_DIR) uv >/dev/null 2>&1; then \
+	  echo "install: with uv ($(UV_DIR)/bin/uv; INSTALLER=pip for pip)"; \
+	  uv=($(UV_DIR)/bin/uv pip install --compile-bytecode --python $(BIN)/python); \
+	  args=$$($(BIN)/python tools/uv_args.py $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))); \
+	  mapfile -t torch_args <<< "$$args"; \
+	  "$${uv[@]}" "$${torch_args[@]}" "$(TORCH_SPEC)"; \
+	  args=$$($(BIN)/python tools/uv_args.py); \
+	  mapfile -t args <<< "$$args"; \
+	  "$${uv[@]}" "$${args[@]}" -e ".[test]"; \
+	else \
+	  echo "install: with pip$(if $(filter pip,$(INSTALLER)),, (\`pip install uv\` failed))"; \
+	  $(BIN)/python -m pip install --progress-bar off $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) "$(TORCH_SPEC)"; \
+	  $(BIN)/python -m pip install --progress-bar off -e ".[test]"; \
+	fi
 	@touch $@
 
 # Served from the repo root (so jupytext.toml pairs each notebook with its twin), opened on notebooks/.
