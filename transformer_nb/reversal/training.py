@@ -4,8 +4,8 @@
 reversal task's pieces: batches from a ``Recipe``, the label-smoothed cross-entropy, Adam with
 the warm-up schedule, gradient clipping, exact-match evaluations on a held-out set
 (``forced_match``: greedy decoding's exact match from one teacher-forced pass) and an early stop at
-a target exact match. ``load_or_train`` caches the trained weights with their history
-(``cache.load_or_train``).
+a target exact match. ``load_or_train`` / ``load_or_train_many`` cache the trained weights with
+their history (``cache.load_or_train_many``).
 
 Devices: the model trains where it lives (or on ``device``); batches are drawn on the CPU and
 moved there; the held-out set is moved there once. On a CUDA device the batches are padded to
