@@ -3,18 +3,14 @@ before any process is started."""
 
 from badinput import Case, parametrize
 
-from transformer_nb import train
 from transformer_nb.reversal import training
 
 CASES = {
-    "in_workers_refuses_zero_workers": Case(
-        "transformer_nb.train.in_workers", lambda: train.in_workers(print, [(1,)], 0), ValueError, "workers must be"
-    ),
     "load_or_train_many_refuses_what_is_not_a_recipe": Case(
         "transformer_nb.reversal.training.load_or_train_many",
         lambda: training.load_or_train_many(["small"]),
         TypeError,
-        "recipes must be reversal Recipes",
+        "each recipe must be a reversal Recipe",
     ),
 }
 

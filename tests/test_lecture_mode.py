@@ -122,8 +122,13 @@ def test_the_lecture_looks_for_the_cache_entry_notebook_10_writes(prof, empty_ca
     monkeypatch.setenv("TNB_PROFILE", prof)
     data = _fake_wikitext()
     seen = {}
-    monkeypatch.setattr(cache, "load_or_train", lambda name, model, config, fn, retrain: seen.update(w=(name, config)))
-    with pytest.raises(TypeError):  # the stub returns None where (history, trained) is unpacked: nothing trains
+
+    def write(name, model, config, train_fn):  # where the run would train and be saved: nothing trains
+        seen.update(w=(name, config))
+        raise InterruptedError
+
+    monkeypatch.setattr(cache, "train_and_save", write)
+    with pytest.raises(InterruptedError):
         lm_recipe.load_or_train("transformer", data, device="cpu", **lecture.lm_run())
     monkeypatch.setattr(cache, "load", lambda name, model, config: seen.update(r=(name, config)) or (False, "x", {}))
     with pytest.raises(lecture.NotPrepared):

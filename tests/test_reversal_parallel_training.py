@@ -5,6 +5,7 @@ from dataclasses import replace
 import pytest
 import torch
 
+from transformer_nb import cache
 from transformer_nb import reversal as rv
 from transformer_nb.reversal import training
 
@@ -39,13 +40,13 @@ def test_cached_runs_load_without_starting_a_worker(tmp_path, monkeypatch):
         assert not list(jobs), "a worker was started for a cached run"
         return []
 
-    monkeypatch.setattr(training, "in_workers", refuse)
+    monkeypatch.setattr(cache, "in_workers", refuse)
     again = _many(tmp_path, monkeypatch, workers=2)
     assert [t for _, _, t in again] == [False, False]
 
 
 def test_load_or_train_many_refuses_what_is_not_a_recipe():
-    with pytest.raises(TypeError, match="recipes must be reversal Recipes"):
+    with pytest.raises(TypeError, match="each recipe must be a reversal Recipe"):
         rv.load_or_train_many([rv.IMPROVED, "improved"])
 
 
@@ -59,6 +60,6 @@ def test_tnb_retrain_trains_each_run_once(tmp_path, monkeypatch):
         return real(*args, **kwargs)
 
     monkeypatch.setattr(training, "train", counted)
-    monkeypatch.setattr(training, "in_workers", lambda fn, jobs, workers: [fn(*job) for job in jobs])  # in-process
+    monkeypatch.setattr(cache, "in_workers", lambda fn, jobs, workers: [fn(*job) for job in jobs])  # in-process
     again = _many(tmp_path, monkeypatch, workers=2)
     assert [t for _, _, t in again] == [True, True] and sorted(calls) == ["par_a", "par_b"]

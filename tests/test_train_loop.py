@@ -9,7 +9,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.train import Progress, in_workers, train, unwrap
+from transformer_nb.train import Progress, train, unwrap
 
 
 def regression(seed=0, n_batches=64):
@@ -169,15 +169,3 @@ def test_zero_steps_and_unwrap():
     hist = train(model, loss_fn, batches, torch.optim.SGD(model.parameters(), lr=0.01), steps=0, bar=False)
     assert hist["steps"] == 0 and hist["loss"] == []
     assert unwrap(model) is model
-
-
-def test_in_workers_returns_the_results_in_order_each_worker_on_one_thread():
-    assert in_workers(math.factorial, [(3,), (4,), (5,)]) == [6, 24, 120]
-    assert in_workers(torch.get_num_threads, [(), ()]) == [1, 1]
-
-
-def test_in_workers_raises_a_workers_exception_here():
-    with pytest.raises(ValueError, match="factorial"):
-        in_workers(math.factorial, [(3,), (-1,)])
-    with pytest.raises(ValueError, match="workers must be a positive int"):
-        in_workers(math.factorial, [(3,)], workers=0)

@@ -17,6 +17,9 @@ that replaces the cache atomically, so concurrent trainers of one name never cor
 other; an unwritable folder or a full disk is a warning, never a lost model, and Ctrl-C stays a
 ``KeyboardInterrupt``. Temporary files of interrupted writes are removed at the next save or
 load in their folder. The model stays on the device it was given, whatever happens.
+
+``load_or_train`` loads one run or trains and saves it (``train_and_save``); ``load_or_train_many``
+does it for several, the missing ones trained side by side in worker processes on the CPU.
 """
 
 import contextlib
@@ -24,6 +27,7 @@ import hashlib
 import importlib
 import inspect
 import json
+import multiprocessing
 import os
 import re
 import sys
@@ -32,10 +36,13 @@ import textwrap
 import time
 import uuid
 import warnings
+from collections.abc import Callable, Iterable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
 
+from transformer_nb.core.utils import as_int
 from transformer_nb.env import as_path, env_flag, env_path
 from transformer_nb.fingerprint import source_digest
 
@@ -366,32 +373,44 @@ def _to_cpu(obj):
     return obj
 
 
-def load_or_train(
-    name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool = False, missing: bool = False
-):
-    """Load ``model`` from the cache, or call ``train_fn(model) -> extra`` and save the result.
-
-    ``extra`` (e.g. the loss history) is stored with the weights and returned (its tensors on
-    the CPU, on either path), so a re-run can redraw its training curves. The model ends on the
-    device it came on. If the cache cannot be written, a warning says so and the trained model
-    is still returned. ``TNB_RETRAIN=1`` (or ``true``, ``yes``, ``on``) forces training. ``train_fn``'s
-    code is part of the cache's code digest. ``missing=True``: the caller found no cached model (a worker
-    process training a run its parent could not load), so train without looking again. Returns
-    ``(extra, trained_now)``.
-    """
-    _check_args(model, config)
+def _check_train_fn(train_fn) -> None:
     if not callable(train_fn):
         raise TypeError(f"train_fn must be callable (model -> extra dict), got {type(train_fn).__name__}")
-    path, device = cache_path(name), _device_of(model)
-    if missing:
-        pass  # the caller printed why
-    elif retrain or env_flag("TNB_RETRAIN"):
+
+
+def _cached(name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool) -> dict | None:
+    """The ``extra`` of a cached run, its weights loaded into ``model``; None (and why, printed) if it must train."""
+    if retrain or env_flag("TNB_RETRAIN"):
         print("retraining (asked for)")
-    else:
-        ok, msg, extra = load(name, model, config, train_fn)
-        print(msg)
-        if ok:
-            return extra, False
+        return None
+    ok, msg, extra = load(name, model, config, train_fn)
+    print(msg)
+    return extra if ok else None
+
+
+def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool = False):
+    """Load ``model`` from the cache, or train and save it (``train_and_save``). Returns ``(extra, trained_now)``.
+
+    A corrupt, damaged or mismatched file is reported in one line and the model retrained.
+    ``retrain=True`` or ``TNB_RETRAIN=1`` (or ``true``, ``yes``, ``on``) forces training.
+    """
+    _check_train_fn(train_fn)
+    extra = _cached(name, model, config, train_fn, retrain)
+    return (extra, False) if extra is not None else (train_and_save(name, model, config, train_fn), True)
+
+
+def train_and_save(name: str, model: torch.nn.Module, config: dict, train_fn) -> dict:
+    """Call ``train_fn(model) -> extra`` and save the trained model under ``name`` with ``config`` and ``extra``.
+
+    ``extra`` (e.g. the loss history) is stored with the weights and returned (its tensors on
+    the CPU), so a re-run can redraw its training curves. ``train_fn``'s code is part of the
+    cache's code digest. The model ends on the device it came on. If the cache cannot be written,
+    a warning says so and the trained model and ``extra`` are still returned.
+    """
+    path = cache_path(name)
+    _check_args(model, config)
+    _check_train_fn(train_fn)
+    device = _device_of(model)
     extra = train_fn(model) or {}
     if not isinstance(extra, dict):
         raise TypeError(f"train_fn must return a dict (or None), got {type(extra).__name__}")
@@ -402,6 +421,75 @@ def load_or_train(
         payload_sha256("", {}, extra)
     except TypeError as err:
         warnings.warn(f"{err}; {path} was not written", RuntimeWarning, stacklevel=2)
-        return extra, True
+        return extra
     save(name, model, config, extra, train_fn)
-    return extra, True
+    return extra
+
+
+def load_or_train_many(make, args: dict, workers: int, retrain: bool = False, live=None) -> dict:
+    """``{key: (model, extra, trained_now)}``: ``load_or_train(*make(*args[key], live), retrain)`` for every key,
+    the runs that the cache lacks (all of them with ``retrain``) trained ``workers`` at a time.
+
+    ``make(*args, live) -> (name, fresh model, config, train_fn)`` builds one run; it is a
+    module-level function and ``args`` are picklable (a worker process imports and calls them).
+    ``live``: how a run trained here shows its progress (passed to ``make``; a worker passes None:
+    nothing shown). When more than one run is missing, ``workers > 1`` and their models are on the
+    CPU, each trains and is saved in its own process on one CPU thread (``in_workers``) and
+    its weights come back here: small models gain little from a second thread, so two runs side by
+    side take little more than the time of one. Otherwise they train here one after the other, in
+    the order of ``args`` (put the longest first), each from a fresh ``make`` (which seeds it). An
+    error in a worker is raised here, naming the run; runs that finished stay cached. Models in eval mode.
+    """
+    as_int("workers", workers, 1)
+    if not isinstance(args, dict):
+        raise TypeError(f"args must be a dict {{key: make's arguments}}, got {type(args).__name__}")
+    runs = {k: make(*a, live) for k, a in args.items()}
+    out = {k: (extra, False) for k, run in runs.items() if (extra := _cached(*run, retrain)) is not None}
+    todo = [k for k in runs if k not in out]
+    if workers > 1 and len(todo) > 1 and all(_device_of(runs[k][1]) == torch.device("cpu") for k in todo):
+        for k, (state, extra) in zip(todo, in_workers(_train_in_worker, [(make, args[k]) for k in todo], workers)):
+            runs[k][1].load_state_dict(state)
+            out[k] = extra, True
+    for k in todo:
+        if k not in out:
+            runs[k] = make(*args[k], live)  # fresh: seeded now, as a run trained alone is
+            out[k] = train_and_save(*runs[k]), True
+    return {k: (runs[k][1].eval(), *out[k]) for k in runs}
+
+
+def run_args(run: dict, defaults: dict) -> dict:
+    """``{**defaults, **run}``: a run's keyword arguments, every one named in ``defaults`` (else a TypeError)."""
+    if not set(run) <= set(defaults):
+        raise TypeError(
+            f"unexpected keyword arguments {sorted(set(run) - set(defaults))}; a run takes {list(defaults)}"
+        )
+    return {**defaults, **run}
+
+
+def in_workers(fn: Callable, jobs: Iterable[tuple], workers: int = 2) -> list:
+    """``[fn(*args) for args in jobs]``, ``workers`` calls at a time, each in its own process on one CPU thread.
+
+    For independent small trainings on the CPU, where a second thread helps a model little (the
+    reversal model: about a third) and a second process nearly doubles the work done. ``fn`` must be
+    a module-level function (the workers import it) and the arguments picklable. The processes
+    are started with ``spawn`` (a fork would copy torch's running threads), so a script that calls
+    this needs Python's ``if __name__ == "__main__":`` guard (a notebook does not); an exception in a
+    call is raised here.
+    """
+    workers, jobs = as_int("workers", workers, 1), list(jobs)
+    if not jobs:
+        return []
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(min(workers, len(jobs)), spawn, initializer=torch.set_num_threads, initargs=(1,)) as pool:
+        return [f.result() for f in [pool.submit(fn, *args) for args in jobs]]
+
+
+def _train_in_worker(make, args: tuple) -> tuple:
+    """A worker process's job: ``make(*args, None)``'s run trained and saved; returns ``(state_dict, extra)``."""
+    name, model, config, train_fn = make(*args, None)
+    try:
+        extra = train_and_save(name, model, config, train_fn)
+    except Exception as err:
+        err.add_note(f"(raised while training {name} in a worker process)")
+        raise
+    return model.state_dict(), extra

@@ -5,10 +5,10 @@
 - ``build_model(kind, V, ranks)`` and ``recipe_config(kind, device=..., steps=...|budget_s=...)``:
   a fresh seeded model and its ``TrainConfig``. On a GPU the recipe reads ``GPU_BATCH_SCALE`` times
   more windows per step (and evaluates more streams at once): the device does the work.
-- ``load_or_train(kind, data, steps)``: the trained model from the cache (``cache.load_or_train``,
-  verified), or trained now and saved; ``load_or_train_many({kind: steps}, data)``: several, those
-  the cache lacks trained side by side, each in its own process on one core (``side_by_side``,
-  which Exercise 8.9's two models use too); ``cached_results(prefix, config, compute)``: the same for
+- ``load_or_train(kind, data, steps)``: the trained model from the cache (verified), or trained now
+  and saved; ``load_or_train_many({kind: steps}, data)``: several, those the cache lacks trained
+  side by side, each in its own process on one core (``cache.load_or_train_many``, which Exercise
+  8.9's two models use too); ``cached_results(prefix, config, compute)``: the same for
   results that are not weights, keyed on the code that made them: ``compare`` (variants trained
   for equal seconds) and ``final_perplexities`` (whole splits) use it, so a warm re-run trains and
   scores nothing.
@@ -23,11 +23,10 @@ from transformer_nb import cache
 from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.core.transformer import LanguageModel, Transformer
 from transformer_nb.core.utils import as_int
-from transformer_nb.env import env_flag, get_device
+from transformer_nb.env import get_device
 from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.lstm import LSTMLM
 from transformer_nb.perplexity import evaluate
-from transformer_nb.train import in_workers
 from transformer_nb.wikitext import check_wikitext
 
 KINDS = ("transformer", "lstm")
@@ -131,13 +130,15 @@ def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides:
 RUN_DEFAULTS = dict(seed=0, eval_tokens=20_000, eval_every=None)
 
 
-def _run(kind: str, data, steps: int, run: dict, device, live: bool):
-    """``load_or_train``'s run: its cache name, fresh model on ``device``, config and training function."""
-    seed, eval_tokens, eval_every = ({**RUN_DEFAULTS, **run}[k] for k in RUN_DEFAULTS)
+def _run(kind: str, data, steps: int, run: dict, device, live):
+    """One run of ``load_or_train`` (``run``: every key of ``RUN_DEFAULTS``): its cache name, fresh model
+    on ``device``, config and training function."""
+    seed, eval_tokens, eval_every = run["seed"], run["eval_tokens"], run["eval_every"]
     vocab_size = len(data.vocab)
     model = build_model(kind, vocab_size, frequency_ranks(data.train, vocab_size), seed=seed).to(device)
     tcfg = recipe_config(kind, device, steps=steps, seed=seed, eval_tokens=eval_tokens, eval_every=eval_every)
     config = cache_config(kind, tcfg, vocab_size)
+    live = bool(live)
 
     def train_fn(m):
         return train_lm(m, data.train, tcfg, valid_ids=data.valid, live=live, bar=live, title=f"{kind} on WikiText-2")
@@ -162,58 +163,23 @@ def load_or_train(kind: str, data, steps: int, retrain: bool = False, live: bool
 def load_or_train_many(
     runs: dict, data, workers: int = 2, retrain: bool = False, live: bool = True, device=None, **run
 ) -> dict:
-    """``{kind: load_or_train(kind, data, steps, ...) for kind, steps in runs.items()}``, the runs
-    that the cache lacks trained side by side on the CPU (``side_by_side``, ``workers`` at a time)."""
+    """``{kind: load_or_train(kind, data, steps, ...) for kind, steps in runs.items()}``, the runs that
+    the cache lacks trained side by side on the CPU, ``workers`` at a time (``cache.load_or_train_many``)."""
     check_wikitext(data)
     if not isinstance(runs, dict) or not runs or not set(runs) <= set(KINDS):
         raise ValueError(f"runs must be a dict {{kind: steps}} of kinds from {KINDS}, got {runs!r:.80}")
-    if not set(run) <= set(RUN_DEFAULTS):
-        raise TypeError(
-            f"unexpected keyword arguments {sorted(set(run) - set(RUN_DEFAULTS))}; a run takes {list(RUN_DEFAULTS)}"
-        )
+    run = cache.run_args(run, RUN_DEFAULTS)
     device = torch.device(device) if device is not None else get_device()
-    return side_by_side(_run, {k: (k, data, steps, run) for k, steps in runs.items()}, device, workers, retrain, live)
+    return cache.load_or_train_many(
+        _run, {k: (k, data, steps, run, device) for k, steps in runs.items()}, workers, retrain, live
+    )
 
 
 def side_by_side(make, args: dict, device=None, workers: int = 2, retrain: bool = False, live: bool = True) -> dict:
-    """``{key: (model, extra, trained_now)}`` of ``cache.load_or_train(*make(*args[key], device, live))``
-    for every key, the runs that the cache lacks (all with ``retrain``) trained ``workers`` at a time.
-
-    ``make(*args, device, live) -> (cache name, fresh model on device, config, train_fn)`` is a
-    module-level function. On the CPU with ``workers > 1`` each missing run trains in its own
-    process on one thread (``train.in_workers``; no live figure) and is saved there, then loaded
-    here: one thread trains these small models at most of the speed of two, so two runs side by side
-    take little more than the time of one. One missing run, or a GPU: trained here. Models in eval mode.
-    """
-    as_int("workers", workers, 1)
+    """``cache.load_or_train_many(make, {key: (*args[key], device)}, workers, retrain, live)``: ``make(*args,
+    device, live)`` builds a run on ``device`` (default: the CPU). Kept for ``small_corpus``'s callers."""
     device = torch.device(device or "cpu")
-    runs = {k: make(*a, device, live) for k, a in args.items()}
-    out = {}
-    if device.type == "cpu" and workers > 1:
-        if not (retrain or env_flag("TNB_RETRAIN")):
-            out = {k: (extra, False) for k, (ok, extra) in _load(runs).items() if ok}
-        todo = [k for k in runs if k not in out]
-        if len(todo) > 1:  # one run alone trains here, without starting a process
-            in_workers(_train_and_save, [(make, args[k]) for k in todo], workers)
-            out.update({k: (extra, True) for k, (ok, extra) in _load({k: runs[k] for k in todo}).items() if ok})
-    for k, run in runs.items():
-        out[k] = out.get(k) or cache.load_or_train(*run, retrain)
-    return {k: (runs[k][1].eval(), *out[k]) for k in runs}
-
-
-def _load(runs: dict) -> dict:
-    """``{key: (ok, extra)}``: each run's weights loaded from the cache into its model, where it has them."""
-    out = {}
-    for k, run in runs.items():
-        ok, msg, extra = cache.load(*run)
-        print(msg)
-        out[k] = ok, extra
-    return out
-
-
-def _train_and_save(make, args: tuple) -> None:
-    """A worker process's job: train one run on the CPU and save it in the cache."""
-    cache.load_or_train(*make(*args, torch.device("cpu"), False), missing=True)
+    return cache.load_or_train_many(make, {k: (*a, device) for k, a in args.items()}, workers, retrain, live)
 
 
 def load_cached_recipe(model: LanguageModel, vocab_size: int, steps: int | None = None, device=None):

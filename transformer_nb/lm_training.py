@@ -25,6 +25,7 @@ from numbers import Integral, Real
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.stack import check_ids
 from transformer_nb.core.transformer import check_language_model
 from transformer_nb.core.utils import as_int, as_real
 from transformer_nb.perplexity import evaluate
@@ -260,7 +261,7 @@ def train_lm(
         raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
     if not isinstance(train_ids, torch.Tensor) or train_ids.dim() != 1:
         raise ValueError(f"train_ids must be a flat (N,) tensor of word ids, got {_describe(train_ids)}")
-    raw.check_ids(train_ids[None], "train_ids")
+    check_ids(train_ids[None], "train_ids", raw.vocab_size)
     torch.manual_seed(cfg.seed)
     device = next(raw.parameters()).device
     opts = make_optimizers(raw, cfg)

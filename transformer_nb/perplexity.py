@@ -15,6 +15,7 @@ from numbers import Integral
 import torch
 import torch.distributed as dist
 
+from transformer_nb.core.stack import check_ids
 from transformer_nb.train import rank_and_world, unwrap
 from transformer_nb.wikitext import iter_batches
 
@@ -90,7 +91,7 @@ def evaluate(
         data = data[rank * n : (rank + 1) * n + 1 if rank < world - 1 else data.numel()]
     if data.numel() < 2:
         raise ValueError(f"max_tokens={max_tokens} leaves fewer than 2 tokens to score")
-    raw.check_ids(data[None], "ids")
+    check_ids(data[None], "ids", raw.vocab_size)
     rows = min(batch_size, data.numel() - 1)
     n = (data.numel() - 1) // rows  # targets per stream
     streams = data[: rows * n + 1].unfold(0, n + 1, n)  # (rows, n + 1): a row ends where the next one starts

@@ -26,10 +26,8 @@ one list per metric that ``evaluate`` returns; ``steps``, ``train_seconds``, ``e
 from __future__ import annotations
 
 import math
-import multiprocessing
 import time
 from collections.abc import Callable, Iterable, Iterator
-from concurrent.futures import ProcessPoolExecutor
 
 import torch
 import torch.distributed as dist
@@ -61,26 +59,6 @@ def unwrap(model: nn.Module) -> nn.Module:
     """The model inside a ``DistributedDataParallel`` wrapper (the model itself otherwise)."""
     check_module("model", model)
     return model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
-
-
-def in_workers(fn: Callable, jobs: Iterable[tuple], workers: int = 2) -> list:
-    """``[fn(*args) for args in jobs]``, ``workers`` calls at a time, each in its own process on one CPU thread.
-
-    For independent small trainings on the CPU, where a second thread helps a model little (the
-    reversal model: about a third) and a second process nearly doubles the work done. ``fn`` must be
-    a module-level function (the workers import it) and the arguments picklable. The processes
-    are started with ``spawn`` (a fork would copy torch's running threads), so a script that calls
-    this needs Python's ``if __name__ == "__main__":`` guard (a notebook does not); an exception in a
-    call is raised here.
-    """
-    jobs = list(jobs)
-    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
-        raise ValueError(f"workers must be a positive int, got {workers!r}")
-    if not jobs:
-        return []
-    spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(workers, len(jobs)), spawn, initializer=torch.set_num_threads, initargs=(1,)) as pool:
-        return [f.result() for f in [pool.submit(fn, *args) for args in jobs]]
 
 
 def _check_budget(steps, budget_s) -> None:

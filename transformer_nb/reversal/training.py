@@ -4,8 +4,8 @@
 reversal task's pieces: batches from a ``Recipe``, the label-smoothed cross-entropy, Adam with
 the warm-up schedule, gradient clipping, exact-match evaluations on a held-out set
 (``forced_match``: greedy decoding's exact match from one teacher-forced pass) and an early stop at
-a target exact match. ``load_or_train`` caches the trained weights with their history
-(``cache.load_or_train``).
+a target exact match. ``load_or_train`` / ``load_or_train_many`` cache the trained weights with
+their history (``cache.load_or_train_many``).
 
 Devices: the model trains where it lives (or on ``device``); batches are drawn on the CPU and
 moved there; the held-out set is moved there once. On a CUDA device the batches are padded to
@@ -16,7 +16,6 @@ step: it is the same recipe, without the launch overhead of hundreds of tiny ker
 
 from __future__ import annotations
 
-import inspect
 import itertools
 import math
 
@@ -26,11 +25,10 @@ import torch.nn.functional as F
 
 from transformer_nb import cache
 from transformer_nb.core.utils import as_int
-from transformer_nb.env import env_flag, get_device
+from transformer_nb.env import get_device
 from transformer_nb.reversal.data import MAX_LEN, PAD, Batch, collate, make_pairs, random_batch, sequence_codes
 from transformer_nb.reversal.decoding import forced_match, model_device
 from transformer_nb.reversal.recipes import Recipe, build_model, warmup_factor
-from transformer_nb.train import in_workers
 from transformer_nb.train import train as run_training
 
 CUDA_GRAPHS = True  # on a CUDA device, run the training forward and backward as CUDA graphs (False: eager)
@@ -214,8 +212,14 @@ def train(
     return hist
 
 
-def _cached_run(recipe, eval_batch, seed, eval_every, target, live, device, eval_at, name, snapshot_at):
-    """``(model, cache name, cache config, train_fn)`` of one run (arguments as ``load_or_train``'s, checked there)."""
+#: ``load_or_train``'s keyword arguments of a run, and their defaults.
+RUN_DEFAULTS = dict(seed=0, eval_every=100, target=None, eval_at=None, name=None, snapshot_at=None)
+
+
+def _run(recipe: Recipe, eval_batch: Batch | None, device: torch.device, run: dict, live):
+    """One run of ``load_or_train`` (``run``: every key of ``RUN_DEFAULTS``): its cache name, fresh model
+    on ``device``, cache config and ``train_fn``."""
+    seed, eval_every, target, eval_at, name, snapshot_at = (run[k] for k in RUN_DEFAULTS)
     model = build_model(recipe.model, seed=seed, device=device)
     config = {
         "recipe": recipe.config(),
@@ -235,106 +239,53 @@ def _cached_run(recipe, eval_batch, seed, eval_every, target, live, device, eval
             if bar is not None and bar is not live:
                 bar.close()
 
-    return model, name or cache.cache_name(f"reversal_{recipe.name}", config), config, train_fn
+    return name or cache.cache_name(f"reversal_{recipe.name}", config), model, config, train_fn
 
 
 def load_or_train(
-    recipe: Recipe,
-    eval_batch: Batch | None = None,
-    seed: int = 0,
-    eval_every: int = 100,
-    target: float | None = None,
-    retrain: bool = False,
-    live=None,
-    device=None,
-    eval_at=None,
-    name: str | None = None,
-    snapshot_at: int | None = None,
-    missing: bool = False,
+    recipe: Recipe, eval_batch: Batch | None = None, *, retrain: bool = False, live=None, device=None, **run
 ):
     """Build the recipe's model on ``device`` and load its trained weights from the cache, or train and save it.
 
+    ``run``: ``train``'s ``seed``, ``eval_every``, ``target``, ``eval_at`` and ``snapshot_at``, and
+    ``name`` (the cache file's; default: one per configuration); defaults in ``RUN_DEFAULTS``.
     ``device``: default ``env.get_device()``. The model is on ``device`` whatever happens: a
     cache hit, a refused (corrupt, stale, mismatched) file and a retrain alike; ``eval_batch`` may
-    live anywhere. Uses ``cache.load_or_train`` (verified loads; a refused file is reported and the
-    model retrained). Returns ``(model, history, trained_now)``; the history (losses, exact-match
-    curve, seconds) is stored with the weights, so a re-run can redraw it. ``live``: a ``LiveLoss``,
-    or a function returning one (called only if training happens). ``missing=True``: the caller found no
-    cached model (a worker training a run its parent could not load), so train without looking again.
+    live anywhere. A refused file is reported and the model retrained. Returns ``(model, history,
+    trained_now)``; the history (losses, exact-match curve, seconds) is stored with the weights, so
+    a re-run can redraw it. ``live``: a ``LiveLoss``, or a function returning one (called only if
+    training happens).
     """
-    if not isinstance(recipe, Recipe):
-        raise TypeError(f"recipe must be a reversal Recipe (e.g. rv.IMPROVED), got {type(recipe).__name__}")
-    device = get_device() if device is None else torch.device(device)
-    model, key, config, train_fn = _cached_run(
-        recipe, eval_batch, seed, eval_every, target, live, device, eval_at, name, snapshot_at
-    )
-    hist, trained = cache.load_or_train(key, model, config, train_fn, retrain, missing=missing)
-    model.to(device).eval()
-    return model, hist, trained
-
-
-def _train_and_save(recipe: Recipe, eval_batch: Batch | None, kwargs: dict) -> tuple:
-    """A worker process's job: train one run on the CPU and save it in the cache; return its weights and history."""
-    model, hist, _ = load_or_train(recipe, eval_batch, device="cpu", missing=True, **kwargs)
-    return model.state_dict(), hist
+    return load_or_train_many([recipe], eval_batch, 1, retrain, device, live, **run)[0]
 
 
 def load_or_train_many(
-    recipes, eval_batch: Batch | None = None, workers: int = WORKERS, retrain: bool = False, device=None, **kwargs
+    recipes,
+    eval_batch: Batch | None = None,
+    workers: int = WORKERS,
+    retrain: bool = False,
+    device=None,
+    live=None,
+    **run,
 ) -> list:
-    """``[load_or_train(recipe, eval_batch, **kwargs) for recipe in recipes]``, the missing runs trained in parallel.
+    """``[load_or_train(recipe, eval_batch, **run) for recipe in recipes]``, the missing runs trained in parallel.
 
     On the CPU the runs that the cache lacks (all of them with ``retrain``) train ``workers`` at a
-    time, the longest first, each in its own process on one thread: a second thread speeds a model
-    this small up by only about a third (300-step runs: 41-46 ms a step on two threads, 52-59 ms on
-    one beside another worker), so two runs at once finish sooner, and much sooner when other jobs
-    share the cores. Each run is the same as ``load_or_train``'s (its history, its cache file). On a
-    GPU, with ``workers=1`` or when only one run is missing, they train one after the other here.
-    Returns the list of ``(model, history, trained_now)``.
+    time, the longest first, each in its own process on one thread (``cache.load_or_train_many``): a
+    second thread speeds a model this small up by only about a third (300-step runs: 41-46 ms a step
+    on two threads, 52-59 ms on one beside another worker), so two runs at once finish sooner, and
+    much sooner when other jobs share the cores. Each run is the same as ``load_or_train``'s (its
+    history, its cache file). On a GPU, with ``workers=1`` or when only one run is missing, they
+    train one after the other here (with ``live``). Returns the list of ``(model, history, trained_now)``.
     """
     recipes = list(recipes)
     for r in recipes:
         if not isinstance(r, Recipe):
-            raise TypeError(f"recipes must be reversal Recipes (e.g. rv.ABLATIONS' recipes), got {type(r).__name__}")
-    as_int("workers", workers, 1)
+            raise TypeError(f"each recipe must be a reversal Recipe (e.g. rv.IMPROVED), got {type(r).__name__}")
+    run = cache.run_args(run, RUN_DEFAULTS)
     device = get_device() if device is None else torch.device(device)
-    if device.type != "cpu" or workers == 1:
-        return [load_or_train(r, eval_batch, retrain=retrain, device=device, **kwargs) for r in recipes]
-    retrain = retrain or env_flag("TNB_RETRAIN")
-    out = [None if retrain else _from_cache(r, eval_batch, kwargs, device) for r in recipes]
-    todo = sorted((i for i, o in enumerate(out) if o is None), key=lambda i: -recipes[i].steps * recipes[i].batch_size)
-    if len(todo) > 1:  # one run alone trains here, without starting a process
-        eval_cpu = None if eval_batch is None else eval_batch.to("cpu")
-        quiet = {k: v for k, v in kwargs.items() if k != "live"}  # the workers draw no progress bar
-        trained = in_workers(_train_and_save, [(recipes[i], eval_cpu, quiet) for i in todo], workers)
-        for i, (state, hist) in zip(todo, trained):
-            model = _run(recipes[i], eval_batch, kwargs, "cpu")[0]
-            model.load_state_dict(state)
-            out[i] = (model.to(device).eval(), hist, True)
-    return [o or load_or_train(r, eval_batch, retrain=retrain, device=device, **kwargs) for r, o in zip(recipes, out)]
-
-
-def _run(recipe: Recipe, eval_batch: Batch | None, kwargs: dict, device) -> tuple:
-    """``_cached_run`` of ``load_or_train(recipe, eval_batch, **kwargs)`` on ``device``, without a progress bar."""
-    run = inspect.signature(load_or_train).bind(recipe, eval_batch, **kwargs)
-    run.apply_defaults()
-    a = run.arguments
-    return _cached_run(
-        recipe,
-        eval_batch,
-        a["seed"],
-        a["eval_every"],
-        a["target"],
-        None,
-        device,
-        a["eval_at"],
-        a["name"],
-        a["snapshot_at"],
-    )
-
-
-def _from_cache(recipe: Recipe, eval_batch: Batch | None, kwargs: dict, device) -> tuple | None:
-    """``(model, history, False)`` of ``load_or_train(recipe, eval_batch, **kwargs)`` if cached (else None)."""
-    model, key, config, train_fn = _run(recipe, eval_batch, kwargs, device)
-    ok, _, hist = cache.load(key, model, config, train_fn)
-    return (model.to(device).eval(), hist, False) if ok else None
+    eval_batch = None if eval_batch is None else eval_batch.to(device)
+    longest = sorted(range(len(recipes)), key=lambda i: -recipes[i].steps * recipes[i].batch_size)
+    args = {i: (recipes[i], eval_batch, device, run) for i in longest}
+    done = cache.load_or_train_many(_run, args, workers, retrain, live)
+    return [done[i] for i in range(len(recipes))]
