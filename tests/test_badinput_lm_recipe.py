@@ -11,12 +11,6 @@ CASES = {
         ValueError,
         "runs must be a dict {kind: steps} of kinds from",
     ),
-    "side_by_side_refuses_zero_workers": Case(
-        "transformer_nb.lm_recipe.side_by_side",
-        lambda: lm_recipe.side_by_side(print, {}, "cpu", 0),
-        ValueError,
-        "workers must be",
-    ),
 }
 
 

@@ -175,13 +175,6 @@ def load_or_train_many(
     )
 
 
-def side_by_side(make, args: dict, device=None, workers: int = 2, retrain: bool = False, live: bool = True) -> dict:
-    """``cache.load_or_train_many(make, {key: (*args[key], device)}, workers, retrain, live)``: ``make(*args,
-    device, live)`` builds a run on ``device`` (default: the CPU). Kept for ``small_corpus``'s callers."""
-    device = torch.device(device or "cpu")
-    return cache.load_or_train_many(make, {k: (*a, device) for k, a in args.items()}, workers, retrain, live)
-
-
 def load_cached_recipe(model: LanguageModel, vocab_size: int, steps: int | None = None, device=None):
     """Load notebook 10's cached full-profile Transformer into ``model``: ``(ok, message)``."""
     tcfg = recipe_config("transformer", device, steps=steps or FULL_STEPS)

@@ -17,7 +17,6 @@ import torch
 from transformer_nb import cache
 from transformer_nb.core.transformer import LanguageModel, Transformer
 from transformer_nb.core.utils import as_int
-from transformer_nb.lm_recipe import side_by_side
 from transformer_nb.lstm import LSTMLM
 from transformer_nb.params import numel
 from transformer_nb.perplexity import evaluate
@@ -144,13 +143,14 @@ def exercise_8_9(
 ):
     """Both models of the exercise trained on the first ``n_tokens`` of WikiText-2's training split
     (cached) and scored on that sample (once, when trained). With ``workers=2`` on the CPU the two
-    train side by side, each in its own process on one thread (``lm_recipe.side_by_side``). Returns
+    train side by side, each in its own process on one thread (``cache.load_or_train_many``). Returns
     ``{"vocab": itos, "ids": ..., "models": {name: model}, "hist": {name: history}, "ppl": {name:
     perplexity}}``; models in eval mode on ``device``."""
     check_wikitext(data)
     ids, itos = sample_corpus(data.train, data.vocab.itos, n_tokens)
-    args = {name: (name, ids, len(itos), epochs, seed) for name in ("Transformer", "LSTM")}
-    done = side_by_side(_run, args, device, workers, retrain)
+    device = torch.device(device or "cpu")
+    args = {name: (name, ids, len(itos), epochs, seed, device) for name in ("Transformer", "LSTM")}
+    done = cache.load_or_train_many(_run, args, workers, retrain, True)
     out = {"vocab": itos, "ids": ids, "models": {}, "hist": {}, "ppl": {}}
     for name, (model, hist, _) in done.items():
         out["models"][name], out["hist"][name], out["ppl"][name] = model, hist, hist["ppl"]

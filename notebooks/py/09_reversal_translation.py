@@ -664,7 +664,7 @@ for (label, _), (_, h, _) in zip(ABLATIONS, trained):
 # %% [markdown]
 # ### The trained-model cache
 #
-# Every model above went through `rv.load_or_train`, a thin wrapper around `cache.load_or_train`: one file per
+# Every model above went through `rv.load_or_train`, a thin wrapper around `cache.load_or_train_many`: one file per
 # configuration in `TNB_CACHE_DIR` (default `~/.cache/transformer_nb`) with the weights, the configuration, the
 # training history, a **sha256** of all three and a **digest of the model code**; read with
 # `torch.load(weights_only=True)`, so a cache file cannot run code. A load that does not match is refused with

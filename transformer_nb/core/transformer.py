@@ -179,10 +179,6 @@ class LanguageModel(nn.Module):
         """``(B, T) -> (B, T, d)`` token embeddings (the head's table when it is tied)."""
         return self.head.embed(ids) if self.tok is None else self.tok(ids)
 
-    def check_ids(self, ids, name: str = "ids", vocab: int | None = None) -> None:
-        """``stack.check_ids`` against ``vocab`` (default: the model's ``vocab_size``)."""
-        check_ids(ids, name, self.vocab_size if vocab is None else vocab)
-
     def _check_device(self, ids: torch.Tensor, name: str = "ids") -> None:
         """``ids`` must be on the device of the model's parameters (meta ids have no values to embed)."""
         check_device(name, ids, next(self.parameters()).device)
@@ -208,7 +204,7 @@ class LanguageModel(nn.Module):
         return logits, F.cross_entropy(logits.flatten(0, 1).float(), targets.reshape(-1))
 
     def _check_targets(self, targets, ids) -> None:
-        self.check_ids(targets, "targets", self.head.vocab_size)
+        check_ids(targets, "targets", self.head.vocab_size)
         if targets.shape != ids.shape:
             raise ValueError(f"targets must have the shape of ids, got {tuple(targets.shape)} and {tuple(ids.shape)}")
 
@@ -217,7 +213,7 @@ class LanguageModel(nn.Module):
         or ``"none"`` (``(B, T)``). For evaluation, which sums per-token losses over a whole text."""
         if reduction not in ("mean", "sum", "none"):
             raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        self.check_ids(ids)
+        check_ids(ids, "ids", self.vocab_size)
         self._check_targets(targets, ids)
         h, state = self.hidden(ids, state)
         out = self.head.nll(h.reshape(-1, h.shape[-1]), targets.reshape(-1))
@@ -334,7 +330,7 @@ class Transformer(LanguageModel):
         keys, and the caches grow by ``T``. Equal to the plain pass over the whole sequence.
         ``keep (B, T)`` (bool, True = real token) masks padding (not with a cache).
         """
-        self.check_ids(ids)
+        check_ids(ids, "ids", self.vocab_size)
         self._check_device(ids)
         if state is not None and (
             not isinstance(state, list)
@@ -378,7 +374,7 @@ class Transformer(LanguageModel):
             )
         h, _ = self.hidden(ids, keep=keep)
         if enc_dec:
-            self.check_ids(tgt, "tgt", self.cfg.target_vocab)
+            check_ids(tgt, "tgt", self.cfg.target_vocab)
             self._check_device(tgt, "tgt")
             check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
             h = self.decoder(self._embed(tgt, target=True), h, tgt_keep, keep)
