@@ -173,6 +173,27 @@ def test_generate_switches_onednn_off_and_restores_it():
     assert torch.backends.mkldnn.enabled == before
 
 
+def test_cached_steps_run_on_one_thread_and_the_count_is_restored():
+    m, prompt, seen = tiny(), torch.tensor([1, 2, 3]), []
+    m.head.greedy = lambda h, greedy=m.head.greedy: seen.append(torch.get_num_threads()) or greedy(h)
+    before = torch.get_num_threads()
+    torch.set_num_threads(2)
+    try:
+        generate(m, prompt, 3)  # the prompt's pick runs on one thread too: it follows the prompt pass
+        generate(m, prompt, 2, use_cache=False)  # recomputation keeps every thread
+        assert seen == [1, 1, 1, 2, 2] and torch.get_num_threads() == 2
+    finally:
+        torch.set_num_threads(before)
+
+
+@pytest.mark.parametrize("prompt_len", [1, 40, 79])
+def test_cached_generation_matches_recomputation_up_to_a_full_cache(prompt_len):
+    m = tiny(positions="rope")
+    prompt = torch.randint(0, V, (prompt_len,), generator=torch.Generator().manual_seed(prompt_len))
+    n_new = 80 - prompt_len  # the last token fills the buffers' max_len positions exactly
+    assert torch.equal(generate(m, prompt, n_new), generate(m, prompt, n_new, use_cache=False))
+
+
 def test_the_kv_step_exercise_reference_is_what_the_cache_does():
     """Notebook 10's KV-step exercise (one new token attends over cache + itself) against KVCache."""
     q, kn, vn, kc, vc = (

@@ -103,6 +103,22 @@ def _pick(head: OutputHead, h: torch.Tensor, temperature, top_k, gen) -> torch.T
 
 
 @contextmanager
+def _one_thread(cpu: bool):
+    """On a CPU, run the block on one intra-op thread (the count is restored on exit).
+
+    A one-token step is a few dozen operations on vectors of a few hundred numbers: handing each
+    to a second thread and waiting for it costs more than the arithmetic, and when the cores are
+    busy the wait can be many times longer. The prompt and recomputation keep every thread."""
+    before = torch.get_num_threads()
+    if cpu:
+        torch.set_num_threads(1)
+    try:
+        yield
+    finally:
+        torch.set_num_threads(before)
+
+
+@contextmanager
 def no_onednn():
     """Switch PyTorch's oneDNN (mkldnn) CPU kernels off inside the block (restored on exit).
 
@@ -170,13 +186,14 @@ def generate(
             out[:n] = prompt
             if use_cache:
                 h, state = model.hidden(out[None, :n], model.init_state())
-            for i in range(n_new):
-                if not use_cache:
-                    h, _ = model.hidden(out[None, max(0, n - (window or n)) : n])
-                out[n] = _pick(model.head, h[:, -1], temperature, top_k, gen)[0]
-                n += 1
-                if use_cache and i < n_new - 1:
-                    h, state = model.hidden(out[None, n - 1 : n], state)
+            with _one_thread(use_cache and device.type == "cpu"):
+                for i in range(n_new):
+                    if not use_cache:
+                        h, _ = model.hidden(out[None, max(0, n - (window or n)) : n])
+                    out[n] = _pick(model.head, h[:, -1], temperature, top_k, gen)[0]
+                    n += 1
+                    if use_cache and i < n_new - 1:
+                        h, state = model.hidden(out[None, n - 1 : n], state)
     finally:
         model.train(was_training)
     return out
