@@ -127,7 +127,7 @@ def test_cache_buffers_are_written_in_place_and_refuse_overflow():
     c.append(k1[:, :, :1], v1[:, :, :1])
     with pytest.raises(ValueError, match="the cache holds keys of shape"):
         c.append(torch.randn(2, 1, 1, 8), torch.randn(2, 1, 1, 8))  # another d_head
-    with pytest.raises(ValueError, match="capacity must be a positive int"):
+    with pytest.raises(ValueError, match="capacity must be >= 1"):
         KVCache(0)
 
 
