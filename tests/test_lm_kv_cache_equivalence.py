@@ -173,19 +173,6 @@ def test_generate_switches_onednn_off_and_restores_it():
     assert torch.backends.mkldnn.enabled == before
 
 
-def test_cached_steps_run_on_one_thread_and_the_count_is_restored():
-    m, prompt, seen = tiny(), torch.tensor([1, 2, 3]), []
-    m.head.greedy = lambda h, greedy=m.head.greedy: seen.append(torch.get_num_threads()) or greedy(h)
-    before = torch.get_num_threads()
-    torch.set_num_threads(2)
-    try:
-        generate(m, prompt, 3)  # the prompt's pick runs on one thread too: it follows the prompt pass
-        generate(m, prompt, 2, use_cache=False)  # recomputation keeps every thread
-        assert seen == [1, 1, 1, 2, 2] and torch.get_num_threads() == 2
-    finally:
-        torch.set_num_threads(before)
-
-
 @pytest.mark.parametrize("prompt_len", [1, 40, 79])
 def test_cached_generation_matches_recomputation_up_to_a_full_cache(prompt_len):
     m = tiny(positions="rope")

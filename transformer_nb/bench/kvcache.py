@@ -16,9 +16,7 @@ context, the more recomputation the cache saves).
 Each step runs the package's modules, so their per-call costs are part of what is timed: on a
 CPU a one-token step does so little arithmetic that checking inputs, making copies and calling
 modules can cost as much as computing. Inside a block the layers trust their callers (no checks),
-the cache is written in place, and RoPE turns the new keys and queries in place. ``--threads`` is
-what recomputation and the prompt pass use; ``generate`` runs the cached one-token steps on one CPU
-thread (sharing such tiny operations costs more than it saves).
+the cache is written in place, and RoPE turns the new keys and queries in place.
 On a GPU (``--device cuda``) the JSON also gives tokens/s of each way.
 The last line is one JSON object; ``identical`` says whether every pair produced the same tokens.
 

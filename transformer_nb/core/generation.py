@@ -148,14 +148,12 @@ def generate(
     (0 or None: all). A ``torch.Generator`` seeded with ``seed`` draws the samples, so a seed fixes
     the text (on a given device). Without a cache the Transformer sees the last ``max_len`` tokens;
     with one the sequence must fit in ``max_len``. Runs in eval mode with oneDNN off
-    (``no_onednn``); on a CPU the cached one-token steps run on one thread (a step is a few dozen
-    tiny operations: sharing them costs more than it saves, much more on busy cores). The model's
-    train/eval mode and the thread count are restored afterwards, also after an error.
+    (``no_onednn``); the model's train/eval mode is restored afterwards, also after an error.
     """
     _check_generate_args(model, prompt, n_new, temperature, top_k, seed, use_cache)
     device = next(model.parameters()).device
     model.check_ids(prompt[None].to(device), "prompt")
-    was_training, threads = model.training, torch.get_num_threads()
+    was_training = model.training
     model.eval()
     try:
         with no_onednn(), model.head.lookup_table():
@@ -165,8 +163,6 @@ def generate(
             out[:n] = prompt
             if use_cache:
                 h, state = model.hidden(out[None, :n], model.init_state())
-                if device.type == "cpu":  # one-token steps: a second thread costs more than it saves
-                    torch.set_num_threads(1)
             for i in range(n_new):
                 if not use_cache:
                     h, _ = model.hidden(out[None, max(0, n - (window or n)) : n])
@@ -176,5 +172,4 @@ def generate(
                     h, state = model.hidden(out[None, n - 1 : n], state)
     finally:
         model.train(was_training)
-        torch.set_num_threads(threads)
     return out
