@@ -127,7 +127,7 @@ def test_cache_buffers_are_written_in_place_and_refuse_overflow():
     c.append(k1[:, :, :1], v1[:, :, :1])
     with pytest.raises(ValueError, match="the cache holds keys of shape"):
         c.append(torch.randn(2, 1, 1, 8), torch.randn(2, 1, 1, 8))  # another d_head
-    with pytest.raises(ValueError, match="capacity must be a positive int"):
+    with pytest.raises(ValueError, match="capacity must be >= 1"):
         KVCache(0)
 
 
@@ -171,6 +171,14 @@ def test_generate_switches_onednn_off_and_restores_it():
     generate(m, torch.tensor([1, 2, 3]), 4)
     assert seen == [False] * 4
     assert torch.backends.mkldnn.enabled == before
+
+
+@pytest.mark.parametrize("prompt_len", [1, 40, 79])
+def test_cached_generation_matches_recomputation_up_to_a_full_cache(prompt_len):
+    m = tiny(positions="rope")
+    prompt = torch.randint(0, V, (prompt_len,), generator=torch.Generator().manual_seed(prompt_len))
+    n_new = 80 - prompt_len  # the last token fills the buffers' max_len positions exactly
+    assert torch.equal(generate(m, prompt, n_new), generate(m, prompt, n_new, use_cache=False))
 
 
 def test_the_kv_step_exercise_reference_is_what_the_cache_does():

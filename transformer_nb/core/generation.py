@@ -14,28 +14,22 @@ Shapes: ``prompt (T0,)`` int64 -> ``(T0 + n_new,)`` on the model's device; logit
 
 from __future__ import annotations
 
-import math
 from contextlib import contextmanager
-from numbers import Integral, Real
 
 import torch
 
 from transformer_nb.core.output_head import OutputHead
 from transformer_nb.core.transformer import LanguageModel, check_language_model
-from transformer_nb.core.utils import plain_tensor
+from transformer_nb.core.utils import as_int, as_real, plain_tensor
 
 
 def _check_top_k(k) -> None:
-    if k is not None and (isinstance(k, bool) or not isinstance(k, Integral)):
-        raise TypeError(f"top_k must be an int (0 or None: no filtering), got {type(k).__name__} {k!r}")
-    if k is not None and k < 0:
-        raise ValueError(f"top_k must be >= 0 (0 or None: no filtering), got {k}")
+    if k is not None:
+        as_int("top_k", k, 0)
 
 
 def _check_temperature(t) -> None:
-    if isinstance(t, bool) or not isinstance(t, Real):
-        raise TypeError(f"temperature must be a number >= 0 (0 = greedy), got {type(t).__name__} {t!r}")
-    if not (0 <= t < math.inf):
+    if as_real("temperature", t) < 0:
         raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {t}")
 
 
@@ -126,12 +120,11 @@ def _check_generate_args(model, prompt, n_new, temperature, top_k, seed, use_cac
         raise TypeError(f"prompt must be a 1-D integer tensor of word ids, got {got}")
     if prompt.dim() != 1 or prompt.numel() == 0 or prompt.dtype == torch.bool:
         raise ValueError(f"prompt must be a non-empty 1-D tensor of ids, got shape {tuple(prompt.shape)}")
-    if isinstance(n_new, bool) or not isinstance(n_new, Integral) or n_new < 0:
-        raise ValueError(f"n_new must be an int >= 0 (the number of tokens to add), got {n_new!r}")
+    as_int("n_new", n_new, 0)
     _check_temperature(temperature)
     _check_top_k(top_k)
-    if seed is not None and (isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= seed < 2**63):
-        raise ValueError(f"seed must be None or an int in [0, 2**63), got {seed!r}")
+    if seed is not None and as_int("seed", seed, 0) >= 2**63:
+        raise ValueError(f"seed must be None or an int below 2**63 (a torch.Generator's range), got {seed}")
     if use_cache and model.max_len is not None and prompt.numel() + n_new > model.max_len:
         raise ValueError(
             f"prompt ({prompt.numel()}) + n_new ({n_new}) exceeds max_len={model.max_len}: "

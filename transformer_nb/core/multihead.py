@@ -198,9 +198,7 @@ class KVCache:
     """
 
     def __init__(self, capacity: int):
-        if isinstance(capacity, bool) or not isinstance(capacity, int) or capacity < 1:
-            raise ValueError(f"capacity must be a positive int (the positions to hold), got {capacity!r}")
-        self.capacity, self.length = capacity, 0
+        self.capacity, self.length = as_int("capacity", capacity, 1), 0
         self.k = self.v = None  # (B, n_kv_heads, capacity, d_head) buffers, made by the first append
 
     def append(self, k: torch.Tensor, v: torch.Tensor):
@@ -210,8 +208,7 @@ class KVCache:
         if t1 > self.capacity:
             raise ValueError(f"the KV cache holds {self.capacity} positions; {t1} were asked for")
         if self.k is None:
-            self.k = k.new_empty(*k.shape[:2], self.capacity, k.shape[3])
-            self.v = v.new_empty(*v.shape[:2], self.capacity, v.shape[3])
+            self.k, self.v = (x.new_empty(*x.shape[:2], self.capacity, x.shape[3]) for x in (k, v))
         elif (
             k.shape[:2] != self.k.shape[:2]
             or k.shape[3] != self.k.shape[3]
@@ -236,8 +233,7 @@ class KVCache:
 def _check_kv(k, v) -> None:
     for name, x in (("k", k), ("v", v)):
         if not isinstance(x, torch.Tensor) or x.dim() != 4:
-            got = tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__
-            raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {got}")
+            raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {_shape(x)}")
     if v.shape != k.shape or v.dtype != k.dtype or v.device != k.device or not k.shape[3]:
         raise ValueError(
             f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
