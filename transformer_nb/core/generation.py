@@ -19,6 +19,7 @@ from contextlib import contextmanager
 import torch
 
 from transformer_nb.core.output_head import OutputHead
+from transformer_nb.core.stack import check_ids
 from transformer_nb.core.transformer import LanguageModel, check_language_model
 from transformer_nb.core.utils import as_int, as_real, plain_tensor
 
@@ -152,7 +153,7 @@ def generate(
     """
     _check_generate_args(model, prompt, n_new, temperature, top_k, seed, use_cache)
     device = next(model.parameters()).device
-    model.check_ids(prompt[None].to(device), "prompt")
+    check_ids(prompt[None].to(device), "prompt", model.vocab_size)
     was_training = model.training
     model.eval()
     try:
