@@ -14,7 +14,7 @@
 # **Serves:** 000 §8.2.1–8.2.5, Exercises 8.1 and 8.5 · 002 "Attention as a Differentiable Dictionary" ·
 # 004 §5.1–5.3 and the §5.7 table.
 #
-# **Runtime on 2 CPU cores:** quick ~5 s, full ~10 s.
+# **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.

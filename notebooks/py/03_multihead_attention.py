@@ -13,7 +13,7 @@
 # **Serves:** 000 §8.3 (8.3.1–8.3.5), Exercise 8.6 (and two exercises on GQA and the KV cache); 002 "Multi-Head
 # Attention", "KV Cache", "Grouped Query Attention"; 003 "Scaling and Efficiency"; 004 §6, §13.2.
 #
-# **Runtime on 2 CPU cores:** quick ~5 s, full ~10 s.
+# **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
