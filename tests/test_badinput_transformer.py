@@ -1,13 +1,14 @@
-"""Bad input to the one model (``transformer.py``) and the hidden-state checks its blocks share: a clear
-error naming the argument."""
+"""Bad input to the one configuration (``config.py``), the one model (``transformer.py``) and the hidden-state
+checks its blocks share: a clear error naming the argument."""
 
 import torch
 from badinput import Case, parametrize
 
-from transformer_nb.core import block, multihead, transformer
+from transformer_nb.core import block, config, multihead, transformer
 from transformer_nb.lstm import LSTMLM
 
 T = "transformer_nb.core.transformer."
+C = "transformer_nb.core.config."
 IDS = torch.zeros(1, 3, dtype=torch.long)
 SMALL = dict(vocab=20, d_model=16, n_heads=2, d_ff=32, n_layers=1, max_len=16)
 
@@ -18,13 +19,16 @@ def encoder() -> transformer.Transformer:
 
 CASES = {
     "TransformerConfig_refuses_an_unknown_field_by_name": Case(
-        T + "TransformerConfig", lambda: transformer.TransformerConfig(n_head=2), TypeError, "n_head"
+        C + "TransformerConfig", lambda: config.TransformerConfig(n_head=2), TypeError, "n_head"
     ),
-    "validate_refuses_heads_that_do_not_divide_d_model": Case(
-        T + "validate",
-        lambda: transformer.validate(transformer.TransformerConfig(d_model=16, n_heads=3)),
+    "validate_refuses_heads_that_do_not_divide_d_model_when_a_config_is_made": Case(
+        C + "validate",
+        lambda: config.TransformerConfig(d_model=16, n_heads=3),
         ValueError,
         "n_heads=3 must divide d_model=16",
+    ),
+    "check_config_refuses_sizes_in_place_of_a_configuration": Case(
+        C + "check_config", lambda: config.check_config(16), TypeError, "expected a TransformerConfig"
     ),
     "Transformer_refuses_float_ids": Case(
         T + "Transformer", lambda: encoder()(torch.zeros(1, 3)), TypeError, "ids must be an integer tensor"

@@ -1,4 +1,7 @@
-"""Bad input to the block module raises a clear error (type and message)."""
+"""Bad input to the block module raises a clear error (type and message).
+
+The blocks are built from a ``TransformerConfig``, which refuses impossible sizes, norms, activations, dropout
+and eps when it is made; a block refuses what is not a configuration, and bad inputs to ``forward``."""
 
 import pytest
 import torch
@@ -10,6 +13,7 @@ from transformer_nb.core.block import (
     FeedForward,
     make_norm,
 )
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.experiments import build_stack, layer_grad_norms, markov_batches, token_diversity, train_toy_lm
 from transformer_nb.interop import copy_from_torch, to_torch
 from transformer_nb.params import swiglu_hidden_size
@@ -17,61 +21,65 @@ from transformer_nb.probes import trace_shapes
 from transformer_nb.reference import layer_norm, rms_norm
 
 
+def cfg(d_model=16, n_heads=2, d_ff=32, **fields) -> TransformerConfig:
+    return TransformerConfig(d_model=d_model, n_heads=n_heads, d_ff=d_ff, **fields)
+
+
+@pytest.mark.parametrize("build", [make_norm, FeedForward, EncoderLayer, DecoderLayer])
+def test_blocks_take_a_config_not_sizes(build):
+    with pytest.raises(TypeError, match="expected a TransformerConfig .* got int"):
+        build(16)
+
+
 def test_unknown_norm():
-    with pytest.raises(ValueError, match="norm must be 'layer' or 'rms', got 'batch'"):
-        make_norm("batch", 16)
-    with pytest.raises(ValueError, match="norm must be 'layer' or 'rms'"):
-        EncoderLayer(16, 2, 32, norm="group")
+    with pytest.raises(ValueError, match=r"norm must be one of \('layer', 'rms'\), got 'batch'"):
+        cfg(norm="batch")
 
 
 def test_norm_width_must_be_positive():
     with pytest.raises(ValueError, match="d_model must be >= 1, got 0"):
-        make_norm("layer", 0)
+        cfg(d_model=0)
 
 
 def test_unknown_activation():
     with pytest.raises(ValueError, match=r"activation must be one of \('relu', 'gelu', 'swiglu'\), got 'tanh'"):
-        FeedForward(16, 32, "tanh")
+        cfg(activation="tanh")
 
 
 @pytest.mark.parametrize("d_ff", [0, -4, 2.5, True])
 def test_ffn_width_must_be_positive_int(d_ff):
     with pytest.raises(ValueError, match="d_ff .* must be a positive integer"):
-        FeedForward(16, d_ff)
-
-
-def test_ffn_model_width():
-    with pytest.raises(ValueError, match="d_model must be >= 1, got 0"):
-        FeedForward(0, 32)
+        cfg(d_ff=d_ff)
 
 
 def test_copy_from_torch_mismatches():
     t = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)  # Post-LN, relu, eps 1e-5
+    post = cfg(norm_first=False)
     with pytest.raises(ValueError, match="norm placement differs"):
-        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=True), t)
+        copy_from_torch(EncoderLayer(cfg()), t)
     with pytest.raises(ValueError, match="activation differs"):
-        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=False, activation="gelu"), t)
+        copy_from_torch(EncoderLayer(post.with_(activation="gelu")), t)
     with pytest.raises(ValueError, match="eps differs"):
-        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=False, eps=1e-6), t)
+        copy_from_torch(EncoderLayer(post.with_(eps=1e-6)), t)
     with pytest.raises(ValueError, match="FFN shapes differ"):
-        copy_from_torch(EncoderLayer(16, 2, 64, norm_first=False), t)
+        copy_from_torch(EncoderLayer(post.with_(d_ff=64)), t)
     with pytest.raises(ValueError, match="uses RMSNorm"):
-        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=False, norm="rms"), t)
+        copy_from_torch(EncoderLayer(post.with_(norm="rms")), t)
     with pytest.raises(ValueError, match="residual=False"):
-        copy_from_torch(EncoderLayer(16, 2, 32, norm_first=False, residual=False), t)
+        copy_from_torch(EncoderLayer(post, residual=False), t)
     with pytest.raises(TypeError, match="pairs with an nn.TransformerDecoderLayer"):
-        copy_from_torch(DecoderLayer(16, 2, 32, norm_first=False), t)
+        copy_from_torch(DecoderLayer(post), t)
     with pytest.raises(TypeError, match="expected one of MultiHeadAttention, EncoderLayer"):
         copy_from_torch(nn.Linear(2, 2), t)
 
 
 def test_to_torch_refuses_what_torch_cannot_express():
     with pytest.raises(ValueError, match="no SwiGLU"):
-        to_torch(EncoderLayer(16, 2, 32, activation="swiglu"))
+        to_torch(EncoderLayer(cfg(activation="swiglu")))
     with pytest.raises(ValueError, match="uses RMSNorm"):
-        to_torch(EncoderLayer(16, 2, 32, norm="rms"))
+        to_torch(EncoderLayer(cfg(norm="rms")))
     with pytest.raises(ValueError, match="GQA/MQA"):
-        to_torch(EncoderLayer(16, 4, 32, n_kv_heads=2))
+        to_torch(EncoderLayer(cfg(n_heads=4, n_kv_heads=2)))
     with pytest.raises(TypeError, match="expected one of MultiHeadAttention, EncoderLayer"):
         to_torch(nn.Linear(2, 2))
 
@@ -117,24 +125,22 @@ def test_written_out_norms_check_their_arguments():
 @pytest.mark.parametrize("eps", [0.0, -1.0, float("nan"), float("inf"), "1e-5"])
 def test_norm_eps_must_be_positive_and_finite(eps):
     with pytest.raises(ValueError, match="eps must be a positive finite number"):
-        make_norm("layer", 16, eps)
-    with pytest.raises(ValueError, match="eps must be a positive finite number"):
-        EncoderLayer(16, 2, 32, eps=eps)
+        cfg(eps=eps)
 
 
 def test_blocks_check_their_input():
     with pytest.raises(ValueError, match=r"FeedForward input x must have shape \(\.\.\., d_model=16\)"):
-        FeedForward(16, 32)(torch.randn(2, 3, 8))
+        FeedForward(cfg())(torch.randn(2, 3, 8))
     with pytest.raises(TypeError, match="floating-point"):
-        FeedForward(16, 32)(torch.ones(2, 3, 16, dtype=torch.long))
+        FeedForward(cfg())(torch.ones(2, 3, 16, dtype=torch.long))
     with pytest.raises(ValueError, match="dropout is a probability"):
-        FeedForward(16, 32, dropout=1.5)
+        cfg(dropout=1.5)
     with pytest.raises(ValueError, match=r"EncoderLayer input x must have shape \(B, T, d_model=16\), got \(2, 5, 8\)"):
-        EncoderLayer(16, 2, 32)(torch.randn(2, 5, 8))
+        EncoderLayer(cfg())(torch.randn(2, 5, 8))
     with pytest.raises(ValueError, match=r"got \(5, 16\)"):
-        EncoderLayer(16, 2, 32)(torch.randn(5, 16))
+        EncoderLayer(cfg())(torch.randn(5, 16))
     with pytest.raises(ValueError, match=r"memory \(the encoder output\) must have shape"):
-        DecoderLayer(16, 2, 32)(torch.randn(2, 5, 16), torch.randn(2, 4, 8))
+        DecoderLayer(cfg())(torch.randn(2, 5, 16), torch.randn(2, 4, 8))
     with pytest.raises(ValueError, match="ffn_dim_multiplier must be positive and finite"):
         swiglu_hidden_size(64, 8, float("inf"))
 

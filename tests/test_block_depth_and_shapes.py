@@ -4,6 +4,7 @@ import pytest
 import torch
 
 from transformer_nb.core.block import EncoderLayer, FeedForward
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.experiments import layer_grad_norms, markov_batches, stream_stats, token_diversity, train_toy_lm
 from transformer_nb.params import swiglu_hidden_size
 from transformer_nb.probes import trace_shapes
@@ -15,14 +16,14 @@ def test_swiglu_widths_of_published_models():
     assert swiglu_hidden_size(4096) == 11008  # LLaMA-7B
     assert swiglu_hidden_size(8192, 4096, 1.3) == 28672  # LLaMA-2-70B
     assert swiglu_hidden_size(5120) == 13824  # LLaMA-13B
-    ffn = FeedForward(64, 96, "swiglu")
+    ffn = FeedForward(TransformerConfig(d_model=64, d_ff=96, activation="swiglu"))
     assert sum(p.numel() for p in ffn.parameters()) == 3 * 64 * 96 + 2 * 96 + 64
 
 
 def test_residual_switch():
     torch.manual_seed(0)
-    on = EncoderLayer(16, 2, 32)
-    off = EncoderLayer(16, 2, 32, residual=False)
+    cfg = TransformerConfig(d_model=16, n_heads=2, d_ff=32)
+    on, off = EncoderLayer(cfg), EncoderLayer(cfg, residual=False)
     off.load_state_dict(on.state_dict())
     x = torch.randn(2, 5, 16)
     with torch.no_grad():
@@ -34,7 +35,7 @@ def test_residual_switch():
 
 
 def test_trace_shapes_records_every_submodule():
-    block = EncoderLayer(48, 4, 96, activation="gelu")
+    block = EncoderLayer(TransformerConfig(d_model=48, n_heads=4, d_ff=96, activation="gelu"))
     rec = trace_shapes(block, torch.randn(2, 3, 48))
     names = [r["name"] for r in rec]
     assert names == [

@@ -5,10 +5,12 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.core.block import DecoderLayer, EncoderLayer
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.interop import copy_from_torch, to_torch
 
 D, H, FF, T = 32, 4, 64, 7
+CFG = TransformerConfig(d_model=D, n_heads=H, d_ff=FF)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -19,7 +21,7 @@ def test_encoder_layer_equals_torch(norm_first, activation, masks):
     theirs = nn.TransformerEncoderLayer(
         D, H, FF, dropout=0.0, activation=activation, batch_first=True, norm_first=norm_first
     )
-    ours = copy_from_torch(EncoderLayer(D, H, FF, norm_first=norm_first, activation=activation), theirs)
+    ours = copy_from_torch(EncoderLayer(CFG.with_(norm_first=norm_first, activation=activation)), theirs)
     x = torch.randn(2, T, D)
     keep = padding_mask([T, 4], T)
     mask, kw = None, {}
@@ -42,12 +44,12 @@ def test_encoder_layer_equals_torch(norm_first, activation, masks):
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_to_torch_roundtrip_encoder(norm_first):
     torch.manual_seed(1)
-    ours = EncoderLayer(D, H, FF, norm_first=norm_first, activation="gelu")
+    ours = EncoderLayer(CFG.with_(norm_first=norm_first, activation="gelu"))
     theirs = to_torch(ours)
     assert theirs.norm_first == norm_first and theirs.self_attn.batch_first
     x = torch.randn(3, 5, D)
     assert torch.allclose(ours(x), theirs(x), atol=1e-5)
-    back = copy_from_torch(EncoderLayer(D, H, FF, norm_first=norm_first, activation="gelu"), theirs)
+    back = copy_from_torch(EncoderLayer(CFG.with_(norm_first=norm_first, activation="gelu")), theirs)
     assert all(torch.equal(a, b) for a, b in zip(back.state_dict().values(), ours.state_dict().values()))
 
 
@@ -55,7 +57,7 @@ def test_to_torch_roundtrip_encoder(norm_first):
 def test_decoder_layer_equals_torch(norm_first):
     torch.manual_seed(2)
     theirs = nn.TransformerDecoderLayer(D, H, FF, dropout=0.0, batch_first=True, norm_first=norm_first)
-    ours = copy_from_torch(DecoderLayer(D, H, FF, norm_first=norm_first), theirs)
+    ours = copy_from_torch(DecoderLayer(CFG.with_(norm_first=norm_first)), theirs)
     x, mem = torch.randn(2, T, D), torch.randn(2, 5, D)
     src_keep = padding_mask([5, 3], 5)
     y_ours = ours(x, mem, memory_mask=key_padding(src_keep, T))
@@ -65,5 +67,5 @@ def test_decoder_layer_equals_torch(norm_first):
 
 
 def test_eps_is_carried_by_to_torch():
-    ours = EncoderLayer(D, H, FF, eps=1e-6)
+    ours = EncoderLayer(CFG.with_(eps=1e-6))
     assert to_torch(ours).norm1.eps == 1e-6

@@ -5,6 +5,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.core.block import make_norm
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.reference import layer_norm, rms_norm
 
 
@@ -38,6 +39,7 @@ def test_norm_properties_and_counts():
     assert torch.allclose(z.var(-1, unbiased=False), torch.ones(4, 8, dtype=torch.float64), atol=1e-4)
     c = x - x.mean(-1, keepdim=True)
     assert torch.allclose(rms_norm(c, eps=1e-5), layer_norm(c, eps=1e-5), atol=1e-12)
-    assert sum(p.numel() for p in make_norm("layer", 32).parameters()) == 64
-    assert sum(p.numel() for p in make_norm("rms", 32).parameters()) == 32
-    assert isinstance(make_norm("rms", 8, eps=1e-6), nn.RMSNorm) and make_norm("rms", 8, eps=1e-6).eps == 1e-6
+    assert sum(p.numel() for p in make_norm(TransformerConfig(d_model=32)).parameters()) == 64
+    assert sum(p.numel() for p in make_norm(TransformerConfig(d_model=32, norm="rms")).parameters()) == 32
+    rms = make_norm(TransformerConfig(d_model=8, n_heads=1, norm="rms", eps=1e-6))
+    assert isinstance(rms, nn.RMSNorm) and rms.eps == 1e-6

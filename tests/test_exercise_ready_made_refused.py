@@ -12,6 +12,7 @@ import torch.nn.functional as F
 
 from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.core.rope import apply_rope
 from transformer_nb.exercises.attention import attention_ex
@@ -58,7 +59,9 @@ def test_multi_head_attention_refuses_the_packages_split_and_merge():
 
 
 def test_encoder_stack_refuses_the_packages_layers_and_pytorchs_encoder():
-    pkg = lambda d, h, f, n: nn.Sequential(*[EncoderLayer(d, h, f, norm_first=True) for _ in range(n)])
+    pkg = lambda d, h, f, n: nn.Sequential(
+        *[EncoderLayer(TransformerConfig(d_model=d, n_heads=h, d_ff=f)) for _ in range(n)]
+    )
     _refused(encoder_stack_ex, pkg, "transformer_nb.core.block.EncoderLayer.forward")
     layer = lambda d, h, f: nn.TransformerEncoderLayer(d, h, f, batch_first=True, norm_first=True)
     torch_encoder = lambda d, h, f, n: nn.TransformerEncoder(layer(d, h, f), n, enable_nested_tensor=False)
@@ -85,7 +88,7 @@ class PackageBlock(sol.Block):
 
     def forward(self, x, mask=None):
         d, d_ff = self.ff1.in_features, self.ff1.out_features
-        layer = EncoderLayer(d, self.attn.n_heads, d_ff, dropout=0.0, norm_first=True, activation="relu")
+        layer = EncoderLayer(TransformerConfig(d_model=d, n_heads=self.attn.n_heads, d_ff=d_ff, activation="relu"))
         renamed = dict(zip(layer.state_dict(), student_names(layer.state_dict())))
         mine = self.state_dict()
         layer.load_state_dict({k: mine[renamed[k]] for k in layer.state_dict()})

@@ -9,6 +9,7 @@ import torch
 import transformer_nb
 from transformer_nb import lm_recipe
 from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.generation import generate
 from transformer_nb.core.multihead import KVCache, MultiHeadAttention
 from transformer_nb.core.output_head import HEADS, frequency_ranks
@@ -18,6 +19,7 @@ from transformer_nb.exercises.lm import kv_step_ex
 from transformer_nb.lstm import LSTMLM
 
 V = 300
+SMALL_BLOCK = TransformerConfig(d_model=32, n_heads=4, d_ff=64)
 
 
 def tiny(head="adaptive", positions="learned", activation="gelu", n_layers=3):
@@ -148,7 +150,7 @@ def test_attention_with_a_cache_equals_attention_over_the_whole_sequence():
 
 def test_the_block_threads_the_cache():
     torch.manual_seed(2)
-    layer = EncoderLayer(32, 4, 64, activation="gelu").eval()
+    layer = EncoderLayer(SMALL_BLOCK.with_(activation="gelu")).eval()
     x = torch.randn(1, 9, 32)
     cache = KVCache(16)
     with torch.no_grad():
@@ -195,7 +197,7 @@ def test_the_kv_step_exercise_reference_is_what_the_cache_does():
 
 
 def test_the_layers_inside_a_block_trust_its_checks(monkeypatch):
-    layer, x = EncoderLayer(32, 4, 64).eval(), torch.randn(2, 5, 32)
+    layer, x = EncoderLayer(SMALL_BLOCK).eval(), torch.randn(2, 5, 32)
     monkeypatch.setattr(MultiHeadAttention, "_check", lambda *a: pytest.fail("checked twice"))
     layer(x, is_causal=True)  # the block checked x: its attention does not check again
     with pytest.raises(pytest.fail.Exception, match="checked twice"):
@@ -204,7 +206,7 @@ def test_the_layers_inside_a_block_trust_its_checks(monkeypatch):
 
 def test_decoding_turns_rope_in_place_with_the_bits_of_the_copying_training_pass():
     torch.manual_seed(3)
-    layer, rope, x = EncoderLayer(32, 4, 64), RoPE(8, 16), torch.randn(2, 7, 32)
+    layer, rope, x = EncoderLayer(SMALL_BLOCK), RoPE(8, 16), torch.randn(2, 7, 32)
     trained = layer(x, is_causal=True, rope=rope)  # gradients recorded: q and k are rotated into copies
     with torch.no_grad():
         cache = KVCache(16)

@@ -5,12 +5,16 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.models import Decoder, Encoder, EncoderDecoder, Transformer
+from transformer_nb.core.models import Decoder, Encoder, EncoderDecoder, Transformer, TransformerConfig
 from transformer_nb.interop import copy_from_torch, to_torch, to_torch_attn_mask, torch_masks
 from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm_batch, span_corruption
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
 
 V = 20
+
+
+def cfg(d_model=16, n_heads=2, d_ff=32, n_layers=1, **fields) -> TransformerConfig:
+    return TransformerConfig(d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, **fields)
 
 
 @pytest.fixture(scope="module")
@@ -73,7 +77,11 @@ def test_src_and_src_keep_shapes_differ(seq2seq):
         torch.ones(2, 2, dtype=torch.bool),
     )
     _raises(
-        ValueError, ["keep", "(2, 5)"], Encoder(32, 4, 64, 1), torch.randn(2, 5, 32), torch.ones(2, 6, dtype=torch.bool)
+        ValueError,
+        ["keep", "(2, 5)"],
+        Encoder(cfg(32, 4, 64)),
+        torch.randn(2, 5, 32),
+        torch.ones(2, 6, dtype=torch.bool),
     )
 
 
@@ -95,14 +103,16 @@ def test_length_beyond_max_len(seq2seq):
 
 def test_decoder_input_with_wrong_d_model():
     _raises(
-        ValueError, ["decoder input", "d_model=32"], Decoder(32, 4, 64, 1), torch.randn(1, 3, 8), torch.randn(1, 4, 32)
+        ValueError,
+        ["decoder input", "d_model=32"],
+        Decoder(cfg(32, 4, 64)),
+        torch.randn(1, 3, 8),
+        torch.randn(1, 4, 32),
     )
 
 
 def test_shared_vocab_mismatch():
-    _raises(
-        ValueError, ["share_embeddings", "src_vocab=20", "tgt_vocab=30"], EncoderDecoder, 20, 30, share_embeddings=True
-    )
+    _raises(ValueError, ["share_embeddings", "vocab=20", "tgt_vocab=30"], EncoderDecoder, 20, 30, share_embeddings=True)
 
 
 def test_torch_interop_mismatches():
@@ -110,15 +120,15 @@ def test_torch_interop_mismatches():
     _raises(ValueError, ["final LayerNorm", "norm_first=False"], to_torch, post_ln)
     layer = nn.TransformerEncoderLayer(32, 4, 64, 0.0, batch_first=True, norm_first=True)
     theirs = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(32), enable_nested_tensor=False)
-    _raises(ValueError, ["layer counts differ", "2", "3"], copy_from_torch, Encoder(32, 4, 64, 2), theirs)
+    _raises(ValueError, ["layer counts differ", "2", "3"], copy_from_torch, Encoder(cfg(32, 4, 64, 2)), theirs)
     _raises(
         ValueError,
         ["final norms differ"],
         copy_from_torch,
-        Encoder(32, 4, 64, 3, norm_first=True),
+        Encoder(cfg(32, 4, 64, 3)),
         nn.TransformerEncoder(layer, 3, enable_nested_tensor=False),
     )
-    _raises(TypeError, ["nn.TransformerDecoder"], copy_from_torch, Decoder(32, 4, 64, 1), theirs)
+    _raises(TypeError, ["nn.TransformerDecoder"], copy_from_torch, Decoder(cfg(32, 4, 64)), theirs)
 
 
 def test_helpers_reject_bad_input():
@@ -137,15 +147,15 @@ def test_embedding_sizes_and_pad_id():
 
 
 def test_stacks_check_masks_and_inputs():
-    enc = Encoder(16, 2, 32, 1)
+    enc = Encoder(cfg())
     x = torch.randn(2, 5, 16)
     _raises(TypeError, ["mask must be a torch.Tensor"], enc, x, None, [[True]])
     _raises(TypeError, ["floating-point", "torch.int64"], enc, torch.ones(2, 5, 16, dtype=torch.long))
-    _raises(ValueError, ["n_layers must be >= 1, got 0"], Encoder, 16, 2, 32, 0)
+    _raises(ValueError, ["n_layers must be >= 1, got 0"], cfg, n_layers=0)
     _raises(
         TypeError,
         ["memory (the encoder output)", "floating-point"],
-        Decoder(16, 2, 32, 1),
+        Decoder(cfg()),
         x,
         torch.ones(2, 3, 16, dtype=torch.long),
     )
@@ -154,7 +164,7 @@ def test_stacks_check_masks_and_inputs():
 def test_an_additive_mask_and_padding_combine():
     """ALiBi-style float bias plus a padding mask: padded keys get -inf on top of the bias."""
     torch.manual_seed(0)
-    enc = Encoder(16, 2, 32, 1).eval()
+    enc = Encoder(cfg()).eval()
     x, keep = torch.randn(2, 5, 16), torch.tensor([[True] * 5, [True] * 3 + [False] * 2])
     bias = -torch.rand(2, 5, 5)  # (h, T, T)
     with torch.no_grad():
@@ -187,4 +197,4 @@ def test_probes_and_torch_masks_check_their_arguments():
     )
     _raises(TypeError, ["src_keep must be a (B, T) bool tensor"], torch_masks, torch.ones(2, 3, dtype=torch.long))
     layer = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)
-    _raises(TypeError, ["expected one of MultiHeadAttention"], copy_from_torch, layer, Encoder(16, 2, 32, 1))
+    _raises(TypeError, ["expected one of MultiHeadAttention"], copy_from_torch, layer, Encoder(cfg()))

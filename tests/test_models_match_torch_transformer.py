@@ -7,10 +7,18 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.core.masks import causal_mask, padding_mask
-from transformer_nb.core.models import Decoder, Encoder, EncoderDecoder, Transformer
+from transformer_nb.core.models import Decoder, Encoder, EncoderDecoder, Transformer, TransformerConfig
 from transformer_nb.interop import copy_from_torch, to_torch, torch_masks
 
 D, H, FF = 32, 4, 48
+
+
+def cfg(n_layers: int, norm_first: bool = True, activation: str = "relu") -> TransformerConfig:
+    return TransformerConfig(
+        d_model=D, n_heads=H, d_ff=FF, n_layers=n_layers, norm_first=norm_first, activation=activation
+    )
+
+
 ATOL = 2e-5
 
 
@@ -34,7 +42,7 @@ def _batch(seed=1):
 @pytest.mark.parametrize("activation", ["relu", "gelu"])
 def test_encoder_equals_nn_transformer_encoder_with_padding(norm_first, activation):
     torch.manual_seed(0)
-    ours = _perturb(Encoder(D, H, FF, 3, 0.0, norm_first, activation)).eval()
+    ours = _perturb(Encoder(cfg(3, norm_first, activation))).eval()
     theirs = to_torch(ours).eval()
     x, keep, _, _ = _batch()
     with torch.no_grad():
@@ -61,7 +69,7 @@ def test_causal_stack_equals_nn_transformer_encoder_with_causal_mask(norm_first)
 @pytest.mark.parametrize("norm_first", [True, False])
 def test_decoder_equals_nn_transformer_decoder_with_causal_and_padding(norm_first):
     torch.manual_seed(0)
-    ours = _perturb(Decoder(D, H, FF, 2, 0.0, norm_first)).eval()
+    ours = _perturb(Decoder(cfg(2, norm_first))).eval()
     theirs = to_torch(ours).eval()
     memory, src_keep, y, tgt_keep = _batch(3)
     kw = torch_masks(src_keep, tgt_keep)
@@ -87,8 +95,8 @@ def test_copy_from_torch_stacks(norm_first):
         nn.TransformerEncoder(enc_layer, 2, norm=nn.LayerNorm(D) if norm_first else None, enable_nested_tensor=False), 5
     ).eval()
     t_dec = _perturb(nn.TransformerDecoder(dec_layer, 2, norm=nn.LayerNorm(D) if norm_first else None), 6).eval()
-    enc = copy_from_torch(Encoder(D, H, FF, 2, 0.0, norm_first), t_enc).eval()
-    dec = copy_from_torch(Decoder(D, H, FF, 2, 0.0, norm_first), t_dec).eval()
+    enc = copy_from_torch(Encoder(cfg(2, norm_first)), t_enc).eval()
+    dec = copy_from_torch(Decoder(cfg(2, norm_first)), t_dec).eval()
     x, src_keep, y, tgt_keep = _batch(4)
     with torch.no_grad():
         mem_t = t_enc(x, src_key_padding_mask=~src_keep)
@@ -124,7 +132,7 @@ def test_whole_pre_ln_encoder_decoder_equals_nn_transformer():
 def test_dropped_norm_copy_would_be_caught():
     """The comparison is sensitive: perturbing one copied LayerNorm breaks equality."""
     torch.manual_seed(0)
-    ours = _perturb(Encoder(D, H, FF, 2, 0.0, True)).eval()
+    ours = _perturb(Encoder(cfg(2))).eval()
     theirs = to_torch(ours).eval()
     with torch.no_grad():
         theirs.layers[1].norm2.bias.add_(0.5)

@@ -77,12 +77,12 @@ def test_heads_do_not_change_mha_count():
 @pytest.mark.parametrize("act", ["relu", "gelu", "swiglu"])
 @pytest.mark.parametrize("bias", [True, False])
 def test_ffn_norm_layer_formulas(act, bias):
-    assert n(FeedForward(48, 80, act, bias=bias)) == ffn_params(48, 80, act, bias)
-    assert n(EncoderLayer(48, 4, 80, activation=act, bias=bias, norm="rms", n_kv_heads=2)) == encoder_layer_params(
-        48, 4, 80, act, "rms", 2, bias
-    )
-    assert n(DecoderLayer(48, 4, 80, activation=act, bias=bias)) == decoder_layer_params(48, 4, 80, act, "layer", bias)
-    assert n(make_norm("layer", 48)) == norm_params(48, "layer") and n(make_norm("rms", 48)) == norm_params(48, "rms")
+    cfg = TransformerConfig(d_model=48, n_heads=4, d_ff=80, activation=act, bias=bias)
+    rms = cfg.with_(norm="rms", n_kv_heads=2)
+    assert n(FeedForward(cfg)) == ffn_params(48, 80, act, bias)
+    assert n(EncoderLayer(rms)) == encoder_layer_params(48, 4, 80, act, "rms", 2, bias)
+    assert n(DecoderLayer(cfg)) == decoder_layer_params(48, 4, 80, act, "layer", bias)
+    assert n(make_norm(cfg)) == norm_params(48, "layer") and n(make_norm(rms)) == norm_params(48, "rms")
     assert n(LearnedPositionalEmbedding(100, 48)) == position_params("learned", 48, 100)
 
 

@@ -41,12 +41,19 @@ def test_layer_norm_and_rms_norm_match_torch(shape, affine, eps):
     assert torch.allclose(reference.rms_norm(x, w, eps), F.rms_norm(x, (d,), w, eps), atol=1e-5)
 
 
+def one_head(**fields) -> params.TransformerConfig:
+    """A configuration with one head (a norm or an FFN has none) and these fields."""
+    return params.TransformerConfig(n_heads=1, **fields)
+
+
 @given(
     kind=st.one_of(good(st.sampled_from(["layer", "rms"])), bad(st.sampled_from(["batch", "", None, 3]))),
     d_model=size(1, 32, huge=False),
 )
 def test_make_norm(kind, d_model):
-    norm = call(block.make_norm, {"kind": kind, "d_model": d_model}, {"kind": ["norm"]})
+    norm = call(
+        lambda norm, d_model: block.make_norm(one_head(norm=norm, d_model=d_model)), {"norm": kind, "d_model": d_model}
+    )
     if norm is not None:
         expected = {"layer": 2, "rms": 1}[kind.value] * d_model.value
         assert sum(p.numel() for p in norm.parameters()) == expected == params.norm_params(d_model.value, kind.value)
@@ -63,7 +70,10 @@ ACTIVATIONS = ["relu", "gelu", "swiglu"]
 
 @pytest.mark.parametrize(
     "build,name",
-    [(lambda: block.make_norm("layer", 10**12), "d_model"), (lambda: block.FeedForward(1, 10**12), "d_ff")],
+    [
+        (lambda: block.make_norm(one_head(d_model=10**12)), "d_model"),
+        (lambda: block.FeedForward(one_head(d_model=1, d_ff=10**12)), "d_ff"),
+    ],
 )
 def test_norms_and_ffns_refuse_sizes_beyond_memory(build, name):
     expect_refusal(build, [name])
@@ -71,19 +81,21 @@ def test_norms_and_ffns_refuse_sizes_beyond_memory(build, name):
 
 @given(
     d_model=size(1, 8, huge=False),
-    d_ff=size(1, 16, huge=False),
+    d_ff=size(1, 16, huge=False, none_ok=True),  # None: the default, 4·d_model
     activation=st.one_of(good(st.sampled_from(ACTIVATIONS)), bad(st.sampled_from(["tanh", "", None]))),
     bias=st.booleans(),
 )
 def test_feed_forward_shapes_and_parameter_formula(d_model, d_ff, activation, bias):
-    ff = call(block.FeedForward, {"d_model": d_model, "d_ff": d_ff, "activation": activation, "bias": bias})
+    ff = call(
+        lambda **fields: block.FeedForward(one_head(**fields)),
+        {"d_model": d_model, "d_ff": d_ff, "activation": activation, "bias": bias},
+    )
     if ff is None:
         return
     x = torch.randn(2, 3, d_model.value)
+    width = 4 * d_model.value if d_ff.value is None else d_ff.value
     assert ff(x).shape == x.shape
-    assert sum(p.numel() for p in ff.parameters()) == params.ffn_params(
-        d_model.value, d_ff.value, activation.value, bias
-    )
+    assert sum(p.numel() for p in ff.parameters()) == params.ffn_params(d_model.value, width, activation.value, bias)
 
 
 @st.composite
@@ -103,7 +115,7 @@ def layer_config(draw):
 @heavy
 def test_causal_encoder_layer_never_reads_the_future(cfg, t, cut):
     torch.manual_seed(0)
-    layer = block.EncoderLayer(**cfg).eval()
+    layer = block.EncoderLayer(params.TransformerConfig(**cfg)).eval()
     x = torch.randn(1, t, cfg["d_model"])
     y = x.clone()
     cut = min(cut, t - 1)
@@ -118,7 +130,7 @@ def test_causal_encoder_layer_never_reads_the_future(cfg, t, cut):
 @given(cfg=layer_config(), t=st.integers(1, 4), s=st.integers(1, 4))
 @heavy
 def test_decoder_layer_shapes_and_parameter_formula(cfg, t, s):
-    layer = block.DecoderLayer(**cfg).eval()
+    layer = block.DecoderLayer(params.TransformerConfig(**cfg)).eval()
     out = layer(torch.randn(2, t, cfg["d_model"]), torch.randn(2, s, cfg["d_model"]))
     assert out.shape == (2, t, cfg["d_model"]) and torch.isfinite(out).all()
     assert sum(p.numel() for p in layer.parameters()) == params.decoder_layer_params(
@@ -137,7 +149,11 @@ def test_decoder_layer_shapes_and_parameter_formula(cfg, t, s):
     )
 )
 def test_encoder_layer_refuses_bad_hidden_states(x):
-    call(block.EncoderLayer(4, 2, 8), {"x": x}, {"x": ["d_model", "input"]})
+    call(
+        block.EncoderLayer(params.TransformerConfig(d_model=4, n_heads=2, d_ff=8)),
+        {"x": x},
+        {"x": ["d_model", "input"]},
+    )
 
 
 # --------------------------------------------------------------------------- params: formulas = numel

@@ -25,6 +25,7 @@ import transformer_nb.reversal as rv
 from transformer_nb import checks
 from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.block import FeedForward
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.generation import sample_next, top_k_filter
 from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.multihead import KVCache, MultiHeadAttention
@@ -108,7 +109,8 @@ LOGITS = torch.randn(2, 6, generator=torch.Generator().manual_seed(2))
 WEIGHTS = torch.softmax(torch.randn(2, 4, 4, generator=torch.Generator().manual_seed(3)), -1)
 IDS = torch.tensor([3, 5, 7, 4, 6, 3, 5, 8])
 torch.manual_seed(0)
-MHA, ENC, FFN = MultiHeadAttention(8, 2).eval(), Encoder(8, 2, 16, 1).eval(), FeedForward(8, 16).eval()
+SMALL = TransformerConfig(d_model=8, n_heads=2, d_ff=16, n_layers=1)
+MHA, ENC, FFN = MultiHeadAttention(8, 2).eval(), Encoder(SMALL).eval(), FeedForward(SMALL).eval()
 SIN, ROPE = SinusoidalPositionalEncoding(8, 16), RoPE(8, 16)
 VOCAB = Vocab([str(i) for i in range(10)])
 

@@ -7,6 +7,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.core.rope import RoPE, _turn, apply_rope, rope_frequencies
 from transformer_nb.reference import half_permutation, rope_matrix
@@ -97,7 +98,7 @@ def test_inside_attention_and_a_kv_cache_step():
 
 def test_encoder_layer_with_rope_is_shift_invariant():
     torch.manual_seed(3)
-    layer = EncoderLayer(32, 4, 64).eval()
+    layer = EncoderLayer(TransformerConfig(d_model=32, n_heads=4, d_ff=64)).eval()
     x = torch.randn(2, 6, 32)
     with torch.no_grad():
         a = layer(x, is_causal=True, rope=RoPE(8))

@@ -17,6 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.stack import Encoder
 from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import check_module
@@ -53,8 +54,8 @@ def build_stack(
     """
     as_int("depth", depth, 1)
     torch.manual_seed(seed)
-    d_ff = 4 * d_model if d_ff is None else d_ff
-    encoder = Encoder(d_model, n_heads, d_ff, depth, norm_first=norm_first, causal=causal, residual=residual)
+    cfg = TransformerConfig(d_model=d_model, n_heads=n_heads, n_layers=depth, d_ff=d_ff, norm_first=norm_first)
+    encoder = Encoder(cfg, causal=causal, residual=residual)
     return init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, n_out)))
 
 
@@ -189,7 +190,9 @@ def toy_lm(vocab: int, depth: int, norm_first: bool, d_model: int = 64, n_heads:
     as_int("vocab", vocab, 1)
     as_int("depth", depth, 1)
     embedding = nn.Embedding(vocab, d_model)
-    encoder = Encoder(d_model, n_heads, 4 * d_model, depth, norm_first=norm_first, causal=True)
+    encoder = Encoder(
+        TransformerConfig(d_model=d_model, n_heads=n_heads, n_layers=depth, norm_first=norm_first), causal=True
+    )
     return nn.Sequential(embedding, *init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, vocab))))
 
 

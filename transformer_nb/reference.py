@@ -9,7 +9,7 @@ notebooks check it against (companion code: the model never calls them).
 
 import torch
 
-from transformer_nb.core.block import _check_eps
+from transformer_nb.core.config import _check_eps
 from transformer_nb.core.rope import _check_dim, apply_rope
 
 # --------------------------------------------------------------------------- norms

@@ -45,6 +45,7 @@ import torch.nn as nn
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
 from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.core.positional import (
     ALiBi,
@@ -77,7 +78,7 @@ from transformer_nb.widgets.positional import AlibiExplorer, SinusoidFingerprint
 torch.manual_seed(0)
 d_model, n_heads, T = 32, 4, 9
 mha = MultiHeadAttention(d_model, n_heads).eval()
-block = EncoderLayer(d_model, n_heads, d_ff=64).eval()
+block = EncoderLayer(TransformerConfig(d_model=d_model, n_heads=n_heads, d_ff=64)).eval()
 x = torch.randn(2, T, d_model)
 perm = torch.randperm(T)
 

@@ -46,6 +46,7 @@ import torch
 from transformer_nb import check_close, check_equal, check_true, pick, show_source
 from transformer_nb.core import rope as rope_code
 from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.core.positional import sinusoidal_encoding
 from transformer_nb.core.rope import RoPE, apply_rope, rope_frequencies
@@ -307,7 +308,7 @@ check_equal("d = 128: pairs that never complete a turn within 2048 positions", i
 # ## 5 · RoPE inside attention
 #
 # `MultiHeadAttention.forward(..., rope=RoPE(d_head))` rotates the per-head queries and keys, shape
-# $(B, h, T, d_{head})$, after the projections and before the scores; `EncoderLayer(...)(x, is_causal=True,
+# $(B, h, T, d_{head})$, after the projections and before the scores; `EncoderLayer(cfg)(x, is_causal=True,
 # rope=...)` passes it on (the decoder-only block of notebook 06). `RoPE` has no parameters: its cosine and sine
 # tables are buffers. Since only offsets matter, shifting every position by the same amount changes nothing, and
 # grouped-query attention takes RoPE the same way.
@@ -318,7 +319,7 @@ check_equal("d = 128: pairs that never complete a turn within 2048 positions", i
 
 # %% tags=["nbval-check-output"]
 torch.manual_seed(6)
-layer = EncoderLayer(32, 4, d_ff=64).eval()
+layer = EncoderLayer(TransformerConfig(d_model=32, n_heads=4, d_ff=64)).eval()
 x6 = torch.randn(2, 10, 32)
 with torch.no_grad():
     y = layer(x6, is_causal=True, rope=RoPE(8))
@@ -421,7 +422,7 @@ def relative_score(q, k, delta):
 relative_score_ex.check(relative_score)
 
 # %% [markdown]
-# **Next:** notebook 06 assembles the Transformer block; `EncoderLayer(...)(x, is_causal=True,
+# **Next:** notebook 06 assembles the Transformer block; `EncoderLayer(cfg)(x, is_causal=True,
 # rope=RoPE(d_head))` is the decoder-only block with rotary positions.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true

@@ -67,6 +67,7 @@ import torch.nn.functional as F
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
 from transformer_nb.core.block import DecoderLayer, EncoderLayer, FeedForward, make_norm
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.experiments import layer_grad_norms, markov_batches, stream_stats, train_toy_lm
@@ -153,6 +154,11 @@ plt.show()
 # It has $d$ parameters instead of $2d$ and one reduction instead of two. You will write it in **Exercise A**; here
 # we use PyTorch's `nn.RMSNorm` and check one relation: on a token whose features already have mean 0, RMSNorm
 # and LayerNorm (with $\beta = 0$) agree.
+#
+# The package's blocks take their norm, like every other setting, from one configuration, `TransformerConfig`: a
+# frozen dataclass of every setting of the model (`d_model`, `n_heads`, `d_ff`, `activation`, `norm`, `eps`,
+# `norm_first`, `dropout`, ...) with its default, checked once, when it is made. `make_norm(cfg)` reads `cfg.norm` and
+# `cfg.eps`; an impossible setting fails where the configuration is made, by name.
 
 # %% tags=["nbval-check-output"]
 rms = nn.RMSNorm(d, eps=1e-6, dtype=torch.float64)
@@ -163,7 +169,9 @@ check_true("on tokens with a mean (our x): they differ", not torch.allclose(rms(
 check_close("nn.RMSNorm: every token's output has root-mean-square 1", rms(x).pow(2).mean(-1), torch.ones(2, 5),
             atol=1e-4)
 check_equal("nn.RMSNorm(512): γ only, d parameters", numel(nn.RMSNorm(512)), 512)
-_ = check_raises(ValueError, "norm must be 'layer' or 'rms'", make_norm, "batch", 512)
+cfg = TransformerConfig(d_model=512, norm="rms", eps=1e-6)
+check_equal("make_norm(cfg) with cfg.norm = 'rms': d parameters", numel(make_norm(cfg)), 512)
+_ = check_raises(ValueError, "norm must be one of", TransformerConfig, norm="batch")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · The feed-forward sublayer: ReLU, GELU, SwiGLU
@@ -186,24 +194,28 @@ ax.grid(alpha=0.3)
 plt.show()
 
 # %% [markdown]
-# The package's `FeedForward(d_model, d_ff, activation)` has all three. Counting its weights from their shapes:
+# The package's `FeedForward(cfg)` has all three (`cfg.activation` picks one, `cfg.d_ff` is the hidden width).
+# Counting its weights from their shapes:
 # $2\,d\,d_{ff} + d_{ff} + d$ for ReLU/GELU, and one more $d\times d_{ff}$ matrix (and bias) for SwiGLU's gate.
 # Every variant keeps the shape, and acts on each position alone:
 
 # %% tags=["nbval-check-output"]
 d_model, d_ff = 512, 2048
+cfg = TransformerConfig(d_model=d_model, d_ff=d_ff)
 for act in ("relu", "gelu"):
-    check_equal(f"FeedForward(512, 2048, {act}): numel = 2·d·d_ff + d_ff + d", numel(FeedForward(d_model, d_ff, act)),
+    check_equal(f"FeedForward, d 512, d_ff 2048, {act}: numel = 2·d·d_ff + d_ff + d",
+                numel(FeedForward(cfg.with_(activation=act))),
                 2 * d_model * d_ff + d_ff + d_model)
-check_equal("FeedForward(512, 2048, swiglu): numel = 3·d·d_ff + 2·d_ff + d",
-            numel(FeedForward(d_model, d_ff, "swiglu")), 3 * d_model * d_ff + 2 * d_ff + d_model)
+check_equal("FeedForward, d 512, d_ff 2048, swiglu: numel = 3·d·d_ff + 2·d_ff + d",
+            numel(FeedForward(cfg.with_(activation="swiglu"))), 3 * d_model * d_ff + 2 * d_ff + d_model)
 xx = torch.randn(2, 5, d_model)
 check_equal("every variant keeps (B, T, d_model)",
-            [tuple(FeedForward(d_model, 64, a)(xx).shape) for a in ("relu", "gelu", "swiglu")], [(2, 5, 512)] * 3)
-ffn = FeedForward(d_model, 64, "gelu")
+            [tuple(FeedForward(cfg.with_(d_ff=64, activation=a))(xx).shape) for a in ("relu", "gelu", "swiglu")],
+            [(2, 5, 512)] * 3)
+ffn = FeedForward(cfg.with_(d_ff=64, activation="gelu"))
 check_close("position-wise: FFN(token 3 alone) == FFN(sequence)[token 3]", ffn(xx[:, 3:4]), ffn(xx)[:, 3:4], atol=1e-6)
-_ = check_raises(ValueError, "activation must be one of", FeedForward, 64, 256, "tanh")
-_ = check_raises(ValueError, "d_ff (the FFN's hidden width) must be a positive integer", FeedForward, 64, 0)
+_ = check_raises(ValueError, "activation must be one of", TransformerConfig, activation="tanh")
+_ = check_raises(ValueError, "d_ff (the FFN hidden width) must be a positive integer", TransformerConfig, d_ff=0)
 
 # %% [markdown]
 # **The 2/3·4d convention.** SwiGLU has three matrices instead of two, so at the same $d_{ff}$ it has 1.5× the weights.
@@ -236,7 +248,7 @@ with torch.no_grad():
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 4 · Pre-LN and Post-LN blocks, proved equal to PyTorch's
 #
-# The package's block, `EncoderLayer(d_model, n_heads, d_ff, norm_first=...)`, is the two equations of the
+# The package's block, `EncoderLayer(cfg)` (`cfg.norm_first` picks Pre-LN or Post-LN), is the two equations of the
 # introduction, once for the attention sublayer and once for the FFN. (You will write the Pre-LN one yourself in
 # Exercise C.) `nn.TransformerEncoderLayer` computes the same function when it is built with `batch_first=True`
 # (our tensors are $(B, T, d)$), `dropout=0` (or both modules in `eval()`), the same activation and the same
@@ -252,7 +264,8 @@ def torch_vs_ours(norm_first, activation, seed, padded=False, causal=False, d=32
     torch.manual_seed(seed)
     theirs = nn.TransformerEncoderLayer(d, h, d_ff, dropout=0.0, activation=activation, batch_first=True,
                                         norm_first=norm_first)
-    ours = copy_from_torch(EncoderLayer(d, h, d_ff, norm_first=norm_first, activation=activation), theirs)
+    cfg = TransformerConfig(d_model=d, n_heads=h, d_ff=d_ff, norm_first=norm_first, activation=activation)
+    ours = copy_from_torch(EncoderLayer(cfg), theirs)
     xt = torch.randn(2, t, d)
     our_mask, kw = None, {}
     keep = padding_mask([t, 4], t)
@@ -287,17 +300,18 @@ for (kind, act, padded, causal), err in worst.items():
 # compared:
 
 # %% tags=["nbval-check-output"]
+small = TransformerConfig(d_model=32, n_heads=4, d_ff=64)
 for norm_first in (True, False):
-    ours = EncoderLayer(32, 4, 64, norm_first=norm_first, activation="gelu")
+    ours = EncoderLayer(small.with_(norm_first=norm_first, activation="gelu"))
     xe, mem = torch.randn(2, 7, 32), torch.randn(2, 5, 32)
     check_close(f"to_torch(EncoderLayer), norm_first={norm_first}", to_torch(ours)(xe), ours(xe), atol=1e-5)
-    dec = DecoderLayer(32, 4, 64, norm_first=norm_first)
+    dec = DecoderLayer(small.with_(norm_first=norm_first))
     check_close(f"to_torch(DecoderLayer), norm_first={norm_first}",
                 to_torch(dec)(xe, mem, tgt_mask=nn.Transformer.generate_square_subsequent_mask(7), tgt_is_causal=True),
                 dec(xe, mem), atol=1e-5)
-_ = check_raises(ValueError, "eps differs", copy_from_torch, EncoderLayer(32, 4, 64, norm_first=False),
+_ = check_raises(ValueError, "eps differs", copy_from_torch, EncoderLayer(small.with_(norm_first=False)),
                  nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, layer_norm_eps=1e-6))
-_ = check_raises(ValueError, "norm placement differs", copy_from_torch, EncoderLayer(32, 4, 64, norm_first=True),
+_ = check_raises(ValueError, "norm placement differs", copy_from_torch, EncoderLayer(small),
                  nn.TransformerEncoderLayer(32, 4, 64, batch_first=True))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -310,7 +324,7 @@ _ = check_raises(ValueError, "norm placement differs", copy_from_torch, EncoderL
 
 # %%
 torch.manual_seed(0)
-block = EncoderLayer(768, 12, 3072, norm_first=True, activation="gelu")
+block = EncoderLayer(TransformerConfig(d_model=768, n_heads=12, d_ff=3072, norm_first=True, activation="gelu"))
 x_cat = torch.randn(1, 3, 768)  # "The cat sat": B = 1, T = 3, d_model = 768
 trace = trace_shapes(block, x_cat)
 print(f"{'module (in call order)':28s} {'input':>16s}  {'output':>16s}  {'attention weights':>17s}")
@@ -339,7 +353,7 @@ check_equal("attention weights: (B, h, T, T) = 12 heads of 3×3", by_name["self_
 
 # %%
 torch.manual_seed(1)
-layers = [EncoderLayer(32, 2, 96) for _ in range(3)]
+layers = [EncoderLayer(TransformerConfig(d_model=32, n_heads=2, d_ff=96)) for _ in range(3)]
 writes = []
 hooks = [m.register_forward_hook(lambda mod, inp, out: writes.append(out))
          for layer in layers for m in (layer.self_attn, layer.ff)]

@@ -116,11 +116,12 @@ for d, h, g, bias in [(512, 8, 8, True), (512, 8, 8, False), (768, 12, 4, True),
 check_true("attention_params == numel(MultiHeadAttention): MHA, GQA, MQA, with and without biases", all(ok))
 check_equal("heads do not change the count: d = 512 with h = 1, 2, 4, 8, 16",
             len({attention_params(512, h) for h in (1, 2, 4, 8, 16)}), 1)
-ok = [numel(FeedForward(d, f, a, bias=b)) == ffn_params(d, f, a, b)
+ok = [numel(FeedForward(TransformerConfig(d_model=d, d_ff=f, activation=a, bias=b))) == ffn_params(d, f, a, b)
       for d, f in ((64, 256), (96, 100)) for a in ("relu", "gelu", "swiglu") for b in (True, False)]
 check_true("ffn_params == numel(FeedForward) for 12 settings", all(ok))
 check_equal("norms: LayerNorm 2d, RMSNorm d (d = 768)",
-            (numel(make_norm("layer", 768)), numel(make_norm("rms", 768))),
+            (numel(make_norm(TransformerConfig(d_model=768))),
+             numel(make_norm(TransformerConfig(d_model=768, norm="rms")))),
             (norm_params(768, "layer"), norm_params(768, "rms")))
 check_equal("embedding table: |V|·d", numel(nn.Embedding(1000, 64)), embedding_params(1000, 64))
 check_equal("learned positions: T_max·d", numel(LearnedPositionalEmbedding(512, 64)),
@@ -333,18 +334,17 @@ check_true("LLaMA-2-7B (MHA, 32 layers of d = 4096) caches more per token than L
 ParamCalculator(preset="llama2-7b").show()
 
 # %% [markdown]
-# Bad configurations raise clear errors in the package, too:
+# Bad configurations raise clear errors in the package, too: a `TransformerConfig` is checked once, when it is made,
+# so an impossible one never reaches a formula or a model:
 
 # %% tags=["nbval-check-output"]
-_ = check_raises(ValueError, "must divide d_model", param_breakdown, TransformerConfig(d_model=512, n_heads=7))
-_ = check_raises(ValueError, "n_kv_heads=3 must divide n_heads=8", param_breakdown,
-                 TransformerConfig(d_model=512, n_heads=8, n_kv_heads=3))
-_ = check_raises(ValueError, "share_embeddings needs one vocabulary", build_transformer,
-                 TransformerConfig(arch="encoder-decoder", vocab=32000, tgt_vocab=30000))
-_ = check_raises(ValueError, "d_ff (the FFN hidden width) must be a positive integer", param_breakdown,
-                 TransformerConfig(d_ff=0))
-_ = check_raises(ValueError, "tie_output=True needs an output projection", param_breakdown,
-                 TransformerConfig(lm_head=False))
+_ = check_raises(ValueError, "must divide d_model", TransformerConfig, d_model=512, n_heads=7)
+_ = check_raises(ValueError, "n_kv_heads=3 must divide n_heads=8", TransformerConfig, d_model=512, n_heads=8,
+                 n_kv_heads=3)
+_ = check_raises(ValueError, "share_embeddings needs one vocabulary", TransformerConfig, arch="encoder-decoder",
+                 vocab=32000, tgt_vocab=30000)
+_ = check_raises(ValueError, "d_ff (the FFN hidden width) must be a positive integer", TransformerConfig, d_ff=0)
+_ = check_raises(ValueError, "tie_output=True needs an output projection", TransformerConfig, lm_head=False)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 7 · Exercises
@@ -498,7 +498,7 @@ crossover_ex.check(crossover_lengths)
 if crossover_ex.unlocked():
     def layer_flops(t, d, h, d_ff):
         with torch.device("meta"):
-            layer, x = EncoderLayer(d, h, d_ff), torch.empty(1, t, d)
+            layer, x = EncoderLayer(TransformerConfig(d_model=d, n_heads=h, d_ff=d_ff)), torch.empty(1, t, d)
         with FlopCounterMode(display=False) as counter:
             layer(x)
         ops = {str(op): n for op, n in counter.get_flop_counts()["Global"].items()}

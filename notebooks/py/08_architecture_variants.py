@@ -468,9 +468,10 @@ with torch.no_grad():
     for norm_first in (True, False):
         tag = "Pre-LN" if norm_first else "Post-LN"
         torch.manual_seed(0)
-        enc = perturb_(Encoder(D, HEADS, FF, 2, 0.0, norm_first), 1).eval()
-        gpt = perturb_(Encoder(D, HEADS, FF, 2, 0.0, norm_first, causal=True), 2).eval()
-        dec = perturb_(Decoder(D, HEADS, FF, 2, 0.0, norm_first), 3).eval()
+        stacks = small.with_(norm_first=norm_first)  # the sizes of section 1: 2 layers of d = 32, 4 heads
+        enc = perturb_(Encoder(stacks), 1).eval()
+        gpt = perturb_(Encoder(stacks, causal=True), 2).eval()
+        dec = perturb_(Decoder(stacks), 3).eval()
         memory = enc(xb, skb)
         errors[f"{tag} encoder vs nn.TransformerEncoder (padding)"] = (
             memory - to_torch(enc)(xb, src_key_padding_mask=kw["src_key_padding_mask"])).abs().max()
@@ -689,8 +690,8 @@ check_equal("000 Table 8.2 / 001 §19.11.3 pre-training column", [facts[v]["name
 # different functions:
 
 # %% tags=["nbval-check-output"]
-pre = perturb_(DecoderLayer(D, HEADS, FF, 0.0, norm_first=True), 11).eval()
-post = DecoderLayer(D, HEADS, FF, 0.0, norm_first=False).eval()
+pre = perturb_(DecoderLayer(small), 11).eval()  # Pre-LN: small.norm_first is True
+post = DecoderLayer(small.with_(norm_first=False)).eval()
 post.load_state_dict(pre.state_dict())  # the very same weights
 with torch.no_grad():
     check_true("Pre-LN (the diagram) and Post-LN (the code) with equal weights differ",

@@ -76,7 +76,7 @@ VALID_WORDS = pick(**{p: run["eval_tokens"] for p, run in CAPSTONE_RUN.items()})
 # | 1 | `attention(q, k, v, mask=None)`: Exercise 8.5, as in notebook 01 | a reference, on masked and unmasked cases |
 # | 2 | `my_causal_mask(T)`, as in notebook 02 | a reference |
 # | 3 | `MultiHeadAttention(d_model, n_heads)` | the package's `multihead.MultiHeadAttention`, same weights |
-# | 4 | `Block(d_model, n_heads, d_ff)`, Pre-LN | the package's `block.EncoderLayer(..., norm_first=True)`, same weights |
+# | 4 | `Block(d_model, n_heads, d_ff)`, Pre-LN | the package's `block.EncoderLayer(cfg)`, `cfg.norm_first=True`, same weights |
 # | 5 | `LanguageModel(...)`, decoder-only | causality; the package's `Transformer`, same weights; its first loss |
 # | 6 | `count_parameters(...)`, 000's count made exact | `numel` of the package's model |
 # | 7 | `generate(model, prompt, n_new, max_len)`, greedy | a reference, on a small model |

@@ -5,8 +5,10 @@ A block is shape-preserving, ``(B, T, d_model) -> (B, T, d_model)``, so blocks s
     Pre-LN  (norm_first=True):   x = x + Attn(LN(x));   x = x + FFN(LN(x))
     Post-LN (norm_first=False):  x = LN(x + Attn(x));   x = LN(x + FFN(x))
 
-With ``residual=False`` the ``x +`` is dropped (an experiment only: notebook 06 shows what
-happens to the gradients). Norms are ``nn.LayerNorm`` or ``nn.RMSNorm``.
+Every part is built from one ``TransformerConfig`` (``config.py``), which was validated when it was
+made: ``EncoderLayer(cfg)``, ``DecoderLayer(cfg)``, ``FeedForward(cfg)``, ``make_norm(cfg)``. With
+``EncoderLayer(cfg, residual=False)`` the ``x +`` is dropped (an experiment only: notebook 06 shows
+what happens to the gradients). Norms are ``nn.LayerNorm`` or ``nn.RMSNorm``.
 
 Elsewhere: stacks of blocks in ``stack.py``; the norms written out in ``reference.py``; LLaMA's SwiGLU
 width (``swiglu_hidden_size``) in ``params/``; notebook 06's depth and warm-up experiments in
@@ -17,59 +19,37 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.config import TransformerConfig, check_config
 from transformer_nb.core.multihead import MultiHeadAttention, check_hidden
-from transformer_nb.core.utils import INNER, as_int, check_dropout, check_memory
-
-ACTIVATIONS = ("relu", "gelu", "swiglu")
-ACTIVATION = "relu"  # the FFN activation of every block, stack and model that does not name one (the one place)
-NORMS = ("layer", "rms")
+from transformer_nb.core.utils import INNER, check_memory
 
 
-def _check_eps(eps) -> None:
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
-        raise ValueError(f"eps must be a positive finite number (it keeps the denominator away from 0), got {eps!r}")
-
-
-def make_norm(kind: str, d_model: int, eps: float = 1e-5) -> nn.Module:
-    """``"layer"`` -> ``nn.LayerNorm`` (2·d parameters), ``"rms"`` -> ``nn.RMSNorm`` (d parameters)."""
-    if kind not in NORMS:
-        raise ValueError(f"norm must be 'layer' or 'rms', got {kind!r}")
-    as_int("d_model", d_model, 1)
-    _check_eps(eps)
-    check_memory("d_model (the norm's weights)", 2 * 4 * d_model)
-    if kind == "layer":
-        return nn.LayerNorm(d_model, eps=eps)
-    return nn.RMSNorm(d_model, eps=eps)
+def make_norm(cfg: TransformerConfig) -> nn.Module:
+    """``cfg.norm``: ``"layer"`` -> ``nn.LayerNorm`` (2·d parameters), ``"rms"`` -> ``nn.RMSNorm`` (d parameters)."""
+    norm = nn.LayerNorm if check_config(cfg).norm == "layer" else nn.RMSNorm
+    return norm(cfg.d_model, eps=cfg.eps)
 
 
 # --------------------------------------------------------------------------- feed-forward
 
 
 class FeedForward(nn.Module):
-    """Position-wise FFN ``(B, T, d) -> (B, T, d)``.
+    """Position-wise FFN ``(B, T, d) -> (B, T, d)``, ``d = cfg.d_model``, hidden width ``d_ff = cfg.ff``.
 
     ``relu``/``gelu``: ``W2·act(W1·x)`` with ``2·d·d_ff`` weights (``linear1``, ``linear2``).
     ``swiglu``: ``W2·(silu(W1·x) ⊙ W3·x)`` with ``3·d·d_ff`` weights; ``linear1`` is the
     silu branch, ``gate`` (W3) the linear branch it multiplies.
     """
 
-    def __init__(self, d_model: int, d_ff: int, activation: str = ACTIVATION, dropout: float = 0.0, bias: bool = True):
+    def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        if activation not in ACTIVATIONS:
-            raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-        as_int("d_model", d_model, 1)
-        if isinstance(d_ff, bool) or not isinstance(d_ff, int) or d_ff <= 0:
-            raise ValueError(
-                f"d_ff (the FFN's hidden width) must be a positive integer, got {d_ff!r}; "
-                f"the usual choice is 4·d_model = {4 * d_model}"
-            )
-        check_dropout(dropout)
-        check_memory(f"d_model x d_ff = {d_model} x {d_ff} (the FFN's weights)", 3 * 4 * d_model * d_ff)
-        self.activation, self.d_model = activation, d_model
-        self.linear1 = nn.Linear(d_model, d_ff, bias=bias)
-        self.gate = nn.Linear(d_model, d_ff, bias=bias) if activation == "swiglu" else None
-        self.linear2 = nn.Linear(d_ff, d_model, bias=bias)
-        self.dropout = nn.Dropout(dropout)
+        d, d_ff = check_config(cfg).d_model, cfg.ff
+        check_memory(f"d_model x d_ff = {d} x {d_ff} (the FFN's weights)", 3 * 4 * d * d_ff)
+        self.activation, self.d_model = cfg.activation, d
+        self.linear1 = nn.Linear(d, d_ff, bias=cfg.bias)
+        self.gate = nn.Linear(d, d_ff, bias=cfg.bias) if cfg.activation == "swiglu" else None
+        self.linear2 = nn.Linear(d_ff, d, bias=cfg.bias)
+        self.dropout = nn.Dropout(cfg.dropout)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
         if not INNER.depth:
@@ -93,34 +73,20 @@ def _dropped(drop: nn.Dropout, h: torch.Tensor) -> torch.Tensor:
 
 
 class EncoderLayer(nn.Module):
-    """Self-attention + FFN, each with a residual connection and a norm (Pre- or Post-LN).
+    """Self-attention + FFN, each with a residual connection and a norm (Pre- or Post-LN), from ``cfg``.
 
     ``forward(x, mask=None, is_causal=False, rope=None)``: ``x: (B, T, d)`` -> ``(B, T, d)``.
     With ``is_causal=True`` this is the decoder-only (GPT) block. ``residual=False`` drops
     the two skip connections (for the depth experiment only).
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        norm_first: bool = True,
-        activation: str = ACTIVATION,
-        norm: str = "layer",
-        n_kv_heads: int | None = None,
-        bias: bool = True,
-        eps: float = 1e-5,
-        residual: bool = True,
-    ):
+    def __init__(self, cfg: TransformerConfig, residual: bool = True):
         super().__init__()
-        self.norm_first, self.residual = norm_first, residual
-        self.self_attn = MultiHeadAttention(d_model, n_heads, n_kv_heads, bias=bias, dropout=dropout)
-        self.ff = FeedForward(d_model, d_ff, activation, dropout, bias=bias)
-        self.norm1 = make_norm(norm, d_model, eps)
-        self.norm2 = make_norm(norm, d_model, eps)
-        self.drop = nn.Dropout(dropout)
+        self.norm_first, self.residual = check_config(cfg).norm_first, residual
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias, cfg.dropout)
+        self.ff = FeedForward(cfg)
+        self.norm1, self.norm2 = make_norm(cfg), make_norm(cfg)
+        self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, mask=None, is_causal: bool = False, rope=None, cache=None):
         if not INNER.depth:
@@ -143,35 +109,22 @@ class EncoderLayer(nn.Module):
 
 
 class DecoderLayer(nn.Module):
-    """Causal self-attention, cross-attention to ``memory``, FFN (each with residual + norm).
+    """Causal self-attention, cross-attention to ``memory``, FFN (each with residual + norm), from ``cfg``.
 
     ``forward(x, memory, self_mask=None, memory_mask=None)``: ``x: (B, T, d)``,
     ``memory: (B, S, d)``, ``memory_mask`` broadcastable to ``(B, h, T, S)`` -> ``(B, T, d)``.
     The causal mask is always applied to self-attention; ``self_mask`` adds padding.
+    Both attentions have ``n_heads`` key/value heads (``cfg.n_kv_heads`` is the encoder's and GPT's).
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        dropout: float = 0.0,
-        norm_first: bool = True,
-        activation: str = ACTIVATION,
-        norm: str = "layer",
-        bias: bool = True,
-        eps: float = 1e-5,
-        residual: bool = True,
-    ):
+    def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.norm_first, self.residual = norm_first, residual
-        self.self_attn = MultiHeadAttention(d_model, n_heads, bias=bias, dropout=dropout)
-        self.cross_attn = MultiHeadAttention(d_model, n_heads, bias=bias, dropout=dropout)
-        self.ff = FeedForward(d_model, d_ff, activation, dropout, bias=bias)
-        self.norm1 = make_norm(norm, d_model, eps)
-        self.norm2 = make_norm(norm, d_model, eps)
-        self.norm3 = make_norm(norm, d_model, eps)
-        self.drop = nn.Dropout(dropout)
+        self.norm_first = check_config(cfg).norm_first
+        self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, bias=cfg.bias, dropout=cfg.dropout)
+        self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, bias=cfg.bias, dropout=cfg.dropout)
+        self.ff = FeedForward(cfg)
+        self.norm1, self.norm2, self.norm3 = make_norm(cfg), make_norm(cfg), make_norm(cfg)
+        self.drop = nn.Dropout(cfg.dropout)
 
     def forward(self, x, memory, self_mask=None, memory_mask=None):
         if not INNER.depth:
@@ -183,14 +136,12 @@ class DecoderLayer(nn.Module):
                 self.cross_attn.check_mask(memory_mask, b, t, memory.shape[1])
         with INNER:
             if self.norm_first:
-                x = self._skip(x) + self._sa(self.norm1(x), self_mask)
-                x = self._skip(x) + self._ca(self.norm2(x), memory, memory_mask)
-                return self._skip(x) + _dropped(self.drop, self.ff(self.norm3(x)))
-            x = self.norm1(self._skip(x) + self._sa(x, self_mask))
-            x = self.norm2(self._skip(x) + self._ca(x, memory, memory_mask))
-            return self.norm3(self._skip(x) + _dropped(self.drop, self.ff(x)))
-
-    _skip = EncoderLayer._skip
+                x = x + self._sa(self.norm1(x), self_mask)
+                x = x + self._ca(self.norm2(x), memory, memory_mask)
+                return x + _dropped(self.drop, self.ff(self.norm3(x)))
+            x = self.norm1(x + self._sa(x, self_mask))
+            x = self.norm2(x + self._ca(x, memory, memory_mask))
+            return self.norm3(x + _dropped(self.drop, self.ff(x)))
 
     def _sa(self, h, mask):
         return _dropped(self.drop, self.self_attn(h, mask=mask, is_causal=True))

@@ -9,7 +9,7 @@ Only the masks and the presence of cross-attention differ:
 | encoder–decoder | ``EncoderLayer`` + ``DecoderLayer`` | enc: padding; dec: causal + padding | dec → enc |
 
 A GPT block *is* an encoder block run with ``is_causal=True``: the decoder-only ``Transformer``
-uses ``Encoder(..., causal=True)``. ``DecoderLayer`` (with cross-attention) is used only by the
+uses ``Encoder(cfg, causal=True)``. ``DecoderLayer`` (with cross-attention) is used only by the
 encoder–decoder. The stacks ``Encoder`` and ``Decoder`` live in ``stack.py``; this module adds
 the embeddings in front and the heads behind. The encoder-only model is ``Transformer(arch="encoder")``.
 
@@ -84,14 +84,26 @@ class EncoderDecoder(nn.Module):
         share_embeddings: bool = False,
     ):
         super().__init__()
-        if share_embeddings and src_vocab != tgt_vocab:
-            raise ValueError(f"share_embeddings needs one vocabulary, got src_vocab={src_vocab}, tgt_vocab={tgt_vocab}")
         self.src_embed = Embedder(src_vocab, d_model, max_len, dropout, pad_id)
         self.tgt_embed = Embedder(tgt_vocab, d_model, max_len, dropout, pad_id)
+        cfg = TransformerConfig(
+            arch="encoder-decoder",
+            d_model=d_model,
+            n_heads=n_heads,
+            n_layers=n_enc_layers,
+            n_dec_layers=n_dec_layers,
+            d_ff=d_ff,
+            vocab=src_vocab,
+            tgt_vocab=tgt_vocab,
+            activation=activation,
+            max_len=max_len,
+            dropout=dropout,
+            norm_first=norm_first,
+            share_embeddings=share_embeddings,
+        )
         if share_embeddings:
             self.tgt_embed.tok.weight = self.src_embed.tok.weight
-        self.encoder = Encoder(d_model, n_heads, d_ff, n_enc_layers, dropout, norm_first, activation)
-        self.decoder = Decoder(d_model, n_heads, d_ff, n_dec_layers, dropout, norm_first, activation)
+        self.encoder, self.decoder = Encoder(cfg), Decoder(cfg)
         self.generator = nn.Linear(d_model, tgt_vocab)
         if tie_weights:
             self.generator.weight = self.tgt_embed.tok.weight

@@ -61,7 +61,7 @@ MAX_WEIGHTS = 2**40  # 4·d_model² weights beyond this cannot be allocated on a
 
 def check_heads(d_model, n_heads, n_kv_heads=None, bias: bool = True) -> tuple[int, int, int]:
     """Checked ``(d_model, n_heads, n_kv_heads)``: positive ints, ``n_heads | d_model``, ``n_kv_heads | n_heads``;
-    and ``bias`` a bool. The one check of the head sizes: ``MultiHeadAttention``, ``transformer.validate``
+    and ``bias`` a bool. The one check of the head sizes: ``MultiHeadAttention``, ``config.validate``
     and ``params.attention_params`` call it."""
     d_model, n_heads = as_int("d_model", d_model, 1), as_int("n_heads", n_heads, 1)
     n_kv_heads = n_heads if n_kv_heads is None else as_int("n_kv_heads", n_kv_heads, 1)

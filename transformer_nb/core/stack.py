@@ -2,32 +2,27 @@
 
 Blocks are shape-preserving, so they stack: ``(B, T, d) -> (B, T, d)``. A Pre-LN stack ends
 with one more norm (the residual stream itself is never normalised inside the blocks); a
-Post-LN stack does not need one.
+Post-LN stack does not need one (``cfg.final_norm`` decides; default: ``cfg.norm_first``).
 
-- ``Encoder``: ``EncoderLayer`` × N. ``causal=False`` is the bidirectional encoder (BERT, the
-  original encoder); ``causal=True`` applies the causal mask in every layer, which turns the
-  same stack into a GPT-style decoder-only stack.
-- ``Decoder``: ``DecoderLayer`` × N (causal self-attention + cross-attention to ``memory``).
+- ``Encoder(cfg)``: ``EncoderLayer`` × ``cfg.n_layers``. ``causal=False`` is the bidirectional
+  encoder (BERT, the original encoder); ``causal=True`` applies the causal mask in every layer,
+  which turns the same stack into a GPT-style decoder-only stack.
+- ``Decoder(cfg)``: ``DecoderLayer`` × ``cfg.dec_layers`` (causal self-attention + cross-attention
+  to ``memory``).
 
 Every model of the package is one of these stacks with embeddings in front and a head
-behind: ``models.py`` (the three variants), ``config_model.py`` (a model from a
-``TransformerConfig``, for counting) and ``experiments.py`` (notebook 06's depth and warm-up
-experiments, which switch the residual connections off with ``residual=False``).
+behind: ``transformer.py`` (the one ``Transformer``), ``models.py`` (the sequence-to-sequence
+``EncoderDecoder``) and ``experiments.py`` (notebook 06's depth and warm-up experiments, which switch
+the residual connections off with ``residual=False``).
 """
 
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.block import (
-    ACTIVATION,
-    DecoderLayer,
-    EncoderLayer,
-    check_decoder_inputs,
-    check_hidden,
-    make_norm,
-)
+from transformer_nb.core.block import DecoderLayer, EncoderLayer, check_decoder_inputs, check_hidden, make_norm
+from transformer_nb.core.config import TransformerConfig, check_config
 from transformer_nb.core.masks import key_padding
-from transformer_nb.core.utils import INNER, as_int, check_device, is_int_tensor
+from transformer_nb.core.utils import INNER, check_device, is_int_tensor
 
 
 def check_keep(keep, b: int, t: int, name: str) -> None:
@@ -75,46 +70,26 @@ def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0
             raise ValueError(f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
 
 
-def _final_norm(final_norm: bool | None, norm_first: bool, norm: str, d_model: int, eps: float) -> nn.Module:
+def _final_norm(cfg: TransformerConfig) -> nn.Module:
     """The norm after the last block: by default only a Pre-LN stack has one."""
-    wanted = norm_first if final_norm is None else final_norm
-    return make_norm(norm, d_model, eps) if wanted else nn.Identity()
+    return make_norm(cfg) if cfg.has_final_norm else nn.Identity()
 
 
 class Encoder(nn.Module):
-    """A stack of ``EncoderLayer``: ``(B, S, d), keep (B, S) -> (B, S, d)``.
+    """A stack of ``EncoderLayer(cfg)``: ``(B, S, d), keep (B, S) -> (B, S, d)``.
 
     ``causal=True``: every layer also applies the causal mask (the decoder-only stack).
+    ``cfg.n_layers`` blocks; ``residual=False`` is for notebook 06's depth experiment only.
     ``forward(x, keep=None, mask=None, rope=None)``: ``keep`` is the bool padding mask (True = real
     token); ``mask`` an extra attention mask broadcastable to ``(B, h, S, S)`` (bool, or additive
     float such as ALiBi's bias), combined with the padding; ``rope`` is passed to every attention.
-    ``final_norm``: a norm after the last layer (default: ``norm_first``). The other arguments are
-    those of ``EncoderLayer``; ``residual=False`` is for notebook 06's depth experiment only.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        n_layers: int,
-        dropout: float = 0.0,
-        norm_first: bool = True,
-        activation: str = ACTIVATION,
-        causal: bool = False,
-        norm: str = "layer",
-        n_kv_heads: int | None = None,
-        bias: bool = True,
-        eps: float = 1e-5,
-        residual: bool = True,
-        final_norm: bool | None = None,
-    ):
+    def __init__(self, cfg: TransformerConfig, causal: bool = False, residual: bool = True):
         super().__init__()
-        as_int("n_layers", n_layers, 1)
-        self.d_model, self.causal = d_model, causal
-        layer = (d_model, n_heads, d_ff, dropout, norm_first, activation, norm, n_kv_heads, bias, eps, residual)
-        self.layers = nn.ModuleList(EncoderLayer(*layer) for _ in range(n_layers))
-        self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
+        self.d_model, self.causal = check_config(cfg).d_model, causal
+        self.layers = nn.ModuleList(EncoderLayer(cfg, residual) for _ in range(cfg.n_layers))
+        self.norm = _final_norm(cfg)
 
     def forward(self, x, keep=None, mask=None, rope=None):
         check_hidden(x, self.d_model, "the encoder input x", like=self.layers[0].self_attn.q_proj.weight)
@@ -136,33 +111,18 @@ class Encoder(nn.Module):
 
 
 class Decoder(nn.Module):
-    """A stack of ``DecoderLayer``: ``(B, T, d), memory (B, S, d) -> (B, T, d)``.
+    """A stack of ``DecoderLayer(cfg)``: ``(B, T, d), memory (B, S, d) -> (B, T, d)``, with
+    ``cfg.dec_layers`` blocks.
 
     ``forward(x, memory, keep=None, memory_keep=None)``: ``keep`` pads the target (B, T),
     ``memory_keep`` the source (B, S); both bool, True = real token. Always causal.
     """
 
-    def __init__(
-        self,
-        d_model: int,
-        n_heads: int,
-        d_ff: int,
-        n_layers: int,
-        dropout: float = 0.0,
-        norm_first: bool = True,
-        activation: str = ACTIVATION,
-        norm: str = "layer",
-        bias: bool = True,
-        eps: float = 1e-5,
-        residual: bool = True,
-        final_norm: bool | None = None,
-    ):
+    def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        as_int("n_layers", n_layers, 1)
-        self.d_model = d_model
-        layer = (d_model, n_heads, d_ff, dropout, norm_first, activation, norm, bias, eps, residual)
-        self.layers = nn.ModuleList(DecoderLayer(*layer) for _ in range(n_layers))
-        self.norm = _final_norm(final_norm, norm_first, norm, d_model, eps)
+        self.d_model = check_config(cfg).d_model
+        self.layers = nn.ModuleList(DecoderLayer(cfg) for _ in range(cfg.dec_layers))
+        self.norm = _final_norm(cfg)
 
     def forward(self, x, memory, keep=None, memory_keep=None):
         check_decoder_inputs(x, memory, self.d_model, self.layers[0].self_attn.q_proj.weight, "decoder")

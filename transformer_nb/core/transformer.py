@@ -1,8 +1,8 @@
 """One Transformer from one configuration (000 §8.5–8.6; 001 §19.7–19.8, §19.11; 002; 004 §12–14).
 
-``TransformerConfig`` is frozen and validated once, in ``validate``; every default is stated
-there and nowhere else (the FFN activation's is ``block.ACTIVATION``, which the blocks share).
-``Transformer(cfg)`` builds the variant ``cfg.arch`` names from the same blocks (``stack.Encoder`` / ``stack.Decoder``):
+``TransformerConfig`` (``config.py``) is frozen and validated once, when it is made; every default
+is stated there and nowhere else. ``Transformer(cfg)`` builds the variant ``cfg.arch`` names from
+the same blocks (``stack.Encoder(cfg)`` / ``stack.Decoder(cfg)``):
 
 - ``"decoder"`` (GPT): the encoder stack run causally, a language model;
 - ``"encoder"`` (BERT): the same stack, bidirectional;
@@ -21,148 +21,20 @@ output head (``output_head.OutputHead``), the loss and the checks of its inputs.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import replace
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.block import ACTIVATION, ACTIVATIONS, NORMS, make_norm
-from transformer_nb.core.multihead import KVCache, check_heads
+from transformer_nb.core.block import make_norm
+from transformer_nb.core.config import T5_BUCKETS, TransformerConfig, check_config
+from transformer_nb.core.multihead import KVCache
 from transformer_nb.core.output_head import OutputHead
 from transformer_nb.core.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.core.rope import RoPE
 from transformer_nb.core.stack import Decoder, Encoder, check_ids, check_keep
-from transformer_nb.core.utils import INNER, as_int, check_device, check_dropout
-
-ARCHS = ("encoder", "decoder", "encoder-decoder")
-POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")
-T5_BUCKETS = 32  # T5's relative-position bias: one learned scalar per (bucket, head), shared by a stack's layers
-
-
-@dataclass(frozen=True)
-class TransformerConfig:
-    """Everything that decides a Transformer: its shape, its parts and its parameter count.
-
-    - ``arch``: ``"encoder"`` (BERT), ``"decoder"`` (GPT, LLaMA) or ``"encoder-decoder"`` (the original).
-    - ``n_layers`` blocks (encoder-decoder: per side, unless ``n_dec_layers`` is given).
-    - ``d_ff`` defaults to ``4·d_model``. ``n_kv_heads`` < ``n_heads`` is GQA (1 = MQA).
-    - ``vocab`` (source, or the only one); ``tgt_vocab`` for an encoder-decoder with two vocabularies.
-    - ``share_embeddings``: encoder-decoder source and target use one table (needs one vocabulary).
-    - ``tie_output``: the output layer reuses the (target) embedding matrix; ``lm_head=False``
-      means the model has no output layer at all (e.g. ``BertModel``); ``output_bias``: it adds a bias.
-    - ``adaptive``: the output layer is an adaptive softmax (Grave et al. 2017) with ``cutoffs`` and
-      ``div_value``; tied, it is also the input embedding ("adaptive input", Baevski & Auli 2019).
-    - ``final_norm``: a norm after the last block (Pre-LN models have one; default: ``norm_first``).
-    - BERT extras: ``token_types`` (segment embeddings), ``embed_norm`` (LayerNorm after the
-      embeddings), ``pooler`` (a ``d×d`` dense layer on the first token).
-    - ``published``: the count the authors reported (for comparison only), ``source``: where.
-    """
-
-    name: str = "custom"
-    arch: str = "decoder"
-    d_model: int = 512
-    n_heads: int = 8
-    n_layers: int = 6
-    n_dec_layers: int | None = None
-    d_ff: int | None = None
-    n_kv_heads: int | None = None
-    vocab: int = 32000
-    tgt_vocab: int | None = None
-    activation: str = ACTIVATION
-    norm: str = "layer"
-    bias: bool = True
-    positions: str = "sinusoidal"
-    max_len: int = 512
-    dropout: float = 0.0
-    norm_first: bool = True
-    final_norm: bool | None = None
-    share_embeddings: bool = True
-    tie_output: bool = True
-    lm_head: bool = True
-    output_bias: bool = False
-    adaptive: bool = False
-    cutoffs: tuple = (2000, 10000)
-    div_value: float = 4.0
-    token_types: int = 0
-    embed_norm: bool = False
-    pooler: bool = False
-    published: float | None = None
-    source: str = ""
-
-    @property
-    def ff(self) -> int:
-        return 4 * self.d_model if self.d_ff is None else self.d_ff
-
-    @property
-    def kv_heads(self) -> int:
-        return self.n_heads if self.n_kv_heads is None else self.n_kv_heads
-
-    @property
-    def dec_layers(self) -> int:
-        return self.n_layers if self.n_dec_layers is None else self.n_dec_layers
-
-    @property
-    def has_final_norm(self) -> bool:
-        return self.norm_first if self.final_norm is None else self.final_norm
-
-    @property
-    def target_vocab(self) -> int:
-        return self.vocab if self.tgt_vocab is None else self.tgt_vocab
-
-    @property
-    def head(self) -> str:
-        """The ``OutputHead`` kind: ``"full"``, ``"tied"``, ``"adaptive"`` or ``"adaptive_tied"``."""
-        return ("adaptive" if self.adaptive else "full" if not self.tie_output else "tied") + (
-            "_tied" if self.adaptive and self.tie_output else ""
-        )
-
-    def with_(self, **changes) -> TransformerConfig:
-        """A copy with some fields changed (validated)."""
-        return validate(replace(self, **changes))
-
-
-def validate(cfg: TransformerConfig) -> TransformerConfig:
-    """Raise ``ValueError`` naming the field for any impossible configuration; return ``cfg``."""
-    if not isinstance(cfg, TransformerConfig):
-        raise TypeError(f"expected a TransformerConfig (e.g. PRESETS['gpt2-small']), got {type(cfg).__name__}")
-    if cfg.arch not in ARCHS:
-        raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
-    check_heads(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
-    for name in ("n_layers", "vocab", "max_len"):
-        as_int(name, getattr(cfg, name), 1)
-    if cfg.d_ff is not None and (isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0):
-        raise ValueError(f"d_ff (the FFN hidden width) must be a positive integer, got {cfg.d_ff!r}")
-    if cfg.activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {cfg.activation!r}")
-    if cfg.norm not in NORMS:
-        raise ValueError(f"norm must be one of {NORMS}, got {cfg.norm!r}")
-    if cfg.positions not in POSITIONS:
-        raise ValueError(f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
-    if cfg.positions == "rope" and (cfg.d_model // cfg.n_heads) % 2:
-        raise ValueError(
-            f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
-        )
-    check_dropout(cfg.dropout)
-    if cfg.arch != "encoder-decoder":
-        if cfg.n_dec_layers is not None or cfg.tgt_vocab is not None:
-            raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
-    else:
-        as_int("n_dec_layers", cfg.dec_layers, 1)
-        as_int("tgt_vocab", cfg.target_vocab, 1)
-        if cfg.share_embeddings and cfg.target_vocab != cfg.vocab:
-            raise ValueError(
-                f"share_embeddings needs one vocabulary for source and target, but vocab={cfg.vocab} "
-                f"and tgt_vocab={cfg.target_vocab}; set share_embeddings=False or use a joint "
-                f"vocabulary (the original Transformer shared a 37k BPE vocabulary)"
-            )
-    if cfg.tie_output and not cfg.lm_head:
-        raise ValueError("tie_output=True needs an output projection to tie, but lm_head=False")
-    for name in ("output_bias", "adaptive"):
-        if getattr(cfg, name) and not cfg.lm_head:
-            raise ValueError(f"{name}=True needs an output projection, but lm_head=False")
-    as_int("token_types", cfg.token_types, 0)
-    return cfg
+from transformer_nb.core.utils import INNER, as_int, check_device
 
 
 class LanguageModel(nn.Module):
@@ -254,8 +126,7 @@ class Transformer(LanguageModel):
 
     def __init__(self, cfg: TransformerConfig | None = None, ranks: torch.Tensor | None = None, **fields):
         super().__init__()
-        cfg = TransformerConfig(**fields) if cfg is None else replace(cfg, **fields)
-        self.cfg = cfg = validate(cfg)
+        self.cfg = cfg = TransformerConfig(**fields) if cfg is None else replace(check_config(cfg), **fields)
         d, enc_dec = cfg.d_model, cfg.arch == "encoder-decoder"
         self.vocab_size, self.d_model, self.max_len = cfg.vocab, d, cfg.max_len
         self.head = None
@@ -269,21 +140,12 @@ class Transformer(LanguageModel):
         self.token_type = nn.Embedding(cfg.token_types, d) if cfg.token_types else None
         self.pos = self._positions()
         self.tgt_pos = self._positions() if enc_dec else None
-        self.embed_norm = make_norm(cfg.norm, d) if cfg.embed_norm else None
+        self.embed_norm = make_norm(cfg) if cfg.embed_norm else None
         self.rope = RoPE(d // cfg.n_heads, cfg.max_len) if cfg.positions == "rope" else None
         self.alibi = ALiBi(cfg.n_heads) if cfg.positions == "alibi" else None
         self.drop = nn.Dropout(cfg.dropout)
-        common = dict(
-            dropout=cfg.dropout,
-            norm_first=cfg.norm_first,
-            activation=cfg.activation,
-            norm=cfg.norm,
-            bias=cfg.bias,
-            final_norm=cfg.has_final_norm,
-        )
-        causal = cfg.arch == "decoder"
-        self.blocks = Encoder(d, cfg.n_heads, cfg.ff, cfg.n_layers, causal=causal, n_kv_heads=cfg.n_kv_heads, **common)
-        self.decoder = Decoder(d, cfg.n_heads, cfg.ff, cfg.dec_layers, **common) if enc_dec else None
+        self.blocks = Encoder(cfg, causal=cfg.arch == "decoder")
+        self.decoder = Decoder(cfg) if enc_dec else None
         self.pooler = nn.Linear(d, d) if cfg.pooler else None
         self.apply(self._init)
 

@@ -5,7 +5,7 @@ compared with the package's module *given the same weights*: random weights, cop
 by name (``student_names``), the same input, the same output (``PackageExercise``).
 
 - ``mha_ex``: ``MultiHeadAttention(d_model, n_heads)``, ``forward(x, mask=None)``, weights kept in ``.weights``.
-- ``block_ex``: ``Block(d_model, n_heads, d_ff)``, ``forward(x, mask=None)``: ``EncoderLayer(norm_first=True)``.
+- ``block_ex``: ``Block(d_model, n_heads, d_ff)``, ``forward(x, mask=None)``: ``EncoderLayer(cfg)``, Pre-LN, relu.
 """
 
 import math
@@ -17,6 +17,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.core.block import EncoderLayer
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import check_module
@@ -256,7 +257,10 @@ mha_ex = PackageExercise(
 
 
 _block_harness, _block_expected = module_runner(
-    "Block", lambda d, h, d_ff: EncoderLayer(d, h, d_ff, dropout=0.0, norm_first=True, activation="relu")
+    "Block",
+    lambda d, h, d_ff: EncoderLayer(
+        TransformerConfig(d_model=d, n_heads=h, d_ff=d_ff, norm_first=True, activation="relu")
+    ),
 )
 
 

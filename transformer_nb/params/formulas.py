@@ -1,17 +1,25 @@
 """Parameter counts from formulas (000 §8.3.5, §8.5.4, Ex 8.2; 001 §19.8.4; 002; 004 §5.7).
 
 Each formula is written from the shapes of a module's weight matrices, and
-``param_breakdown(config)`` adds them up for a whole ``TransformerConfig`` (``transformer.py``). The second route,
+``param_breakdown(config)`` adds them up for a whole ``TransformerConfig`` (``config.py``). The second route,
 ``numel`` of a real model, is in ``params/model.py``; each checks the other.
 """
 
-from transformer_nb.core.block import ACTIVATIONS, NORMS
+from transformer_nb.core.config import (
+    ACTIVATIONS,
+    ARCHS,
+    NORMS,
+    POSITIONS,
+    T5_BUCKETS,
+    TransformerConfig,
+    check_config,
+    validate,
+)
 from transformer_nb.core.multihead import check_heads
-from transformer_nb.core.transformer import ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig, validate
 from transformer_nb.core.utils import as_int
 
 __all__ = [
-    "ARCHS",  # ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig and validate are re-exported from transformer.py
+    "ARCHS",  # ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig and validate are re-exported from config.py
     "POSITIONS",
     "T5_BUCKETS",
     "TransformerConfig",
@@ -143,7 +151,7 @@ def param_breakdown(cfg: TransformerConfig) -> dict:
 
     ``"cross-attention"`` is the part of ``"attention"`` in the decoder's cross-attention (0 without a decoder).
     """
-    validate(cfg)
+    check_config(cfg)
     if cfg.adaptive:
         raise ValueError("the formulas count linear output layers; count an adaptive softmax with numel")
     d, out = cfg.d_model, dict.fromkeys(CATEGORIES, 0)

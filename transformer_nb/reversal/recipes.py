@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.block import ACTIVATION
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.models import EncoderDecoder
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import get_device
@@ -45,7 +45,7 @@ class ModelConfig:
     n_layers: int = 2
     d_ff: int = 256
     dropout: float = 0.0
-    activation: str = ACTIVATION
+    activation: str = TransformerConfig.activation
     norm_first: bool = True
     init: str = "default"
     max_len: int = 64

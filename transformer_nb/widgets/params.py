@@ -22,7 +22,6 @@ from transformer_nb.params import (
     build_transformer,
     numel,
     param_breakdown,
-    validate,
 )
 from transformer_nb.widgets.base import Widget
 
@@ -146,7 +145,8 @@ class ParamCalculator(Widget):
     def config(
         self, preset, arch, d_model, n_layers, n_heads, n_kv_heads, ffn_ratio, activation, vocab, tie, positions
     ) -> TransformerConfig:
-        """The ``TransformerConfig`` the controls describe (BERT/LLaMA details kept from the chosen preset)."""
+        """The ``TransformerConfig`` the controls describe (BERT/LLaMA details kept from the chosen preset); an
+        impossible one raises ``ValueError`` here, when it is made."""
         base = self._base if preset != CUSTOM else PRESETS["gpt2-small"]
         d_ff = max(1, round(ffn_ratio * d_model))
         fields = dict(
@@ -170,7 +170,7 @@ class ParamCalculator(Widget):
 
     def compute(self, **values):
         try:
-            cfg = validate(self.config(**values))
+            cfg = self.config(**values)  # validated when it is made
         except ValueError as err:
             return {"error": str(err), "values": values}
         out = {
