@@ -12,7 +12,7 @@
 #
 # **Serves:** all five texts: 000 §8.1–8.6 and Exercises 8.1–8.10; 001 §19.1–19.15; 002, 003 and 004 in full.
 #
-# **Runtime on 2 CPU cores:** quick ~5 s, full ~10 s (nothing trains; every check is a small computation).
+# **Runtime on 2 CPU cores:** quick ~5 s, full ~5 s (nothing trains; every check is a small computation).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
