@@ -6,7 +6,7 @@ configuration (``cache_name``). A file is a ``torch.save`` dict, loaded with
 
     {"format": 2, "config": <canonical JSON>, "state_dict": ..., "extra": ...,
      "sha256": <digest of config, weights and extra>, "torch": "2.13.0",
-     "code": {"transformer_nb.core.models": <digest>, ...}}
+     "code": {"transformer_nb.core.transformer": <digest>, ...}}
 
 A load is refused, with one line that says why, and the model retrained when the file is
 corrupt or damaged (a flipped bit changes the sha256), was saved for another configuration,

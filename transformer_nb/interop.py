@@ -7,7 +7,7 @@
 | ``DecoderLayer``              | ``nn.TransformerDecoderLayer`` (its ``multihead_attn`` is our ``cross_attn``) |
 | ``Encoder`` (also causal)     | ``nn.TransformerEncoder``                       |
 | ``Decoder``                   | ``nn.TransformerDecoder``                       |
-| ``EncoderDecoder`` (stacks)   | ``nn.Transformer`` (no embeddings, no output layer) |
+| ``Transformer``, encoder-decoder (stacks) | ``nn.Transformer`` (no embeddings, no output layer) |
 
 - ``to_torch(ours)``: a new PyTorch module (``batch_first=True``, dropout 0) with our weights;
 - ``copy_to_torch(ours, theirs)`` / ``copy_from_torch(ours, theirs)``: copy the weights across.
@@ -25,9 +25,9 @@ import torch.nn.functional as F
 
 from transformer_nb.core.block import DecoderLayer, EncoderLayer
 from transformer_nb.core.masks import causal_mask
-from transformer_nb.core.models import EncoderDecoder
 from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.core.stack import Decoder, Encoder
+from transformer_nb.core.transformer import Transformer
 
 PAIRS = {
     MultiHeadAttention: nn.MultiheadAttention,
@@ -35,7 +35,7 @@ PAIRS = {
     DecoderLayer: nn.TransformerDecoderLayer,
     Encoder: nn.TransformerEncoder,
     Decoder: nn.TransformerDecoder,
-    EncoderDecoder: nn.Transformer,
+    Transformer: nn.Transformer,
 }
 
 
@@ -44,6 +44,11 @@ def _their_class(ours) -> type:
     if want is None:
         names = ", ".join(c.__name__ for c in PAIRS)
         raise TypeError(f"expected one of {names}, got {type(ours).__name__}")
+    if isinstance(ours, Transformer) and ours.decoder is None:
+        raise TypeError(
+            f"only an encoder-decoder Transformer pairs with nn.Transformer, got arch={ours.cfg.arch!r}; "
+            "compare its stack instead: to_torch(model.blocks)"
+        )
     return want
 
 
@@ -57,7 +62,7 @@ def _check_pair(ours, theirs) -> None:
         DecoderLayer: _check_layer,
         Encoder: _check_stack,
         Decoder: _check_stack,
-        EncoderDecoder: _check_whole,
+        Transformer: _check_whole,
     }[type(ours)](ours, theirs)
 
 
@@ -139,15 +144,15 @@ def _check_stack(ours, theirs) -> None:
         _check_pair(mine, other)
 
 
-def _check_whole(ours: EncoderDecoder, theirs: nn.Transformer | None) -> None:
-    if isinstance(ours.encoder.norm, nn.Identity) or isinstance(ours.decoder.norm, nn.Identity):
+def _check_whole(ours: Transformer, theirs: nn.Transformer | None) -> None:
+    if isinstance(ours.blocks.norm, nn.Identity) or isinstance(ours.decoder.norm, nn.Identity):
         raise ValueError(
             "nn.Transformer always applies a final LayerNorm after each stack; this Post-LN model "
             "(norm_first=False) has none, so no nn.Transformer computes the same function. "
-            "Compare the stacks with to_torch(model.encoder) / to_torch(model.decoder) instead"
+            "Compare the stacks with to_torch(model.blocks) / to_torch(model.decoder) instead"
         )
     if theirs is not None:
-        _check_stack(ours.encoder, theirs.encoder)
+        _check_stack(ours.blocks, theirs.encoder)
         _check_stack(ours.decoder, theirs.decoder)
 
 
@@ -191,8 +196,8 @@ def _children(ours, theirs) -> list:
         return [(ours.self_attn, theirs.self_attn), (ours.cross_attn, theirs.multihead_attn)]
     if isinstance(ours, (Encoder, Decoder)):
         return list(zip(ours.layers, theirs.layers))
-    if isinstance(ours, EncoderDecoder):
-        return [(ours.encoder, theirs.encoder), (ours.decoder, theirs.decoder)]
+    if isinstance(ours, Transformer):
+        return [(ours.blocks, theirs.encoder), (ours.decoder, theirs.decoder)]
     return []
 
 
@@ -262,7 +267,7 @@ def _build(ours):
         theirs.layers = nn.ModuleList(layers)  # one module per layer, not torch's deep copies of layers[0]
         return theirs
     _check_whole(ours, None)
-    enc, dec = _build(ours.encoder), _build(ours.decoder)
+    enc, dec = _build(ours.blocks), _build(ours.decoder)
     l0 = enc.layers[0]
     d, h, ff = l0.self_attn.embed_dim, l0.self_attn.num_heads, l0.linear1.out_features
     return nn.Transformer(
@@ -285,7 +290,7 @@ def to_torch(ours):
     ``MultiHeadAttention`` -> ``nn.MultiheadAttention``; ``EncoderLayer`` / ``DecoderLayer`` ->
     ``nn.TransformerEncoderLayer`` / ``nn.TransformerDecoderLayer``; ``Encoder`` / ``Decoder`` ->
     ``nn.TransformerEncoder`` / ``nn.TransformerDecoder`` (call a causal ``Encoder``'s twin with
-    ``mask=~causal_mask(T), is_causal=True``); ``EncoderDecoder`` -> ``nn.Transformer`` holding the
+    ``mask=~causal_mask(T), is_causal=True``); an encoder-decoder ``Transformer`` -> ``nn.Transformer`` holding the
     two stacks (only a Pre-LN model has one: ``nn.Transformer`` always ends each stack with a norm).
     """
     _their_class(ours)

@@ -69,7 +69,8 @@ def step_flops(recipe, device) -> int:
     width = rv.MAX_LEN if torch.device(device).type == "cuda" else None  # as rv.train pads on a GPU
     b = next(rv.batches(recipe, torch.Generator().manual_seed(0), device=device, width=width))
     with FlopCounterMode(display=False) as counter:
-        rv.loss_fn(model(b.src, b.tgt_in, b.src_keep, b.tgt_keep), b.tgt_out, recipe.label_smoothing).backward()
+        logits = model(b.src, keep=b.src_keep, tgt=b.tgt_in, tgt_keep=b.tgt_keep)[0]
+        rv.loss_fn(logits, b.tgt_out, recipe.label_smoothing).backward()
     return counter.get_total_flops()
 
 

@@ -30,6 +30,9 @@ class TransformerConfig:
       (RMSNorm), with ``eps``; ``norm_first``: Pre-LN (True) or Post-LN.
     - ``vocab`` (source, or the only one); ``tgt_vocab`` for an encoder-decoder with two vocabularies.
     - ``share_embeddings``: encoder-decoder source and target use one table (needs one vocabulary).
+    - ``scale_embeddings``: token embeddings are multiplied by ``sqrt(d_model)`` (the original Transformer);
+      ``pad_id``: the padding token, whose row of the model's token tables starts at zero and gets no
+      gradient (``nn.Embedding``'s ``padding_idx``).
     - ``tie_output``: the output layer reuses the (target) embedding matrix; ``lm_head=False``
       means the model has no output layer at all (e.g. ``BertModel``); ``output_bias``: it adds a bias.
     - ``adaptive``: the output layer is an adaptive softmax (Grave et al. 2017) with ``cutoffs`` and
@@ -60,6 +63,8 @@ class TransformerConfig:
     norm_first: bool = True
     final_norm: bool | None = None
     share_embeddings: bool = True
+    scale_embeddings: bool = False
+    pad_id: int | None = None
     tie_output: bool = True
     lm_head: bool = True
     output_bias: bool = False
@@ -164,4 +169,13 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
         if getattr(cfg, name) and not cfg.lm_head:
             raise ValueError(f"{name}=True needs an output projection, but lm_head=False")
     as_int("token_types", cfg.token_types, 0)
+    if cfg.pad_id is not None:
+        n = min(cfg.vocab, cfg.target_vocab)
+        if as_int("pad_id", cfg.pad_id, 0) >= n:
+            raise ValueError(f"pad_id must be an id of the vocabulary, in [0, {n}), got {cfg.pad_id}")
+        if cfg.tie_output and cfg.lm_head:
+            raise ValueError(
+                "pad_id needs the model's own token tables, but tie_output=True makes the output layer's "
+                "weights the table (the padding row would be a word's output row); set tie_output=False"
+            )
     return cfg

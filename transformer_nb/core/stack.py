@@ -11,9 +11,9 @@ Post-LN stack does not need one (``cfg.final_norm`` decides; default: ``cfg.norm
   to ``memory``).
 
 Every model of the package is one of these stacks with embeddings in front and a head
-behind: ``transformer.py`` (the one ``Transformer``), ``models.py`` (the sequence-to-sequence
-``EncoderDecoder``) and ``experiments.py`` (notebook 06's depth and warm-up experiments, which switch
-the residual connections off with ``residual=False``).
+behind: ``transformer.py`` (the one ``Transformer``, all three variants) and ``experiments.py``
+(notebook 06's depth and warm-up experiments, which switch the residual connections off with
+``residual=False``).
 """
 
 import torch

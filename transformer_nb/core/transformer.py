@@ -6,7 +6,19 @@ the same blocks (``stack.Encoder(cfg)`` / ``stack.Decoder(cfg)``):
 
 - ``"decoder"`` (GPT): the encoder stack run causally, a language model;
 - ``"encoder"`` (BERT): the same stack, bidirectional;
-- ``"encoder-decoder"`` (the original): an encoder stack, and a decoder stack that attends to it.
+- ``"encoder-decoder"`` (the original): an encoder stack, and a decoder stack that attends to it;
+  ``encode(src)`` gives the memory, ``decode(tgt, memory)`` the target's logits.
+
+Only the masks and the presence of cross-attention differ:
+
+| variant         | blocks                              | self-attention mask                 | cross-attention |
+|-----------------|-------------------------------------|-------------------------------------|-----------------|
+| encoder-only    | ``EncoderLayer``                    | padding                             | no              |
+| decoder-only    | ``EncoderLayer``, causal            | causal (+ padding)                  | no              |
+| encoder–decoder | ``EncoderLayer`` + ``DecoderLayer`` | enc: padding; dec: causal + padding | dec → enc       |
+
+A GPT block *is* an encoder block run with ``is_causal=True``. ``DecoderLayer`` (with
+cross-attention) is used only by the encoder–decoder.
 
 The contract, as in nanoGPT: ``forward(ids (B, T), targets (B, T) | None) -> (logits, loss)``.
 ``logits`` are ``(B, T, V)`` scores for the next token (log-probabilities for the adaptive
@@ -31,7 +43,12 @@ from transformer_nb.core.block import make_norm
 from transformer_nb.core.config import T5_BUCKETS, TransformerConfig, check_config
 from transformer_nb.core.multihead import KVCache
 from transformer_nb.core.output_head import OutputHead
-from transformer_nb.core.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
+from transformer_nb.core.positional import (
+    ALiBi,
+    LearnedPositionalEmbedding,
+    SinusoidalPositionalEncoding,
+    embedding_scale,
+)
 from transformer_nb.core.rope import RoPE
 from transformer_nb.core.stack import Decoder, Encoder, check_ids, check_keep
 from transformer_nb.core.utils import INNER, as_int, check_device
@@ -134,9 +151,10 @@ class Transformer(LanguageModel):
             self.head = OutputHead(cfg.head, d, cfg.target_vocab, ranks, cfg.cutoffs, cfg.div_value, cfg.output_bias)
         self.head_table = self.head is not None and self.head.embeds  # the head holds the (target) table
         source_in_head = self.head_table and (cfg.share_embeddings or not enc_dec)
-        self.tok = None if source_in_head else nn.Embedding(cfg.vocab, d)
+        self.tok = None if source_in_head else nn.Embedding(cfg.vocab, d, padding_idx=cfg.pad_id)
         own_target = enc_dec and not cfg.share_embeddings and not self.head_table
-        self.tgt_tok = nn.Embedding(cfg.target_vocab, d) if own_target else None
+        self.tgt_tok = nn.Embedding(cfg.target_vocab, d, padding_idx=cfg.pad_id) if own_target else None
+        self.scale = embedding_scale(d) if cfg.scale_embeddings else None
         self.token_type = nn.Embedding(cfg.token_types, d) if cfg.token_types else None
         self.pos = self._positions()
         self.tgt_pos = self._positions() if enc_dec else None
@@ -161,11 +179,13 @@ class Transformer(LanguageModel):
 
     @staticmethod
     def _init(m):
-        """GPT-2 style: N(0, 0.02) weights, zero biases (norms keep 1/0)."""
+        """GPT-2 style: N(0, 0.02) weights, zero biases and padding rows (norms keep 1/0)."""
         if isinstance(m, (nn.Linear, nn.Embedding)):
             nn.init.normal_(m.weight, std=0.02)
             if getattr(m, "bias", None) is not None:
                 nn.init.zeros_(m.bias)
+            if getattr(m, "padding_idx", None) is not None:
+                nn.init.zeros_(m.weight[m.padding_idx])
 
     def init_state(self) -> list[KVCache]:
         """One empty ``KVCache`` per block, for ``max_len`` positions."""
@@ -177,7 +197,7 @@ class Transformer(LanguageModel):
             table = self.head.embed if self.head_table else self.tgt_tok or self.tok
         else:
             table = self.head.embed if self.tok is None else self.tok
-        x = table(ids)
+        x = table(ids) if self.scale is None else table(ids) * self.scale
         pos = self.tgt_pos if target else self.pos
         x = x if pos is None else pos(x, offset=past)
         x = x if self.token_type is None else x + self.token_type.weight[0]
@@ -215,6 +235,26 @@ class Transformer(LanguageModel):
                 x = layer(x, mask=bias, is_causal=self.blocks.causal, rope=self.rope, cache=cache)
         return self.blocks.norm(x), state
 
+    def encode(self, src: torch.Tensor, src_keep: torch.Tensor | None = None) -> torch.Tensor:
+        """The encoder: ``src (B, S)`` -> memory ``(B, S, d)``; ``src_keep (B, S)`` (bool) masks its padding."""
+        return self.hidden(src, keep=src_keep)[0]
+
+    def decode(self, tgt, memory, src_keep=None, tgt_keep=None) -> torch.Tensor:
+        """The encoder-decoder's decoder: input ``tgt (B, T)`` attending to ``memory = encode(src, src_keep)``
+        -> the target's logits ``(B, T, V)`` (log-probabilities for an adaptive head; without a head,
+        the hidden states)."""
+        if self.decoder is None:
+            raise ValueError(f"decode belongs to an encoder-decoder; this model has arch={self.cfg.arch!r}")
+        h = self._decoder_states(tgt, memory, src_keep, tgt_keep)
+        return h if self.head is None else self._output(h, None, tgt)[0]
+
+    def _decoder_states(self, tgt, memory, src_keep, tgt_keep) -> torch.Tensor:
+        """``tgt (B, T)`` through the target embeddings and the decoder stack -> ``(B, T, d)``."""
+        check_ids(tgt, "tgt", self.cfg.target_vocab)
+        self._check_device(tgt, "tgt")
+        check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
+        return self.decoder(self._embed(tgt, target=True), memory, tgt_keep, src_keep)
+
     def forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=None):
         """``(logits, loss)``; ``ids (B, T)``, ``targets (B, T)`` or None, ``keep (B, T)`` bool padding mask.
 
@@ -236,11 +276,7 @@ class Transformer(LanguageModel):
             )
         h, _ = self.hidden(ids, keep=keep)
         if enc_dec:
-            check_ids(tgt, "tgt", self.cfg.target_vocab)
-            self._check_device(tgt, "tgt")
-            check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
-            h = self.decoder(self._embed(tgt, target=True), h, tgt_keep, keep)
-            ids = tgt
+            h, ids = self._decoder_states(tgt, h, keep, tgt_keep), tgt
         if self.head is None:
             if targets is not None:
                 raise ValueError("this model has no output layer (lm_head=False): it gives hidden states, no loss")

@@ -202,7 +202,7 @@ variant_masks_ex = _VariantMasksExercise(
         "Every mask blocks padded KEYS, so each is built from the keep mask of the sequence its keys come from.",
         "Only the sublayer that reads the sequence being generated is causal; cross-attention reads the source.",
     ],
-    reveals=("transformer_nb.core.models.Encoder", "transformer_nb.core.models.Decoder"),
+    reveals=("transformer_nb.core.stack.Encoder", "transformer_nb.core.stack.Decoder"),
 )
 
 

@@ -17,7 +17,7 @@ from transformer_nb.core.positional import LearnedPositionalEmbedding
 from transformer_nb.core.transformer import RelativeBiasTable, Transformer, TransformerConfig
 from transformer_nb.params.formulas import CATEGORIES
 
-HEADS = ("head", "mlm_head", "generator")  # the output layers of the package's models
+HEADS = ("head", "mlm_head")  # the output layers of the package's models
 
 
 _INIT_FUNCTIONS = ("uniform_", "normal_", "kaiming_uniform_", "ones_", "zeros_", "xavier_uniform_", "trunc_normal_")
@@ -73,7 +73,7 @@ def numel_breakdown(model: nn.Module) -> dict:
     positions = learned position tables (``LearnedPositionalEmbedding``, T5's table); embeddings =
     the other ``nn.Embedding`` tables (tokens, segments); attention = inside ``MultiHeadAttention``;
     ffn = inside ``FeedForward``; norms = LayerNorm/RMSNorm; head = an *untied* output projection
-    (a module named ``head``, ``mlm_head`` or ``generator``) and its bias; other = the rest
+    (a module named ``head`` or ``mlm_head``) and its bias; other = the rest
     (BERT's pooler, a classifier). A tied tensor is counted once, where it first appears (the
     embedding). Also returns ``"total"`` and ``"cross-attention"``, the part of ``"attention"``
     in modules named ``cross_attn`` (the decoder's).

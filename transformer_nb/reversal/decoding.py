@@ -17,7 +17,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.models import EncoderDecoder
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.core.utils import as_int, plain_tensor
 from transformer_nb.probes import record_attention
 from transformer_nb.reversal.data import BOS, EOS, PAD, Batch, check_tokens, random_batch
@@ -151,7 +151,7 @@ def forced_match(model: nn.Module, batch: Batch) -> dict:
     was_training = model.training
     model.eval()
     try:
-        pred = model(batch.src, batch.tgt_in, batch.src_keep, batch.tgt_keep).argmax(-1)  # (B, T)
+        pred = model(batch.src, keep=batch.src_keep, tgt=batch.tgt_in, tgt_keep=batch.tgt_keep)[0].argmax(-1)  # (B, T)
     finally:
         model.train(was_training)
     res = score(pred, batch.tgt_out)
@@ -186,15 +186,16 @@ def length_sweep(model: nn.Module, lengths=range(3, 13), n: int = 500, seed: int
 
 
 @torch.no_grad()
-def attention_maps(model: EncoderDecoder, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> dict:
+def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> dict:
     """Attention weights for ``src (B, S)`` with decoder input ``tgt_in`` (default: BOS + the greedy output).
 
     Returns ``tgt_in`` and, per layer, ``cross`` ``(B, h, T, S)``, ``dec_self`` ``(B, h, T, T)`` and
     ``enc_self`` ``(B, h, S, S)`` (lists over layers), on the model's device. Row t of ``cross``
     is the query that predicts output token t.
     """
-    if not isinstance(model, EncoderDecoder):
-        raise TypeError(f"attention_maps needs an EncoderDecoder, got {type(model).__name__}")
+    if not isinstance(model, Transformer) or model.decoder is None:
+        got = f"a Transformer with arch={model.cfg.arch!r}" if isinstance(model, Transformer) else type(model).__name__
+        raise TypeError(f"attention_maps needs an encoder-decoder Transformer, got {got}")
     check_tokens(src, "src", allowed="symbols")
     device = model_device(model)
     src = src.to(device)
@@ -213,12 +214,12 @@ def attention_maps(model: EncoderDecoder, src: torch.Tensor, tgt_in: torch.Tenso
     model.eval()
     try:
         with record_attention(model):
-            model(src, tgt_in, src_keep, tgt_in != PAD)
+            model(src, keep=src_keep, tgt=tgt_in, tgt_keep=tgt_in != PAD)
             maps = {
                 "tgt_in": tgt_in,
                 "cross": [layer.cross_attn.last_weights for layer in model.decoder.layers],
                 "dec_self": [layer.self_attn.last_weights for layer in model.decoder.layers],
-                "enc_self": [layer.self_attn.last_weights for layer in model.encoder.layers],
+                "enc_self": [layer.self_attn.last_weights for layer in model.blocks.layers],
             }
     finally:
         model.train(was_training)

@@ -1,7 +1,7 @@
 """The reversal task's model and training recipes (001 §19.8.2, §19.9.3, §19.10.3, §19.10.5).
 
-- ``ModelConfig`` / ``build_model``: the package's ``EncoderDecoder`` for the task, seeded, with
-  the text's or PyTorch's initialisation.
+- ``ModelConfig`` / ``build_model``: the package's ``Transformer(arch="encoder-decoder")`` for the
+  task, seeded, with the text's or PyTorch's initialisation.
 - ``paper_lr`` / ``warmup_factor``: the warm-up schedule, as the text writes it and as a
   ``LambdaLR`` factor.
 - ``Recipe``: how to train. ``TEXT_RECIPE`` is the text as written, ``IMPROVED`` what this
@@ -18,7 +18,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.core.config import TransformerConfig
-from transformer_nb.core.models import EncoderDecoder
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import get_device
 from transformer_nb.reversal.data import MAX_LEN, PAD, VOCAB_SIZE
@@ -35,10 +35,10 @@ def _check_number(name: str, value, low: float, high: float = math.inf, low_open
 
 @dataclass(frozen=True)
 class ModelConfig:
-    """An ``EncoderDecoder`` for the task. ``init``: ``"default"`` keeps PyTorch's initialisation
-    (``nn.Embedding``: N(0, 1)); ``"xavier"`` re-initialises every matrix, embeddings included, with
-    Xavier-uniform, as the text's ``_init_parameters`` does (001 §19.8.2); ``"xavier_embeddings"``
-    does so for the two embedding tables only."""
+    """The encoder-decoder for the task. ``init``: ``"default"`` is PyTorch's initialisation
+    (``nn.Embedding``: N(0, 1), ``nn.Linear``: Kaiming-uniform); ``"xavier"`` re-initialises every
+    matrix, embeddings included, with Xavier-uniform, as the text's ``_init_parameters`` does
+    (001 §19.8.2); ``"xavier_embeddings"`` does so for the two embedding tables only."""
 
     d_model: int = 64
     n_heads: int = 4
@@ -59,32 +59,44 @@ class ModelConfig:
         _check_number("dropout", self.dropout, 0.0, 1.0, low_open=False)
 
 
-def build_model(cfg: ModelConfig = ModelConfig(), seed: int | None = 0, device=None) -> EncoderDecoder:
-    """The package's ``EncoderDecoder`` (vocabulary ``VOCAB_SIZE`` on both sides), seeded, on ``device``.
+def build_model(cfg: ModelConfig = ModelConfig(), seed: int | None = 0, device=None) -> Transformer:
+    """The package's ``Transformer(arch="encoder-decoder")`` for the task, seeded, on ``device``.
 
+    The original's embeddings: ``VOCAB_SIZE`` words on each side in two tables, scaled by
+    ``sqrt(d_model)``, sinusoidal positions, a zero ``PAD`` row; a full output layer with a bias.
     Built on the CPU (the same initial weights on every machine), then moved to ``device``
     (default: ``env.get_device()``, the device ``setup()`` reports).
     """
     if not isinstance(cfg, ModelConfig):
         raise TypeError(f"cfg must be a reversal ModelConfig, got {type(cfg).__name__}")
     device = get_device() if device is None else torch.device(device)
+    model = Transformer(
+        arch="encoder-decoder",
+        d_model=cfg.d_model,
+        n_heads=cfg.n_heads,
+        n_layers=cfg.n_layers,
+        d_ff=cfg.d_ff,
+        vocab=VOCAB_SIZE,
+        activation=cfg.activation,
+        positions="sinusoidal",
+        max_len=cfg.max_len,
+        dropout=cfg.dropout,
+        norm_first=cfg.norm_first,
+        share_embeddings=False,
+        scale_embeddings=True,
+        pad_id=PAD,
+        tie_output=False,
+        output_bias=True,
+    )
+    head = model.head  # the output layer last, after the stacks (the Transformer makes it first): the order in which
+    del model.head  # PyTorch's initialisation below draws and gradient clipping sums, which fixes every weight
+    model.head = head  # that this recipe trains, bit for bit
     if seed is not None:
         torch.manual_seed(seed)
-    model = EncoderDecoder(
-        VOCAB_SIZE,
-        VOCAB_SIZE,
-        cfg.d_model,
-        cfg.n_heads,
-        cfg.n_layers,
-        cfg.n_layers,
-        cfg.d_ff,
-        cfg.dropout,
-        cfg.max_len,
-        cfg.norm_first,
-        PAD,
-        cfg.activation,
-    )
-    embeddings = (model.src_embed.tok, model.tgt_embed.tok)
+    for m in model.modules():
+        if hasattr(m, "reset_parameters"):  # PyTorch's own initialisation of each layer
+            m.reset_parameters()
+    embeddings = (model.tok, model.tgt_tok)
     if cfg.init == "xavier":
         for p in model.parameters():
             if p.dim() > 1:

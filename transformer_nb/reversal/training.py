@@ -87,20 +87,33 @@ def _batches(recipe: Recipe, generator: torch.Generator, exclude: Batch | None, 
         yield place(random_batch(recipe.batch_size, generator=generator, exclude=codes))
 
 
+class _Logits(nn.Module):
+    """``(src, tgt_in, src_keep, tgt_keep) -> logits (B, T, V)``: the model's forward with positional tensors,
+    the form ``torch.cuda.make_graphed_callables`` captures."""
+
+    def __init__(self, model: nn.Module):
+        super().__init__()
+        self.model = model
+
+    def forward(self, src, tgt_in, src_keep, tgt_keep):
+        return self.model(src, keep=src_keep, tgt=tgt_in, tgt_keep=tgt_keep)[0]
+
+
 class _GraphedForward:
-    """``model(src, tgt_in, src_keep, tgt_keep)`` in training mode as two CUDA graphs (forward and backward).
+    """The training forward ``_Logits(model)`` as two CUDA graphs (forward and backward).
 
     Captured for the shape of ``sample``; a batch of another shape runs the ordinary forward.
-    ``close()`` gives the model its own forward back. If capture fails, it says why once and every
+    ``close()`` drops the graphs. If capture fails, it says why once and every
     batch runs eagerly.
     """
 
     def __init__(self, model: nn.Module, sample: Batch):
-        self.model, self.eager, self.shape = model, model.forward, tuple(sample.src.shape)
+        self.model, self.logits, self.shape = model, _Logits(model), tuple(sample.src.shape)
+        self.eager = self.logits.forward
         args = (sample.src, sample.tgt_in, sample.src_keep, sample.tgt_keep)
         try:
-            torch.cuda.make_graphed_callables(model, args)  # replaces model.forward (training mode only)
-            self.graphed = model.forward
+            torch.cuda.make_graphed_callables(self.logits, args)  # replaces self.logits.forward
+            self.graphed = self.logits.forward
         except Exception as err:
             self.close()
             self.graphed = None
@@ -111,7 +124,7 @@ class _GraphedForward:
         return (self.graphed if fast else self.eager)(b.src, b.tgt_in, b.src_keep, b.tgt_keep)
 
     def close(self) -> None:
-        self.model.__dict__.pop("forward", None)
+        self.logits.__dict__.pop("forward", None)
 
 
 def _use_graphs(device: torch.device) -> bool:
@@ -182,7 +195,7 @@ def train(
         stream = itertools.chain([first], stream)
 
     def step_loss(m: nn.Module, b: Batch) -> torch.Tensor:
-        logits = forward(b) if forward is not None else m(b.src, b.tgt_in, b.src_keep, b.tgt_keep)
+        logits = forward(b) if forward is not None else m(b.src, keep=b.src_keep, tgt=b.tgt_in, tgt_keep=b.tgt_keep)[0]
         return loss_fn(logits, b.tgt_out, recipe.label_smoothing)
 
     opt, sched = make_optimizer(model, recipe)

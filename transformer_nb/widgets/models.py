@@ -15,7 +15,7 @@ import torch
 from matplotlib.colors import ListedColormap
 
 from transformer_nb.core.masks import padding_mask
-from transformer_nb.core.models import EncoderDecoder, Transformer
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.core.utils import as_int
 from transformer_nb.probes import capture_masks, record_attention
 from transformer_nb.widgets.base import Widget
@@ -35,13 +35,8 @@ def build_variant(variant: str, seed: int = 0, d_model: int = 32, n_heads: int =
     _check_variant(variant)
     with torch.random.fork_rng():
         torch.manual_seed(seed)
-        if variant in ("encoder-only", "decoder-only"):
-            arch = variant.split("-")[0]  # "encoder" (BERT) or "decoder" (GPT): the one Transformer
-            m = Transformer(
-                vocab=VOCAB, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model, arch=arch
-            )
-        else:
-            m = EncoderDecoder(VOCAB, VOCAB, d_model, n_heads, n_layers, n_layers, 2 * d_model, pad_id=PAD)
+        arch = {"encoder-only": "encoder", "decoder-only": "decoder"}.get(variant, variant)  # the one Transformer
+        m = Transformer(vocab=VOCAB, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model, arch=arch)
     return m.eval()
 
 
@@ -109,9 +104,9 @@ class VariantWidget(Widget):
             self.controls[name].disabled = not two_seqs
         src, src_keep = toy_batch(src_len, src_pad, self.seed + 1)
         tgt, tgt_keep = toy_batch(tgt_len, tgt_pad, self.seed + 2)
-        args, kw = ((src, tgt, src_keep, tgt_keep), {}) if two_seqs else ((src,), {"keep": src_keep})
+        kw = {"keep": src_keep, **({"tgt": tgt, "tgt_keep": tgt_keep} if two_seqs else {})}
         with record_attention(model):
-            records = capture_masks(model, *args, **kw)
+            records = capture_masks(model, src, **kw)
             modules = dict(model.named_modules())
             weights = {r["name"]: modules[r["name"]].last_weights for r in records}
         chosen = [r for r in records if f".layers.{layer - 1}." in r["name"]]
