@@ -171,6 +171,17 @@ def test_refresh_stale_refreshes_exactly_the_stale_notebooks(project):
     assert all_problems(project) == []
 
 
+def test_refresh_stale_list_names_the_stale_notebooks_and_runs_nothing(project):
+    ipynb, _ = paths(project)
+    (project / "transformer_nb" / "helpers.py").write_text("def double(x):\n    return x + x\n")
+    before = ipynb.read_bytes()
+    result = run_refresh(project, "--stale", "--list", "--root", project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert f"{NAME} is stale" in result.stdout and "refresh: 1 stale" in result.stdout, result.stdout
+    assert ipynb.read_bytes() == before and h.stamp_problems(ipynb)
+    assert run_refresh(project, "--list", "--root", project).returncode == 2  # --list without --stale
+
+
 def test_code_edited_without_refresh_is_stale(project):
     ipynb, _ = paths(project)
     edit(ipynb, lambda nb: code_cells(nb)[1].update(source="print(transformer_nb.helpers.double(22))"))

@@ -172,6 +172,19 @@ def stale_twins(root: Path) -> list[Path]:
     return stale
 
 
+def list_stale(root: Path) -> int:
+    """Print the stale notebooks (``stale_twins``) and the minutes of refresh they cost, from
+    ``notebooks/runtimes.json`` (each notebook's last full-profile run); execute nothing."""
+    runtimes = root / "notebooks" / "runtimes.json"
+    times = json.loads(runtimes.read_text(encoding="utf-8")) if runtimes.exists() else {}
+    twins = stale_twins(root)
+    known = [(times.get(t.stem) or {}).get("full_s") for t in twins]
+    total = sum(s for s in known if s is not None)
+    unknown = f" ({known.count(None)} with no stored time)" if None in known else ""
+    print(f"refresh: {len(twins)} stale; their full-profile runs took {total / 60:.1f} min{unknown}")
+    return 0
+
+
 def write_atomically(target: Path, text: str) -> None:
     """Write ``text`` to a unique temporary file beside ``target``, then rename it over ``target``."""
     target.parent.mkdir(parents=True, exist_ok=True)
@@ -244,6 +257,11 @@ def main(argv=None) -> int:
         "from a clean full-profile run, in book order",
     )
     parser.add_argument(
+        "--list",
+        action="store_true",
+        help="with --stale: list the stale notebooks and how long their stored full-profile runs took; run nothing",
+    )
+    parser.add_argument(
         "--root", type=Path, default=ROOT, help="with --all or --stale: the project (default: this one)"
     )
     parser.add_argument("--out", type=Path, help="write the executed notebooks here, not in notebooks/")
@@ -262,6 +280,10 @@ def main(argv=None) -> int:
         "cell changed); nothing is executed",
     )
     args = parser.parse_args(argv)
+    if args.list:
+        if not args.stale:
+            parser.error("--list goes with --stale")
+        return list_stale(args.root)
     if args.markdown_only:
         twins = [twin_for(a) for a in args.notebooks] + (harness.twins_in(args.root) if args.all else [])
         for twin in twins:

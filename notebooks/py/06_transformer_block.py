@@ -309,9 +309,10 @@ for norm_first in (True, False):
     check_close(f"to_torch(DecoderLayer), norm_first={norm_first}",
                 to_torch(dec)(xe, mem, tgt_mask=nn.Transformer.generate_square_subsequent_mask(7), tgt_is_causal=True),
                 dec(xe, mem), atol=1e-5)
-_ = check_raises(ValueError, "eps differs", copy_from_torch, EncoderLayer(small.with_(norm_first=False)),
+relu = small.with_(activation="relu")  # nn.TransformerEncoderLayer's default activation
+_ = check_raises(ValueError, "eps differs", copy_from_torch, EncoderLayer(relu.with_(norm_first=False)),
                  nn.TransformerEncoderLayer(32, 4, 64, batch_first=True, layer_norm_eps=1e-6))
-_ = check_raises(ValueError, "norm placement differs", copy_from_torch, EncoderLayer(small),
+_ = check_raises(ValueError, "norm placement differs", copy_from_torch, EncoderLayer(relu),
                  nn.TransformerEncoderLayer(32, 4, 64, batch_first=True))
 
 # %% [markdown] slideshow={"slide_type": "slide"}

@@ -61,7 +61,6 @@ from matplotlib.colors import ListedColormap
 from transformer_nb import check_close, check_equal, check_raises, check_true, pick, show_source
 from transformer_nb.core.block import DecoderLayer, EncoderLayer
 from transformer_nb.core.masks import causal_mask, padding_mask
-from transformer_nb.core.models import EncoderDecoder
 from transformer_nb.core.stack import Decoder, Encoder
 from transformer_nb.core.transformer import Transformer, TransformerConfig
 from transformer_nb.interop import to_torch, torch_masks
@@ -87,22 +86,24 @@ def show_table(headers, rows):
 # ## 1 · One set of blocks, three wirings
 #
 # The package has two blocks (notebook 06): `EncoderLayer` (self-attention + FFN) and `DecoderLayer`
-# (causal self-attention + cross-attention + FFN). The three models put an embedding in front and a head behind:
+# (causal self-attention + cross-attention + FFN). The three variants put an embedding in front and a head behind:
 #
 # | model | stack(s) | head |
 # |---|---|---|
 # | `Transformer` (BERT: `arch="encoder"`) | `EncoderLayer` × N, bidirectional | masked-LM logits at every position (and BERT's pooler on position 0, which a classifier reads) |
 # | `Transformer` (GPT: `arch="decoder"`) | `EncoderLayer` × N, **causal** | next-token logits |
-# | `EncoderDecoder` (original, T5) | `EncoderLayer` × N over the source; `DecoderLayer` × N over the target | next-token logits of the target |
+# | `Transformer` (original, T5: `arch="encoder-decoder"`) | `EncoderLayer` × N over the source; `DecoderLayer` × N over the target | next-token logits of the target |
 #
 # A GPT contains no `DecoderLayer` at all: "decoder" in "decoder-only" names the causal mask, not the three-sublayer
 # block (001 §19.11.3, 004 §13.2). We build the three at the same small size and run each on a padded toy batch.
 # `probes.capture_masks` puts a hook on every attention sublayer, records the mask it was *called with* (plus the
 # causal triangle when `is_causal=True`) and names it from what it blocks. Nothing below is typed by hand.
 #
-# The encoder-only and decoder-only models are the package's one `Transformer`, the model notebooks 10 and 12
-# train: a frozen `TransformerConfig` names the variant (`arch`), and the class builds its parts from it. Its `forward` returns
-# `(logits, loss)`, as nanoGPT's does; `keep` marks the real tokens of a padded batch:
+# All three are the package's one `Transformer`, the model notebooks 09, 10 and 12 train: a frozen
+# `TransformerConfig` names the variant (`arch`), and the class builds its parts from it. Its stack of
+# `EncoderLayer`s is `blocks` (the encoder, or the GPT's causal stack); only the encoder–decoder adds a `decoder`.
+# Its `forward` returns `(logits, loss)`, as nanoGPT's does; `keep` marks the real tokens of a padded batch, and an
+# encoder–decoder also reads the target `tgt` (with its `tgt_keep`):
 
 # %%
 show_source(Transformer.__init__)
@@ -118,7 +119,7 @@ small = TransformerConfig(vocab=V, d_model=D, n_heads=HEADS, n_layers=LAYERS, d_
 models = {
     "encoder-only": Transformer(small.with_(arch="encoder", pooler=True)),  # BERT, with its [CLS] pooler
     "decoder-only": Transformer(small),
-    "encoder-decoder": EncoderDecoder(V, V, D, HEADS, LAYERS, LAYERS, FF, pad_id=PAD),
+    "encoder-decoder": Transformer(small.with_(arch="encoder-decoder")),
 }
 for m in models.values():
     m.eval()
@@ -128,9 +129,8 @@ src_keep = padding_mask([6, 4], 6)  # a padded source / input batch: lengths 6 a
 tgt_keep = padding_mask([5, 3], 5)  # a padded target batch: lengths 5 and 3
 src = torch.randint(5, 25, (2, 6), generator=g).masked_fill(~src_keep, PAD)
 tgt = torch.randint(5, 25, (2, 5), generator=g).masked_fill(~tgt_keep, PAD)
-inputs = {"encoder-only": (src, None, src_keep), "decoder-only": (src, None, src_keep),  # no targets: no loss
-          "encoder-decoder": (src, tgt, src_keep, tgt_keep)}
-records = {name: capture_masks(m, *inputs[name]) for name, m in models.items()}
+inputs = {"encoder-only": {}, "decoder-only": {}, "encoder-decoder": {"tgt": tgt, "tgt_keep": tgt_keep}}
+records = {name: capture_masks(m, src, keep=src_keep, **inputs[name]) for name, m in models.items()}  # no targets
 
 
 def block_types(model):
@@ -292,24 +292,23 @@ check_equal("the fix (TransformerEncoder + causal mask) is lower-triangular",
 
 # %%
 torch.manual_seed(0)
-d768 = EncoderDecoder(src_vocab=200, tgt_vocab=1000, d_model=768, n_heads=12, n_enc_layers=2, n_dec_layers=2,
-                      d_ff=3072, pad_id=0).eval()
+d768 = Transformer(arch="encoder-decoder", vocab=200, tgt_vocab=1000, d_model=768, n_heads=12, n_layers=2, d_ff=3072,
+                   share_embeddings=False, tie_output=False).eval()  # two vocabularies: two tables, and an output layer
 src_ids = torch.tensor([[2, 47, 193]])  # "The cat sat"
 bos = torch.tensor([[BOS]])  # the decoder starts with [BOS]
-steps = trace_shapes(d768, src_ids, bos)
+steps = trace_shapes(d768, src_ids, tgt=bos)
 by_name = {r["name"]: r for r in steps}
-SHOW = ["src_embed", "encoder.layers.0.self_attn", "encoder.layers.0.ff", "encoder", "tgt_embed",
-        "decoder.layers.0.self_attn", "decoder.layers.0.cross_attn", "decoder.layers.0.ff", "decoder", "generator"]
+SHOW = ["tok", "blocks.layers.0.self_attn", "blocks.layers.0.ff", "blocks", "tgt_tok",
+        "decoder.layers.0.self_attn", "decoder.layers.0.cross_attn", "decoder.layers.0.ff", "decoder", "head.proj"]
 show_table(["module (in execution order)", "tensor inputs", "output", "attention weights"],
            [[r["name"], ", ".join(str(s) for n, s in r["inputs"] if n != "mask"), r["out"], r.get("weights", "")]
             for r in steps if r["name"] in SHOW])
 
 # %% tags=["nbval-check-output"]
-check_equal("source ids -> embeddings", (by_name["src_embed"]["in"], by_name["src_embed"]["out"]),
-            ((1, 3), (1, 3, 768)))
-check_equal("encoder self-attention weights: 12 heads of 3×3", by_name["encoder.layers.0.self_attn"]["weights"],
+check_equal("source ids -> embeddings", (by_name["tok"]["in"], by_name["tok"]["out"]), ((1, 3), (1, 3, 768)))
+check_equal("encoder self-attention weights: 12 heads of 3×3", by_name["blocks.layers.0.self_attn"]["weights"],
             (1, 12, 3, 3))
-check_equal("encoder output (the memory)", by_name["encoder"]["out"], (1, 3, 768))
+check_equal("encoder output (the memory)", by_name["blocks"]["out"], (1, 3, 768))
 check_equal("decoder masked self-attention on [BOS]: 1×1 per head", by_name["decoder.layers.0.self_attn"]["weights"],
             (1, 12, 1, 1))
 check_equal("cross-attention: Q from the decoder, K and V from the encoder",
@@ -317,7 +316,7 @@ check_equal("cross-attention: Q from the decoder, K and V from the encoder",
             [(1, 1, 768), (1, 3, 768), (1, 3, 768)])
 check_equal("cross-attention weights (B, h, T_dec, T_enc)", by_name["decoder.layers.0.cross_attn"]["weights"],
             (1, 12, 1, 3))
-check_equal("logits (B, T_dec, target vocabulary)", by_name["generator"]["out"], (1, 1, 1000))
+check_equal("logits (B, T_dec, target vocabulary)", tuple(d768(src_ids, tgt=bos)[0].shape), (1, 1, 1000))
 
 # %% [markdown]
 # **Generating.** Append the chosen token and decode again. The encoder is *not* run again: its output is computed
@@ -331,7 +330,7 @@ with torch.no_grad():
     step1 = d768.decode(bos, memory)  # (1, 1, 1000)
     tgt2 = torch.cat([bos, step1[:, -1].argmax(-1, keepdim=True)], dim=1)  # [BOS, greedy choice]
     step2 = d768.decode(tgt2, memory)
-    full2 = d768(src_ids, tgt2)
+    full2 = d768(src_ids, tgt=tgt2)[0]
 check_equal("second step: logits", tuple(step2.shape), (1, 2, 1000))
 check_close("decode(tgt, stored memory) = forward(src, tgt): max |difference|", (step2 - full2).abs().max(), 0.0,
             atol=1e-5)
@@ -354,7 +353,7 @@ gb = torch.Generator().manual_seed(5)
 xs = torch.randint(5, 25, (2, 7), generator=gb).masked_fill(~sk, PAD)
 ys = torch.randint(5, 25, (2, 5), generator=gb).masked_fill(~tk, PAD)
 with torch.no_grad(), record_attention(model):
-    model(xs, ys, sk, tk)
+    model(xs, keep=sk, tgt=ys, tgt_keep=tk)
     cross_w = torch.stack([layer.cross_attn.last_weights for layer in model.decoder.layers])  # (L, B, h, T, S)
 
 
@@ -393,8 +392,8 @@ def padding_drift(variant, use_masks, trials, seed=0):
                 tkeep = padding_mask(torch.randint(2, 6, (3,), generator=gen).tolist(), 6)
                 tids = torch.randint(5, 25, (3, 6), generator=gen).masked_fill(~tkeep, PAD)
                 tids2, tkeep2 = junk_padded(tids, tkeep, 2, gen)
-                a = m(ids, tids, mk(keep), mk(tkeep))[tkeep]
-                b = m(ids2, tids2, mk(keep2), mk(tkeep2))[tkeep2]
+                a = m(ids, keep=mk(keep), tgt=tids, tgt_keep=mk(tkeep))[0][tkeep]
+                b = m(ids2, keep=mk(keep2), tgt=tids2, tgt_keep=mk(tkeep2))[0][tkeep2]
             else:  # the Transformer returns (logits, loss)
                 a, b = m(ids, keep=mk(keep))[0][keep], m(ids2, keep=mk(keep2))[0][keep2]
         worst = max(worst, float((a - b).abs().max() / a.abs().max()))
@@ -480,15 +479,16 @@ with torch.no_grad():
         ).abs().max()
         errors[f"{tag} decoder vs nn.TransformerDecoder (causal + padding + source padding)"] = (
             dec(yb, memory, tkb, skb) - to_torch(dec)(yb, memory, **dec_kw)).abs().max()
-    whole = perturb_(EncoderDecoder(V, V, D, HEADS, 2, 3, FF, pad_id=PAD, norm_first=True), 6).eval()
-    xw, yw = whole.src_embed(xs), whole.tgt_embed(ys)
+    whole = perturb_(Transformer(small.with_(arch="encoder-decoder", n_dec_layers=3)), 6).eval()  # Pre-LN
+    memory = whole.blocks(xb, skb)  # the stacks on the embedded inputs above
     errors["Pre-LN encoder-decoder stacks vs nn.Transformer"] = (
-        whole.decoder(yw, whole.encoder(xw, sk), tk, sk) - to_torch(whole)(xw, yw, **torch_masks(sk, tk))).abs().max()
+        whole.decoder(yb, memory, tkb, skb) - to_torch(whole)(xb, yb, **torch_masks(skb, tkb))).abs().max()
 
 # %% tags=["nbval-check-output"]
 for name, err in errors.items():
     check_close(name + ": max |difference|", err, 0.0, atol=2e-5)
-_ = check_raises(ValueError, "final LayerNorm", to_torch, EncoderDecoder(V, V, D, HEADS, 1, 1, FF, norm_first=False))
+post_ln = Transformer(small.with_(arch="encoder-decoder", norm_first=False))
+_ = check_raises(ValueError, "final LayerNorm", to_torch, post_ln)
 
 # %% [markdown]
 # Where the designs do *not* match, the package says so instead of returning a different function (the last

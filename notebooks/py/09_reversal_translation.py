@@ -111,7 +111,7 @@ check_equal("held-out sequences among 51,200 training sequences", int(torch.isin
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 2 · The model (001 §19.8; 000 §8.6.3; 004 §13.3)
 #
-# The package's `EncoderDecoder`, built from the same blocks as notebooks 06 and 08, with the text's sizes (width
+# The package's one `Transformer` as an encoder–decoder (`arch="encoder-decoder"`, notebook 08), with the text's sizes (width
 # $d_{\text{model}}$, heads, $d_{ff}$, layers per side: the configuration printed below), Pre-LN, and a vocabulary of
 # 13 on both sides. The embedding tables are Xavier-initialised (`init="xavier_embeddings"`): the appendix shows why
 # a reversal, which is all about positions, needs that.
@@ -150,8 +150,8 @@ b = rv.collate([([3, 4, 5, 6, 7], [7, 6, 5, 4, 3])], device=device)
 changed = b.tgt_in.clone()
 changed[0, 3:] = 12
 with torch.no_grad():
-    before = m0(b.src, b.tgt_in, b.src_keep, b.tgt_keep)
-    after = m0(b.src, changed, b.src_keep, changed != rv.PAD)
+    before = m0(b.src, keep=b.src_keep, tgt=b.tgt_in, tgt_keep=b.tgt_keep)[0]  # (logits, loss): no targets, no loss
+    after = m0(b.src, keep=b.src_keep, tgt=changed, tgt_keep=changed != rv.PAD)[0]
 check_close("logits at positions 0-2: max change", (before[0, :3] - after[0, :3]).abs().max(), 0.0, atol=1e-5)
 check_true("logits at positions 3-5 do change", (before[0, 3:] - after[0, 3:]).abs().max() > 1e-3)
 
@@ -264,7 +264,7 @@ show_source(rv.make_optimizer)
 # %% tags=["nbval-check-output"]
 m0 = rv.build_model(model_cfg, device=device)
 b0 = rv.random_batch(128, generator=torch.Generator().manual_seed(0), device=device)
-rv.loss_fn(m0(b0.src, b0.tgt_in, b0.src_keep, b0.tgt_keep), b0.tgt_out, 0.1).backward()
+rv.loss_fn(m0(b0.src, keep=b0.src_keep, tgt=b0.tgt_in, tgt_keep=b0.tgt_keep)[0], b0.tgt_out, 0.1).backward()
 g_before = torch.cat([p.grad.flatten() for p in m0.parameters()])
 norm_before = torch.nn.utils.clip_grad_norm_(m0.parameters(), max_norm=0.5)
 g_after = torch.cat([p.grad.flatten() for p in m0.parameters()])
@@ -513,7 +513,7 @@ report(notebook="09")
 # %% tags=["nbval-check-output"]
 torch.manual_seed(0)
 rms = lambda t: t.pow(2).mean().sqrt().item()
-pe = rv.build_model(model_cfg, device="cpu").src_embed.pos.pe[:10]
+pe = rv.build_model(model_cfg, device="cpu").pos.pe[:10]
 check_close("RMS of a position vector", rms(pe), math.sqrt(0.5), atol=0.01)
 scale, xavier_rms = math.sqrt(d), math.sqrt(2 / (V + d))  # Xavier-uniform: U(±√(6/(V+d))), RMS √(2/(V+d))
 check_close(f"RMS of a scaled default embedding (N(0,1)·√{d})", rms(torch.nn.Embedding(V, d).weight * scale), scale,
@@ -692,7 +692,7 @@ with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"TNB_CAC
     check_true("a corrupt file is refused and the model retrained", trained)
     check_true("... on the notebook's device", rv.model_device(demo_model).type == torch.device(device).type)
     blob = torch.load(file, weights_only=True)
-    blob["state_dict"]["generator.weight"].view(torch.int32)[0, 0] ^= 1 << 20  # flip one bit of one weight
+    blob["state_dict"]["head.proj.weight"].view(torch.int32)[0, 0] ^= 1 << 20  # flip one bit of one weight
     torch.save(blob, file)
     check_true("one flipped bit is refused and the model retrained", demo_run()[1])
 print("a change to any of these modules retrains:", ", ".join(sorted(cache.code_digests(model))))

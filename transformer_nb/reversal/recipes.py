@@ -17,7 +17,6 @@ from dataclasses import asdict, dataclass, field, replace
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import get_device
@@ -45,7 +44,7 @@ class ModelConfig:
     n_layers: int = 2
     d_ff: int = 256
     dropout: float = 0.0
-    activation: str = TransformerConfig.activation
+    activation: str = "relu"
     norm_first: bool = True
     init: str = "default"
     max_len: int = 64
@@ -197,7 +196,7 @@ class Recipe:
 # The text as written (001 §19.10.3, §19.10.5): 2,000 pairs, batches of 64 in a fixed order,
 # Adam lr 1e-4 constant (no schedule, no label smoothing), clipping at 1.0, 30 epochs; the
 # model: d_model 64, 4 heads, d_ff 256, 2+2 layers, dropout 0.1, GELU, Pre-LN, Xavier init.
-TEXT_MODEL = ModelConfig(dropout=0.1, activation="gelu", init="xavier")
+TEXT_MODEL = ModelConfig(d_model=64, dropout=0.1, activation="gelu", init="xavier")
 TEXT_RECIPE = Recipe(
     name="text",
     lr=1e-4,
