@@ -298,7 +298,7 @@ src_ids = torch.tensor([[2, 47, 193]])  # "The cat sat"
 bos = torch.tensor([[BOS]])  # the decoder starts with [BOS]
 steps = trace_shapes(d768, src_ids, tgt=bos)
 by_name = {r["name"]: r for r in steps}
-SHOW = ["tok", "blocks.layers.0.self_attn", "blocks.layers.0.ff", "blocks", "tgt_tok",
+SHOW = ["tok", "blocks.layers.0.self_attn", "blocks.layers.0.ff", "blocks.norm", "tgt_tok",
         "decoder.layers.0.self_attn", "decoder.layers.0.cross_attn", "decoder.layers.0.ff", "decoder", "head.proj"]
 show_table(["module (in execution order)", "tensor inputs", "output", "attention weights"],
            [[r["name"], ", ".join(str(s) for n, s in r["inputs"] if n != "mask"), r["out"], r.get("weights", "")]
@@ -308,7 +308,7 @@ show_table(["module (in execution order)", "tensor inputs", "output", "attention
 check_equal("source ids -> embeddings", (by_name["tok"]["in"], by_name["tok"]["out"]), ((1, 3), (1, 3, 768)))
 check_equal("encoder self-attention weights: 12 heads of 3×3", by_name["blocks.layers.0.self_attn"]["weights"],
             (1, 12, 3, 3))
-check_equal("encoder output (the memory)", by_name["blocks"]["out"], (1, 3, 768))
+check_equal("encoder output (the memory, after its final norm)", by_name["blocks.norm"]["out"], (1, 3, 768))
 check_equal("decoder masked self-attention on [BOS]: 1×1 per head", by_name["decoder.layers.0.self_attn"]["weights"],
             (1, 12, 1, 1))
 check_equal("cross-attention: Q from the decoder, K and V from the encoder",
@@ -527,7 +527,7 @@ def training_loss(variant, model, ids, keep, gen):
     tgt_in, tgt_out, tgt_in_keep = lm_batch(tgt, tgt_keep)
     facts = describe_objective(tgt_in, tgt_out, source=src_c, original=body, mask_id=MASK,
                                special=[PAD, BOS, EOS, CLS, *range(SENTINEL, V)])
-    return lm_loss(model(src_c, tgt_in, src_c_keep, tgt_in_keep), tgt_out), facts
+    return lm_loss(model(src_c, keep=src_c_keep, tgt=tgt_in, tgt_keep=tgt_in_keep)[0], tgt_out), facts
 
 
 gen = torch.Generator().manual_seed(10)
