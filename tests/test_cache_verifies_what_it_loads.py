@@ -149,16 +149,17 @@ def test_other_model_code_is_refused(tmp_path, monkeypatch):
 
 def test_the_code_digest_covers_the_modules_the_model_uses():
     from transformer_nb import reversal
-    from transformer_nb.core import models
+    from transformer_nb.core import transformer
 
     digests = cache.code_digests(reversal.build_model(reversal.IMPROVED.model))
     assert {
-        "transformer_nb.core.models",
+        "transformer_nb.core.transformer",
+        "transformer_nb.core.stack",
         "transformer_nb.core.attention",
         "transformer_nb.core.block",
     } <= digests.keys()
     assert not any(k.split(".")[1] in cache.NOT_MODEL_CODE for k in digests)
-    assert models.__name__ in digests
+    assert transformer.__name__ in digests
     assert cache.code_digests(nn.Linear(2, 2)) == {}  # torch's own code: covered by the torch release
 
 
@@ -228,7 +229,11 @@ def test_the_digest_of_a_reversal_model_covers_its_training_code(tmp_path, monke
     rv.load_or_train(replace(rv.IMPROVED, name="digest", steps=1), device="cpu")
     (path,) = tmp_path.glob("*.pt")
     code = torch.load(path, weights_only=True)["code"]
-    assert {"transformer_nb.reversal.training", "transformer_nb.train", "transformer_nb.core.models"} <= code.keys()
+    assert {
+        "transformer_nb.reversal.training",
+        "transformer_nb.train",
+        "transformer_nb.core.transformer",
+    } <= code.keys()
 
 
 def test_another_torch_release_is_refused(saved, monkeypatch):

@@ -12,7 +12,6 @@ from transformer_nb import checks
 from transformer_nb.bench import kvcache as bench_kvcache
 from transformer_nb.core.generation import sample_next, top_k_filter
 from transformer_nb.core.masks import padding_mask
-from transformer_nb.core.models import EncoderDecoder
 from transformer_nb.core.multihead import KVCache, MultiHeadAttention
 from transformer_nb.core.rope import RoPE
 from transformer_nb.core.transformer import Transformer
@@ -43,11 +42,18 @@ def test_meta_ids_into_a_cpu_model_are_refused_naming_both_devices():
 
 
 def test_meta_ids_into_a_cpu_encoder_decoder_are_refused():
-    model = EncoderDecoder(20, 20, 16, 2, 1, 1, 32)
-    with pytest.raises(ValueError, match="meta device but the model is on cpu"):
-        model(META_IDS, torch.zeros(1, 2, dtype=torch.long))
-    with pytest.raises(ValueError, match="meta device but the model is on cpu"):
-        model(torch.zeros(1, 2, dtype=torch.long), META_IDS)
+    model = Transformer(
+        arch="encoder-decoder", vocab=20, d_model=16, n_heads=2, n_layers=1, d_ff=32, pad_id=0, tie_output=False
+    )
+    ids = torch.zeros(1, 2, dtype=torch.long)
+    with pytest.raises(ValueError, match="ids is on the meta device but the model is on cpu"):
+        model(META_IDS, tgt=ids)
+    with pytest.raises(ValueError, match="tgt is on the meta device but the model is on cpu"):
+        model(ids, tgt=META_IDS)
+    with pytest.raises(ValueError, match="ids is on the meta device but the model is on cpu"):
+        model.encode(META_IDS)
+    with pytest.raises(ValueError, match="tgt is on the meta device but the model is on cpu"):
+        model.decode(META_IDS, model.encode(ids))
 
 
 @pytest.mark.parametrize(

@@ -5,7 +5,9 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.models import Decoder, Encoder, EncoderDecoder, Transformer, TransformerConfig
+from transformer_nb.core.config import TransformerConfig
+from transformer_nb.core.stack import Decoder, Encoder
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.interop import copy_from_torch, to_torch, to_torch_attn_mask, torch_masks
 from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm_batch, span_corruption
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
@@ -17,10 +19,28 @@ def cfg(d_model=16, n_heads=2, d_ff=32, n_layers=1, **fields) -> TransformerConf
     return TransformerConfig(d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, **fields)
 
 
+def encoder_decoder(vocab=V, **fields) -> Transformer:
+    """The original's encoder-decoder (two tables scaled by sqrt(d_model), a zero PAD row, a full output
+    layer with a bias), d_model 32, 4 heads, one layer per side."""
+    fields = {
+        "d_model": 32,
+        "n_heads": 4,
+        "n_layers": 1,
+        "d_ff": 64,
+        "pad_id": 0,
+        "tie_output": False,
+        "share_embeddings": False,
+        "scale_embeddings": True,
+        "output_bias": True,
+        **fields,
+    }
+    return Transformer(arch="encoder-decoder", vocab=vocab, **fields)
+
+
 @pytest.fixture(scope="module")
 def seq2seq():
     torch.manual_seed(0)
-    return EncoderDecoder(V, V, 32, 4, 1, 1, 64, max_len=16).eval()
+    return encoder_decoder(max_len=16).eval()
 
 
 def _raises(exc, words, fn, *args, **kwargs):
@@ -31,7 +51,12 @@ def _raises(exc, words, fn, *args, **kwargs):
 
 
 def test_ids_out_of_vocab_range(seq2seq):
-    _raises(ValueError, ["[0, 20)", "[1, 25]"], seq2seq.encode, torch.tensor([[1, 25, 3]]))
+    _raises(ValueError, ["ids must lie in", "[0, 20)", "[1, 25]"], seq2seq.encode, torch.tensor([[1, 25, 3]]))
+    memory = seq2seq.encode(torch.tensor([[1, 2, 3]]))
+    _raises(ValueError, ["tgt must lie in", "[0, 20)", "[-1, 2]"], seq2seq.decode, torch.tensor([[-1, 2]]), memory)
+    two = encoder_decoder(tgt_vocab=8)  # the target side has its own, smaller vocabulary
+    _raises(ValueError, ["tgt must lie in [0, 8)", "[1, 12]"], two.decode, torch.tensor([[1, 12]]), memory)
+    _raises(ValueError, ["tgt must lie in [0, 8)"], two, torch.tensor([[1, 12]]), tgt=torch.tensor([[1, 12]]))
     _raises(
         ValueError, ["[0, 20)", "-1"], Transformer(vocab=V, d_model=32, n_layers=1, d_ff=64), torch.tensor([[-1, 2]])
     )
@@ -46,6 +71,11 @@ def test_ids_not_two_dimensional(seq2seq):
 def test_ids_of_the_wrong_type(seq2seq):
     _raises(TypeError, ["integer tensor of word ids", "torch.float32"], seq2seq.encode, torch.tensor([[1.0, 2.0]]))
     _raises(TypeError, ["integer tensor", "list"], seq2seq.encode, [[1, 2]])
+    memory = seq2seq.encode(torch.tensor([[1, 2]]))
+    _raises(
+        TypeError, ["tgt must be an integer tensor", "torch.float32"], seq2seq.decode, torch.tensor([[1.0]]), memory
+    )
+    _raises(ValueError, ["tgt must have shape (B, T)", "(2,)"], seq2seq.decode, torch.tensor([1, 2]), memory)
 
 
 def test_memory_with_wrong_d_model(seq2seq):
@@ -53,15 +83,17 @@ def test_memory_with_wrong_d_model(seq2seq):
     _raises(ValueError, ["memory", "d_model=32", "(1, 4, 16)"], seq2seq.decode, tgt, torch.randn(1, 4, 16))
     _raises(ValueError, ["memory", "d_model=32", "(4, 32)"], seq2seq.decode, tgt, torch.randn(4, 32))
     _raises(ValueError, ["batch size 2", "has 1"], seq2seq.decode, tgt, torch.randn(2, 4, 32))
+    _raises(TypeError, ["memory (the encoder output)", "torch.Tensor", "str"], seq2seq.decode, tgt, "memory")
+    _raises(TypeError, ["memory", "floating-point", "torch.int64"], seq2seq.decode, tgt, torch.ones(1, 4, 32).long())
 
 
 def test_src_and_src_keep_shapes_differ(seq2seq):
     src = torch.tensor([[1, 2, 3, 0]])
-    _raises(ValueError, ["src_keep", "(1, 4)", "(1, 3)"], seq2seq.encode, src, torch.ones(1, 3, dtype=torch.bool))
+    _raises(ValueError, ["keep", "(1, 4)", "(1, 3)"], seq2seq.encode, src, torch.ones(1, 3, dtype=torch.bool))
     memory = seq2seq.encode(src)
     _raises(
         ValueError,
-        ["src_keep", "(1, 4)", "(1, 5)"],
+        ["source padding", "(1, 4)", "(1, 5)"],
         seq2seq.decode,
         torch.tensor([[1, 2]]),
         memory,
@@ -86,13 +118,15 @@ def test_src_and_src_keep_shapes_differ(seq2seq):
 
 
 def test_keep_must_be_bool(seq2seq):
-    _raises(
-        TypeError, ["src_keep", "bool", "torch.int64"], seq2seq.encode, torch.tensor([[1, 2]]), torch.tensor([[1, 0]])
-    )
+    _raises(TypeError, ["keep", "bool", "torch.int64"], seq2seq.encode, torch.tensor([[1, 2]]), torch.tensor([[1, 0]]))
+    ids = torch.tensor([[1, 2]])
+    _raises(TypeError, ["tgt_keep", "bool", "torch.int64"], seq2seq, ids, tgt=ids, tgt_keep=torch.tensor([[1, 0]]))
 
 
 def test_length_beyond_max_len(seq2seq):
     _raises(ValueError, ["max_len=16", "0..16"], seq2seq.encode, torch.ones(1, 17, dtype=torch.long))
+    memory = seq2seq.encode(torch.ones(1, 3, dtype=torch.long))
+    _raises(ValueError, ["max_len=16", "0..16"], seq2seq.decode, torch.ones(1, 17, dtype=torch.long), memory)
     _raises(
         ValueError,
         ["max_len=8"],
@@ -112,12 +146,35 @@ def test_decoder_input_with_wrong_d_model():
 
 
 def test_shared_vocab_mismatch():
-    _raises(ValueError, ["share_embeddings", "vocab=20", "tgt_vocab=30"], EncoderDecoder, 20, 30, share_embeddings=True)
+    _raises(
+        ValueError,
+        ["share_embeddings", "vocab=20", "tgt_vocab=30"],
+        encoder_decoder,
+        20,
+        tgt_vocab=30,
+        share_embeddings=True,
+    )
+
+
+def test_decode_and_the_target_belong_to_an_encoder_decoder(seq2seq):
+    ids = torch.tensor([[1, 2]])
+    for arch in ("decoder", "encoder"):
+        m = Transformer(arch=arch, vocab=V, d_model=32, n_heads=4, n_layers=1, d_ff=64)
+        _raises(
+            ValueError, ["decode belongs to an encoder-decoder", f"arch={arch!r}"], m.decode, ids, torch.randn(1, 2, 32)
+        )
+        _raises(ValueError, [f"arch={arch!r} takes one sequence", "tgt is for an encoder-decoder"], m, ids, tgt=ids)
+    _raises(ValueError, ["an encoder-decoder needs forward(src, tgt=...)"], seq2seq, ids)
+    _raises(ValueError, ["n_dec_layers and tgt_vocab belong to an encoder-decoder"], Transformer, vocab=V, tgt_vocab=9)
 
 
 def test_torch_interop_mismatches():
-    post_ln = EncoderDecoder(V, V, 32, 4, 1, 1, 64, norm_first=False)
+    post_ln = encoder_decoder(norm_first=False)
     _raises(ValueError, ["final LayerNorm", "norm_first=False"], to_torch, post_ln)
+    gpt = Transformer(vocab=V, d_model=32, n_heads=4, n_layers=1, d_ff=64)
+    _raises(
+        TypeError, ["only an encoder-decoder Transformer pairs with nn.Transformer", "arch='decoder'"], to_torch, gpt
+    )
     layer = nn.TransformerEncoderLayer(32, 4, 64, 0.0, batch_first=True, norm_first=True)
     theirs = nn.TransformerEncoder(layer, 3, norm=nn.LayerNorm(32), enable_nested_tensor=False)
     _raises(ValueError, ["layer counts differ", "2", "3"], copy_from_torch, Encoder(cfg(32, 4, 64, 2)), theirs)
@@ -140,9 +197,32 @@ def test_helpers_reject_bad_input():
 
 
 def test_embedding_sizes_and_pad_id():
-    _raises(ValueError, ["vocab_size must be >= 1", "0"], EncoderDecoder, 0, 10)
-    _raises(ValueError, ["d_model must be >= 1"], EncoderDecoder, 10, 10, 0)
-    _raises(ValueError, ["pad_id must be None or an id in [0, vocab_size=10)", "12"], EncoderDecoder, 10, 10, pad_id=12)
+    _raises(ValueError, ["vocab must be >= 1", "0"], encoder_decoder, 0, tgt_vocab=10)
+    _raises(ValueError, ["tgt_vocab must be >= 1", "0"], encoder_decoder, 10, tgt_vocab=0)
+    _raises(ValueError, ["d_model must be >= 1"], encoder_decoder, 10, d_model=0)
+    _raises(ValueError, ["pad_id must be an id of the vocabulary, in [0, 10)", "12"], encoder_decoder, 10, pad_id=12)
+    _raises(
+        ValueError,
+        ["pad_id must be an id of the vocabulary, in [0, 5)", "7"],
+        encoder_decoder,
+        10,
+        tgt_vocab=5,
+        pad_id=7,
+    )
+    _raises(ValueError, ["pad_id must be >= 0", "-1"], encoder_decoder, 10, pad_id=-1)
+    _raises(TypeError, ["pad_id must be an int", "True"], encoder_decoder, 10, pad_id=True)
+    _raises(TypeError, ["pad_id must be an int", "1.0"], encoder_decoder, 10, pad_id=1.0)
+    _raises(
+        ValueError,
+        ["pad_id needs the model's own token tables", "tie_output=True", "set tie_output=False"],
+        encoder_decoder,
+        10,
+        tie_output=True,
+    )
+    _raises(ValueError, ["set tie_output=False"], TransformerConfig, vocab=10, pad_id=0)  # decoder-only, tied default
+    _raises(
+        ValueError, ["pad_id must be an id of the vocabulary, in [0, 10)"], cfg, vocab=10, pad_id=10, tie_output=False
+    )
     _raises(ValueError, ["d_model must be >= 1", "0"], Transformer, vocab=10, d_model=0)
 
 

@@ -6,8 +6,10 @@ import pytest
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.masks import causal_mask, padding_mask
-from transformer_nb.core.models import Decoder, Encoder, EncoderDecoder, Transformer, TransformerConfig
+from transformer_nb.core.stack import Decoder, Encoder
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.interop import copy_from_torch, to_torch, torch_masks
 
 D, H, FF = 32, 4, 48
@@ -116,17 +118,36 @@ def test_copy_from_torch_stacks(norm_first):
 
 def test_whole_pre_ln_encoder_decoder_equals_nn_transformer():
     torch.manual_seed(0)
-    model = _perturb(EncoderDecoder(30, 30, D, H, 2, 3, FF, norm_first=True)).eval()
+    model = Transformer(
+        arch="encoder-decoder",
+        vocab=30,
+        d_model=D,
+        n_heads=H,
+        n_layers=2,
+        n_dec_layers=3,
+        d_ff=FF,
+        norm_first=True,
+        pad_id=0,
+        tie_output=False,
+        share_embeddings=False,
+        scale_embeddings=True,
+        output_bias=True,
+    )
+    model = _perturb(model).eval()
     theirs = to_torch(model).eval()
+    assert isinstance(theirs, nn.Transformer)
     src = torch.randint(1, 30, (3, 7))
     tgt = torch.randint(1, 30, (3, 5))
     _, src_keep, _, tgt_keep = _batch()
     with torch.no_grad():
-        x, y = model.src_embed(src), model.tgt_embed(tgt)
-        ours = model.decoder(y, model.encoder(x, src_keep), tgt_keep, src_keep)
+        x, y = model._embed(src), model._embed(tgt, target=True)
+        ours = model.decoder(y, model.blocks(x, src_keep), tgt_keep, src_keep)
         kw = torch_masks(src_keep, tgt_keep)
         out = theirs(x, y, **kw)
+        logits = model(src, keep=src_keep, tgt=tgt, tgt_keep=tgt_keep)[0]
     assert torch.allclose(ours, out, atol=ATOL)
+    # the whole model is the embeddings, nn.Transformer's two stacks and the output layer
+    assert torch.allclose(logits, model.head.proj(out), atol=ATOL)
 
 
 def test_dropped_norm_copy_would_be_caught():

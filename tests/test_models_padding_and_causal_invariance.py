@@ -6,7 +6,7 @@ model is bidirectional."""
 import torch
 
 from transformer_nb.core.masks import padding_mask
-from transformer_nb.core.models import EncoderDecoder, Transformer
+from transformer_nb.core.transformer import Transformer
 
 V, PAD = 40, 0
 ATOL = 1e-5
@@ -20,6 +20,20 @@ def decoder_only(n_layers: int, **fields) -> Transformer:
 def encoder_only(n_layers: int) -> Transformer:
     """The same ``Transformer``, ``arch="encoder"`` (BERT-style, bidirectional)."""
     return decoder_only(n_layers, arch="encoder")
+
+
+def encoder_decoder(n_layers: int) -> Transformer:
+    """The original's encoder-decoder at the same sizes: two token tables scaled by sqrt(d_model), a zero
+    PAD row, a full output layer with a bias."""
+    return decoder_only(
+        n_layers,
+        arch="encoder-decoder",
+        pad_id=PAD,
+        tie_output=False,
+        share_embeddings=False,
+        scale_embeddings=True,
+        output_bias=True,
+    )
 
 
 def _ids(lengths, t, seed, pad_fill=None):
@@ -60,7 +74,7 @@ def test_decoder_only_padding_invariance_right_padding():
 
 def test_encoder_decoder_padding_invariance_source_and_target():
     torch.manual_seed(0)
-    m = EncoderDecoder(V, V, 32, 4, 2, 2, 64).eval()
+    m = encoder_decoder(2).eval()
     src, sk = _ids([7, 3], 7, 3)
     tgt, tk = _ids([4, 2], 4, 4)
     src2, sk2 = _ids([7, 3], 10, 3, pad_fill=torch.Generator().manual_seed(9))
@@ -68,11 +82,13 @@ def test_encoder_decoder_padding_invariance_source_and_target():
     tgt2, tk2 = _ids([4, 2], 6, 4, pad_fill=torch.Generator().manual_seed(10))
     tgt2[:, :4] = torch.where(tk, tgt, tgt2[:, :4])
     with torch.no_grad():
-        a = m(src, tgt, sk, tk)
-        b = m(src2, tgt2, sk2, tk2)
+        a = m(src, keep=sk, tgt=tgt, tgt_keep=tk)[0]
+        b = m(src2, keep=sk2, tgt=tgt2, tgt_keep=tk2)[0]
         assert torch.allclose(a[tk], b[tk2], atol=ATOL)
         # without the source mask, the junk source padding changes the logits
-        assert not torch.allclose(m(src, tgt, None, tk)[tk], m(src2, tgt2, None, tk2)[tk2], atol=1e-3)
+        unmasked_a = m(src, tgt=tgt, tgt_keep=tk)[0]
+        unmasked_b = m(src2, tgt=tgt2, tgt_keep=tk2)[0]
+        assert not torch.allclose(unmasked_a[tk], unmasked_b[tk2], atol=1e-3)
 
 
 def test_decoder_only_is_causal_and_encoder_only_is_not():
@@ -93,12 +109,12 @@ def test_decoder_only_is_causal_and_encoder_only_is_not():
 
 def test_encoder_decoder_decoder_is_causal_in_the_target():
     torch.manual_seed(0)
-    m = EncoderDecoder(V, V, 32, 4, 2, 2, 64).eval()
+    m = encoder_decoder(2).eval()
     src = torch.randint(1, V, (2, 6), generator=torch.Generator().manual_seed(6))
     tgt = torch.randint(1, V, (2, 5), generator=torch.Generator().manual_seed(7))
     changed = tgt.clone()
     changed[:, 3] = (changed[:, 3] % (V - 1)) + 1
     with torch.no_grad():
-        a, b = m(src, tgt), m(src, changed)
+        a, b = m(src, tgt=tgt)[0], m(src, tgt=changed)[0]
     assert torch.allclose(a[:, :3], b[:, :3], atol=ATOL)
     assert not torch.allclose(a[:, 3:], b[:, 3:], atol=1e-4)

@@ -1,12 +1,18 @@
 """The three variants are built from the same blocks and differ only in masks and cross-attention,
 as recorded from the masks really used at run time; the objectives are recognised from the batches;
-parameter bookkeeping (the causal mask is free, tying saves |V|·d) holds; the shape trace is complete."""
+parameter bookkeeping (the causal mask is free, tying saves |V|·d) holds; the shape trace is complete;
+the encoder-decoder's embedding options (``scale_embeddings``, ``pad_id``) do what they say, and its
+``encode`` / ``decode`` are its forward in two steps."""
 
+import math
+
+import pytest
 import torch
+import torch.nn.functional as F
 
 from transformer_nb.core.block import DecoderLayer, EncoderLayer
 from transformer_nb.core.masks import padding_mask
-from transformer_nb.core.models import EncoderDecoder, Transformer
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.objectives import describe_objective, lm_batch, mlm_batch, span_corruption
 from transformer_nb.params import numel_breakdown
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
@@ -24,14 +30,37 @@ def encoder_only(n_layers: int) -> Transformer:
     return decoder_only(n_layers, arch="encoder")
 
 
+def encoder_decoder(n_layers: int = 1, n_dec_layers: int | None = None, d_model: int = 32, **fields) -> Transformer:
+    """The original Transformer's encoder-decoder at these tests' sizes (4 heads for d_model 32, d_ff 2·d_model):
+    two token tables scaled by sqrt(d_model), a zero PAD row, a full output layer with a bias, unless
+    ``fields`` say otherwise."""
+    fields = {
+        "n_heads": d_model // 8,
+        "d_ff": 2 * d_model,
+        "share_embeddings": False,
+        "scale_embeddings": True,
+        "tie_output": False,
+        "output_bias": True,
+        **fields,
+    }
+    if not fields["tie_output"]:
+        fields.setdefault("pad_id", 0)
+    return Transformer(
+        arch="encoder-decoder", vocab=V, d_model=d_model, n_layers=n_layers, n_dec_layers=n_dec_layers, **fields
+    )
+
+
 def _numel(m):
     return sum(p.numel() for p in m.parameters())
 
 
-def test_legacy_positional_signature_still_works():
-    m = EncoderDecoder(V, V + 1, 32, 4, 1, 2, 64, 0.0, 20, True, 0, "gelu")
-    logits = m(torch.ones(2, 3, dtype=torch.long), torch.ones(2, 4, dtype=torch.long))
-    assert logits.shape == (2, 4, V + 1) and len(m.decoder.layers) == 2
+def test_two_vocabularies_unequal_depths_and_every_option_reach_the_model():
+    m = encoder_decoder(1, 2, tgt_vocab=V + 1, dropout=0.0, max_len=20, norm_first=True, activation="gelu")
+    logits, loss = m(torch.ones(2, 3, dtype=torch.long), tgt=torch.ones(2, 4, dtype=torch.long))
+    assert logits.shape == (2, 4, V + 1) and loss is None
+    assert len(m.blocks.layers) == 1 and len(m.decoder.layers) == 2
+    assert m.tok.num_embeddings == V and m.tgt_tok.num_embeddings == V + 1 and m.head.proj.out_features == V + 1
+    assert m.max_len == 20 and m.tok.padding_idx == m.tgt_tok.padding_idx == 0
 
 
 def test_recorded_masks_name_each_sublayer():
@@ -47,9 +76,9 @@ def test_recorded_masks_name_each_sublayer():
         ("blocks.layers.0.self_attn", "self", "causal + padding")
     ]
     assert labels(capture_masks(decoder_only(1), ids)) == [("blocks.layers.0.self_attn", "self", "causal")]
-    recs = capture_masks(EncoderDecoder(V, V, 32, 4, 1, 1, 64), ids, ids[:, :4], keep, padding_mask([4, 2], 4))
+    recs = capture_masks(encoder_decoder(), ids, keep=keep, tgt=ids[:, :4], tgt_keep=padding_mask([4, 2], 4))
     assert labels(recs) == [
-        ("encoder.layers.0.self_attn", "self", "padding"),
+        ("blocks.layers.0.self_attn", "self", "padding"),
         ("decoder.layers.0.self_attn", "self", "causal + padding"),
         ("decoder.layers.0.cross_attn", "cross", "padding"),
     ]
@@ -64,11 +93,20 @@ def test_same_blocks_and_the_mask_is_free():
 
 
 def test_tying_saves_vocab_times_d():
-    a = EncoderDecoder(V, V, 32, 4, 1, 1, 64)
-    b = EncoderDecoder(V, V, 32, 4, 1, 1, 64, tie_weights=True)
-    c = EncoderDecoder(V, V, 32, 4, 1, 1, 64, tie_weights=True, share_embeddings=True)
+    a = encoder_decoder()
+    b = encoder_decoder(tie_output=True)
+    c = encoder_decoder(tie_output=True, share_embeddings=True)
     assert _numel(a) - _numel(b) == V * 32 and _numel(b) - _numel(c) == V * 32
-    assert b.generator.weight is b.tgt_embed.tok.weight
+    assert a.head.proj.weight is not a.tgt_tok.weight and a.tok.weight is not a.tgt_tok.weight
+    # tied: the output layer's matrix is the target table (the source keeps its own); shared: one table
+    assert b.tgt_tok is None and b.tok.weight is not b.head.tok.weight
+    assert c.tok is None and c.tgt_tok is None
+    ids = torch.randint(0, V, (2, 5))
+    for m, table in ((b, b.head.tok), (c, c.head.tok)):
+        with torch.no_grad():
+            assert torch.equal(m.eval()._embed(ids, target=True), m.tgt_pos(table(ids) * math.sqrt(32)))
+    with torch.no_grad():
+        assert torch.equal(c._embed(ids), c.pos(c.head.tok(ids) * math.sqrt(32)))
     assert _numel(decoder_only(1, tie_output=False)) - _numel(decoder_only(1)) == V * 32
 
 
@@ -115,18 +153,20 @@ def test_mask_kind_labels():
 
 def test_trace_records_every_sublayer_with_attention_shapes():
     torch.manual_seed(0)
-    m = EncoderDecoder(V, V, 48, 6, 2, 2, 96).eval()
-    recs = trace_shapes(m, torch.ones(1, 3, dtype=torch.long), torch.ones(1, 1, dtype=torch.long))
+    m = encoder_decoder(2, d_model=48).eval()
+    recs = trace_shapes(m, torch.ones(1, 3, dtype=torch.long), tgt=torch.ones(1, 1, dtype=torch.long))
     by = {r["name"]: r for r in recs}
-    assert by["encoder.layers.1.self_attn"]["weights"] == (1, 6, 3, 3)
+    assert by["tok"]["out"] == (1, 3, 48) and by["tgt_tok"]["out"] == (1, 1, 48)
+    assert by["blocks.layers.1.self_attn"]["weights"] == (1, 6, 3, 3)
     assert by["decoder.layers.0.cross_attn"]["weights"] == (1, 6, 1, 3)
     assert by["decoder.layers.0.cross_attn"]["inputs"][:2] == [("arg0", (1, 1, 48)), ("arg1", (1, 3, 48))]
-    assert by["generator"]["out"] == (1, 1, V) and recs[-1]["name"] == "EncoderDecoder"
+    assert by["head.proj"]["out"] == (1, V)  # the head sees the (B·T, d) rows
+    assert recs[-1]["name"] == "Transformer" and recs[-1]["out"] == (1, 1, V)
     assert not any(r["type"] == "Dropout" for r in recs)
 
 
 def test_parameter_breakdown_adds_up_and_counts_tied_tensors_once():
-    m = EncoderDecoder(V, V, 32, 4, 2, 1, 64, tie_weights=True)
+    m = encoder_decoder(2, 1, tie_output=True)
     b = numel_breakdown(m)
     parts = {k: v for k, v in b.items() if k not in ("total", "cross-attention")}
     assert sum(parts.values()) == b["total"] == _numel(m)
@@ -134,3 +174,106 @@ def test_parameter_breakdown_adds_up_and_counts_tied_tensors_once():
     assert b["cross-attention"] == 4 * 32 * 32 + 4 * 32
     assert b["attention"] == 4 * (4 * 32 * 32 + 4 * 32)  # 2 encoder layers' self + the decoder's self and cross
     assert numel_breakdown(decoder_only(1))["cross-attention"] == 0
+
+
+# --------------------------------------------------------------------------- the embeddings' options
+
+
+@pytest.mark.parametrize("arch", ["encoder-decoder", "decoder"])
+def test_scale_embeddings_multiplies_the_token_embeddings_by_sqrt_d_model(arch):
+    """The original's ``Embedding(ids) · sqrt(d_model)`` before the positions are added, on both sides;
+    ``scale_embeddings=False`` (the default) reads the table as it is."""
+    torch.manual_seed(0)
+    fields = {"arch": arch, "vocab": V, "d_model": 32, "n_heads": 4, "n_layers": 1, "d_ff": 64, "tie_output": False}
+    if arch == "encoder-decoder":
+        fields["share_embeddings"] = False  # a table per side
+    scaled, plain = Transformer(**fields, scale_embeddings=True).eval(), Transformer(**fields).eval()
+    plain.load_state_dict(scaled.state_dict())
+    assert plain.scale is None and scaled.scale == math.sqrt(32)
+    ids = torch.randint(0, V, (3, 7))
+    pe = scaled.pos.pe[:7]
+    with torch.no_grad():
+        assert torch.equal(scaled._embed(ids), scaled.tok(ids) * math.sqrt(32) + pe)
+        assert torch.equal(plain._embed(ids), plain.tok(ids) + pe)
+        # the hidden states are the stack's output for those embeddings
+        assert torch.allclose(scaled.hidden(ids)[0], scaled.blocks(scaled.tok(ids) * math.sqrt(32) + pe), atol=1e-6)
+        assert not torch.allclose(scaled.hidden(ids)[0], plain.hidden(ids)[0], atol=1e-3)
+        if arch == "encoder-decoder":
+            tgt_table = scaled.tgt_tok(ids)
+            assert torch.equal(scaled._embed(ids, target=True), tgt_table * math.sqrt(32) + scaled.tgt_pos.pe[:7])
+            assert torch.equal(plain._embed(ids, target=True), tgt_table + plain.tgt_pos.pe[:7])
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"arch": "encoder-decoder", "share_embeddings": False},  # two tables
+        {"arch": "encoder-decoder", "share_embeddings": True},  # one table for both sides
+        {"arch": "decoder"},
+    ],
+    ids=["two-tables", "shared-table", "decoder-only"],
+)
+def test_pad_id_gives_a_zero_padding_row_that_gets_no_gradient(fields):
+    torch.manual_seed(0)
+    pad = 2
+    m = Transformer(
+        vocab=V,
+        d_model=32,
+        n_heads=4,
+        n_layers=1,
+        d_ff=64,
+        tie_output=False,
+        pad_id=pad,
+        scale_embeddings=True,
+        **fields,
+    )
+    tables = [t for t in (m.tok, m.tgt_tok) if t is not None]
+    assert len(tables) == (2 if fields == {"arch": "encoder-decoder", "share_embeddings": False} else 1)
+    for t in tables:
+        assert t.padding_idx == pad and not t.weight[pad].any()  # starts at zero (the N(0, 0.02) init spares it)
+        assert t.weight[:pad].abs().min() > 0 and t.weight[pad + 1 :].abs().min() > 0
+    ids = torch.tensor([[5, 6, pad, pad], [7, pad, 8, pad]])  # PAD is read, on every side
+    targets = torch.tensor([[6, 7, 8, 9], [3, 4, 5, 6]])
+    kw = {"tgt": ids.flip(1), "tgt_keep": ids.flip(1) != pad} if fields["arch"] == "encoder-decoder" else {}
+    _, loss = m(ids, targets, keep=ids != pad, **kw)
+    loss.backward()
+    for t in tables:
+        assert not t.weight.grad[pad].any()  # no gradient reaches the padding row
+        assert t.weight.grad[5].abs().sum() > 0  # while a real word's row learns
+    opt = torch.optim.SGD(m.parameters(), lr=1.0)
+    opt.step()
+    assert all(not t.weight[pad].any() for t in tables)  # so training keeps it zero
+    with torch.no_grad():  # the padding token embeds to its position alone
+        pe = m.pos.pe[:4]
+        assert torch.equal(m._embed(ids)[0, 2], pe[2]) and torch.equal(m._embed(ids)[1, 3], pe[3])
+
+
+@pytest.mark.parametrize(
+    "fields",
+    [
+        {"tie_output": False, "share_embeddings": False, "pad_id": 0, "scale_embeddings": True, "output_bias": True},
+        {},  # the defaults: one shared table, tied to the output layer
+        {"tie_output": False, "lm_head": False},  # no head: decode gives the decoder's hidden states
+    ],
+    ids=["original", "tied-shared", "no-head"],
+)
+def test_decode_of_encode_is_the_forward_exactly(fields):
+    torch.manual_seed(0)
+    m = Transformer(
+        arch="encoder-decoder", vocab=V, d_model=32, n_heads=4, n_layers=2, n_dec_layers=3, d_ff=64, **fields
+    )
+    m.eval()
+    src, keep = torch.randint(1, V, (3, 7)), padding_mask([7, 4, 2], 7)
+    tgt, tgt_keep = torch.randint(1, V, (3, 5)), padding_mask([5, 3, 1], 5)
+    with torch.no_grad():
+        memory = m.encode(src, keep)
+        assert memory.shape == (3, 7, 32) and torch.equal(memory, m.hidden(src, keep=keep)[0])
+        two_steps = m.decode(tgt, memory, keep, tgt_keep)
+        whole = m(src, keep=keep, tgt=tgt, tgt_keep=tgt_keep)[0]
+        assert two_steps.shape == whole.shape == (3, 5, V if m.head is not None else 32)
+        assert torch.equal(two_steps, whole)
+        # without masks too, and the memory really matters: another source, other logits
+        assert torch.equal(m.decode(tgt, m.encode(src)), m(src, tgt=tgt)[0])
+        assert not torch.equal(m.decode(tgt, m.encode(src.flip(1))), m(src, tgt=tgt)[0])
+        if m.head is not None:
+            assert torch.allclose(F.log_softmax(whole, -1).exp().sum(-1), torch.ones(3, 5), atol=1e-5)

@@ -1,4 +1,4 @@
-"""Property-based tests of ``block``, ``stack``, ``params`` and ``models`` (modules of the ``stacks`` helper):
+"""Property-based tests of ``block``, ``stack``, ``params`` and ``transformer`` (modules of the ``stacks`` helper):
 generated widths, head counts, lengths, activations, norms and padding. Good input gives the defining
 property (the norms = torch's, shapes kept, the parameter formulas = numel on the meta device, causal
 models blind to the future, padded positions never read); bad input a ``ValueError``/``TypeError`` naming
@@ -24,8 +24,9 @@ from property_helpers import (
 )
 
 from transformer_nb import params, reference
-from transformer_nb.core import block, models
+from transformer_nb.core import block
 from transformer_nb.core.masks import padding_mask
+from transformer_nb.core.transformer import Transformer
 
 
 @given(
@@ -224,7 +225,7 @@ def test_transformer_config_refuses_bad_sizes(which, value):
 def test_decoder_only_logits_depend_only_on_the_past(vocab, t, cut, seed, dims):
     torch.manual_seed(seed)
     d, h = dims
-    m = models.Transformer(vocab=vocab, d_model=d, n_heads=h, n_layers=2, d_ff=2 * d, max_len=8).eval()
+    m = Transformer(vocab=vocab, d_model=d, n_heads=h, n_layers=2, d_ff=2 * d, max_len=8).eval()
     ids = torch.randint(0, vocab, (1, t))
     other = ids.clone()
     cut = min(cut, t - 1)
@@ -237,7 +238,7 @@ def test_decoder_only_logits_depend_only_on_the_past(vocab, t, cut, seed, dims):
 @heavy
 def test_encoder_only_ignores_what_is_padded(lengths, seed):
     torch.manual_seed(seed)
-    m = models.Transformer(vocab=11, d_model=8, n_heads=2, n_layers=2, d_ff=16, max_len=8, arch="encoder").eval()
+    m = Transformer(vocab=11, d_model=8, n_heads=2, n_layers=2, d_ff=16, max_len=8, arch="encoder").eval()
     keep = padding_mask(lengths)
     ids = torch.randint(1, 11, keep.shape) * keep
     junk = torch.where(keep, ids, torch.randint(1, 11, keep.shape))  # other tokens where padded
@@ -254,7 +255,7 @@ def test_encoder_only_ignores_what_is_padded(lengths, seed):
 )
 @heavy
 def test_models_refuse_bad_ids(ids):
-    m = models.Transformer(vocab=10, d_model=8, n_heads=2, n_layers=1, d_ff=16, max_len=8).eval()
+    m = Transformer(vocab=10, d_model=8, n_heads=2, n_layers=1, d_ff=16, max_len=8).eval()
     out = call(m, {"ids": ids}, {"ids": ["id", "token"]})
     if out is not None:
         assert out[0].shape == (2, 3, 10)
@@ -268,19 +269,24 @@ def test_models_refuse_bad_ids(ids):
 )
 @heavy
 def test_encoder_decoder_shapes(src_len, tgt_len, tie, share):
-    m = models.EncoderDecoder(
-        9,
-        9,
+    m = Transformer(
+        arch="encoder-decoder",
+        vocab=9,
         d_model=8,
         n_heads=2,
-        n_enc_layers=1,
+        n_layers=1,
         n_dec_layers=1,
         d_ff=16,
         max_len=8,
-        tie_weights=tie,
+        tie_output=tie,
         share_embeddings=share,
+        pad_id=None if tie else 0,  # a tied output layer refuses a padding row
+        scale_embeddings=True,
+        output_bias=True,
     ).eval()
     src, tgt = torch.randint(1, 9, (2, src_len)), torch.randint(1, 9, (2, tgt_len))
-    out = m(src, tgt)
-    assert out.shape == (2, tgt_len, 9) and torch.isfinite(out).all()
+    out, loss = m(src, tgt=tgt)
+    assert out.shape == (2, tgt_len, 9) and torch.isfinite(out).all() and loss is None
     assert params.numel(m) == sum(p.numel() for p in m.parameters())
+    tables = 2 - share - tie  # token tables outside the head: tying moves the target table into it
+    assert sum(t is not None for t in (m.tok, m.tgt_tok)) == tables

@@ -16,7 +16,7 @@ from transformer_nb import (
     wikitext,
 )
 from transformer_nb.bench import kvcache as bench_kvcache
-from transformer_nb.core import block, models, stack, utils
+from transformer_nb.core import block, stack, utils
 from transformer_nb.params import formulas
 from transformer_nb.params import model as params_model
 from transformer_nb.reversal import data as rv_data
@@ -45,7 +45,6 @@ CASES = {
         ValueError,
         "src must hold PAD",
     ),
-    "Embedder_refuses_vocab_size_0": (models.Embedder, (0, 8, 8), ValueError, "vocab_size must be"),
     "record_attention_refuses_a_non_module": (
         probes.record_attention,
         ("model",),

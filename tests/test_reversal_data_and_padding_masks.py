@@ -106,7 +106,8 @@ def test_init_choices_change_only_what_they_say():
     base = rv.build_model(rv.ModelConfig(init="default"), seed=0).state_dict()
     emb = rv.build_model(rv.ModelConfig(init="xavier_embeddings"), seed=0).state_dict()
     changed = {k for k in base if not torch.equal(base[k], emb[k])}
-    assert changed == {"src_embed.tok.weight", "tgt_embed.tok.weight"}
-    assert (emb["src_embed.tok.weight"][rv.PAD] == 0).all()
+    assert changed == {"tok.weight", "tgt_tok.weight"}
+    assert (emb["tok.weight"][rv.PAD] == 0).all() and (emb["tgt_tok.weight"][rv.PAD] == 0).all()
+    assert (base["tok.weight"][rv.PAD] == 0).all() and (base["tgt_tok.weight"][rv.PAD] == 0).all()
     # Xavier keeps the scaled embeddings comparable with the positions (RMS ~1.3, not ~8)
-    assert emb["src_embed.tok.weight"].std() * 8 < 2 < base["src_embed.tok.weight"].std() * 8
+    assert emb["tok.weight"].std() * 8 < 2 < base["tok.weight"].std() * 8

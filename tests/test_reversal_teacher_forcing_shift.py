@@ -38,9 +38,9 @@ def test_causal_mask_makes_teacher_forcing_legitimate():
     model = rv.build_model(rv.ModelConfig(init="xavier_embeddings"), seed=0, device="cpu").eval()
     b = rv.collate([([3, 4, 5, 6, 7], [7, 6, 5, 4, 3])])
     with torch.no_grad():
-        a = model(b.src, b.tgt_in, b.src_keep, b.tgt_keep)
+        a = model(b.src, keep=b.src_keep, tgt=b.tgt_in, tgt_keep=b.tgt_keep)[0]
         changed = b.tgt_in.clone()
         changed[0, 3:] = 12
-        c = model(b.src, changed, b.src_keep, changed != rv.PAD)
+        c = model(b.src, keep=b.src_keep, tgt=changed, tgt_keep=changed != rv.PAD)[0]
     assert torch.allclose(a[0, :3], c[0, :3], atol=1e-6)
     assert not torch.allclose(a[0, 3:], c[0, 3:], atol=1e-3)

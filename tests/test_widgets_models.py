@@ -3,6 +3,7 @@ the ones the models used, and padded keys get exactly zero weight."""
 
 import torch
 
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.widgets.models import VariantWidget, build_variant
 
 
@@ -10,7 +11,7 @@ def test_encoder_decoder_shows_three_sublayers_with_their_masks():
     w = VariantWidget()
     w.refresh()
     assert w.last["sublayers"] == [
-        "encoder.layers.0.self_attn",
+        "blocks.layers.0.self_attn",  # the encoder stack of the one Transformer
         "decoder.layers.0.self_attn",
         "decoder.layers.0.cross_attn",
     ]
@@ -47,6 +48,17 @@ def test_controls_switch_variant_lengths_layer_and_head():
     assert one.shape == mean.shape and not torch.allclose(one, mean)
     assert torch.allclose(one.sum(-1), torch.ones(5), atol=1e-6)
     assert w.updates >= 8
+
+
+def test_every_variant_is_the_one_transformer():
+    for variant, arch in (
+        ("encoder-only", "encoder"),
+        ("decoder-only", "decoder"),
+        ("encoder-decoder", "encoder-decoder"),
+    ):
+        m = build_variant(variant)
+        assert type(m) is Transformer and m.cfg.arch == arch and not m.training
+        assert (m.decoder is not None) == (arch == "encoder-decoder")
 
 
 def test_build_variant_rejects_unknown_names():
