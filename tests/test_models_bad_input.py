@@ -163,9 +163,25 @@ def test_decode_and_the_target_belong_to_an_encoder_decoder(seq2seq):
         _raises(
             ValueError, ["decode belongs to an encoder-decoder", f"arch={arch!r}"], m.decode, ids, torch.randn(1, 2, 32)
         )
+        _raises(ValueError, ["encode belongs to an encoder-decoder", f"arch={arch!r}"], m.encode, ids)
         _raises(ValueError, [f"arch={arch!r} takes one sequence", "tgt is for an encoder-decoder"], m, ids, tgt=ids)
     _raises(ValueError, ["an encoder-decoder needs forward(src, tgt=...)"], seq2seq, ids)
     _raises(ValueError, ["n_dec_layers and tgt_vocab belong to an encoder-decoder"], Transformer, vocab=V, tgt_vocab=9)
+
+
+def test_scaled_embeddings_are_refused_where_the_head_already_scales_them():
+    _raises(
+        ValueError,
+        ["scale_embeddings", "already scaled by sqrt(d_model)"],
+        Transformer,
+        vocab=V,
+        d_model=32,
+        n_heads=4,
+        n_layers=1,
+        adaptive=True,
+        cutoffs=(5, 10),
+        scale_embeddings=True,
+    )
 
 
 def test_torch_interop_mismatches():

@@ -163,6 +163,8 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
                 f"and tgt_vocab={cfg.target_vocab}; set share_embeddings=False or use a joint "
                 f"vocabulary (the original Transformer shared a 37k BPE vocabulary)"
             )
+    if cfg.scale_embeddings and cfg.adaptive and cfg.tie_output:
+        raise ValueError("scale_embeddings: a tied adaptive head's embeddings are already scaled by sqrt(d_model)")
     if cfg.tie_output and not cfg.lm_head:
         raise ValueError("tie_output=True needs an output projection to tie, but lm_head=False")
     for name in ("output_bias", "adaptive"):

@@ -85,7 +85,8 @@ class LanguageModel(nn.Module):
         """Hidden states ``(B, T, d)`` -> ``(logits, loss)``."""
         if targets is None:
             scores = self.head.log_probs if self.head.adaptive else self.head.logits
-            return scores(h.reshape(-1, h.shape[-1])).view(*h.shape[:-1], -1), None
+            out = scores(h.reshape(-1, h.shape[-1]))
+            return out.view(*h.shape[:-1], out.shape[-1]), None
         self._check_targets(targets, ids)
         if self.head.adaptive:
             return None, self.head.nll(h.reshape(-1, h.shape[-1]), targets.reshape(-1)).mean()
@@ -236,15 +237,20 @@ class Transformer(LanguageModel):
         return self.blocks.norm(x), state
 
     def encode(self, src: torch.Tensor, src_keep: torch.Tensor | None = None) -> torch.Tensor:
-        """The encoder: ``src (B, S)`` -> memory ``(B, S, d)``; ``src_keep (B, S)`` (bool) masks its padding."""
+        """The encoder-decoder's encoder: ``src (B, S)`` -> memory ``(B, S, d)``; ``src_keep (B, S)`` (bool)
+        masks its padding."""
+        self._check_encoder_decoder("encode")
         return self.hidden(src, keep=src_keep)[0]
+
+    def _check_encoder_decoder(self, name: str) -> None:
+        if self.decoder is None:
+            raise ValueError(f"{name} belongs to an encoder-decoder; this model has arch={self.cfg.arch!r}")
 
     def decode(self, tgt, memory, src_keep=None, tgt_keep=None) -> torch.Tensor:
         """The encoder-decoder's decoder: input ``tgt (B, T)`` attending to ``memory = encode(src, src_keep)``
         -> the target's logits ``(B, T, V)`` (log-probabilities for an adaptive head; without a head,
         the hidden states)."""
-        if self.decoder is None:
-            raise ValueError(f"decode belongs to an encoder-decoder; this model has arch={self.cfg.arch!r}")
+        self._check_encoder_decoder("decode")
         h = self._decoder_states(tgt, memory, src_keep, tgt_keep)
         return h if self.head is None else self._output(h, None, tgt)[0]
 
