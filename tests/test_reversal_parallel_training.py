@@ -27,10 +27,9 @@ def test_parallel_runs_give_the_serial_histories(tmp_path, monkeypatch):
         torch.set_num_threads(threads)
     assert [t for _, _, t in parallel] == [True, True] == [t for _, _, t in serial]
     for (m_p, h_p, _), (m_s, h_s, _) in zip(parallel, serial):
-        assert h_p["steps"] == h_s["steps"] == 4 and h_p["exact_match"] == pytest.approx(h_s["exact_match"])
-        assert h_p["loss"] == pytest.approx(h_s["loss"], rel=1e-5)
-        for a, b in zip(m_p.state_dict().values(), m_s.state_dict().values()):
-            torch.testing.assert_close(a, b, rtol=1e-4, atol=1e-5)
+        assert h_p["steps"] == h_s["steps"] == 4 and h_p["exact_match"] == h_s["exact_match"]
+        assert h_p["loss"] == h_s["loss"]  # one thread each, the same seed: bit for bit
+        assert all(torch.equal(a, b) for a, b in zip(m_p.state_dict().values(), m_s.state_dict().values()))
 
 
 def test_cached_runs_load_without_starting_a_worker(tmp_path, monkeypatch):
