@@ -109,5 +109,6 @@ def test_init_choices_change_only_what_they_say():
     assert changed == {"tok.weight", "tgt_tok.weight"}
     assert (emb["tok.weight"][rv.PAD] == 0).all() and (emb["tgt_tok.weight"][rv.PAD] == 0).all()
     assert (base["tok.weight"][rv.PAD] == 0).all() and (base["tgt_tok.weight"][rv.PAD] == 0).all()
-    # Xavier keeps the scaled embeddings comparable with the positions (RMS ~1.3, not ~8)
-    assert emb["tok.weight"].std() * 8 < 2 < base["tok.weight"].std() * 8
+    # Xavier keeps the scaled embeddings comparable with the positions (RMS ~1.3, not ~sqrt(d_model) = 8)
+    scale = rv.ModelConfig().d_model ** 0.5
+    assert emb["tok.weight"].std() * scale < 2 < base["tok.weight"].std() * scale

@@ -14,7 +14,7 @@
 # **Serves:** 000 §8.2.4 (Masking for Autoregressive Models), §8.6.4 (The Causal Mask) · 001 §19.6.2,
 # §19.7.1–19.7.3 · 004 §5.5 (Causal Masking).
 #
-# **Runtime on 2 CPU cores:** quick ~10 s, full ~20 s.
+# **Runtime on 2 CPU cores:** quick ~10 s, full ~15 s.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.

@@ -12,7 +12,7 @@
 # **Serves:** 000 §8.4 (8.4.1–8.4.3, 8.4.5, 8.4.6), Exercises 8.3 and 8.7; 001 §19.2; 002 "Positional
 # Encoding"; 003 "Positional Encoding"; 004 §4.2.
 #
-# **Runtime on 2 CPU cores:** quick ~5 s, full ~5 s.
+# **Runtime on 2 CPU cores:** quick ~5 s, full ~10 s.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.

@@ -4,7 +4,7 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/11_lm_lab.ipynb)
 #
 # *Optional: an engineering lab after notebook 10; nothing later depends on it.* Notebook 10 trains a language
-# model on all of WikiText-2 in a few minutes of two CPU cores (372 s of training in its stored run). On such a
+# model on all of WikiText-2 in about eleven minutes of one CPU core (646 s of training in its stored run). On such a
 # budget the architecture matters less than where the arithmetic goes and how each second is spent. This lab
 # measures, with its own runs: where a training step's FLOPs go, why the output layer is a tied adaptive softmax,
 # what bf16 buys, Muon against AdamW, the learning-rate search, what a cached decoding step spends its time on, and
@@ -428,8 +428,8 @@ check_true("its history is the 2-process job's (steps, words/s)",
 # with the parameters of one). Which layout is faster depends on the machine: one process runs every operator on
 # two threads, which meet at the end of each operator; two one-thread processes meet once per step, to average
 # gradients, but each computes with one core. The figure shows which won on the machine that ran this notebook.
-# In the stored run (the development machine's two cores, idle) the two layouts came within a few per cent of
-# each other. Sharing the cores with other jobs hurts the two-thread process most (its threads wait for each other
+# In the stored run (the development machine's two cores, idle) the one process with two threads was the faster,
+# by about a seventh. Sharing the cores with other jobs hurts the two-thread process most (its threads wait for each other
 # at the end of every operator), so on a busy machine the gap widens: run the cell again before drawing a
 # conclusion.
 #
