@@ -54,9 +54,9 @@ def test_ffn_width_must_be_positive_int(d_ff):
 
 def test_copy_from_torch_mismatches():
     t = nn.TransformerEncoderLayer(16, 2, 32, batch_first=True)  # Post-LN, relu, eps 1e-5
-    post = cfg(norm_first=False)
+    post = cfg(norm_first=False, activation="relu")  # torch's layer: each case below differs from it in one setting
     with pytest.raises(ValueError, match="norm placement differs"):
-        copy_from_torch(EncoderLayer(cfg()), t)
+        copy_from_torch(EncoderLayer(cfg(activation="relu")), t)
     with pytest.raises(ValueError, match="activation differs"):
         copy_from_torch(EncoderLayer(post.with_(activation="gelu")), t)
     with pytest.raises(ValueError, match="eps differs"):
