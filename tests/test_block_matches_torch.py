@@ -10,7 +10,7 @@ from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.interop import copy_from_torch, to_torch
 
 D, H, FF, T = 32, 4, 64, 7
-CFG = TransformerConfig(d_model=D, n_heads=H, d_ff=FF)
+CFG = TransformerConfig(d_model=D, n_heads=H, d_ff=FF, activation="relu")  # torch's layers default to ReLU
 
 
 @pytest.mark.parametrize("norm_first", [True, False])

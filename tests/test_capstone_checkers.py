@@ -255,7 +255,8 @@ def test_the_reference_block_is_the_package_block_written_out():
     from transformer_nb.core.config import TransformerConfig
 
     torch.manual_seed(0)
-    pkg, ours = EncoderLayer(TransformerConfig(d_model=16, n_heads=4, d_ff=32, norm_first=True)), sol.Block(16, 4, 32)
+    cfg = TransformerConfig(d_model=16, n_heads=4, d_ff=32, activation="relu", norm_first=True)  # 000 §8.5.4's block
+    pkg, ours = EncoderLayer(cfg), sol.Block(16, 4, 32)
     ours.load_state_dict(student_names(pkg.state_dict()))
     x = torch.randn(2, 6, 16)
     torch.testing.assert_close(ours(x, sol.my_causal_mask(6)), pkg(x, is_causal=True), atol=1e-5, rtol=1e-5)

@@ -8,7 +8,7 @@ residual connections do to a deep stack.
   chain (``markov_batches``) with and without a linear warm-up.
 
 The models are the package's ``stack.Encoder`` with a linear read-out (and, for the toy LM, a token
-embedding in front), Xavier-initialised as in the original paper.
+embedding in front), with the original paper's ReLU feed-forward and Xavier initialisation.
 """
 
 import math
@@ -54,7 +54,9 @@ def build_stack(
     """
     as_int("depth", depth, 1)
     torch.manual_seed(seed)
-    cfg = TransformerConfig(d_model=d_model, n_heads=n_heads, n_layers=depth, d_ff=d_ff, norm_first=norm_first)
+    cfg = TransformerConfig(
+        d_model=d_model, n_heads=n_heads, n_layers=depth, d_ff=d_ff, activation="relu", norm_first=norm_first
+    )
     encoder = Encoder(cfg, causal=causal, residual=residual)
     return init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, n_out)))
 
@@ -191,7 +193,8 @@ def toy_lm(vocab: int, depth: int, norm_first: bool, d_model: int = 64, n_heads:
     as_int("depth", depth, 1)
     embedding = nn.Embedding(vocab, d_model)
     encoder = Encoder(
-        TransformerConfig(d_model=d_model, n_heads=n_heads, n_layers=depth, norm_first=norm_first), causal=True
+        TransformerConfig(d_model=d_model, n_heads=n_heads, n_layers=depth, activation="relu", norm_first=norm_first),
+        causal=True,
     )
     return nn.Sequential(embedding, *init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, vocab))))
 
