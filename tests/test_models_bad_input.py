@@ -1,6 +1,9 @@
 """Bad input to the architecture variants fails at once with a message that says what was expected
 and what arrived -- never a silent wrong answer or a crash deep inside attention."""
 
+from functools import partial
+
+import model_helpers
 import pytest
 import torch
 import torch.nn as nn
@@ -13,28 +16,11 @@ from transformer_nb.objectives import describe_objective, lm_batch, lm_loss, mlm
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
 
 V = 20
+encoder_decoder = partial(model_helpers.encoder_decoder, V)
 
 
 def cfg(d_model=16, n_heads=2, d_ff=32, n_layers=1, **fields) -> TransformerConfig:
     return TransformerConfig(d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, **fields)
-
-
-def encoder_decoder(vocab=V, **fields) -> Transformer:
-    """The original's encoder-decoder (two tables scaled by sqrt(d_model), a zero PAD row, a full output
-    layer with a bias), d_model 32, 4 heads, one layer per side."""
-    fields = {
-        "d_model": 32,
-        "n_heads": 4,
-        "n_layers": 1,
-        "d_ff": 64,
-        "pad_id": 0,
-        "tie_output": False,
-        "share_embeddings": False,
-        "scale_embeddings": True,
-        "output_bias": True,
-        **fields,
-    }
-    return Transformer(arch="encoder-decoder", vocab=vocab, **fields)
 
 
 @pytest.fixture(scope="module")
@@ -213,27 +199,34 @@ def test_helpers_reject_bad_input():
 
 
 def test_embedding_sizes_and_pad_id():
-    _raises(ValueError, ["vocab must be >= 1", "0"], encoder_decoder, 0, tgt_vocab=10)
-    _raises(ValueError, ["tgt_vocab must be >= 1", "0"], encoder_decoder, 10, tgt_vocab=0)
-    _raises(ValueError, ["d_model must be >= 1"], encoder_decoder, 10, d_model=0)
-    _raises(ValueError, ["pad_id must be an id of the vocabulary, in [0, 10)", "12"], encoder_decoder, 10, pad_id=12)
+    _raises(ValueError, ["vocab must be >= 1", "0"], model_helpers.encoder_decoder, 0, tgt_vocab=10)
+    _raises(ValueError, ["tgt_vocab must be >= 1", "0"], model_helpers.encoder_decoder, 10, tgt_vocab=0)
+    _raises(ValueError, ["d_model must be >= 1"], model_helpers.encoder_decoder, 10, d_model=0)
+    _raises(
+        ValueError,
+        ["pad_id must be an id of the vocabulary, in [0, 10)", "12"],
+        model_helpers.encoder_decoder,
+        10,
+        pad_id=12,
+    )
     _raises(
         ValueError,
         ["pad_id must be an id of the vocabulary, in [0, 5)", "7"],
-        encoder_decoder,
+        model_helpers.encoder_decoder,
         10,
         tgt_vocab=5,
         pad_id=7,
     )
-    _raises(ValueError, ["pad_id must be >= 0", "-1"], encoder_decoder, 10, pad_id=-1)
-    _raises(TypeError, ["pad_id must be an int", "True"], encoder_decoder, 10, pad_id=True)
-    _raises(TypeError, ["pad_id must be an int", "1.0"], encoder_decoder, 10, pad_id=1.0)
+    _raises(ValueError, ["pad_id must be >= 0", "-1"], model_helpers.encoder_decoder, 10, pad_id=-1)
+    _raises(TypeError, ["pad_id must be an int", "True"], model_helpers.encoder_decoder, 10, pad_id=True)
+    _raises(TypeError, ["pad_id must be an int", "1.0"], model_helpers.encoder_decoder, 10, pad_id=1.0)
     _raises(
         ValueError,
         ["pad_id needs the model's own token tables", "tie_output=True", "set tie_output=False"],
-        encoder_decoder,
+        model_helpers.encoder_decoder,
         10,
         tie_output=True,
+        pad_id=0,
     )
     _raises(ValueError, ["set tie_output=False"], TransformerConfig, vocab=10, pad_id=0)  # decoder-only, tied default
     _raises(

@@ -3,37 +3,18 @@ change when the padding's content or length changes), and the causal mask works:
 token leaves earlier logits unchanged (decoder-only, encoder-decoder decoder), while the encoder-only
 model is bidirectional."""
 
+from functools import partial
+
+import model_helpers
 import torch
 
 from transformer_nb.core.masks import padding_mask
-from transformer_nb.core.transformer import Transformer
 
 V, PAD = 40, 0
+decoder_only = partial(model_helpers.decoder_only, V)
+encoder_only = partial(model_helpers.encoder_only, V)
+encoder_decoder = partial(model_helpers.encoder_decoder, V)
 ATOL = 1e-5
-
-
-def decoder_only(n_layers: int, **fields) -> Transformer:
-    """The decoder-only ``Transformer`` at these tests' sizes (d_model 32, 4 heads, d_ff 64)."""
-    return Transformer(vocab=V, d_model=32, n_heads=4, n_layers=n_layers, d_ff=64, **fields)
-
-
-def encoder_only(n_layers: int) -> Transformer:
-    """The same ``Transformer``, ``arch="encoder"`` (BERT-style, bidirectional)."""
-    return decoder_only(n_layers, arch="encoder")
-
-
-def encoder_decoder(n_layers: int) -> Transformer:
-    """The original's encoder-decoder at the same sizes: two token tables scaled by sqrt(d_model), a zero
-    PAD row, a full output layer with a bias."""
-    return decoder_only(
-        n_layers,
-        arch="encoder-decoder",
-        pad_id=PAD,
-        tie_output=False,
-        share_embeddings=False,
-        scale_embeddings=True,
-        output_bias=True,
-    )
 
 
 def _ids(lengths, t, seed, pad_fill=None):

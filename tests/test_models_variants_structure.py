@@ -5,7 +5,9 @@ the encoder-decoder's embedding options (``scale_embeddings``, ``pad_id``) do wh
 ``encode`` / ``decode`` are its forward in two steps."""
 
 import math
+from functools import partial
 
+import model_helpers
 import pytest
 import torch
 import torch.nn.functional as F
@@ -18,36 +20,9 @@ from transformer_nb.params import numel_breakdown
 from transformer_nb.probes import capture_masks, mask_kind, trace_shapes
 
 V = 30
-
-
-def decoder_only(n_layers: int, **fields) -> Transformer:
-    """The decoder-only ``Transformer`` at these tests' sizes (d_model 32, 4 heads, d_ff 64)."""
-    return Transformer(vocab=V, d_model=32, n_heads=4, n_layers=n_layers, d_ff=64, **fields)
-
-
-def encoder_only(n_layers: int) -> Transformer:
-    """The same ``Transformer``, ``arch="encoder"`` (BERT-style, bidirectional)."""
-    return decoder_only(n_layers, arch="encoder")
-
-
-def encoder_decoder(n_layers: int = 1, n_dec_layers: int | None = None, d_model: int = 32, **fields) -> Transformer:
-    """The original Transformer's encoder-decoder at these tests' sizes (4 heads for d_model 32, d_ff 2·d_model):
-    two token tables scaled by sqrt(d_model), a zero PAD row, a full output layer with a bias, unless
-    ``fields`` say otherwise."""
-    fields = {
-        "n_heads": d_model // 8,
-        "d_ff": 2 * d_model,
-        "share_embeddings": False,
-        "scale_embeddings": True,
-        "tie_output": False,
-        "output_bias": True,
-        **fields,
-    }
-    if not fields["tie_output"]:
-        fields.setdefault("pad_id", 0)
-    return Transformer(
-        arch="encoder-decoder", vocab=V, d_model=d_model, n_layers=n_layers, n_dec_layers=n_dec_layers, **fields
-    )
+decoder_only = partial(model_helpers.decoder_only, V)
+encoder_only = partial(model_helpers.encoder_only, V)
+encoder_decoder = partial(model_helpers.encoder_decoder, V)
 
 
 def _numel(m):
