@@ -200,7 +200,27 @@ def stamp_problems(ipynb: Path) -> list[str]:
             problems.append(
                 f"notebooks/{name}.ipynb: stale outputs, the code of {rel} changed since they were stored. {fix(name)}"
             )
+    for rel, shown in shown_sources(nb):
+        path = root / rel
+        if path.exists() and shown not in path.read_text(encoding="utf-8"):
+            problems.append(
+                f"notebooks/{name}.ipynb shows source of {rel} that the file no longer holds (a comment or "
+                f"docstring changed: the digests ignore those, a reader does not). {fix(name)}"
+            )
     return problems
+
+
+def shown_sources(nb) -> list[tuple[str, str]]:
+    """``(path, text)`` of every package source a cell displays with ``show_source`` (its first line names the file)."""
+    out = []
+    for cell in nb.get("cells", []):
+        for o in cell.get("outputs", []):
+            text = o.get("data", {}).get("text/plain", "")
+            text = text if isinstance(text, str) else "".join(text)
+            head, _, body = text.partition("\n")
+            if o.get("output_type") == "display_data" and head.startswith("# transformer_nb/") and body:
+                out.append((head[2:], body))
+    return out
 
 
 TRACEBACK = "Traceback (most recent call last)"

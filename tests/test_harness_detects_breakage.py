@@ -182,6 +182,19 @@ def test_refresh_stale_list_names_the_stale_notebooks_and_runs_nothing(project):
     assert run_refresh(project, "--list", "--root", project).returncode == 2  # --list without --stale
 
 
+def test_a_comment_edit_in_shown_source_is_stale_only_where_the_source_is_shown(project):
+    ipynb, _ = paths(project)
+    helpers = project / "transformer_nb" / "helpers.py"
+    shown = {"output_type": "display_data", "metadata": {}, "data": {"text/plain": "# transformer_nb/helpers.py\n"}}
+    shown["data"]["text/plain"] += helpers.read_text()  # what show_source(helpers.double) displays
+    edit(ipynb, lambda nb: code_cells(nb)[1]["outputs"].append(shown))
+    assert h.stamp_problems(ipynb) == []
+    helpers.write_text("def double(x):\n    return 2 * x  # twice\n")  # a comment: the digest is the same
+    assert_flags(h.stamp_problems(ipynb), "shows source of transformer_nb/helpers.py", "no longer holds")
+    edit(ipynb, lambda nb: code_cells(nb)[1]["outputs"].remove(shown))
+    assert h.stamp_problems(ipynb) == []  # not shown: a comment edit stales nothing
+
+
 def test_code_edited_without_refresh_is_stale(project):
     ipynb, _ = paths(project)
     edit(ipynb, lambda nb: code_cells(nb)[1].update(source="print(transformer_nb.helpers.double(22))"))

@@ -87,9 +87,11 @@ def build_model(cfg: ModelConfig = ModelConfig(), seed: int | None = 0, device=N
         tie_output=False,
         output_bias=True,
     )
-    head = model.head  # the output layer last, after the stacks (the Transformer makes it first): the order in which
-    del model.head  # PyTorch's initialisation below draws and gradient clipping sums, which fixes every weight
-    model.head = head  # that this recipe trains, bit for bit
+    # The output layer last, after the stacks (the Transformer makes it first). PyTorch's initialisation below draws,
+    # and gradient clipping sums, in this order; float sums depend on their order, so the order is part of the recipe.
+    head = model.head
+    del model.head
+    model.head = head
     if seed is not None:
         torch.manual_seed(seed)
     for m in model.modules():
