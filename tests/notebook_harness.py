@@ -19,6 +19,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 from importlib.util import module_from_spec, spec_from_file_location
 from itertools import zip_longest
 from pathlib import Path
@@ -113,12 +114,46 @@ def module_hashes(files, root: Path) -> dict[str, str]:
     return dict(sorted(out.items()))
 
 
-def make_stamp(nb, module_files, root: Path, profile: str = "full") -> dict:
-    return {
-        "code_digest": code_digest(nb),
-        "modules": module_hashes(module_files, root),
-        "profile": profile,
-    }
+def make_stamp(nb, module_files, root: Path, profile: str = "full", name: str = "") -> dict:
+    stamp = {"code_digest": code_digest(nb), "modules": module_hashes(module_files, root), "profile": profile}
+    figures = printed_figures(nb, name, root)
+    return {**stamp, "figures": figures} if figures else stamp
+
+
+FIGURES_FILE = "transformer_nb/claims/figures.py"  # how the ledger reads figures from other notebooks' outputs
+
+
+def _figures(root: Path):
+    """The project's ``claims/figures.py``, loaded on its own (it needs only the standard library)."""
+    spec = spec_from_file_location("_stored_figures", Path(root) / FIGURES_FILE)
+    module = module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def printed_figures(nb, name: str, root: Path) -> dict[str, str]:
+    """``{key: value}`` of the figures of *other* notebooks' stored outputs (``claims/figures.py``) that ``nb``
+    prints: when one of them changes, ``nb`` is stale although none of its code did."""
+    if not (Path(root) / FIGURES_FILE).exists():
+        return {}
+    figures, out = _figures(root), {}
+    printed = "\n".join(output_text(o) for cell in nb.get("cells", []) for o in cell.get("outputs", []))
+    for key in figures.FIGURES:
+        if key[:2] == name[:2]:
+            continue
+        try:
+            value = figures.read(key, Path(root) / "notebooks")
+        except (figures.Unavailable, figures.NotPrinted):
+            continue
+        if re.search(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", printed):  # 14.2, not 19.14.2 or 14.25
+            out[key] = value
+    return out
+
+
+def output_text(o) -> str:
+    """What an output printed: its stream text or plain-text result."""
+    text = o.get("text") or o.get("data", {}).get("text/plain", "")
+    return text if isinstance(text, str) else "".join(text)
 
 
 # --------------------------------------------------------------------------- checks
@@ -200,6 +235,18 @@ def stamp_problems(ipynb: Path) -> list[str]:
             problems.append(
                 f"notebooks/{name}.ipynb: stale outputs, the code of {rel} changed since they were stored. {fix(name)}"
             )
+    if stamp.get("figures"):
+        figures = _figures(root)
+        for key, value in stamp["figures"].items():
+            try:
+                now = figures.read(key, root / "notebooks")
+            except (figures.Unavailable, figures.NotPrinted):
+                now = "nothing"
+            if now != value:
+                problems.append(
+                    f"notebooks/{name}.ipynb prints {key} = {value} from notebook {key[:2]}'s stored outputs, "
+                    f"which now give {now}. {fix(name)}"
+                )
     for rel, shown in shown_sources(nb):
         path = root / rel
         if path.exists() and shown not in path.read_text(encoding="utf-8"):

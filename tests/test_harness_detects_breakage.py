@@ -195,6 +195,35 @@ def test_a_comment_edit_in_shown_source_is_stale_only_where_the_source_is_shown(
     assert h.stamp_problems(ipynb) == []  # not shown: a comment edit stales nothing
 
 
+def test_a_figure_printed_from_another_notebook_is_stale_when_that_notebook_changes_it(project):
+    (project / "transformer_nb" / "claims").mkdir()
+    shutil.copy(h.ROOT / h.FIGURES_FILE, project / h.FIGURES_FILE)  # the ledger's reader of stored figures
+    other = project / "notebooks" / "02_other.ipynb"
+
+    def store(percent):  # notebook 02 prints the figure "02:unmasked_rule_kept"
+        cell = {"cell_type": "code", "metadata": {}, "source": "", "execution_count": 1, "outputs": []}
+        cell["outputs"] = [
+            {
+                "output_type": "stream",
+                "name": "stdout",
+                "text": f"without mask: x\n rule kept: ✗ ({percent}% of 7 tokens)\n",
+            }
+        ]
+        other.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
+        os.utime(other, (0, len(percent)))  # a new modification time: the reader caches by it
+
+    store("14.2")
+    ipynb, _ = paths(project)
+    said = {"output_type": "stream", "name": "stdout", "text": "kept 14.2% of the time (see 001-19.14.2)\n"}
+    edit(ipynb, lambda nb: code_cells(nb)[1]["outputs"].append(said))
+    nb = h.load(ipynb)
+    assert h.printed_figures(nb, NAME, project) == {"02:unmasked_rule_kept": "14.2"}  # "19.14.2" is no match
+    edit(ipynb, lambda nb: nb["metadata"][h.STAMP_KEY].update(figures=h.printed_figures(nb, NAME, project)))
+    assert h.stamp_problems(ipynb) == []
+    store("15.0")
+    assert_flags(h.stamp_problems(ipynb), "prints 02:unmasked_rule_kept = 14.2", "now give 15.0")
+
+
 def test_code_edited_without_refresh_is_stale(project):
     ipynb, _ = paths(project)
     edit(ipynb, lambda nb: code_cells(nb)[1].update(source="print(transformer_nb.helpers.double(22))"))

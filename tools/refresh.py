@@ -145,7 +145,7 @@ def refresh(twin: Path, out_dir: Path | None = None, timeout: int = 3600) -> Pat
     modules = execute(nb, workdir=twin.parent.parent, timeout=timeout)
     number_widgets(nb, twin.stem)
     try:
-        stamp = harness.make_stamp(nb, modules, root, profile="full")
+        stamp = harness.make_stamp(nb, modules, root, profile="full", name=twin.stem)
     except ValueError as err:
         raise RefreshError(str(err)) from None
     nb.metadata[harness.STAMP_KEY] = stamp
@@ -335,7 +335,10 @@ def main(argv=None) -> int:
 
     out_dir = args.out.resolve() if args.out else None
     written, failed, start = [], [], time.perf_counter()
-    for twin in twins:
+    done = set()
+    while twins:
+        twin = twins.pop(0)
+        done.add(twin.stem)
         t0 = time.perf_counter()
         print(f"refresh: {twin.stem} ...", flush=True)
         try:
@@ -355,6 +358,8 @@ def main(argv=None) -> int:
             f"refresh: {twin.stem} done in {time.perf_counter() - t0:.1f} s -> {os.path.relpath(written[-1])}",
             flush=True,
         )
+        if args.stale and out_dir is None and not twins:  # a figure this run changed may be printed elsewhere
+            twins = [t for t in stale_twins(args.root) if t.stem not in done]
     if args.html and written:
         write_html(written, out_dir)
         print(f"refresh: HTML in {os.path.relpath(out_dir)}/index.html")
