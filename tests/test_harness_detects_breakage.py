@@ -224,6 +224,27 @@ def test_a_figure_printed_from_another_notebook_is_stale_when_that_notebook_chan
     assert_flags(h.stamp_problems(ipynb), "prints 02:unmasked_rule_kept = 14.2", "now give 15.0")
 
 
+def test_refresh_stale_also_refreshes_a_notebook_whose_printed_figure_another_refresh_changed(project):
+    figures = (h.ROOT / h.FIGURES_FILE).read_text()
+    start = figures.index("FIGURES: dict")
+    end = figures.index("}\n", start) + 2
+    (project / "transformer_nb" / "claims").mkdir()  # a ledger reader with one figure: what notebook 98 prints
+    (project / h.FIGURES_FILE).write_text(
+        figures[:start] + 'FIGURES = {"98:value": ("98", r"value (\\d+)")}\n' + figures[end:]
+    )
+    first = project / "notebooks" / "py" / "98_first.py"
+    first.write_text("# %% [markdown]\n# # 98 · First\n\n# %%\nprint('value', 41)\n")
+    (project / "notebooks" / "py" / f"{NAME}.py").write_text(TWIN + "\n# %%\nprint('the first notebook printed 41')\n")
+    assert run_refresh(project, "--all", "--root", project).returncode == 0
+    ipynb, _ = paths(project)
+    assert h.load(ipynb)["metadata"][h.STAMP_KEY]["figures"] == {"98:value": "41"} and h.stamp_problems(ipynb) == []
+    first.write_text(first.read_text().replace("41", "42"))  # 98's code changes, and so does its figure
+    result = run_refresh(project, "--stale", "--root", project)
+    assert result.returncode == 0, result.stdout + result.stderr
+    assert "98_first is stale" in result.stdout and f"{NAME} is stale" in result.stdout, result.stdout
+    assert "2 refreshed, 0 failed" in result.stdout and all_problems(project) == []
+
+
 def test_code_edited_without_refresh_is_stale(project):
     ipynb, _ = paths(project)
     edit(ipynb, lambda nb: code_cells(nb)[1].update(source="print(transformer_nb.helpers.double(22))"))
