@@ -262,9 +262,7 @@ def shown_sources(nb) -> list[tuple[str, str]]:
     out = []
     for cell in nb.get("cells", []):
         for o in cell.get("outputs", []):
-            text = o.get("data", {}).get("text/plain", "")
-            text = text if isinstance(text, str) else "".join(text)
-            head, _, body = text.partition("\n")
+            head, _, body = output_text(o).partition("\n")
             if o.get("output_type") == "display_data" and head.startswith("# transformer_nb/") and body:
                 out.append((head[2:], body))
     return out
