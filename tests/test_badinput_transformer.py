@@ -68,9 +68,78 @@ CASES = {
         ValueError,
         "n_kv_heads=3 must divide n_heads=4",
     ),
+    "validate_refuses_a_string_for_a_true_or_false_field": Case(
+        C + "validate",
+        lambda: config.TransformerConfig(**SMALL, norm_first="False"),
+        TypeError,
+        "norm_first must be True or False, got 'False'",
+    ),
+    "validate_refuses_a_number_for_a_true_or_false_field": Case(
+        C + "validate",
+        lambda: config.TransformerConfig(**SMALL, share_embeddings=0),
+        TypeError,
+        "share_embeddings must be True or False, got 0",
+    ),
+    "validate_refuses_a_string_for_final_norm": Case(
+        C + "validate",
+        lambda: config.TransformerConfig(**SMALL, final_norm="yes"),
+        TypeError,
+        "final_norm must be True or False, got 'yes'",
+    ),
+    "validate_refuses_a_name_that_is_not_a_string": Case(
+        C + "validate", lambda: config.TransformerConfig(**SMALL, name=3), TypeError, "name must be a string, got 3"
+    ),
+    "validate_refuses_a_published_count_that_is_not_a_number": Case(
+        C + "validate",
+        lambda: config.TransformerConfig(**SMALL, published="1M"),
+        ValueError,
+        "published (the authors' parameter count) must be a positive number or None, got '1M'",
+    ),
+    "check_cutoffs_refuses_decreasing_cutoffs": Case(
+        C + "check_cutoffs",
+        lambda: config.TransformerConfig(**SMALL, adaptive=True, cutoffs=(10, 5)),
+        ValueError,
+        "cutoffs must increase strictly and stay below the vocabulary (20), got (10, 5)",
+    ),
+    "check_cutoffs_refuses_a_cutoff_past_the_vocabulary": Case(
+        C + "check_cutoffs",
+        lambda: config.TransformerConfig(**SMALL, adaptive=True),
+        ValueError,
+        "cutoffs must increase strictly and stay below the vocabulary (20), got (2000, 10000)",
+    ),
+    "check_cutoffs_refuses_a_zero_div_value": Case(
+        C + "check_cutoffs",
+        lambda: config.TransformerConfig(**SMALL, adaptive=True, cutoffs=(5, 10), div_value=0),
+        ValueError,
+        "div_value must be a positive finite number, got 0",
+    ),
+    "check_cutoffs_refuses_a_tail_projected_to_nothing": Case(
+        C + "check_cutoffs",
+        lambda: config.TransformerConfig(**SMALL, adaptive=True, cutoffs=(5, 10), div_value=8.0),
+        ValueError,
+        "would project d_model=16 to d_model // div_value**2 = 0 dimensions",
+    ),
+    "LSTMLM_refuses_decreasing_cutoffs": Case(
+        "transformer_nb.lstm.LSTMLM",
+        lambda: LSTMLM(20, 8, head="adaptive", ranks=torch.arange(20), cutoffs=(10, 5)),
+        ValueError,
+        "cutoffs must increase strictly",
+    ),
 }
 
 
 @parametrize(CASES)
 def test_the_model_refuses_bad_input_by_name(name):
     CASES[name].check()
+
+
+def test_a_list_of_cutoffs_is_stored_as_a_tuple_so_the_configuration_stays_hashable():
+    cfg = config.TransformerConfig(**SMALL, adaptive=True, tie_output=False, cutoffs=[5, 10])
+    assert cfg.cutoffs == (5, 10) and hash(cfg) == hash(cfg.with_(cutoffs=(5, 10)))
+
+
+def test_valid_adaptive_configurations_are_accepted_and_build():
+    for cutoffs, div in (((5,), 4.0), ((5, 10), 4.0), ((5, 10), 2)):
+        cfg = config.TransformerConfig(**SMALL, adaptive=True, tie_output=False, cutoffs=cutoffs, div_value=div)
+        model = transformer.Transformer(cfg, ranks=torch.arange(20))
+        assert model(IDS)[0].shape == (1, 3, 20)

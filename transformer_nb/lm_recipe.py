@@ -52,9 +52,11 @@ RECIPE_MODEL = dict(
     div_value=4.0,
     dropout=0.0,
 )
-#: fp32, not bf16 autocast: on 2 idle cores (AMX, avx512_bf16) 9.9-11.6k words/s on one thread against
-#: 8.9-10.0k, 12.9-13.3k on two against 10.8-12.3k. Batches of 8 windows: at the same 2.25M words, fully
-#: decayed, 16 windows reached a whole-split validation perplexity of 155.1 and 32 windows 170.9.
+#: fp32, not bf16 autocast: on 2 idle cores of an Intel machine (AMX, avx512_bf16) 9.9-11.6k words/s on one
+#: thread against 8.9-10.0k, 12.9-13.3k on two against 10.8-12.3k; of an AMD EPYC (avx512_bf16, no AMX) 8.7k
+#: against 8.5k on one thread (the recipe's, beside the LSTM), 10.4k against 11.1k on two. Batches of 8 windows:
+#: at the same 2.25M words, fully decayed, 16 windows reached a whole-split validation perplexity of 155.1 and 32
+#: windows 170.9.
 RECIPE_TRAIN = dict(
     batch_size=8,
     seq_len=128,
@@ -84,7 +86,8 @@ LSTM_TRAIN = dict(
     optimizer="muon",
     adamw_lr=9e-3,
 )
-#: Optimiser steps of the notebook's full profile (450-550 s on one core, beside the LSTM on the other).
+#: Optimiser steps of the notebook's full profile (450-550 s on one core of the Intel machine, 646 s of the AMD EPYC,
+#: beside the LSTM on the other).
 FULL_STEPS = 4600
 #: The LSTM's steps in the full profile: about the Transformer's seconds, side by side on one core each.
 LSTM_FULL_STEPS = 4000

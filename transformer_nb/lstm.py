@@ -14,6 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.config import check_cutoffs
 from transformer_nb.core.output_head import OutputHead
 from transformer_nb.core.stack import check_ids
 from transformer_nb.core.transformer import LanguageModel
@@ -40,6 +41,8 @@ class LSTMLM(LanguageModel):
     ):
         super().__init__()
         self.vocab_size, self.d_model = vocab_size, d_model
+        if head in ("adaptive", "adaptive_tied"):
+            check_cutoffs(cutoffs, div_value, d_model, vocab_size)
         self.head = OutputHead(head, d_model, vocab_size, ranks, cutoffs, div_value)
         self.tok = None if self.head.embeds else nn.Embedding(vocab_size, d_model)  # tied: the head's table
         self.hidden_size = hidden_size or d_model

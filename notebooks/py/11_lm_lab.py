@@ -4,7 +4,7 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/11_lm_lab.ipynb)
 #
 # *Optional: an engineering lab after notebook 10; nothing later depends on it.* Notebook 10 trains a language
-# model on all of WikiText-2 in about eleven minutes of one CPU core (646 s of training in its stored run). On such a
+# model on all of WikiText-2 in about ten minutes of one CPU core (571 s of training in its stored run). On such a
 # budget the architecture matters less than where the arithmetic goes and how each second is spent. This lab
 # measures, with its own runs: where a training step's FLOPs go, why the output layer is a tied adaptive softmax,
 # what bf16 buys, Muon against AdamW, the learning-rate search, what a cached decoding step spends its time on, and
@@ -55,7 +55,7 @@ from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.params import embedding_params, numel
 from transformer_nb.plotting import plot_curves
 
-BUDGET_S = pick(quick=2, full=25)            # seconds of training per variant in the equal-time comparison
+BUDGET_S = pick(quick=2, full=20)            # seconds of training per variant in the equal-time comparison
 COMPARE_EVAL = pick(quick=1_000, full=10_000)  # validation words each variant is scored on
 TIMED_STEPS = pick(quick=2, full=8)          # training steps timed per variant (median)
 DDP_STEPS = pick(quick=3, full=60)           # optimiser steps of each torchrun job
@@ -429,7 +429,7 @@ check_true("its history is the 2-process job's (steps, words/s)",
 # two threads, which meet at the end of each operator; two one-thread processes meet once per step, to average
 # gradients, but each computes with one core. The figure shows which won on the machine that ran this notebook.
 # In the stored run (the development machine's two cores, idle) the one process with two threads was the faster,
-# by about a seventh. Sharing the cores with other jobs hurts the two-thread process most (its threads wait for each other
+# by about 6 %. Sharing the cores with other jobs hurts the two-thread process most (its threads wait for each other
 # at the end of every operator), so on a busy machine the gap widens: run the cell again before drawing a
 # conclusion.
 #
@@ -437,7 +437,7 @@ check_true("its history is the 2-process job's (steps, words/s)",
 #
 # * Add a variant to `VARIANTS` in section 2 (`dict(positions="learned")`, `dict(n_layers=3)`, a batch of
 #   `dict(batch_size=16, seq_len=64)`) and re-run: the comparison is cached per set of variants.
-# * Set `BUDGET_S` to 360 and compare the ranking with the 25-second one: short budgets favour fast starters.
+# * Set `BUDGET_S` to 360 and compare the ranking with the 20-second one: short budgets favour fast starters.
 # * Run the full `torchrun` command above in a terminal, then notebook 10: it loads the model instead of training.
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true

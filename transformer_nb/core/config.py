@@ -17,6 +17,8 @@ POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")
 ACTIVATIONS = ("relu", "gelu", "swiglu")
 NORMS = ("layer", "rms")
 T5_BUCKETS = 32  # T5's relative-position bias: one learned scalar per (bucket, head), shared by a stack's layers
+FLAGS = ("norm_first", "share_embeddings", "scale_embeddings", "tie_output", "lm_head", "output_bias", "adaptive")
+FLAGS += ("embed_norm", "pooler")  # the True/False fields (``bias`` is checked with the heads)
 
 
 @dataclass(frozen=True)
@@ -78,6 +80,8 @@ class TransformerConfig:
     source: str = ""
 
     def __post_init__(self):
+        if isinstance(self.cutoffs, list):  # a list would make the (frozen, hashable) configuration unhashable
+            object.__setattr__(self, "cutoffs", tuple(self.cutoffs))
         validate(self)
 
     @property
@@ -124,11 +128,37 @@ def _check_eps(eps) -> None:
         raise ValueError(f"eps must be a positive finite number (it keeps the denominator away from 0), got {eps!r}")
 
 
+def check_cutoffs(cutoffs, div_value, d_model: int, vocab: int) -> None:
+    """An adaptive softmax's ``cutoffs`` (increasing word ranks in ``(0, vocab)``: the head's words, then each tail
+    cluster's) and ``div_value`` (> 0; cluster ``i`` projects ``d_model`` to ``d_model // div_value**i`` >= 1)."""
+    if not isinstance(cutoffs, (tuple, list)) or not cutoffs or any(isinstance(c, bool) for c in cutoffs):
+        raise ValueError(f"cutoffs must be a non-empty tuple of word ranks such as (2000, 10000), got {cutoffs!r}")
+    cuts = [as_int("a cutoff", c, 1) for c in cutoffs]
+    if cuts != sorted(set(cuts)) or cuts[-1] >= vocab:
+        raise ValueError(f"cutoffs must increase strictly and stay below the vocabulary ({vocab}), got {cutoffs!r}")
+    if isinstance(div_value, bool) or not isinstance(div_value, (int, float)) or not 0 < div_value < float("inf"):
+        raise ValueError(f"div_value must be a positive finite number, got {div_value!r}")
+    if d_model // div_value ** len(cuts) < 1:
+        raise ValueError(
+            f"the last tail cluster would project d_model={d_model} to d_model // div_value**{len(cuts)} = 0 "
+            f"dimensions; use a smaller div_value or fewer cutoffs"
+        )
+
+
 def validate(cfg: TransformerConfig) -> TransformerConfig:
     """Raise ``ValueError`` naming the field for any impossible configuration; return ``cfg``.
 
     ``TransformerConfig`` calls it when it is made, so a configuration is validated once."""
     check_config(cfg)
+    for name in ("name", "source"):
+        if not isinstance(getattr(cfg, name), str):
+            raise TypeError(f"{name} must be a string, got {getattr(cfg, name)!r}")
+    for name in FLAGS + ("final_norm",) * (cfg.final_norm is not None):
+        if not isinstance(getattr(cfg, name), bool):
+            raise TypeError(f"{name} must be True or False, got {getattr(cfg, name)!r}")
+    pub = cfg.published
+    if pub is not None and (isinstance(pub, bool) or not isinstance(pub, (int, float)) or not 0 < pub < float("inf")):
+        raise ValueError(f"published (the authors' parameter count) must be a positive number or None, got {pub!r}")
     if cfg.arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
     check_heads(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
@@ -163,6 +193,8 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
                 f"and tgt_vocab={cfg.target_vocab}; set share_embeddings=False or use a joint "
                 f"vocabulary (the original Transformer shared a 37k BPE vocabulary)"
             )
+    if cfg.adaptive:
+        check_cutoffs(cfg.cutoffs, cfg.div_value, cfg.d_model, cfg.target_vocab)
     if cfg.scale_embeddings and cfg.adaptive and cfg.tie_output:
         raise ValueError("scale_embeddings: a tied adaptive head's embeddings are already scaled by sqrt(d_model)")
     if cfg.tie_output and not cfg.lm_head:
