@@ -119,6 +119,12 @@ CASES = {
         ValueError,
         "would project d_model=16 to d_model // div_value**2 = 0 dimensions",
     ),
+    "Encoder_refuses_caches_from_the_user": Case(
+        "transformer_nb.core.stack.Encoder",
+        lambda: encoder().blocks(torch.zeros(1, 3, 16), caches=[]),
+        ValueError,
+        "caches= is for Transformer.hidden(ids, state)",
+    ),
     "LSTMLM_refuses_decreasing_cutoffs": Case(
         "transformer_nb.lstm.LSTMLM",
         lambda: LSTMLM(20, 8, head="adaptive", ranks=torch.arange(20), cutoffs=(10, 5)),

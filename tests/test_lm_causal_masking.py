@@ -88,4 +88,4 @@ def test_bad_ids_are_rejected():
 
 def test_adaptive_head_needs_ranks():
     with pytest.raises(ValueError, match="frequency_ranks"):
-        Transformer(vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=1, adaptive=True, tie_output=False)
+        Transformer(vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=1, adaptive=True, tie_output=False, cutoffs=(50,))

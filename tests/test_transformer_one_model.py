@@ -73,3 +73,17 @@ def test_the_configuration_is_frozen_and_validated_once():
 def test_the_recipe_is_a_transformer_with_its_activation_stated():
     m = lm_recipe.build_model("transformer", V, torch.arange(V), cutoffs=(8, 20), d_model=16, n_heads=2)
     assert type(m) is Transformer and m.cfg.activation == lm_recipe.RECIPE_MODEL["activation"] == "gelu"
+
+
+def test_the_plain_the_padded_and_the_cached_pass_all_run_through_the_one_stack():
+    m = Transformer(**SMALL).eval()
+    seen = []
+    m.blocks.register_forward_hook(lambda mod, args, out: seen.append(tuple(out.shape)))
+    ids = torch.randint(0, V, (1, 5))
+    with torch.no_grad():
+        full = m.hidden(ids)[0]
+        m.hidden(ids, keep=torch.ones(1, 5, dtype=torch.bool))
+        state = m.init_state()
+        parts = [m.hidden(ids[:, a:b], state)[0] for a, b in ((0, 3), (3, 4), (4, 5))]
+    assert seen == [(1, 5, 16), (1, 5, 16), (1, 3, 16), (1, 1, 16), (1, 1, 16)]
+    assert torch.allclose(torch.cat(parts, 1), full, atol=1e-5)

@@ -4,7 +4,7 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/11_lm_lab.ipynb)
 #
 # *Optional: an engineering lab after notebook 10; nothing later depends on it.* Notebook 10 trains a language
-# model on all of WikiText-2 in about ten minutes of one CPU core (571 s of training in its stored run). On such a
+# model on all of WikiText-2 in about nine minutes of one CPU core (537 s of training in its stored run). On such a
 # budget the architecture matters less than where the arithmetic goes and how each second is spent. This lab
 # measures, with its own runs: where a training step's FLOPs go, why the output layer is a tied adaptive softmax,
 # what bf16 buys, Muon against AdamW, the learning-rate search, what a cached decoding step spends its time on, and
@@ -406,6 +406,8 @@ plt.show()
 for label, j in jobs.items():
     print(f"{label}: {j['tokens_per_s']:,.0f} words/s ({j['steps']} steps, {j['train_s']} s of training, "
           f"{j['wall_s']} s in all), validation perplexity {j['val_ppl']}")
+fast, slow = sorted(jobs, key=lambda k: jobs[k]["tokens_per_s"], reverse=True)
+print(f"faster here: {fast}, by {jobs[fast]['tokens_per_s'] / jobs[slow]['tokens_per_s'] - 1:.0%}")
 
 # %% [markdown]
 # The second job saved its model. Notebook 10's loader accepts it when asked for the same recipe and the same
@@ -427,11 +429,10 @@ check_true("its history is the 2-process job's (steps, words/s)",
 # gradients equal those of one process on the whole batch (`tests/test_ddp_lm.py` checks that two processes end
 # with the parameters of one). Which layout is faster depends on the machine: one process runs every operator on
 # two threads, which meet at the end of each operator; two one-thread processes meet once per step, to average
-# gradients, but each computes with one core. The figure shows which won on the machine that ran this notebook.
-# In the stored run (the development machine's two cores, idle) the one process with two threads was the faster,
-# by about 6 %. Sharing the cores with other jobs hurts the two-thread process most (its threads wait for each other
-# at the end of every operator), so on a busy machine the gap widens: run the cell again before drawing a
-# conclusion.
+# gradients, but each computes with one core. The figure and the last line above show which won on the machine
+# that ran this notebook (in the stored run, the development machine's two idle cores). Sharing the cores with
+# other jobs hurts the two-thread process most (its threads wait for each other at the end of every operator), so
+# on a busy machine it loses ground: run the cell again before drawing a conclusion.
 #
 # ## 8 · Things to try
 #

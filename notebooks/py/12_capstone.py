@@ -14,7 +14,7 @@
 # blocks, stacked) and 8.9 (its model, trained on WikiText-2); 001 §19.11.3 (weight tying); 002 (the causal LM
 # objective).
 #
-# **Runtime on 2 CPU cores:** quick ~25 s, full ~3.5 min cold, of which about 2¾ min train the model (165 s in the
+# **Runtime on 2 CPU cores:** quick ~25 s, full ~3 min cold, of which about 2.5 min train the model (152 s in the
 # run stored here); a re-run loads the trained model from the cache.
 
 # %%
@@ -304,7 +304,7 @@ generate = generate_ex.use(generate)
 # The package's one training loop (`train.train`) trains the model: AdamW, a linear warm-up over the first 5 % of
 # the steps, then a cosine decay (`torch.optim.lr_scheduler`), gradient clipping at 1, bf16 autocast, batches of
 # 8 random windows of 64 words; the loss is `F.cross_entropy` of your logits against the next words. In the full
-# profile that is 600 steps, under three minutes on 2 idle CPU cores (a step costs about 0.27 s there, nearly all of it
+# profile that is 600 steps, under three minutes on 2 idle CPU cores (a step costs about 0.25 s there, nearly all of it
 # in the output layer's 33,278 scores per word); the bar and the live figure show the progress.
 # The validation loss is measured with the package's `perplexity.evaluate` on the package's `Transformer`
 # holding your weights, which step 5 showed computes the same logits. A trained model is cached: a re-run loads it
@@ -350,7 +350,7 @@ if not mine:  # the stored run: the reference model must clear both bars (your m
 # **What to expect.** After the full profile's 600 steps (307,200 words seen, about a seventh of one pass over the
 # training split) the model predicts the next word with a validation perplexity of about 580 on the first 10,000
 # validation words: about 40 % below the unigram model's 974 on the same words, which knows word frequencies only. The stored run prints its own numbers above. Notebook
-# 10's tuned recipe reaches 128 in about ten minutes of training on one core (571 s in its stored run), mostly by spending less on the output layer (a
+# 10's tuned recipe reaches 128 in about nine minutes of training on one core (537 s in its stored run), mostly by spending less on the output layer (a
 # tied adaptive softmax, so it reads fifteen times as many words); notebook 11 measures each choice.
 
 # %% [markdown] slideshow={"slide_type": "slide"}

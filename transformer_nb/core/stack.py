@@ -80,9 +80,10 @@ class Encoder(nn.Module):
 
     ``causal=True``: every layer also applies the causal mask (the decoder-only stack).
     ``cfg.n_layers`` blocks; ``residual=False`` is for notebook 06's depth experiment only.
-    ``forward(x, keep=None, mask=None, rope=None)``: ``keep`` is the bool padding mask (True = real
+    ``forward(x, keep=None, mask=None, rope=None, caches=None)``: ``keep`` is the bool padding mask (True = real
     token); ``mask`` an extra attention mask broadcastable to ``(B, h, S, S)`` (bool, or additive
-    float such as ALiBi's bias), combined with the padding; ``rope`` is passed to every attention.
+    float such as ALiBi's bias), combined with the padding; ``rope`` is passed to every attention;
+    ``caches``: a ``KVCache`` per layer (``Transformer.hidden`` decodes through them; no padding then).
     """
 
     def __init__(self, cfg: TransformerConfig, causal: bool = False, residual: bool = True):
@@ -91,11 +92,14 @@ class Encoder(nn.Module):
         self.layers = nn.ModuleList(EncoderLayer(cfg, residual) for _ in range(cfg.n_layers))
         self.norm = _final_norm(cfg)
 
-    def forward(self, x, keep=None, mask=None, rope=None):
-        check_hidden(x, self.d_model, "the encoder input x", like=self.layers[0].self_attn.q_proj.weight)
-        check_keep(keep, x.shape[0], x.shape[1], "keep")
-        if mask is not None:
-            self.layers[0].self_attn.check_mask(mask, x.shape[0], x.shape[1], x.shape[1])
+    def forward(self, x, keep=None, mask=None, rope=None, caches=None):
+        if not INNER.depth:  # called by the user (Transformer.hidden checked its own inputs)
+            if caches is not None:
+                raise ValueError("caches= is for Transformer.hidden(ids, state); call the stack without it")
+            check_hidden(x, self.d_model, "the encoder input x", like=self.layers[0].self_attn.q_proj.weight)
+            check_keep(keep, x.shape[0], x.shape[1], "keep")
+            if mask is not None:
+                self.layers[0].self_attn.check_mask(mask, x.shape[0], x.shape[1], x.shape[1])
         if keep is not None:
             pad = key_padding(keep, x.shape[1])  # (B, 1, S, S)
             if mask is None:
@@ -105,8 +109,8 @@ class Encoder(nn.Module):
             else:  # an additive float mask: padded keys get -inf on top of it
                 mask = torch.where(pad, mask, float("-inf"))
         with INNER:  # the layers trust these checks
-            for layer in self.layers:
-                x = layer(x, mask=mask, is_causal=self.causal, rope=rope)
+            for layer, cache in zip(self.layers, caches or [None] * len(self.layers)):
+                x = layer(x, mask=mask, is_causal=self.causal, rope=rope, cache=cache)
             return self.norm(x)
 
 

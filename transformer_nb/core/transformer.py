@@ -229,12 +229,8 @@ class Transformer(LanguageModel):
             raise ValueError("keep (padding) does not combine with a KV cache: generate one sequence at a time")
         x = self._embed(ids, past)
         bias = None if self.alibi is None else self.alibi(t, past + t).to(x.dtype)  # (h, T, past + T)
-        if keep is not None:  # the stack combines the padding with the mask
-            return self.blocks(x, keep, mask=bias, rope=self.rope), None
-        with INNER:  # the blocks trust these checks
-            for layer, cache in zip(self.blocks.layers, state or [None] * len(self.blocks.layers)):
-                x = layer(x, mask=bias, is_causal=self.blocks.causal, rope=self.rope, cache=cache)
-        return self.blocks.norm(x), state
+        with INNER:  # the stack trusts these checks (it combines the padding with the mask)
+            return self.blocks(x, keep, mask=bias, rope=self.rope, caches=state), state
 
     def encode(self, src: torch.Tensor, src_keep: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder-decoder's encoder: ``src (B, S)`` -> memory ``(B, S, d)``; ``src_keep (B, S)`` (bool)
