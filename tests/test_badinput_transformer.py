@@ -92,8 +92,8 @@ CASES = {
     "validate_refuses_a_published_count_that_is_not_a_number": Case(
         C + "validate",
         lambda: config.TransformerConfig(**SMALL, published="1M"),
-        ValueError,
-        "published (the authors' parameter count) must be a positive number or None, got '1M'",
+        TypeError,
+        "published (the authors' parameter count) must be a real number, got str '1M'",
     ),
     "check_cutoffs_refuses_decreasing_cutoffs": Case(
         C + "check_cutoffs",
@@ -111,7 +111,7 @@ CASES = {
         C + "check_cutoffs",
         lambda: config.TransformerConfig(**SMALL, adaptive=True, cutoffs=(5, 10), div_value=0),
         ValueError,
-        "div_value must be a positive finite number, got 0",
+        "div_value must be a finite positive number, got 0",
     ),
     "check_cutoffs_refuses_a_tail_projected_to_nothing": Case(
         C + "check_cutoffs",

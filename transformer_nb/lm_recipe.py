@@ -86,8 +86,8 @@ LSTM_TRAIN = dict(
     optimizer="muon",
     adamw_lr=9e-3,
 )
-#: Optimiser steps of the notebook's full profile (450-550 s on one core of the Intel machine, 646 s of the AMD EPYC,
-#: beside the LSTM on the other).
+#: Optimiser steps of the notebook's full profile (450-550 s on one core of the Intel machine, 537-646 s of the AMD
+#: EPYC, beside the LSTM on the other).
 FULL_STEPS = 4600
 #: The LSTM's steps in the full profile: about the Transformer's seconds, side by side on one core each.
 LSTM_FULL_STEPS = 4000

@@ -350,7 +350,7 @@ if not mine:  # the stored run: the reference model must clear both bars (your m
 # **What to expect.** After the full profile's 600 steps (307,200 words seen, about a seventh of one pass over the
 # training split) the model predicts the next word with a validation perplexity of about 580 on the first 10,000
 # validation words: about 40 % below the unigram model's 974 on the same words, which knows word frequencies only. The stored run prints its own numbers above. Notebook
-# 10's tuned recipe reaches 128 in about nine minutes of training on one core (537 s in its stored run), mostly by spending less on the output layer (a
+# 10's tuned recipe reaches 128 in about nine minutes of training on one core (560 s in its stored run), mostly by spending less on the output layer (a
 # tied adaptive softmax, so it reads fifteen times as many words); notebook 11 measures each choice.
 
 # %% [markdown] slideshow={"slide_type": "slide"}

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from transformer_nb.core.multihead import check_heads
-from transformer_nb.core.utils import as_int, check_dropout
+from transformer_nb.core.utils import as_int, as_real, check_dropout
 
 ARCHS = ("encoder", "decoder", "encoder-decoder")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")
@@ -131,14 +131,12 @@ def _check_eps(eps) -> None:
 def check_cutoffs(cutoffs, div_value, d_model: int, vocab: int) -> None:
     """An adaptive softmax's ``cutoffs`` (increasing word ranks in ``(0, vocab)``: the head's words, then each tail
     cluster's) and ``div_value`` (> 0; cluster ``i`` projects ``d_model`` to ``d_model // div_value**i`` >= 1)."""
-    if not isinstance(cutoffs, (tuple, list)) or not cutoffs or any(isinstance(c, bool) for c in cutoffs):
+    if not isinstance(cutoffs, (tuple, list)) or not cutoffs:
         raise ValueError(f"cutoffs must be a non-empty tuple of word ranks such as (2000, 10000), got {cutoffs!r}")
     cuts = [as_int("a cutoff", c, 1) for c in cutoffs]
     if cuts != sorted(set(cuts)) or cuts[-1] >= vocab:
         raise ValueError(f"cutoffs must increase strictly and stay below the vocabulary ({vocab}), got {cutoffs!r}")
-    if isinstance(div_value, bool) or not isinstance(div_value, (int, float)) or not 0 < div_value < float("inf"):
-        raise ValueError(f"div_value must be a positive finite number, got {div_value!r}")
-    if d_model // div_value ** len(cuts) < 1:
+    if d_model // as_real("div_value", div_value, positive=True) ** len(cuts) < 1:
         raise ValueError(
             f"the last tail cluster would project d_model={d_model} to d_model // div_value**{len(cuts)} = 0 "
             f"dimensions; use a smaller div_value or fewer cutoffs"
@@ -156,9 +154,8 @@ def validate(cfg: TransformerConfig) -> TransformerConfig:
     for name in FLAGS + ("final_norm",) * (cfg.final_norm is not None):
         if not isinstance(getattr(cfg, name), bool):
             raise TypeError(f"{name} must be True or False, got {getattr(cfg, name)!r}")
-    pub = cfg.published
-    if pub is not None and (isinstance(pub, bool) or not isinstance(pub, (int, float)) or not 0 < pub < float("inf")):
-        raise ValueError(f"published (the authors' parameter count) must be a positive number or None, got {pub!r}")
+    if cfg.published is not None:
+        as_real("published (the authors' parameter count)", cfg.published, positive=True)
     if cfg.arch not in ARCHS:
         raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
     check_heads(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
