@@ -298,7 +298,7 @@ def collect_logs(steps: list[dict], out: Path, tail_bytes: int = 400_000) -> Non
 # What the venv runs: its versions, the device, and that transformer_nb is this checkout's (not the cwd's copy).
 PROBE = r"""
 import json, os, platform, shutil, subprocess, sys
-sys.path = [p for p in sys.path if p not in ("", os.getcwd())]
+sys.path = [p for p in sys.path if p != ""]  # not the cwd: what a kernel in notebooks/ imports
 import torch, numpy, matplotlib, nbval, ipykernel, transformer_nb
 m = {"python": platform.python_version(), "torch": torch.__version__, "cuda": torch.version.cuda,
      "cudnn": torch.backends.cudnn.version(), "cuda_available": torch.cuda.is_available(),
@@ -314,7 +314,7 @@ else:
     m["device_name"] = "CPU (" + (platform.processor() or platform.machine()) + ")"
 if shutil.which("nvidia-smi"):
     q = ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"]
-    m["driver"] = subprocess.run(q, capture_output=True, text=True).stdout.strip()
+    m["driver"] = subprocess.run(q, capture_output=True, text=True, timeout=30).stdout.strip()
 print(json.dumps(m))
 here = os.path.join(sys.argv[1], "transformer_nb")
 assert m["transformer_nb"] == here, f"the venv imports transformer_nb from {m['transformer_nb']}, not from {here}"
@@ -326,7 +326,8 @@ def plan(python: str, work: Path, kit: Path, dry: bool) -> tuple[list[list[Step]
     device = "cpu" if dry else "cuda"
     bench = [python, "-m", "transformer_nb.bench"]
     data = kit / "data"
-    common = {"TNB_DEVICE": device, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT / "tools")}
+    path = f"{Path(python).parent}{os.pathsep}{os.environ.get('PATH', '')}"  # the venv's python for kernels too
+    common = {"TNB_DEVICE": device, "PYTHONUNBUFFERED": "1", "PYTHONPATH": str(ROOT / "tools"), "PATH": path}
     if data.is_dir():
         common["TNB_DATA_DIR"] = str(data)
     quick = {**common, "TNB_PROFILE": "quick", "TNB_CACHE_DIR": str(work / "cache-quick"), "OMP_NUM_THREADS": "1"}
@@ -336,7 +337,9 @@ def plan(python: str, work: Path, kit: Path, dry: bool) -> tuple[list[list[Step]
         results = work / f"{name}.jsonl"
         env = {**env, "GPU_CHECK_RESULTS": str(results)}
         argv = [python, "-m", "pytest", *paths, *NBVAL, "-p", "gpu_check", "-p", "no:cacheprovider"]
-        argv += ["-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder", "--nbval-cell-timeout=240"]
+        argv += ["-n", str(workers), "--dist", "loadfile", "--no-loadscope-reorder"]
+        if profile == "quick":  # a cell that hangs frees its worker for the other files (the full runs' cells are long)
+            argv.append("--nbval-cell-timeout=120")
         argv += ["--ignore=tests/browser", *(f"--deselect={d}" for d in DESELECT)]
         return Step(name, argv, timeout, "pytest", env, [p for p in paths if p.endswith((".py", ".ipynb"))], profile)
 
@@ -483,12 +486,14 @@ def run(out: Path, kit: Path, dry: bool, budget: float, work: Path = WORK, pytho
     done(probe)
     if probe["status"] != "passed" or (not dry and not report["machine"].get("cuda_available")):
         return stop("torch sees no CUDA GPU" if probe["status"] == "passed" else "the probe failed")
-    os.environ["PATH"] = f"{work / 'venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}"  # kernels, subprocesses
     groups, skipped = plan(vpy, work, kit, dry)
     report["skipped_steps"].update(skipped)
-    for group in groups:
+    # Each group may run until the time the later groups need (their longest limits) is all that is left.
+    reserves = [sum(max(s.timeout for s in g) for g in groups[i + 1 :]) for i in range(len(groups))]
+    for group, reserve in zip(groups, reserves):
+        until = deadline - reserve
         with ThreadPoolExecutor(len(group)) as pool:
-            for step, rec in zip(group, pool.map(lambda s: run_step(s, logs, deadline), group)):
+            for step, rec in zip(group, pool.map(lambda s, until=until: run_step(s, logs, until), group)):
                 done(rec, step)
     report["passed"] = all(s["status"] == "passed" for s in report["steps"])
     report["seconds"] = round(time.monotonic() - t0, 1)
