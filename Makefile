@@ -179,3 +179,20 @@ clean:
 
 distclean: clean   # the repo's own .venv only, never an environment named with VENV=
 	rm -rf .venv *.egg-info
+
+# The suite on an offline GPU machine (tools/gpu_check.py says what each step does). `make gpu-wheels` (network)
+# fills GPU_KIT, which travels with the working tree: the notebook and test stack as wheels for Linux x86-64
+# CPython 3.12, and WikiText-2. There, `make gpu-check OUT=DIR` installs them into a venv that sees the machine's
+# torch, runs the unit tests, every notebook (quick) and 09 and 10 (full) under nbval and the benchmarks on CUDA in
+# at most 8 minutes, and writes DIR/report.md, report.json and log.txt. DRY_RUN=1: the CPU, the quick profile and a
+# subset, in this checkout's venv (what CI runs). BUDGET=S: seconds for everything (default 470).
+GPU_KIT    ?= build/gpu-kit
+OUT        ?= build/gpu-check
+GPU_PYTHON  = $(if $(DRY_RUN)$(wildcard $(BIN)/python),$(BIN)/python,$(PYTHON))
+.PHONY: gpu-wheels gpu-check
+
+gpu-wheels:
+	$(GPU_PYTHON) tools/gpu_check.py wheels --kit $(GPU_KIT)
+
+gpu-check: $(if $(DRY_RUN),$(INSTALLED))
+	$(GPU_PYTHON) tools/gpu_check.py run --kit $(GPU_KIT) --out $(OUT) $(if $(DRY_RUN),--dry-run) $(if $(BUDGET),--budget $(BUDGET))
