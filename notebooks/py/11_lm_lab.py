@@ -4,7 +4,7 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/11_lm_lab.ipynb)
 #
 # *Optional: an engineering lab after notebook 10; nothing later depends on it.* Notebook 10 trains a language
-# model on all of WikiText-2 in about nine minutes of one CPU core (560 s of training in its stored run). On such a
+# model on all of WikiText-2 in about nine minutes of one CPU core (its training cell prints how long). On such a
 # budget the architecture matters less than where the arithmetic goes and how each second is spent. This lab
 # measures, with its own runs: where a training step's FLOPs go, why the output layer is a tied adaptive softmax,
 # what bf16 buys, Muon against AdamW, the learning-rate search, what a cached decoding step spends its time on, and
