@@ -39,7 +39,7 @@ def main(argv=None) -> int:
         failures = run_checks(entries, skipped)
         for cid, err in failures.items():
             print(f"FAIL {cid}: {err}")
-        n_pass = sum(c.check is not None for c in entries) - len(failures) - len(skipped)
+        n_pass = sum(bool(c.check) for c in entries) - len(failures) - len(skipped)
         print(
             f"{n_pass} checks pass, {len(failures)} fail"
             + (f", {len(skipped)} need the stored notebooks" if skipped else "")
