@@ -89,7 +89,8 @@ def test_the_five_known_defects_have_entries():
 
 
 def test_the_rejudged_corrections():
-    assert L.get("000-8.5.4-linear").status == L.IMPRECISE and L.get("004-6.2-linear").status == L.IMPRECISE
+    # issue 39: "the overall mapping would still be linear" is false (the weights are a softmax of the input)
+    assert L.get("000-8.5.4-linear").status == L.WRONG and L.get("004-6.2-linear").status == L.WRONG
     assert L.get("004-6.1-orthogonal").status == L.IMPRECISE
     assert L.get("004-5.7-128k").status == L.CONFIRMED
     assert L.get("000-8.5.3-eps").status == L.CONFIRMED and "norm_epsilon=1e-6" in L.get("000-8.5.3-eps").source
@@ -106,9 +107,32 @@ AUDITED = {  # id: (verdict, what its source must cite)
     "000-8.2.5-sum1": (L.CONFIRMED, ""),
     "002-wavelength": (L.CONFIRMED, "§3.5"),
     "004-8.2-batchnorm": (L.IMPRECISE, "BatchNorm1d"),
-    "001-19.14.1-recompute": (L.IMPRECISE, ""),
-    "002-kv-recompute": (L.IMPRECISE, ""),
+    "001-19.14.1-recompute": (L.WRONG, ""),  # issue 39: O(n²) total against the text's own O(n²·d) per pass
+    "002-kv-recompute": (L.WRONG, ""),
+    "004-13.2-recompute": (L.WRONG, ""),
+    "004-4.2-rope": (L.IMPRECISE, "RoFormer"),  # a function of q, k and m − n, not of m − n alone
+    "003-rope": (L.IMPRECISE, "RoFormer"),
+    "004-7.2-gelu": (L.WRONG, "Table 1"),  # the table 000-8.5.4-swiglu cites settles it
+    "000-8.5.4-swiglu": (L.CONFIRMED, "Tables 1–3"),
+    "000-8.1-team": (L.WRONG, "footnote"),
+    "000-8.1-successors": (L.WRONG, "arXiv"),
+    "000-8.5.3-universal": (L.WRONG, "do_layer_norm_before"),
 }
+
+
+SAME_FACT = [  # issue 39: one fact, one verdict in every text
+    ("001-19.14.1-recompute", "002-kv-recompute", "004-13.2-recompute"),
+    ("004-4.2-rope", "003-rope"),
+    ("003-rope-length", "004-4.2-rope-length"),
+    ("000-8.5.4-linear", "004-6.2-linear"),
+    ("003-gqa", "004-16-gqa"),
+    ("003-sinusoidal", "004-4.2-sinusoidal"),
+]
+
+
+@pytest.mark.parametrize("ids", SAME_FACT, ids=[g[0] for g in SAME_FACT])
+def test_one_fact_gets_one_verdict(ids):
+    assert len({L.get(cid).status for cid in ids}) == 1, {cid: L.get(cid).status for cid in ids}
 
 
 @pytest.mark.parametrize("cid", AUDITED)

@@ -131,9 +131,9 @@ def row1():
 
 
 def rank_collapse():
-    def spread(residual: bool, norm: bool) -> float:
+    def spread(residual: bool, norm: bool, depth: int = 12) -> float:
         torch.manual_seed(0)
-        layers = [nn.MultiheadAttention(32, 4, bias=False, batch_first=True).eval() for _ in range(12)]
+        layers = [nn.MultiheadAttention(32, 4, bias=False, batch_first=True).eval() for _ in range(depth)]
         x = torch.randn(1, 10, 32, generator=gen())
         with torch.no_grad():
             for attn in layers:
@@ -145,6 +145,7 @@ def rank_collapse():
 
     assert spread(residual=False, norm=False) < 1e-4 and spread(residual=False, norm=True) < 1e-4  # collapse
     assert spread(residual=True, norm=False) > 0.5 and spread(residual=True, norm=True) > 0.5  # kept apart
+    assert spread(residual=True, norm=True, depth=96) < spread(residual=True, norm=True) / 10  # slowed, not stopped
 
 
 def serial():
@@ -491,13 +492,14 @@ def table():
 
 def embedding_scale():
     torch.manual_seed(0)
-    d, pe_rms = 512, float(sinusoidal(64, 512).pow(2).mean().sqrt())
-    close(pe_rms, 0.5**0.5, 1e-9)  # sin² and cos² average to 1/2
-    for vocab, rms in ((13, 0.062), (37_000, 0.0073)):
+    pe_rms = float(sinusoidal(64, 512).pow(2).mean().sqrt())
+    close(pe_rms, 0.5**0.5, 1e-9)  # sin² and cos² average to 1/2, at any d
+    for vocab, d, rms in ((13, 64, 0.161), (37_000, 512, 0.0073)):  # the chapter's §19.10 model; the paper's size
         emb = nn.init.xavier_uniform_(torch.empty(vocab, d))  # the chapter's initialisation of the table
-        close(emb.pow(2).mean().sqrt(), rms, 0.002)
-        assert float(emb.pow(2).mean().sqrt()) < pe_rms / 5  # unscaled: the embeddings are the small signal
-        assert float((emb * d**0.5).pow(2).mean().sqrt()) > float(emb.pow(2).mean().sqrt()) * 22  # scaling enlarges
+        close(emb.pow(2).mean().sqrt(), rms, 0.003)
+        assert float(emb.pow(2).mean().sqrt()) < pe_rms / 4  # unscaled: the embeddings are the small signal
+        if vocab == 13:  # scaled by √64 = 8: 1.29, now the larger signal
+            assert float((emb * d**0.5).pow(2).mean().sqrt()) > pe_rms
 
 
 def shift():
