@@ -917,3 +917,86 @@ def ffn_keys_values():
     x = torch.randn(8, generator=gen(), dtype=torch.float64)
     memories = sum(F.relu(up.weight[i] @ x) * down.weight[:, i] for i in range(32))  # key row i, value column i
     assert torch.allclose(down(F.relu(up(x))), memories, atol=1e-12)
+
+
+# --- third sweep (issue 39)
+
+
+def ffn_position_wise():
+    torch.manual_seed(0)
+    ffn = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 16))
+    x = torch.randn(2, 5, 16, generator=gen())
+    with torch.no_grad():
+        y, alone = ffn(x), torch.stack([ffn(x[:, t]) for t in range(5)], 1)  # one weight set for every position
+        x2 = x.clone()
+        x2[:, 3] += 1.0  # change one token: no other position's output moves
+        moved = (ffn(x2) - y).abs().amax(dim=(0, 2))
+    assert torch.allclose(y, alone, atol=1e-6)
+    assert moved[3] > 1e-3 and moved[[0, 1, 2, 4]].max() == 0
+
+
+def gelu_gate():
+    x = torch.linspace(-4, 4, 81, dtype=torch.float64)
+    phi = 0.5 * (1 + torch.erf(x / math.sqrt(2)))  # the Gaussian CDF
+    assert torch.allclose(F.gelu(x), x * phi, atol=1e-12)
+
+
+def next_token_loss():
+    logits = torch.randn(1, 6, 11, generator=gen(3), dtype=torch.float64)  # position t predicts token t + 1
+    x = torch.randint(11, (1, 7), generator=gen(4))
+    by_hand = -sum(torch.log_softmax(logits[0, t], -1)[x[0, t + 1]] for t in range(6))
+    close(F.cross_entropy(logits[0], x[0, 1:], reduction="sum"), by_hand, 1e-9)
+    assert abs(float(F.cross_entropy(logits[0], x[0, :-1], reduction="sum") - by_hand)) > 1e-3  # unshifted differs
+
+
+def grad_accumulation():
+    torch.manual_seed(0)
+    w = nn.Linear(8, 3)
+    x, y = torch.randn(32, 8, generator=gen(5)), torch.randint(3, (32,), generator=gen(6))
+    F.cross_entropy(w(x), y).backward()
+    full = w.weight.grad.clone()
+    w.zero_grad()
+    for xb, yb in zip(x.split(4), y.split(4)):  # 8 micro-batches, each loss divided by 8
+        (F.cross_entropy(w(xb), yb) / 8).backward()
+    assert torch.allclose(w.weight.grad, full, atol=1e-6)
+
+
+def tensor_parallel_ffn():
+    torch.manual_seed(0)
+    d, dff, parts = 16, 64, 4
+    w1, w2, x = torch.randn(dff, d, dtype=torch.float64), torch.randn(d, dff, dtype=torch.float64), torch.randn(5, d)
+    x = x.double()
+    full = F.gelu(x @ w1.T) @ w2.T
+    cols = torch.arange(dff).chunk(parts)  # W1 split by its output columns, W2 by its input rows
+    shards = [F.gelu(x @ w1[c].T) @ w2[:, c].T for c in cols]  # each device: local GELU, no communication
+    assert torch.allclose(sum(shards), full, atol=1e-9)  # one all-reduce (a sum) gives the output
+    ins = torch.arange(d).chunk(parts)  # W1 split along its input instead: the GELU needs the sum first
+    assert not torch.allclose(sum(F.gelu(x[:, c] @ w1[:, c].T) for c in ins), F.gelu(x @ w1.T))
+
+
+def tensor_parallel_heads():
+    torch.manual_seed(0)
+    mha = nn.MultiheadAttention(16, 4, bias=False, batch_first=True).eval()
+    x = torch.randn(1, 6, 16, generator=gen(7))
+    wq, wk, wv = mha.in_proj_weight.chunk(3)
+    with torch.no_grad():
+        full = mha(x, x, x, need_weights=False)[0]
+        partial = []
+        for heads in (range(0, 2), range(2, 4)):  # two devices, two heads each
+            cols = torch.cat([torch.arange(h * 4, h * 4 + 4) for h in heads])
+            q, k, v = (x @ w[cols].T for w in (wq, wk, wv))
+            o = torch.cat(
+                [torch.softmax(q[..., i : i + 4] @ k[..., i : i + 4].mT / 2, -1) @ v[..., i : i + 4] for i in (0, 4)],
+                -1,
+            )
+            partial.append(o @ mha.out_proj.weight[:, cols].T)
+    assert torch.allclose(sum(partial), full, atol=1e-5)
+
+
+def cached_attention_scale():
+    torch.manual_seed(0)
+    d, h = 64, 4
+    q, k = torch.randn(1, 1, d, generator=gen(8)), torch.randn(1, 9, d, generator=gen(9))
+    as_listed = (q @ k.mT) / (d // h) ** 0.5  # one head of width d_model, scaled by 1/√d_head
+    one_head = (q @ k.mT) / d**0.5
+    close(as_listed.std() / one_head.std(), h**0.5, 1e-6)  # √n_heads too large
