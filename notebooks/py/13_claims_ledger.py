@@ -51,11 +51,11 @@ env = setup()  # seeds everything, picks the device, prints both
 # | **extraction artefact** | the text as extracted lost symbols, so it reads wrongly; what the author wrote holds | the statement **restored** |
 #
 # "Wrong" is kept apart from "imprecise": *"only the new token's Q needs to be computed"* (004 §13.2) is wrong,
-# since the new token's key and value must be computed too; *"the total cost of generating without a cache is
-# O(n²)"* is imprecise, since it counts token evaluations rather than operations. An extraction artefact is
-# neither: 000 §8.2.5 reads "q₁ᵀk₁ = 1 + 0 + 1 = 1" only because the products 1·1 + 0·0 + 1·0 lost their symbols.
-# A correction must itself be right, so every verdict against a text was checked against the primary source
-# first: the paper, the original code (tensor2tensor), the authors' repositories, the model papers and their
+# since the new token's key and value must be computed too; *"Q_m·K_n = f(m − n)"* (004 §4.2, of RoPE) is
+# imprecise: the positions enter only through m − n, but the score is a function of q and k as well. An extraction
+# artefact is neither: 000 §8.2.5 reads "q₁ᵀk₁ = 1 + 0 + 1 = 1" only because the products 1·1 + 0·0 + 1·0 lost
+# their symbols. A correction must itself be right, so every verdict against a text was checked against the
+# primary source first: the paper, the original code (tensor2tensor), the authors' repositories, the model papers and their
 # released configurations. Where code can settle a statement, the entry carries a small **check function**; the
 # test suite runs every one of them, and so does the appendix of this notebook.
 #
