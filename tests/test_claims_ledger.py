@@ -277,3 +277,16 @@ def test_entries_that_give_away_an_exercise_withhold_their_verdict_unless_reveal
     out = io.StringIO()
     claims.report(notebook="07", file=out, run=False)
     assert total not in out.getvalue() and total not in claims.markdown()
+
+
+@pytest.mark.parametrize("view", [[], ["--report"], ["--json"]])
+def test_a_terminal_that_cannot_print_unicode_gets_escapes_not_a_crash(view, monkeypatch):
+    """PYTHONIOENCODING=ascii: '§' and '²' are escaped, and the JSON stays valid JSON with the same content."""
+    monkeypatch.setenv("PYTHONIOENCODING", "ascii")
+    cmd = [sys.executable, "-m", "transformer_nb.claims", "--text", "000", *view]
+    out = subprocess.run(cmd, capture_output=True, text=True, encoding="ascii", check=True).stdout
+    assert "000-8.2.2-262144" in out
+    if view == ["--json"]:
+        assert json.loads(out) == json.loads(L.to_json(L.claims(text="000")))
+    else:
+        assert "\\xa7" in out  # '§'

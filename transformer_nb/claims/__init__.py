@@ -4,9 +4,10 @@ Each entry (:class:`Claim`) says what a text claims, whether it is ``confirmed``
 something false; with the correct value), ``imprecise`` (defensible wording, stated more exactly), ``not
 checkable here`` (with why) or an ``extraction artefact`` (the extracted text lost symbols; the author's
 statement, restored, holds), what we computed or which primary source we read, and which notebook's audit
-appendix it belongs to (:data:`SCALE` states the scale). Entries that code can check carry a cheap ``check``
-function. A figure a notebook produces is read from that notebook's stored outputs (:mod:`.figures`). Notebooks
-cite entries by id instead of repeating a refutation::
+appendix it belongs to (:data:`SCALE` states the scale). The entries are data, one file per text
+(``data/000.toml`` … ``data/004.toml``); an entry that code can check names a cheap function of :mod:`.checks`
+(``check = "name"``), imported only when a check runs. A figure a notebook produces is read from that
+notebook's stored outputs (:mod:`.figures`). Notebooks cite entries by id instead of repeating a refutation::
 
     from transformer_nb.claims import cite, report
     report(notebook="01")            # the claims of notebook 01, their checks run

@@ -2,8 +2,9 @@
 
 A :class:`Claim` records one checkable statement of one of the five source texts: what the text says, our
 verdict (one of :data:`STATUSES`), the value we computed or the primary source we read, how we got it, the
-notebook whose audit appendix it belongs to, and, where code can check it, a ``check`` function that raises
-``AssertionError`` when the recorded verdict stops being true.
+notebook whose audit appendix it belongs to, and, where code can check it, the name of a function of
+:mod:`.checks` that raises ``AssertionError`` when the recorded verdict stops being true. :func:`load` reads one
+text's entries from ``data/<text>.toml``, where each ``[[claim]]`` table holds one entry's fields.
 """
 
 from __future__ import annotations

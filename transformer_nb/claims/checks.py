@@ -55,11 +55,6 @@ def alibi_slopes(n: int) -> list[float]:
     return base + extra[: n - n0]
 
 
-def kv_cache_bytes(layers: int, kv_heads: int, d_head: int, tokens: int, bytes_per_value: int = 2) -> int:
-    """Keys and values of one sequence: 2 · L · g · d_k · n numbers."""
-    return 2 * layers * kv_heads * d_head * tokens * bytes_per_value
-
-
 def layer_flops(t: int, d: int, h: int, d_ff: int) -> tuple[int, int]:
     """FLOPs of one self-attention + FFN layer on ``t`` tokens, counted by PyTorch's FLOP counter on the meta
     device (nothing is computed). Returns (the linear-in-T part: the Q, K, V, O projections and the FFN,
@@ -656,6 +651,8 @@ def gpt2():
 
 
 def kv40():
+    from ..params.memory import kv_cache_bytes  # the package's, imported only where a check needs it
+
     mha, gqa = kv_cache_bytes(80, 64, 128, 4096), kv_cache_bytes(80, 8, 128, 4096)
     assert (mha, gqa, mha // gqa) == (10_737_418_240, 1_342_177_280, 8)
     assert abs(40e9 - mha) > 0.2 * mha
@@ -674,11 +671,15 @@ def online_softmax():
 
 
 def gqa_sizes():
-    size = {g: kv_cache_bytes(80, g, 128, 4096, 1) for g in (64, 8, 1)}
+    from ..params.memory import kv_cache_bytes
+
+    size = {g: kv_cache_bytes(80, g, 128, 4096, bytes_per_value=1) for g in (64, 8, 1)}
     assert size[64] == 2 * 80 * 64 * 128 * 4096 and size[64] // size[8] == 8 and size[64] // size[1] == 64
 
 
 def gqa_quadratic_unchanged():
+    from ..params.memory import kv_cache_bytes
+
     t, h = 256, 8
     mha, gqa, mqa = (gqa_score_flops(t, h, g) for g in (8, 2, 1))
     assert mha == gqa == mqa == 2 * h * t * t * 16  # every query head still scores all T² pairs
@@ -877,6 +878,8 @@ def padding_leaks():
 
 
 def kv5():
+    from ..params.memory import kv_cache_bytes
+
     values = 2 * 80 * 64 * 128 * 4096
     assert values == 5_368_709_120  # '5 GB' is this count of numbers, read as bytes
     assert kv_cache_bytes(80, 64, 128, 4096) == 10_737_418_240 and kv_cache_bytes(80, 8, 128, 4096) == 1_342_177_280
