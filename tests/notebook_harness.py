@@ -117,7 +117,9 @@ def module_hashes(files, root: Path) -> dict[str, str]:
 def make_stamp(nb, module_files, root: Path, profile: str = "full", name: str = "") -> dict:
     stamp = {"code_digest": code_digest(nb), "modules": module_hashes(module_files, root), "profile": profile}
     figures = printed_figures(nb, name, root)
-    return {**stamp, "figures": figures} if figures else stamp
+    stamp = {**stamp, "figures": figures} if figures else stamp
+    ledger = ledger_digests(nb, root)
+    return {**stamp, "ledger": ledger} if ledger else stamp
 
 
 FIGURES_FILE = "transformer_nb/claims/figures.py"  # how the ledger reads figures from other notebooks' outputs
@@ -148,6 +150,71 @@ def printed_figures(nb, name: str, root: Path) -> dict[str, str]:
         if re.search(rf"(?<![\w.]){re.escape(value)}(?![\w]|\.\d)", printed):  # 14.2, not 19.14.2 or 14.25
             out[key] = value
     return out
+
+
+LEDGER_DATA = "transformer_nb/claims/data"  # the claims ledger's entries: one TOML file per text, [[claim]] tables
+
+
+def _ledger(root: Path) -> dict[str, dict]:
+    """``{id: entry}`` from the ledger's data files under ``root`` (read as data: no package import)."""
+    try:
+        import tomllib
+    except ImportError:  # Python 3.10
+        import tomli as tomllib
+    out = {}
+    for path in sorted((Path(root) / LEDGER_DATA).glob("*.toml")):
+        with open(path, "rb") as f:
+            out.update({e["id"]: {**e, "text": path.stem} for e in tomllib.load(f).get("claim", [])})
+    return out
+
+
+def _strings(x):
+    """Every string in a notebook's JSON value (images left out)."""
+    if isinstance(x, str):
+        yield x
+    elif isinstance(x, (list, dict)):
+        for k, y in x.items() if isinstance(x, dict) else enumerate(x):
+            if not str(k).startswith("image/"):
+                yield from _strings(y)
+
+
+def _digest(value) -> str:
+    return hashlib.sha256(json.dumps(value, sort_keys=True, ensure_ascii=False).encode("utf-8")).hexdigest()[:16]
+
+
+def ledger_digests(nb, root: Path) -> dict:
+    """The claims ledger as far as ``nb`` shows it: a digest of each entry whose id its outputs (widget views
+    included) print, and one of every entry's verdict (id, text, status, notebook, check, reveals: what counts
+    and selections depend on). A wording fix in one entry stales only the notebooks that show that entry.
+    Empty when the notebook shows no entry."""
+    entries = _ledger(root)
+    if not entries:
+        return {}
+    ids = re.compile(r"(?<![\w.-])(" + "|".join(map(re.escape, sorted(entries, key=len, reverse=True))) + r")(?![\w-])")
+    printed = "\n".join(_strings([cell.get("outputs", []) for cell in nb.get("cells", [])]))
+    shown = sorted(set(ids.findall(printed + "\n" + "\n".join(_strings(nb.get("metadata", {}).get("widgets"))))))
+    if not shown:
+        return {}
+    verdicts = [
+        [e.get(k, "") for k in ("id", "text", "status", "notebook", "check", "reveals")] for e in entries.values()
+    ]
+    return {"verdicts": _digest(verdicts), "entries": {i: _digest(entries[i]) for i in shown}}
+
+
+def ledger_problems(nb, stamp: dict, root: Path, name: str) -> list[str]:
+    """The ledger entries the notebook shows, or the ledger's verdicts, changed since its outputs were stored."""
+    now, was = ledger_digests(nb, root), stamp.get("ledger", {})
+    if now == was:
+        return []
+    new, old = now.get("entries", {}), was.get("entries", {})
+    changed = sorted(i for i in {*new, *old} if new.get(i) != old.get(i))
+    if not was:
+        what = "its stamp has no digests of the ledger entries it shows"
+    elif changed:
+        what = f"the ledger entries {', '.join(changed[:3])}{' …' if len(changed) > 3 else ''} changed"
+    else:
+        what = "the ledger's verdicts (a status, notebook, check or id) changed"
+    return [f"notebooks/{name}.ipynb shows claims of the ledger: {what} since its outputs were stored. {fix(name)}"]
 
 
 def output_text(o) -> str:
@@ -247,6 +314,7 @@ def stamp_problems(ipynb: Path) -> list[str]:
                     f"notebooks/{name}.ipynb prints {key} = {value} from notebook {key[:2]}'s stored outputs, "
                     f"which now give {now}. {fix(name)}"
                 )
+    problems += ledger_problems(nb, stamp, root, name)
     for rel, shown in shown_sources(nb):
         path = root / rel
         if path.exists() and shown not in path.read_text(encoding="utf-8"):

@@ -230,7 +230,7 @@ def test_refresh_stale_also_refreshes_a_notebook_whose_printed_figure_another_re
     end = figures.index("}\n", start) + 2
     (project / "transformer_nb" / "claims").mkdir()  # a ledger reader with one figure: what notebook 98 prints
     (project / h.FIGURES_FILE).write_text(
-        figures[:start] + 'FIGURES = {"98:value": ("98", r"value (\\d+)")}\n' + figures[end:]
+        figures[:start] + 'FIGURES = {"98:value": ("98", "value", r" (\\d+)")}\n' + figures[end:]
     )
     first = project / "notebooks" / "py" / "98_first.py"
     first.write_text("# %% [markdown]\n# # 98 · First\n\n# %%\nprint('value', 41)\n")

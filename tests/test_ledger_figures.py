@@ -19,7 +19,7 @@ QUOTING = [c for c in L.LEDGER if c.figure_keys()]
 # The line of each notebook's printed output that holds the figure, found without the ledger's own patterns.
 LINES = {
     "02:unmasked_rule_kept": ("02", "(", "% of"),
-    "09:text_exact": ("09", "the text as written", "exact match"),
+    "09:text_exact": ("09", "the text's recipe after 30 epochs", "exact match"),
     "09:text_demo": ("09", "decodes its demo", "to ["),
     "09:improved_steps": ("09", "(= improved)", "at step"),
     "10:ex89_ppl_transformer": ("10", "Transformer  ", "training perplexity"),
@@ -79,7 +79,8 @@ def test_no_notebook_figure_is_typed_into_the_ledger():
             if key.split(":")[0] == claim.notebook and len(value) >= 4:  # short figures would match unrelated numbers
                 typed = re.search(rf"(?<![\d.]){re.escape(value)}(?![\d]|\.\d)", raw)
                 assert typed is None, f"{claim.id} types {key} = {value}"
-    src = "\n".join(p.read_text(encoding="utf-8") for p in Path(figures.__file__).parent.glob("text*.py"))
+    src = "\n".join(p.read_text(encoding="utf-8") for p in (Path(figures.__file__).parent / "data").glob("*.toml"))
+    assert "[[claim]]" in src
     for stale in ("745 vs 893", "125.6 vs 137.7", "5.6 s vs 6.2 s", "37.4%"):
         assert stale not in src
 
@@ -120,6 +121,22 @@ def test_a_figure_the_notebook_no_longer_prints_fails_the_check(notebooks_copy):
         figures.read("02:unmasked_rule_kept")
     assert "does not print it" in L.run_checks([L.get("000-8.2.4-leak")])["000-8.2.4-leak"]
     assert "(the figure in notebook 02 §4)" in L.cite("000-8.2.4-leak")
+
+
+def test_a_figure_is_read_by_its_own_label_not_by_a_line_that_looks_like_it(notebooks_copy):
+    """Issue 39: the 30-epoch run's exact match was read from the ladder's row of the same recipe, printed first.
+    A figure's label must start the line, and two lines under one label are refused, not resolved by order."""
+    exact = figures.read("09:text_exact")
+    lines = [x for x in _printed_lines("09") if "exact match" in x]
+    assert any(x.startswith("the text's recipe after 30 epochs") and f" {exact}%" in x for x in lines)
+    assert not any(x.startswith("the text as written") and f" {exact}%" in x for x in lines)
+    _edit(notebooks_copy, "09", "the text's recipe after 30 epochs (", "in short: the text's recipe after 30 epochs (")
+    with pytest.raises(figures.NotPrinted, match="does not print it"):  # the label no longer starts the line
+        figures.read("09:text_exact")
+    _edit(notebooks_copy, "09", "in short: the text's recipe after 30 epochs (", "the text's recipe after 30 epochs (")
+    _edit(notebooks_copy, "10", "LSTM         training perplexity", "Transformer  training perplexity")
+    with pytest.raises(figures.NotPrinted, match="prints 2 lines labelled 'Transformer'"):
+        figures.read("10:ex89_ppl_transformer")
 
 
 def test_without_stored_notebooks_the_ledger_says_where_each_figure_lives(tmp_path, monkeypatch, capsys):

@@ -4,13 +4,18 @@
   (everything up to the hidden states) and the output head, counted by ``torch.utils.flop_counter``;
 - ``time_steps``: training throughput in tokens/s (median step time, through ``train.train``);
 - ``matmul_peak_gflops``: the best measured ``a @ b`` rate on a device and dtype, the yardstick of
-- ``mfu``: model FLOPs utilisation, achieved FLOP/s over that peak.
+- ``mfu``: model FLOPs utilisation, achieved FLOP/s over that peak;
+- ``cpu_profile``: PyTorch's profiler over the CPU, without the log lines libkineto writes to stderr.
 """
 
 from __future__ import annotations
 
+import os
 import statistics
+import sys
+import tempfile
 import time
+from contextlib import contextmanager
 from dataclasses import replace
 
 import torch
@@ -20,6 +25,27 @@ from transformer_nb.core.transformer import LanguageModel, check_language_model
 from transformer_nb.core.utils import as_device, as_real
 from transformer_nb.lm_training import TrainConfig, make_optimizers, window_batches
 from transformer_nb.train import train
+
+
+@contextmanager
+def cpu_profile():
+    """``torch.profiler.profile`` over the CPU (yields the profiler). libkineto writes ``USDT: … profiler_start``
+    and ``STAGE: …`` lines straight to file descriptor 2 whatever ``KINETO_LOG_LEVEL`` says; they are left out,
+    and anything else written to stderr meanwhile is passed on."""
+    sys.stderr.flush()
+    saved = os.dup(2)
+    with tempfile.TemporaryFile() as caught:
+        os.dup2(caught.fileno(), 2)
+        try:
+            with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+                yield prof
+        finally:
+            sys.stderr.flush()
+            os.dup2(saved, 2)
+            os.close(saved)
+            caught.seek(0)
+            lines = caught.read().decode(errors="replace").splitlines(keepends=True)
+            sys.stderr.write("".join(line for line in lines if not line.startswith(("USDT:", "STAGE:"))))
 
 
 def _device(model) -> torch.device:

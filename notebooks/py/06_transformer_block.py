@@ -655,7 +655,8 @@ check_true("... and none of them is all zeros", all(p.grad.abs().sum() > 0 for p
 #
 # What the five texts say on this notebook's topics, statement by statement, and what checking each one found
 # (notebook 13 lists them all; `transformer_nb.claims` holds them). The cell below prints them and runs their
-# checks. Several rest on what you measured above: "attention is linear" is imprecise (section 3); without
+# checks. Several rest on what you measured above: a stack of attention layers is not one linear map, as 000 and 004
+# say it is (wrong: it is linear in V only with the weights held fixed, section 3); without
 # residuals the gradients do not vanish at initialisation, the positions collapse instead (section 6); Xiong et
 # al.'s gradients hold as they state them, less so as 001 words them (section 6). That Post-LN needs a warm-up
 # is what the literature reports; the toy of section 7 shows Post-LN's plateau, not its rescue by a warm-up.

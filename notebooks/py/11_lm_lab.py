@@ -4,7 +4,7 @@
 # [![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)](https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/11_lm_lab.ipynb)
 #
 # *Optional: an engineering lab after notebook 10; nothing later depends on it.* Notebook 10 trains a language
-# model on all of WikiText-2 in about nine minutes of one CPU core (560 s of training in its stored run). On such a
+# model on all of WikiText-2 in about nine minutes of one CPU core (its training cell prints how long). On such a
 # budget the architecture matters less than where the arithmetic goes and how each second is spent. This lab
 # measures, with its own runs: where a training step's FLOPs go, why the output layer is a tied adaptive softmax,
 # what bf16 buys, Muon against AdamW, the learning-rate search, what a cached decoding step spends its time on, and
@@ -13,7 +13,7 @@
 # **Serves:** 001 §19.11.3 (weight tying), §19.13 (mixed precision, optimisers), §19.14.1 (the KV cache); 000
 # §8.6.2; Grave et al. 2017 (adaptive softmax), Baevski & Auli 2019 (adaptive input), Jordan et al. 2024 (Muon).
 #
-# **Runtime on 2 CPU cores:** quick ~40 s, full ~6 min.
+# **Runtime on 2 CPU cores:** quick ~40 s, full ~5 min.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -339,7 +339,7 @@ with torch.inference_mode(), no_onednn(), model.head.lookup_table():
     h, state = model.hidden(prompt, state)
     nxt = model.head.greedy(h[:, -1])
     n_prof = pick(quick=20, full=100)
-    with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CPU]) as prof:
+    with lm_compute.cpu_profile() as prof:
         for _ in range(n_prof):
             h, state = model.hidden(nxt[None], state)
 ops = sorted(prof.key_averages(), key=lambda e: e.self_cpu_time_total, reverse=True)

@@ -14,8 +14,8 @@
 # blocks, stacked) and 8.9 (its model, trained on WikiText-2); 001 §19.11.3 (weight tying); 002 (the causal LM
 # objective).
 #
-# **Runtime on 2 CPU cores:** quick ~25 s, full ~3 min cold, of which about 2.5 min train the model (152 s in the
-# run stored here); a re-run loads the trained model from the cache.
+# **Runtime on 2 CPU cores:** quick ~25 s, full ~3 min cold, of which about 2.5 min train the model (the training
+# cell prints how long); a re-run loads the trained model from the cache.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
@@ -349,9 +349,10 @@ if not mine:  # the stored run: the reference model must clear both bars (your m
 # %% [markdown]
 # **What to expect.** After the full profile's 600 steps (307,200 words seen, about a seventh of one pass over the
 # training split) the model predicts the next word with a validation perplexity of about 580 on the first 10,000
-# validation words: about 40 % below the unigram model's 974 on the same words, which knows word frequencies only. The stored run prints its own numbers above. Notebook
-# 10's tuned recipe reaches 128 in about nine minutes of training on one core (560 s in its stored run), mostly by spending less on the output layer (a
-# tied adaptive softmax, so it reads fifteen times as many words); notebook 11 measures each choice.
+# validation words: about 40 % below the unigram model's 974 on the same words, which knows word frequencies only.
+# The stored run prints its own numbers above. Notebook 10's tuned recipe reaches 128 in about nine minutes of
+# training on one core, mostly by spending less on the output layer (a tied adaptive softmax, so it reads fifteen
+# times as many words); notebook 11 measures each choice.
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 9 · The model writes

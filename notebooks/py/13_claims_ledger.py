@@ -51,11 +51,11 @@ env = setup()  # seeds everything, picks the device, prints both
 # | **extraction artefact** | the text as extracted lost symbols, so it reads wrongly; what the author wrote holds | the statement **restored** |
 #
 # "Wrong" is kept apart from "imprecise": *"only the new token's Q needs to be computed"* (004 §13.2) is wrong,
-# since the new token's key and value must be computed too; *"the total cost of generating without a cache is
-# O(n²)"* is imprecise, since it counts token evaluations rather than operations. An extraction artefact is
-# neither: 000 §8.2.5 reads "q₁ᵀk₁ = 1 + 0 + 1 = 1" only because the products 1·1 + 0·0 + 1·0 lost their symbols.
-# A correction must itself be right, so every verdict against a text was checked against the primary source
-# first: the paper, the original code (tensor2tensor), the authors' repositories, the model papers and their
+# since the new token's key and value must be computed too; *"Q_m·K_n = f(m − n)"* (004 §4.2, of RoPE) is
+# imprecise: the positions enter only through m − n, but the score is a function of q and k as well. An extraction
+# artefact is neither: 000 §8.2.5 reads "q₁ᵀk₁ = 1 + 0 + 1 = 1" only because the products 1·1 + 0·0 + 1·0 lost
+# their symbols. A correction must itself be right, so every verdict against a text was checked against the
+# primary source first: the paper, the original code (tensor2tensor), the authors' repositories, the model papers and their
 # released configurations. Where code can settle a statement, the entry carries a small **check function**; the
 # test suite runs every one of them, and so does the appendix of this notebook.
 #
@@ -97,7 +97,7 @@ for text, row in counts.items():
     print(f"{text:<5}" + "".join(f"{row[s]:>{width + 2}}" for s in ledger.STATUSES) + f"{sum(row.values()):>8}")
 total = {s: sum(row[s] for row in counts.values()) for s in ledger.STATUSES}
 print(f"{'all':<5}" + "".join(f"{total[s]:>{width + 2}}" for s in ledger.STATUSES) + f"{len(ledger.LEDGER):>8}")
-print(f"\nentries with a check function: {sum(c.check is not None for c in ledger.LEDGER)}")
+print(f"\nentries with a check function: {sum(bool(c.check) for c in ledger.LEDGER)}")
 assert len(ledger.LEDGER) >= 80 and ledger.problems() == {}
 
 # %%
@@ -130,14 +130,18 @@ plt.show()
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 3 · What to trust, text by text
 #
-# Each table lists the entries that are *not* simply confirmed, with the correct value, the exact statement,
-# or the reason we could not decide. The confirmed ones, with their values and sources, are in the appendix.
+# For each text: what holds, in a sentence; then, read from the ledger (so none is left out), every statement it
+# gets **wrong**, with the correct value; then a table of the entries that are imprecise, not checkable here or
+# extraction artefacts. The confirmed ones, with their values and sources, are in the appendix.
 
 # %%
-def not_confirmed(text):
-    """The text's entries whose verdict is not 'confirmed', as a Markdown table."""
-    rows = [c for c in ledger.claims(text=text) if c.status != ledger.CONFIRMED]
-    display(Markdown(ledger.markdown(rows)))
+def what_to_distrust(text):
+    """The text's 'wrong' entries as a list (one cited line each), then its other unconfirmed entries as a table."""
+    wrong = ledger.claims(text=text, status=ledger.WRONG)
+    rest = [c for c in ledger.claims(text=text) if c.status not in (ledger.CONFIRMED, ledger.WRONG)]
+    lines = [f"**Wrong ({len(wrong)}):**", ""] + [f"- {ledger.cite(c.id)}" for c in wrong]
+    lines += ["", f"**Imprecise, not checkable here, or extraction artefacts ({len(rest)}):**", ""]
+    display(Markdown("\n".join(lines) + "\n" + ledger.markdown(rest)))
 
 
 # %% [markdown]
@@ -146,60 +150,46 @@ def not_confirmed(text):
 # Trust its derivations: the variance argument for 1/√d_k, the causal mask, the rotation behind sinusoidal
 # encodings and RoPE, the parameter formulas (4d², 2·d·d_ff, two-thirds of the block in the FFN). Read the
 # worked example of §8.2.5 knowing that the extraction lost symbols there (its arithmetic holds once they are
-# restored; the sum of the exponentials is off in the last digit). Check its history: 28.4 BLEU and 3.5 days
-# belong to the *big* model; the direct-object head of Clark et al. is in layer 8, not 5; the head pruning it
-# describes is Voita et al.'s translation model, not BERT; the ALiBi slopes run the other way; RoPE does not
-# extrapolate well by itself; and the mask does matter at inference when the prefix is recomputed.
+# restored). Where it errs:
 
 # %%
-not_confirmed("000")
+what_to_distrust("000")
 
 # %% [markdown]
 # ### 001 · Chapter 19 (PyTorch from scratch)
 #
 # Trust its building blocks and its parameter table (63M, and the paper's 65M/213M). Its label-smoothing rule
 # (ε/(V − 1) on the wrong classes) is exactly the original implementation's; PyTorch's
-# `F.cross_entropy(label_smoothing=ε)` uses ε/V instead, so the two losses differ slightly. Be careful with its
-# toy experiment (the task is reversal, and the recipe as written learns it only partly), with its KV-cache
-# paragraph (the cache grows linearly; a multi-token prompt pass needs a mask; "O(n²)" counts token evaluations,
-# not operations), and with deprecated AMP calls.
+# `F.cross_entropy(label_smoothing=ε)` uses ε/V instead, so the two losses differ slightly. Where it errs:
 
 # %%
-not_confirmed("001")
+what_to_distrust("001")
 
 # %% [markdown]
 # ### 002 · Transformers and Attention (article)
 #
 # Trust its formulas and its 12d² table (GPT-3: 174B from the blocks, 175B with embeddings), and its 2–4×
-# FlashAttention figure, which is the authors' own for the attention computation. Its KV-cache example is wrong by
-# a factor of four (10.7 GB, not 40 GB; 1.34 GB with the model's real 8 K/V heads), its efficient-attention table
-# credits the wrong paper with O(n√n), and its RoPE frequencies are off by one index.
+# FlashAttention figure, which is the authors' own for the attention computation. Where it errs:
 
 # %%
-not_confirmed("002")
+what_to_distrust("002")
 
 # %% [markdown]
 # ### 003 · The Transformer (lecture notes)
 #
-# Trust its structure and model sizes. Be careful with three statements: doubling the parameters lowers the loss
-# by about 5%, not by half; grouped-query and multi-query attention shrink the KV cache but leave attention's
-# quadratic cost as it is; and its decoder-only PyTorch snippet leaks the future through cross-attention.
+# Trust its structure and model sizes. Where it errs:
 
 # %%
-not_confirmed("003")
+what_to_distrust("003")
 
 # %% [markdown]
 # ### 004 · A Deep Dive (blog post)
 #
-# Trust its explanations and shape walkthroughs. Do not trust its 3-token worked example (the scores and the
-# weights are both wrong), its LLaMA-3 cache figure (10.7 GB by its own formula, 1.34 GB in reality), its
-# statement that a cached step computes only the new token's query, its claims about which models use GQA and
-# SwiGLU, its ViT (learned 1D position embeddings, not 2D ones), its reading of Clark et al.'s heads as learned
-# from downstream tasks (they come from pre-training), or its attribution of the loss-surface figure. Its 128K row of the memory table is right (for 128,000
-# tokens, in the binary units of the other rows).
+# Trust its explanations and shape walkthroughs; its 128K row of the memory table is right (for 128,000 tokens,
+# in the binary units of the other rows). Where it errs:
 
 # %%
-not_confirmed("004")
+what_to_distrust("004")
 
 # %% [markdown]
 # ### Browse the ledger

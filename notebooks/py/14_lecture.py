@@ -181,12 +181,12 @@ if capstone_model is not None:
 # ## Appendix · The texts, checked
 #
 # This notebook checks no statement of the texts: each widget's own notebook does, in its appendix, and the
-# claims ledger (notebook 13) lists them all. What it loaded, from where, and a check that each loaded model is
-# in eval mode on the notebook's device:
+# claims ledger (notebook 13) lists them all. What it loaded from the cache (`lecture.cache_dir()` says where),
+# and a check that each loaded model is in eval mode on the notebook's device:
 
 # %%
 for name, model in (("reversal", reversal_model), ("lm", lm_model), ("capstone", capstone_model)):
-    print(f"{name}: {'loaded from' if model is not None else 'not found in'} {lecture.cache_dir()}")
+    print(f"{name}: {'loaded from' if model is not None else 'not found in'} the cache")
 
 # %% tags=["nbval-check-output"]
 from transformer_nb.checks import check_true

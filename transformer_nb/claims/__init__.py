@@ -4,9 +4,10 @@ Each entry (:class:`Claim`) says what a text claims, whether it is ``confirmed``
 something false; with the correct value), ``imprecise`` (defensible wording, stated more exactly), ``not
 checkable here`` (with why) or an ``extraction artefact`` (the extracted text lost symbols; the author's
 statement, restored, holds), what we computed or which primary source we read, and which notebook's audit
-appendix it belongs to (:data:`SCALE` states the scale). Entries that code can check carry a cheap ``check``
-function. A figure a notebook produces is read from that notebook's stored outputs (:mod:`.figures`). Notebooks
-cite entries by id instead of repeating a refutation::
+appendix it belongs to (:data:`SCALE` states the scale). The entries are data, one file per text
+(``data/000.toml`` … ``data/004.toml``); an entry that code can check names a cheap function of :mod:`.checks`
+(``check = "name"``), imported only when a check runs. A figure a notebook produces is read from that
+notebook's stored outputs (:mod:`.figures`). Notebooks cite entries by id instead of repeating a refutation::
 
     from transformer_nb.claims import cite, report
     report(notebook="01")            # the claims of notebook 01, their checks run
@@ -24,8 +25,8 @@ import sys
 import textwrap
 
 from ..core.utils import as_int
-from . import figures, text000a, text000b, text000c, text001a, text001b, text002, text003, text004a, text004b
-from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, NOTEBOOKS, SCALE, STATUSES, TEXTS, WRONG, Claim
+from . import figures
+from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, NOTEBOOKS, SCALE, STATUSES, TEXTS, WRONG, Claim, load
 
 __all__ = [
     "ARTEFACT",
@@ -50,11 +51,7 @@ __all__ = [
     "to_json",
 ]
 
-LEDGER: tuple[Claim, ...] = tuple(
-    c
-    for m in (text000a, text000b, text000c, text001a, text001b, text002, text003, text004a, text004b)
-    for c in m.CLAIMS
-)
+LEDGER: tuple[Claim, ...] = tuple(c for t in TEXTS for c in load(t))
 _BY_ID = {c.id: c for c in LEDGER}
 
 
@@ -144,11 +141,13 @@ def run_checks(entries=None, skipped: list | None = None) -> dict[str, str]:
     a notebook figure this installation does not store is not a failure: its id goes into ``skipped``."""
     if skipped is not None and not isinstance(skipped, list):
         raise TypeError(f"skipped must be a list (the skipped ids go into it), got {type(skipped).__name__}")
+    from . import checks  # torch and the checks load only when a check runs
+
     failures = {}
     for c in _entries(entries):
-        if c.check is not None:
+        if c.check:
             try:
-                c.check()
+                getattr(checks, c.check)()
             except figures.Unavailable:
                 if skipped is not None:
                     skipped.append(c.id)
@@ -185,14 +184,14 @@ def report(
     failures = run_checks(entries, skipped) if run else {}
     file = file or sys.stdout
     scope = ", ".join(f"{k} {v}" for k, v in (("notebook", notebook), ("text", text), ("status", status)) if v)
-    n_checks = sum(c.check is not None for c in entries)
+    n_checks = sum(bool(c.check) for c in entries)
     print(
         f"Claims ledger ({scope or 'all'}): {_summary(entries)}; "
         f"{n_checks} checks {'run' if run else 'not run'}" + (", all pass" if run and not failures else ""),
         file=file,
     )
     for c in (c.resolved(here=notebook) for c in entries):  # a notebook's own figures are above it
-        mark = "" if c.check is None or not run else (" ✗ check FAILS" if c.id in failures else " ✓ checked")
+        mark = "" if not c.check or not run else (" ✗ check FAILS" if c.id in failures else " ✓ checked")
         mark = " (check needs the stored notebooks)" if c.id in skipped else mark
         print(f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}", file=file)
         print(_wrap("claim:", c.claim), file=file)

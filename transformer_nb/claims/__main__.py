@@ -9,6 +9,7 @@ python -m transformer_nb.claims --json --reveal          # include what gives aw
 """
 
 import argparse
+import json
 import sys
 
 from . import NOTEBOOKS, STATUSES, TEXTS, claims, report, run_checks, table, to_json
@@ -26,8 +27,15 @@ def main(argv=None) -> int:
     p.add_argument("--reveal", action="store_true", help="show the findings that give away exercises' answers")
     args = p.parse_args(argv)
     entries = claims(text=args.text, notebook=args.notebook, status=args.status)
+    try:
+        "§—²".encode(sys.stdout.encoding or "utf-8")
+        plain = False
+    except (UnicodeEncodeError, LookupError):  # e.g. PYTHONIOENCODING=ascii: escape what it cannot print
+        plain = True
+        sys.stdout.reconfigure(errors="backslashreplace")
     if args.json:
-        print(to_json(entries, reveal=args.reveal))
+        text = to_json(entries, reveal=args.reveal)
+        print(json.dumps(json.loads(text), indent=1) if plain else text)  # \u escapes keep the JSON valid
     elif args.report:
         try:
             report(notebook=args.notebook, text=args.text, status=args.status, reveal=args.reveal)
@@ -39,7 +47,7 @@ def main(argv=None) -> int:
         failures = run_checks(entries, skipped)
         for cid, err in failures.items():
             print(f"FAIL {cid}: {err}")
-        n_pass = sum(c.check is not None for c in entries) - len(failures) - len(skipped)
+        n_pass = sum(bool(c.check) for c in entries) - len(failures) - len(skipped)
         print(
             f"{n_pass} checks pass, {len(failures)} fail"
             + (f", {len(skipped)} need the stored notebooks" if skipped else "")

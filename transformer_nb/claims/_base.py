@@ -2,17 +2,24 @@
 
 A :class:`Claim` records one checkable statement of one of the five source texts: what the text says, our
 verdict (one of :data:`STATUSES`), the value we computed or the primary source we read, how we got it, the
-notebook whose audit appendix it belongs to, and, where code can check it, a ``check`` function that raises
-``AssertionError`` when the recorded verdict stops being true.
+notebook whose audit appendix it belongs to, and, where code can check it, the name of a function of
+:mod:`.checks` that raises ``AssertionError`` when the recorded verdict stops being true. :func:`load` reads one
+text's entries from ``data/<text>.toml``, where each ``[[claim]]`` table holds one entry's fields.
 """
 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from dataclasses import dataclass, field, replace
+import sys
+from dataclasses import dataclass, fields, replace
+from pathlib import Path
 
 from . import figures
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover
+    import tomli as tomllib
 
 CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE = "confirmed", "wrong", "imprecise", "not checkable here"
 ARTEFACT = "extraction artefact"  # the extracted text lost symbols; the author's statement, restored, holds
@@ -28,10 +35,6 @@ SCALE = {
 }
 TEXTS = ("000", "001", "002", "003", "004")
 NOTEBOOKS = tuple(f"{i:02d}" for i in range(12))  # 00..11: the notebooks whose appendices cite the ledger
-FLASH_README = (
-    "Dao-AILab/flash-attention README, 'Speedup' (A100; batch 8, head dimension 64, 12 heads, forward + backward "
-    "against PyTorch's standard attention): 'We generally see 2-4X speedup at sequence lengths between 128 and 4K'"
-)
 ID_PATTERN = re.compile(r"^00[0-4]-[A-Za-z0-9.\-]+$")
 
 
@@ -60,7 +63,7 @@ class Claim:
     source: str = ""
     nb_check: str = ""
     reveals: str = ""  # "8.2": the verdict gives away that exercise's answer (shown only with reveal=True)
-    check: Callable[[], None] | None = field(default=None, compare=False, repr=False)
+    check: str = ""  # the name of a function of .checks that raises AssertionError when the verdict stops holding
 
     def problems(self) -> list[str]:
         """Everything wrong with this entry's structure (an empty list when it is well formed)."""
@@ -87,8 +90,13 @@ class Claim:
         if self.status != NOT_CHECKABLE:
             if not self.value.strip():
                 out.append("needs 'value' (what we computed or found)")
-            if self.check is None and not self.source.strip():
+            if not self.check and not self.source.strip():
                 out.append("needs a check function or a cited source")
+        if self.check:
+            from . import checks
+
+            if not callable(getattr(checks, self.check, None)):
+                out.append(f"check {self.check!r} is not a function of claims.checks")
         return out
 
     def resolved(self, root=None, here: str | None = None) -> Claim:
@@ -106,18 +114,14 @@ class Claim:
         }
 
     def as_dict(self) -> dict:
-        """All fields as JSON-ready values; ``check`` becomes the check function's name (or null)."""
-        d = {k: getattr(self, k) for k in self.__dataclass_fields__ if k != "check"}
-        d["check"] = self.check.__name__ if self.check else None
-        return d
+        """All fields as JSON-ready values; ``check`` is the check function's name (or null)."""
+        return {f.name: getattr(self, f.name) or (None if f.name == "check" else "") for f in fields(self)}
 
 
-def factory(text: str) -> Callable[..., Claim]:
-    """A constructor for one text's data module: ``C(id, section, claim, status, value, how, notebook, **kw)``."""
+DATA = Path(__file__).parent / "data"
 
-    def make(id, section, claim, status, value, how, notebook, **kw) -> Claim:
-        return Claim(
-            id=id, text=text, section=section, claim=claim, status=status, value=value, how=how, notebook=notebook, **kw
-        )
 
-    return make
+def load(text: str) -> list[Claim]:
+    """The entries of one text, read from ``data/<text>.toml`` (each ``[[claim]]`` table is one entry)."""
+    with open(DATA / f"{text}.toml", "rb") as f:
+        return [Claim(text=text, **entry) for entry in tomllib.load(f)["claim"]]

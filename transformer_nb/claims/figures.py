@@ -14,18 +14,33 @@ from pathlib import Path
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
 
-# key -> (where a reader finds it, the pattern whose first group is the figure in the notebook's printed output)
-FIGURES: dict[str, tuple[str, str]] = {
-    "02:unmasked_rule_kept": ("notebook 02 §4", r"without mask:[^\n]*\n\s*rule kept:[^(]*\(([\d.]+)% of"),
-    "09:text_exact": ("notebook 09 §9", r"the text as written\s+after \d+ steps\s+exact match\s+([\d.]+)%"),
-    "09:text_demo": ("notebook 09 §9", r"decodes its demo \[3, 5, 7, 9, 4\] to (\[[\d, ]+\])"),
-    "09:improved_steps": ("notebook 09 §9", r"\(= improved\)\s+reached 99\.9% at step (\d+)"),
-    "10:ex89_ppl_transformer": ("notebook 10 §3", r"Transformer\s+training perplexity\s+([\d.]+),"),
-    "10:ex89_ppl_lstm": ("notebook 10 §3", r"LSTM\s+training perplexity\s+([\d.]+),"),
-    "10:ex89_s_transformer": ("notebook 10 §3", r"Transformer\s+training perplexity\s+[\d.]+,\s+([\d.]+) s per epoch"),
-    "10:ex89_s_lstm": ("notebook 10 §3", r"LSTM\s+training perplexity\s+[\d.]+,\s+([\d.]+) s per epoch"),
-    "10:valid_transformer": ("notebook 10 §5", r"(?m)^Transformer\s+([\d.]+)\s+[\d.]+\s*$"),
-    "10:valid_lstm": ("notebook 10 §5", r"(?m)^LSTM\s+([\d.]+)\s+[\d.]+\s*$"),
+# key -> (where a reader finds it, the label the notebook prints the figure under, the pattern that follows the
+# label: its first group is the figure). The label must start a printed line (after indentation), and exactly one
+# place in the notebook's output may match label and pattern: a figure is read by its own label, never from the
+# first line that looks like it (the 30-epoch run, not the ladder's row of the same recipe).
+FIGURES: dict[str, tuple[str, str, str]] = {
+    "02:unmasked_rule_kept": ("notebook 02 §4", "without mask:", r"[^\n]*\n\s*rule kept:[^(\n]*\(([\d.]+)% of"),
+    "09:text_exact": ("notebook 09 §9", "the text's recipe after 30 epochs", r" \(\d+ steps\): exact match ([\d.]+)%"),
+    "09:text_demo": (
+        "notebook 09 §9",
+        "the text's recipe after 30 epochs",
+        r" decodes its demo \[3, 5, 7, 9, 4\] to (\[[\d, ]+\])",
+    ),
+    "09:improved_steps": (
+        "notebook 09 §9",
+        "+ Xavier on embeddings only, ReLU (= improved)",
+        r"\s+reached 99\.9% at step (\d+)",
+    ),
+    "10:ex89_ppl_transformer": ("notebook 10 §3", "Transformer", r"\s+training perplexity\s+([\d.]+),"),
+    "10:ex89_ppl_lstm": ("notebook 10 §3", "LSTM", r"\s+training perplexity\s+([\d.]+),"),
+    "10:ex89_s_transformer": (
+        "notebook 10 §3",
+        "Transformer",
+        r"\s+training perplexity\s+[\d.]+,\s+([\d.]+) s per epoch",
+    ),
+    "10:ex89_s_lstm": ("notebook 10 §3", "LSTM", r"\s+training perplexity\s+[\d.]+,\s+([\d.]+) s per epoch"),
+    "10:valid_transformer": ("notebook 10 §5", "Transformer", r"\s+([\d.]+)\s+[\d.]+[ \t]*$"),
+    "10:valid_lstm": ("notebook 10 §5", "LSTM", r"\s+([\d.]+)\s+[\d.]+[ \t]*$"),
 }
 PLACEHOLDER = re.compile(r"\{(\d\d:\w+)\}")
 
@@ -59,14 +74,16 @@ def read(key: str, root: Path | None = None) -> str:
     :class:`NotPrinted`."""
     if key not in FIGURES:
         raise KeyError(f"no figure {key!r}; known: {', '.join(FIGURES)}")
-    where, pattern = FIGURES[key]
+    where, label, pattern = FIGURES[key]
     path = _notebook(key[:2], Path(root or NOTEBOOKS_DIR))
     if path is None:
         raise Unavailable(f"{key}: no stored notebook {key[:2]} here; the figure is in {where}")
-    m = re.search(pattern, _outputs(path, path.stat().st_mtime))
-    if m is None:
+    found = re.findall(rf"(?m)^[ \t]*{re.escape(label)}{pattern}", _outputs(path, path.stat().st_mtime))
+    if not found:
         raise NotPrinted(f"{key}: {path.name} does not print it ({where}); re-run the notebook or fix the pattern")
-    return m.group(1)
+    if len(found) > 1:
+        raise NotPrinted(f"{key}: {path.name} prints {len(found)} lines labelled {label!r} ({where}): label it apart")
+    return found[0]
 
 
 def value(key: str, root: Path | None = None) -> float:
