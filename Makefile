@@ -29,13 +29,6 @@ NB_NAMES  := $(basename $(notdir $(NOTEBOOKS)))
 # Tools run with the venv first on PATH, so kernels and subprocesses use the venv's python.
 RUN       := PATH="$(abspath $(BIN)):$$PATH"
 
-# The WikiText-2 copy beside the project, unless the caller chose TNB_DATA_DIR.
-ifeq ($(origin TNB_DATA_DIR),undefined)
-ifneq ($(wildcard ../shared/data),)
-export TNB_DATA_DIR := $(abspath ../shared/data)
-endif
-endif
-
 # NB is read as text, never expanded and never handed to a shell: each word must name a notebook (NAME, NAME.ipynb or
 # a path to it), and the tools get the names found in notebooks/, checked here before anything runs.
 ifneq ($(filter refresh slides solutions,$(MAKECMDGOALS)),)
