@@ -114,7 +114,9 @@ def test_a_time_within_the_noise_of_two_runs_is_not_recorded(tree, monkeypatch):
 
 
 def test_the_map_notebook_is_stale_once_a_runtime_it_shows_moves_beyond_noise(tree, capsys):
-    ipynb = store(tree, "00_map", twin_text="# %%\nfrom transformer_nb.companion import notebook_index\n")
+    ipynb = store(
+        tree, "00_map", twin_text="# %%\nfrom transformer_nb.companion import notebook_index\n\nnotebook_index()\n"
+    )
     nb = json.loads(ipynb.read_text())
     nb["metadata"][harness.STAMP_KEY]["runtimes"] = {"01_fresh": {"full_s": 8.0}}  # what refresh.py stamps
     ipynb.write_text(json.dumps(nb))
@@ -126,3 +128,29 @@ def test_the_map_notebook_is_stale_once_a_runtime_it_shows_moves_beyond_noise(tr
     assert (
         "00_map is stale: notebooks/00_map.ipynb shows runtimes that changed since (01_fresh full 8 s -> 40 s)" in text
     )
+
+
+def test_a_refresh_that_moves_a_runtime_refreshes_the_map_notebook_after_it(tree, monkeypatch, capsys):
+    store(tree, "00_map", twin_text="# %%\nfrom transformer_nb.companion import notebook_index\n\nnotebook_index()\n")
+    ran = []
+
+    def fake_refresh(twin, out_dir, timeout):  # what a refresh stores (00: the runtimes it showed), without a kernel
+        ran.append(twin.stem)
+        path = store(tree, twin.stem, twin_text=twin.read_text())
+        nb = json.loads(path.read_text())
+        shown = {n: t for n, t in refresh.read_runtimes(tree).items() if n != twin.stem}
+        nb["metadata"][harness.STAMP_KEY]["runtimes"] = shown if twin.stem == "00_map" else {}
+        path.write_text(json.dumps(nb))
+        return path
+
+    def fake_record(name, seconds, root):  # every notebook took 30 s: 01's 8 s in 00's map moves beyond noise
+        runtimes = root / "notebooks" / "runtimes.json"
+        runtimes.write_text(json.dumps({**refresh.read_runtimes(root), name: {"full_s": 30.0}}))
+
+    monkeypatch.setattr(refresh, "refresh", fake_refresh)
+    monkeypatch.setattr(refresh, "record_runtime", fake_record)
+    monkeypatch.delenv("TNB_PROFILE", raising=False)
+    assert refresh.main(["--all", "--root", str(tree)]) == 0
+    assert ran == ["00_map", "01_fresh", "02_stale", "03_broken", "00_map"]  # 00 once more, after the others
+    capsys.readouterr()
+    assert "refresh: 0 stale" in listing(tree, capsys)[1]

@@ -427,7 +427,7 @@ def main(argv=None) -> int:
 
     out_dir = args.out.resolve() if args.out else None
     written, failed, start = [], [], time.perf_counter()
-    done = set()
+    done, again = set(), set()
     while twins:
         twin = twins.pop(0)
         done.add(twin.stem)
@@ -450,8 +450,14 @@ def main(argv=None) -> int:
             f"refresh: {twin.stem} done in {time.perf_counter() - t0:.1f} s -> {os.path.relpath(written[-1])}",
             flush=True,
         )
-        if args.stale and out_dir is None and not twins:  # a figure this run changed may be printed elsewhere
-            twins = [t for t in stale_twins(args.root) if t.stem not in done]
+        # a figure or a runtime this run changed may be shown elsewhere: in 00's map too, which may run once more
+        if (args.stale or args.all) and out_dir is None and not twins:
+            twins = [
+                t
+                for t in stale_twins(args.root)
+                if t.stem not in done or (t.stem not in again and SHOWS_RUNTIMES in t.read_text(encoding="utf-8"))
+            ]
+            again.update(t.stem for t in twins)
     if args.html and written:
         write_html(written, out_dir)
         print(f"refresh: HTML in {os.path.relpath(out_dir)}/index.html")
