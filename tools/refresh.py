@@ -223,6 +223,17 @@ def refresh(twin: Path, out_dir: Path | None = None, timeout: int = 3600) -> Pat
     return target
 
 
+def broken(twin: Path, ipynb: Path) -> Path:
+    """Which of a twin and its notebook cannot be read as text (the notebook: as JSON); else the notebook, whose
+    structure is then what is wrong."""
+    for path, parse in ((twin, str), (ipynb, json.loads)):
+        try:
+            parse(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return path
+    return ipynb
+
+
 def stale_twins(root: Path) -> list[Path]:
     """The twins whose notebook needs a refresh, in book order, each printed with its first reason. A stored
     notebook (or twin) that cannot be read is stale: the refresh writes it again from the twin."""
@@ -242,11 +253,9 @@ def stale_twins(root: Path) -> list[Path]:
         except RefreshError as err:  # runtimes.json
             problems = [str(err)]
         except (OSError, ValueError, TypeError, AttributeError, KeyError) as err:
-            problems = [
-                f"notebooks/{ipynb.name} or its twin notebooks/py/{twin.name} cannot be read "
-                f"({type(err).__name__}: {err}). {harness.fix(twin.stem)} writes the notebook again from the "
-                f"twin; or restore both: git checkout notebooks/{ipynb.name} notebooks/py/{twin.name}"
-            ]
+            bad = os.path.relpath(broken(twin, ipynb), root)
+            fix = f"{harness.fix(twin.stem)} writes it again from its twin" if bad.endswith(".ipynb") else "Mend it"
+            problems = [f"{bad} cannot be read ({type(err).__name__}: {err}). {fix}, or restore it: git checkout {bad}"]
         if problems:
             print(f"refresh: {twin.stem} is stale: {problems[0].splitlines()[0]}", flush=True)
             stale.append(twin)
