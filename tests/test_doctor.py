@@ -117,3 +117,13 @@ def test_nothing_in_the_package_imports_the_doctor():
         and re.search(r"import doctor|transformer_nb\.doctor|from \. import doctor", p.read_text())
     ]
     assert users == []
+
+
+def test_a_package_that_does_not_import_is_a_problem_not_a_traceback(monkeypatch):
+    def broken():
+        raise ImportError("libcudart.so.12: cannot open shared object file")
+
+    monkeypatch.setattr(doctor, "checks", broken)
+    problems, out = _run(monkeypatch)
+    assert [what for what, _ in problems] == ["import: ImportError: libcudart.so.12: cannot open shared object file"]
+    assert out.endswith("doctor: 1 problem(s)")

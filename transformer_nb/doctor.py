@@ -92,14 +92,18 @@ def diagnose(out=print) -> list:
 
     out(f"transformer-nb {installed(DIST)} at {__file__}; Python {sys.executable}; {platform.platform()}")
     if installed(DIST) is None:
-        return report(False, "the package is not installed", "make install (pip install -e .)") or problems
+        return report(False, "the package is not installed", "make install") or problems
     py, need = platform.python_version(), metadata.metadata(DIST)["Requires-Python"]
     report(release(py) >= release(need.removeprefix(">=")), f"Python {py} (needs {need})", f"install Python {need}")
     for extra in (None, *metadata.metadata(DIST).get_all("Provides-Extra", [])):
         found, wrong = versions(extra)
         what = f"[{extra}] " * bool(extra) + ", ".join(found) + f"; needs {' '.join(wrong)}" * bool(wrong)
         report(not wrong or (None if extra else False), what, f"{sys.executable} -m pip install {' '.join(wrong)}")
-    for name, (check, fix) in checks().items() if installed("torch") else ():
+    try:
+        todo = checks() if installed("torch") else {}
+    except Exception as err:  # torch or the package does not import
+        todo = report(False, f"import: {type(err).__name__}: {err}", "make distclean install") or {}
+    for name, (check, fix) in todo.items():
         try:
             report(True, check())
         except Exception as err:  # the package's own error, said as it is
