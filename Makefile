@@ -10,8 +10,12 @@ TORCH_SPEC      ?= torch==2.13.0
 TORCH_INDEX_URL ?=
 # auto: uv when `pip install uv` works, else pip; pip: pip only
 INSTALLER       ?= auto
-# where `pip install uv` puts uv (not into VENV: that may be a conda environment)
+# where `pip install uv==$(UV_VERSION)` puts uv (not into VENV: that may be a conda environment)
 UV_DIR          ?= build/uv-installer
+UV_VERSION      ?= 0.13.9
+# every dependency but torch, pinned with its hashes (`make lock` writes it; `make install-latest` ignores it)
+LOCK            := requirements.lock
+LOCKED          ?= 1
 NB              ?=
 LAB_ARGS        ?=
 # make test's pytest-xdist workers; with more than one, each (and each notebook kernel) runs torch on one thread
@@ -21,20 +25,20 @@ TEST_WORKERS    ?= auto
 BIN       := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 NOTEBOOKS := $(sort $(wildcard notebooks/*.ipynb))
-NB_NAME    = $(basename $(notdir $(NB)))
+NB_NAMES  := $(basename $(notdir $(NOTEBOOKS)))
 # Tools run with the venv first on PATH, so kernels and subprocesses use the venv's python.
 RUN       := PATH="$(abspath $(BIN)):$$PATH"
 
-# The WikiText-2 copy beside the project, unless the caller chose TNB_DATA_DIR.
-ifeq ($(origin TNB_DATA_DIR),undefined)
-ifneq ($(wildcard ../shared/data),)
-export TNB_DATA_DIR := $(abspath ../shared/data)
-endif
+# NB is read as text, never expanded and never handed to a shell: each word must name a notebook (NAME, NAME.ipynb or
+# a path to it), and the tools get the names found in notebooks/, checked here before anything runs.
+ifneq ($(filter refresh slides solutions,$(MAKECMDGOALS)),)
+NB_LIST := $(foreach w,$(value NB),$(or $(filter $(NB_NAMES),$(basename $(notdir $w))),$(error \
+  NB: "$w" is not a notebook; name one of $(NB_NAMES))))
 endif
 
 NBVAL := --nbval-lax --nbval-current-env --nbval-sanitize-with=tests/nbval_sanitize.cfg
 
-.PHONY: help venv install lab lint test browser-test runtimes refresh refresh-all refresh-stale book lecture slides clean distclean
+.PHONY: help venv install install-latest lock lab lint test browser-test runtimes refresh refresh-all refresh-stale book lecture slides clean distclean
 .PHONY: doctor
 .PHONY: wheel colab-test book-cdn
 
@@ -52,7 +56,9 @@ help:
 	@echo "make book [EXECUTE=1]     the stored notebooks as a navigable HTML book in build/book/ (EXECUTE=1: run them first)"
 	@echo "make lecture              train the missing small models of 09, 10, 12 that the lecture notebook (14) shows"
 	@echo "make slides NB=NAME       reveal.js slides of a stored notebook into build/slides/ (offline)"
-	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC))"
+	@echo "make install              create $(VENV) and install (TORCH_SPEC=$(TORCH_SPEC); the rest from $(LOCK))"
+	@echo "make install-latest       the same with the newest versions pyproject.toml allows (then make test)"
+	@echo "make lock                 write $(LOCK) again: the newest versions pyproject.toml allows, pinned"
 	@echo "make wheel                the package wheel into dist/ (Colab's setup cell can install it)"
 	@echo "make colab-test           notebooks 00 01 05 07 (quick) under nbval in a fresh Colab-like venv"
 	@echo "make book-cdn             fetch and check the book's and slides' pinned npm packages into build/vendor"
@@ -63,16 +69,18 @@ venv install: $(INSTALLED)
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
-# torch first, so the installer keeps the chosen build (CPU/CUDA) instead of pulling its default one. With uv
-# (INSTALLER=auto: when `pip install uv` works, into $(UV_DIR); half pip's time) pip's own indexes and wheel
-# folders are passed on by tools/uv_args.py, so both pick the same versions; INSTALLER=pip forces pip. A failed
-# install stops here, with no $(INSTALLED) marker, so the next `make` installs again. --compile-bytecode: the .pyc
-# files pip writes too (under PYTHONDONTWRITEBYTECODE, without them every torch import compiles it again: +3 s CPU).
-$(INSTALLED): pyproject.toml | $(BIN)/python
+# torch first, so the installer keeps the chosen build (CPU/CUDA) instead of pulling its default one; then every
+# other dependency from $(LOCK) (pinned, hashes checked) and the package itself, or with LOCKED= (make
+# install-latest) the newest versions pyproject.toml allows. With uv (INSTALLER=auto: when `pip install
+# uv==$(UV_VERSION)` works, into $(UV_DIR); half pip's time) pip's own indexes and wheel folders are passed on by
+# tools/uv_args.py, so both pick the same versions; INSTALLER=pip forces pip. A failed install stops here, with no
+# $(INSTALLED) marker, so the next `make` installs again. --compile-bytecode: the .pyc files pip writes too (under
+# PYTHONDONTWRITEBYTECODE, without them every torch import compiles it again: +3 s CPU).
+$(INSTALLED): pyproject.toml $(LOCK) | $(BIN)/python
 	@case "$(INSTALLER)" in auto|pip) ;; *) echo "INSTALLER=$(INSTALLER): auto (uv when it installs, else pip) or pip" >&2; exit 2;; esac
 	@rm -f $@
 	@if [ "$(INSTALLER)" != pip ] && $(BIN)/python -m pip install -q --progress-bar off --retries 1 --timeout 15 \
-	    --upgrade --target $(UV_DIR) uv >/dev/null 2>&1; then \
+	    --upgrade --target $(UV_DIR) "uv==$(UV_VERSION)" >/dev/null 2>&1; then \
 	  echo "install: with uv ($(UV_DIR)/bin/uv; INSTALLER=pip for pip)"; \
 	  uv=($(UV_DIR)/bin/uv pip install --compile-bytecode --python $(BIN)/python); \
 	  args=$$($(BIN)/python tools/uv_args.py $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL))); \
@@ -80,13 +88,29 @@ $(INSTALLED): pyproject.toml | $(BIN)/python
 	  "$${uv[@]}" "$${torch_args[@]}" "$(TORCH_SPEC)"; \
 	  args=$$($(BIN)/python tools/uv_args.py); \
 	  mapfile -t args <<< "$$args"; \
-	  "$${uv[@]}" "$${args[@]}" -e ".[test]"; \
+	  $(if $(LOCKED),"$${uv[@]}" "$${args[@]}" --require-hashes -r $(LOCK);) \
+	  "$${uv[@]}" "$${args[@]}" $(if $(LOCKED),--no-deps) -e ".[test]"; \
 	else \
 	  echo "install: with pip$(if $(filter pip,$(INSTALLER)),, (\`pip install uv\` failed))"; \
 	  $(BIN)/python -m pip install --progress-bar off $(if $(TORCH_INDEX_URL),--index-url $(TORCH_INDEX_URL)) "$(TORCH_SPEC)"; \
-	  $(BIN)/python -m pip install --progress-bar off -e ".[test]"; \
+	  $(if $(LOCKED),$(BIN)/python -m pip install --progress-bar off --require-hashes -r $(LOCK);) \
+	  $(BIN)/python -m pip install --progress-bar off $(if $(LOCKED),--no-deps) -e ".[test]"; \
 	fi
 	@touch $@
+
+# The newest release of every dependency that pyproject.toml allows, not the lock's: does a clean clone still work?
+install-latest:
+	rm -f $(INSTALLED)
+	$(MAKE) --no-print-directory install LOCKED=
+
+# $(LOCK) from pyproject.toml, from PyPI, for every platform and Python pyproject.toml allows (--universal), with
+# every file's hash. torch is left out, with what only torch needs (a marker that is never true): TORCH_SPEC installs
+# the build the user chose, with its own dependencies.
+lock: $(BIN)/python
+	$(BIN)/python -m pip install -q --progress-bar off --upgrade --target $(UV_DIR) "uv==$(UV_VERSION)"
+	@mkdir -p build && echo "torch ; sys_platform == 'never'" > build/lock-no-torch.txt
+	$(UV_DIR)/bin/uv pip compile pyproject.toml --extra test --universal --generate-hashes --quiet \
+	  --override build/lock-no-torch.txt --no-emit-package torch --custom-compile-command "make lock" -o $(LOCK)
 
 # Served from the repo root (so jupytext.toml pairs each notebook with its twin), opened on notebooks/.
 lab: $(INSTALLED)
@@ -119,7 +143,7 @@ test: $(INSTALLED)
 solutions: $(INSTALLED)
 	@mkdir -p build/test-cache
 	$(RUN) TNB_PROFILE=quick TNB_CACHE_DIR="$${TNB_CACHE_DIR:-$(CURDIR)/build/test-cache}" \
-	  $(BIN)/python tools/solutions.py $(NB)
+	  $(BIN)/python tools/solutions.py $(NB_LIST)
 
 runtimes: $(INSTALLED)  ## time every notebook in the quick profile into notebooks/runtimes.json
 	@rm -rf build/test-cache && mkdir -p build/test-cache
@@ -132,8 +156,8 @@ browser-test: $(INSTALLED)
 	$(RUN) TNB_PROFILE=quick $(BIN)/python -m pytest tests/browser -rs --durations=0 --durations-min=1
 
 refresh: $(INSTALLED)
-	@if [ -z "$(NB)" ]; then echo "usage: make refresh NB=01_scaled_attention" >&2; exit 2; fi
-	$(RUN) $(BIN)/python tools/refresh.py $(NB_NAME)
+	$(if $(NB_LIST),,$(error usage: make refresh NB=01_scaled_attention))
+	$(RUN) $(BIN)/python tools/refresh.py $(NB_LIST)
 
 refresh-all: $(INSTALLED)
 	$(RUN) $(BIN)/python tools/refresh.py --all
@@ -154,8 +178,8 @@ lecture: $(INSTALLED)  ## the small trained models of 09, 10 and 12 for the lect
 	@echo "open notebooks/14_lecture.ipynb (make lab): every widget, ready to drive"
 
 slides: $(INSTALLED)
-	@if [ -z "$(NB)" ]; then echo "usage: make slides NB=01_scaled_attention" >&2; exit 2; fi
-	$(RUN) $(BIN)/python tools/slides.py $(NB_NAME) --out build/slides
+	$(if $(filter 1,$(words $(NB_LIST))),,$(error usage: make slides NB=01_scaled_attention (one notebook)))
+	$(RUN) $(BIN)/python tools/slides.py $(NB_LIST) --out build/slides
 
 # The package wheel, built in isolation from pyproject.toml (stale build/lib files would leak into it: removed first).
 wheel:

@@ -1,12 +1,12 @@
-"""Bad input to the companion's own helpers (notebook 00's map, runtimes) and ``make doctor``."""
+"""Bad input to the companion's own helpers (notebook 00's map, runtimes)."""
 
 from pathlib import Path
 
 from badinput import Case, parametrize
 
-from transformer_nb import companion, doctor
+from transformer_nb import companion
 
-C, D = "transformer_nb.companion.", "transformer_nb.doctor."
+C = "transformer_nb.companion."
 
 CASES = {
     "format_runtime_refuses_negative_seconds": Case(
@@ -29,15 +29,6 @@ CASES = {
         lambda: companion.write_index(Path("/nonexistent-notebooks"), Path("/nonexistent-notebooks/x.json")),
         ValueError,
         "folder must be a notebooks/ folder",
-    ),
-    "release_refuses_none": Case(D + "release", lambda: doctor.release(None), TypeError, "version must be a str"),
-    "installed_refuses_a_number": Case(D + "installed", lambda: doctor.installed(3), TypeError, "package must be"),
-    "installed_refuses_an_empty_name": Case(D + "installed", lambda: doctor.installed(" "), ValueError, "package"),
-    "diagnose_refuses_an_out_that_cannot_print": Case(
-        D + "diagnose", lambda: doctor.diagnose(out="x"), TypeError, "out must be a function"
-    ),
-    "doctor_main_refuses_an_unknown_option": Case(
-        D + "main", lambda: doctor.main(["--fix"]), SystemExit, "unrecognized arguments: --fix"
     ),
 }
 

@@ -12,6 +12,7 @@ import pytest
 from wikitext_data import DATA, needs_data
 
 from transformer_nb import wikitext as wt
+from transformer_nb import wikitext_files
 
 
 class _Handler(http.server.BaseHTTPRequestHandler):
@@ -43,6 +44,7 @@ def mirror(monkeypatch, tmp_path):
     thread = threading.Thread(target=server.serve_forever, daemon=True)
     thread.start()
     monkeypatch.delenv("TNB_DATA_DIR", raising=False)
+    monkeypatch.setattr(wikitext_files, "beside_checkout", lambda: None)  # no data beside the checkout
     monkeypatch.delenv("TNB_OFFLINE", raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("TNB_DATA_URL", f"http://127.0.0.1:{server.server_address[1]}/wt2")  # no trailing /

@@ -11,6 +11,7 @@ import torch
 from wikitext_data import DATA, needs_data
 
 from transformer_nb import wikitext as wt
+from transformer_nb import wikitext_files
 
 
 @pytest.fixture(scope="module")
@@ -24,6 +25,7 @@ def corpus():
 def isolated(monkeypatch, tmp_path):
     """No TNB_DATA_DIR, an empty user cache, downloads forbidden unless a test allows them."""
     monkeypatch.delenv("TNB_DATA_DIR", raising=False)
+    monkeypatch.setattr(wikitext_files, "beside_checkout", lambda: None)  # no data beside the checkout
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
     monkeypatch.setenv("TNB_OFFLINE", "1")
     return tmp_path

@@ -189,6 +189,26 @@ MATHJAX = Package(  # version 2: nbconvert's pages configure MathJax 2
     ),
 )
 BOOK_PACKAGES = (REQUIREJS, MATHJAX, HTML_MANAGER)
+# tools/slides.py's: reveal.js and jQuery (the reveal template's scrolling of tall slides)
+REVEAL = Package(
+    "reveal.js",
+    "5.2.1",
+    "sha512-r7//6mIM5p34hFiDMvYfXgyjXqGRta+/psd9YtytsgRlrpRzFv4RbH76TXd2qD+7ZPZEbpBDhdRhJaFgfQ7zNQ==",
+    (
+        "dist/reveal.js",
+        "dist/reveal.css",
+        "dist/theme/white.css",
+        "dist/theme/fonts/source-sans-pro/*",
+        "plugin/notes/notes.js",
+    ),
+)
+JQUERY = Package(
+    "jquery",
+    "3.7.1",
+    "sha512-m4avr8yL8kmFN8psrbFFFmB/If14iN5o9nw/NgnnM+kybDJpRsAynV2BsfpTYrTRysYUdADVD7CkUUizgkpLfg==",
+    ("dist/jquery.min.js",),
+)
+SLIDE_PACKAGES = (REVEAL, JQUERY)
 
 
 def _integrity(path: Path) -> str:
@@ -515,9 +535,7 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     if args.fetch_only:
-        import slides
-
-        for pkg in (*BOOK_PACKAGES, *slides.SLIDE_PACKAGES):
+        for pkg in (*BOOK_PACKAGES, *SLIDE_PACKAGES):
             print(f"book: {pkg.name}@{pkg.version} {pkg.integrity[:24]}… -> {fetch(pkg, VENDOR_CACHE)}")
         return 0
     out = args.out.resolve()

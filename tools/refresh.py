@@ -20,6 +20,11 @@ block, as ipywidgets interact does; a traceback printed by traceback.print_exc()
 logging.exception(), or by an exception in a thread), fails the refresh unless it is tagged raises-exception:
 every check runs before the stored notebook is written, so a failed refresh leaves it
 byte-identical. Refuses to run with TNB_PROFILE=quick.
+Each full-profile time goes into notebooks/runtimes.json (and the package's notebook_index.json) only when it is
+outside the noise between two runs (max(5 s, 20 %), as the headers' check allows) of the stored one, so that
+refreshing an unchanged notebook changes no file. A notebook whose code shows the map of every notebook's runtimes
+(it calls ``notebook_index(``: 00) keeps in its stamp the runtimes it showed, and is stale once one of them moves
+beyond that noise.
 """
 
 from __future__ import annotations
@@ -70,6 +75,61 @@ class CurrentEnvKernelManager(AsyncKernelManager):
 
 class RefreshError(Exception):
     pass
+
+
+SHOWS_RUNTIMES = "notebook_index("  # a notebook whose code calls this shows every notebook's runtimes (00's map)
+NOISE_S, NOISE_FRACTION = 5.0, 0.2  # two runs of one notebook differ by this much (companion.runtime_problems)
+
+
+def close(new: float, old: float) -> bool:
+    """``new`` is within the noise between two runs of ``old`` seconds."""
+    return abs(new - old) <= max(NOISE_S, NOISE_FRACTION * old)
+
+
+def read_runtimes(root: Path) -> dict:
+    """``notebooks/runtimes.json`` as ``{name: {"full_s": s, "quick_s": s}}`` ({} when absent); a RefreshError
+    naming the file and its fix when it is not that."""
+    path = root / harness.RUNTIMES
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        ok = isinstance(data, dict) and all(
+            isinstance(t, dict) and all(isinstance(v, (int, float)) for v in t.values()) for t in data.values()
+        )
+    except (OSError, ValueError) as err:
+        data, ok = err, False
+    if not ok:
+        why = f"{type(data).__name__}: {data}" if isinstance(data, Exception) else "not {name: {profile_s: seconds}}"
+        raise RefreshError(
+            f"{harness.RUNTIMES} cannot be read ({why}). Restore it: git checkout {harness.RUNTIMES} "
+            "(or delete it: the next refreshes record the times again)"
+        )
+    return data
+
+
+def record_runtime(name: str, seconds: float, root: Path) -> bool:
+    """Store ``seconds`` as ``name``'s full-profile time unless the stored one is within noise; True if stored."""
+    old = read_runtimes(root).get(name, {}).get("full_s")
+    if old is not None and close(seconds, old):
+        return False
+    harness.record_runtime(name, "full", seconds, root=root)
+    return True
+
+
+def runtime_problems(ipynb: Path, stamp: dict, root: Path) -> list[str]:
+    """The runtimes a map notebook showed (its stamp's ``runtimes``) that moved beyond noise since."""
+    if not stamp.get("runtimes"):
+        return []
+    now, moved = read_runtimes(root), []
+    for name, shown in sorted(stamp["runtimes"].items()):
+        for key, old in shown.items():
+            new = now.get(name, {}).get(key)
+            if new is not None and not close(new, old):
+                moved.append(f"{name} {key.removesuffix('_s')} {old:g} s -> {new:g} s")
+    if not moved:
+        return []
+    return [f"notebooks/{ipynb.name} shows runtimes that changed since ({', '.join(moved)}). {harness.fix(ipynb.stem)}"]
 
 
 def twin_for(arg: str) -> Path:
@@ -141,13 +201,18 @@ def refresh(twin: Path, out_dir: Path | None = None, timeout: int = 3600) -> Pat
         )
     root = twin.parent.parent.parent
     target = (out_dir / f"{twin.stem}.ipynb") if out_dir else harness.ipynb_of(twin)
-    nb = build_inputs(twin)
+    try:
+        nb = build_inputs(twin)
+    except (OSError, ValueError) as err:
+        raise RefreshError(f"{twin} cannot be read ({type(err).__name__}: {err}); fix or restore it (git)") from None
     modules = execute(nb, workdir=twin.parent.parent, timeout=timeout)
     number_widgets(nb, twin.stem)
     try:
         stamp = harness.make_stamp(nb, modules, root, profile="full", name=twin.stem)
     except ValueError as err:
         raise RefreshError(str(err)) from None
+    if SHOWS_RUNTIMES in twin.read_text(encoding="utf-8"):  # what it showed, but its own time (not known yet)
+        stamp["runtimes"] = {n: t for n, t in read_runtimes(root).items() if n != twin.stem}
     nb.metadata[harness.STAMP_KEY] = stamp
     text = nbformat.writes(nb)
     text += "" if text.endswith("\n") else "\n"  # as nbformat.write does
@@ -158,14 +223,39 @@ def refresh(twin: Path, out_dir: Path | None = None, timeout: int = 3600) -> Pat
     return target
 
 
+def broken(twin: Path, ipynb: Path) -> Path:
+    """Which of a twin and its notebook cannot be read as text (the notebook: as JSON); else the notebook, whose
+    structure is then what is wrong."""
+    for path, parse in ((twin, str), (ipynb, json.loads)):
+        try:
+            parse(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return path
+    return ipynb
+
+
 def stale_twins(root: Path) -> list[Path]:
-    """The twins whose notebook needs a refresh, in book order, each printed with its first reason."""
+    """The twins whose notebook needs a refresh, in book order, each printed with its first reason. A stored
+    notebook (or twin) that cannot be read is stale: the refresh writes it again from the twin."""
     stale = []
     for twin in harness.twins_in(root):
         ipynb = harness.ipynb_of(twin)
-        problems = harness.twin_problems(ipynb, twin)
-        if ipynb.exists():
-            problems = problems or harness.stamp_problems(ipynb) or harness.execution_problems(ipynb)
+        try:
+            problems = harness.twin_problems(ipynb, twin)
+            if ipynb.exists():
+                stamp = harness.load(ipynb).get("metadata", {}).get(harness.STAMP_KEY) or {}
+                problems = (
+                    problems
+                    or harness.stamp_problems(ipynb)
+                    or harness.execution_problems(ipynb)
+                    or runtime_problems(ipynb, stamp, root)
+                )
+        except RefreshError as err:  # runtimes.json
+            problems = [str(err)]
+        except (OSError, ValueError, TypeError, AttributeError, KeyError) as err:
+            bad = os.path.relpath(broken(twin, ipynb), root)
+            fix = f"{harness.fix(twin.stem)} writes it again from its twin" if bad.endswith(".ipynb") else "Mend it"
+            problems = [f"{bad} cannot be read ({type(err).__name__}: {err}). {fix}, or restore it: git checkout {bad}"]
         if problems:
             print(f"refresh: {twin.stem} is stale: {problems[0].splitlines()[0]}", flush=True)
             stale.append(twin)
@@ -175,8 +265,11 @@ def stale_twins(root: Path) -> list[Path]:
 def list_stale(root: Path) -> int:
     """Print the stale notebooks (``stale_twins``) and the minutes of refresh they cost, from
     ``notebooks/runtimes.json`` (each notebook's last full-profile run); execute nothing."""
-    runtimes = root / "notebooks" / "runtimes.json"
-    times = json.loads(runtimes.read_text(encoding="utf-8")) if runtimes.exists() else {}
+    try:
+        times = read_runtimes(root)
+    except RefreshError as err:
+        print(f"refresh: {err}; the times below are unknown", file=sys.stderr)
+        times = {}
     twins = stale_twins(root)
     known = [(times.get(t.stem) or {}).get("full_s") for t in twins]
     total = sum(s for s in known if s is not None)
@@ -280,6 +373,8 @@ def main(argv=None) -> int:
         "cell changed); nothing is executed",
     )
     args = parser.parse_args(argv)
+    if not (args.root / "notebooks" / "py").is_dir():
+        parser.error(f"--root {args.root}: no notebooks/py/ there; name a transformer-nb checkout")
     if args.list:
         if not args.stale:
             parser.error("--list goes with --stale")
@@ -331,11 +426,17 @@ def main(argv=None) -> int:
             return 0
     if not twins:
         parser.error("name a notebook, or pass --all or --stale")
+    if not args.out:
+        try:  # each refresh records its time there: a file that cannot be read stops the run before it starts
+            read_runtimes(args.root)
+        except RefreshError as err:
+            print(f"refresh: {err}", file=sys.stderr)
+            return 2
     os.environ["TNB_PROFILE"] = "full"  # inherited by the kernel
 
     out_dir = args.out.resolve() if args.out else None
     written, failed, start = [], [], time.perf_counter()
-    done = set()
+    done, again = set(), set()
     while twins:
         twin = twins.pop(0)
         done.add(twin.stem)
@@ -353,13 +454,19 @@ def main(argv=None) -> int:
             )
             continue
         if out_dir is None:
-            harness.record_runtime(twin.stem, "full", time.perf_counter() - t0, root=twin.parent.parent.parent)
+            record_runtime(twin.stem, time.perf_counter() - t0, root=twin.parent.parent.parent)
         print(
             f"refresh: {twin.stem} done in {time.perf_counter() - t0:.1f} s -> {os.path.relpath(written[-1])}",
             flush=True,
         )
-        if args.stale and out_dir is None and not twins:  # a figure this run changed may be printed elsewhere
-            twins = [t for t in stale_twins(args.root) if t.stem not in done]
+        # a figure or a runtime this run changed may be shown elsewhere: in 00's map too, which may run once more
+        if (args.stale or args.all) and out_dir is None and not twins:
+            twins = [
+                t
+                for t in stale_twins(args.root)
+                if t.stem not in done or (t.stem not in again and SHOWS_RUNTIMES in t.read_text(encoding="utf-8"))
+            ]
+            again.update(t.stem for t in twins)
     if args.html and written:
         write_html(written, out_dir)
         print(f"refresh: HTML in {os.path.relpath(out_dir)}/index.html")

@@ -6,7 +6,7 @@
 
 The notebook itself is not changed: a copy gets the slide metadata (``plan``), then nbconvert's reveal
 template renders it with the book's bundled require.js, MathJax and widget manager plus reveal.js and
-jQuery, all from the npm registry, pinned and integrity-checked (``book.fetch``), in ``_static/``.
+jQuery, all from the npm registry, pinned (in book.py) and integrity-checked (``book.fetch``), in ``_static/``.
 
 What the copy shows: the setup cell and import-only cells are hidden; each heading starts a slide,
 and so does each figure or widget (with what follows it on the next slide); a slide that has grown
@@ -30,25 +30,6 @@ import book  # noqa: E402
 MAX_CHARS = 1400  # source characters on one slide before the next markdown cell starts a new one
 FIGURES = ("image/png", "image/svg+xml", "image/jpeg", "application/vnd.jupyter.widget-view+json")
 
-REVEAL = book.Package(
-    "reveal.js",
-    "5.2.1",
-    "sha512-r7//6mIM5p34hFiDMvYfXgyjXqGRta+/psd9YtytsgRlrpRzFv4RbH76TXd2qD+7ZPZEbpBDhdRhJaFgfQ7zNQ==",
-    (
-        "dist/reveal.js",
-        "dist/reveal.css",
-        "dist/theme/white.css",
-        "dist/theme/fonts/source-sans-pro/*",
-        "plugin/notes/notes.js",
-    ),
-)
-JQUERY = book.Package(  # the reveal template's scrolling of tall slides
-    "jquery",
-    "3.7.1",
-    "sha512-m4avr8yL8kmFN8psrbFFFmB/If14iN5o9nw/NgnnM+kybDJpRsAynV2BsfpTYrTRysYUdADVD7CkUUizgkpLfg==",
-    ("dist/jquery.min.js",),
-)
-SLIDE_PACKAGES = (REVEAL, JQUERY)
 
 TEMPLATE = "{%- extends 'reveal/index.html.j2' -%}\n" + book.OFFLINE_BLOCKS
 
@@ -115,13 +96,13 @@ def render(path: Path, out_dir: Path) -> Path:
     import nbformat
 
     out_dir.mkdir(parents=True, exist_ok=True)
-    urls = book.vendor(out_dir, (*book.BOOK_PACKAGES, *SLIDE_PACKAGES), book.VENDOR_CACHE)
+    urls = book.vendor(out_dir, (*book.BOOK_PACKAGES, *book.SLIDE_PACKAGES), book.VENDOR_CACHE)
     exporter = book.exporter(
         "slides",
         TEMPLATE,
         **book.offline_urls(urls),
-        reveal_url_prefix=urls[REVEAL.name],
-        jquery_url=f"{urls[JQUERY.name]}/dist/jquery.min.js",
+        reveal_url_prefix=urls[book.REVEAL.name],
+        jquery_url=f"{urls[book.JQUERY.name]}/dist/jquery.min.js",
         reveal_scroll=True,
         reveal_theme="white",
     )

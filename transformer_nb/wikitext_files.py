@@ -5,7 +5,9 @@ Where the loader looks, in this order (the first folder that holds all three of
 
 1. an explicit ``path`` argument (a folder containing ``wikitext-2/``, or the
    ``wikitext-2`` folder itself);
-2. the environment variable ``TNB_DATA_DIR`` (same two forms);
+2. the environment variable ``TNB_DATA_DIR`` (same two forms); when it is unset, in a checkout (the package
+   beside its ``pyproject.toml``), the folder ``shared/data`` next to the checkout (``../shared/data`` from the
+   repository root, where CI keeps the data);
 3. the user data cache, ``$XDG_CACHE_HOME/transformer_nb/data/wikitext-2``
    (``~/.cache/transformer_nb/data/wikitext-2`` when ``XDG_CACHE_HOME`` is unset).
    This is deliberately *not* ``TNB_CACHE_DIR`` (the trained-model cache, which CI
@@ -76,6 +78,12 @@ def _flag(name: str, value) -> bool:
 def user_cache_dir() -> Path:
     """The per-user data cache: ``$XDG_CACHE_HOME/transformer_nb/data`` (default ``~/.cache/...``)."""
     return (env_path("XDG_CACHE_HOME") or Path.home() / ".cache") / "transformer_nb" / "data"
+
+
+def beside_checkout() -> Path | None:
+    """``../shared/data`` from the repository root, when the package runs from a checkout; else None."""
+    root = Path(__file__).resolve().parents[1]
+    return root.parent / "shared" / "data" if (root / "pyproject.toml").is_file() else None
 
 
 def data_url() -> str:
@@ -156,6 +164,12 @@ def find_data_dir(
         )
     else:
         looked.append("TNB_DATA_DIR (not set)")
+        beside = beside_checkout()
+        for c in _candidates(beside) if beside else []:
+            if _complete(c):
+                return c
+        if beside:
+            looked.append(f"{beside} (beside the checkout)")
     cache = user_cache_dir() / "wikitext-2"
     if _complete(cache):
         return cache

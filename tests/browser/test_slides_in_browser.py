@@ -35,7 +35,7 @@ def deck(tmp_path_factory):
     with serve(out) as url, offline_page(url, viewport=(1280, 800)) as page:
         page.goto(f"{url}/{target.name}", wait_until="load")
         page.locator(".reveal.ready").wait_for(state="attached", timeout=30_000)
-        module = f"{Path(slides.book.STATIC) / slides.REVEAL.folder}/dist/reveal.js"
+        module = f"{Path(slides.book.STATIC) / slides.book.REVEAL.folder}/dist/reveal.js"
         page.evaluate(f"() => {{ window.Reveal = require('{module}'); }}")  # the template keeps it local
         yield page
 
