@@ -12,22 +12,20 @@ cached in either profile is kept. The lecture then shows, for each widget, the b
 full, else quick) and says which one:
 
 - 09: ``reversal.IMPROVED``, evaluated on ``heldout_set(N_EVAL)`` every ``EVAL_EVERY`` steps, stopped at
-  ``TARGET`` exact match (``reversal.load_or_train``; the same run in both profiles);
-- 10: the Transformer recipe, run as ``LM_RUN[profile]`` says (``lm_recipe.load_or_train``);
+  ``TARGET`` exact match (those of ``reversal``; the same run in both profiles);
+- 10: the Transformer recipe, run as ``LM_RUN[profile]`` says (``lm_recipe.run``);
 - 12: the student's own model when notebook 12 trained one (it trains it only once steps 1-5 pass), else its
   reference model (``exercises.capstone_train``).
 
-Notebooks 09 and 10 train with these constants, so the lecture loads exactly what they stored (a test compares
-them with the notebooks). Only the standard library and the package's infrastructure are imported here at first;
-each model's modules are imported when it is asked for.
+Notebooks 09 and 10 train with these runs (``reversal.run``, ``lm_recipe.run``), so the lecture loads exactly
+what they stored (a test compares notebook 10's with ``LM_RUN``). Only the standard library and the package's
+infrastructure are imported here at first; each model's modules are imported when it is asked for.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import io
-import json
 import os
 import sys
 import time
@@ -37,9 +35,6 @@ from transformer_nb.cache import cache_dir  # noqa: F401  (the notebook says whe
 from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import get_device, profile
 
-N_EVAL = 1000  # 09: held-out sequences the improved recipe is evaluated on
-EVAL_EVERY = 25  # 09: steps between evaluations
-TARGET = 0.999  # 09: training stops at this exact match
 #: 10: the Transformer recipe's run per profile: optimiser steps (None: lm_recipe.FULL_STEPS) and its validation
 #: points (words each, steps between them; None: about 20 per run), as notebook 10 passes them to load_or_train.
 LM_RUN = {
@@ -101,6 +96,16 @@ def _missing(name: str) -> NotPrepared:
     )
 
 
+def _load_or_train(run, train: bool, name: str) -> None:
+    """Load ``run`` (a domain module's ``run``) from the cache; train it with ``train=True``, else a missing or
+    refused file is ``NotPrepared``."""
+    if train:
+        cache.load_or_train(*run)
+    elif not cache.load(*run)[0]:
+        raise _missing(name)
+    run[1].eval()
+
+
 def lm_run(prof: str | None = None) -> dict:
     """Notebook 10's ``load_or_train`` arguments for the Transformer in profile ``prof`` (default: the active one)."""
     from transformer_nb import lm_recipe
@@ -118,21 +123,10 @@ def reversal_model(device=None, train: bool = False, prof: str | None = None):
     from transformer_nb import reversal as rv
 
     _check(prof=prof)
-    device = get_device() if device is None else device
-
-    def refuse():  # load_or_train calls its live factory only when it is about to train
-        raise _missing("reversal")
-
-    with contextlib.redirect_stdout(sys.stdout if train else io.StringIO()):
-        model, _, _ = rv.load_or_train(
-            rv.IMPROVED,
-            rv.heldout_set(N_EVAL),
-            eval_every=EVAL_EVERY,
-            target=TARGET,
-            device=device,
-            live=None if train else refuse,
-        )
-    return model.eval()
+    eval_batch = rv.heldout_set(rv.N_EVAL)
+    run = rv.run(rv.IMPROVED, eval_batch, eval_every=rv.EVAL_EVERY, target=rv.TARGET, device=device)
+    _load_or_train(run, train, "reversal")
+    return run[1]
 
 
 def _wikitext():
@@ -144,26 +138,14 @@ def _wikitext():
 def language_model(device=None, train: bool = False, data=None, prof: str | None = None):
     """Notebook 10's trained Transformer of profile ``prof`` (default: the active one) and the vocabulary:
     ``(model, vocab)``, from the cache (or trained with ``train=True``); a missing cache is ``NotPrepared``."""
-    import torch
 
     from transformer_nb import lm_recipe
-    from transformer_nb.core.output_head import frequency_ranks
 
     _check(prof=prof)
-    device = torch.device(get_device() if device is None else device)
-    data, run = data or _wikitext(), lm_run(prof)
-    if train:
-        model, _, _ = lm_recipe.load_or_train("transformer", data, live=False, device=device, **run)
-        return model.eval(), data.vocab
-    # the model, configuration and cache name that lm_recipe.load_or_train uses for this run (tested equal)
-    vocab_size = len(data.vocab)
-    model = lm_recipe.build_model("transformer", vocab_size, frequency_ranks(data.train, vocab_size)).to(device)
-    tcfg = lm_recipe.recipe_config("transformer", device, seed=0, **run)
-    config = lm_recipe.cache_config("transformer", tcfg, vocab_size)
-    ok, _, _ = cache.load(cache.cache_name("wikitext2_transformer", config), model, config)
-    if not ok:
-        raise _missing("lm")
-    return model.eval(), data.vocab
+    data = data or _wikitext()
+    run = lm_recipe.run("transformer", data, live=False, device=device, **lm_run(prof))
+    _load_or_train(run, train, "lm")
+    return run[1], data.vocab
 
 
 def student_capstone(vocab_size: int, prof: str, device=None):
@@ -174,7 +156,6 @@ def student_capstone(vocab_size: int, prof: str, device=None):
     holding its weights computes the same logits), so its weights are read without the student's class: the
     cache file's checksum, configuration and torch release are verified as ``cache.load`` does, not the digest
     of the student's code, which lives in the student's notebook."""
-    import torch
 
     from transformer_nb.exercises import capstone_train as ct
     from transformer_nb.exercises.capstone import student_names
@@ -183,15 +164,11 @@ def student_capstone(vocab_size: int, prof: str, device=None):
     as_int("vocab_size", vocab_size, 1)
     _check(prof=prof or repr(prof))  # required here: None is refused too
     config = ct._config(vocab_size, ct.CAPSTONE_RUN[prof], "student")
-    path = cache.cache_path(cache.cache_name("capstone_student", config))
+    blob, _ = cache.read(cache.cache_name("capstone_student", config), config)
+    if blob is None:
+        return None
+    state = blob["state_dict"]
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-        state, extra = blob["state_dict"], blob.get("extra", {})
-        intact = blob["sha256"] == cache.payload_sha256(blob["config"], state, extra)
-        if not intact or json.loads(blob["config"]) != json.loads(json.dumps(config, default=str)):
-            return None
-        if blob.get("torch") != cache.torch_release():
-            return None
         m = ct.CAPSTONE_MODEL
         pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
         pkg.load_state_dict(

@@ -44,7 +44,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from transformer_nb import check_close, check_equal, check_true, lm_recipe, pick, show_source, wikitext
+from transformer_nb import cache, check_close, check_equal, check_true, lm_recipe, pick, show_source, wikitext
 from transformer_nb.bench.kvcache import time_generation
 from transformer_nb.core import generation
 from transformer_nb.core.multihead import MultiHeadAttention
@@ -172,8 +172,10 @@ show_source(Transformer.hidden)
 
 # %%
 print(lm_recipe.RECIPE_MODEL, lm_recipe.RECIPE_TRAIN, sep="\n")
-runs = lm_recipe.load_or_train_many({"transformer": STEPS, "lstm": LSTM_STEPS}, data, WORKERS, retrain=RETRAIN,
-                                    eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)
+val = dict(data=data, eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)
+runs = cache.load_or_train_many(lm_recipe.run, {"transformer": dict(kind="transformer", steps=STEPS, **val),
+                                                "lstm": dict(kind="lstm", steps=LSTM_STEPS, **val)},
+                                WORKERS, retrain=RETRAIN, live=True)
 model, hist, trained_now = runs["transformer"]
 print(f"{'trained now' if trained_now else 'loaded from the cache'}: {hist['steps']} steps, "
       f"{hist['tokens_seen']:,} words, {hist['train_seconds']:.0f} s of training, {hist['tokens_per_s']:,.0f} words/s")
