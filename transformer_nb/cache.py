@@ -30,7 +30,6 @@ import multiprocessing
 import os
 import re
 import sys
-import sysconfig
 import tempfile
 import textwrap
 import time
@@ -128,8 +127,9 @@ def _uses(fn) -> list:
     for cell in fn.__closure__ or ():
         with contextlib.suppress(ValueError):  # an empty cell
             found.append(cell.cell_contents)
-    libs = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
-    ours = [f for f in found if inspect.isfunction(f) and not f.__code__.co_filename.startswith(libs)]
+    libs = (sys.prefix, sys.base_prefix)  # the standard library and installed packages
+    ours = [f for f in found if inspect.isfunction(f) and (f.__module__ or "").startswith(PACKAGE)]
+    ours += [f for f in found if inspect.isfunction(f) and not f.__code__.co_filename.startswith(libs)]
     return [*filter(inspect.ismodule, found), *ours]
 
 
@@ -171,8 +171,6 @@ def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = N
     untouched and no temporary file is left. Ctrl-C stays a ``KeyboardInterrupt``."""
     path = cache_path(name)
     _check(model, config, *[train_fn] if train_fn is not None else [])
-    if any(t.is_meta for t in model.state_dict().values()):
-        raise ValueError("model is on the meta device: it has no weights to cache")
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
     blob = {"format": FORMAT, "config": _canonical(config), "state_dict": state, "extra": extra or {}}
     blob.update(torch=torch_release(), code=code_digests(model, train_fn))
