@@ -31,7 +31,6 @@ import sys
 import time
 
 from transformer_nb import cache
-from transformer_nb.cache import cache_dir  # noqa: F401  (the notebook says where the models came from)
 from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import get_device, profile
 

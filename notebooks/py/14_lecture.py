@@ -186,7 +186,7 @@ if capstone_model is not None:
 
 # %%
 for name, model in (("reversal", reversal_model), ("lm", lm_model), ("capstone", capstone_model)):
-    print(f"{name}: {'loaded from' if model is not None else 'not found in'} {lecture.cache_dir()}")
+    print(f"{name}: {'loaded from' if model is not None else 'not found in'} the model cache (TNB_CACHE_DIR)")
 
 # %% tags=["nbval-check-output"]
 from transformer_nb.checks import check_true
