@@ -190,7 +190,6 @@ ELSEWHERE = {
 #: Callables that take no argument: nothing to feed them, so no bad input. Name -> what it does instead.
 NO_ARGUMENTS = {
     "transformer_nb.cache.cache_dir": "reads TNB_CACHE_DIR, whose bad values the environment tests cover",
-    "transformer_nb.cache.torch_release": "reads torch.__version__ and nothing else",
     "transformer_nb.claims.problems": "checks the ledger as it is stored in the package",
     "transformer_nb.companion.notebooks_dir": "reads TNB_NOTEBOOKS (a path, through env.env_path) or the checkout",
     "transformer_nb.doctor.in_colab": "asks whether google.colab is importable",

@@ -206,7 +206,7 @@ def test_the_digest_of_a_reversal_model_covers_its_training_code(tmp_path, monke
 
 
 def test_another_torch_release_is_refused(saved, monkeypatch):
-    monkeypatch.setattr(cache, "torch_release", lambda: "9.9.9")
+    monkeypatch.setattr(cache, "TORCH", "9.9.9")
     ok, msg, _ = cache.load("m", Net(), CONFIG)
     assert not ok and "torch" in msg and "9.9.9" in msg
 

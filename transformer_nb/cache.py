@@ -4,7 +4,7 @@ Files live in ``TNB_CACHE_DIR`` (default ``~/.cache/transformer_nb``), one ``<na
 (``cache_name``: one name per configuration). A file is the sha256 of what follows (64 hex digits),
 then a ``torch.save`` dict read with ``torch.load(weights_only=True)`` (a cache file cannot run code)::
 
-    {"format": 3, "config": <canonical JSON>, "state_dict": ..., "extra": ..., "torch": "2.13.0",
+    {"config": <canonical JSON>, "state_dict": ..., "extra": ..., "torch": "2.13.0",
      "code": {"transformer_nb.core.transformer": <digest>, ...}}
 
 A load is refused, with one line that names the run and says why, and the model retrained, when the
@@ -32,22 +32,21 @@ import re
 import sys
 import tempfile
 import textwrap
-import time
 import warnings
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
+from torch.utils._pytree import tree_map_only
 
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import env_flag, env_path
 from transformer_nb.fingerprint import source_digest
 
-FORMAT = 3
 PACKAGE = "transformer_nb"
 # Infrastructure, not model code: a change to these never invalidates a cache.
 NOT_MODEL_CODE = ("cache", "checks", "utils", "source", "companion", "plotting", "widgets", "exercises", "bench")
-STALE_SECONDS = 3600  # a temporary file this old was left by an interrupted write: a save removes it
+TORCH = torch.__version__.split("+")[0]  # the release without the build tag: a CPU and a CUDA build agree
 
 
 def cache_dir() -> Path:
@@ -86,17 +85,17 @@ def _check(model=None, config=None, *train_fn) -> None:
         raise TypeError(f"train_fn must be callable (model -> extra dict), got {type(train_fn[0]).__name__}")
 
 
-def torch_release() -> str:
-    """``torch.__version__`` without the build tag: a CPU and a CUDA build of one release agree."""
-    return torch.__version__.split("+")[0]
-
-
 # --------------------------------------------------------------------------- code digests
 
 
 def _model_module(name: str) -> bool:
     parts = name.split(".")
     return parts[0] == PACKAGE and len(parts) > 1 and parts[1] not in NOT_MODEL_CODE
+
+
+def _home(obj) -> str:
+    """The name of ``obj``'s module (of a module: its own)."""
+    return str(obj.__name__ if inspect.ismodule(obj) else getattr(obj, "__module__", None) or "?")
 
 
 def _module_digest(name: str) -> str:
@@ -108,28 +107,25 @@ def _module_digest(name: str) -> str:
 
 
 def _source_digest(obj) -> str:
-    """A class's or function's source digest; a class typed into a notebook cell (no file) by its methods'."""
-    with contextlib.suppress(OSError, TypeError):
-        return source_digest(inspect.getsource(obj))
-    methods = [getattr(v, "__func__", v) for _, v in sorted(vars(obj).items())]
+    """A function's source digest; a class's that of its methods (a class typed into a notebook cell has no file)."""
+    fns = [obj] if inspect.isfunction(obj) else [getattr(v, "__func__", v) for _, v in sorted(vars(obj).items())]
     parts = []
-    for f in filter(inspect.isfunction, methods):
+    for f in filter(inspect.isfunction, fns):
         try:
             parts.append(textwrap.dedent(inspect.getsource(f)))
         except (OSError, TypeError):
             parts.append(f.__qualname__)
-    return source_digest("\n".join(parts)) if parts else "no source"
+    return source_digest("\n".join(parts))
 
 
 def _uses(fn) -> list:
-    """The functions and modules outside the libraries that function ``fn`` uses (closure and globals)."""
+    """The modules, and the functions outside the libraries, that function ``fn`` uses (closure and globals)."""
     found = [fn.__globals__.get(n) for n in fn.__code__.co_names]
     for cell in fn.__closure__ or ():
         with contextlib.suppress(ValueError):  # an empty cell
             found.append(cell.cell_contents)
     libs = (sys.prefix, sys.base_prefix)  # the standard library and installed packages
-    ours = [f for f in found if inspect.isfunction(f) and (f.__module__ or "").startswith(PACKAGE)]
-    ours += [f for f in found if inspect.isfunction(f) and not f.__code__.co_filename.startswith(libs)]
+    ours = [f for f in found if inspect.isfunction(f) and not f.__code__.co_filename.startswith(libs)]
     return [*filter(inspect.ismodule, found), *ours]
 
 
@@ -144,20 +140,17 @@ def code_digests(model: torch.nn.Module, train_fn=None) -> dict:
     out, todo = {}, [type(m) for m in model.modules()] + ([train_fn] if train_fn is not None else [])
     while todo:
         obj = todo.pop()
-        name = obj.__name__ if inspect.ismodule(obj) else getattr(obj, "__module__", None) or "?"
-        if name.split(".")[0] == "torch" or name in out:
+        mod = _home(obj)
+        whole = _model_module(mod) or (mod.split(".")[0] == PACKAGE and inspect.isfunction(obj))
+        key = mod if whole else f"{mod}.{getattr(obj, '__qualname__', '')}"
+        if key in out or mod.split(".")[0] == "torch" or not (whole or inspect.isclass(obj) or inspect.isfunction(obj)):
             continue
-        if _model_module(name) or (name.split(".")[0] == PACKAGE and inspect.isfunction(obj)):
-            out[name] = _module_digest(name)
-            for v in vars(sys.modules[name]).values():
-                ref = v.__name__ if inspect.ismodule(v) else getattr(v, "__module__", None)
-                if isinstance(ref, str) and _model_module(ref) and ref not in out:
-                    todo.append(sys.modules.get(ref) or v)
-        elif inspect.isclass(obj) or inspect.isfunction(obj):
-            key = f"{name}.{obj.__qualname__}"
-            if key not in out:
-                out[key] = _source_digest(obj)
-                todo += _uses(obj) if inspect.isfunction(obj) else []
+        if whole:  # a package module: whole, with the package modules it uses
+            out[key] = _module_digest(mod)
+            todo += [v for v in vars(sys.modules[mod]).values() if _model_module(_home(v))]
+        else:
+            out[key] = _source_digest(obj)
+            todo += _uses(obj) if inspect.isfunction(obj) else []
     return dict(sorted(out.items()))
 
 
@@ -172,37 +165,29 @@ def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = N
     path = cache_path(name)
     _check(model, config, *[train_fn] if train_fn is not None else [])
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    blob = {"format": FORMAT, "config": _canonical(config), "state_dict": state, "extra": extra or {}}
-    blob.update(torch=torch_release(), code=code_digests(model, train_fn))
+    blob = {"config": _canonical(config), "state_dict": state, "extra": extra or {}}
+    blob.update(torch=TORCH, code=code_digests(model, train_fn))
     tmp = None
     try:
         torch.save(blob, buf := io.BytesIO())
-        data = buf.getvalue()
-        torch.load(io.BytesIO(data), weights_only=True)  # what a load will read: else a warning, not a lost model
+        torch.load(
+            io.BytesIO(buf.getvalue()), weights_only=True
+        )  # what a load will read: else a warning, not a lost model
         path.parent.mkdir(parents=True, exist_ok=True)
-        for old in path.parent.glob(".*.tmp"):
-            with contextlib.suppress(OSError):
-                if time.time() - old.stat().st_mtime > STALE_SECONDS:
-                    old.unlink()
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as f:
             tmp = Path(f.name)
-            f.write(hashlib.sha256(data).hexdigest().encode() + data)
+            f.write(hashlib.sha256(buf.getvalue()).hexdigest().encode() + buf.getvalue())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)  # atomic: readers see the old file or the new one, never half of one
     except Exception as err:  # an unwritable folder, a full disk, an extra that weights_only cannot read
         why = f"{type(err).__name__}: {str(getattr(err, 'strerror', None) or err).splitlines()[0]}"
-        warnings.warn(
-            f"could not cache {name} ({why}); the trained model is kept in memory only. "
-            "Set TNB_CACHE_DIR to a writable folder to keep it.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+        msg = f"could not cache {name} ({why}); the trained model is kept in memory only. Set TNB_CACHE_DIR to a "
+        warnings.warn(msg + "writable folder to keep it.", RuntimeWarning, stacklevel=2)
         return None
     finally:
-        if tmp is not None and tmp.exists():
-            with contextlib.suppress(OSError):
-                tmp.unlink()
+        with contextlib.suppress(OSError, TypeError):  # TypeError: no temporary file was made
+            Path(tmp).unlink(missing_ok=True)
     return path
 
 
@@ -224,22 +209,15 @@ def read(name: str, config: dict) -> tuple[dict | None, str]:
     release, else ``(None, why not)``; the code that made it is not checked (``load`` checks it)."""
     try:
         raw = cache_path(name).read_bytes()
-    except FileNotFoundError:
-        return None, "is not cached"
     except OSError as err:
-        return None, f"cannot be read ({type(err).__name__}: {err.strerror})"
+        return None, "is not cached" if isinstance(err, FileNotFoundError) else f"cannot be read ({err.strerror})"
     if hashlib.sha256(raw[64:]).hexdigest().encode() != raw[:64]:
         return None, "is damaged (its contents do not match their sha256) or has an old format"
-    try:
-        blob = torch.load(io.BytesIO(raw[64:]), map_location="cpu", weights_only=True)
-    except Exception as err:
-        return None, f"cannot be read ({type(err).__name__})"
-    if blob.get("format") != FORMAT:
-        return None, "has an old format"
+    blob = torch.load(io.BytesIO(raw[64:]), map_location="cpu", weights_only=True)  # we wrote it: it loads
     if blob["config"] != _canonical(config):
         return None, "was saved for another configuration"
-    if blob["torch"] != torch_release():
-        return None, f"was saved by torch {blob['torch']}, this is torch {torch_release()}"
+    if blob["torch"] != TORCH:
+        return None, f"was saved by torch {blob['torch']}, this is torch {TORCH}"
     return blob, ""
 
 
@@ -258,16 +236,6 @@ def load(name: str, model: torch.nn.Module, config: dict, train_fn=None):
     return True, f"loaded the trained {name} from the cache", blob["extra"]
 
 
-def _to_cpu(obj):
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu()
-    if isinstance(obj, (dict, list, tuple)):
-        items = obj.items() if isinstance(obj, dict) else enumerate(obj)
-        out = {k: _to_cpu(v) for k, v in items}
-        return out if isinstance(obj, dict) else type(obj)(out.values())
-    return obj
-
-
 def train_and_save(name: str, model: torch.nn.Module, config: dict, train_fn) -> dict:
     """``train_fn(model) -> extra`` (e.g. the loss history), then ``save``: returns ``extra``, its tensors on the CPU.
 
@@ -280,7 +248,7 @@ def train_and_save(name: str, model: torch.nn.Module, config: dict, train_fn) ->
     if not isinstance(extra, dict):
         raise TypeError(f"train_fn must return a dict (or None), got {type(extra).__name__}")
     model.to(device)  # train_fn may have moved it: give it back where it came from
-    extra = _to_cpu(extra)
+    extra = tree_map_only(torch.Tensor, lambda t: t.detach().cpu(), extra)
     save(name, model, config, extra, train_fn)
     return extra
 
@@ -344,10 +312,8 @@ def in_workers(fn, jobs, workers: int = 2) -> list:
     ``if __name__ == "__main__":`` guard (a notebook does not); an exception in a call is raised here.
     """
     workers, jobs = as_int("workers", workers, 1), list(jobs)
-    if not jobs:
-        return []
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(workers, len(jobs)), spawn, initializer=torch.set_num_threads, initargs=(1,)) as pool:
+    with ProcessPoolExecutor(max(1, min(workers, len(jobs))), spawn, torch.set_num_threads, (1,)) as pool:
         return [f.result() for f in [pool.submit(fn, *args) for args in jobs]]
 
 

@@ -35,7 +35,7 @@ from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import get_device, profile
 
 #: 10: the Transformer recipe's run per profile: optimiser steps (None: lm_recipe.FULL_STEPS) and its validation
-#: points (words each, steps between them; None: about 20 per run), as notebook 10 passes them to load_or_train.
+#: points (words each, steps between them; None: about 20 per run), as notebook 10 passes them to lm_recipe.run.
 LM_RUN = {
     "quick": {"steps": 150, "eval_tokens": 2_000, "eval_every": 50},
     "full": {"steps": None, "eval_tokens": 20_000, "eval_every": None},
@@ -95,7 +95,7 @@ def _missing(name: str) -> NotPrepared:
     )
 
 
-def _load_or_train(run, train: bool, name: str) -> None:
+def _from_cache(run, train: bool, name: str) -> None:
     """Load ``run`` (a domain module's ``run``) from the cache; train it with ``train=True``, else a missing or
     refused file is ``NotPrepared``."""
     if train:
@@ -106,7 +106,7 @@ def _load_or_train(run, train: bool, name: str) -> None:
 
 
 def lm_run(prof: str | None = None) -> dict:
-    """Notebook 10's ``load_or_train`` arguments for the Transformer in profile ``prof`` (default: the active one)."""
+    """Notebook 10's ``lm_recipe.run`` arguments for the Transformer in profile ``prof`` (default: the active one)."""
     from transformer_nb import lm_recipe
 
     _check(prof=prof)
@@ -124,7 +124,7 @@ def reversal_model(device=None, train: bool = False, prof: str | None = None):
     _check(prof=prof)
     eval_batch = rv.heldout_set(rv.N_EVAL)
     run = rv.run(rv.IMPROVED, eval_batch, eval_every=rv.EVAL_EVERY, target=rv.TARGET, device=device)
-    _load_or_train(run, train, "reversal")
+    _from_cache(run, train, "reversal")
     return run[1]
 
 
@@ -143,7 +143,7 @@ def language_model(device=None, train: bool = False, data=None, prof: str | None
     _check(prof=prof)
     data = data or _wikitext()
     run = lm_recipe.run("transformer", data, live=False, device=device, **lm_run(prof))
-    _load_or_train(run, train, "lm")
+    _from_cache(run, train, "lm")
     return run[1], data.vocab
 
 
