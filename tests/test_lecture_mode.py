@@ -83,35 +83,20 @@ def test_make_lecture_caches_what_the_lecture_then_loads_without_training(empty_
     assert all((sd[k] == loaded[k]).all() for k in sd)  # the notebook's call finds the same cache entry
 
 
-def _value(text: str, pattern: str) -> str | None:
-    m = re.search(pattern, text, flags=re.M)
-    return m.group(1) if m else None
-
-
-def _pick(text: str, name: str) -> dict:
-    """``{"quick": ..., "full": ...}`` of a twin's ``NAME = pick(quick=Q, full=F)`` line, as source text."""
-    m = re.search(rf"^{name} = pick\(quick=([^,]+), full=([^)]+)\)", text, flags=re.M)
-    assert m, f"no `{name} = pick(quick=..., full=...)` line"
-    return {
-        "quick": m.group(1).replace("_", ""),
-        "full": m.group(2).strip().replace("_", "") if m.group(2)[0].isdigit() else m.group(2).strip(),
-    }
-
-
 def test_notebooks_09_and_10_train_what_the_lecture_loads():
-    """09 runs ``rv.IMPROVED`` with the evaluation constants of ``reversal``; 10 with ``lecture.LM_RUN``'s values."""
+    """09 runs ``rv.IMPROVED`` with the evaluation constants of ``reversal``, 10 its Transformer as
+    ``lm_recipe.NOTEBOOK_RUN`` says: the runs the lecture loads."""
     nb09 = (ROOT / "notebooks" / "py" / "09_reversal_translation.py").read_text(encoding="utf-8")
     nb10 = (ROOT / "notebooks" / "py" / "10_wikitext_lm.py").read_text(encoding="utf-8")
-    assert _value(nb09, r"^N_EVAL = (\S+)") == "rv.N_EVAL" and _value(nb09, r"^EVAL_EVERY = (\S+)") == "rv.EVAL_EVERY"
+    assert re.search(r"^N_EVAL = rv\.N_EVAL\b", nb09, flags=re.M) and "rv.heldout_set(N_EVAL)" in nb09
+    assert re.search(r"^EVAL_EVERY = rv\.EVAL_EVERY\b", nb09, flags=re.M)
     improved = re.search(r"rv\.run\(\s*rv\.IMPROVED,(.*?)\)\n", nb09, flags=re.S).group(1)
     assert "eval_every=EVAL_EVERY" in improved and "target=rv.TARGET" in improved
-    assert "rv.heldout_set(N_EVAL)" in nb09
+    assert re.search(r"^RUN = pick\(\*\*lm_recipe\.NOTEBOOK_RUN\)", nb10, flags=re.M)
+    for line in ('STEPS = RUN["steps"]', 'VAL_TOKENS = RUN["eval_tokens"]', 'VAL_EVERY = RUN["eval_every"]'):
+        assert re.search(rf"^{re.escape(line)}", nb10, flags=re.M), line
     assert "val = dict(data=data, eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)" in nb10
     assert '"transformer": dict(kind="transformer", steps=STEPS, **val)' in nb10
-    steps, words, every = _pick(nb10, "STEPS"), _pick(nb10, "VAL_TOKENS"), _pick(nb10, "VAL_EVERY")
-    for prof, run in lecture.LM_RUN.items():
-        assert steps[prof] == (str(run["steps"]) if run["steps"] else "lm_recipe.FULL_STEPS"), (prof, steps)
-        assert words[prof] == str(run["eval_tokens"]) and every[prof] == str(run["eval_every"]), (prof, words, every)
 
 
 def test_the_make_target_and_the_module_agree():
@@ -136,7 +121,9 @@ def test_make_lecture_in_the_full_profile_trains_the_small_lm_that_the_full_prof
 ):
     data = _fake_wikitext()
     monkeypatch.setattr(lecture, "_wikitext", lambda: data)
-    monkeypatch.setitem(lecture.LM_RUN, "quick", {"steps": 2, "eval_tokens": 256, "eval_every": 2})  # a tiny run
+    from transformer_nb import lm_recipe
+
+    monkeypatch.setitem(lm_recipe.NOTEBOOK_RUN, "quick", {"steps": 2, "eval_tokens": 256, "eval_every": 2})  # tiny
     lecture.prepare("cpu", names=("lm",))  # TNB_PROFILE=full, as `make lecture` under `make lab`
     assert [p.name.startswith("wikitext2_transformer_") for p in empty_cache.iterdir()] == [True]
     model, prof = lecture.best("lm", "cpu")

@@ -13,12 +13,12 @@ full, else quick) and says which one:
 
 - 09: ``reversal.IMPROVED``, evaluated on ``heldout_set(N_EVAL)`` every ``EVAL_EVERY`` steps, stopped at
   ``TARGET`` exact match (those of ``reversal``; the same run in both profiles);
-- 10: the Transformer recipe, run as ``LM_RUN[profile]`` says (``lm_recipe.run``);
+- 10: the Transformer recipe, run as ``lm_recipe.NOTEBOOK_RUN[profile]`` says (``lm_recipe.run``);
 - 12: the student's own model when notebook 12 trained one (it trains it only once steps 1-5 pass), else its
   reference model (``exercises.capstone_train``).
 
-Notebooks 09 and 10 train with these runs (``reversal.run``, ``lm_recipe.run``), so the lecture loads exactly
-what they stored (a test compares notebook 10's with ``LM_RUN``). Only the standard library and the package's
+Notebooks 09 and 10 train with these runs (``reversal.run``, ``lm_recipe.run``) and constants, so the lecture
+loads exactly what they stored. Only the standard library and the package's
 infrastructure are imported here at first; each model's modules are imported when it is asked for.
 """
 
@@ -34,12 +34,6 @@ from transformer_nb import cache
 from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import get_device, profile
 
-#: 10: the Transformer recipe's run per profile: optimiser steps (None: lm_recipe.FULL_STEPS) and its validation
-#: points (words each, steps between them; None: about 20 per run), as notebook 10 passes them to lm_recipe.run.
-LM_RUN = {
-    "quick": {"steps": 150, "eval_tokens": 2_000, "eval_every": 50},
-    "full": {"steps": None, "eval_tokens": 20_000, "eval_every": None},
-}
 MAKE = "make lecture"
 FETCH_DATA = 'python -c "from transformer_nb.wikitext_files import find_data_dir; find_data_dir()"'  # 13 MB, once
 NAMES = ("reversal", "lm", "capstone")
@@ -110,9 +104,7 @@ def lm_run(prof: str | None = None) -> dict:
     from transformer_nb import lm_recipe
 
     _check(prof=prof)
-    run = dict(LM_RUN[prof or profile()])
-    run["steps"] = run["steps"] or lm_recipe.FULL_STEPS
-    return run
+    return dict(lm_recipe.NOTEBOOK_RUN[prof or profile()])
 
 
 def reversal_model(device=None, train: bool = False, prof: str | None = None):

@@ -127,6 +127,14 @@ def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides:
     return {"kind": kind, "model": model, "train": tcfg.as_dict(), "vocab_size": vocab_size}
 
 
+#: Notebook 10's run of the Transformer recipe per profile (notebook 14's lecture loads the same model): optimiser
+#: steps and the validation points (words each, steps between them; None: about 20 per run).
+NOTEBOOK_RUN = {
+    "quick": dict(steps=150, eval_tokens=2_000, eval_every=50),
+    "full": dict(steps=FULL_STEPS, eval_tokens=20_000, eval_every=None),
+}
+
+
 def run(
     kind: str,
     data,

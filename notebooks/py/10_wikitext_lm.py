@@ -57,11 +57,12 @@ from transformer_nb.widgets.lm import GenerateWidget
 
 RETRAIN = False                                        # True: train every model again, ignoring the cache
 EX89_EPOCHS, EX89_WORDS = pick(quick=1, full=5), pick(quick=10_000, full=50_000)  # Exercise 8.9: 5 epochs, 50,000 words
-STEPS = pick(quick=150, full=lm_recipe.FULL_STEPS)     # optimiser steps of the recipe (notebook 14 loads this model)
+RUN = pick(**lm_recipe.NOTEBOOK_RUN)                   # the recipe's run (notebook 14 loads this model):
+STEPS = RUN["steps"]                                   # optimiser steps: 150 in the quick profile, 4,600 in the full
 LSTM_STEPS = pick(quick=30, full=lm_recipe.LSTM_FULL_STEPS)
 WORKERS = pick(quick=1, full=2)                        # 2: train two models at once, each on one CPU thread
-VAL_TOKENS = pick(quick=2_000, full=20_000)            # validation words of each point of the training curves
-VAL_EVERY = pick(quick=50, full=None)                  # steps between those points (None: 20 per run)
+VAL_TOKENS = RUN["eval_tokens"]                        # validation words of each point of the training curves
+VAL_EVERY = RUN["eval_every"]                          # steps between those points (None: 20 per run)
 EVAL_TOKENS = pick(quick=4_000, full=None)             # words of the final scores (None: the whole split)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
