@@ -170,9 +170,7 @@ def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = N
     tmp = None
     try:
         torch.save(blob, buf := io.BytesIO())
-        torch.load(
-            io.BytesIO(buf.getvalue()), weights_only=True
-        )  # what a load will read: else a warning, not a lost model
+        torch.load(io.BytesIO(buf.getvalue()), weights_only=True)  # what a load reads, or a warning
         path.parent.mkdir(parents=True, exist_ok=True)
         with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as f:
             tmp = Path(f.name)
