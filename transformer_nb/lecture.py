@@ -107,10 +107,10 @@ def lm_run(prof: str | None = None) -> dict:
     return dict(lm_recipe.NOTEBOOK_RUN[prof or profile()])
 
 
-def reversal_model(device=None, train: bool = False, prof: str | None = None):
+def reversal_model(device=None, train: bool = False, data=None, prof: str | None = None):
     """Notebook 09's trained encoder-decoder (eval mode, on ``device``), from the cache; ``train=True``
     trains and caches it when it is missing, else a missing cache is ``NotPrepared``. The same run in
-    every profile (``prof`` is accepted for symmetry and ignored)."""
+    every profile (``data`` and ``prof`` are accepted for symmetry with the other loaders and ignored)."""
     from transformer_nb import reversal as rv
 
     _check(prof=prof)
@@ -165,7 +165,7 @@ def student_capstone(vocab_size: int, prof: str, device=None):
         pkg.load_state_dict(
             {name: state[theirs] for name, theirs in zip(pkg.state_dict(), student_names(pkg.state_dict()))}
         )
-    except Exception:  # no file, a damaged one, or weights that do not fit: the reference model is shown instead
+    except Exception:  # weights that do not fit: the reference model is shown instead
         return None
     return pkg.eval()
 
@@ -199,12 +199,6 @@ def capstone_model(device=None, train: bool = False, data=None, prof: str | None
 LOADERS = {"reversal": reversal_model, "lm": language_model, "capstone": capstone_model}
 
 
-def _load(name: str, device=None, prof: str | None = None, data=None):
-    if name == "reversal":
-        return LOADERS[name](device, prof=prof)
-    return LOADERS[name](device, data=data, prof=prof)
-
-
 def best(name: str, device=None, data=None):
     """``(model, profile)``: the best cached model ``name`` (``PROFILES``: full, else quick; ``"both"`` for 09's
     run, the same in both; for the capstone, the student's own model before the reference); ``NotPrepared`` when
@@ -219,7 +213,7 @@ def best(name: str, device=None, data=None):
                 return (student, data.vocab), prof
     for prof in PROFILES:
         try:
-            return _load(name, device, prof, data), "both" if name == "reversal" else prof
+            return LOADERS[name](device, data=data, prof=prof), "both" if name == "reversal" else prof
         except NotPrepared:
             continue
     raise _missing(name)
@@ -286,14 +280,11 @@ def prepare(device=None, names=NAMES, prof: str = LECTURE_PROFILE) -> dict:
         found = None
         for p in looked_for:
             with contextlib.suppress(NotPrepared):
-                found = (_load(name, device, p, data), p)
+                found = (LOADERS[name](device, data=data, prof=p), p)
                 break
         if found is None:
-            if name == "reversal":
-                result = reversal_model(device, train=True)
-            else:
-                with _profile(prof):
-                    result = LOADERS[name](device, train=True, data=data, prof=prof)
+            with _profile(prof):
+                result = LOADERS[name](device, train=True, data=data, prof=prof)
             state = f"trained ({prof} profile)"
         else:
             where = "the same run in both profiles" if name == "reversal" else f"{found[1]} profile"
