@@ -679,7 +679,7 @@ for label, (_, h, _) in trained.items():
 # and a **digest of the model code**, behind a **sha256** of all of it; read with `torch.load(weights_only=True)`,
 # so a cache file cannot run code. A load that does not match is refused with
 # one line saying why, and the model is retrained on the notebook's device. Shown in a scratch folder with a
-# 3-step recipe: a file that is not a torch file, then one flipped bit in a weight.
+# 3-step recipe: a file that is not a torch file, then one flipped bit in the file.
 
 # %% tags=["nbval-check-output"]
 tiny = replace(rv.IMPROVED, name="cache_demo", steps=3)
@@ -703,7 +703,7 @@ with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"TNB_CAC
     check_true("... on the notebook's device", rv.model_device(demo_model).type == torch.device(device).type)
     with open(file, "rb") as f:
         data = bytearray(f.read())
-    data[-len(data) // 3] ^= 1 << 4                                         # flip one bit, deep in the weights
+    data[-len(data) // 3] ^= 1 << 4                                         # flip one bit of the file
     with open(file, "wb") as f:
         f.write(data)
     check_true("one flipped bit is refused and the model retrained", demo_run()[1])
