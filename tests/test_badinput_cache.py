@@ -1,4 +1,4 @@
-"""Bad input to the cache: the digests it keys trained models by (``fingerprint``), and its training runs."""
+"""Bad input to the cache: the digests it keys trained models by (``fingerprint``), its files and its runs."""
 
 import torch.nn as nn
 from badinput import Case, parametrize
@@ -27,8 +27,22 @@ CASES = {
         TypeError,
         "train_fn must be callable",
     ),
-    "run_args_refuses_an_unknown_keyword": Case(
-        C + "run_args", lambda: cache.run_args({"sed": 1}, {"seed": 0}), TypeError, "unexpected keyword arguments"
+    "cache_name_refuses_a_config_that_is_not_a_dict": Case(
+        C + "cache_name", lambda: cache.cache_name("m", [1]), TypeError, "config must be a dict"
+    ),
+    "cache_path_refuses_a_path": Case(C + "cache_path", lambda: cache.cache_path("../up"), ValueError, "name must be"),
+    "code_digests_refuses_a_model_that_is_not_a_module": Case(
+        C + "code_digests", lambda: cache.code_digests("model"), TypeError, "model must be a torch.nn.Module"
+    ),
+    "load_refuses_a_config_that_is_not_a_dict": Case(
+        C + "load", lambda: cache.load("m", nn.Linear(1, 1), "d=3"), TypeError, "config must be a dict"
+    ),
+    "load_or_train_refuses_a_model_that_is_not_a_module": Case(
+        C + "load_or_train", lambda: cache.load_or_train("m", "model", {}, print), TypeError, "model must be"
+    ),
+    "read_refuses_a_path": Case(C + "read", lambda: cache.read("../m", {}), ValueError, "name must be"),
+    "save_refuses_a_config_that_is_not_a_dict": Case(
+        C + "save", lambda: cache.save("m", nn.Linear(1, 1), [1]), TypeError, "config must be a dict"
     ),
 }
 

@@ -1,15 +1,15 @@
-"""Bad input to the recipe runs trained side by side (``lm_recipe``): a ValueError naming the argument."""
+"""Bad input to the recipe runs (``lm_recipe.run``): an error naming the argument."""
 
 from badinput import Case, parametrize
 
-from transformer_nb import lm_recipe, wikitext
+from transformer_nb import lm_recipe
 
 CASES = {
-    "load_or_train_many_refuses_an_unknown_kind": Case(
-        "transformer_nb.lm_recipe.load_or_train_many",
-        lambda: lm_recipe.load_or_train_many({"gru": 3}, wikitext.load_wikitext2()),
-        ValueError,
-        "runs must be a dict {kind: steps} of kinds from",
+    "run_refuses_an_unknown_kind": Case(
+        "transformer_nb.lm_recipe.run", lambda: lm_recipe.run("gru", None, 3), ValueError, "kind must be one of"
+    ),
+    "run_refuses_data_that_is_not_wikitext": Case(
+        "transformer_nb.lm_recipe.run", lambda: lm_recipe.run("transformer", None, 1), TypeError, "data must be"
     ),
 }
 

@@ -1,16 +1,15 @@
-"""Bad input to the training entry points that run work in parallel: a TypeError/ValueError naming the argument,
-before any process is started."""
+"""Bad input to the reversal runs that the cache trains: a TypeError naming the argument, before any model is built."""
 
 from badinput import Case, parametrize
 
 from transformer_nb.reversal import training
 
 CASES = {
-    "load_or_train_many_refuses_what_is_not_a_recipe": Case(
-        "transformer_nb.reversal.training.load_or_train_many",
-        lambda: training.load_or_train_many(["small"]),
+    "run_refuses_what_is_not_a_recipe": Case(
+        "transformer_nb.reversal.training.run",
+        lambda: training.run("small"),
         TypeError,
-        "each recipe must be a reversal Recipe",
+        "recipe must be a reversal Recipe",
     ),
 }
 

@@ -53,7 +53,7 @@ def test_train_check_cache_and_reload(tiny):
 
 def test_no_cache_is_reported(tiny):
     model, message = ct.load_trained(V)
-    assert model is None and "no cache" in message
+    assert model is None and "is not cached" in message
 
 
 def test_a_run_from_loud_weights_is_caught(tiny):

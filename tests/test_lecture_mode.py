@@ -40,7 +40,7 @@ def test_the_lecture_never_trains():
     names = [name for name, _ in _calls(TWIN)]
     assert not [n for n in names if re.search(r"train|prepare|fit|backward|step", n)], names
     loads = [n for n in names if n.startswith("lecture.")]
-    assert loads == ["lecture.cached"] * 3 + ["lecture.cache_dir"]
+    assert loads == ["lecture.cached"] * 3
 
 
 @pytest.fixture
@@ -65,75 +65,38 @@ def test_a_cold_cache_is_a_message_that_names_make_lecture(empty_cache, capsys):
 
 
 def test_make_lecture_caches_what_the_lecture_then_loads_without_training(empty_cache, monkeypatch):
+    from transformer_nb import cache
     from transformer_nb import reversal as rv
 
     monkeypatch.setattr(rv, "IMPROVED", dataclasses.replace(rv.IMPROVED, steps=3))  # a tiny stand-in run
-    monkeypatch.setattr(lecture, "N_EVAL", 20)
+    monkeypatch.setattr(rv, "N_EVAL", 20)
     lecture.prepare("cpu", names=("reversal",))
     calls = []
     monkeypatch.setattr(rv.training, "train", lambda *a, **k: calls.append(a))  # training now would be a bug
     model = lecture.cached("reversal", "cpu")
     assert model is not None and not model.training and calls == []
-    trained = rv.load_or_train(
-        rv.IMPROVED, rv.heldout_set(lecture.N_EVAL), eval_every=lecture.EVAL_EVERY, target=lecture.TARGET, device="cpu"
-    )[0]
+    name, trained, config, train_fn = rv.run(
+        rv.IMPROVED, rv.heldout_set(rv.N_EVAL), eval_every=rv.EVAL_EVERY, target=rv.TARGET, device="cpu"
+    )
+    assert not cache.load_or_train(name, trained, config, train_fn)[1]
     sd, loaded = trained.state_dict(), model.state_dict()
     assert all((sd[k] == loaded[k]).all() for k in sd)  # the notebook's call finds the same cache entry
 
 
-def _value(text: str, pattern: str) -> str | None:
-    m = re.search(pattern, text, flags=re.M)
-    return m.group(1) if m else None
-
-
-def _pick(text: str, name: str) -> dict:
-    """``{"quick": ..., "full": ...}`` of a twin's ``NAME = pick(quick=Q, full=F)`` line, as source text."""
-    m = re.search(rf"^{name} = pick\(quick=([^,]+), full=([^)]+)\)", text, flags=re.M)
-    assert m, f"no `{name} = pick(quick=..., full=...)` line"
-    return {
-        "quick": m.group(1).replace("_", ""),
-        "full": m.group(2).strip().replace("_", "") if m.group(2)[0].isdigit() else m.group(2).strip(),
-    }
-
-
 def test_notebooks_09_and_10_train_what_the_lecture_loads():
-    """09 and 10 must keep these values (or import them from transformer_nb.lecture)."""
+    """09 runs ``rv.IMPROVED`` with the evaluation constants of ``reversal``, 10 its Transformer as
+    ``lm_recipe.NOTEBOOK_RUN`` says: the runs the lecture loads."""
     nb09 = (ROOT / "notebooks" / "py" / "09_reversal_translation.py").read_text(encoding="utf-8")
     nb10 = (ROOT / "notebooks" / "py" / "10_wikitext_lm.py").read_text(encoding="utf-8")
-    assert _value(nb09, r"^N_EVAL = (\S+)") in (str(lecture.N_EVAL), "lecture.N_EVAL")
-    assert _value(nb09, r"^EVAL_EVERY = (\S+)") in (str(lecture.EVAL_EVERY), "lecture.EVAL_EVERY")
-    improved = re.search(r"rv\.load_or_train\(\s*rv\.IMPROVED,(.*?)\)\n", nb09, flags=re.S).group(1)
-    assert "eval_every=EVAL_EVERY" in improved and re.search(r"target=(0\.999|lecture\.TARGET)", improved)
-    assert "rv.heldout_set(N_EVAL)" in nb09
-    call = re.search(r'lm_recipe\.load_or_train_many\(\s*\{"transformer": STEPS,(.*?)\)\n', nb10, flags=re.S).group(1)
-    assert re.sub(r"\s+", " ", call).strip().startswith('"lstm": LSTM_STEPS}, data,'), call
-    assert "eval_tokens=VAL_TOKENS" in call and "eval_every=VAL_EVERY" in call
-    steps, words, every = _pick(nb10, "STEPS"), _pick(nb10, "VAL_TOKENS"), _pick(nb10, "VAL_EVERY")
-    for prof, run in lecture.LM_RUN.items():
-        assert steps[prof] == (str(run["steps"]) if run["steps"] else "lm_recipe.FULL_STEPS"), (prof, steps)
-        assert words[prof] == str(run["eval_tokens"]) and every[prof] == str(run["eval_every"]), (prof, words, every)
-
-
-@pytest.mark.parametrize("prof", ["quick", "full"])
-def test_the_lecture_looks_for_the_cache_entry_notebook_10_writes(prof, empty_cache, monkeypatch):
-    """The same cache name and configuration as ``lm_recipe.load_or_train(**lecture.lm_run())``."""
-    from transformer_nb import cache, lm_recipe
-
-    monkeypatch.setenv("TNB_PROFILE", prof)
-    data = _fake_wikitext()
-    seen = {}
-
-    def write(name, model, config, train_fn):  # where the run would train and be saved: nothing trains
-        seen.update(w=(name, config))
-        raise InterruptedError
-
-    monkeypatch.setattr(cache, "train_and_save", write)
-    with pytest.raises(InterruptedError):
-        lm_recipe.load_or_train("transformer", data, device="cpu", **lecture.lm_run())
-    monkeypatch.setattr(cache, "load", lambda name, model, config: seen.update(r=(name, config)) or (False, "x", {}))
-    with pytest.raises(lecture.NotPrepared):
-        lecture.language_model("cpu", data=data)
-    assert seen["r"] == seen["w"] and seen["r"][0].startswith("wikitext2_transformer_")
+    assert re.search(r"^N_EVAL = rv\.N_EVAL\b", nb09, flags=re.M) and "rv.heldout_set(N_EVAL)" in nb09
+    assert re.search(r"^EVAL_EVERY = rv\.EVAL_EVERY\b", nb09, flags=re.M)
+    improved = re.search(r"rv\.run\(\s*rv\.IMPROVED,(.*?)\)\n", nb09, flags=re.S).group(1)
+    assert "eval_every=EVAL_EVERY" in improved and "target=rv.TARGET" in improved
+    assert re.search(r"^RUN = pick\(\*\*lm_recipe\.NOTEBOOK_RUN\)", nb10, flags=re.M)
+    for line in ('STEPS = RUN["steps"]', 'VAL_TOKENS = RUN["eval_tokens"]', 'VAL_EVERY = RUN["eval_every"]'):
+        assert re.search(rf"^{re.escape(line)}", nb10, flags=re.M), line
+    assert "val = dict(data=data, eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)" in nb10
+    assert '"transformer": dict(kind="transformer", steps=STEPS, **val)' in nb10
 
 
 def test_the_make_target_and_the_module_agree():
@@ -158,7 +121,9 @@ def test_make_lecture_in_the_full_profile_trains_the_small_lm_that_the_full_prof
 ):
     data = _fake_wikitext()
     monkeypatch.setattr(lecture, "_wikitext", lambda: data)
-    monkeypatch.setitem(lecture.LM_RUN, "quick", {"steps": 2, "eval_tokens": 256, "eval_every": 2})  # a tiny run
+    from transformer_nb import lm_recipe
+
+    monkeypatch.setitem(lm_recipe.NOTEBOOK_RUN, "quick", {"steps": 2, "eval_tokens": 256, "eval_every": 2})  # tiny
     lecture.prepare("cpu", names=("lm",))  # TNB_PROFILE=full, as `make lecture` under `make lab`
     assert [p.name.startswith("wikitext2_transformer_") for p in empty_cache.iterdir()] == [True]
     model, prof = lecture.best("lm", "cpu")

@@ -93,6 +93,11 @@ def test_training_evaluation_and_generation_stay_on_the_model_device(kind):
         assert time_generation(m, torch.tensor([1, 2]), [3])["identical"]
 
 
+def _load_or_train(*args, retrain=False, **kw):
+    name, model, config, train_fn = lm_recipe.run(*args, **kw)
+    return model, *cache.load_or_train(name, model, config, train_fn, retrain)
+
+
 @pytest.mark.parametrize("kind", ["transformer", "lstm"])
 @pytest.mark.parametrize("device", [None, "cpu"])
 def test_load_or_train_returns_the_model_on_its_device_after_train_load_refusal_and_retrain(
@@ -101,7 +106,7 @@ def test_load_or_train_returns_the_model_on_its_device_after_train_load_refusal_
     monkeypatch.setattr(lm_recipe, "get_device", lambda: CPU)  # the default device, as setup() picks it
     data = fake_data()
     for expect_trained in (True, False):  # trained now, then loaded
-        m, hist, trained = lm_recipe.load_or_train(kind, data, steps=3, live=False, eval_tokens=200, device=device)
+        m, hist, trained = _load_or_train(kind, data, steps=3, live=False, eval_tokens=200, device=device)
         assert trained is expect_trained and not m.training
         assert devices_of(m) == {CPU} and devices_of(hist) <= {CPU}
         assert generate(m, data.valid[:3], 3).device == CPU
@@ -110,9 +115,9 @@ def test_load_or_train_returns_the_model_on_its_device_after_train_load_refusal_
     for i in range(len(raw) // 2, len(raw) // 2 + 256):  # flipped bytes (more than a record's alignment padding,
         raw[i] ^= 0xFF  # so some are tensor data): the cache refuses the file and retrains
     path.write_bytes(bytes(raw))
-    m, hist, trained = lm_recipe.load_or_train(kind, data, steps=3, live=False, eval_tokens=200, device=device)
+    m, hist, trained = _load_or_train(kind, data, steps=3, live=False, eval_tokens=200, device=device)
     assert trained and devices_of(m) == {CPU} and devices_of(hist) <= {CPU}
-    m, _, trained = lm_recipe.load_or_train(kind, data, steps=3, live=False, eval_tokens=200, retrain=True)
+    m, _, trained = _load_or_train(kind, data, steps=3, live=False, eval_tokens=200, retrain=True)
     assert trained and devices_of(m) == {CPU}
 
 
@@ -136,7 +141,7 @@ def test_comparisons_and_final_perplexities_are_computed_once(tiny_recipe, monke
     variants = {"recipe": ({}, {}), "AdamW only": ({}, {"optimizer": "adamw", "adamw_lr": None})}
     first = lm_recipe.compare(variants, data, budget_s=0.3, eval_tokens=200)
     assert set(first) == set(variants) and all(h["steps"] > 0 and h["val_ppl"] for h in first.values())
-    m, _, _ = lm_recipe.load_or_train("transformer", data, steps=2, live=False, eval_tokens=200)
+    m, _, _ = _load_or_train("transformer", data, steps=2, live=False, eval_tokens=200)
     cfg = lm_recipe.recipe_config("transformer", steps=2)
     scores = lm_recipe.final_perplexities({"tf": (m, cfg)}, data, key={"tf": "tiny"})
     monkeypatch.setattr(lm_recipe, "train_lm", lambda *a, **k: pytest.fail("trained again"))

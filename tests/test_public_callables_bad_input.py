@@ -125,13 +125,6 @@ CASES = {
         TypeError,
         "model must be",
     ),
-    "load_cached_recipe_refuses_a_non_module": (lm_recipe.load_cached_recipe, ("m", 3), TypeError, "model must be"),
-    "lm_recipe_load_or_train_refuses_data_that_is_not_wikitext": (
-        lm_recipe.load_or_train,
-        ("transformer", None, 1),
-        TypeError,
-        "data must be",
-    ),
     "lm_recipe_compare_refuses_data_that_is_not_wikitext": (
         lm_recipe.compare,
         ({}, None, 1.0),

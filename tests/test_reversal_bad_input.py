@@ -138,7 +138,6 @@ def test_train_arguments(model):
     _raises(ValueError, ["target is an exact-match rate in [0, 1]", "2.0"], rv.train, model, r, target=2.0)
     _raises(TypeError, ["eval_batch must be a reversal Batch"], rv.train, model, r, torch.ones(2, 3))
     _raises(TypeError, ["recipe must be a reversal Recipe"], rv.train, model, "improved")
-    _raises(TypeError, ["recipe must be a reversal Recipe"], rv.load_or_train, "improved")
     _raises(ValueError, ["logits must be (B, T, V)"], rv.loss_fn, torch.randn(2, 3, 5), torch.ones(2, 4).long())
 
 

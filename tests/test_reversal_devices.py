@@ -8,7 +8,6 @@ and notebook 09's cache demo (cell 38, which failed on a GPU) is replayed call f
 """
 
 import json
-import os
 from dataclasses import replace
 
 import pytest
@@ -72,27 +71,32 @@ def test_train_leaves_the_model_where_it_was_asked_and_the_history_on_the_cpu():
     _hist_tensors_on_cpu(hist)
 
 
+def _load_or_train(*args, **kw):
+    name, model, config, train_fn = rv.run(*args, **kw)
+    return model, *cache.load_or_train(name, model, config, train_fn)
+
+
 def test_load_or_train_places_the_model_on_device_on_every_path(tmp_path, monkeypatch, capsys):
     """Trained now, loaded from the cache, refused (corrupt) and retrained: the model is on ``device`` each time."""
     monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
     ev = rv.heldout_set(20)
-    for expect in ("no cache", "loaded trained weights", "corrupt"):
-        if expect == "corrupt":
+    for expect in ("not cached", "loaded the trained", "damaged"):
+        if expect == "damaged":
             (path,) = tmp_path.glob("reversal_devices_*.pt")
             path.write_bytes(b"not a torch file")
-        model, hist, trained = rv.load_or_train(TINY, ev, eval_every=3, device="cpu")
+        model, hist, trained = _load_or_train(TINY, ev, eval_every=3, device="cpu")
         assert expect in capsys.readouterr().out
-        assert trained == (expect != "loaded trained weights")
+        assert trained == (expect != "loaded the trained")
         assert devices_of(model) == {CPU} and not model.training
         _hist_tensors_on_cpu(hist)
         assert rv.evaluate(model, ev)["n"] == 20  # and it computes where it lives
 
 
-def test_load_or_train_defaults_to_the_device_setup_reports(tmp_path, monkeypatch):
+def test_run_defaults_to_the_device_setup_reports(tmp_path, monkeypatch):
     monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
     seen = []
     monkeypatch.setattr(training, "get_device", lambda: seen.append(1) or CPU)
-    model, _, _ = rv.load_or_train(TINY, rv.heldout_set(10), eval_every=3)
+    model, _, _ = _load_or_train(TINY, rv.heldout_set(10), eval_every=3)
     assert seen and devices_of(model) == {CPU}
 
 
@@ -102,13 +106,12 @@ def test_notebook_09_cache_demo_replayed(tmp_path, monkeypatch):
     device = rv.model_device(rv.build_model(TINY.model))  # what env.device is in the notebook
     eval_batch = rv.heldout_set(50).to(device)
     tiny = replace(rv.IMPROVED, name="cache_demo", steps=3)
-    rv.load_or_train(tiny, eval_batch, eval_every=3)  # trains, saves
-    path = next(p for p in os.listdir(tmp_path) if p.startswith("reversal_cache_demo"))
-    config = json.loads(torch.load(tmp_path / path, weights_only=True)["config"])
-    (tmp_path / path).write_bytes(b"not a torch file")  # corrupt it
-    ok, msg, _ = cache.load(path[:-3], rv.build_model(tiny.model), config)
-    assert not ok and "corrupt" in msg
-    model, h, trained = rv.load_or_train(tiny, eval_batch, eval_every=3)  # ... and retrained
+    name, _, config, _ = rv.run(tiny, eval_batch, eval_every=3)
+    _load_or_train(tiny, eval_batch, eval_every=3)  # trains, saves
+    cache.cache_path(name).write_bytes(b"not a torch file")  # corrupt it
+    ok, msg, _ = cache.load(name, rv.build_model(tiny.model), config)
+    assert not ok and "damaged" in msg
+    model, h, trained = _load_or_train(tiny, eval_batch, eval_every=3)  # ... and retrained
     assert trained and h["steps"] == 3 and devices_of(model) == {device}
     assert rv.evaluate(model, eval_batch)["n"] == 50
 

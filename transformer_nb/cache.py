@@ -1,57 +1,52 @@
 """A trained-model cache: re-running a notebook loads weights instead of training again.
 
-Files live in ``TNB_CACHE_DIR`` (default ``~/.cache/transformer_nb``), one ``<name>.pt`` per
-configuration (``cache_name``). A file is a ``torch.save`` dict, loaded with
-``torch.load(weights_only=True)`` (a cache file cannot run code)::
+Files live in ``TNB_CACHE_DIR`` (default ``~/.cache/transformer_nb``), one ``<name>.pt`` per run
+(``cache_name``: one name per configuration). A file is the sha256 of what follows (64 hex digits),
+then a ``torch.save`` dict read with ``torch.load(weights_only=True)`` (a cache file cannot run code)::
 
-    {"format": 2, "config": <canonical JSON>, "state_dict": ..., "extra": ...,
-     "sha256": <digest of config, weights and extra>, "torch": "2.13.0",
+    {"config": <canonical JSON>, "state_dict": ..., "extra": ..., "torch": "2.13.0",
      "code": {"transformer_nb.core.transformer": <digest>, ...}}
 
-A load is refused, with one line that says why, and the model retrained when the file is
-corrupt or damaged (a flipped bit changes the sha256), was saved for another configuration,
-by other code (``code``: the modules that define the model's classes and the training code
-that ``load_or_train`` ran, docstrings and comments aside) or by another torch release, or does
-not fit the model. A refused file never touches the model. Writes go to a unique temporary file
-that replaces the cache atomically, so concurrent trainers of one name never corrupt each
-other; an unwritable folder or a full disk is a warning, never a lost model, and Ctrl-C stays a
-``KeyboardInterrupt``. Temporary files of interrupted writes are removed at the next save or
-load in their folder. The model stays on the device it was given, whatever happens.
+A load is refused, with one line that names the run and says why, and the model retrained, when the
+file is damaged (any flipped bit changes the sha256), was saved for another configuration, by other
+code (``code``: the package modules that define the model and the training code, digested as the
+notebooks' freshness stamps are, by ``fingerprint``; a class or function typed elsewhere by its own
+source) or by another torch release, or does not fit the model. A refused file never touches the
+model. A write goes to a temporary file that replaces the cache in one step (``os.replace``), so
+concurrent trainers of one name never corrupt each other; an unwritable folder or a full disk is a
+warning and the trained model stays in memory. The model stays on the device it was given.
 
-``load_or_train`` loads one run or trains and saves it (``train_and_save``); ``load_or_train_many``
-does it for several, the missing ones trained side by side in worker processes on the CPU.
+``load_or_train`` loads one run or trains and saves it; ``load_or_train_many`` does it for several, the
+missing ones trained side by side in worker processes on the CPU. A run is what a domain module's
+``run`` function returns (``reversal.run``, ``lm_recipe.run``): ``(name, fresh model, config, train_fn)``.
 """
 
 import contextlib
 import hashlib
-import importlib
 import inspect
+import io
 import json
 import multiprocessing
 import os
 import re
 import sys
-import sysconfig
+import tempfile
 import textwrap
-import time
-import uuid
 import warnings
-from collections.abc import Callable, Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import torch
+from torch.utils._pytree import tree_map_only
 
 from transformer_nb.core.utils import as_int
-from transformer_nb.env import as_path, env_flag, env_path
+from transformer_nb.env import env_flag, env_path
 from transformer_nb.fingerprint import source_digest
 
-FORMAT = 2
 PACKAGE = "transformer_nb"
 # Infrastructure, not model code: a change to these never invalidates a cache.
 NOT_MODEL_CODE = ("cache", "checks", "utils", "source", "companion", "plotting", "widgets", "exercises", "bench")
-STALE_SECONDS = 3600  # a temporary file older than this, or whose writer has exited, is removed
-EXTRA_TYPES = (dict, list, tuple, str, int, float, bool, type(None), torch.Tensor)
+TORCH = torch.__version__.split("+")[0]  # the release without the build tag: a CPU and a CUDA build agree
 
 
 def cache_dir() -> Path:
@@ -75,313 +70,191 @@ def _canonical(config: dict) -> str:
 
 
 def cache_name(prefix: str, config: dict) -> str:
-    """``<prefix>_<8 hex digits of config>``: one stable cache name per configuration.
-
-    ``prefix`` names the family (e.g. ``"wikitext2_transformer"``, ``"reversal_base"``): letters,
-    digits, ``_``, ``-`` and ``.``. ``config`` is a JSON-able dict; its key order does not matter.
-    """
+    """``<prefix>_<8 hex digits of config>``: one stable name per configuration (a JSON-able dict, any key order)."""
     _plain("prefix", prefix)
-    if not isinstance(config, dict):
-        raise TypeError(f"config must be a dict, got {type(config).__name__}")
+    _check(config=config)
     return f"{prefix}_{hashlib.sha256(_canonical(config).encode()).hexdigest()[:8]}"
 
 
-# --------------------------------------------------------------------------- digests
-
-
-def _feed(h, obj, where: str = "extra") -> None:
-    """Hash ``obj`` (nested dicts/lists/tuples of tensors and plain values) exactly, tensors byte by byte."""
-    if isinstance(obj, torch.Tensor):
-        t = obj.detach().cpu().contiguous()
-        h.update(f"T{t.dtype}{tuple(t.shape)}".encode())
-        h.update(t.reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b"")
-    elif isinstance(obj, dict):
-        h.update(f"D{len(obj)}".encode())
-        for k in sorted(obj, key=repr):
-            h.update(repr(k).encode())
-            _feed(h, obj[k], f"{where}[{k!r}]")
-    elif isinstance(obj, (list, tuple)):
-        h.update(f"{type(obj).__name__[0]}{len(obj)}".encode())
-        for i, v in enumerate(obj):
-            _feed(h, v, f"{where}[{i}]")
-    elif isinstance(obj, EXTRA_TYPES):
-        h.update(f"{type(obj).__name__}:{obj!r};".encode())
-    else:
-        raise TypeError(
-            f"{where} is a {type(obj).__name__}; a cache stores only tensors, numbers, strings, None "
-            f"and dicts/lists/tuples of them (torch.load(weights_only=True) refuses other objects)"
-        )
-
-
-def _check_args(model=None, config=None) -> None:
+def _check(model=None, config=None, *train_fn) -> None:
     if model is not None and not isinstance(model, torch.nn.Module):
         raise TypeError(f"model must be a torch.nn.Module, got {type(model).__name__}")
     if config is not None and not isinstance(config, dict):
         raise TypeError(f"config must be a dict (JSON-able), got {type(config).__name__}")
+    if train_fn and not callable(train_fn[0]):
+        raise TypeError(f"train_fn must be callable (model -> extra dict), got {type(train_fn[0]).__name__}")
 
 
-def payload_sha256(config: str, state_dict: dict, extra: dict) -> str:
-    """sha256 of the canonical config, every weight (dtype, shape and bytes) and ``extra``."""
-    if not isinstance(config, str) or not isinstance(state_dict, dict):
-        raise TypeError(
-            f"config must be a str and state_dict a dict, got {type(config).__name__}, {type(state_dict).__name__}"
-        )
-    h = hashlib.sha256(config.encode())
-    _feed(h, dict(state_dict), "state_dict")
-    _feed(h, extra)
-    return h.hexdigest()
+# --------------------------------------------------------------------------- code digests
 
 
-def _is_model_code(name: str) -> bool:
+def _model_module(name: str) -> bool:
     parts = name.split(".")
     return parts[0] == PACKAGE and len(parts) > 1 and parts[1] not in NOT_MODEL_CODE
 
 
+def _home(obj) -> str:
+    """The name of ``obj``'s module (of a module: its own)."""
+    return str(obj.__name__ if inspect.ismodule(obj) else getattr(obj, "__module__", None) or "?")
+
+
 def _module_digest(name: str) -> str:
-    """Digest of the package module ``name`` (imported if need be), or ``"no source"``."""
+    """The digest of package module ``name`` (imported if need be), or ``"no source"`` (gone or renamed)."""
     try:
-        return source_digest(inspect.getsource(sys.modules.get(name) or importlib.import_module(name)))
-    except Exception:  # gone, renamed or no source file: never equal to a real digest
+        return source_digest(inspect.getsource(sys.modules.get(name) or __import__(name, fromlist=["_"])))
+    except Exception:
         return "no source"
 
 
-def _referenced(fn) -> list:
-    """The functions and modules that ``fn`` uses: those in its closure and the globals it names."""
-    cells = []
-    for cell in getattr(fn, "__closure__", None) or ():
+def _source_digest(obj) -> str:
+    """A function's source digest; a class's that of its methods (a class typed into a notebook cell has no file)."""
+    fns = [obj] if inspect.isfunction(obj) else [getattr(v, "__func__", v) for _, v in sorted(vars(obj).items())]
+    parts = []
+    for f in filter(inspect.isfunction, fns):
+        try:
+            parts.append(textwrap.dedent(inspect.getsource(f)))
+        except (OSError, TypeError):
+            parts.append(f.__qualname__)
+    return source_digest("\n".join(parts))
+
+
+def _uses(fn) -> list:
+    """The modules, and the functions outside the libraries, that function ``fn`` uses (closure and globals)."""
+    found = [fn.__globals__.get(n) for n in fn.__code__.co_names]
+    for cell in fn.__closure__ or ():
         with contextlib.suppress(ValueError):  # an empty cell
-            cells.append(cell.cell_contents)
-    names = [getattr(fn, "__globals__", {}).get(n) for n in getattr(getattr(fn, "__code__", None), "co_names", ())]
-    return [v for v in (*cells, *names) if inspect.ismodule(v) or (inspect.isfunction(v) and not _library(v))]
-
-
-def _library(fn) -> bool:
-    """``fn`` comes from the standard library or an installed package other than this one."""
-    libs = tuple({sysconfig.get_paths()[k] for k in ("stdlib", "purelib", "platlib")})
-    return (fn.__module__ or "").split(".")[0] != PACKAGE and fn.__code__.co_filename.startswith(libs)
+            found.append(cell.cell_contents)
+    libs = (sys.prefix, sys.base_prefix)  # the standard library and installed packages
+    ours = [f for f in found if inspect.isfunction(f) and not f.__code__.co_filename.startswith(libs)]
+    return [*filter(inspect.ismodule, found), *ours]
 
 
 def code_digests(model: torch.nn.Module, train_fn=None) -> dict:
-    """``{module or class or function: digest}`` of the code that defines ``model`` and of ``train_fn``.
+    """``{module or object: digest}`` of the code that defines ``model`` and of ``train_fn``, its training code.
 
-    The package modules that define its classes (and the package modules they reference) are
-    hashed whole; a class defined elsewhere (a test, a notebook cell) by its own source; torch's
-    own classes are covered by the torch version. ``train_fn``, the training code, and the functions
-    it calls: a package function by its module whole (with what it references), a function typed
-    elsewhere by its source (and what it calls).
+    A package module (not infrastructure: ``NOT_MODEL_CODE``) that defines one of its classes, or any package
+    module that defines ``train_fn`` or what it calls, is digested whole, with the package modules it uses; a class
+    or function defined elsewhere (a test, a notebook cell) by its own source. torch is covered by its release.
     """
-    _check_args(model)
-    out, todo = {}, [type(m) for m in model.modules()]
-    if train_fn is not None:
-        todo += [train_fn, *_referenced(train_fn)]
+    _check(model)
+    out, todo = {}, [type(m) for m in model.modules()] + ([train_fn] if train_fn is not None else [])
     while todo:
         obj = todo.pop()
-        name = obj.__name__ if inspect.ismodule(obj) else getattr(obj, "__module__", None) or "?"
-        mod, top = sys.modules.get(name), name.split(".")[0]
-        if top == "torch" or name in out:
+        mod = _home(obj)
+        whole = _model_module(mod) or (mod.split(".")[0] == PACKAGE and inspect.isfunction(obj))
+        key = mod if whole else f"{mod}.{getattr(obj, '__qualname__', '')}"
+        if key in out or mod.split(".")[0] == "torch" or not (whole or inspect.isclass(obj) or inspect.isfunction(obj)):
             continue
-        if (_is_model_code(name) or (inspect.isfunction(obj) and top == PACKAGE)) and mod is not None:
-            out[name] = _module_digest(name)
-            for v in vars(mod).values():
-                ref = v.__name__ if inspect.ismodule(v) else getattr(v, "__module__", None)
-                if isinstance(ref, str) and _is_model_code(ref) and ref not in out:
-                    todo.append(sys.modules.get(ref) or v)
-        elif isinstance(obj, type) or inspect.isfunction(obj):
-            key = f"{name}.{obj.__qualname__}"
-            if key not in out:
-                out[key] = _class_digest(obj)
-                todo += _referenced(obj) if inspect.isfunction(obj) else []
+        if whole:  # a package module: whole, with the package modules it uses
+            out[key] = _module_digest(mod)
+            todo += [v for v in vars(sys.modules[mod]).values() if _model_module(_home(v))]
+        else:
+            out[key] = _source_digest(obj)
+            todo += _uses(obj) if inspect.isfunction(obj) else []
     return dict(sorted(out.items()))
 
 
-def _class_digest(cls) -> str:
-    """A class's or function's source digest; for a class typed into a notebook cell (no source file), its methods'."""
-    try:
-        return source_digest(inspect.getsource(cls))
-    except (OSError, TypeError):
-        methods = [getattr(v, "__func__", v) for _, v in sorted(vars(cls).items())]
-        parts = []
-        for f in filter(inspect.isfunction, methods):
-            try:
-                parts.append(textwrap.dedent(inspect.getsource(f)))
-            except (OSError, TypeError):
-                parts.append(f.__qualname__)
-        return source_digest("\n".join(parts)) if parts else "no source"
-
-
-def torch_release() -> str:
-    """``torch.__version__`` without the build tag: a CPU and a CUDA build of one release agree."""
-    return torch.__version__.split("+")[0]
-
-
-# --------------------------------------------------------------------------- writing
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except OSError:  # PermissionError: another user's live process
-        pass
-    return True
-
-
-def clean_stale(folder: Path | None = None, max_age: float = STALE_SECONDS) -> list:
-    """Remove temporary files left by interrupted writes: their writer has exited, or they are
-    older than ``max_age`` seconds (``<name>.tmp`` files of the old format always). Returns them."""
-    if folder is not None:
-        as_path("folder", folder)
-    folder, removed = Path(folder or cache_dir()), []
-    if not folder.is_dir():
-        return removed
-    for tmp in folder.glob("*.tmp"):
-        m = re.search(r"\.(\d+)-[0-9a-f]+\.tmp$", tmp.name)
-        pid = int(m.group(1)) if m else None
-        try:
-            stale = pid is None or not _alive(pid) or time.time() - tmp.stat().st_mtime > max_age
-            if stale and pid != os.getpid():
-                tmp.unlink()
-                removed.append(tmp)
-        except OSError:  # gone already, or not ours to remove
-            pass
-    return removed
-
-
-def _device_of(model: torch.nn.Module):
-    devices = {t.device for t in (*model.parameters(), *model.buffers())}
-    return devices.pop() if len(devices) == 1 else None
+# --------------------------------------------------------------------------- saving and loading
 
 
 def save(name: str, model: torch.nn.Module, config: dict, extra: dict | None = None, train_fn=None) -> Path | None:
-    """Save ``model``'s weights with ``config`` (a JSON-able dict) and ``extra`` (tensors, numbers, lists);
-    ``train_fn``, the code that trained it, joins the code digest.
-
-    Written to a unique temporary file, then renamed over ``<name>.pt`` in one step. Returns the
-    path, or ``None`` with a warning when the folder cannot be written or the disk is full (the
-    model is untouched, no temporary file is left). Ctrl-C removes the temporary file and stays a
-    ``KeyboardInterrupt``.
-    """
+    """Save ``model``'s weights with ``config`` and ``extra`` (tensors, numbers, strings, lists, dicts); ``train_fn``,
+    the code that trained it, joins the code digest. Returns the path, or None with a warning when it cannot be
+    written (an unwritable folder, a full disk, an ``extra`` that ``weights_only`` cannot read): the model is
+    untouched and no temporary file is left. Ctrl-C stays a ``KeyboardInterrupt``."""
     path = cache_path(name)
-    _check_args(model, config)
-    if _device_of(model) == torch.device("meta"):
-        raise ValueError("model is on the meta device: it has no weights to cache")
-    extra = extra or {}
+    _check(model, config, *[train_fn] if train_fn is not None else [])
     state = {k: v.detach().cpu() for k, v in model.state_dict().items()}
-    blob = {"format": FORMAT, "config": _canonical(config), "state_dict": state, "extra": extra}
-    blob.update(
-        sha256=payload_sha256(blob["config"], state, extra), torch=torch_release(), code=code_digests(model, train_fn)
-    )
-    tmp = path.parent / f".{path.name}.{os.getpid()}-{uuid.uuid4().hex[:8]}.tmp"
+    blob = {"config": _canonical(config), "state_dict": state, "extra": extra or {}}
+    blob.update(torch=TORCH, code=code_digests(model, train_fn))
+    tmp = None
     try:
+        torch.save(blob, buf := io.BytesIO())
+        torch.load(io.BytesIO(buf.getvalue()), weights_only=True)  # what a load reads, or a warning
         path.parent.mkdir(parents=True, exist_ok=True)
-        clean_stale(path.parent)
-        with open(tmp, "wb") as f:
-            torch.save(blob, f)
+        with tempfile.NamedTemporaryFile(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp", delete=False) as f:
+            tmp = Path(f.name)
+            f.write(hashlib.sha256(buf.getvalue()).hexdigest().encode() + buf.getvalue())
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, path)  # atomic: readers see the old file or the new one, never half of one
-    except BaseException as err:
-        with contextlib.suppress(OSError):  # the folder itself may not be there
-            tmp.unlink(missing_ok=True)
-        # torch.save reports a failed write (a full disk, Ctrl-C in a write) as a RuntimeError over the real one
-        if isinstance(err, RuntimeError) and isinstance(err.__context__, (OSError, KeyboardInterrupt)):
-            err = err.__context__
-        if not isinstance(err, (OSError, RuntimeError)):
-            raise err from None
-        warnings.warn(
-            f"could not write the cache {path} ({type(err).__name__}: {getattr(err, 'strerror', None) or err}); "
-            f"the trained model is kept in memory only. Set TNB_CACHE_DIR to a writable folder to keep it.",
-            RuntimeWarning,
-            stacklevel=2,
-        )
+    except Exception as err:  # an unwritable folder, a full disk, an extra that weights_only cannot read
+        why = f"{type(err).__name__}: {str(getattr(err, 'strerror', None) or err).splitlines()[0]}"
+        msg = f"could not cache {name} ({why}); the trained model is kept in memory only. Set TNB_CACHE_DIR to a "
+        warnings.warn(msg + "writable folder to keep it.", RuntimeWarning, stacklevel=2)
         return None
+    finally:
+        with contextlib.suppress(OSError, TypeError):  # TypeError: no temporary file was made
+            Path(tmp).unlink(missing_ok=True)
     return path
 
 
-# --------------------------------------------------------------------------- loading
-
-
-def _refusal(blob, config: str, model: torch.nn.Module, train_fn=None) -> str | None:
-    """Why a loaded ``blob`` must not go into ``model`` (None: it may)."""
-    if not isinstance(blob, dict) or not {"config", "state_dict"} <= set(blob):
-        return "has an unexpected layout"
-    if blob.get("format") != FORMAT or "sha256" not in blob:
-        return "has no checksum (written by an older transformer_nb)"
-    try:
-        digest = payload_sha256(blob["config"], blob["state_dict"], blob.get("extra", {}))
-    except (TypeError, AttributeError, RuntimeError):
-        digest = None
-    if digest != blob["sha256"]:
-        return "is damaged (its contents do not match their sha256)"
-    if blob["config"] != config:
-        return "was trained with another configuration"
-    if blob.get("torch") != torch_release():
-        return f"was saved by torch {blob.get('torch')}, this is torch {torch_release()}"
-    code, stored = code_digests(model, train_fn), blob.get("code")
-    if not isinstance(stored, dict):
-        return "has no digest of its model code"
-    # the model's code, and every recorded module of the package or function of train_fn that trained it
-    must = code_digests(model).keys() | {k for k in stored if k in code or re.fullmatch(rf"{PACKAGE}(\.\w+)+", str(k))}
-    code.update({k: _module_digest(k) for k in must - code.keys()})
-    changed = sorted(k for k in must if code[k] != stored.get(k))
+def _refusal(blob: dict, model: torch.nn.Module, train_fn) -> str | None:
+    """Why an intact ``blob`` of this configuration must not go into ``model`` (None: it may)."""
+    now, stored = code_digests(model, train_fn), blob["code"]  # the model's code, and the training code recorded
+    must = code_digests(model).keys() | {k for k in stored if k in now or k.startswith(PACKAGE + ".")}
+    now.update({k: _module_digest(k) for k in must - now.keys()})
+    changed = sorted(k for k in must if now[k] != stored.get(k))
     if changed:
         return f"was trained with other code ({', '.join(changed)} changed)"
     own, sd = model.state_dict(), blob["state_dict"]
-    if own.keys() != sd.keys():
-        diff = sorted(own.keys() ^ sd.keys())
-        return f"does not fit this model (parameters {', '.join(diff[:3])}{' ...' if len(diff) > 3 else ''} differ)"
-    for k, v in own.items():
-        if not isinstance(sd[k], torch.Tensor) or sd[k].shape != v.shape:
-            got = tuple(sd[k].shape) if isinstance(sd[k], torch.Tensor) else type(sd[k]).__name__
-            return f"does not fit this model ({k}: cached {got}, model {tuple(v.shape)})"
-    return None
+    misfit = sorted(own.keys() ^ sd.keys()) or [k for k, v in own.items() if sd[k].shape != v.shape]
+    return f"does not fit this model ({', '.join(misfit[:3])} differ)" if misfit else None
+
+
+def read(name: str, config: dict) -> tuple[dict | None, str]:
+    """``(the stored dict, "")`` of run ``name`` if its file is intact and was saved for ``config`` by this torch
+    release, else ``(None, why not)``; the code that made it is not checked (``load`` checks it)."""
+    try:
+        raw = cache_path(name).read_bytes()
+    except OSError as err:
+        return None, "is not cached" if isinstance(err, FileNotFoundError) else f"cannot be read ({err.strerror})"
+    if hashlib.sha256(raw[64:]).hexdigest().encode() != raw[:64]:
+        return None, "is damaged (its contents do not match their sha256) or has an old format"
+    blob = torch.load(io.BytesIO(raw[64:]), map_location="cpu", weights_only=True)  # we wrote it: it loads
+    if blob["config"] != _canonical(config):
+        return None, "was saved for another configuration"
+    if blob["torch"] != TORCH:
+        return None, f"was saved by torch {blob['torch']}, this is torch {TORCH}"
+    return blob, ""
 
 
 def load(name: str, model: torch.nn.Module, config: dict, train_fn=None):
-    """Load cached weights into ``model``. Returns ``(ok, message, extra)``; never raises on a bad cache.
+    """Load cached weights into ``model``. Returns ``(ok, message, extra)``; never raises on a bad file.
 
-    ``train_fn``: the training code the file must have been made by (else the package's training
-    code it records is checked). A refused file leaves ``model`` untouched. ``extra``'s tensors
-    come back on the CPU. Stale temporary files in the folder are removed.
+    ``train_fn``: the training code the file must have been made by (else the package training code it records is
+    checked). A refused file leaves ``model`` untouched. ``extra``'s tensors come back on the CPU.
     """
-    path = cache_path(name)
-    _check_args(model, config)
-    clean_stale(path.parent)
-    try:
-        if not path.is_file():
-            return False, f"no cache at {path}", {}
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-    except OSError as err:  # a folder we may not read
-        return False, f"cache {path} cannot be read ({type(err).__name__}: {err.strerror}); retraining", {}
-    except Exception as err:  # corrupt, truncated, or not a torch file
-        return False, f"cache {path} is corrupt ({type(err).__name__}); retraining", {}
-    why = _refusal(blob, _canonical(config), model, train_fn)
+    _check(model, config, *[train_fn] if train_fn is not None else [])
+    blob, why = read(name, config)
+    why = why or _refusal(blob, model, train_fn)
     if why:
-        return False, f"cache {path} {why}; retraining", {}
+        return False, f"{name} {why}{'' if why == 'is not cached' else '; retraining'}", {}
     model.load_state_dict(blob["state_dict"])  # copies into the model's own tensors: its device stays
-    return True, f"loaded trained weights from {path}", blob.get("extra", {})
+    return True, f"loaded the trained {name} from the cache", blob["extra"]
 
 
-def _to_cpu(obj):
-    if isinstance(obj, torch.Tensor):
-        return obj.detach().cpu()
-    if isinstance(obj, dict):
-        return {k: _to_cpu(v) for k, v in obj.items()}
-    if isinstance(obj, (list, tuple)):
-        return type(obj)(_to_cpu(v) for v in obj)
-    return obj
+def train_and_save(name: str, model: torch.nn.Module, config: dict, train_fn) -> dict:
+    """``train_fn(model) -> extra`` (e.g. the loss history), then ``save``: returns ``extra``, its tensors on the CPU.
 
-
-def _check_train_fn(train_fn) -> None:
-    if not callable(train_fn):
-        raise TypeError(f"train_fn must be callable (model -> extra dict), got {type(train_fn).__name__}")
+    The model ends on the device it came on; if the cache cannot be written, a warning says so and the trained
+    model and ``extra`` are kept."""
+    cache_path(name)
+    _check(model, config, train_fn)
+    device = next(iter(model.state_dict().values()), torch.empty(0)).device
+    extra = train_fn(model) or {}
+    if not isinstance(extra, dict):
+        raise TypeError(f"train_fn must return a dict (or None), got {type(extra).__name__}")
+    model.to(device)  # train_fn may have moved it: give it back where it came from
+    extra = tree_map_only(torch.Tensor, lambda t: t.detach().cpu(), extra)
+    save(name, model, config, extra, train_fn)
+    return extra
 
 
 def _cached(name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool) -> dict | None:
     """The ``extra`` of a cached run, its weights loaded into ``model``; None (and why, printed) if it must train."""
     if retrain or env_flag("TNB_RETRAIN"):
-        print("retraining (asked for)")
+        print(f"training {name} (retraining asked for)")
         return None
     ok, msg, extra = load(name, model, config, train_fn)
     print(msg)
@@ -389,104 +262,62 @@ def _cached(name: str, model: torch.nn.Module, config: dict, train_fn, retrain: 
 
 
 def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, retrain: bool = False):
-    """Load ``model`` from the cache, or train and save it (``train_and_save``). Returns ``(extra, trained_now)``.
-
-    A corrupt, damaged or mismatched file is reported in one line and the model retrained.
-    ``retrain=True`` or ``TNB_RETRAIN=1`` (or ``true``, ``yes``, ``on``) forces training.
-    """
-    _check_train_fn(train_fn)
+    """Load ``model`` from the cache, or train and save it (``train_and_save``). Returns ``(extra, trained_now)``,
+    the model in eval mode. A damaged or mismatched file is reported in one line and the model retrained.
+    ``retrain=True`` or ``TNB_RETRAIN=1`` (or ``true``, ``yes``, ``on``) forces training."""
+    _check(model, config, train_fn)
     extra = _cached(name, model, config, train_fn, retrain)
-    return (extra, False) if extra is not None else (train_and_save(name, model, config, train_fn), True)
+    out = (extra, False) if extra is not None else (train_and_save(name, model, config, train_fn), True)
+    model.eval()
+    return out
 
 
-def train_and_save(name: str, model: torch.nn.Module, config: dict, train_fn) -> dict:
-    """Call ``train_fn(model) -> extra`` and save the trained model under ``name`` with ``config`` and ``extra``.
+def load_or_train_many(make, runs: dict, workers: int = 1, retrain: bool = False, live=None) -> dict:
+    """``{key: (model, extra, trained_now)}``: ``load_or_train(*make(**runs[key], live=live), retrain)`` for every
+    key, the runs that the cache lacks (all of them with ``retrain``) trained ``workers`` at a time.
 
-    ``extra`` (e.g. the loss history) is stored with the weights and returned (its tensors on
-    the CPU), so a re-run can redraw its training curves. ``train_fn``'s code is part of the
-    cache's code digest. The model ends on the device it came on. If the cache cannot be written,
-    a warning says so and the trained model and ``extra`` are still returned.
-    """
-    path = cache_path(name)
-    _check_args(model, config)
-    _check_train_fn(train_fn)
-    device = _device_of(model)
-    extra = train_fn(model) or {}
-    if not isinstance(extra, dict):
-        raise TypeError(f"train_fn must return a dict (or None), got {type(extra).__name__}")
-    if device is not None and _device_of(model) != device:
-        model.to(device)  # train_fn moved it: give it back where it came from
-    extra = _to_cpu(extra)
-    try:
-        payload_sha256("", {}, extra)
-    except TypeError as err:
-        warnings.warn(f"{err}; {path} was not written", RuntimeWarning, stacklevel=2)
-        return extra
-    save(name, model, config, extra, train_fn)
-    return extra
-
-
-def load_or_train_many(make, args: dict, workers: int, retrain: bool = False, live=None) -> dict:
-    """``{key: (model, extra, trained_now)}``: ``load_or_train(*make(*args[key], live), retrain)`` for every key,
-    the runs that the cache lacks (all of them with ``retrain``) trained ``workers`` at a time.
-
-    ``make(*args, live) -> (name, fresh model, config, train_fn)`` builds one run; it is a
-    module-level function and ``args`` are picklable (a worker process imports and calls them).
-    ``live``: how a run trained here shows its progress (passed to ``make``; a worker passes None:
-    nothing shown). When more than one run is missing, ``workers > 1`` and their models are on the
-    CPU, each trains and is saved in its own process on one CPU thread (``in_workers``) and
-    its weights come back here: small models gain little from a second thread, so two runs side by
-    side take little more than the time of one. Otherwise they train here one after the other, in
-    the order of ``args`` (put the longest first), each from a fresh ``make`` (which seeds it). An
-    error in a worker is raised here, naming the run; runs that finished stay cached. Models in eval mode.
+    ``make(**kwargs, live) -> (name, fresh model, config, train_fn)`` builds one run (e.g. ``reversal.run``); it
+    is a module-level function and ``runs``' values are picklable (a worker process imports and calls it).
+    ``live``: how a run trained here shows its progress (a worker passes None: nothing shown). When more than
+    one run is missing, ``workers > 1`` and their models are on the CPU, each trains and is saved in its own
+    process on one CPU thread (``in_workers``: two small models side by side take little more than the time
+    of one) and its weights come back here. Otherwise they train here one after the other, in the order of
+    ``runs``, each from a fresh ``make`` (which seeds it). An error in a worker is raised here, naming the run;
+    runs that finished stay cached. Models in eval mode.
     """
     as_int("workers", workers, 1)
-    if not isinstance(args, dict):
-        raise TypeError(f"args must be a dict {{key: make's arguments}}, got {type(args).__name__}")
-    runs = {k: make(*a, live) for k, a in args.items()}
-    out = {k: (extra, False) for k, run in runs.items() if (extra := _cached(*run, retrain)) is not None}
-    todo = [k for k in runs if k not in out]
-    if workers > 1 and len(todo) > 1 and all(_device_of(runs[k][1]) == torch.device("cpu") for k in todo):
-        for k, (state, extra) in zip(todo, in_workers(_train_in_worker, [(make, args[k]) for k in todo], workers)):
-            runs[k][1].load_state_dict(state)
+    if not isinstance(runs, dict):
+        raise TypeError(f"runs must be a dict {{key: make's keyword arguments}}, got {type(runs).__name__}")
+    made = {k: make(**kw, live=live) for k, kw in runs.items()}
+    out = {k: (extra, False) for k, run in made.items() if (extra := _cached(*run, retrain)) is not None}
+    todo = [k for k in made if k not in out]
+    if workers > 1 and len(todo) > 1 and all(t.device.type == "cpu" for k in todo for t in made[k][1].parameters()):
+        for k, (state, extra) in zip(todo, in_workers(_train_in_worker, [(make, runs[k]) for k in todo], workers)):
+            made[k][1].load_state_dict(state)
             out[k] = extra, True
     for k in todo:
         if k not in out:
-            runs[k] = make(*args[k], live)  # fresh: seeded now, as a run trained alone is
-            out[k] = train_and_save(*runs[k]), True
-    return {k: (runs[k][1].eval(), *out[k]) for k in runs}
+            made[k] = make(**runs[k], live=live)  # fresh: seeded now, as a run trained alone is
+            out[k] = train_and_save(*made[k]), True
+    return {k: (made[k][1].eval(), *out[k]) for k in made}
 
 
-def run_args(run: dict, defaults: dict) -> dict:
-    """``{**defaults, **run}``: a run's keyword arguments, every one named in ``defaults`` (else a TypeError)."""
-    if not set(run) <= set(defaults):
-        raise TypeError(
-            f"unexpected keyword arguments {sorted(set(run) - set(defaults))}; a run takes {list(defaults)}"
-        )
-    return {**defaults, **run}
-
-
-def in_workers(fn: Callable, jobs: Iterable[tuple], workers: int = 2) -> list:
+def in_workers(fn, jobs, workers: int = 2) -> list:
     """``[fn(*args) for args in jobs]``, ``workers`` calls at a time, each in its own process on one CPU thread.
 
-    For independent small trainings on the CPU, where a second thread helps a model little (the
-    reversal model: about a third) and a second process nearly doubles the work done. ``fn`` must be
-    a module-level function (the workers import it) and the arguments picklable. The processes
-    are started with ``spawn`` (a fork would copy torch's running threads), so a script that calls
-    this needs Python's ``if __name__ == "__main__":`` guard (a notebook does not); an exception in a
-    call is raised here.
+    ``fn`` must be a module-level function and the arguments picklable. The processes are started with
+    ``spawn`` (a fork would copy torch's running threads), so a script that calls this needs Python's
+    ``if __name__ == "__main__":`` guard (a notebook does not); an exception in a call is raised here.
     """
     workers, jobs = as_int("workers", workers, 1), list(jobs)
-    if not jobs:
-        return []
     spawn = multiprocessing.get_context("spawn")
-    with ProcessPoolExecutor(min(workers, len(jobs)), spawn, initializer=torch.set_num_threads, initargs=(1,)) as pool:
+    with ProcessPoolExecutor(max(1, min(workers, len(jobs))), spawn, torch.set_num_threads, (1,)) as pool:
         return [f.result() for f in [pool.submit(fn, *args) for args in jobs]]
 
 
-def _train_in_worker(make, args: tuple) -> tuple:
-    """A worker process's job: ``make(*args, None)``'s run trained and saved; returns ``(state_dict, extra)``."""
-    name, model, config, train_fn = make(*args, None)
+def _train_in_worker(make, kwargs: dict) -> tuple:
+    """A worker process's job: ``make(**kwargs, live=None)``'s run trained and saved; ``(state_dict, extra)``."""
+    name, model, config, train_fn = make(**kwargs, live=None)
     try:
         extra = train_and_save(name, model, config, train_fn)
     except Exception as err:

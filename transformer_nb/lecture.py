@@ -12,40 +12,28 @@ cached in either profile is kept. The lecture then shows, for each widget, the b
 full, else quick) and says which one:
 
 - 09: ``reversal.IMPROVED``, evaluated on ``heldout_set(N_EVAL)`` every ``EVAL_EVERY`` steps, stopped at
-  ``TARGET`` exact match (``reversal.load_or_train``; the same run in both profiles);
-- 10: the Transformer recipe, run as ``LM_RUN[profile]`` says (``lm_recipe.load_or_train``);
+  ``TARGET`` exact match (those of ``reversal``; the same run in both profiles);
+- 10: the Transformer recipe, run as ``lm_recipe.NOTEBOOK_RUN[profile]`` says (``lm_recipe.run``);
 - 12: the student's own model when notebook 12 trained one (it trains it only once steps 1-5 pass), else its
   reference model (``exercises.capstone_train``).
 
-Notebooks 09 and 10 train with these constants, so the lecture loads exactly what they stored (a test compares
-them with the notebooks). Only the standard library and the package's infrastructure are imported here at first;
-each model's modules are imported when it is asked for.
+Notebooks 09 and 10 train with these runs (``reversal.run``, ``lm_recipe.run``) and constants, so the lecture
+loads exactly what they stored. Only the standard library and the package's
+infrastructure are imported here at first; each model's modules are imported when it is asked for.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
-import io
-import json
 import os
 import sys
 import time
 
 from transformer_nb import cache
-from transformer_nb.cache import cache_dir  # noqa: F401  (the notebook says where the models came from)
 from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import get_device, profile
 
-N_EVAL = 1000  # 09: held-out sequences the improved recipe is evaluated on
-EVAL_EVERY = 25  # 09: steps between evaluations
-TARGET = 0.999  # 09: training stops at this exact match
-#: 10: the Transformer recipe's run per profile: optimiser steps (None: lm_recipe.FULL_STEPS) and its validation
-#: points (words each, steps between them; None: about 20 per run), as notebook 10 passes them to load_or_train.
-LM_RUN = {
-    "quick": {"steps": 150, "eval_tokens": 2_000, "eval_every": 50},
-    "full": {"steps": None, "eval_tokens": 20_000, "eval_every": None},
-}
 MAKE = "make lecture"
 FETCH_DATA = 'python -c "from transformer_nb.wikitext_files import find_data_dir; find_data_dir()"'  # 13 MB, once
 NAMES = ("reversal", "lm", "capstone")
@@ -101,38 +89,35 @@ def _missing(name: str) -> NotPrepared:
     )
 
 
+def _from_cache(run, train: bool, name: str) -> None:
+    """Load ``run`` (a domain module's ``run``) from the cache; train it with ``train=True``, else a missing or
+    refused file is ``NotPrepared``."""
+    if train:
+        cache.load_or_train(*run)
+    elif not cache.load(*run)[0]:
+        raise _missing(name)
+    run[1].eval()
+
+
 def lm_run(prof: str | None = None) -> dict:
-    """Notebook 10's ``load_or_train`` arguments for the Transformer in profile ``prof`` (default: the active one)."""
+    """Notebook 10's ``lm_recipe.run`` arguments for the Transformer in profile ``prof`` (default: the active one)."""
     from transformer_nb import lm_recipe
 
     _check(prof=prof)
-    run = dict(LM_RUN[prof or profile()])
-    run["steps"] = run["steps"] or lm_recipe.FULL_STEPS
-    return run
+    return dict(lm_recipe.NOTEBOOK_RUN[prof or profile()])
 
 
-def reversal_model(device=None, train: bool = False, prof: str | None = None):
+def reversal_model(device=None, train: bool = False, data=None, prof: str | None = None):
     """Notebook 09's trained encoder-decoder (eval mode, on ``device``), from the cache; ``train=True``
     trains and caches it when it is missing, else a missing cache is ``NotPrepared``. The same run in
-    every profile (``prof`` is accepted for symmetry and ignored)."""
+    every profile (``data`` and ``prof`` are accepted for symmetry with the other loaders and ignored)."""
     from transformer_nb import reversal as rv
 
     _check(prof=prof)
-    device = get_device() if device is None else device
-
-    def refuse():  # load_or_train calls its live factory only when it is about to train
-        raise _missing("reversal")
-
-    with contextlib.redirect_stdout(sys.stdout if train else io.StringIO()):
-        model, _, _ = rv.load_or_train(
-            rv.IMPROVED,
-            rv.heldout_set(N_EVAL),
-            eval_every=EVAL_EVERY,
-            target=TARGET,
-            device=device,
-            live=None if train else refuse,
-        )
-    return model.eval()
+    eval_batch = rv.heldout_set(rv.N_EVAL)
+    run = rv.run(rv.IMPROVED, eval_batch, eval_every=rv.EVAL_EVERY, target=rv.TARGET, device=device)
+    _from_cache(run, train, "reversal")
+    return run[1]
 
 
 def _wikitext():
@@ -144,26 +129,14 @@ def _wikitext():
 def language_model(device=None, train: bool = False, data=None, prof: str | None = None):
     """Notebook 10's trained Transformer of profile ``prof`` (default: the active one) and the vocabulary:
     ``(model, vocab)``, from the cache (or trained with ``train=True``); a missing cache is ``NotPrepared``."""
-    import torch
 
     from transformer_nb import lm_recipe
-    from transformer_nb.core.output_head import frequency_ranks
 
     _check(prof=prof)
-    device = torch.device(get_device() if device is None else device)
-    data, run = data or _wikitext(), lm_run(prof)
-    if train:
-        model, _, _ = lm_recipe.load_or_train("transformer", data, live=False, device=device, **run)
-        return model.eval(), data.vocab
-    # the model, configuration and cache name that lm_recipe.load_or_train uses for this run (tested equal)
-    vocab_size = len(data.vocab)
-    model = lm_recipe.build_model("transformer", vocab_size, frequency_ranks(data.train, vocab_size)).to(device)
-    tcfg = lm_recipe.recipe_config("transformer", device, seed=0, **run)
-    config = lm_recipe.cache_config("transformer", tcfg, vocab_size)
-    ok, _, _ = cache.load(cache.cache_name("wikitext2_transformer", config), model, config)
-    if not ok:
-        raise _missing("lm")
-    return model.eval(), data.vocab
+    data = data or _wikitext()
+    run = lm_recipe.run("transformer", data, live=False, device=device, **lm_run(prof))
+    _from_cache(run, train, "lm")
+    return run[1], data.vocab
 
 
 def student_capstone(vocab_size: int, prof: str, device=None):
@@ -174,7 +147,6 @@ def student_capstone(vocab_size: int, prof: str, device=None):
     holding its weights computes the same logits), so its weights are read without the student's class: the
     cache file's checksum, configuration and torch release are verified as ``cache.load`` does, not the digest
     of the student's code, which lives in the student's notebook."""
-    import torch
 
     from transformer_nb.exercises import capstone_train as ct
     from transformer_nb.exercises.capstone import student_names
@@ -183,21 +155,17 @@ def student_capstone(vocab_size: int, prof: str, device=None):
     as_int("vocab_size", vocab_size, 1)
     _check(prof=prof or repr(prof))  # required here: None is refused too
     config = ct._config(vocab_size, ct.CAPSTONE_RUN[prof], "student")
-    path = cache.cache_path(cache.cache_name("capstone_student", config))
+    blob, _ = cache.read(cache.cache_name("capstone_student", config), config)
+    if blob is None:
+        return None
+    state = blob["state_dict"]
     try:
-        blob = torch.load(path, map_location="cpu", weights_only=True)
-        state, extra = blob["state_dict"], blob.get("extra", {})
-        intact = blob["sha256"] == cache.payload_sha256(blob["config"], state, extra)
-        if not intact or json.loads(blob["config"]) != json.loads(json.dumps(config, default=str)):
-            return None
-        if blob.get("torch") != cache.torch_release():
-            return None
         m = ct.CAPSTONE_MODEL
         pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
         pkg.load_state_dict(
             {name: state[theirs] for name, theirs in zip(pkg.state_dict(), student_names(pkg.state_dict()))}
         )
-    except Exception:  # no file, a damaged one, or weights that do not fit: the reference model is shown instead
+    except Exception:  # weights that do not fit: the reference model is shown instead
         return None
     return pkg.eval()
 
@@ -231,12 +199,6 @@ def capstone_model(device=None, train: bool = False, data=None, prof: str | None
 LOADERS = {"reversal": reversal_model, "lm": language_model, "capstone": capstone_model}
 
 
-def _load(name: str, device=None, prof: str | None = None, data=None):
-    if name == "reversal":
-        return LOADERS[name](device, prof=prof)
-    return LOADERS[name](device, data=data, prof=prof)
-
-
 def best(name: str, device=None, data=None):
     """``(model, profile)``: the best cached model ``name`` (``PROFILES``: full, else quick; ``"both"`` for 09's
     run, the same in both; for the capstone, the student's own model before the reference); ``NotPrepared`` when
@@ -251,7 +213,7 @@ def best(name: str, device=None, data=None):
                 return (student, data.vocab), prof
     for prof in PROFILES:
         try:
-            return _load(name, device, prof, data), "both" if name == "reversal" else prof
+            return LOADERS[name](device, data=data, prof=prof), "both" if name == "reversal" else prof
         except NotPrepared:
             continue
     raise _missing(name)
@@ -318,14 +280,11 @@ def prepare(device=None, names=NAMES, prof: str = LECTURE_PROFILE) -> dict:
         found = None
         for p in looked_for:
             with contextlib.suppress(NotPrepared):
-                found = (_load(name, device, p, data), p)
+                found = (LOADERS[name](device, data=data, prof=p), p)
                 break
         if found is None:
-            if name == "reversal":
-                result = reversal_model(device, train=True)
-            else:
-                with _profile(prof):
-                    result = LOADERS[name](device, train=True, data=data, prof=prof)
+            with _profile(prof):
+                result = LOADERS[name](device, train=True, data=data, prof=prof)
             state = f"trained ({prof} profile)"
         else:
             where = "the same run in both profiles" if name == "reversal" else f"{found[1]} profile"

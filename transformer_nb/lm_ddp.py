@@ -8,7 +8,7 @@ window from ``r``), so ``world`` processes together read exactly what one proces
 recipe's ``batch_size`` is the batch of all processes together. After each backward pass DDP
 averages the gradients, so every copy takes the same step. The logged losses and the validation
 perplexity are averaged / summed across processes; process 0 saves the trained model in the
-cache under the name notebook 10's ``lm_recipe.load_or_train`` looks for (same recipe, same steps).
+cache under the name of notebook 10's run (``lm_recipe.run``: same recipe, same steps).
 
 CPU: the gloo backend, ``--threads`` torch threads per process. GPU: NCCL, one GPU per process.
 The models hold registered buffers (RoPE's cos/sin tables), so they are wrapped with

@@ -5,13 +5,11 @@
 - ``build_model(kind, V, ranks)`` and ``recipe_config(kind, device=..., steps=...|budget_s=...)``:
   a fresh seeded model and its ``TrainConfig``. On a GPU the recipe reads ``GPU_BATCH_SCALE`` times
   more windows per step (and evaluates more streams at once): the device does the work.
-- ``load_or_train(kind, data, steps)``: the trained model from the cache (verified), or trained now
-  and saved; ``load_or_train_many({kind: steps}, data)``: several, those the cache lacks trained
-  side by side, each in its own process on one core (``cache.load_or_train_many``, which Exercise
-  8.9's two models use too); ``cached_results(prefix, config, compute)``: the same for
-  results that are not weights, keyed on the code that made them: ``compare`` (variants trained
-  for equal seconds) and ``final_perplexities`` (whole splits) use it, so a warm re-run trains and
-  scores nothing.
+- ``run(kind, data, steps)``: one run for the trained-model cache (``cache.load_or_train``; several,
+  those the cache lacks trained side by side: ``cache.load_or_train_many(run, ...)``);
+  ``cached_results(prefix, config, compute)``: the same for results that are not weights, keyed on
+  the code that made them: ``compare`` (variants trained for equal seconds) and ``final_perplexities``
+  (whole splits) use it, so a warm re-run trains and scores nothing.
 """
 
 from __future__ import annotations
@@ -21,7 +19,7 @@ import torch.nn as nn
 
 from transformer_nb import cache
 from transformer_nb.core.output_head import frequency_ranks
-from transformer_nb.core.transformer import LanguageModel, Transformer
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import get_device
 from transformer_nb.lm_training import TrainConfig, train_lm
@@ -129,14 +127,36 @@ def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides:
     return {"kind": kind, "model": model, "train": tcfg.as_dict(), "vocab_size": vocab_size}
 
 
-#: ``load_or_train``'s keyword arguments of a run, and their defaults.
-RUN_DEFAULTS = dict(seed=0, eval_tokens=20_000, eval_every=None)
+#: Notebook 10's run of the Transformer recipe per profile (notebook 14's lecture loads the same model): optimiser
+#: steps and the validation points (words each, steps between them; None: about 20 per run).
+NOTEBOOK_RUN = {
+    "quick": dict(steps=150, eval_tokens=2_000, eval_every=50),
+    "full": dict(steps=FULL_STEPS, eval_tokens=20_000, eval_every=None),
+}
 
 
-def _run(kind: str, data, steps: int, run: dict, device, live):
-    """One run of ``load_or_train`` (``run``: every key of ``RUN_DEFAULTS``): its cache name, fresh model
-    on ``device``, config and training function."""
-    seed, eval_tokens, eval_every = run["seed"], run["eval_tokens"], run["eval_every"]
+def run(
+    kind: str,
+    data,
+    steps: int,
+    *,
+    device=None,
+    live: bool = True,
+    seed: int = 0,
+    eval_tokens: int = 20_000,
+    eval_every: int | None = None,
+):
+    """The recipe model trained for ``steps`` optimiser steps, as one run for ``cache.load_or_train`` /
+    ``cache.load_or_train_many``: ``(cache name, fresh seeded model on device, config, train_fn)``.
+
+    ``data`` is a ``wikitext.WikiText2``. The validation points: ``eval_tokens`` (the first words of the
+    validation split they read), ``eval_every`` (steps between them; None: 20 per run). ``device``: where the
+    model trains (default: ``get_device()``, i.e. ``TNB_DEVICE`` or the best one here); the recipe scales with
+    it (``recipe_config``). The history is stored with the weights.
+    """
+    _check_kind(kind)
+    check_wikitext(data)
+    device = torch.device(device) if device is not None else get_device()
     vocab_size = len(data.vocab)
     model = build_model(kind, vocab_size, frequency_ranks(data.train, vocab_size), seed=seed).to(device)
     tcfg = recipe_config(kind, device, steps=steps, seed=seed, eval_tokens=eval_tokens, eval_every=eval_every)
@@ -147,43 +167,6 @@ def _run(kind: str, data, steps: int, run: dict, device, live):
         return train_lm(m, data.train, tcfg, valid_ids=data.valid, live=live, bar=live, title=f"{kind} on WikiText-2")
 
     return cache.cache_name(f"wikitext2_{kind}", config), model, config, train_fn
-
-
-def load_or_train(kind: str, data, steps: int, retrain: bool = False, live: bool = True, device=None, **run):
-    """The recipe model trained for ``steps`` optimiser steps: loaded from the cache, or trained now.
-
-    ``data`` is a ``wikitext.WikiText2``. ``run``: ``seed``, and the validation points: ``eval_tokens``
-    (the first words of the validation split they read), ``eval_every`` (steps between them; None:
-    20 per run); defaults in ``RUN_DEFAULTS``. ``device``: where the model trains and is returned
-    (default: ``get_device()``, i.e. ``TNB_DEVICE`` or the best one here); the recipe scales with it
-    (``recipe_config``). A corrupt, damaged or mismatched cache is reported and the model retrained.
-    Returns ``(model, history, trained_now)``, the model in eval mode on ``device``.
-    """
-    _check_kind(kind)
-    return load_or_train_many({kind: steps}, data, 1, retrain, live, device, **run)[kind]
-
-
-def load_or_train_many(
-    runs: dict, data, workers: int = 2, retrain: bool = False, live: bool = True, device=None, **run
-) -> dict:
-    """``{kind: load_or_train(kind, data, steps, ...) for kind, steps in runs.items()}``, the runs that
-    the cache lacks trained side by side on the CPU, ``workers`` at a time (``cache.load_or_train_many``)."""
-    check_wikitext(data)
-    if not isinstance(runs, dict) or not runs or not set(runs) <= set(KINDS):
-        raise ValueError(f"runs must be a dict {{kind: steps}} of kinds from {KINDS}, got {runs!r:.80}")
-    run = cache.run_args(run, RUN_DEFAULTS)
-    device = torch.device(device) if device is not None else get_device()
-    return cache.load_or_train_many(
-        _run, {k: (k, data, steps, run, device) for k, steps in runs.items()}, workers, retrain, live
-    )
-
-
-def load_cached_recipe(model: LanguageModel, vocab_size: int, steps: int | None = None, device=None):
-    """Load notebook 10's cached full-profile Transformer into ``model``: ``(ok, message)``."""
-    tcfg = recipe_config("transformer", device, steps=steps or FULL_STEPS)
-    config = cache_config("transformer", tcfg, vocab_size)
-    ok, msg, _ = cache.load(cache.cache_name("wikitext2_transformer", config), model, config)
-    return ok, msg
 
 
 class CachedResults(nn.Module):

@@ -149,7 +149,10 @@ def exercise_8_9(
     check_wikitext(data)
     ids, itos = sample_corpus(data.train, data.vocab.itos, n_tokens)
     device = torch.device(device or "cpu")
-    args = {name: (name, ids, len(itos), epochs, seed, device) for name in ("Transformer", "LSTM")}
+    args = {
+        name: dict(name=name, ids=ids, n_types=len(itos), epochs=epochs, seed=seed, device=device)
+        for name in ("Transformer", "LSTM")
+    }
     done = cache.load_or_train_many(_run, args, workers, retrain, True)
     out = {"vocab": itos, "ids": ids, "models": {}, "hist": {}, "ppl": {}}
     for name, (model, hist, _) in done.items():

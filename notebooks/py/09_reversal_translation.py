@@ -56,8 +56,8 @@ from transformer_nb.widgets.reversal import ReversalWidget
 
 device = env.device
 RETRAIN = False                                  # True: train every model again, ignoring the cache
-N_EVAL = 1000                                    # held-out sequences for every accuracy below
-EVAL_EVERY = 25                                  # evaluate the improved recipe every 25 steps
+N_EVAL = rv.N_EVAL                               # 1,000 held-out sequences for every accuracy below
+EVAL_EVERY = rv.EVAL_EVERY                       # evaluate the improved recipe every 25 steps
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1 · The task and the data (001 §19.10.1–19.10.2)
@@ -285,9 +285,10 @@ check_close("cosine(before, after): same direction", F.cosine_similarity(g_befor
 # `TNB_RETRAIN=1`, trains anyway).
 
 # %%
-model, hist, trained_now = rv.load_or_train(
-    rv.IMPROVED, eval_batch, eval_every=EVAL_EVERY, target=0.999, retrain=RETRAIN, device=device,
+name, model, config, train_fn = rv.run(
+    rv.IMPROVED, eval_batch, eval_every=EVAL_EVERY, target=rv.TARGET, device=device,
     live=lambda: LiveLoss(total=rv.IMPROVED.steps, title="improved recipe", every=25))
+hist, trained_now = cache.load_or_train(name, model, config, train_fn, retrain=RETRAIN)
 print(f"{'trained now' if trained_now else 'loaded from the cache'}: {hist['steps']} steps, "
       f"{hist['train_seconds']:.1f} s of training (+{hist['eval_seconds']:.1f} s evaluating)")
 clipped = sum(n > rv.IMPROVED.clip for n in hist["grad_norm"])
@@ -548,9 +549,10 @@ ABLATIONS = pick(quick=rv.ABLATIONS[:1], full=rv.ABLATIONS)
 # %%
 spe = rv.TEXT_RECIPE.steps_per_epoch()
 text_recipe = replace(rv.TEXT_RECIPE, steps=TEXT_EPOCHS * spe)
-text_model, text_hist, _ = rv.load_or_train(
-    text_recipe, eval_batch, eval_every=2 * spe, retrain=RETRAIN, device=device,
+name, text_model, config, train_fn = rv.run(
+    text_recipe, eval_batch, eval_every=2 * spe, device=device,
     live=lambda: LiveLoss(total=text_recipe.steps, title="the text's recipe", every=spe))
+text_hist, _ = cache.load_or_train(name, text_model, config, train_fn, retrain=RETRAIN)
 text_res = rv.evaluate(text_model, eval_batch)
 print(f"the text's recipe after {TEXT_EPOCHS} epochs ({text_recipe.steps} steps): "
       f"exact match {text_res['exact_match']:.1%}, per-token {text_res['token_accuracy']:.1%}")
@@ -614,9 +616,11 @@ def summary(label, h, steps):
 rungs = {label: replace(recipe, steps=COMPARE_STEPS) for label, recipe in rv.LADDER
          if recipe not in (rv.IMPROVED, rv.TEXT_RECIPE)}               # the two ends are trained already
 with contextlib.redirect_stdout(io.StringIO()):    # one "loaded ..." line per rung
-    trained = rv.load_or_train_many(rungs.values(), eval_batch, eval_every=COMPARE_EVAL, target=0.999,
-                                    retrain=RETRAIN, device=device)   # two at a time, one CPU core each
-rung_hist = {label: h for label, (_, h, _) in zip(rungs, trained)}
+    trained = cache.load_or_train_many(rv.run, {label: dict(recipe=recipe, eval_batch=eval_batch, device=device,
+                                                            eval_every=COMPARE_EVAL, target=0.999)
+                                                for label, recipe in rungs.items()},
+                                       rv.WORKERS, RETRAIN)   # two at a time, one CPU core each
+rung_hist = {label: h for label, (_, h, _) in trained.items()}
 ladder = {label: summary(label, rung_hist.get(label, text_hist if recipe is rv.TEXT_RECIPE else hist), COMPARE_STEPS)
           for label, recipe in rv.LADDER}
 ax = plot_curves(ladder, xlabel="optimizer steps", ylabel="held-out exact match", marker=".",
@@ -646,9 +650,11 @@ plt.show()
 # %%
 summary("improved", hist, ABLATION_STEPS)
 with contextlib.redirect_stdout(io.StringIO()):
-    trained = rv.load_or_train_many([replace(recipe, steps=ABLATION_STEPS) for _, recipe in ABLATIONS], eval_batch,
-                                    eval_every=2 * EVAL_EVERY, target=0.999, retrain=RETRAIN, device=device)
-for (label, _), (_, h, _) in zip(ABLATIONS, trained):
+    trained = cache.load_or_train_many(rv.run, {label: dict(recipe=replace(recipe, steps=ABLATION_STEPS),
+                                                            eval_batch=eval_batch, device=device,
+                                                            eval_every=2 * EVAL_EVERY, target=0.999)
+                                                for label, recipe in ABLATIONS}, rv.WORKERS, RETRAIN)
+for label, (_, h, _) in trained.items():
     summary(label, h, ABLATION_STEPS)
 
 # %% [markdown]
@@ -667,24 +673,25 @@ for (label, _), (_, h, _) in zip(ABLATIONS, trained):
 # %% [markdown]
 # ### The trained-model cache
 #
-# Every model above went through `rv.load_or_train`, a thin wrapper around `cache.load_or_train_many`: one file per
-# configuration in `TNB_CACHE_DIR` (default `~/.cache/transformer_nb`) with the weights, the configuration, the
-# training history, a **sha256** of all three and a **digest of the model code**; read with
-# `torch.load(weights_only=True)`, so a cache file cannot run code. A load that does not match is refused with
+# Every model above went through `cache.load_or_train` (several at once: `cache.load_or_train_many`), given a run
+# by `rv.run`: its name, fresh model, configuration and training function. One file per configuration in
+# `TNB_CACHE_DIR` (default `~/.cache/transformer_nb`) with the weights, the configuration, the training history
+# and a **digest of the model code**, behind a **sha256** of all of it; read with `torch.load(weights_only=True)`,
+# so a cache file cannot run code. A load that does not match is refused with
 # one line saying why, and the model is retrained on the notebook's device. Shown in a scratch folder with a
-# 3-step recipe: a file that is not a torch file, then one flipped bit in a weight.
+# 3-step recipe: a file that is not a torch file, then one flipped bit in the file.
 
 # %% tags=["nbval-check-output"]
 tiny = replace(rv.IMPROVED, name="cache_demo", steps=3)
 with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"TNB_CACHE_DIR": tmp}):
 
     def demo_run():
-        """Load or train the tiny recipe; print what the cache said, with the folder's name left out."""
+        """Load or train the tiny recipe; print what the cache said."""
+        name, m, config, train_fn = rv.run(tiny, device=device)
         with contextlib.redirect_stdout(io.StringIO()) as said:
-            m, h, trained = rv.load_or_train(tiny, None, device=device)
-        file = next(f for f in os.listdir(tmp) if f.endswith(".pt"))
-        print("  cache:", said.getvalue().strip().replace(os.path.join(tmp, file), "<file>"))
-        return m, trained, os.path.join(tmp, file)
+            _, trained = cache.load_or_train(name, m, config, train_fn)
+        print("  cache:", said.getvalue().strip())
+        return m, trained, os.path.join(tmp, f"{name}.pt")
 
     _, trained, file = demo_run()                                           # trains, saves
     check_true("first run: nothing cached, trained", trained)
@@ -694,8 +701,10 @@ with tempfile.TemporaryDirectory() as tmp, mock.patch.dict(os.environ, {"TNB_CAC
     demo_model, trained, _ = demo_run()
     check_true("a corrupt file is refused and the model retrained", trained)
     check_true("... on the notebook's device", rv.model_device(demo_model).type == torch.device(device).type)
-    blob = torch.load(file, weights_only=True)
-    blob["state_dict"]["head.proj.weight"].view(torch.int32)[0, 0] ^= 1 << 20  # flip one bit of one weight
-    torch.save(blob, file)
+    with open(file, "rb") as f:
+        data = bytearray(f.read())
+    data[-len(data) // 3] ^= 1 << 4                                         # flip one bit of the file
+    with open(file, "wb") as f:
+        f.write(data)
     check_true("one flipped bit is refused and the model retrained", demo_run()[1])
 print("a change to any of these modules retrains:", ", ".join(sorted(cache.code_digests(model))))

@@ -45,7 +45,7 @@ import numpy as np
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from transformer_nb import check_close, check_equal, check_true, lm_recipe, pick, show_source, wikitext
+from transformer_nb import cache, check_close, check_equal, check_true, lm_recipe, pick, show_source, wikitext
 from transformer_nb.bench.kvcache import time_generation
 from transformer_nb.core import generation
 from transformer_nb.core.multihead import MultiHeadAttention
@@ -58,11 +58,12 @@ from transformer_nb.widgets.lm import GenerateWidget
 
 RETRAIN = False                                        # True: train every model again, ignoring the cache
 EX89_EPOCHS, EX89_WORDS = pick(quick=1, full=5), pick(quick=10_000, full=50_000)  # Exercise 8.9: 5 epochs, 50,000 words
-STEPS = pick(quick=150, full=lm_recipe.FULL_STEPS)     # optimiser steps of the recipe (notebook 14 loads this model)
+RUN = pick(**lm_recipe.NOTEBOOK_RUN)                   # the recipe's run (notebook 14 loads this model):
+STEPS = RUN["steps"]                                   # optimiser steps: 150 in the quick profile, 4,600 in the full
 LSTM_STEPS = pick(quick=30, full=lm_recipe.LSTM_FULL_STEPS)
 WORKERS = pick(quick=1, full=2)                        # 2: train two models at once, each on one CPU thread
-VAL_TOKENS = pick(quick=2_000, full=20_000)            # validation words of each point of the training curves
-VAL_EVERY = pick(quick=50, full=None)                  # steps between those points (None: 20 per run)
+VAL_TOKENS = RUN["eval_tokens"]                        # validation words of each point of the training curves
+VAL_EVERY = RUN["eval_every"]                          # steps between those points (None: 20 per run)
 EVAL_TOKENS = pick(quick=4_000, full=None)             # words of the final scores (None: the whole split)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -173,8 +174,10 @@ show_source(Transformer.hidden)
 
 # %%
 print(lm_recipe.RECIPE_MODEL, lm_recipe.RECIPE_TRAIN, sep="\n")
-runs = lm_recipe.load_or_train_many({"transformer": STEPS, "lstm": LSTM_STEPS}, data, WORKERS, retrain=RETRAIN,
-                                    eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)
+val = dict(data=data, eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)
+runs = cache.load_or_train_many(lm_recipe.run, {"transformer": dict(kind="transformer", steps=STEPS, **val),
+                                                "lstm": dict(kind="lstm", steps=LSTM_STEPS, **val)},
+                                WORKERS, retrain=RETRAIN, live=True)
 model, hist, trained_now = runs["transformer"]
 print(f"{'trained now' if trained_now else 'loaded from the cache'}: {hist['steps']} steps, "
       f"{hist['tokens_seen']:,} words, {hist['train_seconds']:.0f} s of training, {hist['tokens_per_s']:,.0f} words/s")

@@ -49,7 +49,7 @@ import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
-from transformer_nb import check_equal, check_true, lm_compute, lm_recipe, pick, wikitext
+from transformer_nb import cache, check_equal, check_true, lm_compute, lm_recipe, pick, wikitext
 from transformer_nb.core.generation import no_onednn
 from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.params import embedding_params, numel
@@ -298,8 +298,8 @@ for k in sorted(final, key=final.get):
 # and the output layer, with PyTorch's oneDNN kernels on and off (`generation.generate` switches them off):
 
 # %%
-model = lm_recipe.build_model("transformer", V, ranks).eval()
-ok, msg = lm_recipe.load_cached_recipe(model, V)
+name, model, config, _ = lm_recipe.run("transformer", data, lm_recipe.FULL_STEPS, device="cpu")
+ok, msg, _ = cache.load(name, model.eval(), config)
 print("notebook 10's weights" if ok else f"fresh weights ({msg})")
 prompt = data.vocab.encode("The history of machine learning")[None]
 
@@ -379,7 +379,7 @@ check_equal("LayerNorms per cached step = two per block + the last", calls.get("
 # ```
 #
 # trains notebook 10's recipe for its 4,600 steps; process 0 saves the model in the cache under the name
-# `lm_recipe.load_or_train("transformer", data, 4600)` looks for, which is the call notebook 10 makes, so notebook
+# `lm_recipe.run("transformer", data, 4600)` gives, which is the run notebook 10 loads or trains, so notebook
 # 10 then loads it instead of training. Two cores can run one process with two threads or two processes with one
 # thread each. Below, two short jobs measure both (the notebook runs `torchrun` as a subprocess; the last line of
 # each job's output is a JSON summary):
@@ -414,8 +414,9 @@ print(f"faster here: {fast}, by {jobs[fast]['tokens_per_s'] / jobs[slow]['tokens
 # steps (and, here, the same validation setting of the short job): it loads, it does not train.
 
 # %%
-loaded, loaded_hist, trained_now = lm_recipe.load_or_train("transformer", data, DDP_STEPS, eval_tokens=1000,
-                                                           live=False, device="cpu")
+name, loaded, config, train_fn = lm_recipe.run("transformer", data, DDP_STEPS, eval_tokens=1000, live=False,
+                                               device="cpu")
+loaded_hist, trained_now = cache.load_or_train(name, loaded, config, train_fn)
 job = jobs["2 processes × 1 thread"]
 
 # %% tags=["nbval-check-output"]

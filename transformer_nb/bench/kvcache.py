@@ -30,9 +30,8 @@ import time
 
 import torch
 
-from transformer_nb import lm_recipe
+from transformer_nb import cache, lm_recipe
 from transformer_nb.core.generation import generate
-from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.core.transformer import LanguageModel, check_language_model
 from transformer_nb.core.utils import as_int
 from transformer_nb.params import numel
@@ -100,14 +99,13 @@ def main(argv=None) -> int:
     device = torch.device(args.device)
     torch.set_num_threads(args.threads)
     data = load_wikitext2(args.data, progress=False)
-    V = len(data.vocab)
-    model = lm_recipe.build_model("transformer", V, frequency_ranks(data.train, V)).to(device)
+    name, model, config, _ = lm_recipe.run("transformer", data, lm_recipe.FULL_STEPS, device="cpu")  # notebook 10's
     weights = "random-init"
     if not args.random_init:
-        ok, msg = lm_recipe.load_cached_recipe(model, V)
+        ok, msg, _ = cache.load(name, model, config)
         print(msg, flush=True)
         weights = "trained" if ok else weights
-    model.eval()
+    model.to(device).eval()
     prompt = data.vocab.encode(args.prompt).to(device)
     load = os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
     print(

@@ -9,7 +9,7 @@ reverse short sequences of symbols.
   wrong position), ``forced_match`` (the same exact match from one teacher-forced pass),
   ``failure_table``, ``length_sweep``, ``attention_maps``;
 - ``training.py``: ``train`` (the package's one training loop with the task's loss, optimizer,
-  batches and evaluation) and ``load_or_train`` (the trained-model cache).
+  batches and evaluation) and ``run``: one run for the trained-model cache (``cache.load_or_train``).
 
 Everything is importable from here: ``from transformer_nb import reversal as rv``; ``rv.train(...)``.
 
@@ -63,11 +63,14 @@ from transformer_nb.reversal.recipes import (
     warmup_factor,
 )
 from transformer_nb.reversal.training import (
+    EVAL_EVERY,
+    N_EVAL,
+    TARGET,
+    WORKERS,
     batches,
-    load_or_train,
-    load_or_train_many,
     loss_fn,
     make_optimizer,
+    run,
     train,
 )
 
@@ -75,17 +78,21 @@ __all__ = [
     "ABLATIONS",
     "BOS",
     "EOS",
+    "EVAL_EVERY",
     "FIRST_SYMBOL",
     "IMPROVED",
     "INITS",
     "LADDER",
     "MAX_LEN",
     "MIN_LEN",
+    "N_EVAL",
     "N_SYMBOLS",
     "PAD",
+    "TARGET",
     "TEXT_MODEL",
     "TEXT_RECIPE",
     "VOCAB_SIZE",
+    "WORKERS",
     "Batch",
     "ModelConfig",
     "Recipe",
@@ -100,8 +107,6 @@ __all__ = [
     "greedy_decode",
     "heldout_set",
     "length_sweep",
-    "load_or_train",
-    "load_or_train_many",
     "loss_fn",
     "make_optimizer",
     "make_pairs",
@@ -110,6 +115,7 @@ __all__ = [
     "parse_tokens",
     "random_batch",
     "reverse_padded",
+    "run",
     "score",
     "sequence_codes",
     "shift_for_teacher_forcing",

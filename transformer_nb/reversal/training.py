@@ -4,8 +4,8 @@
 reversal task's pieces: batches from a ``Recipe``, the label-smoothed cross-entropy, Adam with
 the warm-up schedule, gradient clipping, exact-match evaluations on a held-out set
 (``forced_match``: greedy decoding's exact match from one teacher-forced pass) and an early stop at
-a target exact match. ``load_or_train`` / ``load_or_train_many`` cache the trained weights with
-their history (``cache.load_or_train_many``).
+a target exact match. ``run`` makes one run for the trained-model cache (``cache.load_or_train``,
+``cache.load_or_train_many``), which stores the weights with their history.
 
 Devices: the model trains where it lives (or on ``device``); batches are drawn on the CPU and
 moved there; the held-out set is moved there once. On a CUDA device the batches are padded to
@@ -32,7 +32,10 @@ from transformer_nb.reversal.recipes import Recipe, build_model, warmup_factor
 from transformer_nb.train import train as run_training
 
 CUDA_GRAPHS = True  # on a CUDA device, run the training forward and backward as CUDA graphs (False: eager)
-WORKERS = 2  # load_or_train_many: runs trained at once on the CPU, one process and one thread each
+#: Notebook 09's run of ``IMPROVED`` (the lecture, notebook 14, loads the same model): evaluated on
+#: ``heldout_set(N_EVAL)`` every ``EVAL_EVERY`` steps, stopped at ``TARGET`` exact match.
+N_EVAL, EVAL_EVERY, TARGET = 1000, 25, 0.999
+WORKERS = 2  # cache.load_or_train_many: runs trained at once on the CPU, one process and one thread each
 
 
 def loss_fn(logits: torch.Tensor, tgt_out: torch.Tensor, label_smoothing: float = 0.0) -> torch.Tensor:
@@ -225,14 +228,32 @@ def train(
     return hist
 
 
-#: ``load_or_train``'s keyword arguments of a run, and their defaults.
-RUN_DEFAULTS = dict(seed=0, eval_every=100, target=None, eval_at=None, name=None, snapshot_at=None)
+def run(
+    recipe: Recipe,
+    eval_batch: Batch | None = None,
+    *,
+    device=None,
+    live=None,
+    seed: int = 0,
+    eval_every: int = 100,
+    target: float | None = None,
+    eval_at=None,
+    name: str | None = None,
+    snapshot_at: int | None = None,
+):
+    """One run of the recipe for ``cache.load_or_train`` / ``cache.load_or_train_many``: ``(cache name, fresh
+    seeded model on device, config, train_fn)``.
 
-
-def _run(recipe: Recipe, eval_batch: Batch | None, device: torch.device, run: dict, live):
-    """One run of ``load_or_train`` (``run``: every key of ``RUN_DEFAULTS``): its cache name, fresh model
-    on ``device``, cache config and ``train_fn``."""
-    seed, eval_every, target, eval_at, name, snapshot_at = (run[k] for k in RUN_DEFAULTS)
+    ``seed``, ``eval_every``, ``target``, ``eval_at`` and ``snapshot_at`` are ``train``'s; ``name`` the cache
+    file's (default: one per configuration). ``device``: default ``env.get_device()``; the model is on it
+    whatever the cache does (``eval_batch`` may live anywhere). ``live``: a ``LiveLoss``, or a function
+    returning one (called only if training happens). The history (losses, exact-match curve, seconds) is
+    stored with the weights, so a re-run can redraw it.
+    """
+    if not isinstance(recipe, Recipe):
+        raise TypeError(f"recipe must be a reversal Recipe (e.g. rv.IMPROVED), got {type(recipe).__name__}")
+    device = get_device() if device is None else torch.device(device)
+    eval_batch = None if eval_batch is None else eval_batch.to(device)
     model = build_model(recipe.model, seed=seed, device=device)
     config = {
         "recipe": recipe.config(),
@@ -253,52 +274,3 @@ def _run(recipe: Recipe, eval_batch: Batch | None, device: torch.device, run: di
                 bar.close()
 
     return name or cache.cache_name(f"reversal_{recipe.name}", config), model, config, train_fn
-
-
-def load_or_train(
-    recipe: Recipe, eval_batch: Batch | None = None, *, retrain: bool = False, live=None, device=None, **run
-):
-    """Build the recipe's model on ``device`` and load its trained weights from the cache, or train and save it.
-
-    ``run``: ``train``'s ``seed``, ``eval_every``, ``target``, ``eval_at`` and ``snapshot_at``, and
-    ``name`` (the cache file's; default: one per configuration); defaults in ``RUN_DEFAULTS``.
-    ``device``: default ``env.get_device()``. The model is on ``device`` whatever happens: a
-    cache hit, a refused (corrupt, stale, mismatched) file and a retrain alike; ``eval_batch`` may
-    live anywhere. A refused file is reported and the model retrained. Returns ``(model, history,
-    trained_now)``; the history (losses, exact-match curve, seconds) is stored with the weights, so
-    a re-run can redraw it. ``live``: a ``LiveLoss``, or a function returning one (called only if
-    training happens).
-    """
-    return load_or_train_many([recipe], eval_batch, 1, retrain, device, live, **run)[0]
-
-
-def load_or_train_many(
-    recipes,
-    eval_batch: Batch | None = None,
-    workers: int = WORKERS,
-    retrain: bool = False,
-    device=None,
-    live=None,
-    **run,
-) -> list:
-    """``[load_or_train(recipe, eval_batch, **run) for recipe in recipes]``, the missing runs trained in parallel.
-
-    On the CPU the runs that the cache lacks (all of them with ``retrain``) train ``workers`` at a
-    time, the longest first, each in its own process on one thread (``cache.load_or_train_many``): a
-    second thread speeds a model this small up by only about a third (300-step runs: 41-46 ms a step
-    on two threads, 52-59 ms on one beside another worker), so two runs at once finish sooner, and
-    much sooner when other jobs share the cores. Each run is the same as ``load_or_train``'s (its
-    history, its cache file). On a GPU, with ``workers=1`` or when only one run is missing, they
-    train one after the other here (with ``live``). Returns the list of ``(model, history, trained_now)``.
-    """
-    recipes = list(recipes)
-    for r in recipes:
-        if not isinstance(r, Recipe):
-            raise TypeError(f"each recipe must be a reversal Recipe (e.g. rv.IMPROVED), got {type(r).__name__}")
-    run = cache.run_args(run, RUN_DEFAULTS)
-    device = get_device() if device is None else torch.device(device)
-    eval_batch = None if eval_batch is None else eval_batch.to(device)
-    longest = sorted(range(len(recipes)), key=lambda i: -recipes[i].steps * recipes[i].batch_size)
-    args = {i: (recipes[i], eval_batch, device, run) for i in longest}
-    done = cache.load_or_train_many(_run, args, workers, retrain, live)
-    return [done[i] for i in range(len(recipes))]
