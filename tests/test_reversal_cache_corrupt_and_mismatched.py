@@ -42,7 +42,7 @@ def test_corrupt_cache_gives_a_message_and_retrains(tmp_path, monkeypatch, capsy
     model, hist, trained = _run(tmp_path, monkeypatch)
     out = capsys.readouterr().out
     assert trained and "corrupt" in out and hist["steps"] == 3
-    ok, msg, _ = cache.load(path.stem, rv.build_model(TINY.model), _config_of(path))
+    ok, msg, _ = cache.load(path.stem, rv.build_model(TINY.model, TINY.init), _config_of(path))
     assert ok, msg  # the retrained model replaced the corrupt file
 
 
@@ -65,7 +65,7 @@ def test_weights_of_another_model_shape_retrain(tmp_path, monkeypatch, capsys):
     _run(tmp_path, monkeypatch)
     path = _only_file(tmp_path)
     config = _config_of(path)
-    small = rv.build_model(rv.ModelConfig(d_model=32, d_ff=64))
+    small = rv.build_model(rv.MODEL.with_(d_model=32, d_ff=64))
     cache.save(path.stem, small, config)
     capsys.readouterr()
     _, _, trained = _run(tmp_path, monkeypatch)
@@ -77,7 +77,7 @@ def test_file_saved_for_another_configuration_retrains(tmp_path, monkeypatch, ca
     path = _only_file(tmp_path)
     config = _config_of(path)
     config["recipe"]["lr"] = 0.5
-    cache.save(path.stem, rv.build_model(TINY.model), config)
+    cache.save(path.stem, rv.build_model(TINY.model, TINY.init), config)
     capsys.readouterr()
     _, _, trained = _run(tmp_path, monkeypatch)
     assert trained and "another configuration" in capsys.readouterr().out

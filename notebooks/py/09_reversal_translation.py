@@ -113,14 +113,14 @@ check_equal("held-out sequences among 51,200 training sequences", int(torch.isin
 #
 # The package's one `Transformer` as an encoder–decoder (`arch="encoder-decoder"`, notebook 08), with the text's sizes (width
 # $d_{\text{model}}$, heads, $d_{ff}$, layers per side: the configuration printed below), Pre-LN, and a vocabulary of
-# 13 on both sides. The embedding tables are Xavier-initialised (`init="xavier_embeddings"`): the appendix shows why
+# 13 on both sides. The embedding tables are Xavier-initialised (`init="xavier_embeddings"`, printed below): the appendix shows why
 # a reversal, which is all about positions, needs that.
 
 # %%
 show_source(rv.build_model)
-model_cfg = rv.IMPROVED.model
+model_cfg, init = rv.IMPROVED.model, rv.IMPROVED.init
 V, d = rv.VOCAB_SIZE, model_cfg.d_model
-print(model_cfg)
+print(model_cfg, f"init={init!r}", sep="\n")
 print(f"{numel(rv.build_model(model_cfg, device='cpu')):,} parameters")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -145,7 +145,7 @@ check_equal("labels", [words[i] for i in tgt_out[0].tolist()], ["I", "like", "ca
 # positions 0–2 unchanged and changes the others.
 
 # %% tags=["nbval-check-output"]
-m0 = rv.build_model(model_cfg, device=device).eval()
+m0 = rv.build_model(model_cfg, init, device=device).eval()
 b = rv.collate([([3, 4, 5, 6, 7], [7, 6, 5, 4, 3])], device=device)
 changed = b.tgt_in.clone()
 changed[0, 3:] = 12
@@ -262,7 +262,7 @@ show_source(rv.make_optimizer)
 # (training uses 1.0):
 
 # %% tags=["nbval-check-output"]
-m0 = rv.build_model(model_cfg, device=device)
+m0 = rv.build_model(model_cfg, init, device=device)
 b0 = rv.random_batch(128, generator=torch.Generator().manual_seed(0), device=device)
 rv.loss_fn(m0(b0.src, keep=b0.src_keep, tgt=b0.tgt_in, tgt_keep=b0.tgt_keep)[0], b0.tgt_out, 0.1).backward()
 g_before = torch.cat([p.grad.flatten() for p in m0.parameters()])

@@ -3,7 +3,7 @@ reverse short sequences of symbols.
 
 - ``data.py``: token ids, ``Batch``, the text's ``make_pairs`` and the vectorised ``random_batch``,
   the held-out set, the teacher-forcing shift;
-- ``recipes.py``: ``ModelConfig`` / ``build_model``, the warm-up schedule, ``Recipe`` with
+- ``recipes.py``: ``MODEL`` (a ``TransformerConfig``) / ``build_model``, the warm-up schedule, ``Recipe`` with
   ``TEXT_RECIPE`` (the text as written), ``IMPROVED``, ``LADDER`` and ``ABLATIONS``;
 - ``decoding.py``: batched ``greedy_decode``, ``evaluate`` (exact match, per-token accuracy, first
   wrong position), ``forced_match`` (the same exact match from one teacher-forced pass),
@@ -54,11 +54,12 @@ from transformer_nb.reversal.recipes import (
     IMPROVED,
     INITS,
     LADDER,
+    MODEL,
     TEXT_MODEL,
     TEXT_RECIPE,
-    ModelConfig,
     Recipe,
     build_model,
+    check_model,
     paper_lr,
     warmup_factor,
 )
@@ -81,18 +82,19 @@ __all__ = [
     "LADDER",
     "MAX_LEN",
     "MIN_LEN",
+    "MODEL",
     "N_SYMBOLS",
     "PAD",
     "TEXT_MODEL",
     "TEXT_RECIPE",
     "VOCAB_SIZE",
     "Batch",
-    "ModelConfig",
     "Recipe",
     "anti_diagonal_share",
     "attention_maps",
     "batches",
     "build_model",
+    "check_model",
     "collate",
     "evaluate",
     "failure_table",

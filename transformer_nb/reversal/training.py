@@ -233,7 +233,7 @@ def _run(recipe: Recipe, eval_batch: Batch | None, device: torch.device, run: di
     """One run of ``load_or_train`` (``run``: every key of ``RUN_DEFAULTS``): its cache name, fresh model
     on ``device``, cache config and ``train_fn``."""
     seed, eval_every, target, eval_at, name, snapshot_at = (run[k] for k in RUN_DEFAULTS)
-    model = build_model(recipe.model, seed=seed, device=device)
+    model = build_model(recipe.model, recipe.init, seed=seed, device=device)
     config = {
         "recipe": recipe.config(),
         "seed": seed,
