@@ -42,7 +42,7 @@ def tiny_recipe(monkeypatch, tmp_path):
     monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TNB_RETRAIN", raising=False)
     small = dict(cutoffs=(10, 30), d_model=16)
-    tiny_tf = {**lm_recipe.RECIPE_MODEL, **small, "n_heads": 2, "d_ff": 32, "max_len": 64}
+    tiny_tf = lm_recipe.RECIPE_MODEL.with_(**small, n_heads=2, d_ff=32, max_len=64)
     monkeypatch.setattr(lm_recipe, "RECIPE_MODEL", tiny_tf)
     monkeypatch.setattr(lm_recipe, "LSTM_MODEL", {**lm_recipe.LSTM_MODEL, **small, "hidden_size": 16})
     monkeypatch.setattr(lm_recipe, "RECIPE_TRAIN", {**lm_recipe.RECIPE_TRAIN, "batch_size": 4, "seq_len": 16})

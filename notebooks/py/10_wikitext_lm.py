@@ -171,16 +171,16 @@ show_source(Transformer.forward)
 show_source(Transformer.hidden)
 
 # %%
-print(lm_recipe.RECIPE_MODEL, lm_recipe.RECIPE_TRAIN, sep="\n")
 runs = lm_recipe.load_or_train_many({"transformer": STEPS, "lstm": LSTM_STEPS}, data, WORKERS, retrain=RETRAIN,
                                     eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)
 model, hist, trained_now = runs["transformer"]
+print(model.cfg, lm_recipe.RECIPE_TRAIN, sep="\n")
 print(f"{'trained now' if trained_now else 'loaded from the cache'}: {hist['steps']} steps, "
       f"{hist['tokens_seen']:,} words, {hist['train_seconds']:.0f} s of training, {hist['tokens_per_s']:,.0f} words/s")
 
 # %% tags=["nbval-check-output"]
 rm = lm_recipe.RECIPE_MODEL
-blocks = rm["n_layers"] * encoder_layer_params(rm["d_model"], rm["n_heads"], rm["d_ff"]) + norm_params(rm["d_model"])
+blocks = rm.n_layers * encoder_layer_params(rm.d_model, rm.n_heads, rm.d_ff) + norm_params(rm.d_model)
 check_equal("parameters = output layer (also the embedding) + blocks + last norm", numel(model),
             numel(model.head) + blocks)
 check_true("the Transformer beats the unigram baseline on validation words", hist["val_ppl"][-1] < UNIGRAM["valid"])
@@ -491,4 +491,4 @@ check_equal("prompt positions whose output changes without the mask (of 25)", in
 check_true("the last prompt word is unaffected (it may see every word anyway)", not bool(differs[-1]))
 check_equal("cache bytes for 80 words / for 40 words", sum(c.nbytes() for c in s80) / sum(c.nbytes() for c in s40), 2.0)
 check_equal("cache bytes per word = 2 (K, V) x layers x d_model x 4 bytes", sum(c.nbytes() for c in s40) // 40,
-            2 * len(model.blocks.layers) * lm_recipe.RECIPE_MODEL["d_model"] * 4)
+            2 * len(model.blocks.layers) * lm_recipe.RECIPE_MODEL.d_model * 4)
