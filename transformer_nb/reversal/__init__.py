@@ -39,6 +39,7 @@ from transformer_nb.reversal.data import (
     shift_for_teacher_forcing,
 )
 from transformer_nb.reversal.decoding import (
+    SWEEP_LENGTHS,
     anti_diagonal_share,
     attention_maps,
     evaluate,
@@ -85,6 +86,7 @@ __all__ = [
     "MODEL",
     "N_SYMBOLS",
     "PAD",
+    "SWEEP_LENGTHS",
     "TEXT_MODEL",
     "TEXT_RECIPE",
     "VOCAB_SIZE",
