@@ -132,12 +132,8 @@ def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides:
     if not isinstance(tcfg, TrainConfig):
         raise TypeError(f"tcfg must be a TrainConfig, got {type(tcfg).__name__}")
     as_int("vocab_size", vocab_size, 1)
-    overrides = model_overrides or {}
-    model = (
-        asdict(RECIPE_MODEL.with_(vocab=vocab_size, **overrides))
-        if kind == "transformer"
-        else {**LSTM_MODEL, **overrides}
-    )
+    overrides = model_overrides or {}  # the vocabulary is vocab_size, whatever the recipe's placeholder says
+    model = asdict(RECIPE_MODEL.with_(**overrides)) if kind == "transformer" else {**LSTM_MODEL, **overrides}
     return {"kind": kind, "model": model, "train": tcfg.as_dict(), "vocab_size": vocab_size}
 
 

@@ -126,9 +126,9 @@ ex = exercise_8_9(data, EX89_WORDS, EX89_EPOCHS, retrain=RETRAIN, device=env.dev
 threads = 1 if WORKERS > 1 and env.device.type == "cpu" else env.threads  # each model's, side by side or alone
 ex_ids, ex_vocab = ex["ids"], wikitext.Vocab(ex["vocab"])
 ex_tf, ex_lstm, ex_hist, ex_final = ex["models"]["Transformer"], ex["models"]["LSTM"], ex["hist"], ex["ppl"]
-d, V89 = 128, len(ex_vocab)
-formula = (embedding_params(V89, d) + position_params("learned", d, 256) + 4 * encoder_layer_params(d, 4, 512)
-           + norm_params(d) + embedding_params(V89, d) + V89)   # words, positions, 4 blocks, last norm, output + bias
+c, V89 = ex_tf.cfg, len(ex_vocab)
+formula = (embedding_params(V89, c.d_model) + position_params(c) + c.n_layers * encoder_layer_params(c) + norm_params(c)
+           + embedding_params(V89, c.d_model) + V89)   # words, positions, the blocks, last norm, output + bias
 print(f"sample: {ex_ids.numel():,} words, {V89:,} word types; parameters: Transformer {numel(ex_tf):,}, "
       f"LSTM (hidden size {ex_lstm.hidden_size}) {numel(ex_lstm):,}")
 for name in ex_final:
@@ -179,8 +179,8 @@ print(f"{'trained now' if trained_now else 'loaded from the cache'}: {hist['step
       f"{hist['tokens_seen']:,} words, {hist['train_seconds']:.0f} s of training, {hist['tokens_per_s']:,.0f} words/s")
 
 # %% tags=["nbval-check-output"]
-rm = lm_recipe.RECIPE_MODEL
-blocks = rm.n_layers * encoder_layer_params(rm.d_model, rm.n_heads, rm.d_ff) + norm_params(rm.d_model)
+rm = model.cfg
+blocks = rm.n_layers * encoder_layer_params(rm) + norm_params(rm)
 check_equal("parameters = output layer (also the embedding) + blocks + last norm", numel(model),
             numel(model.head) + blocks)
 check_true("the Transformer beats the unigram baseline on validation words", hist["val_ppl"][-1] < UNIGRAM["valid"])
