@@ -18,7 +18,6 @@ import shutil
 import subprocess
 import sys
 from concurrent.futures import ThreadPoolExecutor
-from functools import cache
 
 import notebook_harness as harness
 import pytest
@@ -38,9 +37,8 @@ def _twin(nb: str):
     return next(p for p in harness.twins_in(ROOT) if p.stem.startswith(nb))
 
 
-@cache
-def imported(nb: str) -> frozenset:
-    """The package files that the twin's ``transformer_nb`` import statements load, in a fresh interpreter."""
+def import_statements(nb: str) -> str:
+    """The twin's ``transformer_nb`` import statements, and a line that prints the package files then loaded."""
     tree = ast.parse(_twin(nb).read_text(encoding="utf-8"))
     lines = [
         ast.unparse(node)
@@ -48,25 +46,23 @@ def imported(nb: str) -> frozenset:
         if (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == harness.PACKAGE)
         or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == harness.PACKAGE for a in node.names))
     ]
-    code = "\n".join(
-        [
-            *lines,
-            "import json, sys",
-            f"print(json.dumps([m.__file__ for n, m in list(sys.modules.items()) "
-            f"if n.split('.')[0] == {harness.PACKAGE!r}]))",
-        ]
-    )
+    files = f"[m.__file__ for n, m in list(sys.modules.items()) if n.split('.')[0] == {harness.PACKAGE!r}]"
+    return "\n".join([*lines, "import json, sys", f"print(json.dumps({files}))"])
+
+
+def imported(nb: str, code: str) -> frozenset:
+    """The package files that ``code`` (notebook ``nb``'s imports) loads in a fresh interpreter."""
     env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
     assert out.returncode == 0, f"notebook {nb}'s imports fail:\n{out.stderr[-2000:]}"
-    files = json.loads(out.stdout.strip().splitlines()[-1])
-    return frozenset(harness.module_hashes(files, ROOT))
+    return frozenset(harness.module_hashes(json.loads(out.stdout.strip().splitlines()[-1]), ROOT))
 
 
 @pytest.fixture(scope="module")
 def loaded() -> dict:
+    codes = [import_statements(nb) for nb in ALL]  # ast in this thread: it is not thread-safe in every Python
     with ThreadPoolExecutor(2) as pool:  # each in its own interpreter
-        return dict(zip(ALL, pool.map(imported, ALL)))
+        return dict(zip(ALL, pool.map(imported, ALL, codes)))
 
 
 def stale_after_editing(rel: str, tmp_path) -> set:
