@@ -107,7 +107,8 @@ held = rv.sequence_codes(eval_batch.src.cpu())
 g = torch.Generator().manual_seed(7)
 drawn = torch.cat([rv.sequence_codes(rv.random_batch(256, generator=g, exclude=held).src) for _ in range(200)])
 check_equal("held-out sequences", len(eval_batch), N_EVAL)
-check_equal("held-out lengths", sorted(eval_batch.lengths.unique().tolist()), list(range(rv.MIN_LEN, rv.MAX_LEN + 1)))
+check_equal("held-out lengths", sorted(eval_batch.lengths.unique().tolist()),
+            list(range(rv.MIN_LEN, rv.MAX_LEN + 1)))
 check_equal("held-out sequences among 51,200 training sequences", int(torch.isin(drawn, held).sum()), 0)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
