@@ -120,7 +120,7 @@ def test_the_code_digest_covers_the_modules_the_model_uses():
     from transformer_nb import reversal
     from transformer_nb.core import transformer
 
-    digests = cache.code_digests(reversal.build_model(reversal.IMPROVED.model))
+    digests = cache.code_digests(reversal.build_model(reversal.IMPROVED.model, reversal.IMPROVED.init))
     assert {
         "transformer_nb.core.transformer",
         "transformer_nb.core.stack",

@@ -79,7 +79,7 @@ def test_a_meta_model_still_traces_meta_ids():
 
 
 def test_greedy_decode_refuses_bos_or_eos_inside_a_source():
-    model = rv.build_model(rv.ModelConfig(d_model=16, n_heads=2, n_layers=1, d_ff=32))
+    model = rv.build_model(rv.MODEL.with_(d_model=16, n_heads=2, n_layers=1, d_ff=32))
     for token in (rv.BOS, rv.EOS):
         with pytest.raises(ValueError, match=r"src must hold PAD \(0\) and ids in \[3, 13\)"):
             rv.greedy_decode(model, torch.tensor([[3, token, 4]]))

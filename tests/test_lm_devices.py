@@ -42,7 +42,7 @@ def tiny_recipe(monkeypatch, tmp_path):
     monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("TNB_RETRAIN", raising=False)
     small = dict(cutoffs=(10, 30), d_model=16)
-    tiny_tf = {**lm_recipe.RECIPE_MODEL, **small, "n_heads": 2, "d_ff": 32, "max_len": 64}
+    tiny_tf = lm_recipe.RECIPE_MODEL.with_(**small, n_heads=2, d_ff=32, max_len=64)
     monkeypatch.setattr(lm_recipe, "RECIPE_MODEL", tiny_tf)
     monkeypatch.setattr(lm_recipe, "LSTM_MODEL", {**lm_recipe.LSTM_MODEL, **small, "hidden_size": 16})
     monkeypatch.setattr(lm_recipe, "RECIPE_TRAIN", {**lm_recipe.RECIPE_TRAIN, "batch_size": 4, "seq_len": 16})
@@ -128,7 +128,7 @@ def test_cached_results_and_exercise_8_9_come_back_on_the_cpu(tiny_recipe, monke
         res, fresh = lm_recipe.cached_results("lm_devices", {"a": 1}, compute)
         assert fresh is now and devices_of(res) == {CPU} and res["n"] == 3
     assert calls == [1]
-    monkeypatch.setattr(small_corpus, "EX89_TRANSFORMER", {**small_corpus.EX89_TRANSFORMER, "d_model": 16})
+    monkeypatch.setattr(small_corpus, "EX89_TRANSFORMER", small_corpus.EX89_TRANSFORMER.with_(d_model=16))
     monkeypatch.setattr(small_corpus, "EX89_TRAIN", {"batch_size": 4, "seq_len": 32, "lr": 1e-3})
     out = small_corpus.exercise_8_9(fake_data(), n_tokens=400, epochs=1, device="cpu")
     assert all(devices_of(m) == {CPU} for m in out["models"].values())

@@ -12,7 +12,7 @@ import torch.nn as nn
 from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.interop import copy_from_torch, copy_to_torch, to_torch, to_torch_attn_mask
-from transformer_nb.params import attention_params, kv_cache_bytes
+from transformer_nb.params import TransformerConfig, attention_params, kv_cache_bytes
 from transformer_nb.probes import head_stats, record_attention, uniform_distance
 
 D, H, B = 32, 4, 2
@@ -151,12 +151,14 @@ def test_parameter_counts_match_numel():
                     continue
                 for bias in (True, False):
                     n = sum(p.numel() for p in MultiHeadAttention(d, h, bias=bias).parameters())
-                    assert n == attention_params(d, h, bias=bias) == 4 * d * d + (4 * d if bias else 0)
+                    cfg = TransformerConfig(d_model=d, n_heads=h, bias=bias)
+                    assert n == attention_params(cfg) == 4 * d * d + (4 * d if bias else 0)
                 for g in (1, 2, h):
                     if h % g == 0:
                         n = sum(p.numel() for p in MultiHeadAttention(d, h, g).parameters())
-                        assert n == attention_params(d, h, g)
-        assert sum(p.numel() for p in nn.MultiheadAttention(512, 8).parameters()) == attention_params(512, 8)
+                        assert n == attention_params(TransformerConfig(d_model=d, n_heads=h, n_kv_heads=g))
+        mha = nn.MultiheadAttention(512, 8)
+        assert sum(p.numel() for p in mha.parameters()) == attention_params(TransformerConfig(d_model=512, n_heads=8))
 
 
 def test_kv_cache_formula_matches_module_shapes():

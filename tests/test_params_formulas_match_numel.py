@@ -67,11 +67,14 @@ def test_every_preset_is_covered():
 )
 def test_attention_formula(d, h, g, bias):
     with torch.device("meta"):
-        assert n(MultiHeadAttention(d, h, g, bias=bias)) == attention_params(d, h, g, bias)
+        assert n(MultiHeadAttention(d, h, g, bias=bias)) == attention_params(
+            TransformerConfig(d_model=d, n_heads=h, n_kv_heads=g, bias=bias)
+        )
 
 
 def test_heads_do_not_change_mha_count():
-    assert {attention_params(512, h) for h in (1, 2, 4, 8, 16, 32)} == {4 * 512**2 + 4 * 512}
+    counts = {attention_params(TransformerConfig(d_model=512, n_heads=h)) for h in (1, 2, 4, 8, 16, 32)}
+    assert counts == {4 * 512**2 + 4 * 512}
 
 
 @pytest.mark.parametrize("act", ["relu", "gelu", "swiglu"])
@@ -79,11 +82,11 @@ def test_heads_do_not_change_mha_count():
 def test_ffn_norm_layer_formulas(act, bias):
     cfg = TransformerConfig(d_model=48, n_heads=4, d_ff=80, activation=act, bias=bias)
     rms = cfg.with_(norm="rms", n_kv_heads=2)
-    assert n(FeedForward(cfg)) == ffn_params(48, 80, act, bias)
-    assert n(EncoderLayer(rms)) == encoder_layer_params(48, 4, 80, act, "rms", 2, bias)
-    assert n(DecoderLayer(cfg)) == decoder_layer_params(48, 4, 80, act, "layer", bias)
-    assert n(make_norm(cfg)) == norm_params(48, "layer") and n(make_norm(rms)) == norm_params(48, "rms")
-    assert n(LearnedPositionalEmbedding(100, 48)) == position_params("learned", 48, 100)
+    assert n(FeedForward(cfg)) == ffn_params(cfg)
+    assert n(EncoderLayer(rms)) == encoder_layer_params(rms)
+    assert n(DecoderLayer(cfg)) == decoder_layer_params(cfg)
+    assert n(make_norm(cfg)) == norm_params(cfg) and n(make_norm(rms)) == norm_params(rms)
+    assert n(LearnedPositionalEmbedding(100, 48)) == position_params(cfg.with_(positions="learned", max_len=100))
 
 
 def test_tying_is_counted_once_and_shares_the_tensor():

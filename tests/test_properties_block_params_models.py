@@ -57,7 +57,8 @@ def test_make_norm(kind, d_model):
     )
     if norm is not None:
         expected = {"layer": 2, "rms": 1}[kind.value] * d_model.value
-        assert sum(p.numel() for p in norm.parameters()) == expected == params.norm_params(d_model.value, kind.value)
+        cfg = one_head(norm=kind.value, d_model=d_model.value)
+        assert sum(p.numel() for p in norm.parameters()) == expected == params.norm_params(cfg)
 
 
 @given(d_model=st.integers(1, 8192), multiple_of=st.integers(1, 512))
@@ -96,7 +97,8 @@ def test_feed_forward_shapes_and_parameter_formula(d_model, d_ff, activation, bi
     x = torch.randn(2, 3, d_model.value)
     width = 4 * d_model.value if d_ff.value is None else d_ff.value
     assert ff(x).shape == x.shape
-    assert sum(p.numel() for p in ff.parameters()) == params.ffn_params(d_model.value, width, activation.value, bias)
+    cfg = one_head(d_model=d_model.value, d_ff=width, activation=activation.value, bias=bias)
+    assert sum(p.numel() for p in ff.parameters()) == params.ffn_params(cfg)
 
 
 @st.composite
@@ -123,9 +125,7 @@ def test_causal_encoder_layer_never_reads_the_future(cfg, t, cut):
     y[:, cut + 1 :] = torch.randn_like(y[:, cut + 1 :])  # change only the future of position `cut`
     a, b = layer(x, is_causal=True), layer(y, is_causal=True)
     assert a.shape == x.shape and torch.allclose(a[:, : cut + 1], b[:, : cut + 1], atol=1e-5)
-    assert sum(p.numel() for p in layer.parameters()) == params.encoder_layer_params(
-        cfg["d_model"], cfg["n_heads"], cfg["d_ff"], cfg["activation"], cfg["norm"]
-    )
+    assert sum(p.numel() for p in layer.parameters()) == params.encoder_layer_params(params.TransformerConfig(**cfg))
 
 
 @given(cfg=layer_config(), t=st.integers(1, 4), s=st.integers(1, 4))
@@ -134,9 +134,7 @@ def test_decoder_layer_shapes_and_parameter_formula(cfg, t, s):
     layer = block.DecoderLayer(params.TransformerConfig(**cfg)).eval()
     out = layer(torch.randn(2, t, cfg["d_model"]), torch.randn(2, s, cfg["d_model"]))
     assert out.shape == (2, t, cfg["d_model"]) and torch.isfinite(out).all()
-    assert sum(p.numel() for p in layer.parameters()) == params.decoder_layer_params(
-        cfg["d_model"], cfg["n_heads"], cfg["d_ff"], cfg["activation"], cfg["norm"]
-    )
+    assert sum(p.numel() for p in layer.parameters()) == params.decoder_layer_params(params.TransformerConfig(**cfg))
 
 
 @given(

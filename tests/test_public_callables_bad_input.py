@@ -16,9 +16,9 @@ from transformer_nb import (
     wikitext,
 )
 from transformer_nb.bench import kvcache as bench_kvcache
-from transformer_nb.core import block, stack, utils
+from transformer_nb.core import block, config, stack, utils
+from transformer_nb.core import transformer as core_transformer
 from transformer_nb.params import formulas
-from transformer_nb.params import model as params_model
 from transformer_nb.reversal import data as rv_data
 from transformer_nb.reversal import training as rv_training
 
@@ -60,21 +60,21 @@ CASES = {
     "half_permutation_refuses_an_odd_d": (reference.half_permutation, (3,), ValueError, "d must be a positive even"),
     "rope_matrix_refuses_an_odd_d": (reference.rope_matrix, (0.0, 3), ValueError, "d must be a positive even"),
     "block_rule_refuses_a_str_d_model": (formulas.block_rule, ("x",), TypeError, "d_model must be an int"),
-    "decoder_layer_params_refuses_a_negative_d_model": (
+    "decoder_layer_params_refuses_sizes": (
         formulas.decoder_layer_params,
-        (-1, 2, 8),
-        ValueError,
-        "d_model",
+        (64,),
+        TypeError,
+        "expected a TransformerConfig",
     ),
-    "encoder_layer_params_refuses_a_negative_d_model": (
+    "encoder_layer_params_refuses_sizes": (
         formulas.encoder_layer_params,
-        (-1, 2, 8),
-        ValueError,
-        "d_model",
+        (64,),
+        TypeError,
+        "expected a TransformerConfig",
     ),
     "embedding_params_refuses_a_float_vocab": (formulas.embedding_params, (2.5, 8), TypeError, "vocab"),
-    "validate_refuses_a_str": (formulas.validate, ("x",), TypeError, "expected a TransformerConfig"),
-    "RelativeBiasTable_refuses_0_heads": (params_model.RelativeBiasTable, (0,), ValueError, "n_heads must be >= 1"),
+    "validate_refuses_a_str": (config.validate, ("x",), TypeError, "expected a TransformerConfig"),
+    "RelativeBiasTable_refuses_0_heads": (core_transformer.RelativeBiasTable, (0,), ValueError, "n_heads must be >= 1"),
     "WindowSampler_refuses_a_rank_outside_the_world": (
         lm_training.WindowSampler,
         (10, 0, 2, 2),

@@ -20,7 +20,7 @@ def _raises(exc, words, fn, *args, **kwargs):
 
 @pytest.fixture(scope="module")
 def model():
-    return rv.build_model(rv.IMPROVED.model, device="cpu").eval()
+    return rv.build_model(rv.IMPROVED.model, rv.IMPROVED.init, device="cpu").eval()
 
 
 # ----------------------------------------------------------------------------- the two findings of issue 18
@@ -85,16 +85,14 @@ def test_batch_padding():
 @pytest.mark.parametrize(
     "kwargs, exc, words",
     [
-        ({"d_model": 0}, ValueError, "d_model must be >= 1, got 0"),
-        ({"n_layers": 1.5}, TypeError, "n_layers must be an int"),
-        ({"dropout": 1.0}, ValueError, "dropout"),
-        ({"dropout": float("nan")}, ValueError, "dropout"),
         ({"max_len": 5}, ValueError, "max_len must be >= 9, got 5"),
-        ({"init": "he"}, ValueError, "init must be one of"),
+        ({"vocab": 20}, ValueError, "make it from rv.MODEL"),
+        ({"arch": "decoder", "share_embeddings": True}, ValueError, "make it from rv.MODEL"),
     ],
 )
-def test_model_config_fields(kwargs, exc, words):
-    _raises(exc, [words], rv.ModelConfig, **kwargs)
+def test_model_must_suit_the_task(kwargs, exc, words):
+    _raises(exc, [words], rv.build_model, rv.MODEL.with_(**kwargs))
+    _raises(exc, [words], replace, rv.IMPROVED, model=rv.MODEL.with_(**kwargs))
 
 
 @pytest.mark.parametrize(
@@ -113,6 +111,7 @@ def test_model_config_fields(kwargs, exc, words):
         ({"eps": 0.0}, "eps"),
         ({"schedule": "cosine"}, "schedule must be"),
         ({"data": "stream"}, "data must be"),
+        ({"init": "he"}, "init must be one of"),
     ],
 )
 def test_recipe_fields(kwargs, words):
@@ -120,13 +119,9 @@ def test_recipe_fields(kwargs, words):
 
 
 def test_build_model_needs_a_model_config():
-    _raises(TypeError, ["ModelConfig"], rv.build_model, "improved")
-    _raises(
-        ValueError,
-        [f"n_heads=3 must divide d_model={rv.ModelConfig().d_model}"],
-        rv.build_model,
-        rv.ModelConfig(n_heads=3),
-    )
+    _raises(TypeError, ["expected a TransformerConfig"], rv.build_model, "improved")
+    _raises(TypeError, ["expected a TransformerConfig"], replace, rv.IMPROVED, model="improved")
+    _raises(ValueError, ["init must be one of"], rv.build_model, rv.MODEL, "he")
 
 
 # ----------------------------------------------------------------------------- training

@@ -97,18 +97,18 @@ def test_bad_batch_size_and_empty_collate_raise():
         rv.collate([])
 
 
-def test_model_config_rejects_unknown_init():
+def test_build_model_rejects_unknown_init():
     with pytest.raises(ValueError, match="init must be one of"):
-        rv.ModelConfig(init="kaiming")
+        rv.build_model(rv.MODEL, "kaiming")
 
 
 def test_init_choices_change_only_what_they_say():
-    base = rv.build_model(rv.ModelConfig(init="default"), seed=0).state_dict()
-    emb = rv.build_model(rv.ModelConfig(init="xavier_embeddings"), seed=0).state_dict()
+    base = rv.build_model(rv.MODEL, "default", seed=0).state_dict()
+    emb = rv.build_model(rv.MODEL, "xavier_embeddings", seed=0).state_dict()
     changed = {k for k in base if not torch.equal(base[k], emb[k])}
     assert changed == {"tok.weight", "tgt_tok.weight"}
     assert (emb["tok.weight"][rv.PAD] == 0).all() and (emb["tgt_tok.weight"][rv.PAD] == 0).all()
     assert (base["tok.weight"][rv.PAD] == 0).all() and (base["tgt_tok.weight"][rv.PAD] == 0).all()
     # Xavier keeps the scaled embeddings comparable with the positions (RMS ~1.3, not ~sqrt(d_model) = 8)
-    scale = rv.ModelConfig().d_model ** 0.5
+    scale = rv.MODEL.d_model ** 0.5
     assert emb["tok.weight"].std() * scale < 2 < base["tok.weight"].std() * scale

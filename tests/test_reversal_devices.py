@@ -41,17 +41,17 @@ def test_data_builders_put_every_tensor_on_the_requested_device():
 
 
 def test_build_model_puts_the_model_on_the_requested_device(monkeypatch):
-    assert devices_of(rv.build_model(TINY.model, device="meta")) == {META}
+    assert devices_of(rv.build_model(TINY.model, TINY.init, device="meta")) == {META}
     monkeypatch.setattr(rv.recipes, "get_device", lambda: META)  # the default is env.get_device()
-    assert devices_of(rv.build_model(TINY.model)) == {META}
+    assert devices_of(rv.build_model(TINY.model, TINY.init)) == {META}
 
 
 def test_build_model_gives_the_same_weights_on_every_device():
     """Built on the CPU, then moved: the seed decides the weights, the device does not."""
-    a = rv.build_model(TINY.model, seed=3, device="cpu")
-    b = rv.build_model(TINY.model, seed=3, device="meta")
+    a = rv.build_model(TINY.model, TINY.init, seed=3, device="cpu")
+    b = rv.build_model(TINY.model, TINY.init, seed=3, device="meta")
     assert all(x.shape == y.shape for x, y in zip(a.state_dict().values(), b.state_dict().values()))
-    c = rv.build_model(TINY.model, seed=3, device="cpu")
+    c = rv.build_model(TINY.model, TINY.init, seed=3, device="cpu")
     assert all(torch.equal(x, y) for x, y in zip(a.state_dict().values(), c.state_dict().values()))
 
 
@@ -64,7 +64,7 @@ def _hist_tensors_on_cpu(hist):
 
 
 def test_train_leaves_the_model_where_it_was_asked_and_the_history_on_the_cpu():
-    model = rv.build_model(TINY.model, device="cpu")
+    model = rv.build_model(TINY.model, TINY.init, device="cpu")
     hist = rv.train(model, TINY, rv.heldout_set(20), eval_every=2, snapshot_at=2, device="cpu")
     assert devices_of(model) == {CPU} and hist["steps"] == 3
     assert devices_of(hist["snapshot"]) == {CPU}
@@ -103,13 +103,13 @@ def test_run_defaults_to_the_device_setup_reports(tmp_path, monkeypatch):
 def test_notebook_09_cache_demo_replayed(tmp_path, monkeypatch):
     """Cell 38 of notebook 09, call for call (it raised "index is on cuda:0, different from other tensors on cpu")."""
     monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
-    device = rv.model_device(rv.build_model(TINY.model))  # what env.device is in the notebook
+    device = rv.model_device(rv.build_model(TINY.model, TINY.init))  # what env.device is in the notebook
     eval_batch = rv.heldout_set(50).to(device)
     tiny = replace(rv.IMPROVED, name="cache_demo", steps=3)
     name, _, config, _ = rv.run(tiny, eval_batch, eval_every=3)
     _load_or_train(tiny, eval_batch, eval_every=3)  # trains, saves
     cache.cache_path(name).write_bytes(b"not a torch file")  # corrupt it
-    ok, msg, _ = cache.load(name, rv.build_model(tiny.model), config)
+    ok, msg, _ = cache.load(name, rv.build_model(tiny.model, tiny.init), config)
     assert not ok and "damaged" in msg
     model, h, trained = _load_or_train(tiny, eval_batch, eval_every=3)  # ... and retrained
     assert trained and h["steps"] == 3 and devices_of(model) == {device}
@@ -121,7 +121,7 @@ def test_notebook_09_cache_demo_replayed(tmp_path, monkeypatch):
 
 @pytest.fixture(scope="module")
 def model():
-    return rv.build_model(TINY.model, seed=0, device="cpu").eval()
+    return rv.build_model(TINY.model, TINY.init, seed=0, device="cpu").eval()
 
 
 def test_decoding_returns_every_tensor_on_the_models_device(model):
@@ -233,9 +233,9 @@ def test_the_gpu_training_path_end_to_end_with_a_stand_in_for_cuda_graphs(monkey
     recipe = replace(rv.IMPROVED, steps=4)
     # float64: padded and unpadded batches sum in other orders, and Adam carries that noise along (in
     # float32 it depends on the CPU's kernels); in float64 it stays about 1e-15.
-    eager = rv.train(rv.build_model(recipe.model, device="cpu").double(), recipe, seed=2)
+    eager = rv.train(rv.build_model(recipe.model, recipe.init, device="cpu").double(), recipe, seed=2)
     monkeypatch.setattr(training, "_use_graphs", lambda device: True)
-    model = rv.build_model(recipe.model, device="cpu").double()
+    model = rv.build_model(recipe.model, recipe.init, device="cpu").double()
     graphed = rv.train(model, recipe, seed=2)
     assert calls == [(recipe.batch_size, rv.MAX_LEN)] * 4  # every step: one fixed shape, through the graph
     assert "forward" not in model.__dict__

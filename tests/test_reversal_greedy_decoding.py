@@ -86,7 +86,7 @@ def test_failure_table_counts():
 def test_forced_match_gives_greedy_decodings_exact_match():
     """One teacher-forced pass finds the sequences greedy decoding gets exactly right (a half-trained model)."""
     recipe = replace(rv.IMPROVED, name="half", steps=100)
-    model = rv.build_model(recipe.model, device="cpu")
+    model = rv.build_model(recipe.model, recipe.init, device="cpu")
     rv.train(model, recipe, seed=0)
     held = rv.heldout_set(300)
     greedy, forced = rv.evaluate(model, held), rv.forced_match(model, held)

@@ -22,7 +22,7 @@ def test_text_recipe_is_the_text_as_written():
     )
     assert r.steps_per_epoch() == 32 and r.steps == 30 * 32
     m = r.model
-    assert (m.d_model, m.n_heads, m.d_ff, m.n_layers, m.dropout, m.activation, m.norm_first, m.init) == (
+    assert (m.d_model, m.n_heads, m.d_ff, m.n_layers, m.dropout, m.activation, m.norm_first, r.init) == (
         64,
         4,
         256,
@@ -62,19 +62,20 @@ def test_schedule_rejects_bad_input():
 def test_train_records_history_and_stops_at_target():
     ev = rv.heldout_set(50)
     recipe = replace(rv.IMPROVED, steps=6)
-    h = rv.train(rv.build_model(recipe.model), recipe, ev, eval_every=2, target=0.0, seed=0)
+    h = rv.train(rv.build_model(recipe.model, recipe.init), recipe, ev, eval_every=2, target=0.0, seed=0)
     assert h["reached"] and h["steps"] == 2 and h["eval_step"] == [2]
-    h = rv.train(rv.build_model(recipe.model), recipe, ev, eval_every=2, target=None, seed=0, snapshot_at=3)
+    model = rv.build_model(recipe.model, recipe.init)
+    h = rv.train(model, recipe, ev, eval_every=2, target=None, seed=0, snapshot_at=3)
     assert h["steps"] == 6 and h["eval_step"] == [2, 4, 6] and len(h["loss"]) == len(h["grad_norm"]) == 6
-    assert set(h["snapshot"]) == set(rv.build_model(recipe.model).state_dict())
+    assert set(h["snapshot"]) == set(rv.build_model(recipe.model, recipe.init).state_dict())
     # eval_below: no periodic evaluation while the loss is high (only the final one)
-    h = rv.train(rv.build_model(recipe.model), recipe, ev, eval_every=2, eval_below=0.1, seed=0)
+    h = rv.train(rv.build_model(recipe.model, recipe.init), recipe, ev, eval_every=2, eval_below=0.1, seed=0)
     assert h["eval_step"] == [6]
 
 
 def test_training_is_reproducible():
     ev = rv.heldout_set(20)
     recipe = replace(rv.IMPROVED, steps=4)
-    a = rv.train(rv.build_model(recipe.model, seed=1), recipe, ev, eval_every=4, seed=1)
-    b = rv.train(rv.build_model(recipe.model, seed=1), recipe, ev, eval_every=4, seed=1)
+    a = rv.train(rv.build_model(recipe.model, recipe.init, seed=1), recipe, ev, eval_every=4, seed=1)
+    b = rv.train(rv.build_model(recipe.model, recipe.init, seed=1), recipe, ev, eval_every=4, seed=1)
     assert a["loss"] == b["loss"]

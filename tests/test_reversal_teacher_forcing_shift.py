@@ -35,7 +35,7 @@ def test_not_right_padded_raises():
 
 def test_causal_mask_makes_teacher_forcing_legitimate():
     """Changing the decoder input at positions > t leaves the logits at positions <= t unchanged."""
-    model = rv.build_model(rv.ModelConfig(init="xavier_embeddings"), seed=0, device="cpu").eval()
+    model = rv.build_model(rv.MODEL, "xavier_embeddings", seed=0, device="cpu").eval()
     b = rv.collate([([3, 4, 5, 6, 7], [7, 6, 5, 4, 3])])
     with torch.no_grad():
         a = model(b.src, keep=b.src_keep, tgt=b.tgt_in, tgt_keep=b.tgt_keep)[0]

@@ -7,7 +7,7 @@ from transformer_nb.widgets.reversal import ReversalWidget
 
 
 def _widget():
-    return ReversalWidget(rv.build_model(rv.ModelConfig(init="xavier_embeddings"), seed=0).eval())
+    return ReversalWidget(rv.build_model(rv.MODEL, "xavier_embeddings", seed=0).eval())
 
 
 def test_widget_draws_the_default_sequence():

@@ -29,7 +29,7 @@ def test_the_embedding_runs_under_cpu_autocast(model_and_ids):
         ref = model.embed_tokens(ids)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             got = model.embed_tokens(ids)
-    assert got.shape == (1, 8, lm_recipe.RECIPE_MODEL["d_model"])
+    assert got.shape == (1, 8, lm_recipe.RECIPE_MODEL.d_model)
     torch.testing.assert_close(got.float(), ref, rtol=2e-2, atol=2e-2)
 
 

@@ -72,7 +72,7 @@ def test_the_configuration_is_frozen_and_validated_once():
 
 def test_the_recipe_is_a_transformer_with_its_activation_stated():
     m = lm_recipe.build_model("transformer", V, torch.arange(V), cutoffs=(8, 20), d_model=16, n_heads=2)
-    assert type(m) is Transformer and m.cfg.activation == lm_recipe.RECIPE_MODEL["activation"] == "gelu"
+    assert type(m) is Transformer and m.cfg.activation == lm_recipe.RECIPE_MODEL.activation == "gelu"
 
 
 def test_the_plain_the_padded_and_the_cached_pass_all_run_through_the_one_stack():

@@ -61,7 +61,7 @@ def test_the_message_is_one_line_of_escaped_html():
 def reversal_model():
     from transformer_nb import reversal as rv
 
-    return rv.build_model(rv.ModelConfig(init="xavier_embeddings"), seed=0).eval()
+    return rv.build_model(rv.MODEL, "xavier_embeddings", seed=0).eval()
 
 
 def test_reversal_widget_refuses_a_source_longer_than_its_position_table(reversal_model):

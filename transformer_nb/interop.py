@@ -23,28 +23,25 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.block import DecoderLayer, EncoderLayer
 from transformer_nb.core.masks import causal_mask
-from transformer_nb.core.multihead import MultiHeadAttention
-from transformer_nb.core.stack import Decoder, Encoder
-from transformer_nb.core.transformer import Transformer
 
+# Our class (by its qualified name, so that this module loads none of the model) -> PyTorch's.
 PAIRS = {
-    MultiHeadAttention: nn.MultiheadAttention,
-    EncoderLayer: nn.TransformerEncoderLayer,
-    DecoderLayer: nn.TransformerDecoderLayer,
-    Encoder: nn.TransformerEncoder,
-    Decoder: nn.TransformerDecoder,
-    Transformer: nn.Transformer,
+    "transformer_nb.core.multihead.MultiHeadAttention": nn.MultiheadAttention,
+    "transformer_nb.core.block.EncoderLayer": nn.TransformerEncoderLayer,
+    "transformer_nb.core.block.DecoderLayer": nn.TransformerDecoderLayer,
+    "transformer_nb.core.stack.Encoder": nn.TransformerEncoder,
+    "transformer_nb.core.stack.Decoder": nn.TransformerDecoder,
+    "transformer_nb.core.transformer.Transformer": nn.Transformer,
 }
 
 
 def _their_class(ours) -> type:
-    want = PAIRS.get(type(ours))
+    want = PAIRS.get(f"{type(ours).__module__}.{type(ours).__qualname__}")
     if want is None:
-        names = ", ".join(c.__name__ for c in PAIRS)
+        names = ", ".join(name.rsplit(".", 1)[1] for name in PAIRS)
         raise TypeError(f"expected one of {names}, got {type(ours).__name__}")
-    if isinstance(ours, Transformer) and ours.decoder is None:
+    if want is nn.Transformer and ours.decoder is None:
         raise TypeError(
             f"only an encoder-decoder Transformer pairs with nn.Transformer, got arch={ours.cfg.arch!r}; "
             "compare its stack instead: to_torch(model.blocks)"
@@ -57,19 +54,19 @@ def _check_pair(ours, theirs) -> None:
     if not isinstance(theirs, want):
         raise TypeError(f"a {type(ours).__name__} pairs with an nn.{want.__name__}, got {type(theirs).__name__}")
     {
-        MultiHeadAttention: _check_attention,
-        EncoderLayer: _check_layer,
-        DecoderLayer: _check_layer,
-        Encoder: _check_stack,
-        Decoder: _check_stack,
-        Transformer: _check_whole,
-    }[type(ours)](ours, theirs)
+        nn.MultiheadAttention: _check_attention,
+        nn.TransformerEncoderLayer: _check_layer,
+        nn.TransformerDecoderLayer: _check_layer,
+        nn.TransformerEncoder: _check_stack,
+        nn.TransformerDecoder: _check_stack,
+        nn.Transformer: _check_whole,
+    }[want](ours, theirs)
 
 
 # --------------------------------------------------------------------------- compatibility checks
 
 
-def _check_attention(ours: MultiHeadAttention, theirs: nn.MultiheadAttention) -> None:
+def _check_attention(ours, theirs: nn.MultiheadAttention) -> None:
     if ours.n_kv_heads != ours.n_heads:
         raise ValueError(
             f"nn.MultiheadAttention has no shared key/value heads; this module has "
@@ -104,7 +101,7 @@ def _torch_activation(theirs) -> str:
 
 
 def _check_layer(ours, theirs) -> None:
-    if isinstance(ours, EncoderLayer) and not ours.residual:
+    if isinstance(theirs, nn.TransformerEncoderLayer) and not ours.residual:
         raise ValueError("this layer has residual=False; torch's layers always add the residual")
     if ours.norm_first != theirs.norm_first:
         raise ValueError(
@@ -124,7 +121,7 @@ def _check_layer(ours, theirs) -> None:
     if (ours.ff.linear1.bias is None) != (theirs.linear1.bias is None):
         raise ValueError("bias settings differ between the two layers")
     _check_attention(ours.self_attn, theirs.self_attn)
-    if isinstance(ours, DecoderLayer):
+    if isinstance(theirs, nn.TransformerDecoderLayer):
         _check_attention(ours.cross_attn, theirs.multihead_attn)
 
 
@@ -144,7 +141,7 @@ def _check_stack(ours, theirs) -> None:
         _check_pair(mine, other)
 
 
-def _check_whole(ours: Transformer, theirs: nn.Transformer | None) -> None:
+def _check_whole(ours, theirs: nn.Transformer | None) -> None:
     if isinstance(ours.blocks.norm, nn.Identity) or isinstance(ours.decoder.norm, nn.Identity):
         raise ValueError(
             "nn.Transformer always applies a final LayerNorm after each stack; this Post-LN model "
@@ -164,7 +161,7 @@ def _paired_tensors(ours, theirs) -> list:
 
     Attention: torch packs ``[W_q; W_k; W_v]`` into one ``in_proj_weight``; its ``chunk(3)`` views are the three.
     """
-    if isinstance(ours, MultiHeadAttention):
+    if isinstance(theirs, nn.MultiheadAttention):
         projs = (ours.q_proj, ours.k_proj, ours.v_proj)
         pairs = [
             *zip([p.weight for p in projs], theirs.in_proj_weight.chunk(3)),
@@ -176,12 +173,12 @@ def _paired_tensors(ours, theirs) -> list:
                 (ours.out_proj.bias, theirs.out_proj.bias),
             ]
         return pairs
-    if isinstance(ours, (EncoderLayer, DecoderLayer)):
+    if isinstance(theirs, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
         mods = [(ours.ff.linear1, theirs.linear1), (ours.ff.linear2, theirs.linear2)]
         mods += [
             (getattr(ours, f"norm{i}"), getattr(theirs, f"norm{i}")) for i in (1, 2, 3) if hasattr(ours, f"norm{i}")
         ]
-    elif isinstance(ours, (Encoder, Decoder)) and not isinstance(ours.norm, nn.Identity):
+    elif isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)) and not isinstance(ours.norm, nn.Identity):
         mods = [(ours.norm, theirs.norm)]  # a stack's final norm
     else:
         mods = []
@@ -190,13 +187,13 @@ def _paired_tensors(ours, theirs) -> list:
 
 def _children(ours, theirs) -> list:
     """The sub-pairs to copy recursively."""
-    if isinstance(ours, EncoderLayer):
+    if isinstance(theirs, nn.TransformerEncoderLayer):
         return [(ours.self_attn, theirs.self_attn)]
-    if isinstance(ours, DecoderLayer):
+    if isinstance(theirs, nn.TransformerDecoderLayer):
         return [(ours.self_attn, theirs.self_attn), (ours.cross_attn, theirs.multihead_attn)]
-    if isinstance(ours, (Encoder, Decoder)):
+    if isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)):
         return list(zip(ours.layers, theirs.layers))
-    if isinstance(ours, Transformer):
+    if isinstance(theirs, nn.Transformer):
         return [(ours.blocks, theirs.encoder), (ours.decoder, theirs.decoder)]
     return []
 
@@ -228,19 +225,20 @@ def copy_from_torch(ours, theirs):
 
 def _build(ours):
     """A fresh PyTorch module shaped like ``ours`` (dropout 0, ``batch_first=True``), weights not yet copied."""
-    if isinstance(ours, MultiHeadAttention):
+    want = _their_class(ours)
+    if want is nn.MultiheadAttention:
         w = ours.q_proj.weight
         bias = ours.q_proj.bias is not None
         return nn.MultiheadAttention(
             ours.d_model, ours.n_heads, bias=bias, batch_first=True, device=w.device, dtype=w.dtype
         )
-    if isinstance(ours, (EncoderLayer, DecoderLayer)):
+    if want in (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer):
         if ours.ff.activation == "swiglu":
             raise ValueError("torch's Transformer layers have no SwiGLU feed-forward")
         if not isinstance(ours.norm1, nn.LayerNorm):
             raise ValueError("torch's Transformer layers use LayerNorm; this layer uses RMSNorm")
         w = ours.ff.linear1.weight
-        return PAIRS[type(ours)](
+        return want(
             ours.self_attn.d_model,
             ours.self_attn.n_heads,
             dim_feedforward=w.shape[0],
@@ -253,14 +251,14 @@ def _build(ours):
             device=w.device,
             dtype=w.dtype,
         )
-    if isinstance(ours, (Encoder, Decoder)):
+    if want in (nn.TransformerEncoder, nn.TransformerDecoder):
         layers, norm = [_build(layer) for layer in ours.layers], None
         if not isinstance(ours.norm, nn.Identity):
             if not isinstance(ours.norm, nn.LayerNorm):
                 raise ValueError("torch's stacks end with a LayerNorm; this stack ends with an RMSNorm")
             w = ours.norm.weight
             norm = nn.LayerNorm(ours.norm.normalized_shape, eps=ours.norm.eps, device=w.device, dtype=w.dtype)
-        if isinstance(ours, Encoder):
+        if want is nn.TransformerEncoder:
             theirs = nn.TransformerEncoder(layers[0], len(layers), norm=norm, enable_nested_tensor=False)
         else:
             theirs = nn.TransformerDecoder(layers[0], len(layers), norm=norm)
@@ -293,7 +291,6 @@ def to_torch(ours):
     ``mask=~causal_mask(T), is_causal=True``); an encoder-decoder ``Transformer`` -> ``nn.Transformer`` holding the
     two stacks (only a Pre-LN model has one: ``nn.Transformer`` always ends each stack with a norm).
     """
-    _their_class(ours)
     return copy_to_torch(ours, _build(ours)).train(ours.training)
 
 

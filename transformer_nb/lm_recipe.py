@@ -14,10 +14,13 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
+
 import torch
 import torch.nn as nn
 
 from transformer_nb import cache
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.core.utils import as_int
@@ -36,8 +39,9 @@ HEAD_FIELDS = {
     "adaptive_tied": dict(adaptive=True, tie_output=True),
 }
 
-#: The full-data recipe (notebook 10 and ``python -m transformer_nb.bench lm``).
-RECIPE_MODEL = dict(
+#: The full-data recipe (notebook 10 and ``python -m transformer_nb.bench lm``); ``build_model`` sets its vocabulary.
+RECIPE_MODEL = TransformerConfig(
+    name="wikitext-2 recipe",
     d_model=128,
     n_heads=4,
     d_ff=512,
@@ -46,9 +50,6 @@ RECIPE_MODEL = dict(
     max_len=1024,
     activation="gelu",
     adaptive=True,
-    cutoffs=(2000, 10000),
-    div_value=4.0,
-    dropout=0.0,
 )
 #: fp32, not bf16 autocast: on 2 idle cores of an Intel machine (AMX, avx512_bf16) 9.9-11.6k words/s on one
 #: thread against 8.9-10.0k, 12.9-13.3k on two against 10.8-12.3k; of an AMD EPYC (avx512_bf16, no AMX) 8.7k
@@ -71,7 +72,13 @@ RECIPE_TRAIN = dict(
 #: carried over (its natural way to read a corpus); fp32, lr 3e-3 (better than 2e-3 at 150 s);
 #: AdamW's part at 9e-3 like the Transformer's (182.7 against 195.2 with 3e-3 at 150 s).
 LSTM_MODEL = dict(
-    d_model=128, hidden_size=256, n_layers=2, head="adaptive_tied", cutoffs=(2000, 10000), div_value=4.0, dropout=0.0
+    d_model=RECIPE_MODEL.d_model,
+    hidden_size=256,
+    n_layers=2,
+    head="adaptive_tied",
+    cutoffs=RECIPE_MODEL.cutoffs,
+    div_value=RECIPE_MODEL.div_value,
+    dropout=RECIPE_MODEL.dropout,
 )
 LSTM_TRAIN = dict(
     batch_size=16,
@@ -103,7 +110,7 @@ def build_model(kind: str, vocab_size: int, ranks: torch.Tensor | None = None, s
     _check_kind(kind)
     torch.manual_seed(seed)
     if kind == "transformer":
-        return Transformer(vocab=vocab_size, ranks=ranks, **{**RECIPE_MODEL, **overrides})
+        return Transformer(RECIPE_MODEL, ranks=ranks, vocab=vocab_size, **overrides)
     return LSTMLM(vocab_size, ranks=ranks, **{**LSTM_MODEL, **overrides})
 
 
@@ -123,7 +130,8 @@ def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides:
     if not isinstance(tcfg, TrainConfig):
         raise TypeError(f"tcfg must be a TrainConfig, got {type(tcfg).__name__}")
     as_int("vocab_size", vocab_size, 1)
-    model = {**(RECIPE_MODEL if kind == "transformer" else LSTM_MODEL), **(model_overrides or {})}
+    overrides = model_overrides or {}  # the vocabulary is vocab_size, whatever the recipe's placeholder says
+    model = asdict(RECIPE_MODEL.with_(**overrides)) if kind == "transformer" else {**LSTM_MODEL, **overrides}
     return {"kind": kind, "model": model, "train": tcfg.as_dict(), "vocab_size": vocab_size}
 
 

@@ -15,6 +15,7 @@ import math
 import torch
 
 from transformer_nb import cache
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.transformer import LanguageModel, Transformer
 from transformer_nb.core.utils import as_int
 from transformer_nb.lstm import LSTMLM
@@ -25,7 +26,8 @@ from transformer_nb.wikitext import check_wikitext
 
 #: The exercise's Transformer: 4 blocks of width 128 over windows of 256 tokens.
 #: A full softmax with its own bias (``tie_output=False, output_bias=True``).
-EX89_TRANSFORMER = dict(
+EX89_TRANSFORMER = TransformerConfig(
+    name="exercise 8.9",
     d_model=128,
     n_heads=4,
     d_ff=512,
@@ -126,8 +128,9 @@ def train_epochs(
 def _run(name: str, ids: torch.Tensor, n_types: int, epochs: int, seed: int, device, live: bool):
     """One model's run: its cache name, fresh model on ``device``, config and training function."""
     torch.manual_seed(seed)
-    tf = Transformer(vocab=n_types, **EX89_TRANSFORMER)
-    model = tf if name == "Transformer" else lstm_matching(numel(tf), n_types, d_model=128, n_layers=2, head="full")
+    tf = Transformer(EX89_TRANSFORMER, vocab=n_types)
+    d = EX89_TRANSFORMER.d_model
+    model = tf if name == "Transformer" else lstm_matching(numel(tf), n_types, d_model=d, n_layers=2, head="full")
     config = {"exercise": "8.9", "model": name, "params": numel(model), "n_tokens": ids.numel(), "epochs": epochs}
     config.update(seed=seed, **EX89_TRAIN)
 

@@ -50,7 +50,6 @@ from transformer_nb import check_close, check_equal, check_true, show_source
 from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
 from transformer_nb.core.multihead import KVCache, MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.interop import copy_from_torch, to_torch, to_torch_attn_mask
-from transformer_nb.params import attention_params as mha_param_count
 from transformer_nb.params import numel
 from transformer_nb.probes import record_attention, trace_shapes
 from transformer_nb.widgets.multihead import HeadsWidget
@@ -301,7 +300,6 @@ def flops(n_heads, t=128, d=512):
 check_true(f"numel == 4·d² (no biases) for all {len(rows) // 2} (width, heads) pairs",
            all(n == 4 * d * d for d, hh, b, n in rows if not b))
 check_true("numel == 4·d² + 4·d with biases", all(n == 4 * d * d + 4 * d for d, hh, b, n in rows if b))
-check_true("mha_param_count == numel for every row", all(mha_param_count(d, hh, bias=b) == n for d, hh, b, n in rows))
 check_equal("FLOPs for h = 1, 8, 64 (T = 128, d_model = 512): one value", len({flops(hh) for hh in (1, 8, 64)}), 1)
 check_equal("... and it is 2·(4·T·d² + 2·T²·d)", flops(8), 2 * (4 * 128 * 512 ** 2 + 2 * 128 ** 2 * 512))
 
@@ -358,7 +356,6 @@ with torch.device("meta"):
     counts = {g: numel(MultiHeadAttention(8192, 64, n_kv_heads=g, bias=False)) for g in (64, 8, 1)}
 check_equal("numel for 64, 8 and 1 K/V heads", list(counts.values()),
             [4 * 8192 ** 2, 2 * 8192 ** 2 + 2 * 8192 * 8 * 128, 2 * 8192 ** 2 + 2 * 8192 * 128])
-check_true("mha_param_count agrees", all(mha_param_count(8192, 64, g, bias=False) == n for g, n in counts.items()))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 5 · The KV cache: what it stores, and how big it gets

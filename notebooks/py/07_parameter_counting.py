@@ -60,6 +60,7 @@ import torch.nn as nn
 
 from transformer_nb import check_close, check_equal, check_raises, check_true, show_source
 from transformer_nb.core.block import FeedForward, make_norm
+from transformer_nb.core.config import ACTIVATIONS
 from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.core.positional import LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.params import (
@@ -112,22 +113,23 @@ ok = []
 for d, h, g, bias in [(512, 8, 8, True), (512, 8, 8, False), (768, 12, 4, True), (8192, 64, 8, False),
                       (1024, 16, 1, True)]:
     with torch.device("meta"):
-        ok.append(numel(MultiHeadAttention(d, h, g, bias=bias)) == attention_params(d, h, g, bias))
+        cfg = TransformerConfig(d_model=d, n_heads=h, n_kv_heads=g, bias=bias)
+        ok.append(numel(MultiHeadAttention(d, h, g, bias=bias)) == attention_params(cfg))
 check_true("attention_params == numel(MultiHeadAttention): MHA, GQA, MQA, with and without biases", all(ok))
 check_equal("heads do not change the count: d = 512 with h = 1, 2, 4, 8, 16",
-            len({attention_params(512, h) for h in (1, 2, 4, 8, 16)}), 1)
-ok = [numel(FeedForward(TransformerConfig(d_model=d, d_ff=f, activation=a, bias=b))) == ffn_params(d, f, a, b)
-      for d, f in ((64, 256), (96, 100)) for a in ("relu", "gelu", "swiglu") for b in (True, False)]
-check_true("ffn_params == numel(FeedForward) for 12 settings", all(ok))
-check_equal("norms: LayerNorm 2d, RMSNorm d (d = 768)",
-            (numel(make_norm(TransformerConfig(d_model=768))),
-             numel(make_norm(TransformerConfig(d_model=768, norm="rms")))),
-            (norm_params(768, "layer"), norm_params(768, "rms")))
+            len({attention_params(TransformerConfig(d_model=512, n_heads=h)) for h in (1, 2, 4, 8, 16)}), 1)
+cfgs = [TransformerConfig(d_model=d, d_ff=f, activation=a, bias=b)
+        for d, f in ((64, 256), (96, 100)) for a in ACTIVATIONS for b in (True, False)]
+check_true(f"ffn_params == numel(FeedForward) for {len(cfgs)} settings",
+           all(numel(FeedForward(cfg)) == ffn_params(cfg) for cfg in cfgs))
+layer_norm, rms_norm = TransformerConfig(d_model=768), TransformerConfig(d_model=768, norm="rms")
+check_equal("norms: LayerNorm 2d, RMSNorm d (d = 768)", (numel(make_norm(layer_norm)), numel(make_norm(rms_norm))),
+            (norm_params(layer_norm), norm_params(rms_norm)))
 check_equal("embedding table: |V|·d", numel(nn.Embedding(1000, 64)), embedding_params(1000, 64))
 check_equal("learned positions: T_max·d", numel(LearnedPositionalEmbedding(512, 64)),
-            position_params("learned", 64, 512))
+            position_params(TransformerConfig(d_model=64, max_len=512, positions="learned")))
 check_equal("sinusoidal positions: 0 parameters (a buffer)", numel(SinusoidalPositionalEncoding(64, 512)),
-            position_params("sinusoidal", 64, 512))
+            position_params(TransformerConfig(d_model=64, max_len=512, positions="sinusoidal")))
 
 # %% [markdown]
 # **Tying.** Weight tying (001 §19.8.3) makes the output projection *use the same tensor* as the embedding:
@@ -247,8 +249,9 @@ check_true("LLaMA-2: GQA's 70B spends a smaller share on attention than 7B",
 
 # %% tags=["nbval-check-output"]
 for d in (768, 12288):
-    block = param_breakdown(TransformerConfig(d_model=d, n_heads=12, n_layers=1, vocab=1, max_len=1))
-    exact = block["attention"] + block["ffn"] + block["norms"] - norm_params(d)     # minus the final norm
+    one_block = TransformerConfig(d_model=d, n_heads=12, n_layers=1, vocab=1, max_len=1)
+    block = param_breakdown(one_block)
+    exact = block["attention"] + block["ffn"] + block["norms"] - norm_params(one_block)     # minus the final norm
     check_equal(f"d = {d}: one block, exact = 12d² + 13d (biases 4d + 5d, two LayerNorms 4d)", exact,
                 block_rule(d) + 13 * d)
 

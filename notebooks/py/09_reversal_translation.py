@@ -62,10 +62,12 @@ EVAL_EVERY = rv.EVAL_EVERY                       # evaluate the improved recipe 
 # %% [markdown] slideshow={"slide_type": "slide"}
 # ## 1 · The task and the data (001 §19.10.1–19.10.2)
 #
-# Token ids 0, 1, 2 are the special tokens PAD, BOS (begin) and EOS (end); the ten symbols are 3 … 12. A source
-# has length 3–8; its target is the reversed source. `make_pairs` is the text's generator:
+# Token ids 0, 1, 2 are the special tokens PAD, BOS (begin) and EOS (end); the ten symbols are 3 … 12. A source's
+# length lies between `rv.MIN_LEN` and `rv.MAX_LEN` (printed below); its target is the reversed source. `make_pairs`
+# is the text's generator:
 
 # %%
+print(f"source lengths {rv.MIN_LEN} to {rv.MAX_LEN}")
 show_source(rv.make_pairs)
 pairs = rv.make_pairs(4, generator=torch.Generator().manual_seed(0))
 for src, tgt in pairs:
@@ -96,7 +98,7 @@ check_true("labels = reversed source, then EOS",
 # %% [markdown]
 # The text trains on a fixed list of 2,000 pairs; we mostly draw **a fresh random batch at every step**
 # (`random_batch`). Either way the 1,000 held-out sequences behind every accuracy in this notebook never appear
-# in training: there are only $10^3$ sequences of length 3, so without the exclusion many short test sequences
+# in training: there are only $10^L$ sequences of length $L$, so without the exclusion many short test sequences
 # would also be training sequences.
 
 # %% tags=["nbval-check-output"]
@@ -105,7 +107,8 @@ held = rv.sequence_codes(eval_batch.src.cpu())
 g = torch.Generator().manual_seed(7)
 drawn = torch.cat([rv.sequence_codes(rv.random_batch(256, generator=g, exclude=held).src) for _ in range(200)])
 check_equal("held-out sequences", len(eval_batch), N_EVAL)
-check_equal("held-out lengths", sorted(eval_batch.lengths.unique().tolist()), [3, 4, 5, 6, 7, 8])
+check_equal("held-out lengths", sorted(eval_batch.lengths.unique().tolist()),
+            list(range(rv.MIN_LEN, rv.MAX_LEN + 1)))
 check_equal("held-out sequences among 51,200 training sequences", int(torch.isin(drawn, held).sum()), 0)
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -113,14 +116,14 @@ check_equal("held-out sequences among 51,200 training sequences", int(torch.isin
 #
 # The package's one `Transformer` as an encoder–decoder (`arch="encoder-decoder"`, notebook 08), with the text's sizes (width
 # $d_{\text{model}}$, heads, $d_{ff}$, layers per side: the configuration printed below), Pre-LN, and a vocabulary of
-# 13 on both sides. The embedding tables are Xavier-initialised (`init="xavier_embeddings"`): the appendix shows why
-# a reversal, which is all about positions, needs that.
+# 13 on both sides. The embedding tables are Xavier-initialised (`init="xavier_embeddings"`, printed below): the
+# appendix shows why a reversal, which is all about positions, needs that.
 
 # %%
 show_source(rv.build_model)
-model_cfg = rv.IMPROVED.model
+model_cfg, init = rv.IMPROVED.model, rv.IMPROVED.init
 V, d = rv.VOCAB_SIZE, model_cfg.d_model
-print(model_cfg)
+print(model_cfg, f"init={init!r}", sep="\n")
 print(f"{numel(rv.build_model(model_cfg, device='cpu')):,} parameters")
 
 # %% [markdown] slideshow={"slide_type": "slide"}
@@ -145,7 +148,7 @@ check_equal("labels", [words[i] for i in tgt_out[0].tolist()], ["I", "like", "ca
 # positions 0–2 unchanged and changes the others.
 
 # %% tags=["nbval-check-output"]
-m0 = rv.build_model(model_cfg, device=device).eval()
+m0 = rv.build_model(model_cfg, init, device=device).eval()
 b = rv.collate([([3, 4, 5, 6, 7], [7, 6, 5, 4, 3])], device=device)
 changed = b.tgt_in.clone()
 changed[0, 3:] = 12
@@ -262,7 +265,7 @@ show_source(rv.make_optimizer)
 # (training uses 1.0):
 
 # %% tags=["nbval-check-output"]
-m0 = rv.build_model(model_cfg, device=device)
+m0 = rv.build_model(model_cfg, init, device=device)
 b0 = rv.random_batch(128, generator=torch.Generator().manual_seed(0), device=device)
 rv.loss_fn(m0(b0.src, keep=b0.src_keep, tgt=b0.tgt_in, tgt_keep=b0.tgt_keep)[0], b0.tgt_out, 0.1).backward()
 g_before = torch.cat([p.grad.flatten() for p in m0.parameters()])
@@ -371,38 +374,42 @@ check_true("cross-attention weight on padded source positions is exactly 0", (cr
 check_true("every cross-attention row sums to 1", torch.allclose(cross.sum(-1), torch.ones_like(cross[..., 0])))
 
 # %% [markdown] slideshow={"slide_type": "slide"}
-# ## 9 · Length generalisation: lengths 9–12, never seen in training
+# ## 9 · Length generalisation: lengths never seen in training
 #
 # Sinusoidal positions are defined for any position, and 001 §19.2.2 lists "generalization to unseen lengths"
 # among their properties ("though in practice, performance degrades"). Measured on 250 random sequences per
 # length:
 
 # %%
-sweep = rv.length_sweep(model, range(3, 13), n=250)
+sweep = rv.length_sweep(model, n=250)
+trained = range(rv.MIN_LEN, rv.MAX_LEN + 1)
 for L, r in sweep.items():
-    print(f"length {L:2d}{' (never trained)' if L > 8 else '                '}: exact match {r['exact_match']:6.1%}, "
-          f"per-token {r['token_accuracy']:6.1%}, mean output length {r['pred_len']:.1f}")
+    print(f"length {L:2d}{'                ' if L in trained else ' (never trained)'}: exact match "
+          f"{r['exact_match']:6.1%}, per-token {r['token_accuracy']:6.1%}, mean output length {r['pred_len']:.1f}")
 ax = plot_curves({"exact match": (list(sweep), [r["exact_match"] for r in sweep.values()]),
                   "per-token accuracy": (list(sweep), [r["token_accuracy"] for r in sweep.values()])},
-                 xlabel="source length", ylabel="accuracy", title="trained on lengths 3–8", marker="o")
-ax.axvspan(8.5, 12.5, color="gray", alpha=0.15)
+                 xlabel="source length", ylabel="accuracy", title=f"trained on lengths {rv.MIN_LEN}–{rv.MAX_LEN}",
+                 marker="o")
+ax.axvspan(rv.MAX_LEN + 0.5, max(sweep) + 0.5, color="gray", alpha=0.15)
 plt.show()
-assert all(sweep[L]["exact_match"] > 0.98 for L in range(3, 9))
-assert all(sweep[L]["exact_match"] < 0.5 for L in range(10, 13))
+assert all(sweep[L]["exact_match"] > 0.98 for L in trained)
+assert all(r["exact_match"] < 0.5 for L, r in sweep.items() if L > rv.MAX_LEN + 1)
 
 # %%
-long = rv.random_batch(4, 10, 10, generator=torch.Generator().manual_seed(3), device=device)
-out = rv.greedy_decode(model, long.src, max_new=14)
+L = rv.MAX_LEN + 2
+long = rv.random_batch(4, L, L, generator=torch.Generator().manual_seed(3), device=device)
+out = rv.greedy_decode(model, long.src, max_new=L + 4)
+print(f"sources of length L = {L}; the longest training source ends at position {rv.MAX_LEN - 1}")
 for i in range(4):
     o = out[i].tolist()
-    print(f"source {long.src[i].tolist()}\n  expected {long.tgt_out[i, :10].tolist()}\n"
+    print(f"source {long.src[i].tolist()}\n  expected {long.tgt_out[i, :L].tolist()}\n"
           f"  got      {o[:o.index(rv.EOS)] if rv.EOS in o else o}")
 
 # %% [markdown]
-# **It does not generalise.** Within the training range the model is essentially perfect; at length 9 only some
-# sequences come out right, and from length 10 on none do. The examples show how it fails: the tokens that copy
-# the start of the source (positions 0–7, known from training) mostly come out right; the *start* of each output
-# is wrong, because output token 0 must read source position $L-1 = 9$, where no token ever stood in training, and
+# **It does not generalise.** Within the training range the model is essentially perfect; one token past it only
+# some sequences come out right, and from two past it on none do. The examples show how it fails: the tokens that
+# copy the start of the source (the positions known from training) mostly come out right; the *start* of each
+# output is wrong, because output token 0 must read source position $L-1$, where no token ever stood in training, and
 # the model loses track of the length (an output one token short, or one that runs on past it). Its
 # sinusoidal encoding is well defined, but no layer was ever trained to *use* it. Sinusoids make extrapolation
 # *possible*, not automatic; relative schemes (ALiBi, RoPE: notebooks 04 and 05) and training on a wider range
@@ -463,7 +470,7 @@ greedy_ex.check(greedy)
 
 # %% [markdown]
 # Your decoder on the trained model of section 6 (the hidden reference until yours passes): five held-out
-# sources of lengths 3 to 8, reversed. It runs on a CPU copy of the model, so that a function that makes its
+# sources of the training lengths, reversed. It runs on a CPU copy of the model, so that a function that makes its
 # tensors without `device=` works too.
 
 # %%
@@ -471,10 +478,11 @@ decode = greedy_ex.use(greedy)
 cpu_model = copy.deepcopy(model).cpu()
 sources = torch.tensor([[3, 5, 7, 0, 0, 0, 0, 0], [4, 4, 9, 11, 0, 0, 0, 0], [12, 3, 8, 6, 10, 0, 0, 0],
                         [5, 6, 7, 8, 9, 10, 0, 0], [11, 10, 9, 8, 7, 6, 5, 4]])
-outputs = decode(cpu_model, sources, 9)
+outputs = decode(cpu_model, sources, rv.MAX_LEN + 1)
 for s, o in zip(sources.tolist(), outputs.tolist()):
     print(f"{[t for t in s if t != rv.PAD]} -> {[t for t in o if t not in (rv.PAD, rv.EOS)]}")
-check_true("one row of at most 9 ids per source", outputs.shape[0] == 5 and outputs.shape[1] <= 9)
+check_true(f"one row of at most {rv.MAX_LEN + 1} ids per source",
+           outputs.shape[0] == 5 and outputs.shape[1] <= rv.MAX_LEN + 1)
 
 # %% [markdown] jp-MarkdownHeadingCollapsed=true
 # ## Appendix · The texts, checked

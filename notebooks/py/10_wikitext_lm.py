@@ -128,9 +128,9 @@ ex = exercise_8_9(data, EX89_WORDS, EX89_EPOCHS, retrain=RETRAIN, device=env.dev
 threads = 1 if WORKERS > 1 and env.device.type == "cpu" else env.threads  # each model's, side by side or alone
 ex_ids, ex_vocab = ex["ids"], wikitext.Vocab(ex["vocab"])
 ex_tf, ex_lstm, ex_hist, ex_final = ex["models"]["Transformer"], ex["models"]["LSTM"], ex["hist"], ex["ppl"]
-d, V89 = 128, len(ex_vocab)
-formula = (embedding_params(V89, d) + position_params("learned", d, 256) + 4 * encoder_layer_params(d, 4, 512)
-           + norm_params(d) + embedding_params(V89, d) + V89)   # words, positions, 4 blocks, last norm, output + bias
+c, V89 = ex_tf.cfg, len(ex_vocab)
+formula = (embedding_params(V89, c.d_model) + position_params(c) + c.n_layers * encoder_layer_params(c) + norm_params(c)
+           + embedding_params(V89, c.d_model) + V89)   # words, positions, the blocks, last norm, output + bias
 print(f"sample: {ex_ids.numel():,} words, {V89:,} word types; parameters: Transformer {numel(ex_tf):,}, "
       f"LSTM (hidden size {ex_lstm.hidden_size}) {numel(ex_lstm):,}")
 for name in ex_final:
@@ -173,18 +173,18 @@ show_source(Transformer.forward)
 show_source(Transformer.hidden)
 
 # %%
-print(lm_recipe.RECIPE_MODEL, lm_recipe.RECIPE_TRAIN, sep="\n")
 val = dict(data=data, eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)
 runs = cache.load_or_train_many(lm_recipe.run, {"transformer": dict(kind="transformer", steps=STEPS, **val),
                                                 "lstm": dict(kind="lstm", steps=LSTM_STEPS, **val)},
                                 WORKERS, retrain=RETRAIN, live=True)
 model, hist, trained_now = runs["transformer"]
+print(model.cfg, lm_recipe.RECIPE_TRAIN, sep="\n")
 print(f"{'trained now' if trained_now else 'loaded from the cache'}: {hist['steps']} steps, "
       f"{hist['tokens_seen']:,} words, {hist['train_seconds']:.0f} s of training, {hist['tokens_per_s']:,.0f} words/s")
 
 # %% tags=["nbval-check-output"]
-rm = lm_recipe.RECIPE_MODEL
-blocks = rm["n_layers"] * encoder_layer_params(rm["d_model"], rm["n_heads"], rm["d_ff"]) + norm_params(rm["d_model"])
+rm = model.cfg
+blocks = rm.n_layers * encoder_layer_params(rm) + norm_params(rm)
 check_equal("parameters = output layer (also the embedding) + blocks + last norm", numel(model),
             numel(model.head) + blocks)
 check_true("the Transformer beats the unigram baseline on validation words", hist["val_ppl"][-1] < UNIGRAM["valid"])
@@ -512,4 +512,4 @@ check_equal("prompt positions whose output changes without the mask (of 25)", in
 check_true("the last prompt word is unaffected (it may see every word anyway)", not bool(differs[-1]))
 check_equal("cache bytes for 80 words / for 40 words", sum(c.nbytes() for c in s80) / sum(c.nbytes() for c in s40), 2.0)
 check_equal("cache bytes per word = 2 (K, V) x layers x d_model x 4 bytes", sum(c.nbytes() for c in s40) // 40,
-            2 * len(model.blocks.layers) * lm_recipe.RECIPE_MODEL["d_model"] * 4)
+            2 * len(model.blocks.layers) * lm_recipe.RECIPE_MODEL.d_model * 4)

@@ -61,7 +61,7 @@ TIMED_STEPS = pick(quick=2, full=8)          # training steps timed per variant 
 DDP_STEPS = pick(quick=3, full=60)           # optimiser steps of each torchrun job
 
 data = wikitext.load_wikitext2()
-V, d = len(data.vocab), lm_recipe.RECIPE_MODEL["d_model"]
+V, d = len(data.vocab), lm_recipe.RECIPE_MODEL.d_model
 ranks = frequency_ranks(data.train, V)
 print(f"CPU: {torch.backends.cpu.get_cpu_capability()}; torch threads: {env.threads}")
 
@@ -355,7 +355,7 @@ print(f"{sum(e.count for e in ops if e.key.startswith('aten::')) // n_prof} oper
       f"{calls.get('aten::scaled_dot_product_attention', 0)}, layer_norm {calls.get('aten::layer_norm', 0)}")
 
 # %% tags=["nbval-check-output"]
-n_layers = lm_recipe.RECIPE_MODEL["n_layers"]
+n_layers = lm_recipe.RECIPE_MODEL.n_layers
 check_equal("attention calls per cached step = one per block", calls.get("aten::scaled_dot_product_attention"),
             n_layers)
 check_equal("LayerNorms per cached step = two per block + the last", calls.get("aten::layer_norm"), 2 * n_layers + 1)

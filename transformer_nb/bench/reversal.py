@@ -41,7 +41,7 @@ def run_improved(
     eval_batch, target: float, eval_every: int, seed: int, recipe=rv.IMPROVED, eval_below=None, device="cpu"
 ) -> dict:
     device = torch.device(device)
-    model = rv.build_model(recipe.model, seed=seed, device=device)
+    model = rv.build_model(recipe.model, recipe.init, seed=seed, device=device)
     t0 = time.perf_counter()
     hist = rv.train(model, recipe, eval_batch, eval_every=eval_every, target=target, seed=seed, eval_below=eval_below)
     sync(device)
@@ -50,7 +50,7 @@ def run_improved(
 
 def run_text(eval_batch, seed: int, eval_every: int, epochs: int = 30, device="cpu") -> dict:
     recipe = replace(rv.TEXT_RECIPE, steps=epochs * rv.TEXT_RECIPE.steps_per_epoch())
-    model = rv.build_model(recipe.model, seed=seed, device=device)
+    model = rv.build_model(recipe.model, recipe.init, seed=seed, device=device)
     t0 = time.perf_counter()
     hist = rv.train(model, recipe, eval_batch, eval_every=eval_every, target=None, seed=seed)
     sync(torch.device(device))
@@ -65,7 +65,7 @@ def _check_recipe(recipe) -> None:
 def step_flops(recipe, device) -> int:
     """FLOPs of one training step's forward and backward (matmuls and attention), on a batch as trained."""
     _check_recipe(recipe)
-    model = rv.build_model(recipe.model, seed=0, device=device).train()
+    model = rv.build_model(recipe.model, recipe.init, seed=0, device=device).train()
     width = rv.MAX_LEN if torch.device(device).type == "cuda" else None  # as rv.train pads on a GPU
     b = next(rv.batches(recipe, torch.Generator().manual_seed(0), device=device, width=width))
     with FlopCounterMode(display=False) as counter:
@@ -94,7 +94,7 @@ def throughput(recipe, steps: int, seed: int, device: torch.device) -> dict:
     """``steps`` training steps without evaluation, timed between two synchronisations."""
     _check_recipe(recipe)
     run = replace(recipe, steps=as_int("steps", steps, 1))
-    model = rv.build_model(run.model, seed=seed, device=device)
+    model = rv.build_model(run.model, run.init, seed=seed, device=device)
     stream = rv.batches(run, torch.Generator().manual_seed(seed))  # the same batches train() draws, on the CPU
     tokens = sum(int(b.src_keep.sum() + b.tgt_keep.sum()) for b, _ in zip(stream, range(steps)))
     sync(device)

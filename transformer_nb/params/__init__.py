@@ -14,9 +14,7 @@ FLOPs of attention and the size of a KV cache. Everything is importable from ``t
 """
 
 from transformer_nb.params.formulas import (
-    ARCHS,
     CATEGORIES,
-    POSITIONS,
     T5_BUCKETS,
     TransformerConfig,
     attention_params,
@@ -30,16 +28,13 @@ from transformer_nb.params.formulas import (
     param_count,
     position_params,
     swiglu_hidden_size,
-    validate,
 )
 from transformer_nb.params.memory import attention_flops, attention_matrix_bytes, bytes_human, kv_cache_bytes
 from transformer_nb.params.model import build_transformer, numel, numel_breakdown
 from transformer_nb.params.presets import PRESETS, preset
 
 __all__ = [
-    "ARCHS",
     "CATEGORIES",
-    "POSITIONS",
     "PRESETS",
     "T5_BUCKETS",
     "TransformerConfig",
@@ -62,5 +57,4 @@ __all__ = [
     "position_params",
     "preset",
     "swiglu_hidden_size",
-    "validate",
 ]

@@ -5,37 +5,9 @@ Each formula is written from the shapes of a module's weight matrices, and
 ``numel`` of a real model, is in ``params/model.py``; each checks the other.
 """
 
-from transformer_nb.core.config import (
-    ACTIVATIONS,
-    ARCHS,
-    NORMS,
-    POSITIONS,
-    T5_BUCKETS,
-    TransformerConfig,
-    check_config,
-    validate,
-)
-from transformer_nb.core.multihead import check_heads
+from transformer_nb.core.config import T5_BUCKETS, TransformerConfig, check_config
 from transformer_nb.core.utils import as_int
 
-__all__ = [
-    "ARCHS",  # ARCHS, POSITIONS, T5_BUCKETS, TransformerConfig and validate are re-exported from config.py
-    "POSITIONS",
-    "T5_BUCKETS",
-    "TransformerConfig",
-    "attention_params",
-    "block_rule",
-    "decoder_layer_params",
-    "embedding_params",
-    "encoder_layer_params",
-    "ffn_params",
-    "norm_params",
-    "param_breakdown",
-    "param_count",
-    "position_params",
-    "swiglu_hidden_size",
-    "validate",
-]
 CATEGORIES = ("embeddings", "positions", "attention", "ffn", "norms", "head", "other")
 # a breakdown also reports "cross-attention": the part of "attention" in the decoder's cross-attention
 
@@ -43,17 +15,15 @@ CATEGORIES = ("embeddings", "positions", "attention", "ffn", "norms", "head", "o
 # --------------------------------------------------------------------------- per-module formulas
 
 
-def attention_params(d_model: int, n_heads: int, n_kv_heads: int | None = None, bias: bool = True) -> int:
-    """Parameters of ``MultiHeadAttention(d_model, n_heads, n_kv_heads, bias)``.
+def attention_params(cfg: TransformerConfig) -> int:
+    """Parameters of one ``MultiHeadAttention`` of ``cfg`` (``d_model``, ``n_heads``, ``n_kv_heads``, ``bias``).
 
     W_Q and W_O are ``d_model × d_model``; W_K and W_V are ``d_model × (n_kv_heads·d_head)``.
     With ``n_kv_heads == n_heads`` this is ``4·d_model² (+ 4·d_model)``, whatever ``n_heads`` is.
     """
-    d_model, n_heads, n_kv_heads = check_heads(d_model, n_heads, n_kv_heads, bias)
-    d_kv = n_kv_heads * (d_model // n_heads)
-    weights = 2 * d_model * d_model + 2 * d_model * d_kv
-    biases = 2 * d_model + 2 * d_kv
-    return weights + (biases if bias else 0)
+    d = check_config(cfg).d_model
+    d_kv = cfg.kv_heads * (d // cfg.n_heads)
+    return 2 * d * d + 2 * d * d_kv + ((2 * d + 2 * d_kv) if cfg.bias else 0)
 
 
 def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier: float | None = None) -> int:
@@ -72,69 +42,41 @@ def swiglu_hidden_size(d_model: int, multiple_of: int = 256, ffn_dim_multiplier:
     return multiple_of * ((hidden + multiple_of - 1) // multiple_of)
 
 
-def ffn_params(d_model: int, d_ff: int, activation: str = TransformerConfig.activation, bias: bool = True) -> int:
-    """``FeedForward``: ``2·d·d_ff (+ d_ff + d)`` for relu/gelu, ``3·d·d_ff (+ 2·d_ff + d)`` for swiglu."""
-    as_int("d_model", d_model, 1)
-    as_int("d_ff", d_ff, 1)
-    if activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {activation!r}")
-    n_in = 2 if activation == "swiglu" else 1  # matrices that read x: W1 (and the gate W3)
-    return (n_in + 1) * d_model * d_ff + ((n_in * d_ff + d_model) if bias else 0)
+def ffn_params(cfg: TransformerConfig) -> int:
+    """``FeedForward(cfg)``: ``2·d·d_ff (+ d_ff + d)`` for relu/gelu, ``3·d·d_ff (+ 2·d_ff + d)`` for swiglu."""
+    d, d_ff = check_config(cfg).d_model, cfg.ff
+    n_in = 2 if cfg.activation == "swiglu" else 1  # matrices that read x: W1 (and the gate W3)
+    return (n_in + 1) * d * d_ff + ((n_in * d_ff + d) if cfg.bias else 0)
 
 
-def norm_params(d_model: int, kind: str = "layer") -> int:
-    """LayerNorm: γ and β, ``2d``; RMSNorm: γ only, ``d``."""
-    as_int("d_model", d_model, 1)
-    if kind not in NORMS:
-        raise ValueError(f"norm must be one of {NORMS}, got {kind!r}")
-    return 2 * d_model if kind == "layer" else d_model
+def norm_params(cfg: TransformerConfig) -> int:
+    """``make_norm(cfg)``: LayerNorm has γ and β, ``2d``; RMSNorm γ only, ``d``."""
+    return (2 if check_config(cfg).norm == "layer" else 1) * cfg.d_model
 
 
 def embedding_params(vocab: int, d_model: int) -> int:
     """A token embedding table: one ``d``-vector per token, ``|V|·d``."""
-    as_int("vocab", vocab, 1)
-    as_int("d_model", d_model, 1)
-    return vocab * d_model
+    return as_int("vocab", vocab, 1) * as_int("d_model", d_model, 1)
 
 
-def position_params(kind: str, d_model: int, max_len: int = 0, n_heads: int = 1) -> int:
+def position_params(cfg: TransformerConfig) -> int:
     """Parameters of one stack's position information.
 
     Learned positions: ``max_len·d``; T5's relative bias: ``32 buckets · n_heads``; sinusoidal,
     RoPE, ALiBi and none: 0 (nothing is trained).
     """
-    if kind not in POSITIONS:
-        raise ValueError(f"positions must be one of {POSITIONS}, got {kind!r}")
-    as_int("d_model", d_model, 1)
-    if kind == "t5-bias":
-        as_int("n_heads", n_heads, 1)
-        return T5_BUCKETS * n_heads
-    if kind != "learned":
-        return 0
-    as_int("max_len", max_len, 1)
-    return max_len * d_model
+    kind = check_config(cfg).positions
+    return cfg.max_len * cfg.d_model if kind == "learned" else T5_BUCKETS * cfg.n_heads if kind == "t5-bias" else 0
 
 
-def encoder_layer_params(
-    d_model, n_heads, d_ff, activation=TransformerConfig.activation, norm="layer", n_kv_heads=None, bias=True
-) -> int:
-    """One ``EncoderLayer`` (also the decoder-only block): attention + FFN + 2 norms."""
-    return (
-        attention_params(d_model, n_heads, n_kv_heads, bias)
-        + ffn_params(d_model, d_ff, activation, bias)
-        + 2 * norm_params(d_model, norm)
-    )
+def encoder_layer_params(cfg: TransformerConfig) -> int:
+    """One ``EncoderLayer(cfg)`` (also the decoder-only block): attention + FFN + 2 norms."""
+    return attention_params(cfg) + ffn_params(cfg) + 2 * norm_params(cfg)
 
 
-def decoder_layer_params(
-    d_model, n_heads, d_ff, activation=TransformerConfig.activation, norm="layer", bias=True
-) -> int:
-    """One ``DecoderLayer``: self-attention + cross-attention + FFN + 3 norms."""
-    return (
-        2 * attention_params(d_model, n_heads, None, bias)
-        + ffn_params(d_model, d_ff, activation, bias)
-        + 3 * norm_params(d_model, norm)
-    )
+def decoder_layer_params(cfg: TransformerConfig) -> int:
+    """One ``DecoderLayer(cfg)``: self-attention + cross-attention (full heads: no GQA) + FFN + 3 norms."""
+    return 2 * attention_params(check_config(cfg).with_(n_kv_heads=None)) + ffn_params(cfg) + 3 * norm_params(cfg)
 
 
 def block_rule(d_model: int) -> int:
@@ -161,15 +103,15 @@ def param_breakdown(cfg: TransformerConfig) -> dict:
     if enc_dec and not cfg.share_embeddings:
         out["embeddings"] += embedding_params(cfg.target_vocab, d)
     out["embeddings"] += cfg.token_types * d
-    out["positions"] = position_params(cfg.positions, d, cfg.max_len, cfg.n_heads) * (2 if enc_dec else 1)
+    out["positions"] = position_params(cfg) * (2 if enc_dec else 1)
     n_self = cfg.n_layers + (cfg.dec_layers if enc_dec else 0)  # blocks with a self-attention and an FFN
-    out["attention"] = cfg.n_layers * attention_params(d, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
-    cross = cfg.dec_layers * attention_params(d, cfg.n_heads, None, cfg.bias) if enc_dec else 0
+    out["attention"] = cfg.n_layers * attention_params(cfg)
+    cross = cfg.dec_layers * attention_params(cfg.with_(n_kv_heads=None)) if enc_dec else 0
     out["attention"] += 2 * cross  # each decoder block: self- and cross-attention (DecoderLayer has no GQA)
-    out["ffn"] = n_self * ffn_params(d, cfg.ff, cfg.activation, cfg.bias)
+    out["ffn"] = n_self * ffn_params(cfg)
     n_norms = 2 * cfg.n_layers + (3 * cfg.dec_layers if enc_dec else 0)
     n_norms += (2 if enc_dec else 1) * cfg.has_final_norm + cfg.embed_norm
-    out["norms"] = n_norms * norm_params(d, cfg.norm)
+    out["norms"] = n_norms * norm_params(cfg)
     if cfg.lm_head:
         out["head"] = (0 if cfg.tie_output else embedding_params(cfg.target_vocab, d)) + (
             cfg.target_vocab if cfg.output_bias else 0

@@ -6,15 +6,14 @@ has every parameter's shape but no storage, so GPT-3 (175 billion parameters, 70
 is counted in seconds with no memory.
 """
 
+from __future__ import annotations
+
 from contextlib import contextmanager, nullcontext
 
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.block import FeedForward
-from transformer_nb.core.multihead import MultiHeadAttention
-from transformer_nb.core.positional import LearnedPositionalEmbedding
-from transformer_nb.core.transformer import RelativeBiasTable, Transformer, TransformerConfig
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.params.formulas import CATEGORIES
 
 HEADS = ("head", "mlm_head")  # the output layers of the package's models
@@ -40,7 +39,7 @@ def _no_init():
             setattr(nn.init, name, fn)
 
 
-def build_transformer(cfg: TransformerConfig, device="meta") -> Transformer:
+def build_transformer(cfg: TransformerConfig, device="meta"):
     """``Transformer(cfg)`` built directly on ``device``.
 
     ``device="meta"`` (default): every parameter has its shape and dtype but no storage and no
@@ -53,6 +52,8 @@ def build_transformer(cfg: TransformerConfig, device="meta") -> Transformer:
         device = torch.device(device)
     except (RuntimeError, TypeError) as err:
         raise ValueError(f"device must name a torch device such as 'meta', 'cpu' or 'cuda', got {device!r}") from err
+    from transformer_nb.core.transformer import Transformer  # the whole model, loaded by the functions that build it
+
     with torch.device(device), _no_init() if device.type == "meta" else nullcontext():
         return Transformer(cfg)
 
@@ -80,6 +81,11 @@ def numel_breakdown(model: nn.Module) -> dict:
     """
     if not isinstance(model, nn.Module):
         raise TypeError(f"numel_breakdown needs an nn.Module, got {type(model).__name__}")
+    from transformer_nb.core.block import FeedForward
+    from transformer_nb.core.multihead import MultiHeadAttention
+    from transformer_nb.core.positional import LearnedPositionalEmbedding
+    from transformer_nb.core.transformer import RelativeBiasTable
+
     out, seen = dict.fromkeys(CATEGORIES, 0), set()
 
     def add(cat: str, module: nn.Module) -> int:

@@ -3,7 +3,7 @@ reverse short sequences of symbols.
 
 - ``data.py``: token ids, ``Batch``, the text's ``make_pairs`` and the vectorised ``random_batch``,
   the held-out set, the teacher-forcing shift;
-- ``recipes.py``: ``ModelConfig`` / ``build_model``, the warm-up schedule, ``Recipe`` with
+- ``recipes.py``: ``MODEL`` (a ``TransformerConfig``) / ``build_model``, the warm-up schedule, ``Recipe`` with
   ``TEXT_RECIPE`` (the text as written), ``IMPROVED``, ``LADDER`` and ``ABLATIONS``;
 - ``decoding.py``: batched ``greedy_decode``, ``evaluate`` (exact match, per-token accuracy, first
   wrong position), ``forced_match`` (the same exact match from one teacher-forced pass),
@@ -39,6 +39,7 @@ from transformer_nb.reversal.data import (
     shift_for_teacher_forcing,
 )
 from transformer_nb.reversal.decoding import (
+    SWEEP_LENGTHS,
     anti_diagonal_share,
     attention_maps,
     evaluate,
@@ -54,11 +55,12 @@ from transformer_nb.reversal.recipes import (
     IMPROVED,
     INITS,
     LADDER,
+    MODEL,
     TEXT_MODEL,
     TEXT_RECIPE,
-    ModelConfig,
     Recipe,
     build_model,
+    check_model,
     paper_lr,
     warmup_factor,
 )
@@ -85,21 +87,23 @@ __all__ = [
     "LADDER",
     "MAX_LEN",
     "MIN_LEN",
+    "MODEL",
     "N_EVAL",
     "N_SYMBOLS",
     "PAD",
+    "SWEEP_LENGTHS",
     "TARGET",
     "TEXT_MODEL",
     "TEXT_RECIPE",
     "VOCAB_SIZE",
     "WORKERS",
     "Batch",
-    "ModelConfig",
     "Recipe",
     "anti_diagonal_share",
     "attention_maps",
     "batches",
     "build_model",
+    "check_model",
     "collate",
     "evaluate",
     "failure_table",

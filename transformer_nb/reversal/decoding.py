@@ -20,7 +20,10 @@ import torch.nn.functional as F
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.core.utils import as_int, plain_tensor
 from transformer_nb.probes import record_attention
-from transformer_nb.reversal.data import BOS, EOS, PAD, Batch, check_tokens, random_batch
+from transformer_nb.reversal.data import BOS, EOS, MAX_LEN, MIN_LEN, PAD, Batch, check_tokens, random_batch
+
+#: ``length_sweep``'s source lengths: the training lengths, then four that no training source has (notebook 09).
+SWEEP_LENGTHS = range(MIN_LEN, MAX_LEN + 5)
 
 
 def model_device(model: nn.Module) -> torch.device:
@@ -170,7 +173,7 @@ def failure_table(res: dict) -> dict:
     return {"by_length": by_length, "by_first_wrong": by_first, "n_wrong": int((~exact).sum())}
 
 
-def length_sweep(model: nn.Module, lengths=range(3, 13), n: int = 500, seed: int = 99) -> dict:
+def length_sweep(model: nn.Module, lengths=SWEEP_LENGTHS, n: int = 500, seed: int = 99) -> dict:
     """Exact match and per-token accuracy at each source length (``n`` random sequences each)."""
     as_int("n", n, 1)
     device, out = model_device(model), {}

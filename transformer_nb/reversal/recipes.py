@@ -1,7 +1,7 @@
 """The reversal task's model and training recipes (001 §19.8.2, §19.9.3, §19.10.3, §19.10.5).
 
-- ``ModelConfig`` / ``build_model``: the package's ``Transformer(arch="encoder-decoder")`` for the
-  task, seeded, with the text's or PyTorch's initialisation.
+- ``MODEL`` / ``build_model``: the task's ``TransformerConfig`` and the package's ``Transformer`` built from
+  it, seeded, with the text's or PyTorch's initialisation.
 - ``paper_lr`` / ``warmup_factor``: the warm-up schedule, as the text writes it and as a
   ``LambdaLR`` factor.
 - ``Recipe``: how to train. ``TEXT_RECIPE`` is the text as written, ``IMPROVED`` what this
@@ -12,11 +12,12 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import asdict, dataclass, replace
 
 import torch
 import torch.nn as nn
 
+from transformer_nb.core.config import TransformerConfig, check_config
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import get_device
@@ -32,61 +33,52 @@ def _check_number(name: str, value, low: float, high: float = math.inf, low_open
         raise ValueError(f"{name} must be a finite number in {'(' if low_open else '['}{low}, {high}), got {value!r}")
 
 
-@dataclass(frozen=True)
-class ModelConfig:
-    """The encoder-decoder for the task. ``init``: ``"default"`` is PyTorch's initialisation
-    (``nn.Embedding``: N(0, 1), ``nn.Linear``: Kaiming-uniform); ``"xavier"`` re-initialises every
-    matrix, embeddings included, with Xavier-uniform, as the text's ``_init_parameters`` does
-    (001 §19.8.2); ``"xavier_embeddings"`` does so for the two embedding tables only."""
-
-    d_model: int = 64
-    n_heads: int = 4
-    n_layers: int = 2
-    d_ff: int = 256
-    dropout: float = 0.0
-    activation: str = "relu"
-    norm_first: bool = True
-    init: str = "default"
-    max_len: int = 64
-
-    def __post_init__(self):
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
-        for name in ("d_model", "n_heads", "n_layers", "d_ff"):
-            as_int(name, getattr(self, name), 1)
-        as_int("max_len", self.max_len, MAX_LEN + 1)
-        _check_number("dropout", self.dropout, 0.0, 1.0, low_open=False)
+# The task's encoder-decoder (001 §19.8.2): the original's embeddings, ``VOCAB_SIZE`` words on each side in two
+# tables, scaled by sqrt(d_model), sinusoidal positions, a zero ``PAD`` row; a full output layer with a bias.
+MODEL = TransformerConfig(
+    name="reversal",
+    arch="encoder-decoder",
+    d_model=64,
+    n_heads=4,
+    n_layers=2,
+    d_ff=256,
+    activation="relu",
+    norm_first=True,
+    vocab=VOCAB_SIZE,
+    positions="sinusoidal",
+    max_len=64,
+    share_embeddings=False,
+    scale_embeddings=True,
+    pad_id=PAD,
+    tie_output=False,
+    output_bias=True,
+)
 
 
-def build_model(cfg: ModelConfig = ModelConfig(), seed: int | None = 0, device=None) -> Transformer:
-    """The package's ``Transformer(arch="encoder-decoder")`` for the task, seeded, on ``device``.
+def check_model(cfg) -> TransformerConfig:
+    """``cfg`` must be the task's model, ``MODEL`` or a copy of it (``MODEL.with_(d_ff=64)``); return it."""
+    check_config(cfg)
+    task = {k: getattr(MODEL, k) for k in ("arch", "vocab", "tgt_vocab", "pad_id")}
+    if {k: getattr(cfg, k) for k in task} != task:
+        raise ValueError(f"the reversal task's model needs {task}; make it from rv.MODEL, e.g. rv.MODEL.with_(d_ff=64)")
+    as_int("max_len", cfg.max_len, MAX_LEN + 1)
+    return cfg
 
-    The original's embeddings: ``VOCAB_SIZE`` words on each side in two tables, scaled by
-    ``sqrt(d_model)``, sinusoidal positions, a zero ``PAD`` row; a full output layer with a bias.
-    Built on the CPU (the same initial weights on every machine), then moved to ``device``
-    (default: ``env.get_device()``, the device ``setup()`` reports).
+
+def build_model(cfg: TransformerConfig = MODEL, init: str = "default", seed: int | None = 0, device=None):
+    """The package's ``Transformer`` for the task (``cfg``: ``MODEL`` or a copy), seeded, on ``device``.
+
+    ``init``: ``"default"`` is PyTorch's initialisation (``nn.Embedding``: N(0, 1), ``nn.Linear``:
+    Kaiming-uniform); ``"xavier"`` re-initialises every matrix, embeddings included, with Xavier-uniform,
+    as the text's ``_init_parameters`` does (001 §19.8.2); ``"xavier_embeddings"`` does so for the two
+    embedding tables only. Built on the CPU (the same initial weights on every machine), then moved to
+    ``device`` (default: ``env.get_device()``, the device ``setup()`` reports).
     """
-    if not isinstance(cfg, ModelConfig):
-        raise TypeError(f"cfg must be a reversal ModelConfig, got {type(cfg).__name__}")
+    check_model(cfg)
+    if init not in INITS:
+        raise ValueError(f"init must be one of {INITS}, got {init!r}")
     device = get_device() if device is None else torch.device(device)
-    model = Transformer(
-        arch="encoder-decoder",
-        d_model=cfg.d_model,
-        n_heads=cfg.n_heads,
-        n_layers=cfg.n_layers,
-        d_ff=cfg.d_ff,
-        vocab=VOCAB_SIZE,
-        activation=cfg.activation,
-        positions="sinusoidal",
-        max_len=cfg.max_len,
-        dropout=cfg.dropout,
-        norm_first=cfg.norm_first,
-        share_embeddings=False,
-        scale_embeddings=True,
-        pad_id=PAD,
-        tie_output=False,
-        output_bias=True,
-    )
+    model = Transformer(cfg)
     # The output layer last, after the stacks (the Transformer makes it first). PyTorch's initialisation below draws,
     # and gradient clipping sums, in this order; float sums depend on their order, so the order is part of the recipe.
     head = model.head
@@ -98,14 +90,14 @@ def build_model(cfg: ModelConfig = ModelConfig(), seed: int | None = 0, device=N
         if hasattr(m, "reset_parameters"):  # PyTorch's own initialisation of each layer
             m.reset_parameters()
     embeddings = (model.tok, model.tgt_tok)
-    if cfg.init == "xavier":
+    if init == "xavier":
         for p in model.parameters():
             if p.dim() > 1:
                 nn.init.xavier_uniform_(p)
-    elif cfg.init == "xavier_embeddings":
+    elif init == "xavier_embeddings":
         for emb in embeddings:
             nn.init.xavier_uniform_(emb.weight)
-    if cfg.init != "default":
+    if init != "default":
         with torch.no_grad():  # keep nn.Embedding's contract: the PAD row is zero
             for emb in embeddings:
                 emb.weight[emb.padding_idx].zero_()
@@ -165,7 +157,8 @@ class Recipe:
     clip: float | None = 1.0
     betas: tuple = (0.9, 0.98)
     eps: float = 1e-9
-    model: ModelConfig = field(default_factory=ModelConfig)
+    model: TransformerConfig = MODEL
+    init: str = "xavier_embeddings"
 
     def __post_init__(self):
         if self.schedule not in ("constant", "warmup"):
@@ -184,8 +177,9 @@ class Recipe:
         for b in self.betas:
             _check_number("betas", b, 0.0, 1.0, low_open=False)
         _check_number("eps", self.eps, 0.0)
-        if not isinstance(self.model, ModelConfig):
-            raise TypeError(f"model must be a ModelConfig, got {type(self.model).__name__}")
+        check_model(self.model)
+        if self.init not in INITS:
+            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
 
     def steps_per_epoch(self) -> int:
         return math.ceil(self.n_train / self.batch_size)
@@ -198,7 +192,7 @@ class Recipe:
 # The text as written (001 §19.10.3, §19.10.5): 2,000 pairs, batches of 64 in a fixed order,
 # Adam lr 1e-4 constant (no schedule, no label smoothing), clipping at 1.0, 30 epochs; the
 # model: d_model 64, 4 heads, d_ff 256, 2+2 layers, dropout 0.1, GELU, Pre-LN, Xavier init.
-TEXT_MODEL = ModelConfig(d_model=64, dropout=0.1, activation="gelu", init="xavier")
+TEXT_MODEL = MODEL.with_(dropout=0.1, activation="gelu")
 TEXT_RECIPE = Recipe(
     name="text",
     lr=1e-4,
@@ -211,13 +205,14 @@ TEXT_RECIPE = Recipe(
     label_smoothing=0.0,
     clip=1.0,
     model=TEXT_MODEL,
+    init="xavier",
 )
 # What this companion uses instead (every change measured in notebook 09).
-IMPROVED = Recipe(lr=2e-3, model=ModelConfig(init="xavier_embeddings"))
+IMPROVED = Recipe()
 
 # From the text's recipe to the improved one, one change at a time (notebook 09 measures each).
 _ladder_lr = replace(TEXT_RECIPE, name="ladder_lr", lr=1e-3)
-_ladder_nodrop = replace(_ladder_lr, name="ladder_nodrop", model=replace(TEXT_MODEL, dropout=0.0))
+_ladder_nodrop = replace(_ladder_lr, name="ladder_nodrop", model=TEXT_MODEL.with_(dropout=0.0))
 _ladder_fresh = replace(_ladder_nodrop, name="ladder_fresh", data="fresh")
 _ladder_b128 = replace(_ladder_fresh, name="ladder_batch", batch_size=128)
 _ladder_warm = replace(_ladder_b128, name="ladder_warmup", lr=2e-3, schedule="warmup", warmup=100)
@@ -236,8 +231,8 @@ LADDER = [
 
 # The improved recipe with one thing changed back.
 def _abl(name, **changes):
-    model_changes = {k: changes.pop(k) for k in list(changes) if k in ModelConfig.__dataclass_fields__}
-    return replace(IMPROVED, name=f"abl_{name}", model=replace(IMPROVED.model, **model_changes), **changes)
+    model_changes = {k: changes.pop(k) for k in list(changes) if k in TransformerConfig.__dataclass_fields__}
+    return replace(IMPROVED, name=f"abl_{name}", model=IMPROVED.model.with_(**model_changes), **changes)
 
 
 ABLATIONS = [

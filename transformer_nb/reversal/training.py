@@ -254,7 +254,7 @@ def run(
         raise TypeError(f"recipe must be a reversal Recipe (e.g. rv.IMPROVED), got {type(recipe).__name__}")
     device = get_device() if device is None else torch.device(device)
     eval_batch = None if eval_batch is None else eval_batch.to(device)
-    model = build_model(recipe.model, seed=seed, device=device)
+    model = build_model(recipe.model, recipe.init, seed=seed, device=device)
     config = {
         "recipe": recipe.config(),
         "seed": seed,

@@ -14,6 +14,7 @@ import functools
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
+from transformer_nb.core.config import ACTIVATIONS, ARCHS, POSITIONS
 from transformer_nb.params import (
     CATEGORIES,
     PRESETS,
@@ -70,21 +71,22 @@ class ParamCalculator(Widget):
         self._applying = False
         style = {"description_width": "initial"}
         narrow = W.Layout(width="220px")
+        gpt2 = self._base = PRESETS["gpt2-small"]  # the controls start at GPT-2 small
         super().__init__(
             preset=W.Dropdown(options=[CUSTOM] + list(PRESETS), value=CUSTOM, description="start from", style=style),
             arch=W.Dropdown(
-                options=["decoder", "encoder", "encoder-decoder"],
-                value="decoder",
+                options=ARCHS,
+                value=gpt2.arch,
                 description="arch",
                 style=style,
                 layout=narrow,
             ),
-            d_model=W.IntSlider(value=768, min=64, max=16384, step=64, description="d_model", style=style),
-            n_layers=W.IntSlider(value=12, min=1, max=128, description="layers", style=style),
-            n_heads=W.IntSlider(value=12, min=1, max=128, description="heads", style=style),
-            n_kv_heads=W.IntSlider(value=12, min=1, max=128, description="KV heads", style=style),
+            d_model=W.IntSlider(value=gpt2.d_model, min=64, max=16384, step=64, description="d_model", style=style),
+            n_layers=W.IntSlider(value=gpt2.n_layers, min=1, max=128, description="layers", style=style),
+            n_heads=W.IntSlider(value=gpt2.n_heads, min=1, max=128, description="heads", style=style),
+            n_kv_heads=W.IntSlider(value=gpt2.kv_heads, min=1, max=128, description="KV heads", style=style),
             ffn_ratio=W.FloatSlider(
-                value=4.0,
+                value=gpt2.ff / gpt2.d_model,
                 min=0.5,
                 max=8.0,
                 step=0.125,
@@ -92,24 +94,23 @@ class ParamCalculator(Widget):
                 style=style,
             ),
             activation=W.ToggleButtons(
-                options=["relu", "gelu", "swiglu"],
-                value="gelu",
+                options=ACTIVATIONS,
+                value=gpt2.activation,
                 description="FFN",
                 style={**style, "button_width": "72px"},
             ),
             vocab=W.BoundedIntText(
-                value=50257, min=1, max=1_000_000, description="vocabulary", style=style, layout=narrow
+                value=gpt2.vocab, min=1, max=1_000_000, description="vocabulary", style=style, layout=narrow
             ),
-            tie=W.Checkbox(value=True, description="tie output to embedding", style=style),
+            tie=W.Checkbox(value=gpt2.tie_output, description="tie output to embedding", style=style),
             positions=W.Dropdown(
-                options=["learned", "sinusoidal", "rope", "alibi", "t5-bias", "none"],
-                value="learned",
+                options=POSITIONS,
+                value=gpt2.positions,
                 description="positions",
                 style=style,
                 layout=narrow,
             ),
         )
-        self._base = PRESETS["gpt2-small"]
         if preset != CUSTOM:
             self.controls["preset"].value = preset
 

@@ -81,7 +81,7 @@ def untrained_models() -> dict:
     try:
         from transformer_nb import reversal as rv
 
-        out["reversal"] = rv.build_model(rv.IMPROVED.model, seed=0).eval()
+        out["reversal"] = rv.build_model(rv.IMPROVED.model, rv.IMPROVED.init, seed=0).eval()
     except Exception as err:
         print(f"(no reversal model: {type(err).__name__}: {err})", file=sys.stderr)
     try:

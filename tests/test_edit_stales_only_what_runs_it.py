@@ -1,0 +1,110 @@
+"""A code edit to a core module stales exactly the notebooks that run it (issue 35).
+
+A notebook's refresh stamp records every ``transformer_nb`` module loaded when it ran, and a code edit to one of
+them makes the notebook stale. So a notebook must load only what it runs: the first notebooks neither RoPE nor the
+whole model, and attention is loaded by the notebooks that run attention and by no other.
+
+Two witnesses of what a notebook loads:
+- its twin's import statements, run in a fresh interpreter (what the notebook loads before it runs anything);
+- the stored stamps, in a copy of the project where the module was edited: the notebooks the harness then finds
+  stale because of that module (``tools/refresh.py --stale --list``). The stamps are rewritten when the notebooks
+  are refreshed, so this one speaks for the last refresh.
+"""
+
+import ast
+import json
+import os
+import shutil
+import subprocess
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import notebook_harness as harness
+import pytest
+
+ROOT = harness.ROOT
+ALL = [p.stem[:2] for p in harness.twins_in(ROOT)]
+ATTENTION, ROPE, MODEL = (f"transformer_nb/core/{m}.py" for m in ("attention", "rope", "transformer"))
+#: The notebooks that run scaled dot-product attention: every one but the start page and the claims ledger.
+RUNS_ATTENTION = set(ALL) - {"00", "13"}
+#: Each notebook listed must not load the module (a code edit to it must leave the notebook fresh).
+NEVER = {ROPE: {"01", "02", "03"}, MODEL: {"01", "02", "03", "04", "05"}}
+#: Each notebook listed must load the module (its outputs depend on it).
+ALWAYS = {ROPE: {"05", "10"}, MODEL: {"08", "09", "10"}}
+
+
+def _twin(nb: str):
+    return next(p for p in harness.twins_in(ROOT) if p.stem.startswith(nb))
+
+
+def import_statements(nb: str) -> str:
+    """The twin's ``transformer_nb`` import statements, and a line that prints the package files then loaded."""
+    tree = ast.parse(_twin(nb).read_text(encoding="utf-8"))
+    lines = [
+        ast.unparse(node)
+        for node in ast.walk(tree)
+        if (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == harness.PACKAGE)
+        or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == harness.PACKAGE for a in node.names))
+    ]
+    files = f"[m.__file__ for n, m in list(sys.modules.items()) if n.split('.')[0] == {harness.PACKAGE!r}]"
+    return "\n".join([*lines, "import json, sys", f"print(json.dumps({files}))"])
+
+
+def imported(nb: str, code: str) -> frozenset:
+    """The package files that ``code`` (notebook ``nb``'s imports) loads in a fresh interpreter."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
+    assert out.returncode == 0, f"notebook {nb}'s imports fail:\n{out.stderr[-2000:]}"
+    return frozenset(harness.module_hashes(json.loads(out.stdout.strip().splitlines()[-1]), ROOT))
+
+
+@pytest.fixture(scope="module")
+def loaded() -> dict:
+    codes = [import_statements(nb) for nb in ALL]  # ast in this thread: it is not thread-safe in every Python
+    with ThreadPoolExecutor(2) as pool:  # each in its own interpreter
+        return dict(zip(ALL, pool.map(imported, ALL, codes)))
+
+
+def stale_after_editing(rel: str, tmp_path) -> set:
+    """The notebooks that ``harness.stamp_problems`` finds stale because of ``rel``, in a copy of the project where
+    one line of code was added to ``rel``."""
+    (tmp_path / "notebooks").mkdir()
+    for nb in harness.notebooks_in(ROOT):
+        shutil.copy(nb, tmp_path / "notebooks" / nb.name)
+    shutil.copytree(ROOT / harness.PACKAGE, tmp_path / harness.PACKAGE, ignore=shutil.ignore_patterns("__pycache__"))
+    with open(tmp_path / rel, "a", encoding="utf-8") as f:
+        f.write("\n_AN_EDIT = 1\n")
+    stale = set()
+    for nb in harness.notebooks_in(tmp_path):
+        if any(f"code of {rel} changed" in p for p in harness.stamp_problems(nb)):
+            stale.add(nb.stem[:2])
+    return stale
+
+
+@pytest.mark.parametrize("nb", ALL)
+def test_a_notebook_imports_attention_only_if_it_runs_attention(loaded, nb):
+    assert (ATTENTION in loaded[nb]) == (nb in RUNS_ATTENTION), (
+        f"notebook {nb} {'runs' if nb in RUNS_ATTENTION else 'does not run'} attention, but its imports "
+        f"{'do not load' if ATTENTION not in loaded[nb] else 'load'} {ATTENTION}"
+    )
+
+
+@pytest.mark.parametrize("rel", sorted(NEVER))
+def test_the_first_notebooks_import_neither_rope_nor_the_whole_model(loaded, rel):
+    assert not {nb for nb in NEVER[rel] if rel in loaded[nb]}, f"these notebooks' imports load {rel}"
+    assert {nb for nb in ALWAYS[rel] if rel not in loaded[nb]} == set(), f"these notebooks run {rel}"
+
+
+def test_an_edit_to_attention_stales_exactly_the_notebooks_that_run_it(tmp_path):
+    stale = stale_after_editing(ATTENTION, tmp_path)
+    assert stale == RUNS_ATTENTION, (
+        f"stale but not running attention: {sorted(stale - RUNS_ATTENTION)}; "
+        f"running attention but left fresh: {sorted(RUNS_ATTENTION - stale)}"
+    )
+
+
+@pytest.mark.parametrize("rel", sorted(NEVER))
+def test_an_edit_to_rope_or_the_model_stales_none_of_the_first_notebooks(tmp_path, rel):
+    stale = stale_after_editing(rel, tmp_path)
+    assert not stale & NEVER[rel], f"a code edit to {rel} stales {sorted(stale & NEVER[rel])}"
+    assert ALWAYS[rel] <= stale, f"a code edit to {rel} leaves {sorted(ALWAYS[rel] - stale)} fresh"
