@@ -16,12 +16,6 @@ IDS = torch.zeros(1, 4, dtype=torch.long)
 DATA = SimpleNamespace(train=torch.arange(100) % 10, valid=torch.arange(50) % 10, vocab=[str(i) for i in range(10)])
 
 CASES = {
-    "PackageExercise_refuses_a_title_that_is_not_a_str": Case(
-        C + "PackageExercise", lambda: capstone.PackageExercise(3, None, []), TypeError, "title and name must be str"
-    ),
-    "Problem_refuses_a_message_that_is_not_a_str": Case(
-        C + "Problem", lambda: capstone.Problem(None), TypeError, "message must be the nudge"
-    ),
     "load_package_weights_refuses_a_package_that_is_not_a_module": Case(
         C + "load_package_weights",
         lambda: capstone.load_package_weights(nn.Linear(2, 2), "mha", "attention"),
@@ -76,9 +70,9 @@ CASES = {
     "cache_entry_refuses_an_unknown_owner": Case(
         TR + "cache_entry", lambda: capstone_train.cache_entry("teacher"), ValueError, "who must be one of"
     ),
-    "load_or_train_refuses_data_without_splits": Case(
-        TR + "load_or_train",
-        lambda: capstone_train.load_or_train(sol.LanguageModel, [1, 2, 3], "reference", live=False),
+    "training_run_refuses_data_without_splits": Case(
+        TR + "training_run",
+        lambda: capstone_train.training_run(sol.LanguageModel, [1, 2, 3], "reference", live=False),
         TypeError,
         "data must be load_wikitext2()'s WikiText2",
     ),

@@ -268,3 +268,44 @@ def test_the_reference_starts_near_a_uniform_guess():
     ids = torch.randint(0, 1000, (4, 16))
     loss = F.cross_entropy(model(ids).flatten(0, 1), ids.roll(-1, 1).flatten())
     assert abs(loss.item() - math.log(1000)) < 0.05
+
+
+def test_a_model_that_changes_its_ids_in_place_after_using_them_passes():
+    class InPlace(sol.LanguageModel):
+        def forward(self, ids):
+            logits = super().forward(ids)
+            ids.zero_()  # done with them
+            return logits
+
+    r = lm_ex.check(InPlace, quiet=True)
+    assert r.passed, r.message
+
+
+def test_notebook_12_says_whose_generate_writes():
+    """The greedy cell names the hidden reference when the student's generate does not pass yet."""
+    import contextlib
+    import io
+    from pathlib import Path
+    from types import SimpleNamespace
+
+    import jupytext
+
+    twin = jupytext.read(Path(__file__).resolve().parents[1] / "notebooks" / "py" / "12_capstone.py")
+    cell = next(c.source for c in twin.cells if c.cell_type == "code" and "greedy (" in c.source)
+    reference, mine = (lambda *a: torch.tensor([0])), (lambda *a: torch.tensor([0]))
+    vocab = SimpleNamespace(decode=lambda ids: "words", encode=lambda text: torch.tensor([1, 2]))
+    for generate, words in ((reference, "the hidden reference's generate"), (mine, "your generate")):
+        ns = dict(
+            generate=generate,
+            generate_ex=SimpleNamespace(reference=reference),
+            data=SimpleNamespace(vocab=vocab),
+            env=SimpleNamespace(device="cpu"),
+            model=None,
+            SIZES=[8],
+            V=30,
+            to_package=lambda m, v: m,
+            package_generate=lambda *a, **k: [0],
+        )
+        with contextlib.redirect_stdout(io.StringIO()) as out:
+            exec(cell, ns)
+        assert f"greedy ({words})" in out.getvalue(), out.getvalue()

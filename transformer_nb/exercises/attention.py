@@ -8,11 +8,13 @@
 Exercise 8.1 (the variance of the scores) is in :mod:`transformer_nb.exercises.variance`.
 """
 
+__all__ = ["attention_ex", "causal_ex"]  # what a notebook uses
+
 import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property, readymade
+from transformer_nb.exercises import Exercise, Mistake, Property
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -147,7 +149,12 @@ attention_ex = _AttentionExercise(
     "Exercise 8.5: scaled dot-product attention",
     sol.attention,
     name="attention_ex",
-    ready_made=readymade.ATTENTION,
+    ready_made=(
+        "scaled_dot_product_attention",
+        "multi_head_attention_forward",
+        "MultiheadAttention",
+        "MultiHeadAttention",
+    ),
     cases=[
         ("batch=2, seq_len=8, d_k=d_v=16, no mask", _case_plain),
         ("the same input with a causal (8, 8) bool mask", _case_causal),
@@ -197,7 +204,6 @@ attention_ex = _AttentionExercise(
         "Masking happens on the scores, before the softmax: a blocked key must end with weight exactly 0.",
         "The mask may arrive as bool or as a float 0/1 matrix; a comparison with 0 treats both alike.",
     ],
-    reveals=("transformer_nb.core.attention.scaled_dot_product_attention",),
     explanation="""
     The chapter's tests, with the solution: for q, k, v = torch.randn(2, 8, 16) (three times),
     weights.sum(-1) is all ones, and with mask = torch.tril(torch.ones(8, 8)) the weights above the

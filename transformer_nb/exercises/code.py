@@ -1,6 +1,8 @@
 """The code of a solution, as ``Exercise.solution()`` shows it and ``make solutions`` runs it: the source of
 each object, and the ``import`` lines it needs from the module that defines it."""
 
+__all__ = []  # what a notebook uses
+
 import ast
 import importlib
 import inspect

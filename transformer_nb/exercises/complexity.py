@@ -8,11 +8,12 @@
 - :data:`interpretation_ex` -- ``my_interpretation``: which term dominates for typical models and lengths.
 """
 
-from transformer_nb.exercises import Exercise, Mistake
-from transformer_nb.exercises.compare import equal
+__all__ = ["attention_flops_ex", "attention_memory_ex", "crossover_ex", "interpretation_ex"]  # what a notebook uses
+
+from transformer_nb.exercises import Exercise, Mistake, answer_hints
+from transformer_nb.exercises.compare import equal, same_answers
 from transformer_nb.exercises.params import DictExercise, exact_dicts
 from transformer_nb.exercises.solutions import params as sol
-from transformer_nb.exercises.verdict import VerdictExercise
 
 NOTEBOOK = "07_parameter_counting"  # the notebook whose exercise cells use this module
 
@@ -82,7 +83,6 @@ attention_flops_ex = DictExercise(
         "Add the h heads' costs; with h·d_k = d_model, h disappears from the total.",
     ],
     answers={"projections, T=d=4096": 549_755_813_888, "scores, T=d=4096, h=32": 137_438_953_472},
-    reveals=("transformer_nb.params.attention_flops",),
 )
 
 crossover_ex = DictExercise(
@@ -141,14 +141,16 @@ def _dominant(settings):
     return out
 
 
-interpretation_ex = VerdictExercise(
+interpretation_ex = Exercise(
     "Exercise 8.4: which term dominates, for typical models?",
     _dominant,
     name="interpretation_ex",
     cases=[("five typical settings", lambda: (_SETTINGS,))],
     solution_code=("transformer_nb.exercises.solutions.params:my_interpretation",),
-    choices=dict.fromkeys(_SETTINGS, ("projections", "attention")),
-    key_hints=dict.fromkeys(_SETTINGS, "compare 4T²d (scores and weighted sums) with 8Td² (projections) here."),
+    compare=same_answers,
+    properties=answer_hints(
+        _dominant, dict.fromkeys(_SETTINGS, "compare 4T²d (scores and weighted sums) with 8Td² (projections) here.")
+    ),
     hints=[
         "For each setting, compare the quadratic FLOPs with the projections' FLOPs of one layer.",
         "Their ratio is 4T²d / 8Td² = T / (2 d_model): only the ratio of context to width matters.",

@@ -4,6 +4,8 @@
 - :data:`kv_cache_ex` -- ``cache_bytes(...)``: 002's KV-cache formula, in bytes.
 """
 
+__all__ = ["expand_kv_ex", "kv_cache_ex"]  # what a notebook uses
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake
@@ -43,7 +45,6 @@ expand_kv_ex = Exercise(
         "the whole block of heads tiled.",
         "torch has a repeat that repeats each element in place along one axis.",
     ],
-    reveals=("transformer_nb.core.multihead.MultiHeadAttention.kv_heads",),
 )
 
 
@@ -85,7 +86,6 @@ kv_cache_ex = Exercise(
         ),
     ],
     compare=equal,
-    reveals=("transformer_nb.params.memory.kv_cache_bytes",),
     hints=[
         "List what the cache holds for ONE token in ONE layer, then multiply out.",
         "Per token and layer: a key and a value vector for every head that is cached. Which heads are cached?",

@@ -9,6 +9,8 @@ Exercise 8.9 (evaluation, a training step, greedy generation, the verdict) is in
 :mod:`transformer_nb.exercises.lm_train`.
 """
 
+__all__ = ["kv_step_ex", "top_k_ex"]  # what a notebook uses
+
 import math
 
 import torch
@@ -73,7 +75,6 @@ top_k_ex = Exercise(
         "on the logits before the softmax.",
         "torch.topk gives the k largest values of each row; the smallest of them is the threshold.",
     ],
-    reveals=("transformer_nb.core.generation.sample_next", "transformer_nb.core.generation.top_k_filter"),
 )
 
 
@@ -134,5 +135,4 @@ kv_step_ex = Exercise(
         "The newest token may see every token so far, itself included: no mask. The attention is the same "
         "scaled dot-product attention as in training.",
     ],
-    reveals=("transformer_nb.core.multihead.KVCache",),
 )

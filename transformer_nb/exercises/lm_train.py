@@ -11,6 +11,8 @@
 The checkers run on :class:`TinyLM`, a seeded causal model with dropout, small enough to run in milliseconds.
 """
 
+__all__ = ["evaluate_ex", "greedy_lm_ex", "train_step_ex", "verdict_ex"]  # what a notebook uses
+
 import math
 
 import torch
@@ -18,10 +20,9 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.core.utils import as_int, as_real
-from transformer_nb.exercises import Exercise, Mistake
-from transformer_nb.exercises.compare import allclose, is_number
+from transformer_nb.exercises import Exercise, Mistake, answer_hints
+from transformer_nb.exercises.compare import allclose, is_number, same_answers
 from transformer_nb.exercises.solutions import lm as sol
-from transformer_nb.exercises.verdict import VerdictExercise
 
 NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
 
@@ -85,6 +86,10 @@ def _eval(combine, eval_mode=True):
     return fn
 
 
+_CRASHES = {
+    "Expected target size": "F.cross_entropy wants logits (N, V) and targets (N,): flatten B and T.",
+    "tuple": "The model returns a pair (logits, None), not the logits: write `logits, _ = model(x)`.",
+}
 _EXACT = lambda s, c: math.exp(sum(s) / sum(c))
 
 evaluate_ex = Exercise(
@@ -112,7 +117,7 @@ evaluate_ex = Exercise(
         Mistake(_eval(lambda s, c: 2 ** (sum(s) / sum(c))), "F.cross_entropy is in nats: perplexity is e**loss."),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-6),
-    crash_hints={"Expected target size": "F.cross_entropy wants logits (N, V) and targets (N,): flatten B and T."},
+    crash_hints=_CRASHES,
     hints=[
         "Perplexity is exp of the mean negative log-likelihood per target, over ALL targets of all batches.",
         "Add up the summed loss of every batch and the number of targets of every batch; divide at the end.",
@@ -195,7 +200,7 @@ train_step_ex = _StepExercise(
         ),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-6, rtol=1e-5),
-    crash_hints={"Expected target size": "F.cross_entropy wants logits (N, V) and targets (N,): flatten B and T."},
+    crash_hints=_CRASHES,
     hints=[
         "One step: forward, loss, gradients, update. Which call clears the gradients of the previous step?",
         "The loss compares the logits at every position with the target at the same position (y is x shifted).",
@@ -236,6 +241,7 @@ greedy_lm_ex = Exercise(
         Mistake(_greedy(sample=True), "greedy decoding takes the arg-max; you sampled."),
     ],
     compare=lambda out, ref: isinstance(out, torch.Tensor) and allclose(out, ref, atol=0, rtol=0),
+    crash_hints=_CRASHES,
     hints=[
         "Generation is a loop of n_new steps: run the model on everything so far and pick one token.",
         "Of the logits (B, T, V), only the last position's row predicts the token after the prompt.",
@@ -244,15 +250,11 @@ greedy_lm_ex = Exercise(
 )
 
 
-def _verdict_reference(results):
-    for name in ("Transformer", "LSTM"):
-        row = results.get(name) if isinstance(results, dict) else None
-        if not isinstance(row, dict) or not all(k in row for k in ("perplexity", "seconds_per_epoch", "parameters")):
-            raise ValueError(
-                'results must be {"Transformer": {...}, "LSTM": {...}}, each with "perplexity", '
-                f'"seconds_per_epoch" and "parameters"; got {results!r}'
-            )
-    return sol.verdict(results)
+_QUESTIONS = {
+    "lower_perplexity": "compare the two models' final training perplexities in this run; lower is better.",
+    "faster_per_epoch": "compare this run's seconds per epoch (on this machine, not the hint's GPU).",
+    "comparable_size": "comparable means parameter counts within 25% of each other (ratio in (0.8, 1.25)).",
+}
 
 
 def _results(ppl, seconds, params):
@@ -260,26 +262,17 @@ def _results(ppl, seconds, params):
     return ({n: dict(zip(keys, (ppl[i], seconds[i], params[i]))) for i, n in enumerate(("Transformer", "LSTM"))},)
 
 
-verdict_ex = VerdictExercise(
+verdict_ex = Exercise(
     "Exercise 8.9: the comparison with the LSTM",
-    _verdict_reference,
+    sol.verdict,
     name="verdict_ex",
-    solution_code=(sol.verdict,),
     cases=[
         ("the Transformer wins both", lambda: _results((180.0, 240.0), (3.0, 5.0), (2_570_628, 2_561_000))),
         ("the LSTM is faster", lambda: _results((150.0, 260.0), (9.0, 4.0), (2_570_628, 2_600_000))),
         ("the LSTM wins both, at half the size", lambda: _results((300.0, 200.0), (6.0, 2.0), (2_570_628, 1_200_000))),
     ],
-    choices={
-        "lower_perplexity": ("Transformer", "LSTM"),
-        "faster_per_epoch": ("Transformer", "LSTM"),
-        "comparable_size": (True, False),
-    },
-    key_hints={
-        "lower_perplexity": "compare the two models' final training perplexities in this run; lower is better.",
-        "faster_per_epoch": "compare this run's seconds per epoch (on this machine, not the hint's GPU).",
-        "comparable_size": "comparable means parameter counts within 25% of each other (ratio in (0.8, 1.25)).",
-    },
+    compare=same_answers,
+    properties=answer_hints(sol.verdict, _QUESTIONS),
     hints=[
         "Read the numbers of the run above: each question is answered by one comparison.",
         "Answer with the model names exactly as in the results dict, and True/False for the size question.",

@@ -11,6 +11,8 @@ typical wrong answers (off-by-one diagonal, transposed triangle, inverted polari
 the wrong axis, ...) and answers with a hint aimed at that mistake.
 """
 
+__all__ = ["causal_ex", "combined_ex", "padding_ex"]  # what a notebook uses
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
@@ -128,7 +130,6 @@ causal_ex = _CausalExercise(
         "The allowed entries compare two indices: the key's position and the query's.",
         "Build a column of query indices and a row of key indices; broadcasting a comparison gives (T, T).",
     ],
-    reveals=("transformer_nb.core.masks.causal_mask",),
 )
 
 
@@ -199,7 +200,6 @@ padding_ex = _PaddingExercise(
         "Position t of row b is real exactly when t is below that row's length.",
         "Compare a row of positions 0..max_len-1 with a column of lengths; broadcasting gives (B, max_len).",
     ],
-    reveals=("transformer_nb.core.masks.padding_mask",),
 )
 
 
@@ -286,5 +286,4 @@ combined_ex = _CombinedExercise(
         "(B, T) one, each placed on the right axes of (B, 1, T, T).",
         "A key is visible only if BOTH conditions hold; padding concerns keys, so it goes on the last axis.",
     ],
-    reveals=("transformer_nb.core.masks.self_attention_mask",),
 )

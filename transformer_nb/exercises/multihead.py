@@ -9,11 +9,13 @@
 GQA and the KV cache are in :mod:`transformer_nb.exercises.gqa`.
 """
 
+__all__ = ["attention_distance_ex", "head_kinds_ex", "mha_ex"]  # what a notebook uses
+
 import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property, readymade
+from transformer_nb.exercises import Exercise, Mistake, Property
 from transformer_nb.exercises.solutions import multihead as sol
 
 NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use this module
@@ -57,7 +59,14 @@ mha_ex = Exercise(
     "Exercise 8.6: multi-head attention",
     sol.multi_head_attention,
     name="mha_ex",
-    ready_made=readymade.MULTIHEAD,
+    ready_made=(
+        "scaled_dot_product_attention",
+        "multi_head_attention_forward",
+        "MultiheadAttention",
+        "MultiHeadAttention",
+        "split_heads",
+        "merge_heads",
+    ),
     cases=[
         ("the exercise's size: d_model=32, h=4, 7 tokens", _mha_case(61, 1, 7, 32, 4)),
         ("batch 2, d_model=24, h=3, 5 tokens", _mha_case(62, 2, 5, 24, 3)),
@@ -98,11 +107,6 @@ mha_ex = Exercise(
         "Splitting heads: (B, T, d_model) -> (B, T, h, d_k), then move the head axis forward: (B, h, T, d_k).",
         "Each head is an attention of size d_k; merging reverses the split exactly before the output projection.",
     ],
-    reveals=(
-        "transformer_nb.core.multihead.MultiHeadAttention.forward",
-        "transformer_nb.core.multihead.split_heads",
-        "transformer_nb.core.multihead.merge_heads",
-    ),
 )
 
 

@@ -6,6 +6,8 @@
   mean over the *real* tokens (004 §13.1's alternative to ``[CLS]``).
 """
 
+__all__ = ["lm_shift_ex", "mean_pool_ex"]  # what a notebook uses
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
@@ -89,7 +91,6 @@ lm_shift_ex = Exercise(
         "A target that is padding must not count in the loss: -100 is F.cross_entropy's ignore_index. Which "
         "keep entries describe the targets?",
     ],
-    reveals=("transformer_nb.objectives.lm_batch",),
 )
 
 

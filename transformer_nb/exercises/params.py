@@ -6,6 +6,8 @@
 Exercise 8.4 (memory, FLOPs, the crossover and its reading) is in :mod:`transformer_nb.exercises.complexity`.
 """
 
+__all__ = ["breakdown_ex"]  # what a notebook uses
+
 from transformer_nb.exercises import Exercise, Mistake, Property
 from transformer_nb.exercises.compare import is_number
 from transformer_nb.exercises.solutions import params as sol

@@ -9,6 +9,8 @@
 Each exercise knows the typical wrong answers and replies with a hint aimed at that mistake.
 """
 
+__all__ = ["alibi_slopes_ex", "offset_matrix_ex", "offset_similarity_ex"]  # what a notebook uses
+
 import math
 
 import torch
@@ -131,7 +133,6 @@ offset_matrix_ex = _TableExercise(
         "involve b only: those coefficients are the matrix entries.",
         "Row 1 produces sin(a+b), row 2 cos(a+b); the columns multiply sin a and cos a, in that order.",
     ],
-    reveals=(),
     explanation="""
     M(k) = [[cos kω, sin kω], [-sin kω, cos kω]]. MᵀM = I (cos² + sin² = 1) and det M = cos² + sin² = +1: a
     rotation, by the angle -kω in the (sin, cos) plane. It contains k and ω only, never pos: the same matrix
@@ -316,5 +317,4 @@ alibi_slopes_ex = _TableExercise(
         "For other n the paper takes the largest power of 2 below n, its slopes, then fills up with every "
         "other slope of twice as many heads.",
     ],
-    reveals=("transformer_nb.core.positional.alibi_slopes",),
 )

@@ -12,6 +12,8 @@ written down by rule, so the right answer is known exactly and each typical mist
 different, recognisable answer.
 """
 
+__all__ = ["greedy_ex", "shift_ex"]  # what a notebook uses
+
 import torch
 import torch.nn as nn
 
@@ -119,7 +121,6 @@ shift_ex = Exercise(
         "Both outputs are one column longer than tgt: one has a BOS in front, the other an EOS after the last symbol.",
         "Each row's EOS goes right after its own last real symbol; count the non-PAD entries of the row.",
     ],
-    reveals=("transformer_nb.reversal.shift_for_teacher_forcing",),
 )
 
 
@@ -305,5 +306,4 @@ greedy_ex = _GreedyExercise(
         "Rows finish at different times: remember which rows have produced EOS, give them PAD from then on, and "
         "stop early only when all are done.",
     ],
-    reveals=("transformer_nb.reversal.greedy_decode",),
 )

@@ -8,11 +8,13 @@
 Each exercise knows the typical wrong answers and replies with a hint aimed at that mistake.
 """
 
+__all__ = ["relative_score_ex", "rope_scores_ex"]  # what a notebook uses
+
 import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property, readymade
+from transformer_nb.exercises import Exercise, Mistake, Property
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import rope as sol
 
@@ -123,7 +125,7 @@ def _case_three_heads():
 rope_scores_ex = Exercise(
     title="Exercise 8.10: RoPE scores of a two-head attention",
     name="rope_scores_ex",
-    ready_made=readymade.ROPE,
+    ready_made=("apply_rope", "rope_matrix", "RoPE"),
     reference=sol.rope_scores,
     cases=[
         ("the exercise: T=32, d_model=16, 2 heads (d_k=8)", _case_exercise),
@@ -192,7 +194,6 @@ rope_scores_ex = Exercise(
         "Turning (a, b) by φ gives (a cos φ - b sin φ, a sin φ + b cos φ); the even and odd features are two "
         "strided slices of the last axis, and stacking them back interleaves them.",
     ],
-    reveals=("transformer_nb.core.rope.RoPE",),
 )
 
 # ----------------------------------------------------------------------------------------
@@ -225,7 +226,7 @@ def _rs_case(d, delta, seed):
 relative_score_ex = Exercise(
     title="Exercise 8.10 (the identity): qᵀ R_Δ k pair by pair",
     name="relative_score_ex",
-    ready_made=readymade.ROPE,
+    ready_made=("apply_rope", "rope_matrix", "RoPE"),
     reference=sol.relative_score,
     cases=[
         ("d=8, Δ = 7 (Exercise 8.10's offset)", _rs_case(8, 7, 820)),

@@ -8,6 +8,8 @@
   near 1) the Jacobian is near 0, so almost no gradient flows back to the scores.
 """
 
+__all__ = ["empirical_ex", "jacobian_ex", "moments_ex"]  # what a notebook uses
+
 import math
 
 import torch

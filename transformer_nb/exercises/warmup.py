@@ -5,6 +5,8 @@
   ``(B, T_q, d), (B, T_k, d) -> (B, T_q, T_k)``.
 """
 
+__all__ = ["scores_ex", "softmax_ex"]  # what a notebook uses
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
