@@ -99,6 +99,13 @@ def call_with_time_limit(fn, args: tuple, seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
+#: What each kind of from-scratch exercise asks the student to write, ready-made (``Exercise.ready_made``).
+ATTENTION = ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention", "MultiHeadAttention")
+MULTIHEAD = (*ATTENTION, "split_heads", "merge_heads")
+BLOCK = ("TransformerEncoderLayer", "TransformerEncoder", "Transformer", "EncoderLayer", "Encoder")
+ROPE = ("apply_rope", "rope_matrix", "RoPE")
+
+
 def _lookup(node, scope):
     """The object a name or a dotted attribute in an answer's code refers to, or None if unknown here."""
     if isinstance(node, ast.Name):
@@ -383,7 +390,6 @@ class Exercise:
         )
 
 
-@functools.cache
 def all_exercises() -> dict:
     """Every exercise of every module in this package: ``{"module.variable": Exercise}``."""
     found = {}

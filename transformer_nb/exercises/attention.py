@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import ATTENTION, Exercise, Mistake, Property
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -149,12 +149,7 @@ attention_ex = _AttentionExercise(
     "Exercise 8.5: scaled dot-product attention",
     sol.attention,
     name="attention_ex",
-    ready_made=(
-        "scaled_dot_product_attention",
-        "multi_head_attention_forward",
-        "MultiheadAttention",
-        "MultiHeadAttention",
-    ),
+    ready_made=ATTENTION,
     cases=[
         ("batch=2, seq_len=8, d_k=d_v=16, no mask", _case_plain),
         ("the same input with a causal (8, 8) bool mask", _case_causal),

@@ -12,8 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.utils import as_int
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import BLOCK, Exercise, Mistake, Property
 from transformer_nb.exercises.solutions import block as sol
 
 NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module
@@ -153,11 +152,6 @@ def stack_signature(model, d_model: int, d_ff: int, n_blocks: int, seed: int = 0
     (every parameter gets a ``.grad`` from ``out.sum().backward()``), ``count`` (``"ok"`` for the parameter
     count of ``n_blocks`` blocks, else the count), ``residual`` (a large input passes nearly unchanged) and
     ``normalised`` (every output token has mean 0 and variance 1: a norm is applied last)."""
-    d_model, d_ff, n_blocks = (
-        as_int(n, v, 1) for n, v in (("d_model", d_model), ("d_ff", d_ff), ("n_blocks", n_blocks))
-    )
-    if not isinstance(model, nn.Module):
-        return {"module": False}
     x = torch.randn(2, 12, d_model, generator=_gen(seed))
     for p in model.parameters():
         p.grad = None
@@ -219,15 +213,7 @@ encoder_stack_ex = _StackExercise(
     "Exercise 8.8: four Pre-LN encoder blocks",
     sol.build_encoder_stack,
     name="encoder_stack_ex",
-    ready_made=(
-        "TransformerEncoderLayer",
-        "TransformerEncoder",
-        "TransformerDecoderLayer",
-        "Transformer",
-        "EncoderLayer",
-        "DecoderLayer",
-        "Encoder",
-    ),
+    ready_made=BLOCK,
     solution_code=(sol.PreLNBlock, sol.build_encoder_stack),
     harness=_measured,
     compare=lambda out, ref: out == ref,

@@ -21,9 +21,7 @@ import torch.nn.functional as F
 from transformer_nb.core.block import EncoderLayer
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention
-from transformer_nb.core.utils import as_int
-from transformer_nb.env import check_module
-from transformer_nb.exercises import Exercise, Mistake
+from transformer_nb.exercises import BLOCK, MULTIHEAD, Exercise, Mistake
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
 
@@ -44,8 +42,6 @@ RENAMES += (("pos.emb.", "pos."), ("head.tok.", "tok."), ("head.bias", "bias"))
 
 def student_names(state_dict: dict) -> dict:
     """A package module's ``state_dict`` under the names of the student's modules (``RENAMES``)."""
-    if not isinstance(state_dict, dict):
-        raise TypeError(f"state_dict must be a module's state_dict(), got {type(state_dict).__name__}")
     out = {}
     for name, value in state_dict.items():
         for old, new in RENAMES:
@@ -56,8 +52,7 @@ def student_names(state_dict: dict) -> dict:
 
 def randomise_(module: nn.Module, seed: int) -> nn.Module:
     """Overwrite every parameter with seeded random values (LayerNorm scales near 1), so that no part is trivial."""
-    check_module("module", module)
-    g = torch.Generator().manual_seed(as_int("seed", seed))
+    g = torch.Generator().manual_seed(seed)
     with torch.no_grad():
         for m in module.modules():
             for name, p in m.named_parameters(recurse=False):
@@ -83,7 +78,6 @@ def _naming(what: str, missing: list, unexpected: list) -> str:
 
 def load_package_weights(module: nn.Module, package: nn.Module, what: str) -> str | None:
     """Copy ``package``'s parameters into ``module`` (``student_names``); a message if they do not fit, else None."""
-    check_module("package", package)
     if not isinstance(module, nn.Module):
         return f"your {what} should be an nn.Module (a class deriving from nn.Module), not a {type(module).__name__}."
     want, have = student_names(package.state_dict()), module.state_dict()
@@ -123,8 +117,6 @@ _close = lambda out, ref: allclose(out, ref, atol=1e-4, rtol=1e-4)  # float32 mo
 
 def slip(base, hint: str, **flags) -> Mistake:
     """A typical mistake: ``base`` with the class attributes ``flags`` (read by its ``forward``) set, and its hint."""
-    if not isinstance(base, type):
-        raise TypeError(f"base must be the reference class to derive the mistake from, got {type(base).__name__}")
     return Mistake(type(f"{base.__name__}_{'_'.join(flags)}", (base,), flags), hint)
 
 
@@ -132,8 +124,6 @@ def module_runner(what: str, package, weights: bool = False):
     """``(harness, expected)`` for a class built as ``cls(*sizes)`` and called as ``m(x, mask)`` on the case
     arguments ``(*sizes, x, mask, seed)``; ``package(*sizes)`` builds the package's module. ``weights``: the
     output is ``(out, m.weights)``, the package's ``last_weights`` being expected."""
-    if not isinstance(what, str) or not callable(package):
-        raise TypeError(f"what must be a str and package a class, got {type(what).__name__} and {package!r}")
 
     def expected(*args):
         *sizes, x, mask, seed = args
@@ -197,14 +187,7 @@ mha_ex = PackageExercise(
     "Step 3 · multi-head attention",
     sol.MultiHeadAttention,
     name="mha_ex",
-    ready_made=(
-        "scaled_dot_product_attention",
-        "multi_head_attention_forward",
-        "MultiheadAttention",
-        "MultiHeadAttention",
-        "split_heads",
-        "merge_heads",
-    ),
+    ready_made=MULTIHEAD,
     expected=_mha_expected,
     harness=_mha_harness,
     compare=_close,
@@ -294,15 +277,7 @@ block_ex = PackageExercise(
     "Step 4 · a Pre-LN block",
     sol.Block,
     name="block_ex",
-    ready_made=(
-        "TransformerEncoderLayer",
-        "TransformerEncoder",
-        "TransformerDecoderLayer",
-        "Transformer",
-        "EncoderLayer",
-        "DecoderLayer",
-        "Encoder",
-    ),
+    ready_made=BLOCK,
     expected=_block_expected,
     harness=_block_harness,
     compare=_close,

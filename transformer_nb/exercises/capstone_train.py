@@ -14,15 +14,17 @@
 - ``training_check``: the run's last validation loss against the profile's ``LOSS_THRESHOLD``, with hints.
 """
 
-__all__ = [
+__all__ = [  # what notebook 12 (and lecture mode) uses
     "CAPSTONE_MODEL",
     "CAPSTONE_RUN",
     "attention_maps",
     "build",
+    "cache_entry",
+    "load_trained",
     "to_package",
     "training_check",
     "training_run",
-]  # what a notebook uses
+]
 
 import math
 
@@ -113,7 +115,6 @@ def _optimizer(model: nn.Module, cfg: dict) -> torch.optim.AdamW:
 def validation_loss(model: nn.Module, ids: torch.Tensor, bf16: bool = False) -> float:
     """Mean next-word loss (nats) of ``model`` on the flat split ``ids``: ``perplexity.evaluate`` of the package
     model holding its weights, in windows of ``CAPSTONE_TRAIN["seq_len"]`` words."""
-    check_module("model", model)
     result = evaluate(to_package(model, model.tok.num_embeddings), ids, CAPSTONE_TRAIN["seq_len"], bf16=bf16)
     return result["nll_sum"] / result["tokens"]
 
@@ -122,10 +123,6 @@ def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str
     """Train ``model`` for ``run["steps"]`` steps of ``CAPSTONE_TRAIN`` on ``data.train`` with ``train.train``;
     return its history, with ``val_loss`` at step 0 and ``run["eval_points"]`` more points (the first
     ``run["eval_tokens"]`` validation words)."""
-    check_module("model", model)
-    _check_data(data)
-    if not isinstance(run, dict) or not {"steps", "eval_points", "eval_tokens"} <= set(run):
-        raise ValueError(f"run must be a dict with steps, eval_points and eval_tokens (CAPSTONE_RUN), got {run!r}")
     cfg, steps, device = CAPSTONE_TRAIN, run["steps"], next(model.parameters()).device
     opt = _optimizer(model, cfg)
     warm = max(1, round(cfg["warmup"] * steps))

@@ -19,7 +19,6 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.utils import as_int, as_real
 from transformer_nb.exercises import Exercise, Mistake, answer_hints
 from transformer_nb.exercises.compare import allclose, is_number, same_answers
 from transformer_nb.exercises.solutions import lm as sol
@@ -35,9 +34,6 @@ class TinyLM(nn.Module):
 
     def __init__(self, seed: int = 0, dropout: float = 0.25):
         super().__init__()
-        seed, dropout = as_int("seed", seed), as_real("dropout", dropout)
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.embed, self.mix, self.head = nn.Embedding(VOCAB, 8), nn.Linear(8, 8), nn.Linear(8, VOCAB)

@@ -17,7 +17,6 @@ __all__ = ["greedy_ex", "shift_ex"]  # what a notebook uses
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.utils import as_int
 from transformer_nb.exercises import Exercise, Mistake, Property
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import reversal as sol
@@ -166,9 +165,6 @@ class HandBuiltReverser(nn.Module):
 
 def F_pad(x, width):
     """Right-pad ``x (B, S)`` with PAD to at least ``width`` columns."""
-    if not isinstance(x, torch.Tensor) or x.ndim != 2:
-        raise ValueError(f"x must be a (B, S) tensor of token ids, got {x!r:.60}")
-    width = as_int("width", width)
     return nn.functional.pad(x, (0, max(0, width - x.shape[1])), value=PAD)
 
 
