@@ -30,7 +30,9 @@ import textwrap
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import tomllib
 import torch
 
 __all__ = ["all_exercises", "catalogue"]  # what a notebook calls (besides each exercise's methods)
@@ -104,6 +106,12 @@ ATTENTION = ("scaled_dot_product_attention", "multi_head_attention_forward", "Mu
 MULTIHEAD = (*ATTENTION, "split_heads", "merge_heads")
 BLOCK = ("TransformerEncoderLayer", "TransformerEncoder", "Transformer", "EncoderLayer", "Encoder")
 ROPE = ("apply_rope", "rope_matrix", "RoPE")
+
+
+@functools.cache
+def _texts() -> dict:
+    """The exercises' prose (hints, explanations) by title, from ``texts.toml``."""
+    return tomllib.loads((Path(__file__).parent / "texts.toml").read_text(encoding="utf-8"))
 
 
 def _lookup(node, scope):
@@ -193,6 +201,12 @@ class Exercise:
     _last_fn: object = field(default=None, init=False, repr=False)
     _hint_level: int = field(default=0, init=False, repr=False)
     _make: object = field(default=None, init=False, repr=False)
+
+    def __post_init__(self):
+        """The hints and the explanation not given here come from ``texts.toml``, by title."""
+        text = _texts().get(self.title, {})
+        self.hints = self.hints or text.get("hints", [])
+        self.explanation = self.explanation or text.get("explanation", "")
 
     # ---------------------------------------------------------------- what a student calls
 

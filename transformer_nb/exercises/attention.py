@@ -192,19 +192,6 @@ attention_ex = _AttentionExercise(
         ),
         Property(lambda args, out: torch.allclose(out[0], out[1] @ args[2], atol=1e-5), "the output is not w @ v."),
     ],
-    hints=[
-        "Three steps: scores from queries and keys, a softmax that turns each query's scores into weights, and "
-        "a weighted sum of the values. Check each intermediate shape on the first case: (2, 8, 8) scores.",
-        "Scale the scores before the softmax, by the square root of the size of the vectors in each dot product.",
-        "Masking happens on the scores, before the softmax: a blocked key must end with weight exactly 0.",
-        "The mask may arrive as bool or as a float 0/1 matrix; a comparison with 0 treats both alike.",
-    ],
-    explanation="""
-    The chapter's tests, with the solution: for q, k, v = torch.randn(2, 8, 16) (three times),
-    weights.sum(-1) is all ones, and with mask = torch.tril(torch.ones(8, 8)) the weights above the
-    diagonal are exactly 0 (exp(-inf) = 0). The nan_to_num line is the extension: a query with no key
-    to attend to gets zero weights instead of 0/0.
-    """,
 )
 
 
@@ -256,10 +243,5 @@ causal_ex = _AttentionExercise(
             lambda a, o: bool((o[1].diagonal(dim1=-2, dim2=-1) > 0).all()),
             "every query must be able to attend to itself: some diagonal weights are 0.",
         ),
-    ],
-    hints=[
-        "Query i may attend to keys 0..i, itself included. Draw the allowed entries of a 4 × 4 grid.",
-        "That grid is a triangle of the (T, T) matrix; torch has a function for each triangle.",
-        "Build the mask with the sequence length of the inputs and use it exactly as in attention().",
     ],
 )

@@ -59,11 +59,6 @@ rms_norm_ex = Exercise(
         Mistake(_rms(root=False), "you divided by the mean square itself; RMS is its square ROOT."),
         Mistake(_rms(dim=0), "the statistics of a norm are taken over each token's features, the last axis."),
     ],
-    hints=[
-        "RMSNorm divides each token's vector by its root mean square, then scales by γ.",
-        "The mean of the squares runs over the last axis, kept with keepdim=True so that it broadcasts.",
-        "ε is added to the mean square, under the root, as nn.RMSNorm does.",
-    ],
 )
 
 
@@ -103,11 +98,6 @@ swiglu_ex = Exercise(
         Mistake(_glu(act=F.gelu), "you used GELU in the gate (that is GeGLU); SwiGLU's gate is Swish/SiLU."),
         Mistake(_glu(up=False), "the up-projection W_up is never used: the gate multiplies a second branch."),
         Mistake(_glu(combine="add"), "the two branches must be multiplied elementwise (a gate), not added."),
-    ],
-    hints=[
-        "Two linear branches of x, one of them through an activation, combined elementwise, then W_down.",
-        "The weights are stored like nn.Linear.weight, (out, in): a linear layer computes x @ W.T.",
-        "The activation is Swish/SiLU, z·σ(z) (F.silu), on the gate branch only.",
     ],
 )
 
@@ -252,15 +242,4 @@ encoder_stack_ex = _StackExercise(
         ),
         _prop("residual", "for a large input the output should stay close to the input: a residual is missing."),
     ],
-    hints=[
-        "One block: normalise, attend, add the input back; normalise, feed forward, add back. Stack n of them.",
-        "Give each block its own LayerNorms, attention (your multi-head attention from notebook 03, or "
-        "nn.MultiheadAttention with batch_first=True) and FFN; nn.Sequential chains modules that take one input.",
-        "In Pre-LN the norm is applied to the sublayer's INPUT inside the branch: x + sublayer(norm(x)).",
-    ],
-    explanation="""
-    The chapter's two verifications, on build_encoder_stack(64, 4, 256, 4): the output of a (2, 12, 64) input
-    has shape (2, 12, 64), and after out.sum().backward() every parameter has a .grad. The parameter count is
-    4 × (4·64² + 4·64 + 2·64·256 + 256 + 64 + 4·64) = 4 × 50,240 = 200,960 with biases.
-    """,
 )

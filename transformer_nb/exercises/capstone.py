@@ -227,14 +227,6 @@ mha_ex = PackageExercise(
         slip(_MHASlip, "the joined heads still go through the output projection W_O.", project_out=False),
         slip(_MHASlip, "the mask has no effect: pass it on to your attention.", pass_mask=False),
     ],
-    hints=[
-        "Project x with q_proj, k_proj and v_proj; give each head its own d_model / n_heads features of every "
-        "token; attend per head with your `attention` from step 1; join the heads; apply out_proj.",
-        "Shapes: (B, T, d_model) -> (B, T, h, d_k) -> (B, h, T, d_k). Your attention works on any leading axes, "
-        "and a (T, T) mask broadcasts over B and h. Back: (B, h, T, d_k) -> (B, T, h, d_k) -> (B, T, d_model).",
-        "view/reshape changes how numbers are grouped, transpose(1, 2) swaps the T and h axes. "
-        "Store the weights with self.weights = weights.detach().",
-    ],
 )
 
 
@@ -306,12 +298,5 @@ block_ex = PackageExercise(
         slip(_BlockSlip, "nothing non-linear sits between ff1 and ff2: two linear maps make one.", act="none"),
         slip(_BlockSlip, "the sublayers run in the wrong order: attention comes first.", ffn_first=True),
         slip(_BlockSlip, "the mask has no effect: pass it on to the attention.", pass_mask=False),
-    ],
-    hints=[
-        "Two sublayers, each wrapped the same way: normalise a copy of the stream, run the sublayer on it, "
-        "and add the result back to the stream (000 §8.5.5).",
-        "Attention first (norm1, attn with the mask), then the feed-forward (norm2, ff1, ReLU, ff2).",
-        "The attention sublayer is x' = x + MHA(LN₁(x)) (000 §8.5.5, with the mask); the feed-forward sublayer "
-        "has the same form with LN₂ and FFN.",
     ],
 )

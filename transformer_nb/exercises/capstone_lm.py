@@ -193,14 +193,6 @@ lm_ex = PackageExercise(
         "index out of range": "An embedding was indexed past its end: the position table is indexed by "
         "the positions 0 .. T-1, not by the token ids."
     },
-    hints=[
-        "Embed the tokens and add a learned embedding of each position; run the blocks with one causal mask; "
-        "normalise; score every word against the token embedding matrix itself (tied), plus a bias.",
-        "Shapes: ids (B, T) -> tok(ids) + pos(0 .. T-1): (B, T, d) -> blocks (mask = my_causal_mask(T)) -> norm "
-        "-> (B, T, d) @ (d, V) + bias -> (B, T, V).",
-        "Initialise every nn.Embedding and nn.Linear weight from N(0, 0.02) and every nn.Linear bias with 0: "
-        "loop over self.modules() at the end of __init__.",
-    ],
 )
 
 
@@ -254,14 +246,6 @@ params_ex = PackageExercise(
         ),
         _off(lambda V, d, h, f, N, T: -N * d * f, "the feed-forward has two matrices, d×d_ff and d_ff×d."),
     ],
-    hints=[
-        "Count module by module: the two embedding tables; one block (attention, feed-forward, two norms) times "
-        "n_layers; the final norm; the output layer.",
-        "000 gives 4·d² for the attention's weights (§8.3.5) and 2·d·d_ff for the feed-forward's (§8.5.4). Every "
-        "nn.Linear also has a bias per output; every LayerNorm a scale and a shift per feature.",
-        "The tied output layer adds no matrix, only a bias per word; learned positions add max_len·d; the number "
-        "of heads adds nothing.",
-    ],
 )
 
 
@@ -314,10 +298,4 @@ generate_ex = PackageExercise(
         "index out of range": "The text grew past max_len, the last position the model has an embedding "
         "for: feed it only the last max_len tokens."
     },
-    hints=[
-        "Repeat n_new times: run the model on the text so far, take the most likely next word, append it.",
-        "The model takes a batch (1, T) and returns (1, T, V); the prediction for the next word is at the last "
-        "position. Keep the text at most max_len tokens long when you feed it.",
-        "argmax over the vocabulary gives the greedy choice; torch.cat appends it (as a 1-element tensor).",
-    ],
 )

@@ -69,12 +69,6 @@ top_k_ex = Exercise(
         ),
         Property(lambda a, o: bool(((o > 0).sum(-1) == a[1]).all()), "exactly k words per row must be possible."),
     ],
-    hints=[
-        "Two changes to a plain softmax: divide the logits by the temperature, and allow only the k largest.",
-        "The words outside the top k must get probability exactly 0 and the rest must still sum to 1: act "
-        "on the logits before the softmax.",
-        "torch.topk gives the k largest values of each row; the smallest of them is the threshold.",
-    ],
 )
 
 
@@ -128,11 +122,5 @@ kv_step_ex = Exercise(
     ],
     properties=[
         Property(lambda a, o: isinstance(o, (tuple, list)) and len(o) == 3, "return (out, k_all, v_all)."),
-    ],
-    hints=[
-        "A step has two parts: grow the cache with the new token's key and value, then attend with the new query.",
-        "The caches grow along the time axis (dim=2 of (B, h, T, d_head)), newest last.",
-        "The newest token may see every token so far, itself included: no mask. The attention is the same "
-        "scaled dot-product attention as in training.",
     ],
 )

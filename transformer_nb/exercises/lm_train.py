@@ -114,11 +114,6 @@ evaluate_ex = Exercise(
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-6),
     crash_hints=_CRASHES,
-    hints=[
-        "Perplexity is exp of the mean negative log-likelihood per target, over ALL targets of all batches.",
-        "Add up the summed loss of every batch and the number of targets of every batch; divide at the end.",
-        "Measure in eval mode without gradients; F.cross_entropy needs the class axis second, or flattened inputs.",
-    ],
 )
 
 
@@ -197,11 +192,6 @@ train_step_ex = _StepExercise(
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-6, rtol=1e-5),
     crash_hints=_CRASHES,
-    hints=[
-        "One step: forward, loss, gradients, update. Which call clears the gradients of the previous step?",
-        "The loss compares the logits at every position with the target at the same position (y is x shifted).",
-        "Order: clear gradients, forward, loss, backward, optimizer step; return the loss as a Python number.",
-    ],
 )
 
 
@@ -238,11 +228,6 @@ greedy_lm_ex = Exercise(
     ],
     compare=lambda out, ref: isinstance(out, torch.Tensor) and allclose(out, ref, atol=0, rtol=0),
     crash_hints=_CRASHES,
-    hints=[
-        "Generation is a loop of n_new steps: run the model on everything so far and pick one token.",
-        "Of the logits (B, T, V), only the last position's row predicts the token after the prompt.",
-        "Greedy: the arg-max over the vocabulary; append it to ids (dim 1) and run again. Eval mode, no gradients.",
-    ],
 )
 
 
@@ -269,9 +254,4 @@ verdict_ex = Exercise(
     ],
     compare=same_answers,
     properties=answer_hints(sol.verdict, _QUESTIONS),
-    hints=[
-        "Read the numbers of the run above: each question is answered by one comparison.",
-        "Answer with the model names exactly as in the results dict, and True/False for the size question.",
-        "Write it as a function of results, so that your verdict follows the numbers when the run changes.",
-    ],
 )

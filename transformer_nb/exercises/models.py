@@ -199,11 +199,6 @@ variant_masks_ex = _VariantMasksExercise(
             "a real token must always be allowed to attend to itself: check the diagonal of your self-attention masks.",
         ),
     ],
-    hints=[
-        "First decide, for each variant, which of the three sublayers it has; the others are None.",
-        "Every mask blocks padded KEYS, so each is built from the keep mask of the sequence its keys come from.",
-        "Only the sublayer that reads the sequence being generated is causal; cross-attention reads the source.",
-    ],
 )
 
 

@@ -94,12 +94,6 @@ mha_ex = Exercise(
             "return the weights of every head, (B, h, T, T), not their average.",
         ),
     ],
-    hints=[
-        "Project x with each matrix, split each projection into h heads, attend inside each head, put the heads "
-        "side by side, project with W_O. Check the shape after every step.",
-        "Splitting heads: (B, T, d_model) -> (B, T, h, d_k), then move the head axis forward: (B, h, T, d_k).",
-        "Each head is an attention of size d_k; merging reverses the split exactly before the output projection.",
-    ],
 )
 
 
@@ -161,11 +155,6 @@ attention_distance_ex = Exercise(
             lambda args, out: bool((out <= args[0].shape[-1] - 1 + 1e-9).all()),
             "no head's mean distance can exceed T - 1.",
         ),
-    ],
-    hints=[
-        "For one head and one query i: weight each key's offset |i - j| by how much i attends to j.",
-        "Build the (T, T) matrix of offsets |i - j| once; it broadcasts against w of shape (h, T, T).",
-        "Sum over the keys (the last axis), then average over the queries: one number per head.",
     ],
 )
 
@@ -229,11 +218,5 @@ head_kinds_ex = Exercise(
             lambda a, o: all(k in ("local", "global", "focused") for k in o),
             'each label is one of "local", "global", "focused".',
         ),
-    ],
-    hints=[
-        "The rule needs two numbers per head: its mean attention distance and its mean entropy over the queries.",
-        "Entropy of one query's weights: -Σ_j w_ij ln w_ij, with 0·ln 0 = 0; uniform attention over T keys has "
-        "entropy ln T and mean distance (T² - 1)/(3T).",
-        "Test 'local' first (distance below half the uniform distance), then 'global' (entropy above 0.9 ln T).",
     ],
 )

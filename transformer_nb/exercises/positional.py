@@ -127,17 +127,6 @@ offset_matrix_ex = _TableExercise(
         Property(_maps_pe, "M @ [sin(pos·ω), cos(pos·ω)] must equal [sin((pos+k)·ω), cos((pos+k)·ω)] for every pos."),
     ],
     compare=_compare,
-    hints=[
-        "Write a = pos·ω and b = k·ω. You need sin(a+b) and cos(a+b) in terms of sin a and cos a.",
-        "The angle-addition formulas give both as linear combinations of sin a and cos a whose coefficients "
-        "involve b only: those coefficients are the matrix entries.",
-        "Row 1 produces sin(a+b), row 2 cos(a+b); the columns multiply sin a and cos a, in that order.",
-    ],
-    explanation="""
-    M(k) = [[cos kω, sin kω], [-sin kω, cos kω]]. MᵀM = I (cos² + sin² = 1) and det M = cos² + sin² = +1: a
-    rotation, by the angle -kω in the (sin, cos) plane. It contains k and ω only, never pos: the same matrix
-    moves every position by k.
-    """,
 )
 
 # ----------------------------------------------------------------------------------------
@@ -226,13 +215,6 @@ offset_similarity_ex = _TableExercise(
         Property(_os_bounded, "a cosine similarity lies in [-1, 1]."),
     ],
     compare=lambda out, ref: _compare(out, ref, atol=1e-5, rtol=1e-4),
-    hints=[
-        "First the (T, T) matrix of cosine similarities of every pair of rows; then, for each offset k, the "
-        "pairs (i, i + k).",
-        "Cosine similarity is the dot product of the two vectors scaled to length 1: normalise each row once, "
-        "and one matrix product gives every pair.",
-        "The pairs at offset k lie on one diagonal of that matrix; there are T - k of them.",
-    ],
 )
 
 # ----------------------------------------------------------------------------------------
@@ -310,11 +292,4 @@ alibi_slopes_ex = _TableExercise(
         ),
     ],
     compare=lambda out, ref: _compare(out, ref, atol=1e-9, rtol=1e-9),
-    hints=[
-        "Start with n_heads = 8: the paper's slopes are 1/2, 1/4, ..., 1/256. What is the pattern in terms of n?",
-        "For n a power of 2 the slopes are a geometric sequence whose first term equals its ratio; the last "
-        "head always ends at 2^-8.",
-        "For other n the paper takes the largest power of 2 below n, its slopes, then fills up with every "
-        "other slope of twice as many heads.",
-    ],
 )

@@ -115,11 +115,6 @@ shift_ex = Exercise(
             "each row of tgt_out must contain exactly one EOS.",
         ),
     ],
-    hints=[
-        "Write out both outputs for one row [6, 4, 9] by hand, then for a shorter row padded with PAD.",
-        "Both outputs are one column longer than tgt: one has a BOS in front, the other an EOS after the last symbol.",
-        "Each row's EOS goes right after its own last real symbol; count the non-PAD entries of the row.",
-    ],
 )
 
 
@@ -295,11 +290,5 @@ greedy_ex = _GreedyExercise(
             lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all()),
             "after a row's EOS only PAD may follow.",
         ),
-    ],
-    hints=[
-        "Greedy decoding is a loop: start every row from BOS, predict one token, feed it back in, repeat.",
-        "Encode the source once. Of the decoder's logits (B, t, V), which position predicts the NEXT token?",
-        "Rows finish at different times: remember which rows have produced EOS, give them PAD from then on, and "
-        "stop early only when all are done.",
     ],
 )

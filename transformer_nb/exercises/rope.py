@@ -186,14 +186,6 @@ rope_scores_ex = Exercise(
         ),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-8, rtol=1e-6),
-    hints=[
-        "Four steps: project, split into heads of d_k, rotate each head's q and k by their positions, then "
-        "the scaled dot products of every query with every key.",
-        "Rotation: pair (2i, 2i+1) of the vector at position m turns by the angle m·θ_i, θ_i = 10000^(-2i/d_k), "
-        "with d_k the HEAD size.",
-        "Turning (a, b) by φ gives (a cos φ - b sin φ, a sin φ + b cos φ); the even and odd features are two "
-        "strided slices of the last axis, and stacking them back interleaves them.",
-    ],
 )
 
 # ----------------------------------------------------------------------------------------
@@ -266,9 +258,4 @@ relative_score_ex = Exercise(
         ),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-9),
-    hints=[
-        "Take one pair: q's (q1, q2) and k's (k1, k2). Rotate k's pair by the angle Δθ_i and dot it with q's pair.",
-        "Multiply out: the result has a cos(Δθ_i) term and a sin(Δθ_i) term, each a combination of q1, q2, k1, k2.",
-        "The pairs are the strided slices [0::2] and [1::2]; sum the d/2 pair scores.",
-    ],
 )
