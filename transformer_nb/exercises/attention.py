@@ -35,12 +35,12 @@ class _AttentionExercise(Exercise):
         return hint
 
 
-def _attend(q, k, v, mask=None, scale=None, dim=-1, fill=float("-inf"), transpose_scores=False):
+def _attend(q, k, v, mask=None, scale=None, dim=-1, transpose_scores=False):
     """Attention with one knob turned: the typical mistakes below are this function with other settings."""
     scores = (k @ q.transpose(-2, -1)) if transpose_scores else (q @ k.transpose(-2, -1))
     scores = scores / (math.sqrt(q.shape[-1]) if scale is None else scale(q, k, v))
     if mask is not None:
-        scores = scores.masked_fill(mask == 0, fill)
+        scores = scores.masked_fill(mask == 0, float("-inf"))
     weights = torch.softmax(scores, dim=dim).nan_to_num(0.0)
     return weights @ v, weights
 
@@ -83,10 +83,6 @@ def _mask_after_softmax(q, k, v, mask=None):
 def _weights_transposed(q, k, v, mask=None):
     out, w = sol.attention(q, k, v, mask)
     return out, w.transpose(-2, -1)
-
-
-def _large_negative(q, k, v, mask=None):
-    return _attend(q, k, v, mask, fill=-1e6)
 
 
 _SCALE = (
@@ -184,7 +180,6 @@ attention_ex = _AttentionExercise(
         Mistake(_weights_transposed, "the weights you return are transposed: one row per query, (B, T_q, T_k)."),
     ],
     properties=[
-        Property(lambda args, out: isinstance(out, (tuple, list)) and len(out) == 2, "return (output, weights)."),
         Property(_rows_sum_to_one, "rows of the weights do not sum to 1."),
         Property(
             _zeros_where_masked,

@@ -48,11 +48,6 @@ def tensor_problem(out, ref: torch.Tensor, what: str = "your result") -> str | N
         return f"{what} should be a torch.Tensor, but it is a {_name(out)}."
     if out.is_complex() and not ref.is_complex():
         return f"{what} is a complex tensor: the answer is real. Which step made it complex?"
-    if out.device.type == "meta":
-        return (
-            f"{what} is a meta tensor: it has a shape but no values. Build it from the inputs "
-            "(or with device=<input>.device), not on device='meta'."
-        )
     if out.device.type != ref.device.type:
         return (
             f"{what} is on device '{out.device.type}', the inputs are on '{ref.device.type}': create new "

@@ -82,9 +82,6 @@ lm_shift_ex = Exercise(
             "counted. A target is real when *it* is a real token.",
         ),
     ],
-    properties=[
-        Property(lambda args, out: isinstance(out, tuple) and len(out) == 2, "return a pair (inputs, targets)."),
-    ],
 )
 
 

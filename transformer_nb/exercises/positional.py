@@ -88,10 +88,6 @@ def _orthogonal(args, out):
     return torch.allclose(m.T @ m, torch.eye(2, dtype=torch.float64), atol=1e-6)
 
 
-def _det_one(args, out):
-    return abs(torch.linalg.det(_as_tensor(out)).item() - 1.0) < 1e-6
-
-
 offset_matrix_ex = _TableExercise(
     title="Exercise 8.3: the offset matrix M(k, ω)",
     name="offset_matrix_ex",
@@ -117,13 +113,11 @@ offset_matrix_ex = _TableExercise(
         ),
     ],
     properties=[
-        Property(lambda a, o: tuple(_as_tensor(o).shape) == (2, 2), "return a 2×2 matrix (a tensor)."),
         Property(
             _orthogonal,
             "your matrix is not orthogonal (MᵀM ≠ I): a rotation keeps lengths, and "
             "sin² + cos² = 1 must hold for the shifted pair too.",
         ),
-        Property(_det_one, "the determinant must be +1 (a rotation, not a reflection)."),
         Property(_maps_pe, "M @ [sin(pos·ω), cos(pos·ω)] must equal [sin((pos+k)·ω), cos((pos+k)·ω)] for every pos."),
     ],
     compare=_compare,

@@ -251,7 +251,6 @@ relative_score_ex = Exercise(
         ),
     ],
     properties=[
-        Property(lambda a, o: torch.as_tensor(o).numel() == 1, "return one number (the score)."),
         Property(
             lambda a, o: a[2] != 0 or abs(float(o) - float(a[0] @ a[1])) < 1e-9,
             "at Δ = 0 there is no rotation: the score must be the plain dot product q·k.",
