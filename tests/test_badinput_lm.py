@@ -5,7 +5,6 @@ import torch
 from badinput import Case, parametrize
 
 from transformer_nb import lm_ddp, lm_recipe
-from transformer_nb.exercises import lm_train
 
 CASES = {
     "lm_ddp_main_refuses_a_negative_timeout": Case(
@@ -25,12 +24,6 @@ CASES = {
         lambda: lm_recipe.CachedResults(3),
         TypeError,
         "takes 1 positional argument",
-    ),
-    "TinyLM_refuses_a_dropout_of_1_5": Case(
-        "transformer_nb.exercises.lm_train.TinyLM",
-        lambda: lm_train.TinyLM(dropout=1.5),
-        ValueError,
-        "dropout must be in [0, 1)",
     ),
 }
 

@@ -9,7 +9,7 @@ import pytest
 import torch
 import torch.nn as nn
 
-from transformer_nb import wikitext
+from transformer_nb import cache, wikitext
 from transformer_nb.exercises import capstone_train as ct
 from transformer_nb.exercises.capstone_lm import package_logits
 from transformer_nb.exercises.solutions import capstone as sol
@@ -40,11 +40,16 @@ class LoudInitLM(sol.LanguageModel):
         nn.init.normal_(self.tok.weight, std=3.0)
 
 
+def _load_or_train(model_cls, data, who):
+    name, model, config, train_fn = ct.training_run(model_cls, data, who, live=False)
+    return (model, *cache.load_or_train(name, model, config, train_fn))
+
+
 def test_train_check_cache_and_reload(tiny):
-    model, hist, trained = ct.load_or_train(sol.LanguageModel, tiny, "reference", live=False)
+    model, hist, trained = _load_or_train(sol.LanguageModel, tiny, "reference")
     assert trained and hist["steps"] == 60 and hist["eval_step"][0] == 0 and len(hist["val_loss"]) >= 3
     assert ct.training_check(hist, V, threshold=2.5, quiet=True).passed
-    again, hist2, trained2 = ct.load_or_train(sol.LanguageModel, tiny, "reference", live=False)
+    again, hist2, trained2 = _load_or_train(sol.LanguageModel, tiny, "reference")
     assert not trained2 and hist2["val_loss"] == hist["val_loss"]
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
     loaded, hist3 = ct.load_trained(V)
@@ -57,7 +62,7 @@ def test_no_cache_is_reported(tiny):
 
 
 def test_a_run_from_loud_weights_is_caught(tiny):
-    _, hist, _ = ct.load_or_train(LoudInitLM, tiny, "student", live=False)
+    _, hist, _ = _load_or_train(LoudInitLM, tiny, "student")
     result = ct.training_check(hist, V, threshold=1.0, quiet=True)
     assert not result.passed and "Start the weights smaller" in result.message
 
@@ -76,6 +81,15 @@ def test_a_run_from_loud_weights_is_caught(tiny):
 def test_runs_that_miss_the_threshold_get_a_reason(hist, words):
     result = ct.training_check(hist, V, threshold=1.0, quiet=True)
     assert not result.passed and words in result.message
+
+
+def test_a_run_worse_than_the_unigram_model_gets_no_tick():
+    """Quick profile, stubs untouched: the reference learns (7.41 < 7.65 nats) but its perplexity 1,655 is above the
+    unigram model's 1,157; the check must not print a ✓."""
+    hist = {"loss": [10.4] * 40, "val_loss": [10.4, 8.0, 7.41]}
+    result = ct.training_check(hist, 33_278, threshold=7.65, baseline=1_157, quiet=True)
+    assert not result.message.startswith("✓") and "unigram model's 1,157" in result.message
+    assert ct.training_check(hist, 33_278, threshold=7.65, baseline=2_000, quiet=True).message.startswith("✓")
 
 
 def test_the_loss_check_hints_escalate(capsys):

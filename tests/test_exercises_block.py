@@ -75,9 +75,24 @@ def test_other_correct_answers_pass():
     assert encoder_stack_ex.check(_OwnStack, quiet=True).passed
 
 
-def test_pytorchs_ready_made_layers_are_refused_with_their_name():
+def test_pytorchs_ready_made_layers_are_named():
     r = encoder_stack_ex.check(_torch_stack, quiet=True)
-    assert not r.passed and "torch.nn.TransformerEncoderLayer.forward" in r.message and "ready-made" in r.message
+    assert not r.passed and "calls TransformerEncoderLayer" in r.message and "ready-made" in r.message
+
+
+def test_a_stack_with_complex_or_meta_outputs_is_told_so():
+    class Odd(nn.Module):
+        def __init__(self, d, h, f, n, to=torch.complex64):
+            super().__init__()
+            self.stack, self.to_ = _scratch_stack(d, h, f, n), to
+
+        def forward(self, x):
+            return self.stack(x).to(self.to_)
+
+    r = encoder_stack_ex.check(Odd, quiet=True)
+    assert not r.passed and "output is complex" in r.message and "grad can be" not in r.message, r.message
+    r = encoder_stack_ex.check(lambda d, h, f, n: Odd(d, h, f, n, "meta"), quiet=True)
+    assert not r.passed and "meta device" in r.message, r.message
 
 
 @pytest.mark.parametrize(

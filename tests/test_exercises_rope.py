@@ -12,7 +12,7 @@ from transformer_nb.exercises.rope import relative_score_ex, rope_scores_ex
 from transformer_nb.reference import rope_matrix
 
 
-def test_rope_scores_refuses_a_solution_built_on_the_package():
+def test_rope_scores_names_a_solution_built_on_the_package():
     def with_package(x, w_q, w_k, n_heads):
         t, d = x.shape
         dk = d // n_heads
@@ -21,12 +21,12 @@ def test_rope_scores_refuses_a_solution_built_on_the_package():
         return q @ k.transpose(-2, -1) / math.sqrt(dk)
 
     r = rope_scores_ex.check(with_package, quiet=True)
-    assert not r.passed and "transformer_nb.core.rope.apply_rope" in r.message and "ready-made" in r.message
+    assert not r.passed and "calls apply_rope" in r.message and "ready-made" in r.message
 
 
-def test_relative_score_refuses_the_packages_matrix():
+def test_relative_score_names_the_packages_matrix():
     r = relative_score_ex.check(lambda q, k, delta: q @ rope_matrix(delta, q.shape[-1]) @ k, quiet=True)
-    assert not r.passed and "transformer_nb.reference.rope_matrix" in r.message
+    assert not r.passed and "calls rope_matrix" in r.message
 
 
 def test_rope_scores_names_the_wrong_shape():

@@ -10,7 +10,7 @@ in the quick profile; a check that does not pass, or any later cell that fails w
 ``if result:`` branches included), fails the run, and the report names the notebook, the cell and the
 exercise before it. Worked-solution cells (``if some_ex.unlocked():``) open once their exercise passes, so they
 run here too (one that stays closed fails the run). With ``--stubs`` the notebooks run as a student's Run All
-does, and every output of the run is scanned for an exercise's answer (``exercises.leaks.scan_run``): a leak
+does, and every output of the run is checked for an exercise's answer (``exercises.shown_answers``): a leak
 fails the run. A jupytext twin (``notebooks/py/NAME.py``) can be given instead of the stored notebook.
 ``TNB_CACHE_DIR`` is inherited: after the nbval run of ``make test`` the trained models are in the cache, so
 nothing trains twice. Notebooks without exercise cells are not run at all.
@@ -168,11 +168,15 @@ def run(path: Path, out_dir: Path | None = None, timeout: int = 600, solve: bool
     if solve and closed:
         raise SolutionsError(f"{path.stem}: worked-solution cells {closed} stayed closed though every exercise passed")
     if not solve:
-        from transformer_nb.exercises.leaks import scan_run
+        from transformer_nb.exercises import shown_answers
 
-        leaks = scan_run(nb, path.stem)
+        texts = [
+            "\n".join(o.get("text", "") or o.get("data", {}).get("text/plain", "") for o in c.get("outputs", []))
+            for c in nb.cells
+        ]
+        leaks = [f"cell {i} shows {', '.join(shown_answers(t))}" for i, t in enumerate(texts) if shown_answers(t)]
         if leaks:
-            raise SolutionsError(f"{path.stem}: run with its stubs, it shows answers:\n" + "\n".join(map(str, leaks)))
+            raise SolutionsError(f"{path.stem}: run with its stubs, it shows answers:\n" + "\n".join(leaks))
     return {**report, "seconds": round(time.perf_counter() - start, 1)}
 
 

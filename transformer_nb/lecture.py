@@ -186,7 +186,8 @@ def capstone_model(device=None, train: bool = False, data=None, prof: str | None
     vocab_size = len(data.vocab)
     with _profile(prof):
         if train:
-            model, _, _ = ct.load_or_train(sol.LanguageModel, data, "reference", live=False, device=device)
+            name, model, config, train_fn = ct.training_run(sol.LanguageModel, data, "reference", False, device)
+            cache.load_or_train(name, model, config, train_fn)
         else:
             model, _ = ct.load_trained(vocab_size, prof)
             if model is None:

@@ -48,6 +48,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb import check_equal, check_true, pick, wikitext
+from transformer_nb.cache import load_or_train
 from transformer_nb.core.generation import generate as package_generate
 from transformer_nb.exercises.attention import attention_ex
 from transformer_nb.exercises.capstone import block_ex, mha_ex
@@ -57,9 +58,9 @@ from transformer_nb.exercises.capstone_train import (
     CAPSTONE_RUN,
     attention_maps,
     build,
-    load_or_train,
     to_package,
     training_check,
+    training_run,
 )
 from transformer_nb.exercises.masks import causal_ex
 from transformer_nb.perplexity import unigram_perplexity
@@ -316,8 +317,10 @@ generate = generate_ex.use(generate)
 mine = all(ex.last is not None and ex.last.passed for ex in (attention_ex, causal_ex, mha_ex, block_ex, lm_ex))
 print("Training YOUR LanguageModel." if mine else
       "Steps 1-5 do not all pass yet: this trains the HIDDEN REFERENCE model instead of yours.")
-model, hist, trained_now = load_or_train(LanguageModel if mine else lm_ex.reference, data,
-                                         "student" if mine else "reference", device=env.device)
+name, model, config, train_fn = training_run(LanguageModel if mine else lm_ex.reference, data,
+                                             "student" if mine else "reference", device=env.device)
+hist, trained_now = load_or_train(name, model, config, train_fn)
+model.eval()
 
 # %%
 fig, ax = plt.subplots(figsize=(7.5, 3.6))
@@ -338,7 +341,7 @@ print(f"{'trained now' if trained_now else 'loaded from the cache'}: {hist['step
       f"of training on {where} (and {hist['eval_seconds']:.0f} s for the validation points)")
 print(f"validation perplexity on the first {valid.numel():,} validation words: {math.exp(final):.0f} "
       f"(loss {final:.2f} nats); the unigram model's on the same words: {UNIGRAM:.0f}")
-result = training_check(hist, V)
+result = training_check(hist, V, baseline=UNIGRAM)
 
 # %%
 if not mine:  # the stored run: the reference model must clear both bars (your model gets the check above)
@@ -363,7 +366,8 @@ if not mine:  # the stored run: the reference model must clear both bars (your m
 
 # %%
 prompt = data.vocab.encode("The history of machine learning")
-print("greedy (your generate):\n ", data.vocab.decode(generate(model, prompt.to(env.device), 30, SIZES[-1])))
+whose = "the hidden reference's generate" if generate is generate_ex.reference else "your generate"
+print(f"greedy ({whose}):\n ", data.vocab.decode(generate(model, prompt.to(env.device), 30, SIZES[-1])))
 twin = to_package(model, V)
 for seed in (1, 2):
     sampled = package_generate(twin, prompt, 30, temperature=0.8, top_k=40, seed=seed)

@@ -2,50 +2,48 @@
 
 A notebook gives a stub in a cell tagged ``exercise`` and calls ``some_ex.check(fn)``:
 
-- ``check(fn)`` runs ``fn`` on several cases against a hidden reference, each call under a time limit,
-  and prints ``✓`` or a first nudge that names the symptom (the kind of answer first: None, dtype, device,
-  shape; then a recognised mistake's own hint; then a property the answer breaks). It never raises and
-  never prints the reference's values or source.
-- ``hint()`` prints the next hint of an escalating list (a nudge first, more specific each time).
+- ``check(fn)`` runs ``fn`` on each case against a hidden reference and prints ``✓`` or the most specific
+  nudge it has: the kind of answer first (None, dtype, device, shape), then the hint of a typical mistake
+  whose output ``fn``'s equals, then a property the answer breaks. An exception is reported plainly, and a
+  time limit stops an accidental infinite loop. An answer whose code calls the ready-made function the
+  exercise asks for is told so.
+- ``hint()`` prints the next hint of an escalating list.
 - ``solution()`` prints a solution written as a student would write it, and the worked verification.
-- ``use(fn)`` returns ``fn`` once it passes, else the hidden reference, and says which: cells after an
-  exercise run with the stub and with a correct answer alike.
+- ``use(fn)`` returns ``fn`` once it passes, else the hidden reference, and says which.
 - ``unlocked()``: whether the exercise has passed or its solution was asked for. A worked-solution cell runs
   its body only then (``if some_ex.unlocked(): ...``), so that Run All shows no answer to a student who has
-  not tried; otherwise it says how to open it.
+  not tried.
 
-An answer runs under a time limit, and with the exercise's ``ready_made`` implementations (and the
-checker's own timer) swapped for tripwires (``readymade.tripwires``): it cannot hang the checker, end the
-process, or pass by calling what it was asked to write.
-
-Each topic has its own module (``exercises/attention.py``, ...); the student-style solutions, which are
-also the references, live in ``exercises/solutions/``. :func:`all_exercises` finds every exercise (for the
-solutions run and the no-answer-shown test).
+Each topic has its own module (``exercises/attention.py``, ...): per exercise a declaration of its cases,
+typical mistakes with their hints, hints and solution (``exercises/solutions/``, which are also the
+references).
 """
 
 import ast
+import functools
 import importlib
 import inspect
 import pkgutil
 import re
+import signal
 import textwrap
+import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 
+import tomllib
 import torch
 
-from transformer_nb.core.utils import as_real
+__all__ = ["all_exercises", "catalogue"]  # what a notebook calls (besides each exercise's methods)
+
 from transformer_nb.exercises.code import bound_names, module_imports, source_of
-from transformer_nb.exercises.compare import allclose, has_nan, refusal, shapes, type_problem
-from transformer_nb.exercises.readymade import Refused, tripwires
-from transformer_nb.exercises.timelimit import TimeLimitExceeded, call_with_time_limit
+from transformer_nb.exercises.compare import allclose, has_nan, on_meta, same_answers, shapes, type_problem
 
-
-def _check_hinted(name: str, fn, hint) -> None:
-    if not callable(fn):
-        raise TypeError(f"{name} must be a function, got {type(fn).__name__}")
-    if not isinstance(hint, str) or not hint.strip():
-        raise TypeError(f"hint must be a non-empty str, got {hint!r}")
+META = (
+    "your result is on the meta device: it has a shape but no values. Build it from the inputs "
+    "(or with device=<input>.device), not on device='meta'."
+)
 
 
 @dataclass
@@ -55,9 +53,6 @@ class Mistake:
     fn: Callable
     hint: str
 
-    def __post_init__(self):
-        _check_hinted("fn", self.fn, self.hint)
-
 
 @dataclass
 class Property:
@@ -65,9 +60,6 @@ class Property:
 
     holds: Callable
     hint: str
-
-    def __post_init__(self):
-        _check_hinted("holds", self.holds, self.hint)
 
 
 @dataclass
@@ -77,10 +69,6 @@ class Result:
     case: str | None = None
     extension: str | None = None  # what an extension case said (the exercise itself passed)
 
-    def __post_init__(self):
-        if not isinstance(self.passed, bool) or not isinstance(self.message, str):
-            raise TypeError(f"passed must be a bool and message a str, got {self.passed!r} and {self.message!r:.40}")
-
     def __bool__(self) -> bool:
         return self.passed
 
@@ -89,6 +77,80 @@ class Result:
 
     def _ipython_display_(self) -> None:
         """Show nothing when a cell ends with ``ex.check(fn)``: ``check`` has printed the message already."""
+
+
+class TimeLimitExceeded(BaseException):
+    """Raised inside a student's function that runs past the time limit."""
+
+
+def call_with_time_limit(fn, args: tuple, seconds: float):
+    """``fn(*args)``, interrupted by :class:`TimeLimitExceeded` after ``seconds`` (in the main thread, where a
+    notebook runs; elsewhere without a limit)."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        return fn(*args)
+
+    def on_alarm(signum, frame):
+        raise TimeLimitExceeded
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        return fn(*args)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+#: What each kind of from-scratch exercise asks the student to write, ready-made (``Exercise.ready_made``).
+ATTENTION = ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention", "MultiHeadAttention")
+MULTIHEAD = (*ATTENTION, "split_heads", "merge_heads")
+BLOCK = ("TransformerEncoderLayer", "TransformerEncoder", "Transformer", "EncoderLayer", "Encoder")
+ROPE = ("apply_rope", "rope_matrix", "RoPE")
+
+
+@functools.cache
+def _texts() -> dict:
+    """The exercises' prose (hints, explanations) by title, from ``texts.toml``."""
+    return tomllib.loads((Path(__file__).parent / "texts.toml").read_text(encoding="utf-8"))
+
+
+def _lookup(node, scope):
+    """The object a name or a dotted attribute in an answer's code refers to, or None if unknown here."""
+    if isinstance(node, ast.Name):
+        return scope.get(node.id)
+    base = _lookup(node.value, scope) if isinstance(node, ast.Attribute) else None
+    return getattr(base, node.attr, None) if base is not None else None
+
+
+def ready_made_calls(fn, names) -> list:
+    """The names among ``names`` that the code of ``fn`` (a function or class) takes from torch or the package."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    own = {b for node in ast.walk(tree) if isinstance(node, ast.stmt) for b in bound_names(node)}
+    scope = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or inspect)
+    found = []
+    for node in ast.walk(tree):
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+        if name not in names or name in own or name in found:
+            continue
+        module = getattr(_lookup(node, scope), "__module__", None) or "torch"  # unknown here: take it as torch's
+        if module.startswith(("torch", "transformer_nb")) and not module.startswith(__name__):
+            found.append(name)
+    return found
+
+
+def answer_hints(reference, hints: dict) -> list:
+    """For an exercise answered by a dict ``{question: answer}``: one :class:`Property` per question, whose hint
+    ``hints[question]`` a wrong answer to it gets (never the right answer)."""
+    keys = list(hints)
+    return [
+        Property(lambda a, o: isinstance(o, dict) and set(keys) <= set(o), f"answer with a dict with the keys {keys}.")
+    ] + [
+        Property(lambda a, o, k=k: same_answers({k: o[k]}, {k: reference(*a)[k]}), f"'{k}': {hint}")
+        for k, hint in hints.items()
+    ]
 
 
 def _clone(args):
@@ -102,21 +164,19 @@ class Exercise:
     - ``cases``: ``(description, make_args)`` pairs; ``make_args()`` returns the argument tuple.
     - ``reference``: the hidden solution (student-style, from ``exercises/solutions``).
     - ``name``: the variable a notebook imports (``"attention_ex"``), used in messages.
+    - ``mistakes``: typical wrong implementations with their hints; ``properties``: what a right answer has.
     - ``hints``: escalating hints for ``hint()``; none of them is code that answers the exercise.
     - ``solution_code``: the objects whose source ``solution()`` shows (default: the reference).
     - ``explanation``: the worked verification ``solution()`` prints after the code.
-    - ``answers``: the numbers the exercise asks for, ``{label: value}``; a notebook must not show them
-      outside a solution cell (``tests/test_no_answer_shown.py``).
-    - ``reveals``: dotted names of package objects whose source is the answer (never shown outside a
-      solution cell either).
+    - ``answers``: the numbers the exercise asks for, ``{label: value}``; no notebook shows them before the
+      student asks (``tests/answer_scan_plugin.py``).
     - ``extensions``: ``(description, make_args, hint)`` cases beyond what the exercise asks; checked after
       the required cases pass and reported separately.
     - ``harness(fn)``: what the checker runs for a function (the student's, the reference, each mistake),
       e.g. two training steps followed by reading the parameters; default: the function itself.
     - ``fresh_args``: build new arguments for every run (cases hold models or optimizers that a run changes).
     - ``crash_hints``: ``{words of an error message: hint}`` for crashes that have a typical cause.
-    - ``ready_made``: dotted names of implementations that would answer a from-scratch exercise (the
-      package's, PyTorch's); an answer that calls them, directly or through a wrapper, is refused.
+    - ``ready_made``: names of the library functions or classes that the exercise asks the student to write.
     """
 
     title: str
@@ -129,7 +189,6 @@ class Exercise:
     solution_code: tuple = ()
     explanation: str = ""
     answers: dict = field(default_factory=dict)
-    reveals: tuple = ()
     extensions: list = field(default_factory=list)
     compare: Callable = allclose
     time_limit: float = 10.0
@@ -144,22 +203,22 @@ class Exercise:
     _make: object = field(default=None, init=False, repr=False)
 
     def __post_init__(self):
-        """The author's mistakes surface here, when the exercise is defined, not when a student checks."""
-        if not isinstance(self.title, str) or not isinstance(self.name, str):
-            raise TypeError(f"title and name must be str, got {self.title!r} and {self.name!r}")
-        if not callable(self.reference):
-            raise TypeError(f"reference must be the solution function, got {type(self.reference).__name__}")
-        if not isinstance(self.cases, list) or not all(
-            isinstance(c, tuple) and len(c) == 2 and isinstance(c[0], str) and callable(c[1]) for c in self.cases
-        ):
-            raise TypeError(f"cases must be a list of (description, make_args) pairs, got {self.cases!r:.80}")
-        self.time_limit = as_real("time_limit", self.time_limit, positive=True)
+        """The hints and the explanation not given here come from ``texts.toml``, by title."""
+        text = _texts().get(self.title, {})
+        self.hints = self.hints or text.get("hints", [])
+        self.explanation = self.explanation or text.get("explanation", "")
 
     # ---------------------------------------------------------------- what a student calls
 
-    def check(self, fn, quiet: bool = False) -> Result:
-        """Run ``fn`` on every case; print and return a :class:`Result` with the most specific nudge."""
-        result = self._check(fn)
+    def check(self, fn, *args, quiet: bool = False) -> Result:
+        """Run ``fn`` on every case (or on ``args``, e.g. this run's numbers, if given); print and return a
+        :class:`Result` with the most specific nudge. A dict ``fn`` is an answer stated by hand."""
+        answer = (lambda *_: fn) if isinstance(fn, dict) else fn
+        if isinstance(fn, dict) and any(v is None for v in fn.values()):
+            result = Result(False, f"… {self.title}: not attempted yet. Replace each None with your answer.")
+        else:
+            with torch.random.fork_rng():  # building modules draws random numbers: the notebook's stay as they were
+                result = self._check(answer, [("this run's numbers", lambda: args)] if args else self.cases)
         self.last, self._last_fn = result, fn
         if not quiet:
             print(result.message)
@@ -189,7 +248,7 @@ class Exercise:
 
     def use(self, fn) -> Callable:
         """``fn`` if it passes this exercise, else the hidden reference; prints which one the next cells use."""
-        result = self.last if (self._last_fn is fn and self.last is not None) else self.check(fn, quiet=True)
+        result = self.last if (self._last_fn is fn and self.last is not None) else self._check(fn, self.cases)
         label = getattr(fn, "__name__", "answer")
         if result.passed:
             print(f"(the cells below use your {label})")
@@ -233,7 +292,7 @@ class Exercise:
     # ---------------------------------------------------------------- checking
 
     def _call(self, fn, args):
-        """``fn`` run on ``args`` through the harness (no time limit: the reference and the mistakes)."""
+        """``fn`` run on ``args`` through the harness (the reference and the mistakes)."""
         return (self.harness(fn) if self.harness else fn)(*args)
 
     def _args(self, make, args):
@@ -242,14 +301,9 @@ class Exercise:
     def _run(self, fn, args):
         """(output, None) or (None, message) for one call of the student's function."""
         try:
-            with tripwires(self.ready_made, fn):
-                return call_with_time_limit(self.harness(fn) if self.harness else fn, args, self.time_limit), None
+            return call_with_time_limit(self.harness(fn) if self.harness else fn, args, self.time_limit), None
         except NotImplementedError:
             return None, "not attempted"
-        except Refused as err:
-            return None, err.message
-        except SystemExit:
-            return None, "your function called sys.exit() (or exit()): an answer returns its result; refused."
         except TimeLimitExceeded:
             return None, (
                 f"your function did not finish within {self.time_limit:g} s (the reference takes a fraction of a "
@@ -259,10 +313,17 @@ class Exercise:
             hints = [hint for words, hint in self.crash_hints.items() if words in str(err)]
             return None, f"your function raised {type(err).__name__}: {err}" + (f" {hints[0]}" if hints else "")
 
-    def _check(self, fn) -> Result:
+    def _check(self, fn, cases) -> Result:
         if not callable(fn):
             return Result(False, f"✗ {self.title}: pass your function itself, e.g. {self.name}.check(my_function).")
-        for desc, make in self.cases:
+        called = ready_made_calls(fn, self.ready_made)
+        if called:
+            return Result(
+                False,
+                f"✗ {self.title}: your answer calls {called[0]}, the ready-made version of what this exercise asks "
+                "you to write. Write it yourself with tensor operations (matmul, softmax, view/transpose, ...).",
+            )
+        for desc, make in cases:
             args = make()
             ref = self._call(self.reference, self._args(make, args))
             out, error = self._run(fn, self._args(make, args))
@@ -276,9 +337,9 @@ class Exercise:
             if error is None and self._matches(out, ref):
                 continue
             self._make = make
-            nudge = error or refusal(out) or self.diagnose(args, out, ref)
+            nudge = error or (META if on_meta(out) else self.diagnose(args, out, ref))
             return Result(False, f"✗ {self.title} — case '{desc}': {nudge} (More: {self.name}.hint())", desc)
-        message = f"✓ {self.title}: " + (f"all {len(self.cases)} cases pass." if len(self.cases) > 1 else "correct.")
+        message = f"✓ {self.title}: " + (f"all {len(cases)} cases pass." if len(cases) > 1 else "correct.")
         extension = self._check_extensions(fn)
         if extension:
             message += f"\n  Extension, beyond the exercise: {extension}"
@@ -286,7 +347,7 @@ class Exercise:
 
     def _matches(self, out, ref) -> bool:
         try:
-            return refusal(out) is None and self.type_problem(out, ref) is None and bool(self.compare(out, ref))
+            return self.type_problem(out, ref) is None and bool(self.compare(out, ref))
         except Exception:
             return False
 
@@ -347,7 +408,7 @@ def all_exercises() -> dict:
     """Every exercise of every module in this package: ``{"module.variable": Exercise}``."""
     found = {}
     for info in pkgutil.iter_modules(__path__):
-        if info.name in ("code", "compare", "timelimit", "leaks", "readymade", "solutions", "verdict"):
+        if info.name in ("code", "compare", "solutions"):
             continue
         module = importlib.import_module(f"{__name__}.{info.name}")
         for var, obj in vars(module).items():
@@ -356,30 +417,51 @@ def all_exercises() -> dict:
     return found
 
 
-def known_mistakes() -> dict:
-    """Every checker's catalogue of known mistakes: ``{"module.variable": [message, ...]}``, one message per
-    mistake (each exercise's ``mistakes`` list is the one place it is defined)."""
-    return {key: [m.hint for m in ex.mistakes] for key, ex in sorted(all_exercises().items())}
+@functools.cache
+def _answer_lines() -> dict:
+    """Per exercise, the distinctive lines of its solution's code (not the headers a stub shares with it)."""
+    return {
+        key: [
+            line
+            for line in map(str.strip, ex.solution_source().splitlines())
+            if len(line) > 30 and not line.startswith(("def ", "class ", "super(", "#", "from ", "import "))
+        ]
+        for key, ex in all_exercises().items()
+    }
+
+
+def shown_answers(text: str) -> list:
+    """What ``text`` (a cell's output) shows of an exercise's answer: the lines of its solution's code, or a
+    number it asks for; one message per exercise. A notebook run with its stubs untouched must show none."""
+    found = []
+    for key, ex in all_exercises().items():
+        lines = _answer_lines()[key]
+        if lines and sum(line in text for line in lines) >= min(3, len(lines)):
+            found.append(f"the solution of {ex.title} ({key})")
+        for label, value in ex.answers.items():
+            if re.search(rf"(?<![\d.,_])({value:,}|{value:_}|{value})(?![\d])", text):
+                found.append(f"the answer of {ex.title} ({label} = {value:,})")
+    return found
 
 
 def catalogue(name: str | None = None) -> None:
-    """Print what the checkers recognise: per exercise (its notebook, checker and title) the number of known
+    """Print what the checkers recognise: per exercise (its notebook, checker and title) the number of typical
     mistakes that get their own message; with ``name`` (``"mha_ex"`` or ``"capstone.mha_ex"``), every message."""
-    exercises, mistakes = all_exercises(), known_mistakes()
-    notebook = lambda key: getattr(importlib.import_module(f"{__name__}.{key.split('.')[0]}"), "NOTEBOOK", "?")
+    exercises = all_exercises()
+    notebook = lambda key: importlib.import_module(f"{__name__}.{key.split('.')[0]}").NOTEBOOK
     if name is None:
         print(f"{'notebook':24s} {'checker':32s} {'mistakes':>8s}  exercise")
         for key in sorted(exercises, key=lambda k: (notebook(k), k)):
-            print(f"{notebook(key):24s} {key:32s} {len(mistakes[key]):8d}  {exercises[key].title}")
+            print(f"{notebook(key):24s} {key:32s} {len(exercises[key].mistakes):8d}  {exercises[key].title}")
+        total = sum(len(ex.mistakes) for ex in exercises.values())
         print(
-            f"{sum(map(len, mistakes.values()))} known mistakes in {len(exercises)} checkers; "
-            "catalogue('<checker>') lists one checker's messages."
+            f"{total} known mistakes in {len(exercises)} checkers; catalogue('<checker>') lists one checker's messages."
         )
         return
     keys = [k for k in exercises if name in (k, k.split(".")[1])]
     if not keys:
         raise ValueError(f"no checker named {name!r}; catalogue() lists them")
     for key in keys:
-        print(f"{key} ({exercises[key].title}), {len(mistakes[key])} known mistakes:")
-        for i, hint in enumerate(mistakes[key], 1):
-            print(f"  {i:2d}. {hint}")
+        print(f"{key} ({exercises[key].title}), {len(exercises[key].mistakes)} known mistakes:")
+        for i, m in enumerate(exercises[key].mistakes, 1):
+            print(f"  {i:2d}. {m.hint}")

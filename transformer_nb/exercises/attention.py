@@ -8,11 +8,13 @@
 Exercise 8.1 (the variance of the scores) is in :mod:`transformer_nb.exercises.variance`.
 """
 
+__all__ = ["attention_ex", "causal_ex"]  # what a notebook uses
+
 import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property, readymade
+from transformer_nb.exercises import ATTENTION, Exercise, Mistake, Property
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -33,12 +35,12 @@ class _AttentionExercise(Exercise):
         return hint
 
 
-def _attend(q, k, v, mask=None, scale=None, dim=-1, fill=float("-inf"), transpose_scores=False):
+def _attend(q, k, v, mask=None, scale=None, dim=-1, transpose_scores=False):
     """Attention with one knob turned: the typical mistakes below are this function with other settings."""
     scores = (k @ q.transpose(-2, -1)) if transpose_scores else (q @ k.transpose(-2, -1))
     scores = scores / (math.sqrt(q.shape[-1]) if scale is None else scale(q, k, v))
     if mask is not None:
-        scores = scores.masked_fill(mask == 0, fill)
+        scores = scores.masked_fill(mask == 0, float("-inf"))
     weights = torch.softmax(scores, dim=dim).nan_to_num(0.0)
     return weights @ v, weights
 
@@ -81,10 +83,6 @@ def _mask_after_softmax(q, k, v, mask=None):
 def _weights_transposed(q, k, v, mask=None):
     out, w = sol.attention(q, k, v, mask)
     return out, w.transpose(-2, -1)
-
-
-def _large_negative(q, k, v, mask=None):
-    return _attend(q, k, v, mask, fill=-1e6)
 
 
 _SCALE = (
@@ -147,7 +145,7 @@ attention_ex = _AttentionExercise(
     "Exercise 8.5: scaled dot-product attention",
     sol.attention,
     name="attention_ex",
-    ready_made=readymade.ATTENTION,
+    ready_made=ATTENTION,
     cases=[
         ("batch=2, seq_len=8, d_k=d_v=16, no mask", _case_plain),
         ("the same input with a causal (8, 8) bool mask", _case_causal),
@@ -182,7 +180,6 @@ attention_ex = _AttentionExercise(
         Mistake(_weights_transposed, "the weights you return are transposed: one row per query, (B, T_q, T_k)."),
     ],
     properties=[
-        Property(lambda args, out: isinstance(out, (tuple, list)) and len(out) == 2, "return (output, weights)."),
         Property(_rows_sum_to_one, "rows of the weights do not sum to 1."),
         Property(
             _zeros_where_masked,
@@ -190,20 +187,6 @@ attention_ex = _AttentionExercise(
         ),
         Property(lambda args, out: torch.allclose(out[0], out[1] @ args[2], atol=1e-5), "the output is not w @ v."),
     ],
-    hints=[
-        "Three steps: scores from queries and keys, a softmax that turns each query's scores into weights, and "
-        "a weighted sum of the values. Check each intermediate shape on the first case: (2, 8, 8) scores.",
-        "Scale the scores before the softmax, by the square root of the size of the vectors in each dot product.",
-        "Masking happens on the scores, before the softmax: a blocked key must end with weight exactly 0.",
-        "The mask may arrive as bool or as a float 0/1 matrix; a comparison with 0 treats both alike.",
-    ],
-    reveals=("transformer_nb.core.attention.scaled_dot_product_attention",),
-    explanation="""
-    The chapter's tests, with the solution: for q, k, v = torch.randn(2, 8, 16) (three times),
-    weights.sum(-1) is all ones, and with mask = torch.tril(torch.ones(8, 8)) the weights above the
-    diagonal are exactly 0 (exp(-inf) = 0). The nan_to_num line is the extension: a query with no key
-    to attend to gets zero weights instead of 0/0.
-    """,
 )
 
 
@@ -255,10 +238,5 @@ causal_ex = _AttentionExercise(
             lambda a, o: bool((o[1].diagonal(dim1=-2, dim2=-1) > 0).all()),
             "every query must be able to attend to itself: some diagonal weights are 0.",
         ),
-    ],
-    hints=[
-        "Query i may attend to keys 0..i, itself included. Draw the allowed entries of a 4 × 4 grid.",
-        "That grid is a triangle of the (T, T) matrix; torch has a function for each triangle.",
-        "Build the mask with the sequence length of the inputs and use it exactly as in attention().",
     ],
 )

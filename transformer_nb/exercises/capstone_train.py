@@ -4,14 +4,27 @@
   the package's one loop (``train.train``: AdamW, linear warm-up then cosine decay from
   ``torch.optim.lr_scheduler``, gradient clipping, bf16 autocast, random windows of the training split), and
   how long per profile.
-- ``load_or_train(model_cls, data, who)``: the trained model from the cache (``transformer_nb.cache``), or
-  trained now and cached; ``load_trained(vocab_size)``: the reference model notebook 12 trained (for the
+- ``training_run(model_cls, data, who)``: what ``transformer_nb.cache.load_or_train`` needs to load the trained
+  model from the cache, or train and cache it; ``load_trained(vocab_size)``: the reference model notebook 12
+  trained (for the
   lecture notebook), or None.
 - ``to_package(model, vocab_size)``: the package's ``Transformer`` holding the model's weights (the same
   logits: step 5 checks it); the validation points and the final perplexity are the package's
   ``perplexity.evaluate`` of it. ``attention_maps``: what each head of a trained model attends to.
 - ``training_check``: the run's last validation loss against the profile's ``LOSS_THRESHOLD``, with hints.
 """
+
+__all__ = [  # what notebook 12 (and lecture mode) uses
+    "CAPSTONE_MODEL",
+    "CAPSTONE_RUN",
+    "attention_maps",
+    "build",
+    "cache_entry",
+    "load_trained",
+    "to_package",
+    "training_check",
+    "training_run",
+]
 
 import math
 
@@ -102,7 +115,6 @@ def _optimizer(model: nn.Module, cfg: dict) -> torch.optim.AdamW:
 def validation_loss(model: nn.Module, ids: torch.Tensor, bf16: bool = False) -> float:
     """Mean next-word loss (nats) of ``model`` on the flat split ``ids``: ``perplexity.evaluate`` of the package
     model holding its weights, in windows of ``CAPSTONE_TRAIN["seq_len"]`` words."""
-    check_module("model", model)
     result = evaluate(to_package(model, model.tok.num_embeddings), ids, CAPSTONE_TRAIN["seq_len"], bf16=bf16)
     return result["nll_sum"] / result["tokens"]
 
@@ -111,10 +123,6 @@ def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str
     """Train ``model`` for ``run["steps"]`` steps of ``CAPSTONE_TRAIN`` on ``data.train`` with ``train.train``;
     return its history, with ``val_loss`` at step 0 and ``run["eval_points"]`` more points (the first
     ``run["eval_tokens"]`` validation words)."""
-    check_module("model", model)
-    _check_data(data)
-    if not isinstance(run, dict) or not {"steps", "eval_points", "eval_tokens"} <= set(run):
-        raise ValueError(f"run must be a dict with steps, eval_points and eval_tokens (CAPSTONE_RUN), got {run!r}")
     cfg, steps, device = CAPSTONE_TRAIN, run["steps"], next(model.parameters()).device
     opt = _optimizer(model, cfg)
     warm = max(1, round(cfg["warmup"] * steps))
@@ -159,18 +167,21 @@ def cache_entry(who: str, vocab_size: int = 33_278, profile_name: str | None = N
     return cache.cache_name(f"capstone_{who}", _config(vocab_size, CAPSTONE_RUN[profile_name or profile()], who))
 
 
-def load_or_train(model_cls, data, who: str, retrain: bool = False, live: bool = True, device=None):
-    """``(model, history, trained_now)``: ``model_cls`` built with ``CAPSTONE_MODEL`` and trained for the profile's
-    ``CAPSTONE_RUN``, or loaded from the cache (which also checks that the model's code is unchanged).
-    ``who`` (``"reference"`` or ``"student"``) keeps the two models' caches apart."""
+def training_run(model_cls, data, who: str, live: bool = True, device=None):
+    """``(name, model, config, train_fn)`` for ``transformer_nb.cache.load_or_train``: ``model_cls`` built with
+    ``CAPSTONE_MODEL``, to be trained for the profile's ``CAPSTONE_RUN`` (or loaded from the cache, which also
+    checks that the model's code is unchanged). ``who`` (``"reference"`` or ``"student"``) keeps the two models'
+    caches apart."""
     _check_data(data)
     _check(who)
     vocab_size, run = len(data.vocab), CAPSTONE_RUN[profile()]
-    model = build(model_cls, vocab_size, device)
-    config, title = _config(vocab_size, run, who), f"the {who} model on WikiText-2"
-    name = cache_entry(who, vocab_size)
-    hist, trained = cache.load_or_train(name, model, config, lambda m: train_model(m, data, run, live, title), retrain)
-    return model.eval(), hist, trained
+    title = f"the {who} model on WikiText-2"
+    return (
+        cache_entry(who, vocab_size),
+        build(model_cls, vocab_size, device),
+        _config(vocab_size, run, who),
+        lambda m: train_model(m, data, run, live, title),
+    )
 
 
 def load_trained(vocab_size: int = 33_278, profile_name: str | None = None):
@@ -202,9 +213,27 @@ class LossCheck:
     def __init__(self):
         self._level = 0
 
-    def __call__(self, history: dict, vocab_size: int, threshold: float | None = None, quiet: bool = False) -> Result:
+    def __call__(
+        self,
+        history: dict,
+        vocab_size: int,
+        threshold: float | None = None,
+        baseline: float | None = None,
+        quiet: bool = False,
+    ) -> Result:
+        """``baseline``: the unigram model's perplexity on the same validation words; a run that learns but does
+        not beat it passes the profile's bar without a ✓, and says so."""
         threshold = LOSS_THRESHOLD[profile()] if threshold is None else threshold
         result = self._check(history, vocab_size, threshold)
+        ppl = math.exp(history["val_loss"][-1]) if result.passed else None
+        if baseline is not None and result.passed and ppl >= baseline:
+            result = Result(
+                True,
+                f"… {self.title}: the model learns (validation loss {history['val_loss'][-1]:.2f} < {threshold:.2f} "
+                f"nats), but its perplexity {ppl:,.0f} is not below the unigram model's {baseline:,.0f}: "
+                f"{len(history['loss'])} steps are too few to learn more than word frequencies (the full profile "
+                f"trains {CAPSTONE_RUN['full']['steps']}).",
+            )
         if not quiet:
             print(result.message)
         return result

@@ -1,10 +1,12 @@
-"""How an exercise checker compares a student's answer with the reference, safely.
+"""How an exercise checker compares a student's answer with the reference.
 
 :func:`type_problem` looks at the *kind* of answer first (None, not a tensor, the meta device, another
 device, a different dtype kind or a half-precision result, a tuple of the wrong length) and returns a
 message for the first problem it finds. Only then does :func:`allclose` compare values, in float64 on the
-CPU. Nothing here calls ``==`` or ``!=`` on an object of unknown type, and nothing here raises.
+CPU.
 """
+
+__all__ = []  # what a notebook uses
 
 import numbers
 
@@ -36,40 +38,6 @@ def _name(x) -> str:
     return "None" if x is None else type(x).__name__
 
 
-PLAIN = (bool, int, float, str, tuple, list, dict)
-
-
-def _trusted(t: type) -> bool:
-    """A type from a library whose comparisons are its own (numpy scalars, torch.Size, torch.return_types)."""
-    return t.__module__.split(".")[0] in ("numpy", "torch", "builtins")
-
-
-def refusal(out, what: str = "your result") -> str | None:
-    """Why ``out`` cannot be compared at all, else None: a complex value, a tensor subclass, a subclass of a
-    plain type, or an object that defines its own comparison. Containers are checked item by item."""
-    t = type(out)
-    if isinstance(out, torch.Tensor):
-        if t not in (torch.Tensor, torch.nn.Parameter):
-            return f"{what} is {_article(t.__name__)}, a subclass of torch.Tensor: return a plain tensor."
-        if out.is_complex():
-            return f"{what} is a complex tensor: the answer is real; return real values (.real is not the fix)."
-        return None
-    if isinstance(out, complex) or (isinstance(out, numbers.Complex) and not isinstance(out, numbers.Real)):
-        return f"{what} is a complex number: the answer is real."
-    if isinstance(out, PLAIN) and t not in PLAIN and not _trusted(t):
-        return f"{what} is {_article(t.__name__)}, a subclass of {t.__mro__[1].__name__}: return a plain one."
-    if isinstance(out, (tuple, list)):
-        return next((p for i, o in enumerate(out) if (p := refusal(o, f"item {i} of {what}"))), None)
-    if isinstance(out, dict):
-        items = (
-            (k, refusal(k, f"a key of {what}") or refusal(v, f"the value of {what}[{k!r}]")) for k, v in out.items()
-        )
-        return next((p for _, p in items if p), None)
-    if out is not None and not isinstance(out, PLAIN) and not _trusted(t) and t.__eq__ is not object.__eq__:
-        return f"{what} is {_article(t.__name__)}, which defines its own comparison: return tensors or plain numbers."
-    return None
-
-
 def tensor_problem(out, ref: torch.Tensor, what: str = "your result") -> str | None:
     """The first problem of ``out`` as an answer where ``ref`` is the reference tensor, else None."""
     if out is None:
@@ -78,11 +46,8 @@ def tensor_problem(out, ref: torch.Tensor, what: str = "your result") -> str | N
         return None
     if not isinstance(out, torch.Tensor):
         return f"{what} should be a torch.Tensor, but it is a {_name(out)}."
-    if out.device.type == "meta":
-        return (
-            f"{what} is a meta tensor: it has a shape but no values. Build it from the inputs "
-            "(or with device=<input>.device), not on device='meta'."
-        )
+    if out.is_complex() and not ref.is_complex():
+        return f"{what} is a complex tensor: the answer is real. Which step made it complex?"
     if out.device.type != ref.device.type:
         return (
             f"{what} is on device '{out.device.type}', the inputs are on '{ref.device.type}': create new "
@@ -142,15 +107,8 @@ def _as_float64(x) -> torch.Tensor:
     return torch.tensor(float(x), dtype=torch.float64)
 
 
-def _tolerances(atol, rtol) -> None:
-    for name, tol in (("atol", atol), ("rtol", rtol)):
-        if not is_number(tol) or not tol >= 0:  # NaN fails too
-            raise ValueError(f"{name} must be a number >= 0, got {tol!r}")
-
-
 def values_close(out, ref, atol: float, rtol: float) -> bool:
     """Equal shapes, NaN in the same places, and close values elsewhere."""
-    _tolerances(atol, rtol)
     a, b = _as_float64(out), _as_float64(ref)
     if a.numel() == 1 and b.numel() == 1:
         a, b = a.reshape(()), b.reshape(())
@@ -162,11 +120,9 @@ def values_close(out, ref, atol: float, rtol: float) -> bool:
 
 
 def allclose(out, ref, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
-    """``out`` answers like ``ref``: comparable (:func:`refusal`: no tensor subclass, no object with its own
-    comparisons), same structure and kinds (:func:`type_problem`), values within tolerance."""
-    _tolerances(atol, rtol)
+    """``out`` answers like ``ref``: same structure and kinds (:func:`type_problem`), values within tolerance."""
     try:
-        if refusal(out) is not None or type_problem(out, ref) is not None:
+        if type_problem(out, ref) is not None:
             return False
         if isinstance(ref, (tuple, list)):
             return all(allclose(o, r, atol, rtol) for o, r in zip(out, ref))
@@ -175,7 +131,7 @@ def allclose(out, ref, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
         if isinstance(ref, str):
             return out == ref
         return ref is None and out is None
-    except Exception:  # a hostile object, a failing conversion: not a match
+    except Exception:  # a failing conversion: not a match
         return False
 
 
@@ -197,3 +153,18 @@ def has_nan(x) -> bool:
     return (
         isinstance(x, torch.Tensor) and x.is_floating_point() and x.device.type != "meta" and bool(torch.isnan(x).any())
     )
+
+
+def on_meta(x) -> bool:
+    """Whether ``x`` holds a tensor on the meta device (shapes without values)."""
+    if isinstance(x, dict):
+        x = list(x.values())
+    if isinstance(x, (tuple, list)):
+        return any(on_meta(item) for item in x)
+    return isinstance(x, torch.Tensor) and x.device.type == "meta"
+
+
+def same_answers(out, ref) -> bool:
+    """Answers stated in a dict against the right ones: words ignore case and surrounding spaces."""
+    norm = lambda a: a.strip().lower() if isinstance(a, str) else bool(a) if isinstance(a, (bool, torch.Tensor)) else a
+    return isinstance(out, dict) and all(norm(out[k]) == norm(ref[k]) for k in ref)

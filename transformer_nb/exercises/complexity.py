@@ -8,11 +8,12 @@
 - :data:`interpretation_ex` -- ``my_interpretation``: which term dominates for typical models and lengths.
 """
 
-from transformer_nb.exercises import Exercise, Mistake
-from transformer_nb.exercises.compare import equal
+__all__ = ["attention_flops_ex", "attention_memory_ex", "crossover_ex", "interpretation_ex"]  # what a notebook uses
+
+from transformer_nb.exercises import Exercise, Mistake, answer_hints
+from transformer_nb.exercises.compare import equal, same_answers
 from transformer_nb.exercises.params import DictExercise, exact_dicts
 from transformer_nb.exercises.solutions import params as sol
-from transformer_nb.exercises.verdict import VerdictExercise
 
 NOTEBOOK = "07_parameter_counting"  # the notebook whose exercise cells use this module
 
@@ -35,15 +36,7 @@ attention_memory_ex = Exercise(
         Mistake(lambda t, h, b: 2 * h * t * t * b, "twice too much: there is one weight matrix per head."),
     ],
     compare=equal,
-    hints=[
-        "How many numbers does one head's attention matrix hold for T tokens?",
-        "Every head has its own matrix; every number takes bytes_per_value bytes.",
-        "Return bytes; divide by 1e9 (GB) or 2**30 (GiB) only when you print the answer.",
-    ],
     answers={"T=4096, h=32, fp16 (bytes)": 1_073_741_824},
-    explanation="""
-    32 · 4096² · 2 = 2^5 · 2^24 · 2 = 2^30 bytes = 1 GiB ≈ 1.07 GB, per layer and per sequence; space O(T² h).
-    """,
 )
 
 
@@ -75,14 +68,7 @@ attention_flops_ex = DictExercise(
         Mistake(_flops(quadratic=False), "scores and weighted sum grow with T², the T × T matrix of each head."),
     ],
     compare=exact_dicts,
-    hints=[
-        "A product of an (m × k) and a (k × n) matrix costs m·k·n multiply-adds, 2·m·k·n FLOPs.",
-        "Projections: four (T × d_model)(d_model × d_model) products. Each head: scores (T × d_k)(d_k × T), "
-        "weighted sum (T × T)(T × d_k).",
-        "Add the h heads' costs; with h·d_k = d_model, h disappears from the total.",
-    ],
     answers={"projections, T=d=4096": 549_755_813_888, "scores, T=d=4096, h=32": 137_438_953_472},
-    reveals=("transformer_nb.params.attention_flops",),
 )
 
 crossover_ex = DictExercise(
@@ -114,12 +100,6 @@ crossover_ex = DictExercise(
         ),
     ],
     compare=exact_dicts,
-    hints=[
-        "Each key asks for the smallest integer T at which one side of an inequality overtakes the other.",
-        "'text': T² > d·T. 'flops': scores + weighted sums against the four projections (your attn_flops). "
-        "'memory': h·T² attention weights against T·d_model activations.",
-        "Solve each for T (divide by T): T > something. The smallest integer strictly above it is the answer.",
-    ],
     answers={"flops crossover, d=4096": 8193},
 )
 
@@ -141,17 +121,14 @@ def _dominant(settings):
     return out
 
 
-interpretation_ex = VerdictExercise(
+interpretation_ex = Exercise(
     "Exercise 8.4: which term dominates, for typical models?",
     _dominant,
     name="interpretation_ex",
     cases=[("five typical settings", lambda: (_SETTINGS,))],
     solution_code=("transformer_nb.exercises.solutions.params:my_interpretation",),
-    choices=dict.fromkeys(_SETTINGS, ("projections", "attention")),
-    key_hints=dict.fromkeys(_SETTINGS, "compare 4T²d (scores and weighted sums) with 8Td² (projections) here."),
-    hints=[
-        "For each setting, compare the quadratic FLOPs with the projections' FLOPs of one layer.",
-        "Their ratio is 4T²d / 8Td² = T / (2 d_model): only the ratio of context to width matters.",
-        "Typical context lengths (512 to 4096) are below 2·d_model for large models; long contexts are not.",
-    ],
+    compare=same_answers,
+    properties=answer_hints(
+        _dominant, dict.fromkeys(_SETTINGS, "compare 4T²d (scores and weighted sums) with 8Td² (projections) here.")
+    ),
 )

@@ -4,6 +4,8 @@
 - :data:`kv_cache_ex` -- ``cache_bytes(...)``: 002's KV-cache formula, in bytes.
 """
 
+__all__ = ["expand_kv_ex", "kv_cache_ex"]  # what a notebook uses
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake
@@ -37,13 +39,6 @@ expand_kv_ex = Exercise(
             "you repeated along the time axis; the heads are axis 1 of (B, heads, T, d_k).",
         ),
     ],
-    hints=[
-        "With 8 query heads and 2 K/V heads, write down which K/V head each query head 0..7 uses.",
-        "Query head i uses K/V head i // (n_heads // n_kv_heads): each K/V head is repeated in place, not "
-        "the whole block of heads tiled.",
-        "torch has a repeat that repeats each element in place along one axis.",
-    ],
-    reveals=("transformer_nb.core.multihead.MultiHeadAttention.kv_heads",),
 )
 
 
@@ -85,10 +80,4 @@ kv_cache_ex = Exercise(
         ),
     ],
     compare=equal,
-    reveals=("transformer_nb.params.memory.kv_cache_bytes",),
-    hints=[
-        "List what the cache holds for ONE token in ONE layer, then multiply out.",
-        "Per token and layer: a key and a value vector for every head that is cached. Which heads are cached?",
-        "Then: × layers × tokens × sequences in the batch × bytes per number. Not every argument is needed.",
-    ],
 )

@@ -11,17 +11,17 @@
 The checkers run on :class:`TinyLM`, a seeded causal model with dropout, small enough to run in milliseconds.
 """
 
+__all__ = ["evaluate_ex", "greedy_lm_ex", "train_step_ex", "verdict_ex"]  # what a notebook uses
+
 import math
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.utils import as_int, as_real
-from transformer_nb.exercises import Exercise, Mistake
-from transformer_nb.exercises.compare import allclose, is_number
+from transformer_nb.exercises import Exercise, Mistake, answer_hints
+from transformer_nb.exercises.compare import allclose, is_number, same_answers
 from transformer_nb.exercises.solutions import lm as sol
-from transformer_nb.exercises.verdict import VerdictExercise
 
 NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
 
@@ -34,9 +34,6 @@ class TinyLM(nn.Module):
 
     def __init__(self, seed: int = 0, dropout: float = 0.25):
         super().__init__()
-        seed, dropout = as_int("seed", seed), as_real("dropout", dropout)
-        if not 0 <= dropout < 1:
-            raise ValueError(f"dropout must be in [0, 1), got {dropout}")
         with torch.random.fork_rng():
             torch.manual_seed(seed)
             self.embed, self.mix, self.head = nn.Embedding(VOCAB, 8), nn.Linear(8, 8), nn.Linear(8, VOCAB)
@@ -85,6 +82,10 @@ def _eval(combine, eval_mode=True):
     return fn
 
 
+_CRASHES = {
+    "Expected target size": "F.cross_entropy wants logits (N, V) and targets (N,): flatten B and T.",
+    "tuple": "The model returns a pair (logits, None), not the logits: write `logits, _ = model(x)`.",
+}
 _EXACT = lambda s, c: math.exp(sum(s) / sum(c))
 
 evaluate_ex = Exercise(
@@ -112,12 +113,7 @@ evaluate_ex = Exercise(
         Mistake(_eval(lambda s, c: 2 ** (sum(s) / sum(c))), "F.cross_entropy is in nats: perplexity is e**loss."),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-6),
-    crash_hints={"Expected target size": "F.cross_entropy wants logits (N, V) and targets (N,): flatten B and T."},
-    hints=[
-        "Perplexity is exp of the mean negative log-likelihood per target, over ALL targets of all batches.",
-        "Add up the summed loss of every batch and the number of targets of every batch; divide at the end.",
-        "Measure in eval mode without gradients; F.cross_entropy needs the class axis second, or flattened inputs.",
-    ],
+    crash_hints=_CRASHES,
 )
 
 
@@ -195,12 +191,7 @@ train_step_ex = _StepExercise(
         ),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-6, rtol=1e-5),
-    crash_hints={"Expected target size": "F.cross_entropy wants logits (N, V) and targets (N,): flatten B and T."},
-    hints=[
-        "One step: forward, loss, gradients, update. Which call clears the gradients of the previous step?",
-        "The loss compares the logits at every position with the target at the same position (y is x shifted).",
-        "Order: clear gradients, forward, loss, backward, optimizer step; return the loss as a Python number.",
-    ],
+    crash_hints=_CRASHES,
 )
 
 
@@ -236,23 +227,15 @@ greedy_lm_ex = Exercise(
         Mistake(_greedy(sample=True), "greedy decoding takes the arg-max; you sampled."),
     ],
     compare=lambda out, ref: isinstance(out, torch.Tensor) and allclose(out, ref, atol=0, rtol=0),
-    hints=[
-        "Generation is a loop of n_new steps: run the model on everything so far and pick one token.",
-        "Of the logits (B, T, V), only the last position's row predicts the token after the prompt.",
-        "Greedy: the arg-max over the vocabulary; append it to ids (dim 1) and run again. Eval mode, no gradients.",
-    ],
+    crash_hints=_CRASHES,
 )
 
 
-def _verdict_reference(results):
-    for name in ("Transformer", "LSTM"):
-        row = results.get(name) if isinstance(results, dict) else None
-        if not isinstance(row, dict) or not all(k in row for k in ("perplexity", "seconds_per_epoch", "parameters")):
-            raise ValueError(
-                'results must be {"Transformer": {...}, "LSTM": {...}}, each with "perplexity", '
-                f'"seconds_per_epoch" and "parameters"; got {results!r}'
-            )
-    return sol.verdict(results)
+_QUESTIONS = {
+    "lower_perplexity": "compare the two models' final training perplexities in this run; lower is better.",
+    "faster_per_epoch": "compare this run's seconds per epoch (on this machine, not the hint's GPU).",
+    "comparable_size": "comparable means parameter counts within 25% of each other (ratio in (0.8, 1.25)).",
+}
 
 
 def _results(ppl, seconds, params):
@@ -260,29 +243,15 @@ def _results(ppl, seconds, params):
     return ({n: dict(zip(keys, (ppl[i], seconds[i], params[i]))) for i, n in enumerate(("Transformer", "LSTM"))},)
 
 
-verdict_ex = VerdictExercise(
+verdict_ex = Exercise(
     "Exercise 8.9: the comparison with the LSTM",
-    _verdict_reference,
+    sol.verdict,
     name="verdict_ex",
-    solution_code=(sol.verdict,),
     cases=[
         ("the Transformer wins both", lambda: _results((180.0, 240.0), (3.0, 5.0), (2_570_628, 2_561_000))),
         ("the LSTM is faster", lambda: _results((150.0, 260.0), (9.0, 4.0), (2_570_628, 2_600_000))),
         ("the LSTM wins both, at half the size", lambda: _results((300.0, 200.0), (6.0, 2.0), (2_570_628, 1_200_000))),
     ],
-    choices={
-        "lower_perplexity": ("Transformer", "LSTM"),
-        "faster_per_epoch": ("Transformer", "LSTM"),
-        "comparable_size": (True, False),
-    },
-    key_hints={
-        "lower_perplexity": "compare the two models' final training perplexities in this run; lower is better.",
-        "faster_per_epoch": "compare this run's seconds per epoch (on this machine, not the hint's GPU).",
-        "comparable_size": "comparable means parameter counts within 25% of each other (ratio in (0.8, 1.25)).",
-    },
-    hints=[
-        "Read the numbers of the run above: each question is answered by one comparison.",
-        "Answer with the model names exactly as in the results dict, and True/False for the size question.",
-        "Write it as a function of results, so that your verdict follows the numbers when the run changes.",
-    ],
+    compare=same_answers,
+    properties=answer_hints(sol.verdict, _QUESTIONS),
 )

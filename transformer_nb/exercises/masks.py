@@ -11,6 +11,8 @@ typical wrong answers (off-by-one diagonal, transposed triangle, inverted polari
 the wrong axis, ...) and answers with a hint aimed at that mistake.
 """
 
+__all__ = ["causal_ex", "combined_ex", "padding_ex"]  # what a notebook uses
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
@@ -123,12 +125,6 @@ causal_ex = _CausalExercise(
             "some entries above the diagonal are True: those are future keys (j > i).",
         ),
     ],
-    hints=[
-        "Row i is query i, column j is key j. Which keys may query 2 of 4 attend to? Draw the 4 × 4 grid.",
-        "The allowed entries compare two indices: the key's position and the query's.",
-        "Build a column of query indices and a row of key indices; broadcasting a comparison gives (T, T).",
-    ],
-    reveals=("transformer_nb.core.masks.causal_mask",),
 )
 
 
@@ -194,12 +190,6 @@ padding_ex = _PaddingExercise(
             "row b must hold exactly lengths[b] True entries, one per real token.",
         ),
     ],
-    hints=[
-        "Row b is sequence b; its first lengths[b] positions are real tokens, the rest is padding.",
-        "Position t of row b is real exactly when t is below that row's length.",
-        "Compare a row of positions 0..max_len-1 with a column of lengths; broadcasting gives (B, max_len).",
-    ],
-    reveals=("transformer_nb.core.masks.padding_mask",),
 )
 
 
@@ -280,11 +270,4 @@ combined_ex = _CombinedExercise(
             "some padded keys are visible: every column of a padded position must be False.",
         ),
     ],
-    hints=[
-        "Two conditions decide whether query i may attend to key j of sequence b. Name them.",
-        "One condition depends on (i, j) only, the other on (b, j) only: combine a (T, T) mask with a "
-        "(B, T) one, each placed on the right axes of (B, 1, T, T).",
-        "A key is visible only if BOTH conditions hold; padding concerns keys, so it goes on the last axis.",
-    ],
-    reveals=("transformer_nb.core.masks.self_attention_mask",),
 )

@@ -6,6 +6,8 @@
 The objectives' exercises (the next-token shift, mean pooling) are in :mod:`transformer_nb.exercises.objectives`.
 """
 
+__all__ = ["variant_masks_ex"]  # what a notebook uses
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
@@ -197,12 +199,6 @@ variant_masks_ex = _VariantMasksExercise(
             "a real token must always be allowed to attend to itself: check the diagonal of your self-attention masks.",
         ),
     ],
-    hints=[
-        "First decide, for each variant, which of the three sublayers it has; the others are None.",
-        "Every mask blocks padded KEYS, so each is built from the keep mask of the sequence its keys come from.",
-        "Only the sublayer that reads the sequence being generated is causal; cross-attention reads the source.",
-    ],
-    reveals=("transformer_nb.core.stack.Encoder", "transformer_nb.core.stack.Decoder"),
 )
 
 

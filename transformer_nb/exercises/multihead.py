@@ -9,11 +9,13 @@
 GQA and the KV cache are in :mod:`transformer_nb.exercises.gqa`.
 """
 
+__all__ = ["attention_distance_ex", "head_kinds_ex", "mha_ex"]  # what a notebook uses
+
 import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property, readymade
+from transformer_nb.exercises import MULTIHEAD, Exercise, Mistake, Property
 from transformer_nb.exercises.solutions import multihead as sol
 
 NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use this module
@@ -57,7 +59,7 @@ mha_ex = Exercise(
     "Exercise 8.6: multi-head attention",
     sol.multi_head_attention,
     name="mha_ex",
-    ready_made=readymade.MULTIHEAD,
+    ready_made=MULTIHEAD,
     cases=[
         ("the exercise's size: d_model=32, h=4, 7 tokens", _mha_case(61, 1, 7, 32, 4)),
         ("batch 2, d_model=24, h=3, 5 tokens", _mha_case(62, 2, 5, 24, 3)),
@@ -86,23 +88,11 @@ mha_ex = Exercise(
         Mistake(_mha(softmax_dim=-2), "the softmax runs over the queries; each query's weights must sum to 1."),
     ],
     properties=[
-        Property(lambda a, o: isinstance(o, (tuple, list)) and len(o) == 2, "return (output, weights)."),
         Property(
             lambda a, o: tuple(o[1].shape) == (a[0].shape[0], a[5], a[0].shape[1], a[0].shape[1]),
             "return the weights of every head, (B, h, T, T), not their average.",
         ),
     ],
-    hints=[
-        "Project x with each matrix, split each projection into h heads, attend inside each head, put the heads "
-        "side by side, project with W_O. Check the shape after every step.",
-        "Splitting heads: (B, T, d_model) -> (B, T, h, d_k), then move the head axis forward: (B, h, T, d_k).",
-        "Each head is an attention of size d_k; merging reverses the split exactly before the output projection.",
-    ],
-    reveals=(
-        "transformer_nb.core.multihead.MultiHeadAttention.forward",
-        "transformer_nb.core.multihead.split_heads",
-        "transformer_nb.core.multihead.merge_heads",
-    ),
 )
 
 
@@ -164,11 +154,6 @@ attention_distance_ex = Exercise(
             lambda args, out: bool((out <= args[0].shape[-1] - 1 + 1e-9).all()),
             "no head's mean distance can exceed T - 1.",
         ),
-    ],
-    hints=[
-        "For one head and one query i: weight each key's offset |i - j| by how much i attends to j.",
-        "Build the (T, T) matrix of offsets |i - j| once; it broadcasts against w of shape (h, T, T).",
-        "Sum over the keys (the last axis), then average over the queries: one number per head.",
     ],
 )
 
@@ -232,11 +217,5 @@ head_kinds_ex = Exercise(
             lambda a, o: all(k in ("local", "global", "focused") for k in o),
             'each label is one of "local", "global", "focused".',
         ),
-    ],
-    hints=[
-        "The rule needs two numbers per head: its mean attention distance and its mean entropy over the queries.",
-        "Entropy of one query's weights: -Σ_j w_ij ln w_ij, with 0·ln 0 = 0; uniform attention over T keys has "
-        "entropy ln T and mean distance (T² - 1)/(3T).",
-        "Test 'local' first (distance below half the uniform distance), then 'global' (entropy above 0.9 ln T).",
     ],
 )

@@ -6,6 +6,8 @@
   mean over the *real* tokens (004 §13.1's alternative to ``[CLS]``).
 """
 
+__all__ = ["lm_shift_ex", "mean_pool_ex"]  # what a notebook uses
+
 import torch
 
 from transformer_nb.exercises import Exercise, Mistake, Property
@@ -80,16 +82,6 @@ lm_shift_ex = Exercise(
             "counted. A target is real when *it* is a real token.",
         ),
     ],
-    properties=[
-        Property(lambda args, out: isinstance(out, tuple) and len(out) == 2, "return a pair (inputs, targets)."),
-    ],
-    hints=[
-        "At position t the model has read tokens 0..t. Which token should it predict there?",
-        "Inputs and targets are the same sequence, one step apart; both have T - 1 positions.",
-        "A target that is padding must not count in the loss: -100 is F.cross_entropy's ignore_index. Which "
-        "keep entries describe the targets?",
-    ],
-    reveals=("transformer_nb.objectives.lm_batch",),
 )
 
 
@@ -144,10 +136,5 @@ mean_pool_ex = Exercise(
             lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2]),
             "the result has one d-vector per sequence: shape (B, d); average over the time axis (dim 1).",
         ),
-    ],
-    hints=[
-        "The result is one d-vector per sequence: an average over the time axis, but not over every position.",
-        "Padded positions must not count, neither in the sum nor in the number you divide by.",
-        "keep as a 0/1 float tensor, with a trailing axis of size 1, weights each position.",
     ],
 )

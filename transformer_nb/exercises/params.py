@@ -6,6 +6,8 @@
 Exercise 8.4 (memory, FLOPs, the crossover and its reading) is in :mod:`transformer_nb.exercises.complexity`.
 """
 
+__all__ = ["breakdown_ex"]  # what a notebook uses
+
 from transformer_nb.exercises import Exercise, Mistake, Property
 from transformer_nb.exercises.compare import is_number
 from transformer_nb.exercises.solutions import params as sol
@@ -134,16 +136,5 @@ breakdown_ex = DictExercise(
         ),
     ],
     compare=exact_dicts,
-    hints=[
-        "Count weight matrices by their shapes: every d_model × d_ff matrix holds d_model·d_ff numbers.",
-        "(b): how many d_model × d_model projections does one attention sublayer have? Does h change their size?",
-        "(d): each sublayer has its own LayerNorm with a scale and a shift; with tying, the output layer adds "
-        "nothing to (a). Total = (a) + N × ((b) + (c) + (d)).",
-    ],
     answers={"total": 35_270_656, "per layer": 3_147_776},
-    explanation="""
-    (a) 32000 · 512 = 16,384,000 (shared with the output layer); (b) 4 · 512² = 1,048,576; (c) 2 · 512 · 2048 =
-    2,097,152; (d) 2 · 2 · 512 = 2,048. One layer: 3,147,776; six layers: 18,886,656; grand total 35,270,656
-    (35.3M). Linear biases would add 6 · (4·512 + 2048 + 512) = 27,648.
-    """,
 )
