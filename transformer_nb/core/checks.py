@@ -458,6 +458,8 @@ def _multihead(self, query, key=None, value=None, mask=None, is_causal=False, ro
         if not (key is query and value is query):
             raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
         past = _cache(self, cache, query.shape[0], query.shape[1])
+    if is_causal:
+        _causal_mask(query.shape[1], past + key.shape[1])
     if mask is not None:
         attention_mask(self, mask, query.shape[0], query.shape[1], past + key.shape[1])
 
@@ -718,6 +720,8 @@ def _transformer_init(self, cfg=None, ranks=None, **fields) -> None:
     cfg = TransformerConfig(**fields) if cfg is None else check_config(cfg).with_(**fields)
     for what, rows in (("token table", cfg.vocab), ("target token table", cfg.target_vocab)):
         check_memory(f"the {what} of vocab={rows} x d_model={cfg.d_model}", 4 * rows * cfg.d_model)
+    if cfg.lm_head:
+        _output_head_init(None, cfg.head, cfg.d_model, cfg.target_vocab, ranks, cfg.cutoffs, cfg.div_value)
     _feed_forward_init(None, cfg)
     if cfg.positions == "sinusoidal":
         _sinusoidal_init(None, cfg.d_model, cfg.max_len)
@@ -803,11 +807,17 @@ def _encode(self, src, src_keep=None) -> None:
     _hidden(self, src, keep=src_keep)
 
 
-def _target_side(self, tgt, tgt_keep, memory, src_keep) -> None:
-    """The decoder's input ``tgt (B, T)`` and the ``memory (B, S, d)`` it attends to."""
+def _tgt(self, tgt, tgt_keep) -> None:
     check_ids(tgt, "tgt", self.cfg.target_vocab)
     check_device("tgt", tgt, next(self.parameters()).device)
+    if tgt.shape[1] > self.max_len:
+        raise ValueError(f"positions 0..{tgt.shape[1] - 1} exceed max_len={self.max_len}")
     check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
+
+
+def _target_side(self, tgt, tgt_keep, memory, src_keep) -> None:
+    """The decoder's input ``tgt (B, T)`` and the ``memory (B, S, d)`` it attends to."""
+    _tgt(self, tgt, tgt_keep)
     check_hidden(
         memory, self.d_model, "memory (the encoder output)", like=self.decoder.layers[0].self_attn.q_proj.weight
     )
@@ -832,9 +842,7 @@ def _transformer_forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=
         )
     _hidden(self, ids, keep=keep)
     if enc_dec:
-        check_ids(tgt, "tgt", self.cfg.target_vocab)
-        check_device("tgt", tgt, next(self.parameters()).device)
-        check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
+        _tgt(self, tgt, tgt_keep)
         if ids.shape[0] != tgt.shape[0]:
             raise ValueError(f"memory has batch size {ids.shape[0]} but the decoder input has {tgt.shape[0]}")
         ids = tgt
@@ -1023,7 +1031,7 @@ def _pairing(pairing) -> None:
 
 def _rope_frequencies(d, base=10000.0) -> None:
     rope_dim(d)
-    as_real("base", base, positive=True)
+    _sinusoid_frequencies(d, base)
 
 
 def _rope_float(x, name: str = "x") -> None:
