@@ -9,10 +9,6 @@ Every part is built from one ``TransformerConfig`` (``config.py``), which was va
 made: ``EncoderLayer(cfg)``, ``DecoderLayer(cfg)``, ``FeedForward(cfg)``, ``make_norm(cfg)``. With
 ``EncoderLayer(cfg, residual=False)`` the ``x +`` is dropped (an experiment only: notebook 06 shows
 what happens to the gradients). Norms are ``nn.LayerNorm`` or ``nn.RMSNorm``.
-
-Elsewhere: stacks of blocks in ``stack.py``; the norms written out in ``reference.py``; LLaMA's SwiGLU
-width (``swiglu_hidden_size``) in ``params/``; notebook 06's depth and warm-up experiments in
-``experiments.py``; shape tracing in ``probes.py``; ``nn.TransformerEncoderLayer`` twins in ``interop.py``.
 """
 
 import torch

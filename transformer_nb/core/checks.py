@@ -436,9 +436,8 @@ def _cache(attn, cache, b: int, t_new: int) -> int:
             "this KVCache holds the keys and values of another attention layer: a cache belongs to one "
             "layer; give every layer its own (model.init_state())"
         )
-    w = attn.k_proj.weight
-    dtype = torch.get_autocast_dtype(w.device.type) if torch.is_autocast_enabled(w.device.type) else w.dtype
-    _room(cache, (b, attn.n_kv_heads, t_new, attn.d_head), dtype, w.device)
+    held = (cache.k.dtype, cache.k.device) if cache.k is not None else (None, None)
+    _room(cache, (b, attn.n_kv_heads, t_new, attn.d_head), *held)
     return cache.length
 
 

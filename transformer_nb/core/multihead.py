@@ -4,10 +4,6 @@ Heads are one reshape, not a loop: ``(B, T, h·d_head) -> (B, h, T, d_head)``. T
 attention itself is ``F.scaled_dot_product_attention``; set ``keep_weights = True`` (or use
 ``record_attention(model)``) to compute it with the reference implementation instead and
 keep the weights ``(B, h, T_q, T_k)`` in ``last_weights`` for plotting.
-
-Elsewhere: ``nn.MultiheadAttention`` twins in ``interop.py``; the analytic counts
-(``params.attention_params``, ``params.kv_cache_bytes``) in ``params/``; ``record_attention`` and the
-per-head descriptions (``head_stats``) in ``probes.py``.
 """
 
 import weakref

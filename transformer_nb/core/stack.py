@@ -9,11 +9,6 @@ Post-LN stack does not need one (``cfg.final_norm`` decides; default: ``cfg.norm
   which turns the same stack into a GPT-style decoder-only stack.
 - ``Decoder(cfg)``: ``DecoderLayer`` × ``cfg.dec_layers`` (causal self-attention + cross-attention
   to ``memory``).
-
-Every model of the package is one of these stacks with embeddings in front and a head
-behind: ``transformer.py`` (the one ``Transformer``, all three variants) and ``experiments.py``
-(notebook 06's depth and warm-up experiments, which switch the residual connections off with
-``residual=False``).
 """
 
 import torch

@@ -1,34 +1,14 @@
 """One Transformer from one configuration (000 §8.5–8.6; 001 §19.7–19.8, §19.11; 002; 004 §12–14).
 
-``TransformerConfig`` (``config.py``) is frozen and validated once, when it is made; every default
-is stated there and nowhere else. ``Transformer(cfg)`` builds the variant ``cfg.arch`` names from
-the same blocks (``stack.Encoder(cfg)`` / ``stack.Decoder(cfg)``):
+``Transformer(cfg)`` builds the variant ``cfg.arch`` names from the same blocks: ``"decoder"`` (GPT) is the
+encoder stack run causally, a language model; ``"encoder"`` (BERT) the same stack, bidirectional;
+``"encoder-decoder"`` (the original) adds a decoder stack that attends to it (``encode(src)`` gives the
+memory, ``decode(tgt, memory)`` the target's logits). A GPT block *is* an encoder block run causally.
 
-- ``"decoder"`` (GPT): the encoder stack run causally, a language model;
-- ``"encoder"`` (BERT): the same stack, bidirectional;
-- ``"encoder-decoder"`` (the original): an encoder stack, and a decoder stack that attends to it;
-  ``encode(src)`` gives the memory, ``decode(tgt, memory)`` the target's logits.
-
-Only the masks and the presence of cross-attention differ:
-
-| variant         | blocks                              | self-attention mask                 | cross-attention |
-|-----------------|-------------------------------------|-------------------------------------|-----------------|
-| encoder-only    | ``EncoderLayer``                    | padding                             | no              |
-| decoder-only    | ``EncoderLayer``, causal            | causal (+ padding)                  | no              |
-| encoder–decoder | ``EncoderLayer`` + ``DecoderLayer`` | enc: padding; dec: causal + padding | dec → enc       |
-
-A GPT block *is* an encoder block run with ``is_causal=True``. ``DecoderLayer`` (with
-cross-attention) is used only by the encoder–decoder.
-
-The contract, as in nanoGPT: ``forward(ids (B, T), targets (B, T) | None) -> (logits, loss)``.
-``logits`` are ``(B, T, V)`` scores for the next token (log-probabilities for the adaptive
-heads; ``None`` when an adaptive head is given targets: its loss never forms all ``V`` scores);
-``loss`` is the mean cross-entropy of ``targets``, or ``None``. Generation (``generation.py``)
-feeds one token at a time through ``hidden(ids, state)``, where ``state`` is a ``KVCache`` per
-block (``multihead.KVCache``), so each step attends over the cached keys and values.
-
-``LanguageModel`` is what a language model shares with the LSTM baseline of ``lstm.py``: the
-output head (``output_head.OutputHead``), the loss and the checks of its inputs.
+The contract, as in nanoGPT: ``forward(ids (B, T), targets (B, T) | None) -> (logits, loss)``, logits
+``(B, T, V)`` (log-probabilities for an adaptive head; ``None`` when it is given targets). Generation feeds
+one token at a time through ``hidden(ids, state)``, ``state`` a ``KVCache`` per block.
+``LanguageModel`` is what a language model shares with the LSTM baseline of ``lstm.py``.
 """
 
 from __future__ import annotations
