@@ -17,30 +17,11 @@ from contextvars import ContextVar
 
 import torch
 
-__all__ = [  # what the companion uses; the rest are the checks of the core's own functions and modules
-    "as_device",
-    "as_int",
-    "as_real",
-    "available_devices",
-    "check_config",
-    "check_cutoffs",
-    "check_decoder_inputs",
-    "check_device",
-    "check_dropout",
-    "check_heads",
-    "check_hidden",
-    "check_ids",
-    "check_keep",
-    "check_language_model",
-    "check_like",
-    "check_mask",
-    "check_memory",
-    "check_qkv",
-    "is_int_tensor",
-    "memory_of",
-    "plain_tensor",
-    "validate",
-]
+__all__ = (  # noqa: SIM905 (what the companion uses)
+    "as_device as_int as_real available_devices check_config check_cutoffs check_decoder_inputs check_device "
+    "check_dropout check_heads check_hidden check_ids check_keep check_language_model check_like check_mask "
+    "check_memory check_qkv is_int_tensor memory_of plain_tensor validate"
+).split()
 
 _checked = ContextVar("checked", default=False)  # True while a checked call runs: the calls inside trust it
 
@@ -792,10 +773,6 @@ def _nll(self, ids, targets, state=None, reduction="mean") -> None:
     _targets(targets, ids, self.head.vocab_size)
 
 
-def _log_probs(self, ids) -> None:
-    _model_inputs(self, ids)
-
-
 def _encoder_decoder(self, name: str) -> None:
     if self.decoder is None:
         raise ValueError(f"{name} belongs to an encoder-decoder; this model has arch={self.cfg.arch!r}")
@@ -1138,7 +1115,3 @@ def _embed(self, ids) -> None:
 def _logits(self, h) -> None:
     if self.kind not in ("full", "tied"):
         raise ValueError("the adaptive head has no single logit matrix; use log_probs")
-
-
-def _relative_bias_init(self, n_heads) -> None:
-    as_int("n_heads", n_heads, 1)

@@ -107,10 +107,11 @@ def generate(
             for i in range(n_new):
                 if not use_cache:
                     h, _ = model.hidden(out[None, max(0, n - (window or n)) : n])
-                out[n] = _pick(model.head, h[:, -1], temperature, top_k, gen)[0]
+                nxt = _pick(model.head, h[:, -1], temperature, top_k, gen)  # (1,)
+                out[n] = nxt[0]
                 n += 1
                 if use_cache and i < n_new - 1:
-                    h, state = model.hidden(out[None, n - 1 : n], state)
+                    h, state = model.hidden(nxt.view(1, 1), state)
     finally:
         model.train(was_training)
     return out

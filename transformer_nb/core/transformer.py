@@ -21,7 +21,7 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.core import checks
-from transformer_nb.core.block import make_norm
+from transformer_nb.core.block import _dropped, make_norm
 from transformer_nb.core.checks import check_language_model  # noqa: F401 (its home before checks.py)
 from transformer_nb.core.config import T5_BUCKETS, TransformerConfig
 from transformer_nb.core.multihead import KVCache
@@ -81,7 +81,7 @@ class LanguageModel(nn.Module):
             return out.view(targets.shape), state
         return (out.sum() if reduction == "sum" else out.mean()), state
 
-    @checks.boundary(checks._log_probs)
+    @checks.boundary(checks._model_inputs)
     def log_probs(self, ids: torch.Tensor) -> torch.Tensor:
         """``(B, T) -> (B, T, V)`` next-word log-probabilities at every position."""
         h, _ = self.hidden(ids)
@@ -91,7 +91,7 @@ class LanguageModel(nn.Module):
 class RelativeBiasTable(nn.Module):
     """T5's relative-position bias table: ``(32 buckets, n_heads)`` learned scalars (counted only)."""
 
-    @checks.boundary(checks._relative_bias_init)
+    @checks.boundary(checks._alibi_init)
     def __init__(self, n_heads: int):
         super().__init__()
         self.table = nn.Embedding(T5_BUCKETS, n_heads)
@@ -169,7 +169,7 @@ class Transformer(LanguageModel):
         x = x if pos is None else pos(x, offset=past)
         x = x if self.token_type is None else x + self.token_type.weight[0]
         x = x if self.embed_norm is None else self.embed_norm(x)
-        return self.drop(x)
+        return _dropped(self.drop, x)
 
     @checks.boundary(checks._hidden)
     def hidden(self, ids: torch.Tensor, state: list[KVCache] | None = None, keep: torch.Tensor | None = None):
