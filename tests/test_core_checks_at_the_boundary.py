@@ -64,3 +64,21 @@ def test_reading_path_fails_above_its_limit(monkeypatch, capsys):
     monkeypatch.setattr(reading_path, "LIMIT", 10)
     assert reading_path.main() == 1
     assert "limit 10" in capsys.readouterr().out
+
+
+def test_the_decode_loop_pays_no_check_per_token(monkeypatch):
+    import torch
+
+    from transformer_nb.core import checks
+    from transformer_nb.core.generation import generate
+    from transformer_nb.core.transformer import Transformer
+
+    model = Transformer(vocab=20, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=32, positions="rope")
+    seen = []
+    for name in ("check_ids", "check_hidden", "check_keep", "check_device", "_rotated", "_room", "_cache"):
+        real = getattr(checks, name)
+        monkeypatch.setattr(checks, name, lambda *a, _real=real, _name=name, **k: seen.append(_name) or _real(*a, **k))
+    for use_cache in (True, False):
+        seen.clear()
+        generate(model, torch.tensor([1, 2, 3]), 12, use_cache=use_cache)
+        assert seen == ["check_ids"], seen  # the prompt's ids, once: no step is checked
