@@ -83,3 +83,15 @@ def test_adaptive_sizes_no_machine_holds_are_refused_with_the_size():
 def test_an_output_layer_of_no_size_is_refused():
     with pytest.raises(ValueError, match="d_model must be >= 1, got 0"):
         OutputHead("full", 0, 10)
+
+
+def test_attention_refuses_rope_positions_past_its_table():
+    from transformer_nb.core.block import EncoderLayer
+    from transformer_nb.core.multihead import MultiHeadAttention
+    from transformer_nb.core.rope import RoPE
+
+    x = torch.randn(1, 5, 16)
+    with pytest.raises(ValueError, match=r"positions 30..34 exceed RoPE's table of max_len=32"):
+        MultiHeadAttention(16, 2)(x, is_causal=True, rope=RoPE(8, 32).at(q_offset=30, k_offset=30))
+    with pytest.raises(ValueError, match=r"RoPE\(d_head=4\) expects q"):
+        EncoderLayer(TransformerConfig(**SMALL))(x, is_causal=True, rope=RoPE(4, 32))

@@ -440,8 +440,20 @@ def _multihead(self, query, key=None, value=None, mask=None, is_causal=False, ro
         past = _cache(self, cache, query.shape[0], query.shape[1])
     if is_causal:
         _causal_mask(query.shape[1], past + key.shape[1])
+    _rope_fits(rope, self, query.shape[1], key.shape[1], past)
     if mask is not None:
         attention_mask(self, mask, query.shape[0], query.shape[1], past + key.shape[1])
+
+
+def _rope_fits(rope, attn, t_q: int, t_k: int, past: int) -> None:
+    """A ``RoPE`` (or its ``at(...)``) passed to attention has table rows for the positions it will turn."""
+    from transformer_nb.core.rope import RoPE
+
+    kw = getattr(rope, "keywords", {})
+    owner = rope if isinstance(rope, RoPE) else getattr(getattr(rope, "func", None), "__self__", None)
+    if isinstance(owner, RoPE):
+        for name, t, offset in (("q", t_q, kw.get("q_offset", past)), ("k", t_k, kw.get("k_offset", past))):
+            _rotated(owner, owner.cos.new_empty(t, attn.d_head), offset, name)
 
 
 def _kv_cache_init(self, capacity) -> None:
@@ -604,6 +616,7 @@ def _encoder_layer(self, x, mask=None, is_causal=False, rope=None, cache=None) -
     attn = self.self_attn
     check_hidden(x, attn.d_model, "the EncoderLayer input x", like=attn.q_proj.weight)
     past = 0 if cache is None else _cache(attn, cache, x.shape[0], x.shape[1])
+    _rope_fits(rope, attn, x.shape[1], x.shape[1], past)
     if mask is not None:
         attention_mask(attn, mask, x.shape[0], x.shape[1], past + x.shape[1])
 
@@ -672,6 +685,7 @@ def _encoder(self, x, keep=None, mask=None, rope=None, caches=None) -> None:
     attn = self.layers[0].self_attn
     check_hidden(x, self.d_model, "the encoder input x", like=attn.q_proj.weight)
     check_keep(keep, x.shape[0], x.shape[1], "keep")
+    _rope_fits(rope, attn, x.shape[1], x.shape[1], 0)
     if mask is not None:
         attention_mask(attn, mask, x.shape[0], x.shape[1], x.shape[1])
 
