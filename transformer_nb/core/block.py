@@ -101,6 +101,9 @@ class EncoderLayer(nn.Module):
         return x if self.residual else 0.0
 
 
+# --------------------------------------------------------------------------- apart: the encoder-decoder's block
+
+
 class DecoderLayer(nn.Module):
     """Causal self-attention, cross-attention to ``memory``, FFN (each with residual + norm), from ``cfg``.
 

@@ -26,6 +26,9 @@ def causal_mask(t_q: int, t_k: int | None = None, device=None) -> torch.Tensor:
     return torch.ones(t_q, t_k, dtype=torch.bool, device=device).tril(diagonal=t_k - t_q)
 
 
+# --------------------------------------------------------------------------- apart: padding (not the language model's)
+
+
 @checks.boundary(checks._padding_mask)
 def padding_mask(lengths, max_len: int | None = None, device=None) -> torch.Tensor:
     """``(B, T)`` bool, True at real tokens, for sequences of the given ``lengths``.

@@ -59,6 +59,9 @@ class Encoder(nn.Module):
         return self.norm(x)
 
 
+# --------------------------------------------------------------------------- apart: the encoder-decoder's stack
+
+
 class Decoder(nn.Module):
     """A stack of ``DecoderLayer(cfg)``: ``(B, T, d), memory (B, S, d) -> (B, T, d)``, with
     ``cfg.dec_layers`` blocks.

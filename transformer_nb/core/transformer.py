@@ -100,11 +100,10 @@ class RelativeBiasTable(nn.Module):
 class Transformer(LanguageModel):
     """The Transformer that ``cfg`` describes (``Transformer(cfg)``, or ``Transformer(**fields)``).
 
-    Parts, in this order: the output ``head`` (first, so that a tied head's table is the model's
-    token table), the token tables ``tok`` / ``tgt_tok``, segment embeddings, positions
-    (``pos`` / ``tgt_pos``, ``rope`` or ``alibi``), the ``blocks`` (an ``Encoder``, causal for
-    ``"decoder"``) and the encoder-decoder's ``decoder``. Weights start GPT-2 style: N(0, 0.02),
-    zero biases. ``ranks`` (``output_head.frequency_ranks``) orders an adaptive head's words.
+    Parts: the output ``head`` (first: a tied head's table is the token table), ``tok`` / ``tgt_tok``,
+    positions (``pos`` / ``tgt_pos``, ``rope`` or ``alibi``), the ``blocks`` (an ``Encoder``, causal for
+    ``"decoder"``) and the encoder-decoder's ``decoder``. Weights start GPT-2 style: N(0, 0.02), zero
+    biases. ``ranks`` (``output_head.frequency_ranks``) orders an adaptive head's words.
     """
 
     @checks.boundary(checks._transformer_init)
