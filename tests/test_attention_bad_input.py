@@ -167,14 +167,14 @@ def test_no_keys_at_all_gives_zero_output():
 
 
 def test_check_mask_called_directly_refuses_a_mask_that_does_not_fit_the_scores():
-    from transformer_nb.core.attention import check_mask
+    from transformer_nb.core.checks import check_mask
 
     with pytest.raises(ValueError, match=r"mask of shape \(3, 3\) does not broadcast"):
         check_mask(torch.ones(3, 3, dtype=torch.bool), (2, 4, 5))
 
 
 def test_check_qkv_names_what_is_wrong_when_called_directly():
-    from transformer_nb.core.attention import check_qkv
+    from transformer_nb.core.checks import check_qkv
 
     q, k, v = qkv()
     assert check_qkv(q, k, v) == (2,)

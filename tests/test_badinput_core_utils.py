@@ -7,10 +7,10 @@ from transformer_nb.core import utils
 
 CASES = {
     "is_int_tensor_says_a_bool_tensor_is_not_one": Gives(
-        "transformer_nb.core.utils.is_int_tensor", lambda: utils.is_int_tensor(torch.ones(2, dtype=torch.bool)), False
+        "transformer_nb.core.checks.is_int_tensor", lambda: utils.is_int_tensor(torch.ones(2, dtype=torch.bool)), False
     ),
     "is_int_tensor_says_a_list_of_ints_is_not_one": Gives(
-        "transformer_nb.core.utils.is_int_tensor", lambda: utils.is_int_tensor([1, 2]), False
+        "transformer_nb.core.checks.is_int_tensor", lambda: utils.is_int_tensor([1, 2]), False
     ),
 }
 

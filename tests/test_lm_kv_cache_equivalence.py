@@ -8,6 +8,7 @@ import torch
 
 import transformer_nb
 from transformer_nb import lm_recipe
+from transformer_nb.core import checks
 from transformer_nb.core.block import EncoderLayer
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.generation import generate
@@ -198,10 +199,12 @@ def test_the_kv_step_exercise_reference_is_what_the_cache_does():
 
 def test_the_layers_inside_a_block_trust_its_checks(monkeypatch):
     layer, x = EncoderLayer(SMALL_BLOCK).eval(), torch.randn(2, 5, 32)
-    monkeypatch.setattr(MultiHeadAttention, "_check", lambda *a: pytest.fail("checked twice"))
-    layer(x, is_causal=True)  # the block checked x: its attention does not check again
-    with pytest.raises(pytest.fail.Exception, match="checked twice"):
-        layer.self_attn(x)  # called by the user, attention checks its inputs
+    checked = []
+    monkeypatch.setattr(checks, "check_hidden", lambda x, d, name, **kw: checked.append(name))
+    layer(x, is_causal=True)  # the block checks x: its attention and feed-forward layer do not check again
+    assert checked == ["the EncoderLayer input x"]
+    layer.self_attn(x)  # called by the user, attention checks its inputs
+    assert checked[1:] == ["query", "key", "value"]
 
 
 def test_decoding_turns_rope_in_place_with_the_bits_of_the_copying_training_pass():

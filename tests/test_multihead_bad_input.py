@@ -4,6 +4,7 @@ import pytest
 import torch
 import torch.nn as nn
 
+from transformer_nb.core import checks
 from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
 from transformer_nb.interop import copy_from_torch, copy_to_torch, to_torch, to_torch_attn_mask
 from transformer_nb.params import attention_params, kv_cache_bytes
@@ -125,4 +126,4 @@ def test_counting_helpers_reject_bad_arguments():
 
 def test_check_mask_called_by_a_block_refuses_a_mask_that_does_not_fit_the_scores():
     with pytest.raises(ValueError, match=r"mask of shape \(3, 5, 5\) does not broadcast .* \(2, 4, 5, 7\)"):
-        M.check_mask(torch.ones(3, 5, 5, dtype=torch.bool), 2, 5, 7)
+        checks.attention_mask(M, torch.ones(3, 5, 5, dtype=torch.bool), 2, 5, 7)

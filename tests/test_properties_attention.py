@@ -11,7 +11,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 from property_helpers import NOT_REAL, bool_tensors, expect_refusal, float_tensors
 
-from transformer_nb.core.attention import check_mask, check_qkv, scaled_dot_product_attention
+from transformer_nb.core.attention import scaled_dot_product_attention
+from transformer_nb.core.checks import check_mask, check_qkv
 
 QKV_NAMES = {"q": ["query", "q"], "k": ["key", "k"], "v": ["value", "v"]}
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10, torch.bfloat16: 5e-3}

@@ -16,7 +16,7 @@ from transformer_nb import (
     wikitext,
 )
 from transformer_nb.bench import kvcache as bench_kvcache
-from transformer_nb.core import block, config, stack, utils
+from transformer_nb.core import checks, config
 from transformer_nb.core import transformer as core_transformer
 from transformer_nb.params import formulas
 from transformer_nb.reversal import data as rv_data
@@ -27,18 +27,18 @@ META = torch.zeros(1, device="meta")
 
 CASES = {
     "check_hidden_refuses_a_2d_tensor": (
-        block.check_hidden,
+        checks.check_hidden,
         (torch.zeros(2, 3), 8, "x"),
         ValueError,
         "x must have shape",
     ),
     "check_ids_refuses_float_ids": (
-        stack.check_ids,
+        checks.check_ids,
         (torch.zeros(2, 3), "ids"),
         TypeError,
         "ids must be an integer tensor",
     ),
-    "check_keep_refuses_a_float_mask": (stack.check_keep, (torch.zeros(2, 3), 2, 3, "keep"), TypeError, "keep must"),
+    "check_keep_refuses_a_float_mask": (checks.check_keep, (torch.zeros(2, 3), 2, 3, "keep"), TypeError, "keep must"),
     "check_tokens_refuses_bos_among_symbols": (
         rv_data.check_tokens,
         (torch.tensor([[3, 1]]), "src", "symbols"),
@@ -143,21 +143,21 @@ CASES = {
     "stream_stats_refuses_depth_0": (experiments.stream_stats, (0,), ValueError, "depth"),
     "toy_lm_refuses_vocab_0": (experiments.toy_lm, (0, 1, True), ValueError, "vocab"),
     "check_device_refuses_meta_input_to_a_cpu_model": (
-        utils.check_device,
+        checks.check_device,
         ("x", META, torch.device("cpu")),
         ValueError,
         "x is on the meta device",
     ),
-    "check_dropout_refuses_a_probability_of_1": (utils.check_dropout, (1.0,), ValueError, "got 1.0"),
-    "check_dropout_refuses_a_string": (utils.check_dropout, ("0.1",), ValueError, "got '0.1'"),
+    "check_dropout_refuses_a_probability_of_1": (checks.check_dropout, (1.0,), ValueError, "got 1.0"),
+    "check_dropout_refuses_a_string": (checks.check_dropout, ("0.1",), ValueError, "got '0.1'"),
     "check_like_refuses_float16_into_float32_weights": (
-        utils.check_like,
+        checks.check_like,
         ("x", torch.zeros(1).half(), torch.zeros(1)),
         TypeError,
         "x has dtype torch.float16",
     ),
     "plain_tensor_refuses_a_subclass": (
-        utils.plain_tensor,
+        checks.plain_tensor,
         ("x", torch.zeros(1).as_subclass(type("Sub", (torch.Tensor,), {}))),
         TypeError,
         "x is a Sub",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.config import check_cutoffs
+from transformer_nb.core.checks import check_cutoffs, check_device
 from transformer_nb.core.output_head import OutputHead
 from transformer_nb.core.stack import check_ids
 from transformer_nb.core.transformer import LanguageModel
@@ -63,7 +63,7 @@ class LSTMLM(LanguageModel):
     def hidden(self, ids: torch.Tensor, state: list | None = None):
         """``(B, T) -> ((B, T, d), state)``; ``state``: ``init_state()`` (updated in place) or None (a new one)."""
         check_ids(ids, "ids", self.vocab_size)
-        self._check_device(ids)
+        check_device("ids", ids, next(self.parameters()).device)
         if state is not None and (not isinstance(state, list) or len(state) != 1):
             raise ValueError(f"state must be init_state(): a one-element list, got {type(state).__name__}")
         state = [None] if state is None else state

@@ -9,8 +9,9 @@ notebooks check it against (companion code: the model never calls them).
 
 import torch
 
-from transformer_nb.core.config import _check_eps
-from transformer_nb.core.rope import _check_dim, apply_rope
+from transformer_nb.core.checks import check_eps as _check_eps
+from transformer_nb.core.checks import rope_dim as _check_dim
+from transformer_nb.core.rope import apply_rope
 
 # --------------------------------------------------------------------------- norms
 

@@ -363,7 +363,7 @@ check_equal("LayerNorms per cached step = two per block + the last", calls.get("
 # %% [markdown]
 # A cached step is a long chain of small operators, each paying a fixed cost for Python, dispatch and kernel
 # set-up that rivals its arithmetic. So the one forward path (what notebook 10 teaches) keeps the chain short:
-# a block checks its input once and the layers inside it trust it, the KV cache is written in place, and RoPE
+# `generate` checks its arguments once and no step checks them again, the KV cache is written in place, and RoPE
 # turns the new queries and keys in place. `python -m transformer_nb.bench kvcache` times the cached steps
 # against recomputing, with the same tokens.
 #

@@ -15,8 +15,8 @@ context, the more recomputation the cache saves).
 
 Each step runs the package's modules, so their per-call costs are part of what is timed: on a
 CPU a one-token step does so little arithmetic that checking inputs, making copies and calling
-modules can cost as much as computing. Inside a block the layers trust their callers (no checks),
-the cache is written in place, and RoPE turns the new keys and queries in place.
+modules can cost as much as computing. ``generate`` checks its arguments once and no step checks
+them again, the cache is written in place, and RoPE turns the new keys and queries in place.
 On a GPU (``--device cuda``) the JSON also gives tokens/s of each way.
 The last line is one JSON object; ``identical`` says whether every pair produced the same tokens.
 
@@ -31,9 +31,9 @@ import time
 import torch
 
 from transformer_nb import cache, lm_recipe
+from transformer_nb.core.checks import as_int, check_language_model
 from transformer_nb.core.generation import generate
-from transformer_nb.core.transformer import LanguageModel, check_language_model
-from transformer_nb.core.utils import as_int
+from transformer_nb.core.transformer import LanguageModel
 from transformer_nb.params import numel
 from transformer_nb.wikitext import load_wikitext2
 

@@ -9,24 +9,22 @@ Every part is built from one ``TransformerConfig`` (``config.py``), which was va
 made: ``EncoderLayer(cfg)``, ``DecoderLayer(cfg)``, ``FeedForward(cfg)``, ``make_norm(cfg)``. With
 ``EncoderLayer(cfg, residual=False)`` the ``x +`` is dropped (an experiment only: notebook 06 shows
 what happens to the gradients). Norms are ``nn.LayerNorm`` or ``nn.RMSNorm``.
-
-Elsewhere: stacks of blocks in ``stack.py``; the norms written out in ``reference.py``; LLaMA's SwiGLU
-width (``swiglu_hidden_size``) in ``params/``; notebook 06's depth and warm-up experiments in
-``experiments.py``; shape tracing in ``probes.py``; ``nn.TransformerEncoderLayer`` twins in ``interop.py``.
 """
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.config import TransformerConfig, check_config
-from transformer_nb.core.multihead import MultiHeadAttention, check_hidden
-from transformer_nb.core.utils import INNER, check_memory
+from transformer_nb.core import checks
+from transformer_nb.core.checks import check_decoder_inputs  # noqa: F401 (its home before checks.py)
+from transformer_nb.core.config import TransformerConfig
+from transformer_nb.core.multihead import MultiHeadAttention
 
 
+@checks.boundary(checks.check_config)
 def make_norm(cfg: TransformerConfig) -> nn.Module:
     """``cfg.norm``: ``"layer"`` -> ``nn.LayerNorm`` (2·d parameters), ``"rms"`` -> ``nn.RMSNorm`` (d parameters)."""
-    norm = nn.LayerNorm if check_config(cfg).norm == "layer" else nn.RMSNorm
+    norm = nn.LayerNorm if cfg.norm == "layer" else nn.RMSNorm
     return norm(cfg.d_model, eps=cfg.eps)
 
 
@@ -41,19 +39,18 @@ class FeedForward(nn.Module):
     silu branch, ``gate`` (W3) the linear branch it multiplies.
     """
 
+    @checks.boundary(checks._feed_forward_init)
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        d, d_ff = check_config(cfg).d_model, cfg.ff
-        check_memory(f"d_model x d_ff = {d} x {d_ff} (the FFN's weights)", 3 * 4 * d * d_ff)
+        d, d_ff = cfg.d_model, cfg.ff
         self.activation, self.d_model = cfg.activation, d
         self.linear1 = nn.Linear(d, d_ff, bias=cfg.bias)
         self.gate = nn.Linear(d, d_ff, bias=cfg.bias) if cfg.activation == "swiglu" else None
         self.linear2 = nn.Linear(d_ff, d, bias=cfg.bias)
         self.dropout = nn.Dropout(cfg.dropout)
 
+    @checks.boundary(checks._feed_forward)
     def forward(self, x: torch.Tensor) -> torch.Tensor:
-        if not INNER.depth:
-            check_hidden(x, self.d_model, "the FeedForward input x", dims="...", like=self.linear1.weight)
         h = self.linear1(x)
         if self.activation == "relu":
             h = F.relu(h)
@@ -75,37 +72,36 @@ def _dropped(drop: nn.Dropout, h: torch.Tensor) -> torch.Tensor:
 class EncoderLayer(nn.Module):
     """Self-attention + FFN, each with a residual connection and a norm (Pre- or Post-LN), from ``cfg``.
 
-    ``forward(x, mask=None, is_causal=False, rope=None)``: ``x: (B, T, d)`` -> ``(B, T, d)``.
+    ``forward(x, mask=None, is_causal=False, rope=None, cache=None)``: ``x: (B, T, d)`` -> ``(B, T, d)``.
     With ``is_causal=True`` this is the decoder-only (GPT) block. ``residual=False`` drops
     the two skip connections (for the depth experiment only).
     """
 
+    @checks.boundary(checks._built_from_config)
     def __init__(self, cfg: TransformerConfig, residual: bool = True):
         super().__init__()
-        self.norm_first, self.residual = check_config(cfg).norm_first, residual
+        self.norm_first, self.residual = cfg.norm_first, residual
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias, cfg.dropout)
         self.ff = FeedForward(cfg)
         self.norm1, self.norm2 = make_norm(cfg), make_norm(cfg)
         self.drop = nn.Dropout(cfg.dropout)
 
+    @checks.boundary(checks._encoder_layer)
     def forward(self, x, mask=None, is_causal: bool = False, rope=None, cache=None):
-        if not INNER.depth:
-            check_hidden(x, self.self_attn.d_model, "the EncoderLayer input x", like=self.self_attn.q_proj.weight)
-            if mask is not None:
-                past = 0 if cache is None else cache.length
-                self.self_attn.check_mask(mask, x.shape[0], x.shape[1], past + x.shape[1])
-        with INNER:
-            if self.norm_first:
-                h = self.self_attn(self.norm1(x), mask=mask, is_causal=is_causal, rope=rope, cache=cache)
-                x = self._skip(x) + _dropped(self.drop, h)
-                return self._skip(x) + _dropped(self.drop, self.ff(self.norm2(x)))
-            h = self.self_attn(x, mask=mask, is_causal=is_causal, rope=rope, cache=cache)
-            x = self.norm1(self._skip(x) + _dropped(self.drop, h))
-            return self.norm2(self._skip(x) + _dropped(self.drop, self.ff(x)))
+        if self.norm_first:
+            h = self.self_attn(self.norm1(x), mask=mask, is_causal=is_causal, rope=rope, cache=cache)
+            x = self._skip(x) + _dropped(self.drop, h)
+            return self._skip(x) + _dropped(self.drop, self.ff(self.norm2(x)))
+        h = self.self_attn(x, mask=mask, is_causal=is_causal, rope=rope, cache=cache)
+        x = self.norm1(self._skip(x) + _dropped(self.drop, h))
+        return self.norm2(self._skip(x) + _dropped(self.drop, self.ff(x)))
 
     def _skip(self, x):
         """The residual branch: ``x``, or nothing when ``residual=False``."""
         return x if self.residual else 0.0
+
+
+# --------------------------------------------------------------------------- apart: the encoder-decoder's block
 
 
 class DecoderLayer(nn.Module):
@@ -117,42 +113,28 @@ class DecoderLayer(nn.Module):
     Both attentions have ``n_heads`` key/value heads (``cfg.n_kv_heads`` is the encoder's and GPT's).
     """
 
+    @checks.boundary(checks._built_from_config)
     def __init__(self, cfg: TransformerConfig):
         super().__init__()
-        self.norm_first = check_config(cfg).norm_first
+        self.norm_first = cfg.norm_first
         self.self_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, bias=cfg.bias, dropout=cfg.dropout)
         self.cross_attn = MultiHeadAttention(cfg.d_model, cfg.n_heads, bias=cfg.bias, dropout=cfg.dropout)
         self.ff = FeedForward(cfg)
         self.norm1, self.norm2, self.norm3 = make_norm(cfg), make_norm(cfg), make_norm(cfg)
         self.drop = nn.Dropout(cfg.dropout)
 
+    @checks.boundary(checks._decoder_layer)
     def forward(self, x, memory, self_mask=None, memory_mask=None):
-        if not INNER.depth:
-            check_decoder_inputs(x, memory, self.self_attn.d_model, self.self_attn.q_proj.weight, "DecoderLayer")
-            b, t = x.shape[:2]
-            if self_mask is not None:
-                self.self_attn.check_mask(self_mask, b, t, t)
-            if memory_mask is not None:
-                self.cross_attn.check_mask(memory_mask, b, t, memory.shape[1])
-        with INNER:
-            if self.norm_first:
-                x = x + self._sa(self.norm1(x), self_mask)
-                x = x + self._ca(self.norm2(x), memory, memory_mask)
-                return x + _dropped(self.drop, self.ff(self.norm3(x)))
-            x = self.norm1(x + self._sa(x, self_mask))
-            x = self.norm2(x + self._ca(x, memory, memory_mask))
-            return self.norm3(x + _dropped(self.drop, self.ff(x)))
+        if self.norm_first:
+            x = x + self._sa(self.norm1(x), self_mask)
+            x = x + self._ca(self.norm2(x), memory, memory_mask)
+            return x + _dropped(self.drop, self.ff(self.norm3(x)))
+        x = self.norm1(x + self._sa(x, self_mask))
+        x = self.norm2(x + self._ca(x, memory, memory_mask))
+        return self.norm3(x + _dropped(self.drop, self.ff(x)))
 
     def _sa(self, h, mask):
         return _dropped(self.drop, self.self_attn(h, mask=mask, is_causal=True))
 
     def _ca(self, h, memory, mask):
         return _dropped(self.drop, self.cross_attn(h, memory, memory, mask=mask))
-
-
-def check_decoder_inputs(x, memory, d_model: int, like: torch.Tensor, who: str) -> None:
-    """``x (B, T, d_model)`` and ``memory (B, S, d_model)``: hidden states of one batch, like the weights ``like``."""
-    check_hidden(x, d_model, f"the {who} input x", like=like)
-    check_hidden(memory, d_model, "memory (the encoder output)", like=like)
-    if memory.shape[0] != x.shape[0]:
-        raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {x.shape[0]}")

@@ -25,34 +25,25 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.utils import is_int_tensor
+from transformer_nb.core import checks
+from transformer_nb.core.checks import HEADS  # noqa: F401 (re-exported)
 
-HEADS = ("full", "tied", "adaptive", "adaptive_tied")
 
-
+@checks.boundary(checks._frequency_ranks)
 def frequency_ranks(train_ids: torch.Tensor, vocab_size: int) -> torch.Tensor:
     """``(V,)`` int64: ``rank[id]`` = position of ``id`` when words are sorted by training count
     (0 = most frequent; ties keep id order)."""
-    if not is_int_tensor(train_ids):
-        raise TypeError(f"train_ids must be an integer tensor of word ids, got {_describe(train_ids)}")
-    if train_ids.numel() and train_ids.min() < 0:
-        raise ValueError(f"train_ids must be >= 0, got {int(train_ids.min())}")
     counts = torch.bincount(train_ids.reshape(-1).cpu(), minlength=vocab_size)
-    if counts.numel() != vocab_size:
-        raise ValueError(f"train_ids hold ids >= vocab_size={vocab_size}")
     order = torch.argsort(counts, descending=True, stable=True)  # rank -> id
     ranks = torch.empty_like(order)
     ranks[order] = torch.arange(vocab_size)
     return ranks
 
 
-def _describe(x) -> str:
-    return f"{x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
-
-
 class OutputHead(nn.Module):
     """Hidden states ``(N, d)`` -> per-token NLL, log-probabilities, or the greedy word (see the module doc)."""
 
+    @checks.boundary(checks._output_head_init)
     def __init__(
         self,
         kind: str,
@@ -64,8 +55,6 @@ class OutputHead(nn.Module):
         bias: bool = True,
     ):
         super().__init__()
-        if kind not in HEADS:
-            raise ValueError(f"head must be one of {HEADS}, got {kind!r}")
         self.kind, self.d_model, self.vocab_size = kind, d_model, vocab_size
         self._table = None  # the (V, d) embeddings while ``lookup_table()`` is active
         if kind == "full":
@@ -74,15 +63,6 @@ class OutputHead(nn.Module):
             self.tok = nn.Embedding(vocab_size, d_model)
             self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         else:
-            if ranks is None:
-                raise ValueError(
-                    f"the {kind} head needs ranks = frequency_ranks(train_ids, V): "
-                    "its clusters only save work if frequent words come first"
-                )
-            if not isinstance(ranks, torch.Tensor) or ranks.shape != (vocab_size,):
-                raise ValueError(f"ranks must be a tensor of shape ({vocab_size},), got {_describe(ranks)}")
-            if not torch.equal(torch.sort(ranks.long().cpu()).values, torch.arange(vocab_size)):
-                raise ValueError("ranks must be a permutation of 0 .. V-1 (use frequency_ranks)")
             self.register_buffer("ranks", ranks.clone().long())
             self.register_buffer("order", torch.argsort(self.ranks))  # rank -> word id
             self.asm = nn.AdaptiveLogSoftmaxWithLoss(d_model, vocab_size, list(cutoffs), div_value=div_value)
@@ -97,12 +77,11 @@ class OutputHead(nn.Module):
         return self.kind in ("tied", "adaptive_tied")
 
     # ----- input side ---------------------------------------------------------------------
+    @checks.boundary(checks._embed)
     def embed(self, ids: torch.Tensor) -> torch.Tensor:
         """Tied heads only: ids ``(...)`` -> embeddings ``(..., d)`` read from the output weights."""
         if self.kind == "tied":
             return self.tok(ids)
-        if self.kind != "adaptive_tied":
-            raise ValueError(f"a {self.kind!r} head does not provide embeddings; only the tied heads do")
         if self._table is not None:
             return F.embedding(ids, self._table)
         return self._embed_rows(ids)
@@ -148,13 +127,12 @@ class OutputHead(nn.Module):
             self._table = None
 
     # ----- output side --------------------------------------------------------------------
+    @checks.boundary(checks._logits)
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         """``(N, d) -> (N, V)`` logits (full and tied heads)."""
         if self.kind == "full":
             return self.proj(h)
-        if self.kind == "tied":
-            return F.linear(h, self.tok.weight, self.bias)
-        raise ValueError("the adaptive head has no single logit matrix; use log_probs")
+        return F.linear(h, self.tok.weight, self.bias)
 
     def nll(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Per-token negative log-likelihood: ``h (N, d)``, ``y (N,)`` -> ``(N,)`` float32."""

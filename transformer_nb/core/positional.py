@@ -10,30 +10,23 @@ Both additive modules refuse positions past their table's ``max_len``. Rotary em
 """
 
 import math
-from numbers import Integral
 
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.utils import as_device, as_int, as_real, check_device, check_memory
+from transformer_nb.core import checks
 
 
+@checks.boundary(checks._sinusoid_frequencies)
 def sinusoid_frequencies(d_model: int, base: float = 10000.0) -> torch.Tensor:
     """``(d_model/2,)`` float64 angular frequencies ``ω_i = base^(-2i/d_model)``, ``i = 0 .. d_model/2 - 1``."""
-    if isinstance(d_model, bool) or not isinstance(d_model, Integral) or d_model <= 0 or d_model % 2:
-        raise ValueError(
-            f"sinusoidal encodings pair sin/cos dimensions, so d_model must be a positive even integer, got {d_model!r}"
-        )
-    base = as_real("base", base, positive=True)
-    check_memory(f"{d_model // 2} frequencies", 4 * d_model)  # d/2 float64
-    return base ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
+    return float(base) ** (-torch.arange(0, d_model, 2, dtype=torch.float64) / d_model)
 
 
+@checks.boundary(checks._sinusoidal_encoding)
 def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -> torch.Tensor:
     """``(n_positions, d_model)``: PE[p, 2i] = sin(p / base^(2i/d)), PE[p, 2i+1] = cos(p / base^(2i/d))."""
-    n_positions = as_int("n_positions", n_positions)
-    inv_freq = sinusoid_frequencies(d_model, base)  # checks d_model and base
-    check_memory(f"a sinusoidal table of n_positions={n_positions} x d_model={d_model}", 12 * n_positions * d_model)
+    inv_freq = sinusoid_frequencies(d_model, base)
     pos = torch.arange(n_positions, dtype=torch.float64)[:, None]  # (T, 1)
     pe = torch.zeros(n_positions, d_model, dtype=torch.float64)
     pe[:, 0::2] = torch.sin(pos * inv_freq)
@@ -41,69 +34,46 @@ def sinusoidal_encoding(n_positions: int, d_model: int, base: float = 10000.0) -
     return pe.float()
 
 
-def _check_length(t: int, offset, max_len: int, kind: str) -> int:
-    offset = as_int("offset", offset)  # the position of the first token
-    if offset + t > max_len:
-        raise ValueError(
-            f"positions {offset}..{offset + t - 1} exceed the {kind} table of max_len={max_len}; "
-            f"use sequences of at most {max_len} tokens or build the module with a larger max_len"
-        )
-    return offset
-
-
-def _check_input(x: torch.Tensor, d_model: int, kind: str, table: torch.Tensor) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{kind} expects x as a torch.Tensor of shape (B, T, d_model), got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"{kind} adds to embeddings: x must be a floating-point tensor, got dtype {x.dtype}")
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"{kind} expects x of shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
-    check_device("x", x, table.device)
-
-
 class SinusoidalPositionalEncoding(nn.Module):
     """Adds fixed sinusoids: ``x: (B, T, d) -> x + PE[offset : offset+T]``. No parameters."""
 
+    @checks.boundary(checks._sinusoidal_init)
     def __init__(self, d_model: int, max_len: int = 5000, base: float = 10000.0):
         super().__init__()
-        max_len = as_int("max_len", max_len, minimum=1)
-        sinusoid_frequencies(d_model, base)  # checks d_model and base
-        check_memory(f"a sinusoidal table of max_len={max_len} x d_model={d_model}", 12 * max_len * d_model)
-        pe = sinusoidal_encoding(max_len, d_model, base)
         self.max_len, self.d_model = int(max_len), int(d_model)
-        self.register_buffer("pe", pe, persistent=False)
+        self.register_buffer("pe", sinusoidal_encoding(self.max_len, self.d_model, base), persistent=False)
 
+    @checks.boundary(checks._sinusoidal)
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        _check_input(x, self.d_model, "SinusoidalPositionalEncoding", self.pe)
-        offset = _check_length(x.shape[1], offset, self.max_len, "sinusoidal")
         return x + self.pe[offset : offset + x.shape[1]].to(x.dtype)
 
 
 class LearnedPositionalEmbedding(nn.Module):
     """Adds a learned vector per position: ``max_len·d_model`` parameters, hard limit ``max_len``."""
 
+    @checks.boundary(checks._learned_init)
     def __init__(self, max_len: int, d_model: int):
         super().__init__()
-        self.max_len, self.d_model = as_int("max_len", max_len, minimum=1), as_int("d_model", d_model, minimum=1)
-        check_memory(f"a learned table of max_len={max_len} x d_model={d_model}", 4 * self.max_len * self.d_model)
+        self.max_len, self.d_model = int(max_len), int(d_model)
         self.emb = nn.Embedding(self.max_len, self.d_model)
         nn.init.normal_(self.emb.weight, std=0.02)
 
+    @checks.boundary(checks._learned)
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
-        _check_input(x, self.d_model, "LearnedPositionalEmbedding", self.emb.weight)
-        offset = _check_length(x.shape[1], offset, self.max_len, "learned position")
         pos = torch.arange(offset, offset + x.shape[1], device=x.device)
         return x + self.emb(pos).to(x.dtype)  # the output keeps x's dtype
 
 
+@checks.boundary(checks._embedding_scale)
 def embedding_scale(d_model: int) -> float:
     """The ``sqrt(d_model)`` factor the original Transformer multiplies token embeddings by."""
-    return math.sqrt(as_int("d_model", d_model, minimum=1))
+    return math.sqrt(d_model)
 
 
 # --------------------------------------------------------------------------- ALiBi
 
 
+@checks.boundary(checks._alibi_slopes)
 def alibi_slopes(n_heads: int) -> torch.Tensor:
     """``(n_heads,)`` float64 head slopes of ALiBi (Press et al., 2022, and their released code).
 
@@ -113,8 +83,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
       followed by the first ``n_heads - n0`` of the odd-numbered slopes of ``2·n0`` heads
       (``2^(-8(2j-1)/(2·n0))``, ``j = 1, 2, ...``), which interleave between them.
     """
-    n_heads = as_int("n_heads", n_heads, 1)
-    check_memory(f"ALiBi slopes for n_heads={n_heads}", 8 * n_heads)
+    n_heads = int(n_heads)
     n0 = 1 << (n_heads.bit_length() - 1)  # largest power of 2 <= n_heads
     head = torch.arange(1, n0 + 1, dtype=torch.float64)
     slopes = 2.0 ** (-8.0 * head / n0)
@@ -124,6 +93,7 @@ def alibi_slopes(n_heads: int) -> torch.Tensor:
     return torch.cat([slopes, extra])
 
 
+@checks.boundary(checks._alibi_bias)
 def alibi_bias(t_q: int, n_heads: int, t_k: int | None = None, dtype=torch.float32, device=None) -> torch.Tensor:
     """``(n_heads, T_q, T_k)`` additive float mask ``bias[h, i, j] = -m_h · |pos_i - j|``.
 
@@ -132,16 +102,8 @@ def alibi_bias(t_q: int, n_heads: int, t_k: int | None = None, dtype=torch.float
     broadcasts over the batch); combine it with ``is_causal=True`` for a decoder, where only
     ``j <= pos_i`` survive and the bias is the paper's ``-m_h·(pos_i - j)``.
     """
-    slopes, t_q = alibi_slopes(n_heads), as_int("T_q", t_q)  # (h,): checks n_heads
-    n_heads = len(slopes)
-    t_k = t_q if t_k is None else as_int("T_k", t_k)
-    device = as_device("device", device)
-    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
-        raise TypeError(f"dtype must be a floating torch.dtype (the bias is fractional), got {dtype!r}")
-    if t_k < t_q:
-        raise ValueError(f"alibi_bias needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
-    n_bytes = 16 * n_heads * t_q * t_k + 8 * (t_q + t_k)  # the float64 bias and the positions it is built from
-    check_memory(f"an ALiBi bias of n_heads={n_heads} x T_q={t_q} x T_k={t_k}", n_bytes, device)
+    slopes = alibi_slopes(n_heads)  # (h,)
+    t_k = t_q if t_k is None else t_k
     q_pos = torch.arange(t_k - t_q, t_k, dtype=torch.float64)
     k_pos = torch.arange(t_k, dtype=torch.float64)
     dist = (q_pos[:, None] - k_pos[None, :]).abs()  # (T_q, T_k)
@@ -155,11 +117,13 @@ class ALiBi(nn.Module):
     ``forward(t_q, t_k=None) -> (n_heads, T_q, T_k)`` float bias, on the buffer's device.
     """
 
+    @checks.boundary(checks._alibi_init)
     def __init__(self, n_heads: int):
         super().__init__()
-        self.register_buffer("slopes", alibi_slopes(n_heads).float(), persistent=False)  # checks n_heads
+        self.register_buffer("slopes", alibi_slopes(n_heads).float(), persistent=False)
         self.n_heads = int(n_heads)
 
+    @checks.boundary(checks._alibi)
     def forward(self, t_q: int, t_k: int | None = None) -> torch.Tensor:
         return alibi_bias(t_q, self.n_heads, t_k, dtype=self.slopes.dtype, device=self.slopes.device)
 

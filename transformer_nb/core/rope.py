@@ -17,42 +17,25 @@ the dimensions (``reference.half_permutation``):
 - ``"half"``: pairs ``(i, i + d/2)`` ("rotate_half": GPT-NeoX, Hugging Face LLaMA).
 
 ``RoPE(d_head)`` plugs into ``MultiHeadAttention.forward(..., rope=...)``, which calls
-``rope(q, k)`` on ``(B, h, T, d_head)`` tensors.
+``rope(q, k)`` on ``(B, h, T, d_head)`` tensors; ``Transformer`` passes ``rope(..., in_place=True)``: its
+queries and keys are fresh projections, so when no gradient is recorded they are turned where they are.
 """
 
 from functools import partial
-from numbers import Integral
 
 import torch
 import torch.nn as nn
 
+from transformer_nb.core import checks
+from transformer_nb.core.checks import ROPE_PAIRINGS as PAIRINGS  # noqa: F401 (re-exported)
 from transformer_nb.core.positional import sinusoid_frequencies
-from transformer_nb.core.utils import INNER, as_int, check_device, check_memory
-
-PAIRINGS = ("interleaved", "half")
 
 
-def _check_dim(d, name: str = "d") -> None:
-    if isinstance(d, bool) or not isinstance(d, Integral) or d <= 0 or d % 2:
-        raise ValueError(f"RoPE rotates pairs of dimensions, so {name} must be a positive even integer, got {d!r}")
-
-
-def _check_pairing(pairing) -> None:
-    if pairing not in PAIRINGS:
-        raise ValueError(f"pairing must be one of {PAIRINGS}, got {pairing!r}")
-
-
+@checks.boundary(checks._rope_frequencies)
 def rope_frequencies(d: int, base: float = 10000.0) -> torch.Tensor:
     """``(d/2,)`` float64 ``θ_i = base^(-2i/d)`` for ``i = 0 .. d/2 - 1`` (θ_0 = 1, the fastest pair):
     the frequencies of the sinusoidal encoding."""
-    _check_dim(d)
-    return sinusoid_frequencies(d, base)  # checks base
-
-
-def _check_float(x, name: str = "x") -> None:
-    if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
-        got = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
-        raise TypeError(f"RoPE rotates real vectors: {name} must be a floating-point tensor, got {got}")
+    return sinusoid_frequencies(d, base)
 
 
 def _turn(x: torch.Tensor, turn: torch.Tensor, pairing: str, in_place: bool = False) -> torch.Tensor:
@@ -78,27 +61,15 @@ def _turn(x: torch.Tensor, turn: torch.Tensor, pairing: str, in_place: bool = Fa
     return torch.cat((z.real, z.imag), dim=-1).to(x.dtype)
 
 
+@checks.boundary(checks._apply_rope)
 def apply_rope(x: torch.Tensor, positions=None, base: float = 10000.0, pairing: str = "interleaved") -> torch.Tensor:
     """Rotate ``x: (..., T, d)`` for the positions ``positions: (T,)`` (default ``0..T-1``).
 
     Angles are computed in float64 and the result has ``x``'s dtype. ``positions`` may be any
     real numbers (integers in practice; negative is allowed: a rotation backwards).
     """
-    _check_pairing(pairing)
-    if not isinstance(x, torch.Tensor) or x.dim() < 2:
-        raise ValueError(
-            f"x must be a tensor of shape (..., T, d), got "
-            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
-        )
-    _check_float(x)
     d, t = x.shape[-1], x.shape[-2]
-    _check_dim(d, "the last dimension of x")
     positions = torch.arange(t) if positions is None else torch.as_tensor(positions)
-    if positions.dim() != 1 or positions.shape[0] != t:
-        raise ValueError(
-            f"positions must have shape (T,) = ({t},) to match x of shape {tuple(x.shape)}, "
-            f"got {tuple(positions.shape)}"
-        )
     angles = positions.to(torch.float64)[:, None] * rope_frequencies(d, base)  # (T, d/2)
     turn = torch.complex(torch.cos(angles), torch.sin(angles)).to(x.device)
     return _turn(x.to(torch.float64), turn, pairing).to(x.dtype)
@@ -107,40 +78,22 @@ def apply_rope(x: torch.Tensor, positions=None, base: float = 10000.0, pairing: 
 class RoPE(nn.Module):
     """Rotary embeddings for attention heads of size ``d_head``, positions ``0 .. max_len-1``.
 
-    ``forward(q, k, q_offset=0, k_offset=0) -> (q, k)`` rotates ``q: (..., T_q, d_head)`` for
-    positions ``q_offset .. q_offset+T_q-1`` and ``k: (..., T_k, d_head)`` from ``k_offset``.
-    ``MultiHeadAttention`` calls ``rope(q, k)``; for a KV-cache step pass ``rope.at(q_offset=t)``.
-    No parameters: ``cos``/``sin`` tables ``(max_len, d_head/2)`` are non-persistent buffers.
+    ``forward(q, k, q_offset=0, k_offset=0, in_place=False) -> (q, k)`` rotates ``q: (..., T_q, d_head)``
+    for positions ``q_offset .. q_offset+T_q-1`` and ``k: (..., T_k, d_head)`` from ``k_offset``;
+    ``in_place=True`` (the caller made ``q`` and ``k`` and needs them no more) turns them where they are
+    when no gradient is recorded. ``MultiHeadAttention`` calls ``rope(q, k)``; for a KV-cache step pass
+    ``rope.at(q_offset=t)``. No parameters: ``cos``/``sin`` tables ``(max_len, d_head/2)`` are non-persistent
+    buffers.
     """
 
+    @checks.boundary(checks._rope_init)
     def __init__(self, d_head: int, max_len: int = 4096, base: float = 10000.0, pairing: str = "interleaved"):
         super().__init__()
-        _check_dim(d_head, "d_head")
-        _check_pairing(pairing)
-        max_len = as_int("max_len", max_len, minimum=1)
-        # float64 angles, cos and sin, then the float32 tables: 32 bytes per (position, pair)
-        tables = f"RoPE's tables for max_len={max_len} x d_head/2={d_head // 2}"
-        check_memory(tables, 32 * max_len * (d_head // 2), torch.get_default_device())  # meta: no limit
-        self.d_head, self.max_len, self.base, self.pairing = d_head, max_len, base, pairing
-        angles = torch.arange(max_len, dtype=torch.float64)[:, None] * rope_frequencies(d_head, base)
+        self.d_head, self.max_len, self.base, self.pairing = d_head, int(max_len), base, pairing
+        angles = torch.arange(self.max_len, dtype=torch.float64)[:, None] * rope_frequencies(d_head, base)
         self.register_buffer("cos", torch.cos(angles).float(), persistent=False)
         self.register_buffer("sin", torch.sin(angles).float(), persistent=False)
         self._tables = {}  # dtype -> the complex table of cos + i·sin
-
-    def _check(self, x: torch.Tensor, offset, name: str) -> None:
-        if not INNER.depth:  # a caller (MultiHeadAttention) made x and offset itself
-            _check_float(x, name)
-            check_device(name, x, self.cos.device)
-            as_int("offset", offset)  # the position of the first token
-        if x.dim() < 2 or x.shape[-1] != self.d_head:
-            raise ValueError(
-                f"RoPE(d_head={self.d_head}) expects {name} of shape (..., T, {self.d_head}), got {tuple(x.shape)}"
-            )
-        if offset + x.shape[-2] > self.max_len:
-            raise ValueError(
-                f"positions {offset}..{offset + x.shape[-2] - 1} exceed RoPE's table of max_len={self.max_len}; "
-                f"build RoPE(d_head, max_len=...) with max_len >= {offset + x.shape[-2]}"
-            )
 
     def _turns(self, offset: int, t: int, dtype: torch.dtype) -> torch.Tensor:
         """``(t, d_head/2)`` complex ``cos + i·sin`` for positions ``offset .. offset+t-1``: rows of a table
@@ -155,25 +108,19 @@ class RoPE(nn.Module):
         self._tables = {}  # .to(), .cuda(), .half(), ...: the tables are made again from the moved buffers
         return super()._apply(fn, recurse)
 
+    @checks.boundary(checks._rope_rotate)
     def rotate(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         """Rotate ``x: (..., T, d_head)`` for positions ``offset .. offset+T-1``."""
-        self._check(x, offset, "x")
-        return self._rotate(x, offset)
-
-    def _rotate(self, x: torch.Tensor, offset: int) -> torch.Tensor:
         if x.dtype == torch.float64:  # exact checks: recompute the angles in float64
             return apply_rope(x, torch.arange(offset, offset + x.shape[-2]), self.base, self.pairing)
         return _turn(x, self._turns(offset, x.shape[-2], x.dtype), self.pairing)
 
-    def forward(self, q: torch.Tensor, k: torch.Tensor, q_offset: int = 0, k_offset: int = 0):
-        self._check(q, q_offset, "q")
-        self._check(k, k_offset, "k")
+    @checks.boundary(checks._rope)
+    def forward(self, q: torch.Tensor, k: torch.Tensor, q_offset: int = 0, k_offset: int = 0, in_place: bool = False):
         if q_offset != k_offset or q.shape[-2] != k.shape[-2] or q.dtype != k.dtype or q.dtype == torch.float64:
-            return self._rotate(q, q_offset), self._rotate(k, k_offset)
+            return self.rotate(q, q_offset), self.rotate(k, k_offset)
         turn = self._turns(q_offset, q.shape[-2], q.dtype)  # the same positions: one table for both
-        # Called by MultiHeadAttention (INNER) on its own fresh projections, with no gradient to keep:
-        # turn them in place (a decoding step makes no copies).
-        in_place = INNER.depth and not torch.is_grad_enabled() and self.pairing == "interleaved"
+        in_place = in_place and not torch.is_grad_enabled() and self.pairing == "interleaved"
         in_place = in_place and q.dtype == torch.float32 and q.stride(-1) == k.stride(-1) == 1
         return _turn(q, turn, self.pairing, in_place), _turn(k, turn, self.pairing, in_place)
 

@@ -1,46 +1,29 @@
 """One Transformer from one configuration (000 §8.5–8.6; 001 §19.7–19.8, §19.11; 002; 004 §12–14).
 
-``TransformerConfig`` (``config.py``) is frozen and validated once, when it is made; every default
-is stated there and nowhere else. ``Transformer(cfg)`` builds the variant ``cfg.arch`` names from
-the same blocks (``stack.Encoder(cfg)`` / ``stack.Decoder(cfg)``):
+``Transformer(cfg)`` builds the variant ``cfg.arch`` names from the same blocks: ``"decoder"`` (GPT) is the
+encoder stack run causally, a language model; ``"encoder"`` (BERT) the same stack, bidirectional;
+``"encoder-decoder"`` (the original) adds a decoder stack that attends to it (``encode(src)`` gives the
+memory, ``decode(tgt, memory)`` the target's logits). A GPT block *is* an encoder block run causally.
 
-- ``"decoder"`` (GPT): the encoder stack run causally, a language model;
-- ``"encoder"`` (BERT): the same stack, bidirectional;
-- ``"encoder-decoder"`` (the original): an encoder stack, and a decoder stack that attends to it;
-  ``encode(src)`` gives the memory, ``decode(tgt, memory)`` the target's logits.
-
-Only the masks and the presence of cross-attention differ:
-
-| variant         | blocks                              | self-attention mask                 | cross-attention |
-|-----------------|-------------------------------------|-------------------------------------|-----------------|
-| encoder-only    | ``EncoderLayer``                    | padding                             | no              |
-| decoder-only    | ``EncoderLayer``, causal            | causal (+ padding)                  | no              |
-| encoder–decoder | ``EncoderLayer`` + ``DecoderLayer`` | enc: padding; dec: causal + padding | dec → enc       |
-
-A GPT block *is* an encoder block run with ``is_causal=True``. ``DecoderLayer`` (with
-cross-attention) is used only by the encoder–decoder.
-
-The contract, as in nanoGPT: ``forward(ids (B, T), targets (B, T) | None) -> (logits, loss)``.
-``logits`` are ``(B, T, V)`` scores for the next token (log-probabilities for the adaptive
-heads; ``None`` when an adaptive head is given targets: its loss never forms all ``V`` scores);
-``loss`` is the mean cross-entropy of ``targets``, or ``None``. Generation (``generation.py``)
-feeds one token at a time through ``hidden(ids, state)``, where ``state`` is a ``KVCache`` per
-block (``multihead.KVCache``), so each step attends over the cached keys and values.
-
-``LanguageModel`` is what a language model shares with the LSTM baseline of ``lstm.py``: the
-output head (``output_head.OutputHead``), the loss and the checks of its inputs.
+The contract, as in nanoGPT: ``forward(ids (B, T), targets (B, T) | None) -> (logits, loss)``, logits
+``(B, T, V)`` (log-probabilities for an adaptive head; ``None`` when it is given targets). Generation feeds
+one token at a time through ``hidden(ids, state)``, ``state`` a ``KVCache`` per block.
+``LanguageModel`` is what a language model shares with the LSTM baseline of ``lstm.py``.
 """
 
 from __future__ import annotations
 
 from dataclasses import replace
+from functools import partial
 
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.block import make_norm
-from transformer_nb.core.config import T5_BUCKETS, TransformerConfig, check_config
+from transformer_nb.core import checks
+from transformer_nb.core.block import _dropped, make_norm
+from transformer_nb.core.checks import check_language_model  # noqa: F401 (its home before checks.py)
+from transformer_nb.core.config import T5_BUCKETS, TransformerConfig
 from transformer_nb.core.multihead import KVCache
 from transformer_nb.core.output_head import OutputHead
 from transformer_nb.core.positional import (
@@ -50,8 +33,7 @@ from transformer_nb.core.positional import (
     embedding_scale,
 )
 from transformer_nb.core.rope import RoPE
-from transformer_nb.core.stack import Decoder, Encoder, check_ids, check_keep
-from transformer_nb.core.utils import INNER, as_int, check_device
+from transformer_nb.core.stack import Decoder, Encoder
 
 
 class LanguageModel(nn.Module):
@@ -68,83 +50,66 @@ class LanguageModel(nn.Module):
         """``(B, T) -> (B, T, d)`` token embeddings (the head's table when it is tied)."""
         return self.head.embed(ids) if self.tok is None else self.tok(ids)
 
-    def _check_device(self, ids: torch.Tensor, name: str = "ids") -> None:
-        """``ids`` must be on the device of the model's parameters (meta ids have no values to embed)."""
-        check_device(name, ids, next(self.parameters()).device)
-
     def init_state(self):
         """The state a generation starts from (``None``: start fresh)."""
         return None
 
+    @checks.boundary(checks._lm_forward)
     def forward(self, ids: torch.Tensor, targets: torch.Tensor | None = None, state=None):
         """``(logits, loss)`` for ``ids (B, T)`` (see the module doc); ``state`` carries a recurrent
         model's state across calls (``init_state()``, updated in place)."""
-        return self._output(self.hidden(ids, state)[0], targets, ids)
+        return self._output(self.hidden(ids, state)[0], targets)
 
-    def _output(self, h: torch.Tensor, targets, ids):
+    def _output(self, h: torch.Tensor, targets):
         """Hidden states ``(B, T, d)`` -> ``(logits, loss)``."""
         if targets is None:
             scores = self.head.log_probs if self.head.adaptive else self.head.logits
             out = scores(h.reshape(-1, h.shape[-1]))
             return out.view(*h.shape[:-1], out.shape[-1]), None
-        self._check_targets(targets, ids)
         if self.head.adaptive:
             return None, self.head.nll(h.reshape(-1, h.shape[-1]), targets.reshape(-1)).mean()
         logits = self.head.logits(h)
         return logits, F.cross_entropy(logits.flatten(0, 1).float(), targets.reshape(-1))
 
-    def _check_targets(self, targets, ids) -> None:
-        check_ids(targets, "targets", self.head.vocab_size)
-        if targets.shape != ids.shape:
-            raise ValueError(f"targets must have the shape of ids, got {tuple(targets.shape)} and {tuple(ids.shape)}")
-
+    @checks.boundary(checks._nll)
     def nll(self, ids: torch.Tensor, targets: torch.Tensor, state=None, reduction: str = "mean"):
         """``(nll, state)``: NLL of ``targets (B, T)`` given ``ids (B, T)``, float32; ``"mean"``, ``"sum"``
         or ``"none"`` (``(B, T)``). For evaluation, which sums per-token losses over a whole text."""
-        if reduction not in ("mean", "sum", "none"):
-            raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
-        check_ids(ids, "ids", self.vocab_size)
-        self._check_targets(targets, ids)
         h, state = self.hidden(ids, state)
         out = self.head.nll(h.reshape(-1, h.shape[-1]), targets.reshape(-1))
         if reduction == "none":
             return out.view(targets.shape), state
         return (out.sum() if reduction == "sum" else out.mean()), state
 
+    @checks.boundary(checks._model_inputs)
     def log_probs(self, ids: torch.Tensor) -> torch.Tensor:
         """``(B, T) -> (B, T, V)`` next-word log-probabilities at every position."""
         h, _ = self.hidden(ids)
         return self.head.log_probs(h.reshape(-1, h.shape[-1])).view(*ids.shape, -1)
 
 
-def check_language_model(model) -> None:
-    """``model`` must be a language model: a decoder-only ``Transformer`` or an ``LSTMLM``."""
-    if not isinstance(model, LanguageModel) or (isinstance(model, Transformer) and model.cfg.arch != "decoder"):
-        got = f"a Transformer with arch={model.cfg.arch!r}" if isinstance(model, Transformer) else type(model).__name__
-        raise TypeError(f"model must be a decoder-only Transformer or an LSTMLM, got {got}")
-
-
 class RelativeBiasTable(nn.Module):
     """T5's relative-position bias table: ``(32 buckets, n_heads)`` learned scalars (counted only)."""
 
+    @checks.boundary(checks._alibi_init)
     def __init__(self, n_heads: int):
         super().__init__()
-        self.table = nn.Embedding(T5_BUCKETS, as_int("n_heads", n_heads, 1))
+        self.table = nn.Embedding(T5_BUCKETS, n_heads)
 
 
 class Transformer(LanguageModel):
     """The Transformer that ``cfg`` describes (``Transformer(cfg)``, or ``Transformer(**fields)``).
 
-    Parts, in this order: the output ``head`` (first, so that a tied head's table is the model's
-    token table), the token tables ``tok`` / ``tgt_tok``, segment embeddings, positions
-    (``pos`` / ``tgt_pos``, ``rope`` or ``alibi``), the ``blocks`` (an ``Encoder``, causal for
-    ``"decoder"``) and the encoder-decoder's ``decoder``. Weights start GPT-2 style: N(0, 0.02),
-    zero biases. ``ranks`` (``output_head.frequency_ranks``) orders an adaptive head's words.
+    Parts: the output ``head`` (first: a tied head's table is the token table), ``tok`` / ``tgt_tok``,
+    positions (``pos`` / ``tgt_pos``, ``rope`` or ``alibi``), the ``blocks`` (an ``Encoder``, causal for
+    ``"decoder"``) and the encoder-decoder's ``decoder``. Weights start GPT-2 style: N(0, 0.02), zero
+    biases. ``ranks`` (``output_head.frequency_ranks``) orders an adaptive head's words.
     """
 
+    @checks.boundary(checks._transformer_init)
     def __init__(self, cfg: TransformerConfig | None = None, ranks: torch.Tensor | None = None, **fields):
         super().__init__()
-        self.cfg = cfg = TransformerConfig(**fields) if cfg is None else replace(check_config(cfg), **fields)
+        self.cfg = cfg = TransformerConfig(**fields) if cfg is None else replace(cfg, **fields)
         d, enc_dec = cfg.d_model, cfg.arch == "encoder-decoder"
         self.vocab_size, self.d_model, self.max_len = cfg.vocab, d, cfg.max_len
         self.head = None
@@ -203,8 +168,9 @@ class Transformer(LanguageModel):
         x = x if pos is None else pos(x, offset=past)
         x = x if self.token_type is None else x + self.token_type.weight[0]
         x = x if self.embed_norm is None else self.embed_norm(x)
-        return self.drop(x)
+        return _dropped(self.drop, x)
 
+    @checks.boundary(checks._hidden)
     def hidden(self, ids: torch.Tensor, state: list[KVCache] | None = None, keep: torch.Tensor | None = None):
         """``(B, T) -> ((B, T, d), state)``: embeddings (+ positions), the blocks, the final norm.
 
@@ -213,50 +179,27 @@ class Transformer(LanguageModel):
         keys, and the caches grow by ``T``. Equal to the plain pass over the whole sequence.
         ``keep (B, T)`` (bool, True = real token) masks padding (not with a cache).
         """
-        check_ids(ids, "ids", self.vocab_size)
-        self._check_device(ids)
-        if state is not None and (
-            not isinstance(state, list)
-            or len(state) != len(self.blocks.layers)
-            or not all(isinstance(c, KVCache) for c in state)
-        ):
-            raise ValueError(f"state must be init_state(): a list of {len(self.blocks.layers)} KVCache")
         past, t = (0 if state is None else state[0].length), ids.shape[1]
-        if past + t > self.max_len:
-            raise ValueError(f"positions {past}..{past + t - 1} exceed max_len={self.max_len}")
-        check_keep(keep, ids.shape[0], t, "keep")
-        if keep is not None and state is not None:
-            raise ValueError("keep (padding) does not combine with a KV cache: generate one sequence at a time")
         x = self._embed(ids, past)
         bias = None if self.alibi is None else self.alibi(t, past + t).to(x.dtype)  # (h, T, past + T)
-        with INNER:  # the stack trusts these checks (it combines the padding with the mask)
-            return self.blocks(x, keep, mask=bias, rope=self.rope, caches=state), state
+        rope = None if self.rope is None else partial(self.rope, in_place=True)  # its q, k are fresh projections
+        return self.blocks(x, keep, mask=bias, rope=rope, caches=state), state
 
+    @checks.boundary(checks._encode)
     def encode(self, src: torch.Tensor, src_keep: torch.Tensor | None = None) -> torch.Tensor:
         """The encoder-decoder's encoder: ``src (B, S)`` -> memory ``(B, S, d)``; ``src_keep (B, S)`` (bool)
         masks its padding."""
-        self._check_encoder_decoder("encode")
         return self.hidden(src, keep=src_keep)[0]
 
-    def _check_encoder_decoder(self, name: str) -> None:
-        if self.decoder is None:
-            raise ValueError(f"{name} belongs to an encoder-decoder; this model has arch={self.cfg.arch!r}")
-
+    @checks.boundary(checks._decode)
     def decode(self, tgt, memory, src_keep=None, tgt_keep=None) -> torch.Tensor:
         """The encoder-decoder's decoder: input ``tgt (B, T)`` attending to ``memory = encode(src, src_keep)``
         -> the target's logits ``(B, T, V)`` (log-probabilities for an adaptive head; without a head,
         the hidden states)."""
-        self._check_encoder_decoder("decode")
-        h = self._decoder_states(tgt, memory, src_keep, tgt_keep)
-        return h if self.head is None else self._output(h, None, tgt)[0]
+        h = self.decoder(self._embed(tgt, target=True), memory, tgt_keep, src_keep)
+        return h if self.head is None else self._output(h, None)[0]
 
-    def _decoder_states(self, tgt, memory, src_keep, tgt_keep) -> torch.Tensor:
-        """``tgt (B, T)`` through the target embeddings and the decoder stack -> ``(B, T, d)``."""
-        check_ids(tgt, "tgt", self.cfg.target_vocab)
-        self._check_device(tgt, "tgt")
-        check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
-        return self.decoder(self._embed(tgt, target=True), memory, tgt_keep, src_keep)
-
+    @checks.boundary(checks._transformer_forward)
     def forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=None):
         """``(logits, loss)``; ``ids (B, T)``, ``targets (B, T)`` or None, ``keep (B, T)`` bool padding mask.
 
@@ -264,23 +207,7 @@ class Transformer(LanguageModel):
         ``tgt_keep``); its logits and targets are the target side's. Without a head the "logits"
         are the final hidden states ``(B, T, d)``.
         """
-        enc_dec = self.cfg.arch == "encoder-decoder"
-        if self.cfg.positions == "t5-bias":
-            raise NotImplementedError(
-                "T5's bucketed relative-position bias is counted here, not implemented; "
-                "this model can be built and counted but not run"
-            )
-        if enc_dec != (tgt is not None):
-            raise ValueError(
-                "an encoder-decoder needs forward(src, tgt=...)"
-                if enc_dec
-                else f"arch={self.cfg.arch!r} takes one sequence of ids; tgt is for an encoder-decoder"
-            )
         h, _ = self.hidden(ids, keep=keep)
-        if enc_dec:
-            h, ids = self._decoder_states(tgt, h, keep, tgt_keep), tgt
-        if self.head is None:
-            if targets is not None:
-                raise ValueError("this model has no output layer (lm_head=False): it gives hidden states, no loss")
-            return h, None
-        return self._output(h, targets, ids)
+        if self.decoder is not None:
+            h = self.decoder(self._embed(tgt, target=True), h, tgt_keep, keep)
+        return (h, None) if self.head is None else self._output(h, targets)

@@ -1,0 +1,1131 @@
+"""Every input check of the core, in one module: what the public functions and modules refuse, and why.
+
+A public function, constructor or ``forward`` of the core is checked by one line, ``@boundary(check)``: ``check``
+sees the same arguments and raises a ``TypeError`` / ``ValueError`` that says what is wrong; the body that follows
+is the computation alone. Only the outermost call is checked: the modules a checked call runs (a block's
+attention, a model's blocks, every step of ``generate``) trust it, so nothing is checked twice, nor per token.
+
+The notebooks' environment (``setup``, the profile, seeding, environment variables) is in ``env.py``.
+"""
+
+import functools
+import math
+import numbers
+import operator
+import os
+from contextvars import ContextVar
+
+import torch
+
+__all__ = (  # noqa: SIM905 (what the companion uses)
+    "as_device as_int as_real available_devices check_config check_cutoffs check_decoder_inputs check_device "
+    "check_dropout check_heads check_hidden check_ids check_keep check_language_model check_like check_mask "
+    "check_memory check_qkv is_int_tensor memory_of plain_tensor validate"
+).split()
+
+_checked = ContextVar("checked", default=False)  # True while a checked call runs: the calls inside trust it
+
+
+def boundary(check):
+    """Decorator: ``check(*args, **kwargs)`` runs before the function, unless a checked call is already running."""
+
+    def decorate(fn):
+        @functools.wraps(fn)
+        def checked(*args, **kwargs):
+            if _checked.get():
+                return fn(*args, **kwargs)
+            check(*args, **kwargs)
+            token = _checked.set(True)
+            try:
+                return fn(*args, **kwargs)
+            finally:
+                _checked.reset(token)
+
+        return checked
+
+    return decorate
+
+
+def available_devices() -> list[str]:
+    """The device names that work here: ``cpu``, then ``cuda`` and ``cuda:N`` per GPU, then ``mps``."""
+    names = ["cpu"]
+    if torch.cuda.is_available():
+        names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
+    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
+        names.append("mps")
+    return names
+
+
+# --------------------------------------------------------------------------- argument checks (used by every module)
+
+
+def as_int(name: str, value, minimum: int = 0) -> int:
+    """``value`` as a Python int ``>= minimum``; else a ``TypeError`` / ``ValueError`` that names ``name``.
+
+    Accepts ints, numpy ints and 0-d integer tensors; refuses bools, floats (even ``2.0``) and strings.
+    """
+    if isinstance(value, bool) or (isinstance(value, torch.Tensor) and value.dtype == torch.bool):
+        raise TypeError(f"{name} must be an int, got {value!r}")
+    try:
+        n = operator.index(value)
+    except TypeError:
+        raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
+    if n < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {n}")
+    return n
+
+
+def as_real(name: str, value, positive: bool = False) -> float:
+    """``value`` as a finite Python float (``> 0`` if ``positive``); bools, strings and NaN/inf are refused."""
+    if isinstance(value, torch.Tensor) and value.numel() == 1 and value.dtype != torch.bool:
+        value = value.item()
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a real number, got {type(value).__name__} {value!r}")
+    x = float(value)
+    if not math.isfinite(x) or (positive and x <= 0):
+        raise ValueError(f"{name} must be a finite{' positive' if positive else ''} number, got {value!r}")
+    return x
+
+
+def check_dropout(p) -> None:
+    """``p`` must be a dropout probability: a real number in ``[0, 1)``."""
+    if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
+        raise ValueError(f"dropout is a probability in [0, 1), got {p!r}")
+
+
+def as_device(name: str, device) -> torch.device | None:
+    """``None``, or a ``torch.device`` that exists here (``meta`` included); else an error naming ``name``."""
+    if device is None:
+        return None
+    if not isinstance(device, (str, torch.device)):
+        raise TypeError(f"{name} must be a device name such as 'cpu', got {type(device).__name__}")
+    try:
+        dev = torch.device(device)
+    except RuntimeError:
+        raise ValueError(f"{name} must be one of {', '.join([*available_devices(), 'meta'])}, got {device!r}") from None
+    if dev.type not in ("cpu", "meta") and str(dev) not in available_devices():
+        raise ValueError(
+            f"{name}={str(dev)!r} is not on this machine; the devices here: {', '.join(available_devices())}"
+        )
+    return dev
+
+
+def memory_of(device=None) -> int | None:
+    """Bytes of memory of ``device`` (CPU: physical RAM; CUDA: the GPU's), or None if unknown/unbounded (meta)."""
+    dev = as_device("device", device) or torch.device("cpu")
+    if dev.type == "cuda":
+        return torch.cuda.get_device_properties(dev).total_memory
+    if dev.type == "cpu" and hasattr(os, "sysconf"):
+        try:
+            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+        except (ValueError, OSError):
+            return None
+    return None
+
+
+def check_memory(what: str, n_bytes: int, device=None) -> None:
+    """``ValueError`` naming ``what`` when a tensor of ``n_bytes`` cannot fit in ``device``'s memory."""
+    limit = memory_of(device)
+    if limit is not None and n_bytes > limit:
+        raise ValueError(
+            f"{what} would need {n_bytes / 2**30:.3g} GiB, more than the {limit / 2**30:.3g} GiB of memory "
+            f"of {torch.device(device or 'cpu')}; use smaller sizes"
+        )
+
+
+# --------------------------------------------------------------------------- tensor checks (public boundaries)
+
+
+def plain_tensor(name: str, x) -> None:
+    """Refuse a subclass of ``torch.Tensor`` (``nn.Parameter`` aside): its ``__torch_function__`` can answer
+    every comparison, ``==``, ``allclose``, ``isfinite``, ..., with whatever it likes, so a result that rests on
+    comparing it proves nothing. ``x.as_subclass(torch.Tensor)`` is the plain tensor underneath."""
+    if isinstance(x, torch.Tensor) and type(x) not in (torch.Tensor, torch.nn.Parameter):
+        raise TypeError(
+            f"{name} is a {type(x).__name__}, a subclass of torch.Tensor that may redefine comparisons; "
+            f"pass a plain tensor ({name}.as_subclass(torch.Tensor))"
+        )
+
+
+def is_int_tensor(x) -> bool:
+    """Whether ``x`` is a tensor of integers (ids, lengths, counts): bool, float and complex tensors are not."""
+    return isinstance(x, torch.Tensor) and not (x.is_floating_point() or x.is_complex() or x.dtype == torch.bool)
+
+
+def check_device(name: str, x: torch.Tensor, device: torch.device) -> None:
+    """``x`` must be on ``device`` (a module's); a module on the meta device takes inputs from anywhere.
+
+    Meta inputs into a real module would otherwise compute on memory that was never written, or fail
+    deep inside torch."""
+    if device.type != "meta" and x.device != device:
+        why = "it has shapes but no values" if x.is_meta else f"move it with .to({str(device)!r})"
+        raise ValueError(f"{name} is on the {x.device} device but the model is on {device}: {why}")
+
+
+def check_like(name: str, x: torch.Tensor, weight: torch.Tensor) -> None:
+    """``x`` must be on ``weight``'s device and, outside autocast, have its dtype (a float16 input into
+    float32 weights is a ``TypeError`` here, not torch's "mat1 and mat2 must have the same dtype")."""
+    check_device(name, x, weight.device)
+    if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+        raise TypeError(
+            f"{name} has dtype {x.dtype} but the model's weights are {weight.dtype}; convert one of them "
+            f"(x.to({weight.dtype}) or model.to({x.dtype})) or run under torch.autocast"
+        )
+
+
+def positive_even(d, name: str, why: str) -> None:
+    """``d`` must be a positive even integer (``why``: what pairs its dimensions)."""
+    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d <= 0 or d % 2:
+        raise ValueError(f"{why}, so {name} must be a positive even integer, got {d!r}")
+
+
+def _shape(x) -> str:
+    return str(tuple(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+# --------------------------------------------------------------------------- attention and masks
+
+
+def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
+    """Validate shapes ``q: (..., T_q, d_k)``, ``k: (..., T_k, d_k)``, ``v: (..., T_k, d_v)``.
+
+    Returns the broadcast batch shape. Raises ``ValueError`` with both shapes on a mismatch.
+    """
+    for name, t in (("query", q), ("key", k), ("value", v)):
+        if not isinstance(t, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        if t.dim() < 2:
+            raise ValueError(f"{name} must have shape (..., T, d), got {tuple(t.shape)}")
+        if not t.is_floating_point():
+            raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
+        if t.device.type != "meta" and not torch.isfinite(t).all():
+            raise ValueError(f"{name} contains NaN or inf; attention of such values is NaN")
+    if q.shape[-1] == 0:
+        raise ValueError(f"query and key need d_k >= 1, got query {tuple(q.shape)}")
+    if not q.device == k.device == v.device:
+        raise ValueError(f"query, key and value must be on one device, got {q.device}, {k.device}, {v.device}")
+    if not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"query, key and value must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
+    if q.shape[-1] != k.shape[-1]:
+        raise ValueError(
+            f"query and key must share the last dimension d_k: query {tuple(q.shape)} "
+            f"has d_k={q.shape[-1]}, key {tuple(k.shape)} has d_k={k.shape[-1]}"
+        )
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(
+            f"key and value must have the same length T_k: key {tuple(k.shape)} has "
+            f"T_k={k.shape[-2]}, value {tuple(v.shape)} has {v.shape[-2]}"
+        )
+    try:
+        return torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
+    except RuntimeError:
+        raise ValueError(
+            f"batch dimensions do not broadcast: query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}"
+        ) from None
+
+
+def check_mask(mask: torch.Tensor, scores_shape: tuple, dtype: torch.dtype | None = None) -> None:
+    """Validate a bool or additive float ``mask`` against scores of shape ``(..., T_q, T_k)``.
+
+    ``dtype``: if given, a float mask must have this dtype (the dtype of the scores).
+    """
+    if not isinstance(mask, torch.Tensor):
+        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
+    if mask.dtype != torch.bool and not mask.is_floating_point():
+        raise TypeError(
+            f"mask must be bool (True = may attend) or an additive float mask, got dtype "
+            f"{mask.dtype}; for a 0/1 integer mask use mask.bool()"
+        )
+    try:
+        ok = torch.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
+    except RuntimeError:
+        ok = False
+    if not ok:
+        raise ValueError(
+            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
+            f"of shape {tuple(scores_shape)} (..., T_q, T_k)"
+        )
+    if mask.is_floating_point():
+        if dtype is not None and mask.dtype != dtype:
+            raise TypeError(f"a float mask must have the dtype of the query ({dtype}), got {mask.dtype}")
+        if torch.isnan(mask).any() or torch.isposinf(mask).any():
+            raise ValueError("a float mask is added to the scores and must not contain NaN or +inf")
+        if mask.numel() and (mask == 1).any() and ((mask == 0) | (mask == 1)).all():
+            raise ValueError(
+                "this float mask holds only 0s and 1s, so it looks multiplicative; float masks are "
+                "additive (0 = attend, -inf = blocked). Pass mask.bool() instead"
+            )
+
+
+def _attention(q, k, v, mask=None, scale=None) -> None:
+    batch = check_qkv(q, k, v)
+    if mask is not None:
+        check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
+        if mask.device != q.device:
+            raise ValueError(f"mask is on {mask.device}, the query on {q.device}; move the mask with .to()")
+    if scale is not None:
+        as_real("scale", scale)
+
+
+def finite_scores(scores: torch.Tensor, dtype: torch.dtype) -> None:
+    """The attention scores must not overflow their dtype (e.g. float16 past 65504): a NaN never comes out."""
+    if scores.device.type != "meta" and not torch.isfinite(scores).all():
+        raise ValueError(
+            f"the scores q·kᵀ·scale overflow {dtype} (largest {torch.finfo(dtype).max:.3g}); "
+            f"use smaller query/key values, a smaller scale or a wider dtype"
+        )
+
+
+def _causal_mask(t_q, t_k=None, device=None) -> None:
+    t_q = as_int("T_q", t_q)
+    t_k = t_q if t_k is None else as_int("T_k", t_k)
+    device = as_device("device", device)
+    if t_k < t_q:
+        raise ValueError(f"causal mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
+    check_memory(f"a causal mask of T_q={t_q} x T_k={t_k}", t_q * t_k, device)
+
+
+def _padding_mask(lengths, max_len=None, device=None) -> None:
+    device = as_device("device", device)
+    if isinstance(lengths, (list, tuple)) and any(isinstance(v, bool) for v in lengths):
+        raise ValueError(f"lengths must be a 1-D integer sequence; True/False is not a length, got {lengths!r}")
+    try:
+        lengths = torch.as_tensor(lengths, device=device)
+    except (TypeError, ValueError, RuntimeError):
+        raise ValueError(f"lengths must be a 1-D integer sequence, got {type(lengths).__name__} {lengths!r}") from None
+    if lengths.is_meta:
+        raise ValueError("lengths are on the meta device: they have shapes but no values")
+    if lengths.dim() == 1 and lengths.numel() == 0:
+        raise ValueError("lengths is empty: a batch needs at least one sequence")
+    if lengths.dim() != 1 or not is_int_tensor(lengths):
+        raise ValueError(f"lengths must be a 1-D integer sequence, got {lengths.dtype} of shape {tuple(lengths.shape)}")
+    if (lengths < 0).any():
+        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+    t = int(lengths.max()) if max_len is None else as_int("max_len", max_len)
+    if (lengths > t).any():
+        raise ValueError(f"a length exceeds max_len={t}: lengths {lengths.tolist()}")
+    what = f"T=max(lengths)={t}" if max_len is None else f"max_len={t}"
+    check_memory(f"a padding mask of B={len(lengths)} x {what}", len(lengths) * t, lengths.device)
+
+
+def _padding_mask_from_ids(ids, pad_id) -> None:
+    if not isinstance(ids, torch.Tensor):
+        raise TypeError(f"ids must be a (B, T) torch.Tensor of token ids, got {type(ids).__name__}")
+    if not is_int_tensor(ids):
+        raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}")
+    if ids.dim() != 2:
+        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
+    as_int("pad_id", pad_id, minimum=-(2**63))
+
+
+def _key_padding(keep, t_q=1) -> None:
+    if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool:
+        what = f"dtype {keep.dtype}" if isinstance(keep, torch.Tensor) else type(keep).__name__
+        raise TypeError(f"keep must be a (B, T_k) bool mask (True = real token), got {what}")
+    if keep.dim() != 2:
+        raise ValueError(f"keep must be a (B, T_k) bool mask, got shape {tuple(keep.shape)}")
+    as_int("T_q", t_q)
+
+
+def _self_attention_mask(keep, causal=False) -> None:
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be True or False, got {causal!r}")
+    _key_padding(keep, keep.shape[-1] if isinstance(keep, torch.Tensor) and keep.dim() else 0)
+
+
+# --------------------------------------------------------------------------- multi-head attention and its KV cache
+
+MAX_WEIGHTS = 2**40  # 4·d_model² weights beyond this cannot be allocated on any machine (4 TB in float32)
+
+
+def check_heads(d_model, n_heads, n_kv_heads=None, bias: bool = True) -> tuple[int, int, int]:
+    """Checked ``(d_model, n_heads, n_kv_heads)``: positive ints, ``n_heads | d_model``, ``n_kv_heads | n_heads``;
+    and ``bias`` a bool. The one check of the head sizes: ``MultiHeadAttention``, ``config.validate``
+    and ``params.attention_params`` call it."""
+    d_model, n_heads = as_int("d_model", d_model, 1), as_int("n_heads", n_heads, 1)
+    n_kv_heads = n_heads if n_kv_heads is None else as_int("n_kv_heads", n_kv_heads, 1)
+    if 4 * d_model * d_model > MAX_WEIGHTS:
+        raise ValueError(f"d_model={d_model} would need 4·d_model² = {4 * d_model * d_model:.2e} weights")
+    if d_model % n_heads:
+        raise ValueError(
+            f"n_heads={n_heads} must divide d_model={d_model} (each head gets d_model / n_heads dimensions)"
+        )
+    if n_heads % n_kv_heads:
+        raise ValueError(
+            f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
+            f"(each key/value head is shared by a whole group of query heads)"
+        )
+    if not isinstance(bias, bool):
+        raise TypeError(f"bias must be True or False, got {bias!r}")
+    return d_model, n_heads, n_kv_heads
+
+
+def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:
+    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions);
+    given ``like`` (a weight of the module), on its device and of its dtype (``check_like``)."""
+    shape = f"({dims}, d_model={d_model})"
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor of shape {shape}, got {type(x).__name__}")
+    if (x.dim() != 3 if dims == "B, T" else x.dim() < 1) or x.shape[-1] != d_model:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a real floating-point tensor (hidden states, not ids), got dtype {x.dtype}")
+    if like is not None:
+        check_like(name, x, like)
+
+
+def _split_heads(x, n_heads) -> None:
+    if not isinstance(x, torch.Tensor) or x.dim() != 3:
+        raise ValueError(f"split_heads expects a (B, T, n_heads·d_head) tensor, got {_shape(x)}")
+    n_heads = as_int("n_heads", n_heads, 1)
+    if x.shape[2] % n_heads:
+        raise ValueError(f"cannot split {x.shape[2]} features into n_heads={n_heads} equal heads")
+
+
+def _merge_heads(x) -> None:
+    if not isinstance(x, torch.Tensor) or x.dim() != 4:
+        raise ValueError(f"merge_heads expects a (B, h, T, d_head) tensor, got {_shape(x)}")
+
+
+def _multihead_init(self, d_model, n_heads, n_kv_heads=None, bias=True, dropout=0.0) -> None:
+    check_heads(d_model, n_heads, n_kv_heads, bias)
+    check_dropout(dropout)
+
+
+def attention_mask(attn, mask, b: int, t_q: int, t_k: int) -> None:
+    """``mask`` must fit the scores ``(B, h, T_q, T_k)`` of the ``MultiHeadAttention`` ``attn``."""
+    try:
+        check_mask(mask, (b, attn.n_heads, t_q, t_k))
+    except ValueError as err:
+        if isinstance(mask, torch.Tensor) and mask.dim() == 2 and tuple(mask.shape) == (b, t_k):
+            raise ValueError(
+                f"{err}. This looks like a (B, T_k) key-padding mask: turn it into an attention "
+                f"mask with masks.key_padding(keep, T_q), shape (B, 1, T_q, T_k)"
+            ) from None
+        raise
+
+
+def _cache(attn, cache, b: int, t_new: int) -> int:
+    """A ``KVCache`` that belongs to ``attn`` (or to no layer yet) and has room for ``t_new`` positions;
+    returns its length."""
+    from transformer_nb.core.multihead import KVCache
+
+    if not isinstance(cache, KVCache):
+        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+    if cache.owner is not None and cache.owner() is not attn:
+        raise ValueError(
+            "this KVCache holds the keys and values of another attention layer: a cache belongs to one "
+            "layer; give every layer its own (model.init_state())"
+        )
+    held = (cache.k.dtype, cache.k.device) if cache.k is not None else (None, None)
+    _room(cache, (b, attn.n_kv_heads, t_new, attn.d_head), *held)
+    return cache.length
+
+
+def _multihead(self, query, key=None, value=None, mask=None, is_causal=False, rope=None, cache=None) -> None:
+    key = query if key is None else key
+    value = key if value is None else value
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_hidden(t, self.d_model, name, like=self.q_proj.weight)
+    if key.shape[1] != value.shape[1]:
+        raise ValueError(
+            f"key and value must have the same length: key has T_k={key.shape[1]}, value has {value.shape[1]}"
+        )
+    if not (query.shape[0] == key.shape[0] == value.shape[0]):
+        raise ValueError(f"batch sizes differ: query {query.shape[0]}, key {key.shape[0]}, value {value.shape[0]}")
+    past = 0
+    if cache is not None:
+        if not (key is query and value is query):
+            raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
+        past = _cache(self, cache, query.shape[0], query.shape[1])
+    if is_causal:
+        _causal_mask(query.shape[1], past + key.shape[1])
+    _rope_fits(rope, self, query.shape[1], key.shape[1], past)
+    if mask is not None:
+        attention_mask(self, mask, query.shape[0], query.shape[1], past + key.shape[1])
+
+
+def _rope_fits(rope, attn, t_q: int, t_k: int, past: int) -> None:
+    """A ``RoPE`` (or its ``at(...)``) passed to attention has table rows for the positions it will turn."""
+    from transformer_nb.core.rope import RoPE
+
+    kw = getattr(rope, "keywords", {})
+    owner = rope if isinstance(rope, RoPE) else getattr(getattr(rope, "func", None), "__self__", None)
+    if isinstance(owner, RoPE):
+        for name, t, offset in (("q", t_q, kw.get("q_offset", past)), ("k", t_k, kw.get("k_offset", past))):
+            _rotated(owner, owner.cos.new_empty(t, attn.d_head), offset, name)
+
+
+def _kv_cache_init(self, capacity) -> None:
+    as_int("capacity", capacity, 1)
+
+
+def _kv_append(self, k, v, owner=None) -> None:
+    for name, x in (("k", k), ("v", v)):
+        if not isinstance(x, torch.Tensor) or x.dim() != 4:
+            raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {_shape(x)}")
+    if v.shape != k.shape or v.dtype != k.dtype or v.device != k.device or not k.shape[3]:
+        raise ValueError(
+            f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
+            f"on {k.device}, v is {tuple(v.shape)} {v.dtype} on {v.device}"
+        )
+    _room(self, tuple(k.shape), k.dtype, k.device)
+
+
+def _room(cache, shape: tuple, dtype, device) -> None:
+    """``cache`` has room for new keys of ``shape`` ``(B, heads, T_new, d_head)``, like those it holds."""
+    t1 = cache.length + shape[2]
+    if t1 > cache.capacity:
+        raise ValueError(f"the KV cache holds {cache.capacity} positions; {t1} were asked for")
+    held = cache.k
+    if held is not None and (
+        shape[:2] != tuple(held.shape[:2]) or shape[3] != held.shape[3] or dtype != held.dtype or device != held.device
+    ):
+        raise ValueError(
+            f"the cache holds keys of shape (B, heads, T, d_head) = {tuple(held.shape[:2])} x T x "
+            f"{held.shape[3]} in {held.dtype} on {held.device}; "
+            f"got k {shape} in {dtype} on {device}"
+        )
+
+
+# --------------------------------------------------------------------------- the configuration, blocks and stacks
+
+
+def check_config(cfg):
+    """``cfg`` must be a ``TransformerConfig`` (which is valid: it was validated when it was made); return it."""
+    from transformer_nb.core.config import TransformerConfig
+
+    if not isinstance(cfg, TransformerConfig):
+        raise TypeError(f"expected a TransformerConfig (e.g. PRESETS['gpt2-small']), got {type(cfg).__name__}")
+    return cfg
+
+
+def _built_from_config(self, cfg, *args, **kwargs) -> None:
+    check_config(cfg)
+
+
+def check_eps(eps) -> None:
+    """A norm's ``eps``: a positive finite number."""
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
+        raise ValueError(f"eps must be a positive finite number (it keeps the denominator away from 0), got {eps!r}")
+
+
+def check_cutoffs(cutoffs, div_value, d_model: int, vocab: int) -> None:
+    """An adaptive softmax's ``cutoffs`` (increasing word ranks in ``(0, vocab)``: the head's words, then each tail
+    cluster's) and ``div_value`` (> 0; cluster ``i`` projects ``d_model`` to ``d_model // div_value**i`` >= 1)."""
+    if not isinstance(cutoffs, (tuple, list)) or not cutoffs:
+        raise ValueError(f"cutoffs must be a non-empty tuple of word ranks such as (2000, 10000), got {cutoffs!r}")
+    cuts = [as_int("a cutoff", c, 1) for c in cutoffs]
+    if cuts != sorted(set(cuts)) or cuts[-1] >= vocab:
+        raise ValueError(f"cutoffs must increase strictly and stay below the vocabulary ({vocab}), got {cutoffs!r}")
+    div = as_real("div_value", div_value, positive=True)
+    widest = max(d_model / div, d_model / div ** len(cuts)) if div ** len(cuts) > 0 else math.inf
+    if widest * (d_model + vocab) > MAX_WEIGHTS:
+        raise ValueError(
+            f"div_value={div_value} makes a tail cluster project d_model={d_model} to {widest:.3g} dimensions, "
+            f"about {widest * (d_model + vocab):.3g} weights, more than any machine holds; use div_value >= 1"
+        )
+    if d_model // div ** len(cuts) < 1:
+        raise ValueError(
+            f"the last tail cluster would project d_model={d_model} to d_model // div_value**{len(cuts)} = 0 "
+            f"dimensions; use a smaller div_value or fewer cutoffs"
+        )
+
+
+def validate(cfg):
+    """Raise ``ValueError`` naming the field for any impossible configuration; return ``cfg``.
+
+    ``TransformerConfig`` calls it when it is made, so a configuration is validated once."""
+    from transformer_nb.core.config import ACTIVATIONS, ARCHS, FLAGS, NORMS, POSITIONS
+
+    check_config(cfg)
+    for name in ("name", "source"):
+        if not isinstance(getattr(cfg, name), str):
+            raise TypeError(f"{name} must be a string, got {getattr(cfg, name)!r}")
+    for name in FLAGS + ("final_norm",) * (cfg.final_norm is not None):
+        if not isinstance(getattr(cfg, name), bool):
+            raise TypeError(f"{name} must be True or False, got {getattr(cfg, name)!r}")
+    if cfg.published is not None:
+        as_real("published (the authors' parameter count)", cfg.published, positive=True)
+    if cfg.arch not in ARCHS:
+        raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
+    check_heads(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
+    for name in ("n_layers", "vocab", "max_len"):
+        as_int(name, getattr(cfg, name), 1)
+    if cfg.d_ff is not None and (isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0):
+        raise ValueError(
+            f"d_ff (the FFN hidden width) must be a positive integer, got {cfg.d_ff!r}; "
+            f"the usual choice is 4·d_model = {4 * cfg.d_model}"
+        )
+    if cfg.activation not in ACTIVATIONS:
+        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {cfg.activation!r}")
+    if cfg.norm not in NORMS:
+        raise ValueError(f"norm must be one of {NORMS}, got {cfg.norm!r}")
+    check_eps(cfg.eps)
+    if cfg.positions not in POSITIONS:
+        raise ValueError(f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
+    if cfg.positions == "rope" and (cfg.d_model // cfg.n_heads) % 2:
+        raise ValueError(
+            f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
+        )
+    check_dropout(cfg.dropout)
+    if cfg.arch != "encoder-decoder":
+        if cfg.n_dec_layers is not None or cfg.tgt_vocab is not None:
+            raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
+    else:
+        as_int("n_dec_layers", cfg.dec_layers, 1)
+        as_int("tgt_vocab", cfg.target_vocab, 1)
+        if cfg.share_embeddings and cfg.target_vocab != cfg.vocab:
+            raise ValueError(
+                f"share_embeddings needs one vocabulary for source and target, but vocab={cfg.vocab} "
+                f"and tgt_vocab={cfg.target_vocab}; set share_embeddings=False or use a joint "
+                f"vocabulary (the original Transformer shared a 37k BPE vocabulary)"
+            )
+    if cfg.adaptive:
+        check_cutoffs(cfg.cutoffs, cfg.div_value, cfg.d_model, cfg.target_vocab)
+    if cfg.scale_embeddings and cfg.adaptive and cfg.tie_output:
+        raise ValueError("scale_embeddings: a tied adaptive head's embeddings are already scaled by sqrt(d_model)")
+    if cfg.tie_output and not cfg.lm_head:
+        raise ValueError("tie_output=True needs an output projection to tie, but lm_head=False")
+    for name in ("output_bias", "adaptive"):
+        if getattr(cfg, name) and not cfg.lm_head:
+            raise ValueError(f"{name}=True needs an output projection, but lm_head=False")
+    as_int("token_types", cfg.token_types, 0)
+    if cfg.pad_id is not None:
+        n = min(cfg.vocab, cfg.target_vocab)
+        if as_int("pad_id", cfg.pad_id, 0) >= n:
+            raise ValueError(f"pad_id must be an id of the vocabulary, in [0, {n}), got {cfg.pad_id}")
+        if cfg.tie_output and cfg.lm_head:
+            raise ValueError(
+                "pad_id needs the model's own token tables, but tie_output=True makes the output layer's "
+                "weights the table (the padding row would be a word's output row); set tie_output=False"
+            )
+    return cfg
+
+
+def _feed_forward_init(self, cfg) -> None:
+    check_config(cfg)
+    check_memory(f"d_model x d_ff = {cfg.d_model} x {cfg.ff} (the FFN's weights)", 3 * 4 * cfg.d_model * cfg.ff)
+
+
+def _feed_forward(self, x) -> None:
+    check_hidden(x, self.d_model, "the FeedForward input x", dims="...", like=self.linear1.weight)
+
+
+def _encoder_layer(self, x, mask=None, is_causal=False, rope=None, cache=None) -> None:
+    attn = self.self_attn
+    check_hidden(x, attn.d_model, "the EncoderLayer input x", like=attn.q_proj.weight)
+    past = 0 if cache is None else _cache(attn, cache, x.shape[0], x.shape[1])
+    _rope_fits(rope, attn, x.shape[1], x.shape[1], past)
+    if mask is not None:
+        attention_mask(attn, mask, x.shape[0], x.shape[1], past + x.shape[1])
+
+
+def check_decoder_inputs(x, memory, d_model: int, like: torch.Tensor, who: str) -> None:
+    """``x (B, T, d_model)`` and ``memory (B, S, d_model)``: hidden states of one batch, like the weights ``like``."""
+    check_hidden(x, d_model, f"the {who} input x", like=like)
+    check_hidden(memory, d_model, "memory (the encoder output)", like=like)
+    if memory.shape[0] != x.shape[0]:
+        raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {x.shape[0]}")
+
+
+def _decoder_layer(self, x, memory, self_mask=None, memory_mask=None) -> None:
+    check_decoder_inputs(x, memory, self.self_attn.d_model, self.self_attn.q_proj.weight, "DecoderLayer")
+    b, t = x.shape[:2]
+    if self_mask is not None:
+        attention_mask(self.self_attn, self_mask, b, t, t)
+    if memory_mask is not None:
+        attention_mask(self.cross_attn, memory_mask, b, t, memory.shape[1])
+
+
+def check_keep(keep, b: int, t: int, name: str) -> None:
+    """``keep`` must be None or a ``(B, T)`` bool tensor (True = real token) matching the sequence it describes."""
+    if keep is None:
+        return
+    if not isinstance(keep, torch.Tensor):
+        raise TypeError(f"{name} must be a (B, T) bool torch.Tensor (True = real token), got {type(keep).__name__}")
+    if keep.dtype != torch.bool:
+        raise TypeError(
+            f"{name} must be a bool mask (True = real token, False = padding), got dtype {keep.dtype}; "
+            f"for 0/1 values use {name}.bool()"
+        )
+    if tuple(keep.shape) != (b, t):
+        raise ValueError(
+            f"{name} must have the shape (B, T) = ({b}, {t}) of the sequence it describes, got {tuple(keep.shape)}"
+        )
+
+
+def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
+    """``ids`` must be a ``(B, T)`` integer tensor with ``T >= min_len`` and, given ``vocab``, ids in ``[0, vocab)``;
+    given ``device`` (the model's), on that device (``check_device``).
+
+    The range is checked on the CPU only: elsewhere reading it back would wait for the device at
+    every call (and the meta device has no values).
+    """
+    if not is_int_tensor(ids):
+        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
+        raise TypeError(
+            f"{name} must be an integer tensor of word ids, got {got} "
+            "(integer token ids: a torch.Tensor of dtype torch.long)"
+        )
+    if ids.dim() != 2 or ids.shape[1] < min_len:
+        at_least = f" with T >= {min_len}" if min_len else ""
+        raise ValueError(f"{name} must have shape (B, T){at_least}, got {tuple(ids.shape)}")
+    if device is not None:
+        check_device(name, ids, device)
+    if vocab is not None and ids.device.type == "cpu" and ids.numel():
+        lo, hi = torch.aminmax(ids)
+        if lo < 0 or hi >= vocab:
+            raise ValueError(f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
+
+
+def _encoder(self, x, keep=None, mask=None, rope=None, caches=None) -> None:
+    if caches is not None:
+        raise ValueError("caches= is for Transformer.hidden(ids, state); call the stack without it")
+    attn = self.layers[0].self_attn
+    check_hidden(x, self.d_model, "the encoder input x", like=attn.q_proj.weight)
+    check_keep(keep, x.shape[0], x.shape[1], "keep")
+    _rope_fits(rope, attn, x.shape[1], x.shape[1], 0)
+    if mask is not None:
+        attention_mask(attn, mask, x.shape[0], x.shape[1], x.shape[1])
+
+
+def _decoder(self, x, memory, keep=None, memory_keep=None) -> None:
+    check_decoder_inputs(x, memory, self.d_model, self.layers[0].self_attn.q_proj.weight, "decoder")
+    check_keep(keep, x.shape[0], x.shape[1], "keep (target padding)")
+    check_keep(memory_keep, memory.shape[0], memory.shape[1], "memory_keep (source padding)")
+
+
+# --------------------------------------------------------------------------- the model
+
+
+def check_language_model(model) -> None:
+    """``model`` must be a language model: a decoder-only ``Transformer`` or an ``LSTMLM``."""
+    from transformer_nb.core.transformer import LanguageModel, Transformer
+
+    if not isinstance(model, LanguageModel) or (isinstance(model, Transformer) and model.cfg.arch != "decoder"):
+        got = f"a Transformer with arch={model.cfg.arch!r}" if isinstance(model, Transformer) else type(model).__name__
+        raise TypeError(f"model must be a decoder-only Transformer or an LSTMLM, got {got}")
+
+
+def _transformer_init(self, cfg=None, ranks=None, **fields) -> None:
+    from transformer_nb.core.config import TransformerConfig
+
+    cfg = TransformerConfig(**fields) if cfg is None else check_config(cfg).with_(**fields)
+    for what, rows in (("token table", cfg.vocab), ("target token table", cfg.target_vocab)):
+        check_memory(f"the {what} of vocab={rows} x d_model={cfg.d_model}", 4 * rows * cfg.d_model)
+    if cfg.lm_head:
+        _output_head_init(None, cfg.head, cfg.d_model, cfg.target_vocab, ranks, cfg.cutoffs, cfg.div_value)
+    _feed_forward_init(None, cfg)
+    if cfg.positions == "sinusoidal":
+        _sinusoidal_init(None, cfg.d_model, cfg.max_len)
+    elif cfg.positions == "learned":
+        _learned_init(None, cfg.max_len, cfg.d_model)
+    elif cfg.positions == "rope":
+        _rope_init(None, cfg.d_model // cfg.n_heads, cfg.max_len)
+
+
+def _runnable(model) -> None:
+    if model.cfg.positions == "t5-bias":
+        raise NotImplementedError(
+            "T5's bucketed relative-position bias is counted here, not implemented; "
+            "this model can be built and counted but not run"
+        )
+
+
+def _hidden(self, ids, state=None, keep=None) -> None:
+    from transformer_nb.core.multihead import KVCache
+
+    _runnable(self)
+    check_ids(ids, "ids", self.vocab_size)
+    check_device("ids", ids, next(self.parameters()).device)
+    n = len(self.blocks.layers)
+    if state is not None and (
+        not isinstance(state, list) or len(state) != n or not all(isinstance(c, KVCache) for c in state)
+    ):
+        raise ValueError(f"state must be init_state(): a list of {n} KVCache")
+    if state is not None:
+        if len({id(c) for c in state}) != n:
+            raise ValueError("state holds one KVCache twice: a cache belongs to one layer (use init_state())")
+        for layer, cache in zip(self.blocks.layers, state):
+            _cache(layer.self_attn, cache, ids.shape[0], 0)
+    past, t = (0 if state is None else state[0].length), ids.shape[1]
+    if past + t > self.max_len:
+        raise ValueError(f"positions {past}..{past + t - 1} exceed max_len={self.max_len}")
+    check_keep(keep, ids.shape[0], t, "keep")
+    if keep is not None and state is not None:
+        raise ValueError("keep (padding) does not combine with a KV cache: generate one sequence at a time")
+
+
+def _targets(targets, ids, vocab: int) -> None:
+    check_ids(targets, "targets", vocab)
+    if targets.shape != ids.shape:
+        raise ValueError(f"targets must have the shape of ids, got {tuple(targets.shape)} and {tuple(ids.shape)}")
+    if not targets.numel():
+        raise ValueError(f"a loss needs at least one target, got targets of shape {tuple(targets.shape)}")
+
+
+def _model_inputs(self, ids, state=None) -> None:
+    from transformer_nb.core.transformer import Transformer
+
+    if isinstance(self, Transformer):
+        _hidden(self, ids, state)
+    else:
+        check_ids(ids, "ids", self.vocab_size)
+
+
+def _lm_forward(self, ids, targets=None, state=None) -> None:
+    _model_inputs(self, ids, state)
+    if targets is not None:
+        _targets(targets, ids, self.head.vocab_size)
+
+
+def _nll(self, ids, targets, state=None, reduction="mean") -> None:
+    if reduction not in ("mean", "sum", "none"):
+        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    _model_inputs(self, ids, state)
+    _targets(targets, ids, self.head.vocab_size)
+
+
+def _encoder_decoder(self, name: str) -> None:
+    if self.decoder is None:
+        raise ValueError(f"{name} belongs to an encoder-decoder; this model has arch={self.cfg.arch!r}")
+
+
+def _encode(self, src, src_keep=None) -> None:
+    _encoder_decoder(self, "encode")
+    _hidden(self, src, keep=src_keep)
+
+
+def _tgt(self, tgt, tgt_keep) -> None:
+    check_ids(tgt, "tgt", self.cfg.target_vocab)
+    check_device("tgt", tgt, next(self.parameters()).device)
+    if tgt.shape[1] > self.max_len:
+        raise ValueError(f"positions 0..{tgt.shape[1] - 1} exceed max_len={self.max_len}")
+    check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
+
+
+def _target_side(self, tgt, tgt_keep, memory, src_keep) -> None:
+    """The decoder's input ``tgt (B, T)`` and the ``memory (B, S, d)`` it attends to."""
+    _tgt(self, tgt, tgt_keep)
+    check_hidden(
+        memory, self.d_model, "memory (the encoder output)", like=self.decoder.layers[0].self_attn.q_proj.weight
+    )
+    if memory.shape[0] != tgt.shape[0]:
+        raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {tgt.shape[0]}")
+    check_keep(src_keep, memory.shape[0], memory.shape[1], "memory_keep (source padding)")
+
+
+def _decode(self, tgt, memory, src_keep=None, tgt_keep=None) -> None:
+    _encoder_decoder(self, "decode")
+    _target_side(self, tgt, tgt_keep, memory, src_keep)
+
+
+def _transformer_forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=None) -> None:
+    enc_dec = self.cfg.arch == "encoder-decoder"
+    _runnable(self)
+    if enc_dec != (tgt is not None):
+        raise ValueError(
+            "an encoder-decoder needs forward(src, tgt=...)"
+            if enc_dec
+            else f"arch={self.cfg.arch!r} takes one sequence of ids; tgt is for an encoder-decoder"
+        )
+    _hidden(self, ids, keep=keep)
+    if enc_dec:
+        _tgt(self, tgt, tgt_keep)
+        if ids.shape[0] != tgt.shape[0]:
+            raise ValueError(f"memory has batch size {ids.shape[0]} but the decoder input has {tgt.shape[0]}")
+        ids = tgt
+    if self.head is None:
+        if targets is not None:
+            raise ValueError("this model has no output layer (lm_head=False): it gives hidden states, no loss")
+        return
+    if targets is not None:
+        _targets(targets, ids, self.head.vocab_size)
+
+
+# --------------------------------------------------------------------------- generation
+
+
+def check_top_k(k) -> None:
+    """``top_k``: None, or an int >= 0 (0: every word)."""
+    if k is not None:
+        as_int("top_k", k, 0)
+
+
+def check_temperature(t) -> None:
+    """``temperature``: 0 (greedy), or a number at least 1e-30 (below, ``logits / temperature`` overflows)."""
+    t = as_real("temperature", t)
+    if t < 0:
+        raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {t}")
+    if 0 < t < 1e-30:
+        raise ValueError(
+            f"temperature={t:g} is so small that logits / temperature overflow float32: use temperature=0 "
+            f"(greedy) for the most likely word, or a temperature >= 1e-30"
+        )
+
+
+def check_logits(logits) -> None:
+    """``logits (..., V)``: a real floating tensor, no NaN or +inf, and every row with a word above -inf."""
+    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
+        got = f"a {logits.dtype} tensor" if isinstance(logits, torch.Tensor) else type(logits).__name__
+        raise TypeError(f"logits must be a floating-point tensor of shape (..., V), got {got}")
+    plain_tensor("logits", logits)
+    if logits.dim() < 1 or logits.shape[-1] == 0:
+        raise ValueError(f"logits must have shape (..., V) with V >= 1, got {tuple(logits.shape)}")
+    if logits.is_meta:
+        raise ValueError("logits are on the meta device: they have shapes but no values to pick from")
+    if torch.isnan(logits).any() or torch.isposinf(logits).any():
+        raise ValueError("logits contain NaN or +inf: there is no distribution to pick from")
+    if torch.isneginf(logits).all(-1).any():
+        raise ValueError("a row of logits is -inf everywhere: every word is blocked, there is nothing to pick")
+
+
+def _top_k_filter(logits, k) -> None:
+    check_top_k(k)
+    check_logits(logits)
+
+
+def _sample_next(logits, temperature=1.0, top_k=None, generator=None) -> None:
+    check_temperature(temperature)
+    check_top_k(top_k)
+    check_logits(logits)
+
+
+def _generate(model, prompt, n_new, temperature=0.0, top_k=None, seed=0, use_cache=True) -> None:
+    from transformer_nb.core.transformer import Transformer
+
+    check_language_model(model)
+    if model.head is None:
+        raise ValueError("model has no output layer (lm_head=False): there are no next-word scores to generate from")
+    if isinstance(model, Transformer):
+        _runnable(model)
+    if not isinstance(prompt, torch.Tensor) or prompt.dtype.is_floating_point or prompt.dtype.is_complex:
+        got = f"{prompt.dtype} tensor" if isinstance(prompt, torch.Tensor) else type(prompt).__name__
+        raise TypeError(f"prompt must be a 1-D integer tensor of word ids, got {got}")
+    if prompt.dim() != 1 or prompt.numel() == 0 or prompt.dtype == torch.bool:
+        raise ValueError(f"prompt must be a non-empty 1-D tensor of ids, got shape {tuple(prompt.shape)}")
+    as_int("n_new", n_new, 0)
+    check_temperature(temperature)
+    check_top_k(top_k)
+    if seed is not None and as_int("seed", seed, 0) >= 2**63:
+        raise ValueError(f"seed must be None or an int below 2**63 (a torch.Generator's range), got {seed}")
+    if not isinstance(use_cache, bool):
+        raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
+    if use_cache and model.max_len is not None and prompt.numel() + n_new > model.max_len:
+        raise ValueError(
+            f"prompt ({prompt.numel()}) + n_new ({n_new}) exceeds max_len={model.max_len}: "
+            f"the KV cache cannot slide its positions; generate fewer tokens or use_cache=False"
+        )
+    device = next(model.parameters()).device
+    if use_cache and isinstance(model, Transformer):
+        cfg = model.cfg
+        n_bytes = 2 * cfg.n_layers * cfg.kv_heads * model.max_len * (cfg.d_model // cfg.n_heads) * 4
+        check_memory(f"a KV cache of {cfg.n_layers} layers x max_len={model.max_len} positions", n_bytes, device)
+    check_ids(prompt[None].to(device), "prompt", model.vocab_size)
+
+
+# --------------------------------------------------------------------------- positions
+
+
+def _sinusoid_frequencies(d_model, base=10000.0) -> None:
+    positive_even(d_model, "d_model", "sinusoidal encodings pair sin/cos dimensions")
+    as_real("base", base, positive=True)
+    check_memory(f"{d_model // 2} frequencies", 4 * d_model)  # d/2 float64
+
+
+def _sinusoidal_encoding(n_positions, d_model, base=10000.0) -> None:
+    n_positions = as_int("n_positions", n_positions)
+    _sinusoid_frequencies(d_model, base)
+    check_memory(f"a sinusoidal table of n_positions={n_positions} x d_model={d_model}", 12 * n_positions * d_model)
+
+
+def _sinusoidal_init(self, d_model, max_len=5000, base=10000.0) -> None:
+    max_len = as_int("max_len", max_len, minimum=1)
+    _sinusoid_frequencies(d_model, base)
+    check_memory(f"a sinusoidal table of max_len={max_len} x d_model={d_model}", 12 * max_len * d_model)
+
+
+def _learned_init(self, max_len, d_model) -> None:
+    max_len, d_model = as_int("max_len", max_len, minimum=1), as_int("d_model", d_model, minimum=1)
+    check_memory(f"a learned table of max_len={max_len} x d_model={d_model}", 4 * max_len * d_model)
+
+
+def _positions(x, offset, max_len: int, d_model: int, kind: str, table: torch.Tensor, name: str) -> None:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} expects x as a torch.Tensor of shape (B, T, d_model), got {type(x).__name__}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} adds to embeddings: x must be a floating-point tensor, got dtype {x.dtype}")
+    if x.dim() != 3 or x.shape[-1] != d_model:
+        raise ValueError(f"{name} expects x of shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
+    check_device("x", x, table.device)
+    offset = as_int("offset", offset)  # the position of the first token
+    if offset + x.shape[1] > max_len:
+        raise ValueError(
+            f"positions {offset}..{offset + x.shape[1] - 1} exceed the {kind} table of max_len={max_len}; "
+            f"use sequences of at most {max_len} tokens or build the module with a larger max_len"
+        )
+
+
+def _sinusoidal(self, x, offset=0) -> None:
+    _positions(x, offset, self.max_len, self.d_model, "sinusoidal", self.pe, "SinusoidalPositionalEncoding")
+
+
+def _learned(self, x, offset=0) -> None:
+    _positions(x, offset, self.max_len, self.d_model, "learned position", self.emb.weight, "LearnedPositionalEmbedding")
+
+
+def _embedding_scale(d_model) -> None:
+    as_int("d_model", d_model, minimum=1)
+
+
+def _alibi_slopes(n_heads) -> None:
+    n_heads = as_int("n_heads", n_heads, 1)
+    check_memory(f"ALiBi slopes for n_heads={n_heads}", 8 * n_heads)
+
+
+def _alibi_bias(t_q, n_heads, t_k=None, dtype=torch.float32, device=None) -> None:
+    _alibi_slopes(n_heads)
+    t_q = as_int("T_q", t_q)
+    t_k = t_q if t_k is None else as_int("T_k", t_k)
+    device = as_device("device", device)
+    if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
+        raise TypeError(f"dtype must be a floating torch.dtype (the bias is fractional), got {dtype!r}")
+    if t_k < t_q:
+        raise ValueError(f"alibi_bias needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
+    n_bytes = 16 * n_heads * t_q * t_k + 8 * (t_q + t_k)  # the float64 bias and the positions it is built from
+    check_memory(f"an ALiBi bias of n_heads={n_heads} x T_q={t_q} x T_k={t_k}", n_bytes, device)
+
+
+def _alibi_init(self, n_heads) -> None:
+    _alibi_slopes(n_heads)
+
+
+def _alibi(self, t_q, t_k=None) -> None:
+    _alibi_bias(t_q, self.n_heads, t_k, self.slopes.dtype, self.slopes.device)
+
+
+# --------------------------------------------------------------------------- rotary embeddings
+
+ROPE_PAIRINGS = ("interleaved", "half")
+
+
+def rope_dim(d, name: str = "d") -> None:
+    positive_even(d, name, "RoPE rotates pairs of dimensions")
+
+
+def _pairing(pairing) -> None:
+    if pairing not in ROPE_PAIRINGS:
+        raise ValueError(f"pairing must be one of {ROPE_PAIRINGS}, got {pairing!r}")
+
+
+def _rope_frequencies(d, base=10000.0) -> None:
+    rope_dim(d)
+    _sinusoid_frequencies(d, base)
+
+
+def _rope_float(x, name: str = "x") -> None:
+    if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
+        got = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
+        raise TypeError(f"RoPE rotates real vectors: {name} must be a floating-point tensor, got {got}")
+
+
+def _apply_rope(x, positions=None, base=10000.0, pairing="interleaved") -> None:
+    _pairing(pairing)
+    if not isinstance(x, torch.Tensor) or x.dim() < 2:
+        raise ValueError(
+            f"x must be a tensor of shape (..., T, d), got "
+            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
+        )
+    _rope_float(x)
+    d, t = x.shape[-1], x.shape[-2]
+    rope_dim(d, "the last dimension of x")
+    as_real("base", base, positive=True)
+    positions = torch.arange(t) if positions is None else torch.as_tensor(positions)
+    if positions.dim() != 1 or positions.shape[0] != t:
+        raise ValueError(
+            f"positions must have shape (T,) = ({t},) to match x of shape {tuple(x.shape)}, "
+            f"got {tuple(positions.shape)}"
+        )
+
+
+def _rope_init(self, d_head, max_len=4096, base=10000.0, pairing="interleaved") -> None:
+    rope_dim(d_head, "d_head")
+    _pairing(pairing)
+    max_len = as_int("max_len", max_len, minimum=1)
+    as_real("base", base, positive=True)
+    # float64 angles, cos and sin, then the float32 tables: 32 bytes per (position, pair)
+    tables = f"RoPE's tables for max_len={max_len} x d_head/2={d_head // 2}"
+    check_memory(tables, 32 * max_len * (d_head // 2), torch.get_default_device())  # meta: no limit
+
+
+def _rotated(rope, x, offset, name: str) -> None:
+    _rope_float(x, name)
+    check_device(name, x, rope.cos.device)
+    offset = as_int("offset", offset)  # the position of the first token
+    if x.dim() < 2 or x.shape[-1] != rope.d_head:
+        raise ValueError(
+            f"RoPE(d_head={rope.d_head}) expects {name} of shape (..., T, {rope.d_head}), got {tuple(x.shape)}"
+        )
+    if offset + x.shape[-2] > rope.max_len:
+        raise ValueError(
+            f"positions {offset}..{offset + x.shape[-2] - 1} exceed RoPE's table of max_len={rope.max_len}; "
+            f"build RoPE(d_head, max_len=...) with max_len >= {offset + x.shape[-2]}"
+        )
+
+
+def _rope_rotate(self, x, offset=0) -> None:
+    _rotated(self, x, offset, "x")
+
+
+def _rope(self, q, k, q_offset=0, k_offset=0, in_place=False) -> None:
+    _rotated(self, q, q_offset, "q")
+    _rotated(self, k, k_offset, "k")
+    if not isinstance(in_place, bool):
+        raise TypeError(f"in_place must be True or False, got {in_place!r}")
+
+
+# --------------------------------------------------------------------------- the output head
+
+HEADS = ("full", "tied", "adaptive", "adaptive_tied")
+
+
+def _describe(x) -> str:
+    return f"{x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def _frequency_ranks(train_ids, vocab_size) -> None:
+    if not is_int_tensor(train_ids):
+        raise TypeError(f"train_ids must be an integer tensor of word ids, got {_describe(train_ids)}")
+    vocab_size = as_int("vocab_size", vocab_size, 1)
+    if train_ids.numel() and train_ids.min() < 0:
+        raise ValueError(f"train_ids must be >= 0, got {int(train_ids.min())}")
+    if train_ids.numel() and train_ids.max() >= vocab_size:
+        raise ValueError(f"train_ids hold ids >= vocab_size={vocab_size}")
+
+
+def _output_head_init(self, kind, d_model, vocab_size, ranks=None, cutoffs=(2000, 10000), div_value=4.0, bias=True):
+    if kind not in HEADS:
+        raise ValueError(f"head must be one of {HEADS}, got {kind!r}")
+    d_model, vocab_size = as_int("d_model", d_model, 1), as_int("vocab_size", vocab_size, 1)
+    check_memory(f"an output layer of vocab_size={vocab_size} x d_model={d_model}", 4 * vocab_size * d_model)
+    if kind in ("adaptive", "adaptive_tied"):
+        if ranks is None:
+            raise ValueError(
+                f"the {kind} head needs ranks = frequency_ranks(train_ids, V): "
+                "its clusters only save work if frequent words come first"
+            )
+        if not isinstance(ranks, torch.Tensor) or ranks.shape != (vocab_size,):
+            raise ValueError(f"ranks must be a tensor of shape ({vocab_size},), got {_describe(ranks)}")
+        if not torch.equal(torch.sort(ranks.long().cpu()).values, torch.arange(vocab_size)):
+            raise ValueError("ranks must be a permutation of 0 .. V-1 (use frequency_ranks)")
+
+
+def _embed(self, ids) -> None:
+    if self.kind not in ("tied", "adaptive_tied"):
+        raise ValueError(f"a {self.kind!r} head does not provide embeddings; only the tied heads do")
+
+
+def _logits(self, h) -> None:
+    if self.kind not in ("full", "tied"):
+        raise ValueError("the adaptive head has no single logit matrix; use log_probs")
