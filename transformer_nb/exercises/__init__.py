@@ -32,10 +32,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import tomllib
 import torch
 
 __all__ = ["all_exercises", "catalogue"]  # what a notebook calls (besides each exercise's methods)
+
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10
+    import tomli as tomllib
 
 from transformer_nb.exercises.code import bound_names, module_imports, source_of
 from transformer_nb.exercises.compare import allclose, has_nan, on_meta, same_answers, shapes, type_problem
