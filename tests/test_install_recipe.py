@@ -112,7 +112,6 @@ def test_unknown_installer_is_refused_before_installing(tmp_path):
 
 def test_the_lock_pins_with_hashes_every_dependency_pyproject_names_but_torch():
     import tomllib
-
     from packaging.markers import Marker
 
     project = tomllib.loads((ROOT / "pyproject.toml").read_text(encoding="utf-8"))["project"]
