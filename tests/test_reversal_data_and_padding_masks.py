@@ -110,5 +110,5 @@ def test_init_choices_change_only_what_they_say():
     assert (emb["tok.weight"][rv.PAD] == 0).all() and (emb["tgt_tok.weight"][rv.PAD] == 0).all()
     assert (base["tok.weight"][rv.PAD] == 0).all() and (base["tgt_tok.weight"][rv.PAD] == 0).all()
     # Xavier keeps the scaled embeddings comparable with the positions (RMS ~1.3, not ~sqrt(d_model) = 8)
-    scale = rv.MODEL.d_model ** 0.5
+    scale = rv.MODEL.d_model**0.5
     assert emb["tok.weight"].std() * scale < 2 < base["tok.weight"].std() * scale
