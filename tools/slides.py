@@ -48,13 +48,13 @@ PROSE, PROSE_CHARS, CODE, CODE_CHARS, CELL = 30, 115, 25, 100, 20
 BADGE = re.compile(r"\[!\[([^\]]*)\]\([^)]*colab-badge\.svg\)\]\(([^)]*)\)")
 
 CSS = f"""
-.reveal .slides > section, .reveal .slides > section > section {{
+.reveal .slides > section:not(.stack), .reveal .slides > section > section {{  /* each slide, not a stack of them */
   max-height: {HEIGHT}px; overflow-y: auto; overflow-x: hidden; box-sizing: border-box;
   /* a shadow at the top or bottom edge while there is more to scroll to there */
-  background: linear-gradient(#fff 30%, #fff0) top / 100% 40px local no-repeat,
-    linear-gradient(#fff0, #fff 70%) bottom / 100% 40px local no-repeat,
-    radial-gradient(farthest-side at 50% 0, #0005, #0000) top / 100% 16px scroll no-repeat,
-    radial-gradient(farthest-side at 50% 100%, #0005, #0000) bottom / 100% 16px scroll no-repeat;
+  background: linear-gradient(#fff 50%, #fff0) top / 100% 48px local no-repeat,
+    linear-gradient(#fff0, #fff 50%) bottom / 100% 48px local no-repeat,
+    radial-gradient(farthest-side at 50% 0, #0007, #0000) top / 100% 20px scroll no-repeat,
+    radial-gradient(farthest-side at 50% 100%, #0007, #0000) bottom / 100% 20px scroll no-repeat;
 }}
 .reveal section img {{ max-height: {FIGURE_PX}px; max-width: 100%; width: auto; height: auto; object-fit: contain; }}
 .reveal .widget-image, .reveal .jupyter-widgets img {{ max-height: {WIDGET_PX - 120}px; }}
