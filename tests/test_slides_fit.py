@@ -54,13 +54,15 @@ def test_short_cells_share_a_slide_until_it_is_full():
 
 
 def test_a_long_figure_cell_gives_its_figure_a_slide_of_its_own():
-    figure = code("\n".join(f"ax.plot(x, y{k})" for k in range(20)))
+    figure = code("\n".join(["import matplotlib.pyplot as plt", *(f"plt.plot(x, y{k})" for k in range(20))]))
     figure.outputs = [nbformat.v4.new_output("display_data", data={"image/png": png(800, 500), "text/plain": "F"})]
     short = code("plot()")
     short.outputs = figure.outputs
     deck = slides_of([md("## Figures"), figure, short])
     code_part, figure_part = deck[0][-1], deck[1][0]
-    assert code_part.source == figure.source and not code_part.outputs
+    assert code_part.source == figure.source and not code_part.outputs, (
+        "code that opens with an import was hidden as setup"
+    )
     assert figure_part.metadata["transient"] == {"remove_source": True} and figure_part.outputs == figure.outputs
     [kept] = deck[2]
     assert kept.source == "plot()" and kept.outputs == short.outputs, "a short figure cell keeps its code"

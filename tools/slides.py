@@ -161,45 +161,50 @@ def split_figure(cell) -> list:
     return [code, shown]
 
 
-def plan(nb) -> list[str]:
-    """The ``slide_type`` of each cell of ``nb``: ``slide``, ``-`` (continue) or ``skip``."""
-    cells, kinds = nb.cells, []
+def _skipped(cells) -> set[int]:
+    """The indices of the cells the slides leave out."""
     folded = {j for start, end in book.collapsed_sections(cells) for j in range(start, end)}
-    size, after_figure = 0, False
-    for i, cell in enumerate(cells):
-        src = cell.source
-        if (
-            i in folded
-            or not src.strip()
-            or "solution" in cell.metadata.get("tags", [])
-            or (cell.cell_type == "code" and _is_setup(cell))
-        ):
-            kinds.append("skip")
-            continue
-        heading = book.heading_level(cell) > 0
+    return {
+        i
+        for i, cell in enumerate(cells)
+        if i in folded
+        or not cell.source.strip()
+        or "solution" in cell.metadata.get("tags", [])
+        or (cell.cell_type == "code" and _is_setup(cell))
+    }
+
+
+def _layout(cells) -> list[str]:
+    """``slide`` or ``-`` (continue) for each of the shown ``cells``."""
+    kinds, size, after_figure = [], 0, False
+    for cell in cells:
         figure = cell.cell_type == "code" and _has_figure(cell)
-        full = size + height(cell) > FULL
-        new = not kinds or heading or figure or after_figure or full or all(k == "skip" for k in kinds)
+        new = not kinds or book.heading_level(cell) > 0 or figure or after_figure or size + height(cell) > FULL
         kinds.append("slide" if new else "-")
-        size = height(cell) if new else size + height(cell)
+        size = height(cell) + (0 if new else size)
         after_figure = figure
     return kinds
 
 
+def plan(nb) -> list[str]:
+    """The ``slide_type`` of each cell of ``nb``: ``slide``, ``-`` (continue) or ``skip``."""
+    skipped = _skipped(nb.cells)
+    shown = iter(_layout([c for i, c in enumerate(nb.cells) if i not in skipped]))
+    return ["skip" if i in skipped else next(shown) for i in range(len(nb.cells))]
+
+
 def with_slides(nb):
-    """A copy of ``nb`` with the slide metadata of ``plan``, its long markdown cells cut to fit (see
-    ``split_long_markdown``) and its Colab badge a plain link; skipped cells are dropped (so that no
-    hidden answer travels inside the page)."""
+    """A copy of ``nb`` without the cells the slides leave out (so that no hidden answer travels inside
+    the page), its long cells cut to fit (``split_figure``, ``split_long_markdown``), its Colab badge a
+    plain link, and the slide metadata of ``plan``."""
     out = copy.deepcopy(nb)
-    out.cells = [piece for cell in out.cells for part in split_figure(cell) for piece in split_long_markdown(part)]
-    kept = []
-    for cell, kind in zip(out.cells, plan(out)):
-        if kind != "skip":
-            if cell.cell_type == "markdown":
-                cell.source = BADGE.sub(r"[\1](\2)", cell.source)
-            cell.metadata["slideshow"] = {"slide_type": kind}
-            kept.append(cell)
-    out.cells = kept
+    skipped = _skipped(out.cells)
+    shown = [c for i, c in enumerate(out.cells) if i not in skipped]
+    out.cells = [piece for cell in shown for part in split_figure(cell) for piece in split_long_markdown(part)]
+    for cell, kind in zip(out.cells, _layout(out.cells)):
+        if cell.cell_type == "markdown":
+            cell.source = BADGE.sub(r"[\1](\2)", cell.source)
+        cell.metadata["slideshow"] = {"slide_type": kind}
     return out
 
 
