@@ -189,7 +189,7 @@ MATHJAX = Package(  # version 2: nbconvert's pages configure MathJax 2
     ),
 )
 BOOK_PACKAGES = (REQUIREJS, MATHJAX, HTML_MANAGER)
-# tools/slides.py's: reveal.js and jQuery (the reveal template's scrolling of tall slides)
+# tools/slides.py's: reveal.js
 REVEAL = Package(
     "reveal.js",
     "5.2.1",
@@ -202,13 +202,7 @@ REVEAL = Package(
         "plugin/notes/notes.js",
     ),
 )
-JQUERY = Package(
-    "jquery",
-    "3.7.1",
-    "sha512-m4avr8yL8kmFN8psrbFFFmB/If14iN5o9nw/NgnnM+kybDJpRsAynV2BsfpTYrTRysYUdADVD7CkUUizgkpLfg==",
-    ("dist/jquery.min.js",),
-)
-SLIDE_PACKAGES = (REVEAL, JQUERY)
+SLIDE_PACKAGES = (REVEAL,)
 
 
 def _integrity(path: Path) -> str:
