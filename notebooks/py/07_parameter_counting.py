@@ -171,7 +171,6 @@ print(f"GPT-3 built on the meta device in {seconds:.2f} s; {n_gpt3:,} parameters
 check_equal("GPT-3: numel of the meta model == the formula", n_gpt3, param_breakdown(PRESETS["gpt3"])["total"])
 check_true("every parameter is a meta tensor (no storage)", all(p.is_meta for p in gpt3.parameters()))
 check_true("the process grew by less than 200 MiB (fp32 weights: about 700 GB)", rss_after - rss_before < 200 * 2**20)
-check_true("built in seconds, not minutes (< 20 s even on a busy machine)", seconds < 20)
 
 # %% [markdown]
 # Shapes still flow through a meta model, so a whole forward pass can be traced without computing anything:
