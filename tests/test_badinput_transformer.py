@@ -4,6 +4,7 @@ checks its blocks share: a clear error naming the argument."""
 import torch
 from badinput import Case, parametrize
 
+from transformer_nb import probes
 from transformer_nb.core import block, config, multihead, transformer
 from transformer_nb.lstm import LSTMLM
 
@@ -131,6 +132,18 @@ CASES = {
         lambda: LSTMLM(20, 8, head="adaptive", ranks=torch.arange(20), cutoffs=(10, 5)),
         ValueError,
         "cutoffs must increase strictly",
+    ),
+    "LSTMLM_refuses_a_hidden_size_of_0": Case(
+        "transformer_nb.lstm.LSTMLM",
+        lambda: LSTMLM(50, d_model=16, hidden_size=0, head="full"),
+        ValueError,
+        "hidden_size must be >= 1",
+    ),
+    "head_stats_refuses_rows_that_are_not_probabilities": Case(
+        "transformer_nb.probes.head_stats",
+        lambda: probes.head_stats(torch.full((2, 4, 4), 3.0)),
+        ValueError,
+        "each row non-negative and summing to 1",
     ),
 }
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.checks import check_cutoffs, check_device
+from transformer_nb.core.checks import as_int, check_cutoffs, check_device
 from transformer_nb.core.output_head import OutputHead
 from transformer_nb.core.stack import check_ids
 from transformer_nb.core.transformer import LanguageModel
@@ -45,7 +45,7 @@ class LSTMLM(LanguageModel):
             check_cutoffs(cutoffs, div_value, d_model, vocab_size)
         self.head = OutputHead(head, d_model, vocab_size, ranks, cutoffs, div_value)
         self.tok = None if self.head.embeds else nn.Embedding(vocab_size, d_model)  # tied: the head's table
-        self.hidden_size = hidden_size or d_model
+        self.hidden_size = d_model if hidden_size is None else as_int("hidden_size", hidden_size, 1)
         if self.tok is not None:
             nn.init.uniform_(self.tok.weight, -0.1, 0.1)
         self.drop = nn.Dropout(dropout)

@@ -209,6 +209,12 @@ def head_stats(weights: torch.Tensor) -> dict:
         )
     if not weights.is_floating_point():
         raise TypeError(f"weights must be real floating-point attention weights, got dtype {weights.dtype}")
+    rows = weights.sum(-1)
+    if (weights < 0).any() or not ((rows - 1).abs().le(1e-3) | rows.eq(0)).all():
+        raise ValueError(
+            "weights must be attention weights: each row non-negative and summing to 1 (or 0 for a query with no "
+            f"key), got rows summing to {rows.min().item():.3g}..{rows.max().item():.3g}"
+        )
     t = weights.shape[-1]
     pos = torch.arange(t, device=weights.device, dtype=weights.dtype)
     dist = (pos[:, None] - pos[None, :]).abs()  # (T, T): |i - j|
