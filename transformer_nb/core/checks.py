@@ -447,6 +447,8 @@ def _multihead(self, query, key=None, value=None, mask=None, is_causal=False, ro
 
 def _rope_fits(rope, attn, t_q: int, t_k: int, past: int) -> None:
     """A ``RoPE`` (or its ``at(...)``) passed to attention has table rows for the positions it will turn."""
+    if rope is None:
+        return  # no rotation: RoPE is not even imported (a model without it does not depend on it)
     from transformer_nb.core.rope import RoPE
 
     kw = getattr(rope, "keywords", {})
