@@ -41,12 +41,19 @@ def installed(package: str) -> str | None:
 def versions(extra: str | None = None) -> tuple[list, list]:
     """``(found, wrong)`` for the requirements of ``extra`` (None: the package's own) in the installed metadata:
     each as ``name version``, and those missing or older than their ``>=`` bound as ``"name>=bound"`` (quoted)."""
+    from packaging.requirements import Requirement
+
     found, wrong = [], []
-    for line in metadata.requires(DIST) or []:
-        m = re.match(r'([\w.-]+)\s*>=\s*([\d.]+)[^;]*(?:;.*extra == "([\w-]+)")?', line)
-        if m and m[3] == extra:
-            found.append(f"{m[1]} {installed(m[1]) or 'missing'}")
-            wrong += [f'"{m[1]}>={m[2]}"'] if release(installed(m[1]) or "") < release(m[2]) else []
+    for req in map(Requirement, metadata.requires(DIST) or []):
+        if ("extra" in str(req.marker or "")) != (extra is not None):
+            continue  # another group's
+        if req.marker is not None and not req.marker.evaluate({"extra": extra or ""}):
+            continue  # not for this Python (e.g. tomli before 3.11)
+        bound = next((s.version for s in req.specifier if s.operator == ">="), None)
+        if bound is None:
+            continue  # the package itself, pulling in its other extras
+        found.append(f"{req.name} {installed(req.name) or 'missing'}")
+        wrong += [f'"{req.name}>={bound}"'] if release(installed(req.name) or "") < release(bound) else []
     return found, wrong
 
 

@@ -209,12 +209,15 @@ def head_stats(weights: torch.Tensor) -> dict:
         )
     if not weights.is_floating_point():
         raise TypeError(f"weights must be real floating-point attention weights, got dtype {weights.dtype}")
-    rows = weights.sum(-1)
-    if (weights < 0).any() or not ((rows - 1).abs().le(1e-3) | rows.eq(0)).all():
-        raise ValueError(
-            "weights must be attention weights: each row non-negative and summing to 1 (or 0 for a query with no "
-            f"key), got rows summing to {rows.min().item():.3g}..{rows.max().item():.3g}"
-        )
+    if weights.device.type != "meta":  # a meta tensor has a shape and no values to check
+        rows = weights.sum(-1)  # within 3e-2 of 1: weights rounded to half precision and back still pass
+        ok = ((rows - 1).abs() <= 3e-2) | (rows == 0)  # 0: a query with no key to attend to
+        bad = weights.isfinite().all(-1) & (~ok | (weights < 0).any(-1))  # NaN and inf pass through
+        if bad.any():
+            raise ValueError(
+                "weights must be attention weights: each row non-negative and summing to 1 (or 0 for a query with "
+                f"no key), got a row summing to {rows[bad][0].item():.3g}"
+            )
     t = weights.shape[-1]
     pos = torch.arange(t, device=weights.device, dtype=weights.dtype)
     dist = (pos[:, None] - pos[None, :]).abs()  # (T, T): |i - j|
