@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from transformer_nb.core.positional import alibi_slopes, sinusoid_frequencies, sinusoidal_encoding
-from transformer_nb.widgets.base import Widget, check_ints
+from transformer_nb.widgets.base import Widget
 
 
 class SinusoidFingerprint(Widget):
@@ -22,28 +22,26 @@ class SinusoidFingerprint(Widget):
     ``fingerprint`` (PE[position], a (d_model,) tensor), ``pair_values`` (sin, cos of position·ω_i).
     """
 
-    def __init__(self, n_positions: int = 128, d_model: int = 64, position: int = 10, pair: int = 4):
-        check_ints(position=position, pair=pair)
-        self.pe = sinusoidal_encoding(n_positions, d_model)
-        self.omega = sinusoid_frequencies(d_model)
-        self.n_positions, self.d_model = n_positions, d_model
+    def __init__(self, position: int = 10, pair: int = 4):
+        self.n_positions, self.d_model = 128, 64
+        self.pe, self.omega = sinusoidal_encoding(128, 64), sinusoid_frequencies(64)
         super().__init__(
-            position=W.IntSlider(value=position, min=0, max=n_positions - 1, description="position p"),
-            pair=W.IntSlider(value=pair, min=0, max=d_model // 2 - 1, description="pair i (freq.)"),
+            dict(position=position, pair=pair),
+            position=W.IntSlider(min=0, max=127, description="position p"),
+            pair=W.IntSlider(min=0, max=31, description="pair i (freq.)"),
         )
-        self.check_start(position=position, pair=pair)
 
     def compute(self, position, pair):
-        omega = float(self.omega[pair])
-        fp = self.pe[position].clone()
-        return {
-            "position": position,
-            "pair": pair,
-            "omega": omega,
-            "wavelength": 2 * np.pi / omega,
-            "fingerprint": fp,
-            "pair_values": (float(fp[2 * pair]), float(fp[2 * pair + 1])),
-        }
+        omega, fp = float(self.omega[pair]), self.pe[position].clone()
+        pair_values = (float(fp[2 * pair]), float(fp[2 * pair + 1]))
+        return dict(
+            position=position,
+            pair=pair,
+            omega=omega,
+            wavelength=2 * np.pi / omega,
+            fingerprint=fp,
+            pair_values=pair_values,
+        )
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), gridspec_kw={"width_ratios": [1.3, 1.3, 1]})
@@ -106,26 +104,20 @@ class AlibiExplorer(Widget):
     """
 
     def __init__(self, n_heads: int = 8, query: int = 24):
-        check_ints(n_heads=n_heads, query=query)
         self._legend_for = None  # the number of heads the legend shows
         super().__init__(
-            n_heads=W.IntSlider(value=n_heads, min=1, max=16, description="heads"),
-            query=W.IntSlider(value=query, min=1, max=63, description="query pos"),
+            dict(n_heads=n_heads, query=query),
+            n_heads=W.IntSlider(min=1, max=16, description="heads"),
+            query=W.IntSlider(min=1, max=63, description="query pos"),
         )
-        self.check_start(n_heads=n_heads, query=query)
 
     def compute(self, n_heads, query):
         slopes = alibi_slopes(n_heads)
         n0 = 1 << (n_heads.bit_length() - 1)
         dist = torch.arange(query, -1, -1, dtype=torch.float64)  # distance of key j = 0..query
         weights = torch.softmax(-slopes[:, None] * dist[None, :], dim=-1)
-        return {
-            "n_heads": n_heads,
-            "query": query,
-            "slopes": slopes,
-            "interpolated": [h >= n0 for h in range(n_heads)],
-            "weights": weights,
-        }
+        interpolated = [h >= n0 for h in range(n_heads)]
+        return dict(n_heads=n_heads, query=query, slopes=slopes, interpolated=interpolated, weights=weights)
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))

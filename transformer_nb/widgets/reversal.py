@@ -6,22 +6,20 @@ map of the chosen decoder layer (mean over heads, or one head): rows are the out
 the source tokens, so a perfect reversal is an anti-diagonal.
 """
 
-import ipywidgets as widgets
+import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 
 from transformer_nb.plotting import heatmap
 from transformer_nb.reversal import BOS, EOS, MAX_LEN, MIN_LEN, PAD, attention_maps, greedy_decode, parse_tokens
-from transformer_nb.widgets.base import Widget
+from transformer_nb.widgets.base import Widget, text_figure
 
 EXTRA_STEPS = 4  # greedy decoding may run this many steps past the source length
 
 
-def max_source_len(model) -> int | None:
-    """The longest source the widget can decode: the shortest position table in ``model``
-    (``max_len`` of its positional modules) less BOS and the extra decoding steps; None if unbounded."""
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a reversal model (an nn.Module), got {type(model).__name__}")
+def _max_source_len(model) -> int | None:
+    """The longest source the widget can decode: the shortest position table in ``model`` (``max_len`` of its
+    positional modules) less BOS and the extra decoding steps; None if unbounded."""
     tables = [m.max_len for m in model.modules() if isinstance(getattr(m, "max_len", None), int)]
     return min(tables) - 1 - EXTRA_STEPS if tables else None
 
@@ -43,24 +41,20 @@ class ReversalWidget(Widget):
     REDRAW = "a second"
 
     def __init__(self, model, text: str = "3 5 7 9 4"):
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str of symbols such as '3 5 7 9 4', got {type(text).__name__}")
-        self.model, self.max_src = model, max_source_len(model)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a reversal model (an nn.Module), got {type(model).__name__}")
+        self.model, self.max_src = model, _max_source_len(model)
         n_layers, n_heads = len(model.decoder.layers), model.decoder.layers[0].cross_attn.n_heads
+        heads = [("mean of heads", -1)] + [(f"head {h + 1}", h) for h in range(n_heads)]
         super().__init__(
-            text=widgets.Text(
-                value=text, description="source", continuous_update=False, placeholder="symbols 3..12, e.g. 3 5 7 9 4"
-            ),
-            layer=widgets.Dropdown(
+            dict(text=text),
+            text=W.Text(description="source", continuous_update=False, placeholder="symbols 3..12, e.g. 3 5 7 9 4"),
+            layer=W.Dropdown(
                 options=[(f"decoder layer {i + 1}", i) for i in range(n_layers)],
                 value=n_layers - 1,
                 description="layer",
             ),
-            head=widgets.Dropdown(
-                options=[("mean of heads", -1)] + [(f"head {h + 1}", h) for h in range(n_heads)],
-                value=-1,
-                description="head",
-            ),
+            head=W.Dropdown(options=heads, value=-1, description="head"),
         )
 
     def compute(self, text, layer, head) -> dict:
@@ -103,11 +97,9 @@ class ReversalWidget(Widget):
         return data
 
     def draw(self, data):
-        fig, ax = plt.subplots(figsize=(5.4, 4.8))
         if data["error"]:
-            ax.axis("off")
-            ax.text(0.5, 0.5, data["error"], ha="center", va="center", wrap=True, color="crimson")
-            return fig
+            return text_figure(data["error"], "crimson", (5.4, 4.8))
+        fig, ax = plt.subplots(figsize=(5.4, 4.8))
         head = "mean of heads" if data["head"] < 0 else f"head {data['head'] + 1}"
         heatmap(
             data["cross"],

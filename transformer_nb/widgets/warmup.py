@@ -6,7 +6,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 
-from transformer_nb.widgets.base import Widget, check_ints
+from transformer_nb.widgets.base import Widget
 
 
 class SoftmaxTemperature(Widget):
@@ -16,9 +16,8 @@ class SoftmaxTemperature(Widget):
     ``last``: ``{"scale", "n", "weights", "entropy", "max_weight", "max_entropy"}``.
     """
 
-    def __init__(self, seed: int = 0):
-        check_ints(seed=seed)
-        self.scores = torch.randn(32, generator=torch.Generator().manual_seed(seed))
+    def __init__(self):
+        self.scores = torch.randn(32, generator=torch.Generator().manual_seed(0))
         super().__init__(
             scale=W.FloatLogSlider(value=1.0, base=10, min=-1, max=math.log10(30), step=0.05, description="scale"),
             n=W.IntSlider(value=8, min=2, max=32, description="keys"),
