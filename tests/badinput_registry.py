@@ -198,6 +198,7 @@ NO_ARGUMENTS = {
     "transformer_nb.train.rank_and_world": "reads torch.distributed's state",
     "transformer_nb.core.checks.available_devices": "lists the devices torch reports",
     "transformer_nb.env.profile": "reads TNB_PROFILE, whose bad values the environment tests cover",
+    "transformer_nb.widgets.warmup.SoftmaxTemperature": "a widget over fixed scores; its controls start at set values",
     "transformer_nb.wikitext_files.data_url": "reads TNB_DATA_URL, a mirror's address",
     "transformer_nb.wikitext_files.user_cache_dir": "reads XDG_CACHE_HOME, a path",
 }
