@@ -49,9 +49,7 @@ class SinusoidFingerprint(Widget):
         ax.imshow(self.pe.T.numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
         ax.axvline(0, color="k", lw=1.5)
         ax.add_patch(plt.Rectangle((-0.5, -0.5), self.n_positions, 2, color="gold", alpha=0.5))
-        ax.set_xlabel("position")
-        ax.set_ylabel("dimension")
-        ax.set_title("PE table: column = fingerprint")
+        ax.set(xlabel="position", ylabel="dimension", title="PE table: column = fingerprint")
         ax = axes[1]
         xs = np.linspace(0, self.n_positions - 1, 600)
         for _ in range(2):
@@ -59,13 +57,11 @@ class SinusoidFingerprint(Widget):
         ax.plot([0, 0], [0, 0], "ko")
         ax.axvline(0, color="k", lw=0.8, ls=":")
         ax.set_ylim(-1.15, 1.6)
-        ax.set_xlabel("position p")
-        ax.set_title(" ")
+        ax.set(xlabel="position p", title=" ")
         ax = axes[2]
         ax.bar(range(self.d_model), np.zeros(self.d_model), width=1.0)
         ax.set_ylim(-1.1, 1.1)
-        ax.set_xlabel("dimension (blue sin, orange cos)")
-        ax.set_title(" ")
+        ax.set(xlabel="dimension (blue sin, orange cos)", title=" ")
         fig.tight_layout()
         self.update(fig, data)
         return fig
@@ -123,17 +119,14 @@ class AlibiExplorer(Widget):
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
         ax = axes[0]
         ax.bar(range(1, 17), np.zeros(16))
-        ax.set_xlabel("head (blue: geometric base, orange: interpolated)")
-        ax.set_ylabel("log2(slope)")
+        ax.set(xlabel="head (blue: geometric base, orange: interpolated)", ylabel="log2(slope)")
         ax.set_ylim(-8.5, 0)
         ax.set_title(" ")
         ax = axes[1]
         for _ in range(16):
             ax.plot([0], [0])
         ax.set_ylim(0, 1.05)
-        ax.set_xlabel("key position j")
-        ax.set_ylabel("attention weight")
-        ax.set_title(" ")
+        ax.set(xlabel="key position j", ylabel="attention weight", title=" ")
         fig.tight_layout()
         self._legend_for = None  # a new figure: no legend yet
         self.update(fig, data)
