@@ -34,6 +34,8 @@ from transformer_nb import cache
 from transformer_nb.core.utils import as_device
 from transformer_nb.env import get_device, profile
 
+__all__ = ["NotPrepared", "best", "cached", "main", "models", "prepare"]  # what a user or make calls
+
 MAKE = "make lecture"
 FETCH_DATA = 'python -c "from transformer_nb.wikitext_files import find_data_dir; find_data_dir()"'  # 13 MB, once
 NAMES = ("reversal", "lm", "capstone")

@@ -59,17 +59,9 @@ class ScalingWidget(Widget):
         logits = raw / math.sqrt(d_k) if scaled else raw
         st = softmax_stats(logits)
         out = {k: float(v) for k, v in st.items() if k != "weights"}
-        return dict(
-            out,
-            d_k=d_k,
-            scaled=scaled,
-            n_keys=n_keys,
-            seed=seed,
-            raw_scores=raw,
-            logits=logits,
-            weights=st["weights"],
-            max_entropy=math.log(n_keys),
-        )
+        data = dict(out, d_k=d_k, scaled=scaled, n_keys=n_keys, seed=seed, raw_scores=raw, logits=logits)
+        data.update(weights=st["weights"], max_entropy=math.log(n_keys))
+        return data
 
     def draw(self, data):
         xs = list(range(1, 33))

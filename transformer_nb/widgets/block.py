@@ -47,18 +47,10 @@ class DepthWidget(Widget):
         g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(0,))
         s = stream_stats(depth, norm_first, residual, d_model=d_model, n_heads=heads, seed=0)
         grad = g["param"].tolist()
-        return dict(
-            depth=depth,
-            placement=placement,
-            norm_first=norm_first,
-            residual=residual,
-            d_model=d_model,
-            grad=grad,
-            input_grad=g["input"].tolist(),
-            rms=s["rms"].tolist(),
-            diversity=s["diversity"].tolist(),
-            ratio=grad[-1] / grad[0],
-        )
+        data = dict(depth=depth, placement=placement, norm_first=norm_first, residual=residual, d_model=d_model)
+        data.update(grad=grad, input_grad=g["input"].tolist(), rms=s["rms"].tolist(), diversity=s["diversity"].tolist())
+        data.update(ratio=grad[-1] / grad[0])
+        return data
 
     def draw(self, data):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")

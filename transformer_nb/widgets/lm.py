@@ -65,22 +65,16 @@ class GenerateWidget(Widget):
             rows = torch.cat([m.last_weights[0, :, -1, :] for m in mods])  # (L·h, T)
         shown = min(MAX_SHOWN, rows.shape[1])
         n_heads = mods[0].n_heads
-        return {
-            "prompt_ids": prompt_ids,
-            "ids": ids,
-            "continuation": self.vocab.decode(ids[prompt_ids.numel() :]),
-            "tokens": [self.vocab.itos[i] for i in ids[:-1][-shown:].tolist()],
-            "attention": rows[:, -shown:],
-            "attention_full": rows,
-            "row_labels": [f"L{i // n_heads} h{i % n_heads}" for i in range(rows.shape[0])],
-            "unknown": [w for w in words if w not in self.vocab],
-            "settings": dict(temperature=temperature, top_k=top_k, length=length, seed=seed),
-        }
+        data = dict(prompt_ids=prompt_ids, ids=ids, continuation=self.vocab.decode(ids[prompt_ids.numel() :]))
+        data.update(tokens=[self.vocab.itos[i] for i in ids[:-1][-shown:].tolist()], attention=rows[:, -shown:])
+        data.update(attention_full=rows, row_labels=[f"L{i // n_heads} h{i % n_heads}" for i in range(rows.shape[0])])
+        data.update(unknown=[w for w in words if w not in self.vocab])
+        data.update(settings=dict(temperature=temperature, top_k=top_k, length=length, seed=seed))
+        return data
 
     def draw(self, data):
-        fig, (ax_t, ax) = plt.subplots(
-            2, 1, figsize=(10, 2.0 + 0.22 * len(data["row_labels"])), gridspec_kw={"height_ratios": [1, 3]}
-        )
+        size = (10, 2.0 + 0.22 * len(data["row_labels"]))
+        fig, (ax_t, ax) = plt.subplots(2, 1, figsize=size, gridspec_kw={"height_ratios": [1, 3]})
         ax_t.axis("off")
         prompt = self.vocab.decode(data["prompt_ids"])
         wrapped = textwrap.wrap(f"{prompt} ▶ {data['continuation']}", 110, max_lines=4, placeholder=" …")

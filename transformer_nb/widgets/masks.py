@@ -77,20 +77,10 @@ class MaskExplorer(Widget):
         q, k = x @ wq / d**0.5, x @ wk / d**0.5
         _, weights = scaled_dot_product_attention(q, k, x, mask=mask)  # (B, T, T)
         empty = ~mask.any(-1)
-        return dict(
-            lengths=lengths,
-            pad_side=pad_side,
-            causal=causal,
-            T=T,
-            ids=ids,
-            keep=keep,
-            mask=mask,
-            weights=weights,
-            empty_rows=empty,
-            n_empty_rows=int(empty.sum()),
-            row_sums=weights.sum(-1),
-            has_nan=bool(torch.isnan(weights).any()),
-        )
+        data = dict(lengths=lengths, pad_side=pad_side, causal=causal, T=T, ids=ids, keep=keep, mask=mask)
+        data.update(weights=weights, empty_rows=empty, n_empty_rows=int(empty.sum()), row_sums=weights.sum(-1))
+        data.update(has_nan=bool(torch.isnan(weights).any()))
+        return data
 
     def draw(self, data):
         B, T = data["ids"].shape

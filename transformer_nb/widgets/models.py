@@ -56,7 +56,7 @@ class VariantWidget(Widget):
 
     def __init__(self, variant: str = "encoder-decoder"):
         self.models = {v: _build_variant(v) for v in VARIANTS}
-        slider = dict(style=STYLE, layout=W.Layout(width="230px"))
+        slider, narrow = dict(style=STYLE, layout=W.Layout(width="230px")), W.Layout(width="150px")
         super().__init__(
             dict(variant=variant),
             variant=W.ToggleButtons(options=VARIANTS, description="variant", style=STYLE),
@@ -64,16 +64,8 @@ class VariantWidget(Widget):
             src_pad=W.IntSlider(value=2, min=0, max=5, description="+ padding", **slider),
             tgt_len=W.IntSlider(value=4, min=1, max=10, description="target tokens", **slider),
             tgt_pad=W.IntSlider(value=1, min=0, max=5, description="+ padding", **slider),
-            layer=W.ToggleButtons(
-                options=[1, 2], value=1, description="layer", style={**STYLE, "button_width": "40px"}
-            ),
-            head=W.Dropdown(
-                options=["mean", 0, 1, 2, 3],
-                value="mean",
-                description="head",
-                style=STYLE,
-                layout=W.Layout(width="150px"),
-            ),
+            layer=W.ToggleButtons(options=[1, 2], description="layer", style={**STYLE, "button_width": "40px"}),
+            head=W.Dropdown(options=["mean", 0, 1, 2, 3], description="head", style=STYLE, layout=narrow),
         )
 
     def compute(self, variant, src_len, src_pad, tgt_len, tgt_pad, layer, head):
@@ -89,18 +81,8 @@ class VariantWidget(Widget):
             modules = dict(model.named_modules())
             weights = {r["name"]: modules[r["name"]].last_weights for r in records}
         chosen = [r for r in records if f".layers.{layer - 1}." in r["name"]]
-        data = dict(
-            variant=variant,
-            layer=layer,
-            head=head,
-            sublayers=[],
-            labels={},
-            masks={},
-            weights={},
-            kinds={},
-            src_keep=src_keep[0],
-            tgt_keep=tgt_keep[0] if two_seqs else None,
-        )
+        data = dict(variant=variant, layer=layer, head=head, sublayers=[], labels={}, masks={}, weights={}, kinds={})
+        data.update(src_keep=src_keep[0], tgt_keep=tgt_keep[0] if two_seqs else None)
         worst = 0.0
         for r in chosen:
             w = weights[r["name"]][0]  # (h, T_q, T_k), row 0

@@ -106,19 +106,11 @@ class HeadsWidget(Widget):
         weights = mods[layer - 1].last_weights[0]  # (h, T, T)
         stats = head_stats(weights.double())
         t = len(tokens)
-        return {
-            "tokens": tokens,
-            "weights": weights,
-            "layer": layer,
-            "n_heads": n_heads,
-            "order": order,
-            "sharpness": sharpness,
-            "distance": stats["distance"].tolist(),
-            "entropy": stats["entropy"].tolist(),
-            "uniform_distance": uniform_distance(t),
-            "uniform_entropy": float(torch.log(torch.tensor(float(t)))),
-            "truncated": len(sentence.split()) > MAX_TOKENS,
-        }
+        data = dict(tokens=tokens, weights=weights, layer=layer, n_heads=n_heads, order=order, sharpness=sharpness)
+        data.update(distance=stats["distance"].tolist(), entropy=stats["entropy"].tolist())
+        data.update(uniform_distance=uniform_distance(t), uniform_entropy=float(torch.log(torch.tensor(float(t)))))
+        data.update(truncated=len(sentence.split()) > MAX_TOKENS)
+        return data
 
     def draw(self, data):
         if not data["tokens"]:

@@ -88,18 +88,9 @@ class ParamCalculator(Widget):
         if name == CUSTOM:
             return
         cfg = self._base = PRESETS[name]
-        values = dict(
-            arch=cfg.arch,
-            d_model=cfg.d_model,
-            n_layers=cfg.n_layers,
-            n_heads=cfg.n_heads,
-            n_kv_heads=cfg.kv_heads,
-            ffn_ratio=cfg.ff / cfg.d_model,
-            activation=cfg.activation,
-            vocab=cfg.vocab,
-            tie=cfg.tie_output,
-            positions=cfg.positions,
-        )
+        values = dict(arch=cfg.arch, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads)
+        values.update(n_kv_heads=cfg.kv_heads, ffn_ratio=cfg.ff / cfg.d_model, activation=cfg.activation)
+        values.update(vocab=cfg.vocab, tie=cfg.tie_output, positions=cfg.positions)
         self._applying = True
         try:
             for name, value in values.items():
@@ -113,21 +104,10 @@ class ParamCalculator(Widget):
         """The ``TransformerConfig`` the controls describe (BERT/LLaMA details kept from the chosen preset); an
         impossible one raises ``ValueError`` here, when it is made."""
         base = self._base if preset != CUSTOM else PRESETS["gpt2-small"]
-        fields = dict(
-            name=base.name if preset != CUSTOM else "custom",
-            arch=arch,
-            d_model=d_model,
-            n_layers=n_layers,
-            n_heads=n_heads,
-            n_kv_heads=n_kv_heads,
-            d_ff=max(1, round(ffn_ratio * d_model)),
-            activation=activation,
-            vocab=vocab,
-            tie_output=tie and base.lm_head,
-            positions=positions,
-            n_dec_layers=None,
-            tgt_vocab=None,
-        )
+        fields = dict(name=base.name if preset != CUSTOM else "custom", arch=arch, d_model=d_model, n_layers=n_layers)
+        fields.update(n_heads=n_heads, n_kv_heads=n_kv_heads, d_ff=max(1, round(ffn_ratio * d_model)))
+        fields.update(activation=activation, vocab=vocab, tie_output=tie and base.lm_head, positions=positions)
+        fields.update(n_dec_layers=None, tgt_vocab=None)
         if arch != "encoder-decoder":
             fields["share_embeddings"] = True
         return TransformerConfig(**{**base.__dict__, **fields})
@@ -137,13 +117,8 @@ class ParamCalculator(Widget):
             cfg = self.config(**values)  # validated when it is made
         except ValueError as err:
             return {"error": str(err), "values": values}
-        out = {
-            "config": cfg,
-            "breakdown": param_breakdown(cfg),
-            "d_ff": cfg.ff,
-            "rule": cfg.n_layers * block_rule(cfg.d_model),
-            "published": None,
-        }
+        rule = cfg.n_layers * block_rule(cfg.d_model)
+        out = dict(config=cfg, breakdown=param_breakdown(cfg), d_ff=cfg.ff, rule=rule, published=None)
         unchanged = values["preset"] != CUSTOM and out["breakdown"] == param_breakdown(PRESETS[values["preset"]])
         if unchanged:
             out["published"] = cfg.published  # the preset's count, unchanged by the controls

@@ -34,14 +34,9 @@ class SinusoidFingerprint(Widget):
     def compute(self, position, pair):
         omega, fp = float(self.omega[pair]), self.pe[position].clone()
         pair_values = (float(fp[2 * pair]), float(fp[2 * pair + 1]))
-        return dict(
-            position=position,
-            pair=pair,
-            omega=omega,
-            wavelength=2 * np.pi / omega,
-            fingerprint=fp,
-            pair_values=pair_values,
-        )
+        data = dict(position=position, pair=pair, omega=omega, wavelength=2 * np.pi / omega, fingerprint=fp)
+        data.update(pair_values=pair_values)
+        return data
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), gridspec_kw={"width_ratios": [1.3, 1.3, 1]})

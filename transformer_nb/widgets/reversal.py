@@ -64,11 +64,11 @@ class ReversalWidget(Widget):
         except ValueError as err:
             return {**data, "error": str(err)}
         if self.max_src is not None and len(src) > self.max_src:
+            rows = self.max_src + 1 + EXTRA_STEPS
+            too_long = f"{len(src)} symbols is too long: this model decodes at most {self.max_src} "
             return {
                 **data,
-                "error": f"{len(src)} symbols is too long: this model decodes at most {self.max_src} "
-                f"(its position tables have {self.max_src + 1 + EXTRA_STEPS} rows); it was trained "
-                f"on {MIN_LEN}..{MAX_LEN}",
+                "error": too_long + f"(its position tables have {rows} rows); it was trained on {MIN_LEN}..{MAX_LEN}",
             }
         device = next(self.model.parameters()).device
         src_t = torch.tensor([src], device=device)
@@ -83,17 +83,9 @@ class ReversalWidget(Widget):
         n = min(len(pred), len(src))
         peak = cross[:n].argmax(-1)
         mirrored = torch.arange(len(src) - 1, len(src) - 1 - n, -1)
-        data.update(
-            src=src,
-            pred=pred,
-            expected=src[::-1],
-            correct=ended and pred == src[::-1],
-            ended=ended,
-            outputs=outputs,
-            cross=cross,
-            anti_diagonal=float((peak == mirrored).float().mean()) if n else 0.0,
-            outside_training=not MIN_LEN <= len(src) <= MAX_LEN,
-        )
+        data.update(src=src, pred=pred, expected=src[::-1], correct=ended and pred == src[::-1], ended=ended)
+        data.update(outputs=outputs, cross=cross, anti_diagonal=float((peak == mirrored).float().mean()) if n else 0.0)
+        data.update(outside_training=not MIN_LEN <= len(src) <= MAX_LEN)
         return data
 
     def draw(self, data):

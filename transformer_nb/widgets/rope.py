@@ -49,21 +49,9 @@ class RotatePair(Widget):
         d = (pos[None, :] - pos[:, None]) * theta
         qk, cross = float(self.q @ self.k), float(self.q[1] * self.k[0] - self.q[0] * self.k[1])
         grid = qk * torch.cos(d) + cross * torch.sin(d)
-        return dict(
-            m=m,
-            n=n,
-            shift=shift,
-            pos_q=pm,
-            pos_k=pn,
-            offset=n - m,
-            pair=pair,
-            theta=theta,
-            q_rot=q_rot,
-            k_rot=k_rot,
-            score=score,
-            score_at_offset=at_offset,
-            grid=grid,
-        )
+        data = dict(m=m, n=n, shift=shift, pos_q=pm, pos_k=pn, offset=n - m, pair=pair, theta=theta, q_rot=q_rot)
+        data.update(k_rot=k_rot, score=score, score_at_offset=at_offset, grid=grid)
+        return data
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.2))

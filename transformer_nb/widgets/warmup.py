@@ -26,14 +26,7 @@ class SoftmaxTemperature(Widget):
     def compute(self, scale: float, n: int) -> dict:
         w = torch.softmax(scale * self.scores[:n], dim=-1)
         entropy = float(-(w * w.clamp_min(1e-30).log()).sum())
-        return {
-            "scale": scale,
-            "n": n,
-            "weights": w,
-            "entropy": entropy,
-            "max_weight": float(w.max()),
-            "max_entropy": math.log(n),
-        }
+        return dict(scale=scale, n=n, weights=w, entropy=entropy, max_weight=float(w.max()), max_entropy=math.log(n))
 
     def draw(self, d: dict):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [2, 1]})
