@@ -88,7 +88,7 @@ class HeadsWidget(Widget):
                 layout=W.Layout(width="480px"),
             ),
             n_heads=W.ToggleButtons(options=(1, 2, 4, 8), description="heads", style=buttons),
-            layer=W.ToggleButtons(options=range(1, N_LAYERS + 1), description="layer", style=buttons),
+            layer=W.ToggleButtons(options=list(range(1, N_LAYERS + 1)), description="layer", style=buttons),
             order=W.Dropdown(options=ORDERS, value="as typed", description="word order", style=STYLE),
             sharpness=W.FloatLogSlider(
                 value=1.0, base=2, min=-2, max=3, step=0.25, description="W_Q scale", style=STYLE
