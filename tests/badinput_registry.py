@@ -173,7 +173,6 @@ ELSEWHERE = {
     "transformer_nb.env.seed_everything": "tests/test_profile_setup_validates_environment.py::test_seed_everything_checks_its_seed",
     "transformer_nb.env.setup": "tests/test_profile_setup_validates_environment.py::test_cuda_without_cuda_says_so",
     "transformer_nb.widgets.lm.GenerateWidget": "tests/test_lm_widget.py::test_widget_needs_a_transformer",
-    "transformer_nb.widgets.masks.make_batch": "tests/test_widgets_masks.py::test_make_batch_rejects_bad_side",
     "transformer_nb.wikitext.Vocab": "tests/test_wikitext_bad_input.py::test_encode_refuses_non_words",
     "transformer_nb.wikitext.WikiText2": "tests/test_wikitext_bad_input.py::test_split_name_is_checked via load_wikitext2",
     "transformer_nb.wikitext.batchify": "tests/test_wikitext_bad_input.py::test_batchify_bad_input[args7-ValueError-too short for batch_size=2]",
@@ -199,8 +198,7 @@ NO_ARGUMENTS = {
     "transformer_nb.train.rank_and_world": "reads torch.distributed's state",
     "transformer_nb.core.checks.available_devices": "lists the devices torch reports",
     "transformer_nb.env.profile": "reads TNB_PROFILE, whose bad values the environment tests cover",
-    "transformer_nb.widgets.timing.stand_in_models": "loads the lecture models or builds untrained ones",
-    "transformer_nb.widgets.timing.untrained_models": "builds models of fixed shapes",
+    "transformer_nb.widgets.warmup.SoftmaxTemperature": "a widget over fixed scores; its controls start at set values",
     "transformer_nb.wikitext_files.data_url": "reads TNB_DATA_URL, a mirror's address",
     "transformer_nb.wikitext_files.user_cache_dir": "reads XDG_CACHE_HOME, a path",
 }

@@ -20,13 +20,10 @@ TWIN = ROOT / "notebooks" / "py" / "14_lecture.py"
 
 
 def _calls(path: Path):
-    """Every call in the twin, as (dotted function name, node)."""
+    """Every call in the twin, as (dotted function name, node), in order."""
     tree = ast.parse(re.sub(r"^# %matplotlib.*$", "", path.read_text(encoding="utf-8"), flags=re.M))
-    out = []
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call):
-            out.append((ast.unparse(node.func), node))
-    return sorted(out, key=lambda c: (c[1].lineno, c[1].col_offset))
+    calls = [(ast.unparse(n.func), n) for n in ast.walk(tree) if isinstance(n, ast.Call)]
+    return sorted(calls, key=lambda c: (c[1].lineno, c[1].col_offset))
 
 
 def test_the_lecture_shows_every_widget_in_book_order():
@@ -50,7 +47,7 @@ def empty_cache(tmp_path, monkeypatch):
     return tmp_path
 
 
-def test_a_cold_cache_is_a_message_that_names_make_lecture(empty_cache, capsys):
+def test_a_cold_cache_is_a_message_that_names_make_lecture(empty_cache, monkeypatch, capsys):
     t0 = time.perf_counter()
     assert lecture.cached("reversal", "cpu") is None
     assert time.perf_counter() - t0 < 30  # it loaded nothing and trained nothing
@@ -60,8 +57,9 @@ def test_a_cold_cache_is_a_message_that_names_make_lecture(empty_cache, capsys):
     assert list(empty_cache.iterdir()) == []  # nothing written
     with pytest.raises(lecture.NotPrepared, match="make lecture"):
         lecture.reversal_model("cpu")
-    with pytest.raises(ValueError, match="name must be one of"):
-        lecture.cached("gpt5")
+    monkeypatch.setattr(lecture, "_wikitext", (empty_cache / "no WikiText-2 here").read_text)
+    assert lecture.cached("lm", "cpu") is None  # no data: the command that fetches it
+    assert f"`{lecture.FETCH_DATA}`, then `make lecture`" in capsys.readouterr().out
 
 
 def test_make_lecture_caches_what_the_lecture_then_loads_without_training(empty_cache, monkeypatch):
@@ -97,12 +95,6 @@ def test_notebooks_09_and_10_train_what_the_lecture_loads():
         assert re.search(rf"^{re.escape(line)}", nb10, flags=re.M), line
     assert "val = dict(data=data, eval_tokens=VAL_TOKENS, eval_every=VAL_EVERY)" in nb10
     assert '"transformer": dict(kind="transformer", steps=STEPS, **val)' in nb10
-
-
-def test_the_make_target_and_the_module_agree():
-    makefile = (ROOT / "Makefile").read_text(encoding="utf-8")
-    assert re.search(r"^lecture:.*\n\t.*-m transformer_nb\.lecture", makefile, flags=re.M)
-    assert lecture.MAKE == "make lecture"
 
 
 def _fake_wikitext(n_words: int = 12_000):
@@ -183,7 +175,7 @@ def test_the_capstone_widget_shows_the_students_model_when_notebook_12_trained_o
     out = capsys.readouterr().out
     assert out.startswith("showing your capstone model (notebook 12), lecture-sized")
     (model, vocab), prof = lecture.best("capstone", "cpu")
-    assert prof == "quick" and model.shows == "your model"
+    assert prof == "quick" and model.shows.startswith("your")
     ids = torch.arange(10)[None]
     with torch.no_grad():
         assert torch.allclose(package_logits(model, ids), student.eval()(ids), atol=1e-5)  # the student's weights
@@ -196,13 +188,3 @@ def test_a_damaged_student_file_falls_back_to_the_reference_message(empty_cache,
     config = ct._config(50, ct.CAPSTONE_RUN["quick"], "student")
     cache.cache_path(cache.cache_name("capstone_student", config)).write_bytes(b"not a torch file")
     assert lecture.student_capstone(50, "quick", "cpu") is None
-
-
-def test_no_wikitext_is_a_message_with_the_command_that_fetches_it(empty_cache, monkeypatch, capsys):
-    def no_data():
-        raise FileNotFoundError("WikiText-2 not found.")
-
-    monkeypatch.setattr(lecture, "_wikitext", no_data)
-    assert lecture.cached("lm", "cpu") is None
-    out = capsys.readouterr().out
-    assert out.startswith("⚠ WikiText-2 not found.") and f"`{lecture.FETCH_DATA}`, then `make lecture`" in out

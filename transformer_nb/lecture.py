@@ -18,8 +18,7 @@ full, else quick) and says which one:
   reference model (``exercises.capstone_train``).
 
 Notebooks 09 and 10 train with these runs (``reversal.run``, ``lm_recipe.run``) and constants, so the lecture
-loads exactly what they stored. Only the standard library and the package's
-infrastructure are imported here at first; each model's modules are imported when it is asked for.
+loads exactly what they stored. Each model's modules are imported when it is asked for.
 """
 
 from __future__ import annotations
@@ -29,10 +28,13 @@ import contextlib
 import os
 import sys
 import time
+from unittest import mock
 
 from transformer_nb import cache
-from transformer_nb.core.utils import as_device, as_int
+from transformer_nb.core.utils import as_device
 from transformer_nb.env import get_device, profile
+
+__all__ = ["NotPrepared", "best", "cached", "main", "models", "prepare"]  # what a user or make calls
 
 MAKE = "make lecture"
 FETCH_DATA = 'python -c "from transformer_nb.wikitext_files import find_data_dir; find_data_dir()"'  # 13 MB, once
@@ -47,77 +49,29 @@ LECTURE_PROFILE = "quick"  # what `make lecture` trains when neither is cached
 #: 523 s; under load 3-4: 84, 106 and 253 s, 445 s. Quick minutes: the fastest run of each, rounded up
 #: (CONTRIBUTING.md, "Lecture mode"). No idle-core measurement yet.
 COLD_MINUTES = {"quick": {"reversal": 2, "lm": 2, "capstone": 2}, "full": {"reversal": 1, "lm": 7, "capstone": 3}}
-WHAT = {
-    "reversal": "notebook 09's reversal model",
-    "lm": "notebook 10's language model",
-    "capstone": "notebook 12's model",
-}
+WHAT = dict(reversal="notebook 09's reversal model", lm="notebook 10's language model", capstone="notebook 12's model")
 
 
 class NotPrepared(LookupError):
     """A model the lecture needs is not in the cache (the message says what to run)."""
 
 
-@contextlib.contextmanager
-def _profile(name: str):
-    """Run the block with ``TNB_PROFILE=name`` (the capstone reads its run from the active profile)."""
-    old = os.environ.get("TNB_PROFILE")
-    os.environ["TNB_PROFILE"] = name
-    try:
-        yield
-    finally:
-        if old is None:
-            os.environ.pop("TNB_PROFILE", None)
-        else:
-            os.environ["TNB_PROFILE"] = old
-
-
-def _check(name: str | None = None, prof: str | None = None) -> None:
-    """``name`` one of ``NAMES`` and ``prof`` one of ``PROFILES`` (None: not given); else a ValueError naming it."""
-    if name is not None and name not in NAMES:
-        raise ValueError(f"name must be one of {NAMES}, got {name!r}")
-    if prof is not None and prof not in PROFILES:
-        raise ValueError(f"prof must be one of {PROFILES}, got {prof!r}")
-
-
 def _missing(name: str) -> NotPrepared:
-    minutes = COLD_MINUTES[LECTURE_PROFILE][name]
     return NotPrepared(
         f"no trained {name} model in the cache {cache.cache_dir()} (neither the full-profile nor the lecture-sized "
-        f"{WHAT[name]}). Run `{MAKE}` once (it trains what is missing, about {minutes} min for this one on 2 CPU "
-        "cores, with the same TNB_CACHE_DIR), then run this cell again."
+        f"{WHAT[name]}). Run `{MAKE}` once (it trains what is missing, about {COLD_MINUTES[LECTURE_PROFILE][name]} "
+        "min for this one on 2 CPU cores, with the same TNB_CACHE_DIR), then run this cell again."
     )
 
 
-def _from_cache(run, train: bool, name: str) -> None:
-    """Load ``run`` (a domain module's ``run``) from the cache; train it with ``train=True``, else a missing or
-    refused file is ``NotPrepared``."""
+def _from_cache(run, train: bool, name: str):
+    """The model of ``run`` (``(name, model, config, train_fn)``) loaded from the cache, or trained with
+    ``train=True``; else a missing or refused file is ``NotPrepared``."""
     if train:
         cache.load_or_train(*run)
     elif not cache.load(*run)[0]:
         raise _missing(name)
-    run[1].eval()
-
-
-def lm_run(prof: str | None = None) -> dict:
-    """Notebook 10's ``lm_recipe.run`` arguments for the Transformer in profile ``prof`` (default: the active one)."""
-    from transformer_nb import lm_recipe
-
-    _check(prof=prof)
-    return dict(lm_recipe.NOTEBOOK_RUN[prof or profile()])
-
-
-def reversal_model(device=None, train: bool = False, data=None, prof: str | None = None):
-    """Notebook 09's trained encoder-decoder (eval mode, on ``device``), from the cache; ``train=True``
-    trains and caches it when it is missing, else a missing cache is ``NotPrepared``. The same run in
-    every profile (``data`` and ``prof`` are accepted for symmetry with the other loaders and ignored)."""
-    from transformer_nb import reversal as rv
-
-    _check(prof=prof)
-    eval_batch = rv.heldout_set(rv.N_EVAL)
-    run = rv.run(rv.IMPROVED, eval_batch, eval_every=rv.EVAL_EVERY, target=rv.TARGET, device=device)
-    _from_cache(run, train, "reversal")
-    return run[1]
+    return run[1].eval()
 
 
 def _wikitext():
@@ -126,74 +80,67 @@ def _wikitext():
     return load_wikitext2()
 
 
+def reversal_model(device=None, train: bool = False, data=None, prof: str | None = None):
+    """Notebook 09's trained encoder-decoder (eval mode, on ``device``) from the cache (``train=True``: trained
+    when missing), else ``NotPrepared``. The same run in every profile (``data`` and ``prof`` are ignored)."""
+    from transformer_nb import reversal as rv
+
+    run = rv.run(rv.IMPROVED, rv.heldout_set(rv.N_EVAL), eval_every=rv.EVAL_EVERY, target=rv.TARGET, device=device)
+    return _from_cache(run, train, "reversal")
+
+
 def language_model(device=None, train: bool = False, data=None, prof: str | None = None):
     """Notebook 10's trained Transformer of profile ``prof`` (default: the active one) and the vocabulary:
-    ``(model, vocab)``, from the cache (or trained with ``train=True``); a missing cache is ``NotPrepared``."""
-
+    ``(model, vocab)``, from the cache (or trained with ``train=True``), else ``NotPrepared``."""
     from transformer_nb import lm_recipe
 
-    _check(prof=prof)
     data = data or _wikitext()
-    run = lm_recipe.run("transformer", data, live=False, device=device, **lm_run(prof))
-    _from_cache(run, train, "lm")
-    return run[1], data.vocab
+    run = lm_recipe.run("transformer", data, live=False, device=device, **lm_recipe.NOTEBOOK_RUN[prof or profile()])
+    return _from_cache(run, train, "lm"), data.vocab
 
 
 def student_capstone(vocab_size: int, prof: str, device=None):
-    """The student's capstone model that notebook 12 trained in profile ``prof``, as the package's
-    ``Transformer`` (eval mode, on ``device``), or None when there is none.
+    """The student's capstone model that notebook 12 trained in profile ``prof``, as the package's ``Transformer``
+    (eval mode), or None when there is none or its weights do not fit.
 
-    Notebook 12 trains the student's model only once steps 1-5 pass (step 5 proves that the package's model
-    holding its weights computes the same logits), so its weights are read without the student's class: the
-    cache file's checksum, configuration and torch release are verified as ``cache.load`` does, not the digest
-    of the student's code, which lives in the student's notebook."""
-
+    Notebook 12 trains it only once steps 1-5 pass (step 5 proves that the package's model holding its weights
+    computes the same logits), so its weights are read without the student's class: the cache file's checksum,
+    configuration and torch release are verified as ``cache.load`` does, not the digest of the student's code."""
     from transformer_nb.exercises import capstone_train as ct
     from transformer_nb.exercises.capstone import student_names
     from transformer_nb.exercises.capstone_lm import package_lm
 
-    as_int("vocab_size", vocab_size, 1)
-    _check(prof=prof or repr(prof))  # required here: None is refused too
     config = ct._config(vocab_size, ct.CAPSTONE_RUN[prof], "student")
     blob, _ = cache.read(cache.cache_name("capstone_student", config), config)
     if blob is None:
         return None
-    state = blob["state_dict"]
+    m, state = ct.CAPSTONE_MODEL, blob["state_dict"]
+    pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
     try:
-        m = ct.CAPSTONE_MODEL
-        pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
-        pkg.load_state_dict(
-            {name: state[theirs] for name, theirs in zip(pkg.state_dict(), student_names(pkg.state_dict()))}
-        )
-    except Exception:  # weights that do not fit: the reference model is shown instead
+        pkg.load_state_dict({k: state[s] for k, s in zip(pkg.state_dict(), student_names(pkg.state_dict()))})
+    except (KeyError, RuntimeError):  # weights that do not fit: the reference model is shown instead
         return None
+    pkg.shows = "your capstone model (notebook 12)"
     return pkg.eval()
 
 
 def capstone_model(device=None, train: bool = False, data=None, prof: str | None = None):
-    """The capstone's (12) trained reference model of profile ``prof`` as the package's ``Transformer``, and
-    the vocabulary: ``(model, vocab)``; None when the capstone is not part of this checkout. ``.shows`` on the
-    model says whose it is (``best`` looks for the student's model first)."""
-    _check(prof=prof)
-    try:
-        from transformer_nb.exercises import capstone_train as ct
-        from transformer_nb.exercises.solutions import capstone as sol
-    except ImportError:
-        return None
-    device = get_device() if device is None else device
-    prof = prof or profile()
-    data = data or _wikitext()
-    vocab_size = len(data.vocab)
-    with _profile(prof):
+    """The capstone's (12) trained reference model of profile ``prof`` as the package's ``Transformer``, and the
+    vocabulary: ``(model, vocab)``; ``.shows`` on the model says whose it is (``describe``)."""
+    from transformer_nb.exercises import capstone_train as ct
+    from transformer_nb.exercises.solutions import capstone as sol
+
+    device, prof, data = get_device() if device is None else device, prof or profile(), data or _wikitext()
+    with mock.patch.dict(os.environ, {"TNB_PROFILE": prof}):  # the capstone reads its run from the active profile
         if train:
             name, model, config, train_fn = ct.training_run(sol.LanguageModel, data, "reference", False, device)
             cache.load_or_train(name, model, config, train_fn)
         else:
-            model, _ = ct.load_trained(vocab_size, prof)
-            if model is None:
-                raise _missing("capstone")
-    model = ct.to_package(model.to(device), vocab_size)
-    model.shows = "the reference model"
+            model, _ = ct.load_trained(len(data.vocab), prof)
+    if model is None:
+        raise _missing("capstone")
+    model = ct.to_package(model.to(device), len(data.vocab))
+    model.shows = "notebook 12's reference model"
     return model.eval(), data.vocab
 
 
@@ -202,37 +149,30 @@ LOADERS = {"reversal": reversal_model, "lm": language_model, "capstone": capston
 
 def best(name: str, device=None, data=None):
     """``(model, profile)``: the best cached model ``name`` (``PROFILES``: full, else quick; ``"both"`` for 09's
-    run, the same in both; for the capstone, the student's own model before the reference); ``NotPrepared`` when
-    none is cached. ``model`` is None when the capstone is not part of this checkout."""
-    _check(name)
+    run, the same in both; for the capstone, the student's own model before the reference); else ``NotPrepared``."""
+    if name not in NAMES:
+        raise ValueError(f"name must be one of {NAMES}, got {name!r}")
     data = data or (None if name == "reversal" else _wikitext())
     for prof in PROFILES if name == "capstone" else ():  # the student's own model first, whatever the profile
-        with contextlib.suppress(ImportError):
-            student = student_capstone(len(data.vocab), prof, device)
-            if student is not None:
-                student.shows = "your model"
-                return (student, data.vocab), prof
+        student = student_capstone(len(data.vocab), prof, device)
+        if student is not None:
+            return (student, data.vocab), prof
     for prof in PROFILES:
-        try:
+        with contextlib.suppress(NotPrepared):
             return LOADERS[name](device, data=data, prof=prof), "both" if name == "reversal" else prof
-        except NotPrepared:
-            continue
     raise _missing(name)
 
 
 def describe(name: str, model, prof: str) -> str:
     """One line: which model the widget shows, and how to show the full-profile one when it is the small one."""
-    _check(name, None if prof == "both" else prof)  # "both": 09's run, the same in either profile
     model = model[0] if isinstance(model, tuple) else model
-    whose = WHAT[name]
-    if name == "capstone":
-        whose = "your capstone model (notebook 12)" if model.shows == "your model" else "notebook 12's reference model"
+    whose = getattr(model, "shows", WHAT[name])
     if name == "reversal":
         return f"showing {whose} (the same run in both profiles)"
     if prof == "full":
         return f"showing {whose}, trained in the full profile"
     better = f"`python -m transformer_nb.lecture --full {name}` (about {COLD_MINUTES['full'][name]} min on 2 CPU cores)"
-    if name == "capstone" and model.shows == "your model":
+    if whose.startswith("your"):
         better = "notebook 12 run in the full profile (`make lab`)"
     return f"showing {whose}, lecture-sized (quick profile: a small model, weaker text); for the full one: {better}"
 
@@ -242,14 +182,11 @@ def cached(name: str, device=None):
     it is; or None after printing why and the command that prepares it. Never trains."""
     try:
         model, prof = best(name, device)
-    except NotPrepared as err:  # no cache: the other widgets still work
-        print(f"⚠ {err}")
+    except (NotPrepared, FileNotFoundError) as err:  # no cache or no WikiText-2: the other widgets still work
+        fetch = f"\nTo fetch it: `{FETCH_DATA}`, then `{MAKE}`." if isinstance(err, FileNotFoundError) else ""
+        print(f"⚠ {err}{fetch}")
         return None
-    except FileNotFoundError as err:  # no WikiText-2 here
-        print(f"⚠ {err}\nTo fetch it: `{FETCH_DATA}`, then `{MAKE}`.")
-        return None
-    if model is not None:
-        print(describe(name, model, prof))
+    print(describe(name, model, prof))
     return model
 
 
@@ -258,50 +195,38 @@ def models(device=None) -> dict:
     vocab), ...}``; ``NotPrepared`` names the first one missing."""
     as_device("device", device)
     data = _wikitext()
-    out = {name: best(name, device, data=data)[0] for name in NAMES}
-    return {k: v for k, v in out.items() if v is not None}
+    return {name: best(name, device, data=data)[0] for name in NAMES}
 
 
 def prepare(device=None, names=NAMES, prof: str = LECTURE_PROFILE) -> dict:
     """Train and cache, in profile ``prof``, every model in ``names`` that is not cached in any profile
-    (``make lecture``); ``{name: seconds}`` it took (a few seconds each when the cache was warm). With
-    ``prof="full"`` a model whose full entry is missing is trained, whatever else is cached."""
-    if isinstance(names, str):
-        raise TypeError(f"names must be a sequence of names from {NAMES}, got the str {names!r}")
-    for name in names:
-        _check(name)
-    _check(prof=prof)
+    (``make lecture``); ``{name: seconds}`` it took. With ``prof="full"`` a model whose full entry is missing is
+    trained, whatever else is cached."""
+    if set(names) - set(NAMES):
+        raise ValueError(f"names must be some of {NAMES}, got {names!r}")
     data, took = None, {}
     for name in names:
         t0 = time.perf_counter()
         print(f"lecture: {name} ...", flush=True)
-        if name != "reversal":
-            data = data or _wikitext()
-        looked_for = PROFILES if prof == LECTURE_PROFILE else (prof,)
-        found = None
-        for p in looked_for:
+        data = data or (None if name == "reversal" else _wikitext())
+        for p in PROFILES if prof == LECTURE_PROFILE else (prof,):
             with contextlib.suppress(NotPrepared):
-                found = (LOADERS[name](device, data=data, prof=p), p)
+                LOADERS[name](device, data=data, prof=p)
+                state = "already cached (" + ("the same run in both profiles" if name == "reversal" else f"{p} profile")
                 break
-        if found is None:
-            with _profile(prof):
-                result = LOADERS[name](device, train=True, data=data, prof=prof)
-            state = f"trained ({prof} profile)"
         else:
-            where = "the same run in both profiles" if name == "reversal" else f"{found[1]} profile"
-            result, state = found[0], f"already cached ({where})"
+            with mock.patch.dict(os.environ, {"TNB_PROFILE": prof}):
+                LOADERS[name](device, train=True, data=data, prof=prof)
+            state = f"trained ({prof} profile"
         took[name] = time.perf_counter() - t0
-        state = "not part of this checkout" if result is None else f"{state}, ready ({took[name]:.0f} s)"
-        print(f"lecture: {name} {state}", flush=True)
+        print(f"lecture: {name} {state}), ready ({took[name]:.0f} s)", flush=True)
     return took
 
 
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="say which model each widget would show; train nothing")
-    parser.add_argument(
-        "--full", action="store_true", help="train the full-profile models (minutes each), not the small ones"
-    )
+    parser.add_argument("--full", action="store_true", help="train the full-profile models (minutes each)")
     parser.add_argument("names", nargs="*", help=f"some of {', '.join(NAMES)} (default: all)")
     args = parser.parse_args(argv)
     names = tuple(args.names) or NAMES
@@ -313,14 +238,7 @@ def main(argv=None) -> int:
         prepare(names=names, prof="full" if args.full else LECTURE_PROFILE)
         print(f"lecture: every model cached in {time.perf_counter() - t0:.0f} s; open notebooks/14_lecture.ipynb")
         return 0
-    missing = 0
-    for name in names:
-        try:
-            model, prof = best(name)
-            state = "not part of this checkout" if model is None else describe(name, model, prof)
-        except (NotPrepared, FileNotFoundError) as err:
-            state, missing = f"MISSING: {err}", missing + 1
-        print(f"lecture: {name}: {state}")
+    missing = [name for name in names if cached(name) is None]  # each prints which model, or why none
     return 1 if missing else 0
 
 

@@ -1,36 +1,28 @@
-"""Every notebook's widgets render and react in a real browser: JupyterLab + headless Chromium.
+"""Every widget renders and reacts in a real browser: JupyterLab + headless Chromium.
 
-For each ``notebooks/*.ipynb`` that displays a ``transformer_nb.widgets`` widget (a cell calling
-``.show()`` on one), the test builds a small notebook -- the notebook's setup cell, the cells the
-widget cell needs (an import alone where an import is all it needs), and the widget cell(s) -- and
-opens it in JupyterLab, served from a temporary copy of the repo layout (``jupytext.toml`` included)
-so that nothing tracked is touched. It runs the cells, waits for the widget's figure (a PNG in its
-Image widget, or in an Output area), takes a screenshot, moves a slider with the keyboard (or changes
-a dropdown, a toggle, a text box), waits, takes a second screenshot, and asserts that the figure changed.
+One notebook is built from the widget catalog (``transformer_nb.widgets.catalog.WIDGETS``: every widget a notebook
+shows, with the arguments that notebook passes), one cell per widget; the widgets of 09 and 10, which show a trained
+model, get untrained models of their kind. It is opened in JupyterLab, served from a temporary folder, and run.
+Then, one test per widget: wait for its figure, take a screenshot, change a control with the keyboard (a slider,
+a dropdown, a toggle, a text box, a checkbox), wait, take a second screenshot, and assert that the figure changed
+with no error in the widget (``.tnb-widget-error``), its cell, the kernel or the page. Each redraw is timed from
+key press to new image: a widget slower than ``TNB_REDRAW_MS`` (250) must say that it updates on release; a widget
+that animates (``CONTINUOUS``, see ``transformer_nb.widgets.base``) must also redraw while its first slider is
+dragged, before the mouse button is released.
 
     make browser-test          # or: .venv/bin/python -m pytest tests/browser
 
-Screenshots: ``build/screenshots/NN_name-before.png`` / ``-after.png`` (``NN_name-K-Class-...``
-when a notebook shows several widgets). One JupyterLab server and one browser serve all notebooks.
-A missing Chromium or Playwright skips, with the command that installs it; a widget that renders
-nothing, raises, or does not change its figure fails.
+Screenshots: ``build/screenshots/NN_Class-before.png`` / ``-after.png`` / ``-dragging.png``. A missing Chromium or
+Playwright skips, with the command that installs it.
 Environment: ``TNB_CHROMIUM`` (path to a Chromium/Chrome binary, default ``/usr/bin/chromium``),
-``TNB_BROWSER_TIMEOUT`` (seconds a notebook's cells may take to run, default 300),
-``TNB_BROWSER_NOTEBOOKS`` (space-separated .ipynb paths to test instead of ``notebooks/*.ipynb``),
-``TNB_BROWSER_KERNEL_PYTHON`` (the Python the notebooks' kernel runs, e.g. a Colab-like venv with
-ipywidgets 7.7.1 made by ``tools/colab_venv.sh``; default: this one; JupyterLab stays this one's).
-
-A widget that animates (``CONTINUOUS``, see ``transformer_nb.widgets.base``) must also redraw while
-its first slider is dragged, before the mouse button is released. A widget that shows an error
-line (``.tnb-widget-error``) fails.
+``TNB_BROWSER_TIMEOUT`` (seconds the notebook's cells may take to run, default 300), ``TNB_BROWSER_KERNEL_PYTHON``
+(the Python the kernel runs, e.g. a Colab-like venv with ipywidgets 7.7.1 made by ``tools/colab_venv.sh``; default:
+this one; JupyterLab stays this one's).
 """
 
 from __future__ import annotations
 
-import ast
-import builtins
 import contextlib
-import copy
 import json
 import os
 import secrets
@@ -46,256 +38,39 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT))
+from transformer_nb.widgets.catalog import WIDGETS  # noqa: E402
+
 SHOTS = ROOT / "build" / "screenshots"
-WIDGETS_PKG = "transformer_nb.widgets"
-RUN_S = float(os.environ.get("TNB_BROWSER_TIMEOUT", "300"))  # for a notebook's cells to run
-RENDER_S = 30.0  # for the widget to show its first figure once its cell has run
-WARM_UP = "import torch, matplotlib.pyplot, ipywidgets, transformer_nb, transformer_nb.widgets.base"
-TIMES: dict[str, float] = {}  # what took how long, reported when the server stops
-KERNEL: dict[str, str] = {}  # what the notebooks' kernel runs, reported with TIMES
+RUN_S = float(os.environ.get("TNB_BROWSER_TIMEOUT", "300"))  # for the notebook's cells to run
+RENDER_S = 30.0  # for a widget to show its first figure once the cells have run
 CHANGE_S = 20.0  # per control tried: how long a redraw may take
-#: lecture.cached's message when a trained model is not in the cache (notebook 14): that widget is skipped,
-#: with the reason, instead of failing; ``make lecture`` (same TNB_PROFILE and TNB_CACHE_DIR) makes it driven.
-NOT_PREPARED = "Run `make lecture` once"
-COLD = "not cached: "
+TIMES: dict[str, float] = {}  # what took how long, reported when the server stops
+KERNEL: dict[str, str] = {}  # what the kernel runs, reported with TIMES
 INSTALL_CHROMIUM = (
     "install Debian's Chromium: `sudo apt-get install chromium` (or set TNB_CHROMIUM to a "
     "Chromium/Chrome binary); Playwright's own browser download is not needed"
 )
 INSTALL_PLAYWRIGHT = "install Playwright (its driver only): `.venv/bin/pip install -e '.[browser]'`"
-CHROMIUM_ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-    "--no-first-run",
-    "--disable-dev-shm-usage",
+CHROMIUM_ARGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking"]
+CHROMIUM_ARGS += ["--disable-component-update", "--disable-sync", "--no-first-run", "--disable-dev-shm-usage"]
+#: The notebook: setup, small models for the widgets that show a trained one, then one cell per catalog entry.
+CELLS = [
+    "%matplotlib inline\nimport torch\nfrom transformer_nb.widgets.catalog import WIDGETS, build",
+    "from transformer_nb import reversal as rv\nfrom transformer_nb.core.transformer import Transformer\n"
+    "from transformer_nb.wikitext import Vocab\n\ntorch.manual_seed(0)\nvocab = Vocab(['<eos>', 'the', 'cat', 'sat'])\n"
+    "lm = Transformer(vocab=len(vocab), d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64)\n"
+    "models = {'reversal': rv.build_model(rv.MODEL, 'xavier_embeddings', seed=0).eval(), 'lm': (lm.eval(), vocab)}",
+    *(f"build(WIDGETS[{i}], models).show()  # {e.notebook}: {e.name}" for i, e in enumerate(WIDGETS)),
 ]
-
-
-# --------------------------------------------------------------------------- which cells to run
-
-
-def _source(cell) -> str:
-    src = cell.get("source", "")
-    return "".join(src) if isinstance(src, list) else src
-
-
-def _parse(src: str):
-    """The cell as a Python AST (magics turned into calls), or None if it does not parse."""
-    try:
-        from IPython.core.inputtransformer2 import TransformerManager
-
-        src = TransformerManager().transform_cell(src)
-    except Exception:
-        pass
-    try:
-        return ast.parse(src)
-    except SyntaxError:
-        return None
-
-
-def _bound(tree) -> dict[str, ast.AST | None]:
-    """Names a cell binds -> the import node that binds it (None when bound otherwise)."""
-    out: dict[str, ast.AST | None] = {}
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Name) and isinstance(node.ctx, (ast.Store, ast.Del)):
-            out.setdefault(node.id, None)
-        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
-            out.setdefault(node.name, None)
-        elif isinstance(node, ast.arg):
-            out.setdefault(node.arg, None)
-        elif isinstance(node, (ast.Import, ast.ImportFrom)):
-            for a in node.names:
-                if a.name == "*":
-                    continue
-                name = a.asname or a.name.split(".")[0]
-                if isinstance(node, ast.ImportFrom):
-                    one = ast.ImportFrom(module=node.module, names=[a], level=node.level)
-                else:
-                    one = ast.Import(names=[a])
-                out[name] = one
-    return out
-
-
-def _used(tree) -> set[str]:
-    return {n.id for n in ast.walk(tree) if isinstance(n, ast.Name) and isinstance(n.ctx, ast.Load)}
-
-
-def _root_name(node):
-    while isinstance(node, ast.Attribute):
-        node = node.value
-    return node.id if isinstance(node, ast.Name) else None
-
-
-def widget_plan(nb: dict) -> dict | None:
-    """What to run to show a notebook's widgets, or None when it shows none.
-
-    Returns ``{"cells": [source, ...], "widgets": [(index in cells, label), ...]}``: the first code
-    cell that calls ``setup(`` (else the first code cell), then what the widget cells need, then the
-    widget cells. A widget cell calls ``.show()`` on an instance of a class imported from
-    ``transformer_nb.widgets`` (``SomeWidget(...).show()`` or ``w = SomeWidget(...)`` ... ``w.show()``).
-    """
-    code = [_source(c) for c in nb.get("cells", []) if c.get("cell_type") == "code"]
-    trees = [_parse(s) for s in code]
-    classes, modules, _instances = {}, set(), set()  # names imported / bound anywhere in the notebook
-    for tree in filter(None, trees):
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
-                for a in node.names:
-                    full = f"{node.module}.{a.name}"
-                    if node.module.startswith(WIDGETS_PKG + ".") or node.module == WIDGETS_PKG:
-                        classes[a.asname or a.name] = a.name
-                    if full.startswith(WIDGETS_PKG) or full == "transformer_nb.widgets":
-                        modules.add(a.asname or a.name)
-            elif isinstance(node, ast.Import):
-                for a in node.names:
-                    if a.name.startswith(WIDGETS_PKG):
-                        modules.add(a.asname or a.name.split(".")[0])
-
-    def widget_class(func):
-        if isinstance(func, ast.Name) and func.id in classes:
-            return classes[func.id]
-        if isinstance(func, ast.Attribute) and _root_name(func) in modules:
-            return func.attr
-        return None
-
-    labels = {}  # instance name -> class name
-    for tree in filter(None, trees):
-        for node in ast.walk(tree):
-            if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call):
-                cls = widget_class(node.value.func)
-                if cls:
-                    for t in node.targets:
-                        if isinstance(t, ast.Name):
-                            labels[t.id] = cls
-    widget_cells = []
-    for i, tree in enumerate(trees):
-        for node in ast.walk(tree) if tree else ():
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "show":
-                target = node.func.value
-                cls = (
-                    widget_class(target.func)
-                    if isinstance(target, ast.Call)
-                    else labels.get(target.id)
-                    if isinstance(target, ast.Name)
-                    else None
-                )
-                if cls:
-                    widget_cells.append((i, cls))
-                    break
-    if not widget_cells:
-        return None
-    setup_i = next((i for i, s in enumerate(code) if "setup(" in s), 0)
-
-    # Close over the names each included cell uses, resolving each to the nearest earlier cell
-    # that binds it: an import is taken alone; any other binding brings its whole cell.
-    known = set(dir(builtins)) | {"display", "get_ipython", "In", "Out"}
-    bound = [_bound(t) if t else {} for t in trees]
-    whole, imports, todo = {setup_i}, {}, [i for i, _ in widget_cells]
-    whole.update(todo)
-    while todo:
-        i = todo.pop()
-        if trees[i] is None:
-            continue
-        for name in sorted(_used(trees[i]) - set(bound[i]) - known):
-            j = next((j for j in range(i - 1, -1, -1) if name in bound[j]), None)
-            if j is None or j in whole or name in imports:
-                continue
-            if bound[j][name] is not None:
-                imports[name] = ast.unparse(bound[j][name])
-            else:
-                whole.add(j)
-                todo.append(j)
-    order = sorted(whole)
-    cells = [code[setup_i]]
-    if imports:
-        cells.append("\n".join(dict.fromkeys(imports.values())))
-    widgets = []
-    for i in order:
-        if i == setup_i:
-            continue
-        label = dict(widget_cells).get(i)
-        if label:
-            widgets.append((len(cells), label))
-        cells.append(code[i])
-    return {"cells": cells, "widgets": widgets}
-
-
-def build_notebook(nb: dict, plan: dict) -> dict:
-    import nbformat
-
-    out = nbformat.v4.new_notebook()
-    out.metadata = {
-        k: copy.deepcopy(v) for k, v in nb.get("metadata", {}).items() if k in ("kernelspec", "language_info")
-    }
-    out.metadata.setdefault(
-        "kernelspec", {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
-    )
-    out.cells = [nbformat.v4.new_code_cell(src) for src in plan["cells"]]
-    return out
-
-
-def _notebooks():
-    """``notebooks/*.ipynb``, or the files named in ``TNB_BROWSER_NOTEBOOKS`` (space-separated)."""
-    chosen = os.environ.get("TNB_BROWSER_NOTEBOOKS", "").split()
-    if chosen:
-        return [Path(p).resolve() for p in chosen]
-    return sorted((ROOT / "notebooks").glob("*.ipynb"))
-
-
-# --------------------------------------------------------------------------- the detector itself
-
-
-def test_widget_cells_are_detected():
-    """The detector finds both call forms and brings only the imports a widget cell needs."""
-    import nbformat
-
-    cells = [
-        "%matplotlib inline\nfrom transformer_nb import setup\nenv = setup()",
-        "import torch\nfrom transformer_nb.widgets.rope import RotatePair as RP, helper",
-        "x = torch.ones(3)",
-        "from transformer_nb.plotting import heatmap\nheatmap(x).show()",  # not a widget
-        "RP(m=2).show()",
-        "import transformer_nb.widgets.masks as wm\nw = wm.MaskExplorer(n=len(x))",
-        "w.show()",
-    ]
-    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    plan = widget_plan(nb)
-    assert plan["cells"][0] == cells[0]
-    # imports alone, in the order first needed; x is no import, so its whole cell comes along
-    assert plan["cells"][1].splitlines() == ["import torch", "from transformer_nb.widgets.rope import RotatePair as RP"]
-    assert plan["cells"][2:] == [cells[2], cells[4], cells[5], cells[6]]
-    assert plan["widgets"] == [(3, "RotatePair"), (5, "MaskExplorer")]
-    assert widget_plan(nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(cells[2])])) is None
-
-
-def test_a_widget_is_timed_once_per_call_that_makes_it():
-    """The lecture's copy of a widget call that needs nothing else is recognised as the same widget (its redraws
-    are timed in its own notebook); a widget made from an earlier cell's object never is."""
-    home = "from transformer_nb.widgets.masks import MaskExplorer\n\nMaskExplorer(n=4).show()"
-    assert _construction(home, "MaskExplorer") == _construction("MaskExplorer(n=4).show()", "MaskExplorer")
-    assert _construction("MaskExplorer(n=4).show()", "MaskExplorer") != _construction("MaskExplorer().show()", "x")
-    assert _construction("MaskExplorer(n=len(x)).show()", "MaskExplorer") is None  # x: from an earlier cell
-    assert _construction("w = MaskExplorer(n=4)\nw.show()", "MaskExplorer") is None
-    assert _construction("ReversalWidget(model).show()", "ReversalWidget") is None
-
-
-# --------------------------------------------------------------------------- server and browser
+FIRST_WIDGET_CELL = 2
 
 
 def _chromium() -> str | None:
     if os.environ.get("TNB_CHROMIUM"):  # chosen: that one or none
         cand = os.environ["TNB_CHROMIUM"]
         return cand if os.access(cand, os.X_OK) else None
-    for cand in (
-        "/usr/bin/chromium",
-        shutil.which("chromium"),
-        shutil.which("chromium-browser"),
-        shutil.which("google-chrome"),
-    ):
+    for cand in ("/usr/bin/chromium", *map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))):
         if cand and os.access(cand, os.X_OK):
             return cand
     return None
@@ -344,6 +119,7 @@ class Lab:
             JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
             IPYTHONDIR=str(dirs["ipython"]),
             PYDEVD_DISABLE_FILE_VALIDATION="1",
+            PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),  # the checkout under test
         )
         jupyter = bin_dir / "jupyter"
         cmd = [
@@ -364,7 +140,6 @@ class Lab:
         ]
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
-        self.runtime_dir, self.sessions, self.clients, self.prepared = dirs["runtime"], {}, [], {}
         self.log_path = root.parent / "jupyterlab.log"
         self.log = open(self.log_path, "wb")  # noqa: SIM115 (closed in stop())
         self.proc = subprocess.Popen(
@@ -392,58 +167,7 @@ class Lab:
             time.sleep(0.3)
         pytest.fail(f"JupyterLab did not answer on {self.url} within {timeout:.0f} s:\n{self.log_tail()}")
 
-    def prefetch(self, path: str, kernel: str = "python3"):
-        """Start the kernel of notebook ``path`` (relative to the root) and import the heavy modules
-        in it, so that opening the notebook later finds a warm kernel. Best effort: on any problem
-        the notebook simply starts its own kernel when it opens."""
-        if path in self.sessions or self.proc.poll() is not None:
-            return
-        self.sessions[path] = None
-        try:
-            body = json.dumps(
-                {"path": path, "name": Path(path).name, "type": "notebook", "kernel": {"name": kernel}}
-            ).encode()
-            req = urllib.request.Request(
-                f"{self.url}/api/sessions",
-                data=body,
-                method="POST",
-                headers={"Authorization": f"token {self.token}", "Content-Type": "application/json"},
-            )
-            with urllib.request.urlopen(req, timeout=30) as r:
-                kid = json.loads(r.read())["kernel"]["id"]
-            self.sessions[path] = kid
-            from jupyter_client import BlockingKernelClient
-
-            client = BlockingKernelClient()
-            client.load_connection_file(str(self.runtime_dir / f"kernel-{kid}.json"))
-            client.start_channels()
-            client.execute(WARM_UP, silent=True, store_history=False)  # not waited for
-            self.clients.append(client)
-        except Exception:
-            pass
-
-    def delete_session(self, session_id: str):
-        """Shut a notebook's kernel down in the background (the next notebook need not wait)."""
-
-        def delete():
-            try:
-                req = urllib.request.Request(
-                    f"{self.url}/api/sessions/{session_id}",
-                    method="DELETE",
-                    headers={"Authorization": f"token {self.token}"},
-                )
-                urllib.request.urlopen(req, timeout=30).close()
-            except OSError:
-                pass
-
-        import threading
-
-        threading.Thread(target=delete, daemon=True).start()  # not joined: stop() ends the rest
-
     def stop(self):
-        for client in self.clients:
-            with contextlib.suppress(Exception):
-                client.stop_channels()
         if self.proc.poll() is None:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)  # the server shuts its kernels down
@@ -473,71 +197,7 @@ def playwright_and_chromium():
     return sync_playwright, chromium
 
 
-@pytest.fixture(scope="module")
-def lab(browser_tools, tmp_path_factory, request):
-    """One JupyterLab server for every notebook, stopped at the end whatever happens."""
-    t0 = time.monotonic()
-    base = tmp_path_factory.mktemp("browser")
-    root = base / "repo"
-    (root / "notebooks").mkdir(parents=True)
-    if (ROOT / "jupytext.toml").exists():  # same pairing config as the repo root
-        shutil.copy(ROOT / "jupytext.toml", root / "jupytext.toml")
-    server = Lab(root)
-
-    def stop_and_report():
-        server.stop()
-        total = time.monotonic() - t0
-        parts = ", ".join(f"{k} {v:.1f} s" for k, v in TIMES.items())
-        line = (
-            f"browser test: {total:.1f} s in all (server + browser + notebooks): {parts}; "
-            f"kernel ipywidgets {KERNEL.get('ipywidgets', '?')}"
-        )
-        if REDRAW_MS:
-            rows = [f"{'notebook, widget':<25}{'redraw (key press to new image)':>40}  updates"]
-            for name, r in REDRAW_MS.items():
-                if "as" in r:  # the same widget call, timed in an earlier notebook
-                    rows.append(f"{name:<25}{'the same call as ' + r['as'] + ': timed there':>40}")
-                    continue
-                when = "on release (says so)" if r["on_release"] else "while dragging"
-                span = f"{r['ms']:.0f} ms fastest, {r['median']:.0f} median of {r['presses']}"
-                rows.append(f"{name:<25}{span:>40}  {when}")
-            line += "\n" + "\n".join(rows)
-        tr = request.config.pluginmanager.get_plugin("terminalreporter")
-        capman = request.config.pluginmanager.get_plugin("capturemanager")
-        if tr is not None and capman is not None:
-            with capman.global_and_fixture_disabled():
-                tr.write_line("\n" + line)
-        else:
-            print(line)
-
-    request.addfinalizer(stop_and_report)
-    server.wait_ready()
-    TIMES["server start"] = time.monotonic() - t0
-    return server
-
-
-@pytest.fixture(scope="module")
-def page(browser_tools, lab, request):
-    """One headless Chromium page with JupyterLab loaded, closed at the end whatever happens."""
-    sync_playwright, chromium = browser_tools
-    t0 = time.monotonic()
-    _warm_next(lab, request, None)  # the first notebook's kernel starts with the browser
-    pw = sync_playwright().start()
-    request.addfinalizer(pw.stop)
-    browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-    request.addfinalizer(browser.close)
-    pg = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
-    errors = []
-    pg.on("pageerror", lambda e: None if "ResizeObserver loop" in str(e) else errors.append(str(e)))
-    pg.goto(f"{lab.url}/lab?token={lab.token}", wait_until="domcontentloaded", timeout=90_000)
-    pg.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined", timeout=90_000)
-    pg.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
-    pg.page_errors = errors
-    TIMES["browser start"] = time.monotonic() - t0
-    return pg
-
-
-# --------------------------------------------------------------------------- driving one notebook
+# --------------------------------------------------------------------------- driving the notebook
 
 OPEN_AND_RUN = """
 async ([path, timeoutMs]) => {
@@ -621,16 +281,115 @@ ARM = """([id, idx]) => {
   }, {capture: true});
 }"""
 WATCHED = "() => window.__tnb_watch.end !== null && window.__tnb_watch.start !== null"
-#: key press (or change) to new image, per "NN Class" (notebook, widget): the fastest and the median of
-#: ``REDRAW_PRESSES`` presses. The limit applies to the fastest: ``make test`` runs this file beside notebooks that
-#: train on the same cores, and a press that waits for them measures the load, not the widget (CI of 2026-11-26:
-#: AlibiExplorer's median 255 ms under load, its CPU time per redraw 82 ms)
-REDRAW_MS: dict[str, dict] = {}
 REDRAW_LIMIT_MS = float(os.environ.get("TNB_REDRAW_MS", "250"))  # else the widget must update on release
+#: key press (or change) to new image, per widget: the fastest and the median of ``REDRAW_PRESSES`` presses. The
+#: limit applies to the fastest: ``make test`` runs this file beside notebooks that train on the same cores, and a
+#: press that waits for them measures the load, not the widget (CI of 2026-11-26: AlibiExplorer's median 255 ms
+#: under load, its CPU time per redraw 82 ms)
+REDRAW_MS: dict[str, dict] = {}
 REDRAW_PRESSES = 5
-#: a widget's construction (``_construction``) -> the "NN Class" whose redraws (and drag) were timed in this session
-TIMED: dict[str, str] = {}
-ON_RELEASE = "when you release"  # what the note of a widget that updates on release says (widgets.base.SLOW_NOTE)
+ON_RELEASE = "when you release"  # what the note of a widget that updates on release says (widgets.base.Widget.layout)
+
+
+@pytest.fixture(scope="module")
+def lab(browser_tools, tmp_path_factory, request):
+    """One JupyterLab server serving the catalog's notebook, stopped at the end whatever happens."""
+    import nbformat
+
+    t0 = time.monotonic()
+    root = tmp_path_factory.mktemp("browser") / "repo"
+    (root / "notebooks").mkdir(parents=True)
+    nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
+    nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
+    nbformat.write(nb, root / "notebooks" / "widgets.ipynb")
+    server = Lab(root)
+
+    def stop_and_report():
+        server.stop()
+        parts = ", ".join(f"{k} {v:.1f} s" for k, v in TIMES.items())
+        rows = [
+            f"browser test: {time.monotonic() - t0:.1f} s in all: {parts}; kernel ipywidgets {KERNEL.get('ipywidgets')}"
+        ]
+        rows.append(f"{'notebook, widget':<36}{'redraw (key press to new image)':>40}  updates")
+        for name, r in REDRAW_MS.items():
+            when = "on release (says so)" if r["on_release"] else "while dragging"
+            rows.append(f"{name:<36}{r['ms']:>9.0f} ms fastest, {r['median']:.0f} median of {r['presses']}  {when}")
+        tr = request.config.pluginmanager.get_plugin("terminalreporter")
+        capman = request.config.pluginmanager.get_plugin("capturemanager")
+        if tr is not None and capman is not None:
+            with capman.global_and_fixture_disabled():
+                tr.write_line("\n" + "\n".join(rows))
+
+    request.addfinalizer(stop_and_report)
+    server.wait_ready()
+    TIMES["server start"] = time.monotonic() - t0
+    return server
+
+
+@pytest.fixture(scope="module")
+def page(browser_tools, lab, request):
+    """One headless Chromium page with JupyterLab loaded and the catalog's notebook run, closed at the end."""
+    sync_playwright, chromium = browser_tools
+    t0 = time.monotonic()
+    pw = sync_playwright().start()
+    request.addfinalizer(pw.stop)
+    browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+    request.addfinalizer(browser.close)
+    pg = browser.new_page(viewport={"width": 1400, "height": 1000}, device_scale_factor=1)
+    pg.page_errors = []
+    pg.on("pageerror", lambda e: None if "ResizeObserver loop" in str(e) else pg.page_errors.append(str(e)))
+    pg.goto(f"{lab.url}/lab?token={lab.token}", wait_until="domcontentloaded", timeout=90_000)
+    pg.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined", timeout=90_000)
+    pg.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
+    TIMES["browser start"] = time.monotonic() - t0
+    pg.nb_id, state = pg.evaluate(OPEN_AND_RUN, ["notebooks/widgets.ipynb", RUN_S * 1000])
+    TIMES["cells run"] = time.monotonic() - t0 - TIMES["browser start"]
+    request.addfinalizer(lambda: pg.evaluate(CLOSE))
+    errors = pg.evaluate(CELL_ERRORS)
+    assert not errors, "a cell raised:\n" + "\n".join(errors)
+    assert state == "done", f"the notebook did not open, start its kernel and run within {RUN_S:.0f} s"
+    return pg
+
+
+@pytest.mark.parametrize("k", range(len(WIDGETS)), ids=[f"{e.notebook[:2]}_{e.name}" for e in WIDGETS])
+def test_widget_renders_and_reacts(page, k):
+    """Screenshot, interact, screenshot: the figure changes, fast enough or on release, with no error."""
+    entry, idx = WIDGETS[k], FIRST_WIDGET_CELL + k
+    nb_id, where, stem = page.nb_id, f"{entry.name} (cell {idx})", f"{entry.notebook[:2]}_{entry.name}"
+    cell = page.locator(f"#{nb_id} .jp-Notebook .jp-Cell").nth(idx)
+    try:
+        cell.locator(IMG).first.wait_for(state="visible", timeout=RENDER_S * 1000)
+    except Exception:
+        _shot(cell, SHOTS / f"{stem}-before.png")
+        pytest.fail(f"{where}: no figure in the widget. The cell shows:\n{_output_text(cell)}")
+    page.wait_for_function(IDLE, timeout=RENDER_S * 1000)
+    problems = [f"{where}: error in the widget:\n{e}" for e in _errors(page, cell)]
+    before = cell.locator(IMG).first.get_attribute("src")
+    _shot(cell, SHOTS / f"{stem}-before.png")
+    tried, times = [], []
+    for what, act in _interactions(cell)[:3]:  # stop at the first control that redraws
+        tried.append(what)
+        page.evaluate(ARM, [nb_id, idx])
+        act()
+        with contextlib.suppress(Exception):
+            page.wait_for_function(CHANGED, arg=[nb_id, idx, before], timeout=CHANGE_S * 1000)
+            times.append(_stopwatch(page))
+            break
+    else:
+        _shot(cell, SHOTS / f"{stem}-after.png")
+        errs = "\n".join(_errors(page, cell)) or "none"
+        pytest.fail(
+            f"{where}: the figure did not change within {CHANGE_S:.0f} s after each of: {tried}; errors: {errs}"
+        )
+    page.wait_for_function(IDLE, timeout=CHANGE_S * 1000)
+    _shot(cell, SHOTS / f"{stem}-after.png")
+    problems += [f"{where}: error after {tried[-1]}:\n{e}" for e in _errors(page, cell)]
+    problems += _redraw_time(page, nb_id, idx, cell, stem, _interactions(cell)[len(tried) - 1][1], times)
+    if entry.cls().CONTINUOUS:
+        problems += _check_drag(page, nb_id, idx, cell, where, stem)
+    problems += [f"JavaScript error in the page:\n{e}" for e in page.page_errors]
+    page.page_errors.clear()
+    assert not problems, "\n".join(problems)
 
 
 def _widget_errors(cell) -> list[str]:
@@ -640,6 +399,11 @@ def _widget_errors(cell) -> list[str]:
         ".jupyter-widgets .tnb-widget-error"
     )
     return [t for t in cell.locator(sel).all_inner_texts() if t.strip()]
+
+
+def _errors(page, cell) -> list[str]:
+    """Error lines in the widget's cell, and what the kernel reported outside cell outputs since the last call."""
+    return _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
 
 
 def _output_text(cell, limit: int = 800) -> str:
@@ -695,76 +459,6 @@ def _shot(cell, path: Path):
     cell.screenshot(path=str(path))
 
 
-def _construction(source: str, label: str) -> str | None:
-    """The cell's ``Class(...).show()`` call, when that call names nothing but the widget's class and the cell reads
-    nothing from earlier cells (``SoftmaxTemperature().show()``): the same call then makes the same widget in any
-    notebook. None otherwise (``ReversalWidget(model).show()``: that widget depends on ``model``)."""
-    tree = _parse(source)
-    if tree is None or _used(tree) - set(_bound(tree)) - {label}:
-        return None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "show":
-            made = node.func.value
-            if isinstance(made, ast.Call) and _used(made) == {label}:
-                return ast.unparse(node)
-    return None
-
-
-def _check_widget(page, lab, nb_id: str, idx: int, label: str, stem: str, source: str) -> list[str]:
-    """Screenshot, interact, screenshot; return the problems found (empty = the widget works). A self-contained
-    widget that an earlier notebook of this session made with the same call and timed (the lecture's copies) must
-    render and redraw here too; its redraw time and drag, the same widget's, are not measured again."""
-    cell = page.locator(f"#{nb_id} .jp-Notebook .jp-Cell").nth(idx)
-    where = f"{label} (cell {idx})"
-    try:
-        cell.locator(IMG).first.wait_for(state="visible", timeout=RENDER_S * 1000)
-    except Exception:
-        _shot(cell, SHOTS / f"{stem}-before.png")
-        if NOT_PREPARED in _output_text(cell):
-            return [f"{COLD}{where}"]
-        return [f"{where}: no figure in the widget. The cell shows:\n{_output_text(cell)}"]
-    page.wait_for_function(IDLE, timeout=RENDER_S * 1000)
-    errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
-    problems = [f"{where}: error in the widget:\n{e}" for e in errs]
-    before = cell.locator(IMG).first.get_attribute("src")
-    _shot(cell, SHOTS / f"{stem}-before.png")
-    tried, times = [], []
-    for what, act in _interactions(cell)[:3]:  # stop at the first control that redraws
-        tried.append(what)
-        page.evaluate(ARM, [nb_id, idx])
-        act()
-        try:
-            page.wait_for_function(CHANGED, arg=[nb_id, idx, before], timeout=CHANGE_S * 1000)
-            times.append(_stopwatch(page))
-            break
-        except Exception:
-            continue
-    else:
-        if not tried:
-            return problems + [f"{where}: no slider, dropdown, toggle button, text box or checkbox found"]
-        _shot(cell, SHOTS / f"{stem}-after.png")
-        errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
-        return problems + [
-            f"{where}: the figure did not change within {CHANGE_S:.0f} s after each of: "
-            f"{'; '.join(tried)}."
-            + ("\nErrors from the widget/kernel:\n" + "\n".join(errs) if errs else " The kernel reported no error.")
-        ]
-    page.wait_for_function(IDLE, timeout=CHANGE_S * 1000)
-    _shot(cell, SHOTS / f"{stem}-after.png")
-    errs = _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
-    problems += [f"{where}: error after {tried[-1]}:\n{e}" for e in errs]
-    key, made = f"{stem[:2]} {label}", _construction(source, label)
-    if made in TIMED:
-        REDRAW_MS[key] = {"as": TIMED[made]}
-        return problems
-    problems += _redraw_time(page, nb_id, idx, cell, key, _interactions(cell)[len(tried) - 1][1], times)
-    if _continuous(label):
-        problems += _check_drag(page, nb_id, idx, cell, where, stem)
-    if made:
-        TIMED.setdefault(made, key)
-    return problems
-
-
 def _stopwatch(page) -> float | None:
     """Milliseconds from the armed event to the new image, once the image has loaded."""
     try:
@@ -807,15 +501,6 @@ def _redraw_time(page, nb_id: str, idx: int, cell, label: str, act, times: list)
     return []
 
 
-def _continuous(label: str) -> bool:
-    """Whether the widget class ``label`` animates while a slider is dragged (its ``CONTINUOUS``)."""
-    try:
-        from transformer_nb.widgets.catalog import WIDGETS
-    except ImportError:
-        return False
-    return any(e.name == label and e.cls().CONTINUOUS for e in WIDGETS)
-
-
 def _check_drag(page, nb_id: str, idx: int, cell, where: str, stem: str) -> list[str]:
     """Drag the first slider with the mouse: the figure must change before the button is released."""
     handle = cell.locator(".widget-slider .noUi-handle, .widget-slider .ui-slider-handle").first
@@ -838,77 +523,3 @@ def _check_drag(page, nb_id: str, idx: int, cell, where: str, stem: str) -> list
     finally:
         page.mouse.up()
         page.wait_for_function(IDLE, timeout=CHANGE_S * 1000)
-
-
-def _prepare(lab, ipynb: Path):
-    """Write the small notebook for ``ipynb`` into the served root: (plan, path, kernel) or None."""
-    if ipynb not in lab.prepared:
-        import nbformat
-
-        nb = json.loads(ipynb.read_text(encoding="utf-8"))
-        plan = widget_plan(nb)
-        if plan is None:
-            lab.prepared[ipynb] = None
-        else:
-            small = build_notebook(nb, plan)
-            path = f"notebooks/{ipynb.name}"
-            nbformat.write(small, lab.root / path)
-            lab.prepared[ipynb] = (plan, path, small.metadata["kernelspec"].get("name", "python3"))
-    return lab.prepared[ipynb]
-
-
-def _warm_next(lab, request, after: Path | None):
-    """Start (and warm) the kernel of the next selected notebook that shows a widget."""
-    queue = [
-        it.callspec.params["ipynb"]
-        for it in request.session.items
-        if getattr(it, "originalname", None) == "test_widgets_render_and_react" and hasattr(it, "callspec")
-    ]
-    rest = queue[queue.index(after) + 1 :] if after in queue else queue
-    for ipynb in rest:
-        prepared = _prepare(lab, ipynb)
-        if prepared:
-            lab.prefetch(prepared[1], prepared[2])
-            return
-
-
-@pytest.mark.parametrize("ipynb", [pytest.param(p, id=p.stem) for p in _notebooks()])
-def test_widgets_render_and_react(ipynb: Path, lab, page, request):
-    t0 = time.monotonic()
-    prepared = _prepare(lab, ipynb)
-    if prepared is None:
-        pytest.skip(f"{ipynb.name} displays no transformer_nb.widgets widget (no `SomeWidget(...).show()` cell)")
-    plan, path, kernel = prepared
-    lab.prefetch(path, kernel)
-    _warm_next(lab, request, ipynb)  # its kernel starts while this notebook is driven
-    try:
-        nb_id, state = page.evaluate(OPEN_AND_RUN, [path, RUN_S * 1000])
-        errors = page.evaluate(CELL_ERRORS)
-        assert not errors, (
-            f"{ipynb.name}: a cell raised (cells run: setup, what the widget needs, "
-            f"the widget cells):\n" + "\n".join(errors)
-        )
-        assert state == "done", (
-            f"{ipynb.name}: the notebook did not open, start its kernel and run its "
-            f"cells within {RUN_S:.0f} s (TNB_BROWSER_TIMEOUT)"
-        )
-        problems = []
-        for k, (idx, label) in enumerate(plan["widgets"], start=1):
-            stem = f"{ipynb.stem}-{k}-{label}" if len(plan["widgets"]) > 1 else ipynb.stem
-            problems += _check_widget(page, lab, nb_id, idx, label, stem, plan["cells"][idx])
-        if page.page_errors:
-            problems.append("JavaScript errors in the page:\n" + "\n".join(page.page_errors))
-            page.page_errors.clear()
-        cold = [p.removeprefix(COLD) for p in problems if p.startswith(COLD)]
-        problems = [p for p in problems if not p.startswith(COLD)]
-        assert not problems, f"{ipynb.name}:\n" + "\n".join(problems)
-        if cold:
-            pytest.skip(
-                f"{ipynb.name}: {len(plan['widgets']) - len(cold)} widgets driven; {', '.join(cold)}: model not "
-                "in the cache (run `make lecture` with this TNB_PROFILE and TNB_CACHE_DIR to drive them too)"
-            )
-    finally:
-        session = page.evaluate(CLOSE)
-        if session:
-            lab.delete_session(session)
-        TIMES[ipynb.stem[:2]] = time.monotonic() - t0

@@ -8,11 +8,11 @@ weights it returns, with their entropy: unscaled, the weights collapse onto one 
 
 import math
 
-import ipywidgets as widgets
+import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 
-from transformer_nb.widgets.base import Widget, check_choice, check_ints
+from transformer_nb.widgets.base import STYLE, Widget
 
 D_K_CHOICES = [4, 8, 16, 32, 64, 128, 256, 512, 1024]
 
@@ -40,24 +40,16 @@ class ScalingWidget(Widget):
     entropy, max_entropy, max_weight, jacobian_norm``.
     """
 
-    def __init__(self, d_k: int = 64, scaled: bool = True, n_keys: int = 10, seed: int = 0):
-        check_choice("d_k", d_k, D_K_CHOICES)
-        check_choice("scaled", scaled, (True, False))
-        check_ints(n_keys=n_keys, seed=seed)
+    def __init__(self, d_k: int = 64, scaled: bool = True, n_keys: int = 10):
         self._frame = None  # (n_keys, score limit) the axes were last drawn for
-        style = {"description_width": "initial"}
+        scores = [("scaled: QKᵀ/√d_k", True), ("unscaled: QKᵀ", False)]
         super().__init__(
-            d_k=widgets.SelectionSlider(options=D_K_CHOICES, value=d_k, description="d_k", style=style),
-            scaled=widgets.ToggleButtons(
-                options=[("scaled: QKᵀ/√d_k", True), ("unscaled: QKᵀ", False)],
-                value=scaled,
-                description="scores",
-                style=style,
-            ),
-            n_keys=widgets.IntSlider(value=n_keys, min=2, max=32, description="keys", style=style),
-            seed=widgets.IntSlider(value=seed, min=0, max=20, description="sample (seed)", style=style),
+            dict(d_k=d_k, scaled=scaled, n_keys=n_keys),
+            d_k=W.SelectionSlider(options=D_K_CHOICES, description="d_k", style=STYLE),
+            scaled=W.ToggleButtons(options=scores, description="scores", style=STYLE),
+            n_keys=W.IntSlider(min=2, max=32, description="keys", style=STYLE),
+            seed=W.IntSlider(min=0, max=20, description="sample (seed)", style=STYLE),
         )
-        self.check_start(n_keys=n_keys, seed=seed)
 
     def compute(self, d_k, scaled, n_keys, seed) -> dict:
         g = torch.Generator().manual_seed(1000 * seed + d_k)
@@ -66,33 +58,21 @@ class ScalingWidget(Widget):
         raw = keys @ q  # (n_keys,) raw dot products q·k_j
         logits = raw / math.sqrt(d_k) if scaled else raw
         st = softmax_stats(logits)
-        return {
-            "d_k": d_k,
-            "scaled": bool(scaled),
-            "n_keys": n_keys,
-            "seed": seed,
-            "raw_scores": raw,
-            "logits": logits,
-            "weights": st["weights"],
-            "entropy": float(st["entropy"]),
-            "max_entropy": math.log(n_keys),
-            "max_weight": float(st["max_weight"]),
-            "jacobian_norm": float(st["jacobian_norm"]),
-        }
+        out = {k: float(v) for k, v in st.items() if k != "weights"}
+        data = dict(out, d_k=d_k, scaled=scaled, n_keys=n_keys, seed=seed, raw_scores=raw, logits=logits)
+        data.update(weights=st["weights"], max_entropy=math.log(n_keys))
+        return data
 
     def draw(self, data):
         xs = list(range(1, 33))
         fig, (a1, a2) = plt.subplots(1, 2, figsize=(10, 3.4))
         a1.bar(xs, [0] * 32, color="C0")
         a1.axhspan(-3, 3, color="0.85", zorder=-1)
-        a1.set_xlabel("key j")
-        a1.set_ylabel("score fed to softmax")
+        a1.set(xlabel="key j", ylabel="score fed to softmax")
         a2.bar(xs, [0] * 32, color="C2")
         a2.axhline(0, color="k", ls="--", lw=1, label="uniform 1/n")
         a2.set_ylim(0, 1.25)
-        a2.set_yticks([0, 0.25, 0.5, 0.75, 1.0])
-        a2.set_xlabel("key j")
-        a2.set_ylabel("attention weight")
+        a2.set(yticks=[0, 0.25, 0.5, 0.75, 1.0], xlabel="key j", ylabel="attention weight")
         a2.legend(loc="upper left", fontsize=8, frameon=False)
         for ax in (a1, a2):
             ax.set_title(" ", fontsize=10)

@@ -14,7 +14,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 
 from transformer_nb.experiments import layer_grad_norms, stream_stats
-from transformer_nb.widgets.base import Widget, check_choice, check_ints
+from transformer_nb.widgets.base import STYLE, Widget
 
 PLACEMENTS = ("Pre-LN", "Post-LN")
 D_MODELS = (32, 64, 128)
@@ -32,66 +32,38 @@ class DepthWidget(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "a few seconds: it differentiates a fresh stack of blocks"
 
-    def __init__(
-        self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64, seed: int = 0
-    ):
-        check_ints(depth=depth, seed=seed)
-        check_choice("placement", placement, PLACEMENTS)
-        check_choice("residual", residual, (True, False))
-        check_choice("d_model", d_model, D_MODELS)
-        self.seed = seed
-        style = {"description_width": "initial"}
+    def __init__(self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64):
         super().__init__(
-            depth=W.IntSlider(value=depth, min=2, max=48, step=2, description="blocks", style=style),
-            placement=W.ToggleButtons(
-                options=PLACEMENTS, value=placement, description="norm", style={**style, "button_width": "70px"}
-            ),
-            residual=W.Checkbox(value=residual, description="residual connections", style=style),
-            d_model=W.Dropdown(options=D_MODELS, value=d_model, description="d_model", style=style),
+            dict(depth=depth, placement=placement, residual=residual, d_model=d_model),
+            depth=W.IntSlider(min=2, max=48, step=2, description="blocks", style=STYLE),
+            placement=W.ToggleButtons(options=PLACEMENTS, description="norm", style={**STYLE, "button_width": "70px"}),
+            residual=W.Checkbox(description="residual connections", style=STYLE),
+            d_model=W.Dropdown(options=D_MODELS, description="d_model", style=STYLE),
         )
-        self.check_start(depth=depth)
 
     def compute(self, depth, placement, residual, d_model):
-        if placement not in PLACEMENTS:
-            raise ValueError(f"placement must be one of {PLACEMENTS}, got {placement!r}")
         norm_first = placement == "Pre-LN"
         heads = 4 if d_model >= 64 else 2
-        g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(self.seed,))
-        s = stream_stats(depth, norm_first, residual, d_model=d_model, n_heads=heads, seed=self.seed)
+        g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(0,))
+        s = stream_stats(depth, norm_first, residual, d_model=d_model, n_heads=heads, seed=0)
         grad = g["param"].tolist()
-        return {
-            "depth": depth,
-            "placement": placement,
-            "norm_first": norm_first,
-            "residual": residual,
-            "d_model": d_model,
-            "grad": grad,
-            "input_grad": g["input"].tolist(),
-            "rms": s["rms"].tolist(),
-            "diversity": s["diversity"].tolist(),
-            "ratio": grad[-1] / grad[0],
-        }
+        data = dict(depth=depth, placement=placement, norm_first=norm_first, residual=residual, d_model=d_model)
+        data.update(grad=grad, input_grad=g["input"].tolist(), rms=s["rms"].tolist(), diversity=s["diversity"].tolist())
+        data.update(ratio=grad[-1] / grad[0])
+        return data
 
     def draw(self, data):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
         layers = list(range(1, data["depth"] + 1))
         ax1.semilogy(layers, data["grad"], marker="o", ms=3, color="C0" if data["norm_first"] else "C3")
-        ax1.set_xlabel("layer (1 = next to the input)")
-        ax1.set_ylabel("‖∂loss/∂θ_layer‖")
+        ax1.set(xlabel="layer (1 = next to the input)", ylabel="‖∂loss/∂θ_layer‖")
         ax1.set_title(f"gradient per layer: last/first = {data['ratio']:.2f}", fontsize=10)
         ax1.grid(alpha=0.3, which="both")
         steps = list(range(0, data["depth"] + 1))
-        ax2.semilogy(
-            steps,
-            [max(v, 1e-9) for v in data["diversity"]],
-            marker="o",
-            ms=3,
-            color="C2",
-            label="token diversity (left axis)",
-        )
+        diversity = [max(v, 1e-9) for v in data["diversity"]]
+        ax2.semilogy(steps, diversity, marker="o", ms=3, color="C2", label="token diversity (left axis)")
         ax2.set_ylim(1e-8, 2.0)
-        ax2.set_xlabel("after layer")
-        ax2.set_ylabel("token diversity (log)")
+        ax2.set(xlabel="after layer", ylabel="token diversity (log)")
         ax3 = ax2.twinx()
         ax3.plot(steps, data["rms"], marker=".", ms=3, color="C1", label="stream RMS (right axis)")
         ax3.set_ylabel("stream RMS")

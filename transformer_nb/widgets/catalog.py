@@ -7,6 +7,8 @@ and a test keeps this list, the notebooks' widget cells and the lecture notebook
 from dataclasses import dataclass, field
 from importlib import import_module
 
+__all__ = ["WIDGETS", "build"]
+
 
 @dataclass(frozen=True)
 class Entry:
@@ -19,15 +21,6 @@ class Entry:
     name: str
     kwargs: dict = field(default_factory=dict)
     needs: str | None = None
-
-    def __post_init__(self):
-        for name in ("notebook", "module", "name"):
-            if not isinstance(getattr(self, name), str):
-                raise TypeError(f"{name} must be a str, got {getattr(self, name)!r}")
-        if not isinstance(self.kwargs, dict):
-            raise TypeError(f"kwargs must be a dict of the widget's arguments, got {type(self.kwargs).__name__}")
-        if self.needs not in (None, "reversal", "lm"):
-            raise ValueError(f"needs must be None, 'reversal' or 'lm', got {self.needs!r}")
 
     def cls(self):
         return getattr(import_module(f"transformer_nb.widgets.{self.module}"), self.name)
@@ -52,8 +45,6 @@ WIDGETS = [
 def build(entry: Entry, models: dict | None = None):
     """The widget of ``entry``; ``models`` maps ``"reversal"`` to a reversal model and ``"lm"`` to
     ``(language model, vocab)`` for the widgets that need one."""
-    if not isinstance(entry, Entry):
-        raise TypeError(f"entry must be a catalog Entry (from WIDGETS), got {type(entry).__name__}")
     cls = entry.cls()
     if entry.needs is None:
         return cls(**entry.kwargs)

@@ -5,6 +5,8 @@
 that the **last** token pays to the tokens before it, one row per layer and head.
 """
 
+import textwrap
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
@@ -12,7 +14,7 @@ import torch
 from transformer_nb.core.generation import generate
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import record_attention
-from transformer_nb.widgets.base import Widget
+from transformer_nb.widgets.base import STYLE, Widget
 
 MAX_SEED = 2**31 - 1  # the seed box clamps to 0..MAX_SEED (torch takes seeds below 2**64)
 MAX_SHOWN = 24  # columns of the attention figure: the last token and the tokens before it
@@ -43,27 +45,14 @@ class GenerateWidget(Widget):
         if not isinstance(model, Transformer) or model.cfg.arch != "decoder":
             raise TypeError(f"GenerateWidget needs a decoder-only Transformer, got {type(model).__name__}")
         self.model, self.vocab = model, vocab
-        style = {"description_width": "initial"}
         max_new = max(1, min(100, model.max_len - 32))
         super().__init__(
-            prompt=W.Text(value=prompt, description="prompt", continuous_update=False, layout=W.Layout(width="420px")),
-            temperature=W.FloatSlider(
-                value=temperature,
-                min=0.0,
-                max=2.0,
-                step=0.1,
-                description="temperature",
-                style=style,
-            ),
-            top_k=W.IntSlider(value=top_k, min=0, max=200, step=5, description="top-k (0 = off)", style=style),
-            length=W.IntSlider(
-                value=min(length, max_new),
-                min=1,
-                max=max_new,
-                description="new words",
-                style=style,
-            ),
-            seed=W.BoundedIntText(value=seed, min=0, max=MAX_SEED, description="seed", layout=W.Layout(width="160px")),
+            dict(prompt=prompt, temperature=temperature, top_k=top_k, length=min(length, max_new), seed=seed),
+            prompt=W.Text(description="prompt", continuous_update=False, layout=W.Layout(width="420px")),
+            temperature=W.FloatSlider(min=0.0, max=2.0, step=0.1, description="temperature", style=STYLE),
+            top_k=W.IntSlider(min=0, max=200, step=5, description="top-k (0 = off)", style=STYLE),
+            length=W.IntSlider(min=1, max=max_new, description="new words", style=STYLE),
+            seed=W.BoundedIntText(min=0, max=MAX_SEED, description="seed", layout=W.Layout(width="160px")),
         )
 
     def compute(self, prompt, temperature, top_k, length, seed):
@@ -76,42 +65,23 @@ class GenerateWidget(Widget):
             rows = torch.cat([m.last_weights[0, :, -1, :] for m in mods])  # (L·h, T)
         shown = min(MAX_SHOWN, rows.shape[1])
         n_heads = mods[0].n_heads
-        return {
-            "prompt_ids": prompt_ids,
-            "ids": ids,
-            "continuation": self.vocab.decode(ids[prompt_ids.numel() :]),
-            "tokens": [self.vocab.itos[i] for i in ids[:-1][-shown:].tolist()],
-            "attention": rows[:, -shown:],
-            "attention_full": rows,
-            "row_labels": [f"L{i // n_heads} h{i % n_heads}" for i in range(rows.shape[0])],
-            "unknown": [w for w in words if w not in self.vocab],
-            "settings": dict(temperature=temperature, top_k=top_k, length=length, seed=seed),
-        }
+        data = dict(prompt_ids=prompt_ids, ids=ids, continuation=self.vocab.decode(ids[prompt_ids.numel() :]))
+        data.update(tokens=[self.vocab.itos[i] for i in ids[:-1][-shown:].tolist()], attention=rows[:, -shown:])
+        data.update(attention_full=rows, row_labels=[f"L{i // n_heads} h{i % n_heads}" for i in range(rows.shape[0])])
+        data.update(unknown=[w for w in words if w not in self.vocab])
+        data.update(settings=dict(temperature=temperature, top_k=top_k, length=length, seed=seed))
+        return data
 
     def draw(self, data):
-        fig, (ax_t, ax) = plt.subplots(
-            2, 1, figsize=(10, 2.0 + 0.22 * len(data["row_labels"])), gridspec_kw={"height_ratios": [1, 3]}
-        )
+        size = (10, 2.0 + 0.22 * len(data["row_labels"]))
+        fig, (ax_t, ax) = plt.subplots(2, 1, figsize=size, gridspec_kw={"height_ratios": [1, 3]})
         ax_t.axis("off")
         prompt = self.vocab.decode(data["prompt_ids"])
-        text = f"{prompt} ▶ {data['continuation']}"
-        wrapped, line = [], ""
-        for w in text.split():
-            if len(line) + len(w) > 110:
-                wrapped.append(line)
-                line = ""
-            line += w + " "
-        wrapped.append(line)
-        ax_t.text(0, 1, "\n".join(wrapped[:4]), va="top", family="monospace", fontsize=9, wrap=True)
+        wrapped = textwrap.wrap(f"{prompt} ▶ {data['continuation']}", 110, max_lines=4, placeholder=" …")
+        ax_t.text(0, 1, "\n".join(wrapped), va="top", family="monospace", fontsize=9, wrap=True)
         if data["unknown"]:
-            ax_t.text(
-                0,
-                0,
-                f"not in the vocabulary (-> <unk>): {', '.join(data['unknown'])}",
-                fontsize=8,
-                color="tab:red",
-                va="bottom",
-            )
+            unknown = f"not in the vocabulary (-> <unk>): {', '.join(data['unknown'])}"
+            ax_t.text(0, 0, unknown, fontsize=8, color="tab:red", va="bottom")
         ax.imshow(data["attention"].numpy(), aspect="auto", cmap="viridis", vmin=0)
         ax.set_xticks(range(len(data["tokens"])), data["tokens"], rotation=60, ha="right", fontsize=8)
         ax.set_yticks(range(len(data["row_labels"])), data["row_labels"], fontsize=7)

@@ -8,18 +8,18 @@ Rows with no key left to attend to (e.g. left padding + causal) are marked: they
 weights, never NaN.
 """
 
-import ipywidgets as widgets
+import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
 
 from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.masks import padding_mask_from_ids, self_attention_mask
-from transformer_nb.core.utils import as_int
-from transformer_nb.widgets.base import Widget, check_choice, check_ints
+from transformer_nb.widgets.base import STYLE, Widget
 
 PAD = 0
 MAX_LEN = 8
+D_K = 8  # width of the random queries and keys
 PAD_SIDES = (("pad right", "right"), ("pad left", "left"))
 WORDS = ["<pad>", "the", "cat", "sat", "on", "a", "warm", "mat", "today"]
 
@@ -32,12 +32,8 @@ def make_batch(lengths, pad_side: str = "right") -> torch.Tensor:
     T = max(max(lengths), 1)
     ids = torch.full((len(lengths), T), PAD, dtype=torch.long)
     for b, n in enumerate(lengths):
-        toks = torch.arange(1, n + 1)
-        if n:
-            if pad_side == "right":
-                ids[b, :n] = toks
-            else:
-                ids[b, T - n :] = toks
+        start = 0 if pad_side == "right" else T - n
+        ids[b, start : start + n] = torch.arange(1, n + 1)
     return ids
 
 
@@ -52,36 +48,21 @@ class MaskExplorer(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "half a second"
 
-    def __init__(self, lengths=(5, 3, 7), pad_side: str = "right", causal: bool = True, seed: int = 0, d_k: int = 8):
+    def __init__(self, lengths=(5, 3, 7), pad_side: str = "right", causal: bool = True):
         if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__len__") or not len(lengths):
             raise ValueError(f"lengths must be a non-empty list of sequence lengths, got {lengths!r}")
-        check_ints(**{f"lengths[{b}]": n for b, n in enumerate(lengths)}, seed=seed)
-        check_choice("pad_side", pad_side, PAD_SIDES)
-        check_choice("causal", causal, (True, False))
-        as_int("d_k", d_k, minimum=1)
-        style = {"description_width": "initial"}
+        narrow = W.Layout(width="230px")
         sliders = {
-            f"len_{b + 1}": widgets.IntSlider(
-                value=n,
-                min=0,
-                max=MAX_LEN,
-                description=f"length {b + 1}",
-                style=style,
-                layout=widgets.Layout(width="230px"),
-            )
-            for b, n in enumerate(lengths)
+            f"len_{b + 1}": W.IntSlider(min=0, max=MAX_LEN, description=f"length {b + 1}", style=STYLE, layout=narrow)
+            for b in range(len(lengths))
         }
+        causal_options = [("causal", True), ("bidirectional", False)]
         super().__init__(
+            {**{f"len_{b + 1}": n for b, n in enumerate(lengths)}, "pad_side": pad_side, "causal": causal},
             **sliders,
-            pad_side=widgets.ToggleButtons(options=PAD_SIDES, value=pad_side, style={"button_width": "80px"}),
-            causal=widgets.ToggleButtons(
-                options=[("causal", True), ("bidirectional", False)], value=causal, style={"button_width": "110px"}
-            ),
+            pad_side=W.ToggleButtons(options=PAD_SIDES, style={"button_width": "80px"}),
+            causal=W.ToggleButtons(options=causal_options, style={"button_width": "110px"}),
         )
-        self.seed, self.d_k = seed, d_k
-        for b, n in enumerate(lengths):
-            if not 0 <= n <= MAX_LEN:  # the slider would show it clamped
-                raise ValueError(f"lengths[{b}] must lie in [0, {MAX_LEN}], got {n}")
 
     def compute(self, pad_side, causal, **lens) -> dict:
         lengths = [lens[f"len_{b + 1}"] for b in range(len(lens))]
@@ -89,27 +70,17 @@ class MaskExplorer(Widget):
         B, T = ids.shape
         keep = padding_mask_from_ids(ids, PAD)  # (B, T)
         mask = self_attention_mask(keep, causal=bool(causal))[:, 0]  # (B, T, T)
-        g = torch.Generator().manual_seed(self.seed)
-        emb = torch.randn(len(WORDS), self.d_k, generator=g)
-        wq, wk = torch.randn(self.d_k, self.d_k, generator=g), torch.randn(self.d_k, self.d_k, generator=g)
-        x = emb[ids] + 0.5 * torch.randn(MAX_LEN, self.d_k, generator=g)[:T]  # token + a little position
-        q, k = x @ wq / self.d_k**0.5, x @ wk / self.d_k**0.5
+        g, d = torch.Generator().manual_seed(0), D_K
+        emb = torch.randn(len(WORDS), d, generator=g)
+        wq, wk = torch.randn(d, d, generator=g), torch.randn(d, d, generator=g)
+        x = emb[ids] + 0.5 * torch.randn(MAX_LEN, d, generator=g)[:T]  # token + a little position
+        q, k = x @ wq / d**0.5, x @ wk / d**0.5
         _, weights = scaled_dot_product_attention(q, k, x, mask=mask)  # (B, T, T)
         empty = ~mask.any(-1)
-        return {
-            "lengths": lengths,
-            "pad_side": pad_side,
-            "causal": bool(causal),
-            "T": T,
-            "ids": ids,
-            "keep": keep,
-            "mask": mask,
-            "weights": weights,
-            "empty_rows": empty,
-            "n_empty_rows": int(empty.sum()),
-            "row_sums": weights.sum(-1),
-            "has_nan": bool(torch.isnan(weights).any()),
-        }
+        data = dict(lengths=lengths, pad_side=pad_side, causal=causal, T=T, ids=ids, keep=keep, mask=mask)
+        data.update(weights=weights, empty_rows=empty, n_empty_rows=int(empty.sum()), row_sums=weights.sum(-1))
+        data.update(has_nan=bool(torch.isnan(weights).any()))
+        return data
 
     def draw(self, data):
         B, T = data["ids"].shape

@@ -16,38 +16,27 @@ from matplotlib.colors import ListedColormap
 
 from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
-from transformer_nb.core.utils import as_int
 from transformer_nb.probes import capture_masks, record_attention
-from transformer_nb.widgets.base import Widget
+from transformer_nb.widgets.base import STYLE, Widget
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 VOCAB, PAD = 20, 0
 MASK_CMAP = ListedColormap(["#d9d9d9", "#2b8cbe"])  # blocked = grey, may attend = blue
 
 
-def _check_variant(variant: str) -> None:
-    if variant not in VARIANTS:
-        raise ValueError(f"variant must be one of {VARIANTS}, got {variant!r}")
-
-
-def build_variant(variant: str, seed: int = 0, d_model: int = 32, n_heads: int = 4, n_layers: int = 2):
+def _build_variant(variant: str):
     """A small seeded model of the named variant (eval mode)."""
-    _check_variant(variant)
     with torch.random.fork_rng():
-        torch.manual_seed(seed)
+        torch.manual_seed(0)
         arch = {"encoder-only": "encoder", "decoder-only": "decoder"}.get(variant, variant)  # the one Transformer
-        m = Transformer(vocab=VOCAB, d_model=d_model, n_heads=n_heads, n_layers=n_layers, d_ff=2 * d_model, arch=arch)
-    return m.eval()
+        return Transformer(vocab=VOCAB, d_model=32, n_heads=4, n_layers=2, d_ff=64, arch=arch).eval()
 
 
-def toy_batch(real: int, pad: int, seed: int):
-    """One row of ``real`` random tokens followed by ``pad`` PAD tokens, and a full row of the same width.
-
-    Returns ``(ids (2, real+pad), keep (2, real+pad))``; row 0 is the padded one (the one drawn).
-    """
-    t = as_int("real", real, 1) + as_int("pad", pad, 0)
-    g = torch.Generator().manual_seed(seed)
-    ids = torch.randint(1, VOCAB, (2, t), generator=g)
+def _toy_batch(real: int, pad: int, seed: int):
+    """One row of ``real`` random tokens followed by ``pad`` PAD tokens, and a full row of the same width:
+    ``(ids (2, real+pad), keep (2, real+pad))``; row 0 is the padded one (the one drawn)."""
+    t = real + pad
+    ids = torch.randint(1, VOCAB, (2, t), generator=torch.Generator().manual_seed(seed))
     keep = padding_mask([real, t], t)
     return ids.masked_fill(~keep, PAD), keep
 
@@ -65,36 +54,18 @@ class VariantWidget(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "a second"
 
-    def __init__(
-        self,
-        variant: str = "encoder-decoder",
-        src_len: int = 5,
-        src_pad: int = 2,
-        tgt_len: int = 4,
-        tgt_pad: int = 1,
-        seed: int = 0,
-    ):
-        _check_variant(variant)
-        self.seed = seed
-        self.models = {v: build_variant(v, seed) for v in VARIANTS}
-        style = {"description_width": "initial"}
-        slider = dict(style=style, layout=W.Layout(width="230px"))
+    def __init__(self, variant: str = "encoder-decoder"):
+        self.models = {v: _build_variant(v) for v in VARIANTS}
+        slider, narrow = dict(style=STYLE, layout=W.Layout(width="230px")), W.Layout(width="150px")
         super().__init__(
-            variant=W.ToggleButtons(options=VARIANTS, value=variant, description="variant", style=style),
-            src_len=W.IntSlider(value=src_len, min=1, max=10, description="input/source tokens", **slider),
-            src_pad=W.IntSlider(value=src_pad, min=0, max=5, description="+ padding", **slider),
-            tgt_len=W.IntSlider(value=tgt_len, min=1, max=10, description="target tokens", **slider),
-            tgt_pad=W.IntSlider(value=tgt_pad, min=0, max=5, description="+ padding", **slider),
-            layer=W.ToggleButtons(
-                options=[1, 2], value=1, description="layer", style={**style, "button_width": "40px"}
-            ),
-            head=W.Dropdown(
-                options=["mean", 0, 1, 2, 3],
-                value="mean",
-                description="head",
-                style=style,
-                layout=W.Layout(width="150px"),
-            ),
+            dict(variant=variant),
+            variant=W.ToggleButtons(options=VARIANTS, description="variant", style=STYLE),
+            src_len=W.IntSlider(value=5, min=1, max=10, description="input/source tokens", **slider),
+            src_pad=W.IntSlider(value=2, min=0, max=5, description="+ padding", **slider),
+            tgt_len=W.IntSlider(value=4, min=1, max=10, description="target tokens", **slider),
+            tgt_pad=W.IntSlider(value=1, min=0, max=5, description="+ padding", **slider),
+            layer=W.ToggleButtons(options=[1, 2], description="layer", style={**STYLE, "button_width": "40px"}),
+            head=W.Dropdown(options=["mean", 0, 1, 2, 3], description="head", style=STYLE, layout=narrow),
         )
 
     def compute(self, variant, src_len, src_pad, tgt_len, tgt_pad, layer, head):
@@ -102,26 +73,16 @@ class VariantWidget(Widget):
         two_seqs = variant == "encoder-decoder"
         for name in ("tgt_len", "tgt_pad"):
             self.controls[name].disabled = not two_seqs
-        src, src_keep = toy_batch(src_len, src_pad, self.seed + 1)
-        tgt, tgt_keep = toy_batch(tgt_len, tgt_pad, self.seed + 2)
+        src, src_keep = _toy_batch(src_len, src_pad, 1)
+        tgt, tgt_keep = _toy_batch(tgt_len, tgt_pad, 2)
         kw = {"keep": src_keep, **({"tgt": tgt, "tgt_keep": tgt_keep} if two_seqs else {})}
         with record_attention(model):
             records = capture_masks(model, src, **kw)
             modules = dict(model.named_modules())
             weights = {r["name"]: modules[r["name"]].last_weights for r in records}
         chosen = [r for r in records if f".layers.{layer - 1}." in r["name"]]
-        data = {
-            "variant": variant,
-            "layer": layer,
-            "head": head,
-            "sublayers": [],
-            "labels": {},
-            "masks": {},
-            "weights": {},
-            "kinds": {},
-            "src_keep": src_keep[0],
-            "tgt_keep": tgt_keep[0] if two_seqs else None,
-        }
+        data = dict(variant=variant, layer=layer, head=head, sublayers=[], labels={}, masks={}, weights={}, kinds={})
+        data.update(src_keep=src_keep[0], tgt_keep=tgt_keep[0] if two_seqs else None)
         worst = 0.0
         for r in chosen:
             w = weights[r["name"]][0]  # (h, T_q, T_k), row 0

@@ -24,17 +24,9 @@ from transformer_nb.params import (
     numel,
     param_breakdown,
 )
-from transformer_nb.widgets.base import Widget
+from transformer_nb.widgets.base import STYLE, Widget, text_figure
 
-COLORS = {
-    "embeddings": "C0",
-    "positions": "C9",
-    "attention": "C1",
-    "ffn": "C2",
-    "norms": "C4",
-    "head": "C3",
-    "other": "C7",
-}
+COLORS = dict(embeddings="C0", positions="C9", attention="C1", ffn="C2", norms="C4", head="C3", other="C7")
 CUSTOM = "custom"
 
 
@@ -65,81 +57,44 @@ class ParamCalculator(Widget):
     REDRAW = "a third of a second: it rebuilds the model on the meta device to check the count"
 
     def __init__(self, preset: str = "gpt2-small", check_numel: bool = True):
-        if preset not in (CUSTOM, *PRESETS):
-            raise ValueError(f"preset must be {CUSTOM!r} or one of {sorted(PRESETS)}, got {preset!r}")
-        self.check_numel = check_numel
-        self._applying = False
-        style = {"description_width": "initial"}
+        self.check_numel, self._applying = check_numel, False
         narrow = W.Layout(width="220px")
-        gpt2 = self._base = PRESETS["gpt2-small"]  # the controls start at GPT-2 small
+        self._base = PRESETS["gpt2-small"]  # the controls start at GPT-2 small
         super().__init__(
-            preset=W.Dropdown(options=[CUSTOM] + list(PRESETS), value=CUSTOM, description="start from", style=style),
-            arch=W.Dropdown(
-                options=ARCHS,
-                value=gpt2.arch,
-                description="arch",
-                style=style,
-                layout=narrow,
-            ),
-            d_model=W.IntSlider(value=gpt2.d_model, min=64, max=16384, step=64, description="d_model", style=style),
-            n_layers=W.IntSlider(value=gpt2.n_layers, min=1, max=128, description="layers", style=style),
-            n_heads=W.IntSlider(value=gpt2.n_heads, min=1, max=128, description="heads", style=style),
-            n_kv_heads=W.IntSlider(value=gpt2.kv_heads, min=1, max=128, description="KV heads", style=style),
-            ffn_ratio=W.FloatSlider(
-                value=gpt2.ff / gpt2.d_model,
-                min=0.5,
-                max=8.0,
-                step=0.125,
-                description="d_ff / d_model",
-                style=style,
-            ),
-            activation=W.ToggleButtons(
-                options=ACTIVATIONS,
-                value=gpt2.activation,
-                description="FFN",
-                style={**style, "button_width": "72px"},
-            ),
-            vocab=W.BoundedIntText(
-                value=gpt2.vocab, min=1, max=1_000_000, description="vocabulary", style=style, layout=narrow
-            ),
-            tie=W.Checkbox(value=gpt2.tie_output, description="tie output to embedding", style=style),
-            positions=W.Dropdown(
-                options=POSITIONS,
-                value=gpt2.positions,
-                description="positions",
-                style=style,
-                layout=narrow,
-            ),
+            dict(preset=preset),
+            preset=W.Dropdown(options=[CUSTOM, *PRESETS], description="start from", style=STYLE),
+            arch=W.Dropdown(options=ARCHS, description="arch", style=STYLE, layout=narrow),
+            d_model=W.IntSlider(min=64, max=16384, step=64, description="d_model", style=STYLE),
+            n_layers=W.IntSlider(min=1, max=128, description="layers", style=STYLE),
+            n_heads=W.IntSlider(min=1, max=128, description="heads", style=STYLE),
+            n_kv_heads=W.IntSlider(min=1, max=128, description="KV heads", style=STYLE),
+            ffn_ratio=W.FloatSlider(min=0.5, max=8.0, step=0.125, description="d_ff / d_model", style=STYLE),
+            activation=W.ToggleButtons(options=ACTIVATIONS, description="FFN", style={**STYLE, "button_width": "72px"}),
+            vocab=W.BoundedIntText(min=1, max=1_000_000, description="vocabulary", style=STYLE, layout=narrow),
+            tie=W.Checkbox(description="tie output to embedding", style=STYLE),
+            positions=W.Dropdown(options=POSITIONS, description="positions", style=STYLE, layout=narrow),
         )
-        if preset != CUSTOM:
-            self.controls["preset"].value = preset
+        self._apply_preset(preset if preset != CUSTOM else "gpt2-small")
 
     # the preset sets every other control; recompute once, not once per control
     def refresh(self, change=None):
         if self._applying:
             return self.last
         if isinstance(change, dict) and change.get("owner") is self.controls["preset"]:
-            self._apply_preset(self.controls["preset"].value)
+            self._apply_preset(change["new"])
         return super().refresh()
 
     def _apply_preset(self, name: str) -> None:
         if name == CUSTOM:
             return
-        cfg = PRESETS[name]
-        self._base = cfg
-        c = self.controls
+        cfg = self._base = PRESETS[name]
+        values = dict(arch=cfg.arch, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads)
+        values.update(n_kv_heads=cfg.kv_heads, ffn_ratio=cfg.ff / cfg.d_model, activation=cfg.activation)
+        values.update(vocab=cfg.vocab, tie=cfg.tie_output, positions=cfg.positions)
         self._applying = True
         try:
-            c["arch"].value = cfg.arch
-            c["d_model"].value = cfg.d_model
-            c["n_layers"].value = cfg.n_layers
-            c["n_heads"].value = cfg.n_heads
-            c["n_kv_heads"].value = cfg.kv_heads
-            c["ffn_ratio"].value = cfg.ff / cfg.d_model
-            c["activation"].value = cfg.activation
-            c["vocab"].value = cfg.vocab
-            c["tie"].value = cfg.tie_output
-            c["positions"].value = cfg.positions
+            for name, value in values.items():
+                self.controls[name].value = value
         finally:
             self._applying = False
 
@@ -149,22 +104,10 @@ class ParamCalculator(Widget):
         """The ``TransformerConfig`` the controls describe (BERT/LLaMA details kept from the chosen preset); an
         impossible one raises ``ValueError`` here, when it is made."""
         base = self._base if preset != CUSTOM else PRESETS["gpt2-small"]
-        d_ff = max(1, round(ffn_ratio * d_model))
-        fields = dict(
-            name=base.name if preset != CUSTOM else "custom",
-            arch=arch,
-            d_model=d_model,
-            n_layers=n_layers,
-            n_heads=n_heads,
-            n_kv_heads=n_kv_heads,
-            d_ff=d_ff,
-            activation=activation,
-            vocab=vocab,
-            tie_output=tie and base.lm_head,
-            positions=positions,
-            n_dec_layers=None,
-            tgt_vocab=None,
-        )
+        fields = dict(name=base.name if preset != CUSTOM else "custom", arch=arch, d_model=d_model, n_layers=n_layers)
+        fields.update(n_heads=n_heads, n_kv_heads=n_kv_heads, d_ff=max(1, round(ffn_ratio * d_model)))
+        fields.update(activation=activation, vocab=vocab, tie_output=tie and base.lm_head, positions=positions)
+        fields.update(n_dec_layers=None, tgt_vocab=None)
         if arch != "encoder-decoder":
             fields["share_embeddings"] = True
         return TransformerConfig(**{**base.__dict__, **fields})
@@ -174,13 +117,8 @@ class ParamCalculator(Widget):
             cfg = self.config(**values)  # validated when it is made
         except ValueError as err:
             return {"error": str(err), "values": values}
-        out = {
-            "config": cfg,
-            "breakdown": param_breakdown(cfg),
-            "d_ff": cfg.ff,
-            "rule": cfg.n_layers * block_rule(cfg.d_model),
-            "published": None,
-        }
+        rule = cfg.n_layers * block_rule(cfg.d_model)
+        out = dict(config=cfg, breakdown=param_breakdown(cfg), d_ff=cfg.ff, rule=rule, published=None)
         unchanged = values["preset"] != CUSTOM and out["breakdown"] == param_breakdown(PRESETS[values["preset"]])
         if unchanged:
             out["published"] = cfg.published  # the preset's count, unchanged by the controls
@@ -190,19 +128,7 @@ class ParamCalculator(Widget):
 
     def draw(self, data):
         if "error" in data:
-            fig, ax = plt.subplots(figsize=(9, 1.4))
-            ax.text(
-                0.5,
-                0.5,
-                "impossible model:\n" + data["error"],
-                ha="center",
-                va="center",
-                wrap=True,
-                fontsize=10,
-                color="C3",
-            )
-            ax.axis("off")
-            return fig
+            return text_figure("impossible model:\n" + data["error"], "C3", (9, 1.4))
         cats = [c for c in CATEGORIES if data["breakdown"][c] > 0]
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10.5, 3.8), width_ratios=[1.6, 1], layout="constrained")
         ax1.barh(cats, [1] * len(cats), color=[COLORS[c] for c in cats])
@@ -234,13 +160,8 @@ class ParamCalculator(Widget):
             label.set_text(f" {_fmt(v)} ({100 * v / b['total']:.1f}%)")
         ax1.set_xlim(0, max(vals) * 1.45)
         ax2.clear()
-        ax2.pie(
-            vals,
-            colors=[COLORS[c] for c in cats],
-            startangle=90,
-            counterclock=False,
-            wedgeprops={"width": 0.45, "edgecolor": "white"},
-        )
+        wedges = {"width": 0.45, "edgecolor": "white"}
+        ax2.pie(vals, colors=[COLORS[c] for c in cats], startangle=90, counterclock=False, wedgeprops=wedges)
         ax2.text(0, 0, _fmt(b["total"]), ha="center", va="center", fontsize=12, weight="bold")
         ax2.set_title("share of the total", fontsize=10)
         check = ""

@@ -12,7 +12,7 @@ import numpy as np
 import torch
 
 from transformer_nb.core.positional import alibi_slopes, sinusoid_frequencies, sinusoidal_encoding
-from transformer_nb.widgets.base import Widget, check_ints
+from transformer_nb.widgets.base import Widget
 
 
 class SinusoidFingerprint(Widget):
@@ -22,28 +22,21 @@ class SinusoidFingerprint(Widget):
     ``fingerprint`` (PE[position], a (d_model,) tensor), ``pair_values`` (sin, cos of position·ω_i).
     """
 
-    def __init__(self, n_positions: int = 128, d_model: int = 64, position: int = 10, pair: int = 4):
-        check_ints(position=position, pair=pair)
-        self.pe = sinusoidal_encoding(n_positions, d_model)
-        self.omega = sinusoid_frequencies(d_model)
-        self.n_positions, self.d_model = n_positions, d_model
+    def __init__(self, position: int = 10, pair: int = 4):
+        self.n_positions, self.d_model = 128, 64
+        self.pe, self.omega = sinusoidal_encoding(128, 64), sinusoid_frequencies(64)
         super().__init__(
-            position=W.IntSlider(value=position, min=0, max=n_positions - 1, description="position p"),
-            pair=W.IntSlider(value=pair, min=0, max=d_model // 2 - 1, description="pair i (freq.)"),
+            dict(position=position, pair=pair),
+            position=W.IntSlider(min=0, max=127, description="position p"),
+            pair=W.IntSlider(min=0, max=31, description="pair i (freq.)"),
         )
-        self.check_start(position=position, pair=pair)
 
     def compute(self, position, pair):
-        omega = float(self.omega[pair])
-        fp = self.pe[position].clone()
-        return {
-            "position": position,
-            "pair": pair,
-            "omega": omega,
-            "wavelength": 2 * np.pi / omega,
-            "fingerprint": fp,
-            "pair_values": (float(fp[2 * pair]), float(fp[2 * pair + 1])),
-        }
+        omega, fp = float(self.omega[pair]), self.pe[position].clone()
+        pair_values = (float(fp[2 * pair]), float(fp[2 * pair + 1]))
+        data = dict(position=position, pair=pair, omega=omega, wavelength=2 * np.pi / omega, fingerprint=fp)
+        data.update(pair_values=pair_values)
+        return data
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 3, figsize=(13, 3.4), gridspec_kw={"width_ratios": [1.3, 1.3, 1]})
@@ -51,9 +44,7 @@ class SinusoidFingerprint(Widget):
         ax.imshow(self.pe.T.numpy(), cmap="RdBu_r", vmin=-1, vmax=1, aspect="auto")
         ax.axvline(0, color="k", lw=1.5)
         ax.add_patch(plt.Rectangle((-0.5, -0.5), self.n_positions, 2, color="gold", alpha=0.5))
-        ax.set_xlabel("position")
-        ax.set_ylabel("dimension")
-        ax.set_title("PE table: column = fingerprint")
+        ax.set(xlabel="position", ylabel="dimension", title="PE table: column = fingerprint")
         ax = axes[1]
         xs = np.linspace(0, self.n_positions - 1, 600)
         for _ in range(2):
@@ -61,13 +52,11 @@ class SinusoidFingerprint(Widget):
         ax.plot([0, 0], [0, 0], "ko")
         ax.axvline(0, color="k", lw=0.8, ls=":")
         ax.set_ylim(-1.15, 1.6)
-        ax.set_xlabel("position p")
-        ax.set_title(" ")
+        ax.set(xlabel="position p", title=" ")
         ax = axes[2]
         ax.bar(range(self.d_model), np.zeros(self.d_model), width=1.0)
         ax.set_ylim(-1.1, 1.1)
-        ax.set_xlabel("dimension (blue sin, orange cos)")
-        ax.set_title(" ")
+        ax.set(xlabel="dimension (blue sin, orange cos)", title=" ")
         fig.tight_layout()
         self.update(fig, data)
         return fig
@@ -106,42 +95,33 @@ class AlibiExplorer(Widget):
     """
 
     def __init__(self, n_heads: int = 8, query: int = 24):
-        check_ints(n_heads=n_heads, query=query)
         self._legend_for = None  # the number of heads the legend shows
         super().__init__(
-            n_heads=W.IntSlider(value=n_heads, min=1, max=16, description="heads"),
-            query=W.IntSlider(value=query, min=1, max=63, description="query pos"),
+            dict(n_heads=n_heads, query=query),
+            n_heads=W.IntSlider(min=1, max=16, description="heads"),
+            query=W.IntSlider(min=1, max=63, description="query pos"),
         )
-        self.check_start(n_heads=n_heads, query=query)
 
     def compute(self, n_heads, query):
         slopes = alibi_slopes(n_heads)
         n0 = 1 << (n_heads.bit_length() - 1)
         dist = torch.arange(query, -1, -1, dtype=torch.float64)  # distance of key j = 0..query
         weights = torch.softmax(-slopes[:, None] * dist[None, :], dim=-1)
-        return {
-            "n_heads": n_heads,
-            "query": query,
-            "slopes": slopes,
-            "interpolated": [h >= n0 for h in range(n_heads)],
-            "weights": weights,
-        }
+        interpolated = [h >= n0 for h in range(n_heads)]
+        return dict(n_heads=n_heads, query=query, slopes=slopes, interpolated=interpolated, weights=weights)
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 2, figsize=(11, 3.4))
         ax = axes[0]
         ax.bar(range(1, 17), np.zeros(16))
-        ax.set_xlabel("head (blue: geometric base, orange: interpolated)")
-        ax.set_ylabel("log2(slope)")
+        ax.set(xlabel="head (blue: geometric base, orange: interpolated)", ylabel="log2(slope)")
         ax.set_ylim(-8.5, 0)
         ax.set_title(" ")
         ax = axes[1]
         for _ in range(16):
             ax.plot([0], [0])
         ax.set_ylim(0, 1.05)
-        ax.set_xlabel("key position j")
-        ax.set_ylabel("attention weight")
-        ax.set_title(" ")
+        ax.set(xlabel="key position j", ylabel="attention weight", title=" ")
         fig.tight_layout()
         self._legend_for = None  # a new figure: no legend yet
         self.update(fig, data)

@@ -6,22 +6,20 @@ map of the chosen decoder layer (mean over heads, or one head): rows are the out
 the source tokens, so a perfect reversal is an anti-diagonal.
 """
 
-import ipywidgets as widgets
+import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 
 from transformer_nb.plotting import heatmap
 from transformer_nb.reversal import BOS, EOS, MAX_LEN, MIN_LEN, PAD, attention_maps, greedy_decode, parse_tokens
-from transformer_nb.widgets.base import Widget
+from transformer_nb.widgets.base import Widget, text_figure
 
 EXTRA_STEPS = 4  # greedy decoding may run this many steps past the source length
 
 
-def max_source_len(model) -> int | None:
-    """The longest source the widget can decode: the shortest position table in ``model``
-    (``max_len`` of its positional modules) less BOS and the extra decoding steps; None if unbounded."""
-    if not isinstance(model, torch.nn.Module):
-        raise TypeError(f"model must be a reversal model (an nn.Module), got {type(model).__name__}")
+def _max_source_len(model) -> int | None:
+    """The longest source the widget can decode: the shortest position table in ``model`` (``max_len`` of its
+    positional modules) less BOS and the extra decoding steps; None if unbounded."""
     tables = [m.max_len for m in model.modules() if isinstance(getattr(m, "max_len", None), int)]
     return min(tables) - 1 - EXTRA_STEPS if tables else None
 
@@ -43,24 +41,20 @@ class ReversalWidget(Widget):
     REDRAW = "a second"
 
     def __init__(self, model, text: str = "3 5 7 9 4"):
-        if not isinstance(text, str):
-            raise TypeError(f"text must be a str of symbols such as '3 5 7 9 4', got {type(text).__name__}")
-        self.model, self.max_src = model, max_source_len(model)
+        if not isinstance(model, torch.nn.Module):
+            raise TypeError(f"model must be a reversal model (an nn.Module), got {type(model).__name__}")
+        self.model, self.max_src = model, _max_source_len(model)
         n_layers, n_heads = len(model.decoder.layers), model.decoder.layers[0].cross_attn.n_heads
+        heads = [("mean of heads", -1)] + [(f"head {h + 1}", h) for h in range(n_heads)]
         super().__init__(
-            text=widgets.Text(
-                value=text, description="source", continuous_update=False, placeholder="symbols 3..12, e.g. 3 5 7 9 4"
-            ),
-            layer=widgets.Dropdown(
+            dict(text=text),
+            text=W.Text(description="source", continuous_update=False, placeholder="symbols 3..12, e.g. 3 5 7 9 4"),
+            layer=W.Dropdown(
                 options=[(f"decoder layer {i + 1}", i) for i in range(n_layers)],
                 value=n_layers - 1,
                 description="layer",
             ),
-            head=widgets.Dropdown(
-                options=[("mean of heads", -1)] + [(f"head {h + 1}", h) for h in range(n_heads)],
-                value=-1,
-                description="head",
-            ),
+            head=W.Dropdown(options=heads, value=-1, description="head"),
         )
 
     def compute(self, text, layer, head) -> dict:
@@ -70,11 +64,11 @@ class ReversalWidget(Widget):
         except ValueError as err:
             return {**data, "error": str(err)}
         if self.max_src is not None and len(src) > self.max_src:
+            rows = self.max_src + 1 + EXTRA_STEPS
+            too_long = f"{len(src)} symbols is too long: this model decodes at most {self.max_src} "
             return {
                 **data,
-                "error": f"{len(src)} symbols is too long: this model decodes at most {self.max_src} "
-                f"(its position tables have {self.max_src + 1 + EXTRA_STEPS} rows); it was trained "
-                f"on {MIN_LEN}..{MAX_LEN}",
+                "error": too_long + f"(its position tables have {rows} rows); it was trained on {MIN_LEN}..{MAX_LEN}",
             }
         device = next(self.model.parameters()).device
         src_t = torch.tensor([src], device=device)
@@ -89,25 +83,15 @@ class ReversalWidget(Widget):
         n = min(len(pred), len(src))
         peak = cross[:n].argmax(-1)
         mirrored = torch.arange(len(src) - 1, len(src) - 1 - n, -1)
-        data.update(
-            src=src,
-            pred=pred,
-            expected=src[::-1],
-            correct=ended and pred == src[::-1],
-            ended=ended,
-            outputs=outputs,
-            cross=cross,
-            anti_diagonal=float((peak == mirrored).float().mean()) if n else 0.0,
-            outside_training=not MIN_LEN <= len(src) <= MAX_LEN,
-        )
+        data.update(src=src, pred=pred, expected=src[::-1], correct=ended and pred == src[::-1], ended=ended)
+        data.update(outputs=outputs, cross=cross, anti_diagonal=float((peak == mirrored).float().mean()) if n else 0.0)
+        data.update(outside_training=not MIN_LEN <= len(src) <= MAX_LEN)
         return data
 
     def draw(self, data):
-        fig, ax = plt.subplots(figsize=(5.4, 4.8))
         if data["error"]:
-            ax.axis("off")
-            ax.text(0.5, 0.5, data["error"], ha="center", va="center", wrap=True, color="crimson")
-            return fig
+            return text_figure(data["error"], "crimson", (5.4, 4.8))
+        fig, ax = plt.subplots(figsize=(5.4, 4.8))
         head = "mean of heads" if data["head"] < 0 else f"head {data['head'] + 1}"
         heatmap(
             data["cross"],

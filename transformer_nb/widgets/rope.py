@@ -10,19 +10,7 @@ import numpy as np
 import torch
 
 from transformer_nb.core.rope import rope_frequencies
-from transformer_nb.core.utils import as_int
-from transformer_nb.widgets.base import Widget, check_ints
-
-
-def _pair(name: str, v) -> torch.Tensor:
-    """A 2-D vector ``(x, y)`` of finite numbers as a float64 tensor; else a ValueError naming ``name``."""
-    try:
-        t = torch.as_tensor(v, dtype=torch.float64)
-    except (TypeError, ValueError, RuntimeError):
-        t = None
-    if t is None or t.shape != (2,) or not torch.isfinite(t).all():
-        raise ValueError(f"{name} must be two finite numbers (x, y), got {v!r}")
-    return t
+from transformer_nb.widgets.base import STYLE, Widget
 
 
 class RotatePair(Widget):
@@ -34,20 +22,16 @@ class RotatePair(Widget):
     (qᵀ R_(n-m) k, positions 0 and n-m) and ``grid`` (the score at every pair of positions 0..2·max_pos).
     """
 
-    def __init__(self, q=(1.0, 0.3), k=(0.6, 0.8), d: int = 8, m: int = 5, n: int = 12, max_pos: int = 40):
-        self.q, self.k = _pair("q", q), _pair("k", k)
-        check_ints(m=m, n=n)
-        max_pos = as_int("max_pos", max_pos, minimum=1)
-        self.thetas = rope_frequencies(d)
-        self.max_pos = max_pos
-        style = {"description_width": "initial"}
+    def __init__(self, m: int = 5, n: int = 12):
+        self.q, self.k = torch.tensor([1.0, 0.3], dtype=torch.float64), torch.tensor([0.6, 0.8], dtype=torch.float64)
+        self.thetas, self.max_pos = rope_frequencies(8), 40
         super().__init__(
-            m=W.IntSlider(value=m, min=0, max=max_pos, description="query pos m", style=style),
-            n=W.IntSlider(value=n, min=0, max=max_pos, description="key pos n", style=style),
-            shift=W.IntSlider(value=0, min=0, max=max_pos, description="shift both by s", style=style),
-            pair=W.IntSlider(value=1, min=0, max=d // 2 - 1, description="pair i"),
+            dict(m=m, n=n),
+            m=W.IntSlider(min=0, max=40, description="query pos m", style=STYLE),
+            n=W.IntSlider(min=0, max=40, description="key pos n", style=STYLE),
+            shift=W.IntSlider(value=0, min=0, max=40, description="shift both by s", style=STYLE),
+            pair=W.IntSlider(value=1, min=0, max=3, description="pair i"),
         )
-        self.check_start(m=m, n=n)
 
     @staticmethod
     def _rot(v, angle):
@@ -65,21 +49,9 @@ class RotatePair(Widget):
         d = (pos[None, :] - pos[:, None]) * theta
         qk, cross = float(self.q @ self.k), float(self.q[1] * self.k[0] - self.q[0] * self.k[1])
         grid = qk * torch.cos(d) + cross * torch.sin(d)
-        return {
-            "m": m,
-            "n": n,
-            "shift": shift,
-            "pos_q": pm,
-            "pos_k": pn,
-            "offset": n - m,
-            "pair": pair,
-            "theta": theta,
-            "q_rot": q_rot,
-            "k_rot": k_rot,
-            "score": score,
-            "score_at_offset": at_offset,
-            "grid": grid,
-        }
+        data = dict(m=m, n=n, shift=shift, pos_q=pm, pos_k=pn, offset=n - m, pair=pair, theta=theta, q_rot=q_rot)
+        data.update(k_rot=k_rot, score=score, score_at_offset=at_offset, grid=grid)
+        return data
 
     def draw(self, data):
         fig, axes = plt.subplots(1, 2, figsize=(10.5, 4.2))
@@ -107,8 +79,7 @@ class RotatePair(Widget):
         )
         ax.plot([0], [0], "k--", lw=1)
         ax.plot([0], [0], "k*", ms=12)
-        ax.set_xlabel("key position n + s")
-        ax.set_ylabel("query position m + s")
+        ax.set(xlabel="key position n + s", ylabel="query position m + s")
         ax.set_title(" ", fontsize=10)
         fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
         fig.tight_layout()

@@ -6,7 +6,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 
-from transformer_nb.widgets.base import Widget, check_ints
+from transformer_nb.widgets.base import Widget
 
 
 class SoftmaxTemperature(Widget):
@@ -16,9 +16,8 @@ class SoftmaxTemperature(Widget):
     ``last``: ``{"scale", "n", "weights", "entropy", "max_weight", "max_entropy"}``.
     """
 
-    def __init__(self, seed: int = 0):
-        check_ints(seed=seed)
-        self.scores = torch.randn(32, generator=torch.Generator().manual_seed(seed))
+    def __init__(self):
+        self.scores = torch.randn(32, generator=torch.Generator().manual_seed(0))
         super().__init__(
             scale=W.FloatLogSlider(value=1.0, base=10, min=-1, max=math.log10(30), step=0.05, description="scale"),
             n=W.IntSlider(value=8, min=2, max=32, description="keys"),
@@ -27,22 +26,13 @@ class SoftmaxTemperature(Widget):
     def compute(self, scale: float, n: int) -> dict:
         w = torch.softmax(scale * self.scores[:n], dim=-1)
         entropy = float(-(w * w.clamp_min(1e-30).log()).sum())
-        return {
-            "scale": scale,
-            "n": n,
-            "weights": w,
-            "entropy": entropy,
-            "max_weight": float(w.max()),
-            "max_entropy": math.log(n),
-        }
+        return dict(scale=scale, n=n, weights=w, entropy=entropy, max_weight=float(w.max()), max_entropy=math.log(n))
 
     def draw(self, d: dict):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [2, 1]})
         ax1.bar(range(len(self.scores)), [0.0] * len(self.scores), color="tab:blue")
         ax1.set_ylim(0, 1)
-        ax1.set_xlabel("key j")
-        ax1.set_ylabel("weight")
-        ax1.set_title(" ")
+        ax1.set(xlabel="key j", ylabel="weight", title=" ")
         ax2.barh(["entropy", "uniform"], [0, 0], color=["tab:orange", "0.7"])
         ax2.set_xlim(0, math.log(32))
         ax2.set_title("entropy (nats)")
