@@ -11,7 +11,7 @@ from transformer_nb import lm_recipe
 from transformer_nb.core.block import DecoderLayer, EncoderLayer
 from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.core.transformer import Transformer, TransformerConfig
-from transformer_nb.params import build_transformer, numel, param_count
+from transformer_nb.params import build_transformer, numel, param_breakdown
 
 V = 40
 SMALL = dict(vocab=V, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=16)
@@ -57,7 +57,7 @@ def test_one_class_gives_the_three_variants_from_the_same_blocks():
 def test_the_counted_model_is_the_trained_model():
     cfg = TransformerConfig(**SMALL, activation="gelu", positions="rope")
     meta = build_transformer(cfg)
-    assert type(meta) is Transformer and numel(meta) == numel(Transformer(cfg)) == param_count(cfg)
+    assert type(meta) is Transformer and numel(meta) == numel(Transformer(cfg)) == param_breakdown(cfg)["total"]
 
 
 def test_the_configuration_is_frozen_and_validated_once():
