@@ -4,7 +4,6 @@ Every function draws into a given ``ax`` (or makes one) and returns it, so a not
 cell ends with ``plt.show()``.
 """
 
-import numbers
 import time
 
 import matplotlib.pyplot as plt
@@ -13,19 +12,11 @@ import torch
 
 from transformer_nb.core.utils import as_int
 
+__all__ = ["LiveLoss", "heatmap", "heatmaps", "plot_curves"]  # luminance and text_color serve heatmap
+
 
 def _np(x):
     return x.detach().float().cpu().numpy() if isinstance(x, torch.Tensor) else x
-
-
-def _check_rgba(rgba) -> None:
-    if (
-        isinstance(rgba, (str, bytes))
-        or not hasattr(rgba, "__len__")
-        or len(rgba) not in (3, 4)
-        or not all(isinstance(c, numbers.Real) and 0 <= c <= 1 for c in rgba)
-    ):
-        raise ValueError(f"rgba must be 3 or 4 numbers in [0, 1] (r, g, b[, a]), got {rgba!r}")
 
 
 def _matrices(name: str, x) -> np.ndarray:
@@ -38,7 +29,6 @@ def _matrices(name: str, x) -> np.ndarray:
 
 def luminance(rgba) -> float:
     """Relative luminance (WCAG 2) of an sRGB colour ``(r, g, b[, a])`` in [0, 1]: 0 black, 1 white."""
-    _check_rgba(rgba)
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
