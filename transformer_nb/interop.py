@@ -53,14 +53,14 @@ def _check_pair(ours, theirs) -> None:
     want = _their_class(ours)
     if not isinstance(theirs, want):
         raise TypeError(f"a {type(ours).__name__} pairs with an nn.{want.__name__}, got {type(theirs).__name__}")
-    {
-        nn.MultiheadAttention: _check_attention,
-        nn.TransformerEncoderLayer: _check_layer,
-        nn.TransformerDecoderLayer: _check_layer,
-        nn.TransformerEncoder: _check_stack,
-        nn.TransformerDecoder: _check_stack,
-        nn.Transformer: _check_whole,
-    }[want](ours, theirs)
+    if want is nn.MultiheadAttention:
+        _check_attention(ours, theirs)
+    elif want is nn.Transformer:
+        _check_whole(ours, theirs)
+    elif want in (nn.TransformerEncoder, nn.TransformerDecoder):
+        _check_stack(ours, theirs)
+    else:
+        _check_layer(ours, theirs)
 
 
 # --------------------------------------------------------------------------- compatibility checks
@@ -235,9 +235,7 @@ def _build(ours):
     if want in (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer):
         if ours.ff.activation == "swiglu":
             raise ValueError("torch's Transformer layers have no SwiGLU feed-forward")
-        if not isinstance(ours.norm1, nn.LayerNorm):
-            raise ValueError("torch's Transformer layers use LayerNorm; this layer uses RMSNorm")
-        w = ours.ff.linear1.weight
+        w = ours.ff.linear1.weight  # an RMSNorm layer is refused by the check that follows the build
         return want(
             ours.self_attn.d_model,
             ours.self_attn.n_heads,
@@ -253,9 +251,7 @@ def _build(ours):
         )
     if want in (nn.TransformerEncoder, nn.TransformerDecoder):
         layers, norm = [_build(layer) for layer in ours.layers], None
-        if not isinstance(ours.norm, nn.Identity):
-            if not isinstance(ours.norm, nn.LayerNorm):
-                raise ValueError("torch's stacks end with a LayerNorm; this stack ends with an RMSNorm")
+        if not isinstance(ours.norm, nn.Identity):  # an RMSNorm is refused by the check that follows the build
             w = ours.norm.weight
             norm = nn.LayerNorm(ours.norm.normalized_shape, eps=ours.norm.eps, device=w.device, dtype=w.dtype)
         if want is nn.TransformerEncoder:

@@ -113,7 +113,7 @@ def heatmaps(matrices, titles=None, xlabels=None, ylabels=None, ncols=4, size=3.
     return fig
 
 
-def plot_curves(curves, xlabel="", ylabel="", title=None, ax=None, logx=False, logy=False, marker=None):
+def plot_curves(curves, xlabel="", ylabel="", title=None, ax=None, logy=False, marker=None):
     """Plot ``curves``: a dict ``label -> (xs, ys)``. Returns the axes."""
     if not isinstance(curves, dict) or not all(isinstance(c, (tuple, list)) and len(c) == 2 for c in curves.values()):
         raise TypeError(f"curves must be a dict label -> (xs, ys), got {curves!r:.80}")
@@ -124,8 +124,6 @@ def plot_curves(curves, xlabel="", ylabel="", title=None, ax=None, logx=False, l
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    if logx:
-        ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
     if len(curves) > 1:
@@ -266,9 +264,3 @@ class LiveLoss:
         self.bar.close()
         if self.plot and self.history:
             self.draw()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
