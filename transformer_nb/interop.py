@@ -156,53 +156,37 @@ def _check_whole(ours, theirs: nn.Transformer | None) -> None:
 # --------------------------------------------------------------------------- copying
 
 
-def _paired_tensors(ours, theirs) -> list:
-    """``[(our tensor, torch's tensor), ...]`` that hold the same numbers (sub-pairs excluded, see ``_children``).
-
-    Attention: torch packs ``[W_q; W_k; W_v]`` into one ``in_proj_weight``; its ``chunk(3)`` views are the three.
-    """
+def _pairs(ours, theirs) -> tuple[list, list]:
+    """``([(our tensor, torch's tensor), ...], [(our submodule, torch's), ...])``: the tensors that hold the same
+    numbers, and the sub-pairs to copy recursively. Attention: torch packs ``[W_q; W_k; W_v]`` into one
+    ``in_proj_weight``; its ``chunk(3)`` views are the three."""
     if isinstance(theirs, nn.MultiheadAttention):
-        projs = (ours.q_proj, ours.k_proj, ours.v_proj)
-        pairs = [
-            *zip([p.weight for p in projs], theirs.in_proj_weight.chunk(3)),
-            (ours.out_proj.weight, theirs.out_proj.weight),
-        ]
+        projs, out = (ours.q_proj, ours.k_proj, ours.v_proj), (ours.out_proj, theirs.out_proj)
+        pairs = [*zip([p.weight for p in projs], theirs.in_proj_weight.chunk(3)), (out[0].weight, out[1].weight)]
         if theirs.in_proj_bias is not None:
-            pairs += [
-                *zip([p.bias for p in projs], theirs.in_proj_bias.chunk(3)),
-                (ours.out_proj.bias, theirs.out_proj.bias),
-            ]
-        return pairs
-    if isinstance(theirs, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
+            pairs += [*zip([p.bias for p in projs], theirs.in_proj_bias.chunk(3)), (out[0].bias, out[1].bias)]
+        return pairs, []
+    if isinstance(theirs, nn.Transformer):
+        return [], [(ours.blocks, theirs.encoder), (ours.decoder, theirs.decoder)]
+    if isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)):
+        mods = [] if isinstance(ours.norm, nn.Identity) else [(ours.norm, theirs.norm)]  # a stack's final norm
+        subs = list(zip(ours.layers, theirs.layers))
+    else:  # a layer
         mods = [(ours.ff.linear1, theirs.linear1), (ours.ff.linear2, theirs.linear2)]
         mods += [
             (getattr(ours, f"norm{i}"), getattr(theirs, f"norm{i}")) for i in (1, 2, 3) if hasattr(ours, f"norm{i}")
         ]
-    elif isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)) and not isinstance(ours.norm, nn.Identity):
-        mods = [(ours.norm, theirs.norm)]  # a stack's final norm
-    else:
-        mods = []
-    return [(a.weight, b.weight) for a, b in mods] + [(a.bias, b.bias) for a, b in mods if a.bias is not None]
-
-
-def _children(ours, theirs) -> list:
-    """The sub-pairs to copy recursively."""
-    if isinstance(theirs, nn.TransformerEncoderLayer):
-        return [(ours.self_attn, theirs.self_attn)]
-    if isinstance(theirs, nn.TransformerDecoderLayer):
-        return [(ours.self_attn, theirs.self_attn), (ours.cross_attn, theirs.multihead_attn)]
-    if isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)):
-        return list(zip(ours.layers, theirs.layers))
-    if isinstance(theirs, nn.Transformer):
-        return [(ours.blocks, theirs.encoder), (ours.decoder, theirs.decoder)]
-    return []
+        subs = [(ours.self_attn, theirs.self_attn)]
+        subs += [(ours.cross_attn, theirs.multihead_attn)] if isinstance(theirs, nn.TransformerDecoderLayer) else []
+    return [(a.weight, b.weight) for a, b in mods] + [(a.bias, b.bias) for a, b in mods if a.bias is not None], subs
 
 
 @torch.no_grad()
 def _copy(ours, theirs, to_torch_side: bool) -> None:
-    for mine, other in _children(ours, theirs):
+    pairs, subs = _pairs(ours, theirs)
+    for mine, other in subs:
         _copy(mine, other, to_torch_side)
-    for mine, other in _paired_tensors(ours, theirs):
+    for mine, other in pairs:
         (other if to_torch_side else mine).copy_(mine if to_torch_side else other)
 
 
