@@ -70,12 +70,7 @@ def heatmap(
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", color=text_color(rgba[i, j]), fontsize=8)
-    if title:
-        ax.set_title(title)
-    if xlabel:
-        ax.set_xlabel(xlabel)
-    if ylabel:
-        ax.set_ylabel(ylabel)
+    ax.set(**{k: v for k, v in {"title": title, "xlabel": xlabel, "ylabel": ylabel}.items() if v})
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     return ax
