@@ -68,6 +68,8 @@ def test_attention_formula(d, h, g, bias):
         assert n(MultiHeadAttention(d, h, g, bias=bias)) == attention_params(
             TransformerConfig(d_model=d, n_heads=h, n_kv_heads=g, bias=bias)
         )
+    counts = {attention_params(TransformerConfig(d_model=512, n_heads=h)) for h in (1, 2, 4, 8, 16, 32)}
+    assert counts == {4 * 512**2 + 4 * 512}  # the number of heads does not change the count
 
 
 def test_memory_formulas_002():
@@ -75,11 +77,6 @@ def test_memory_formulas_002():
     assert kv_cache_bytes(80, 64, 128, 4096) == 10_737_418_240  # LLaMA-2-70B with MHA as in 002, not "40 GB"
     assert kv_cache_bytes(80, 8, 128, 4096) == 1_342_177_280  # the real GQA model
     assert bytes_human(2**30) == "1.07 GB" and bytes_human(2**30, binary=True) == "1 GiB"
-
-
-def test_heads_do_not_change_mha_count():
-    counts = {attention_params(TransformerConfig(d_model=512, n_heads=h)) for h in (1, 2, 4, 8, 16, 32)}
-    assert counts == {4 * 512**2 + 4 * 512}
 
 
 @pytest.mark.parametrize("act", ["relu", "gelu", "swiglu"])
@@ -127,14 +124,10 @@ def test_meta_counting_is_fast_and_uses_no_memory():
     assert psutil.Process().memory_info().rss - rss < 300 * 2**20
 
 
-def test_meta_forward_gives_shapes():
+def test_a_meta_model_gives_shapes_and_leaves_the_init_functions_as_they_were():
+    before = nn.init.normal_
     logits, _ = build_transformer(PRESETS["gpt2-small"])(torch.zeros(1, 1024, dtype=torch.long, device="meta"))
     assert logits.shape == (1, 1024, 50257) and logits.is_meta
-
-
-def test_init_functions_are_restored_after_a_meta_build():
-    before = nn.init.normal_
-    build_transformer(PRESETS["bert-base"])
     assert nn.init.normal_ is before
     w = torch.zeros(1000)
     nn.init.normal_(w)
