@@ -115,4 +115,3 @@ def param_breakdown(cfg: TransformerConfig) -> dict:
     out["total"] = sum(out[c] for c in CATEGORIES)
     out["cross-attention"] = cross
     return out
-
