@@ -41,7 +41,7 @@ def saved(tmp_path, monkeypatch):
     return tmp_path / "m.pt"
 
 
-def test_a_second_run_loads_what_the_first_trained(saved, capsys):
+def test_a_second_run_loads_what_the_first_trained_unless_retrain(saved, capsys):
     model = Net()
     extra, trained = cache.load_or_train("m", model, CONFIG, lambda m: pytest.fail("trained again"))
     assert not trained and not model.training
@@ -50,6 +50,8 @@ def test_a_second_run_loads_what_the_first_trained(saved, capsys):
     _train(reference)
     assert all(torch.equal(reference.state_dict()[k], v) for k, v in model.state_dict().items())
     assert capsys.readouterr().out.splitlines()[-1] == "loaded the trained m from the cache"
+    calls = []
+    assert cache.load_or_train("m", Net(), CONFIG, lambda m: calls.append(1), retrain=True)[1] and calls == [1]
 
 
 def _flip_every_13th_bit(data: bytes):
@@ -242,9 +244,3 @@ def test_a_model_class_typed_into_a_notebook_cell_is_digested_by_its_methods(tmp
     assert cache.load("m", _cell_class("super().forward(x)", 2)(2, 2), CONFIG)[0]  # the same code, re-run
     ok, msg, _ = cache.load("m", _cell_class("2 * super().forward(x)", 3)(2, 2), CONFIG)
     assert not ok and "other code (__main__.Student changed)" in msg
-
-
-def test_retrain_forces_training(saved):
-    calls = []
-    cache.load_or_train("m", Net(), CONFIG, lambda m: calls.append(1), retrain=True)
-    assert calls == [1]
