@@ -40,6 +40,12 @@ CASES = {
     "load_or_train_refuses_a_model_that_is_not_a_module": Case(
         C + "load_or_train", lambda: cache.load_or_train("m", "model", {}, print), TypeError, "model must be"
     ),
+    "load_or_train_refuses_a_train_fn_that_returns_a_list": Case(
+        C + "load_or_train",
+        lambda: cache.load_or_train("m", nn.Linear(1, 1), {}, lambda m: [1, 2]),
+        TypeError,
+        "train_fn must return a dict",
+    ),
     "read_refuses_a_path": Case(C + "read", lambda: cache.read("../m", {}), ValueError, "name must be"),
     "save_refuses_a_config_that_is_not_a_dict": Case(
         C + "save", lambda: cache.save("m", nn.Linear(1, 1), [1]), TypeError, "config must be a dict"

@@ -8,11 +8,6 @@ from transformer_nb import plotting
 P = "transformer_nb.plotting."
 
 CASES = {
-    "luminance_refuses_a_colour_name": Case(P + "luminance", lambda: plotting.luminance("red"), ValueError, "rgba"),
-    "luminance_refuses_two_channels": Case(P + "luminance", lambda: plotting.luminance((0.5, 0.5)), ValueError, "rgba"),
-    "text_color_refuses_channels_in_0_255": Case(
-        P + "text_color", lambda: plotting.text_color((255, 0, 0)), ValueError, "in [0, 1]"
-    ),
     "heatmap_refuses_a_string_matrix": Case(P + "heatmap", lambda: plotting.heatmap("abc"), TypeError, "matrix must"),
     "heatmap_refuses_a_3d_tensor": Case(
         P + "heatmap", lambda: plotting.heatmap(torch.zeros(2, 2, 2)), ValueError, "2-D matrix"

@@ -102,7 +102,7 @@ def test_experiment_helpers_bad_args():
         train_toy_lm(2, True, 1e-3, 0, 5, data=markov_batches(2))
     with pytest.raises(ValueError, match="vocab must be >= 1"):
         markov_batches(2, vocab=0)
-    with pytest.raises(TypeError, match="needs an nn.Module"):
+    with pytest.raises(TypeError, match="must be an nn.Module"):
         trace_shapes(lambda x: x, 1)
 
 

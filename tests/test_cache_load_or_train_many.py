@@ -55,6 +55,9 @@ def test_runs_in_workers_give_the_serial_results(tmp_path, monkeypatch):
 
 def test_cached_runs_load_and_only_the_missing_ones_train(tmp_path, monkeypatch):
     _runs(tmp_path, monkeypatch, {"a": ARGS["a"]})  # "a" is cached now
+    monkeypatch.setattr(cache, "in_workers", lambda *a: pytest.fail("a worker was started for one missing run"))
+    runs = _runs(tmp_path, monkeypatch)
+    assert _flags(runs) == {"a": False, "b": True} and runs["b"][1]["live"] == "shown"  # one missing run: here
     jobs = []
 
     def in_process(fn, todo, workers):  # records what would go to the workers, and runs it here
@@ -62,18 +65,11 @@ def test_cached_runs_load_and_only_the_missing_ones_train(tmp_path, monkeypatch)
         return [fn(*job) for job in todo]
 
     monkeypatch.setattr(cache, "in_workers", in_process)
-    args = {**ARGS, "c": dict(name="c", lr=0.3)}
+    args = {**ARGS, "c": dict(name="c", lr=0.3), "d": dict(name="d", lr=0.4)}
     runs = _runs(tmp_path, monkeypatch, args)
-    assert _flags(runs) == {"a": False, "b": True, "c": True} and jobs == [args["b"], args["c"]]
-    assert _flags(_runs(tmp_path, monkeypatch, args)) == {"a": False, "b": False, "c": False}  # all cached now
+    assert _flags(runs) == {"a": False, "b": False, "c": True, "d": True} and jobs == [args["c"], args["d"]]
+    assert not any(_flags(_runs(tmp_path, monkeypatch, args)).values())  # all cached now
     assert len(jobs) == 2, "a worker was given a cached run"
-
-
-def test_one_missing_run_trains_here_without_a_worker(tmp_path, monkeypatch):
-    _runs(tmp_path, monkeypatch, {"a": ARGS["a"]})
-    monkeypatch.setattr(cache, "in_workers", lambda *a: pytest.fail("a worker was started for one missing run"))
-    runs = _runs(tmp_path, monkeypatch)
-    assert _flags(runs) == {"a": False, "b": True} and runs["b"][1]["live"] == "shown"
 
 
 def test_retrain_trains_every_run_in_workers_that_print_nothing(tmp_path, monkeypatch, capfd):

@@ -95,24 +95,32 @@ def test_an_unwritable_folder_keeps_the_model_in_memory_with_a_warning(tmp_path,
     assert trained and extra == {"losses": [1.0]} and torch.all(model.weight == 0.5)
 
 
-READ_ONLY = textwrap.dedent(
-    """
-    import os, sys, warnings, torch, torch.nn as nn
-    from transformer_nb import cache
-    if os.geteuid() == 0:
-        os.setgid(65534)
-        os.setuid(65534)  # nobody: the permission bits apply again
-    def train(m):
-        with torch.no_grad():
-            m.weight.fill_(0.5)
-        return {"losses": [1.0]}
-    model = nn.Linear(3, 2)
+TRAIN_AND_REPORT = """
+import os, sys, warnings, torch, torch.nn as nn
+from transformer_nb import cache
+
+def train(m):
+    with torch.no_grad():
+        for p in m.parameters():
+            p.fill_(0.25)
+    return {"losses": [1.0]}
+
+def train_and_report(model, config, **kw):  # the model is trained and kept; the warnings are printed
     with warnings.catch_warnings(record=True) as caught:
         warnings.simplefilter("always")
-        extra, trained = cache.load_or_train("m", model, {"d": 3}, train)
-    assert trained and extra == {"losses": [1.0]} and bool((model.weight == 0.5).all())
+        extra, trained = cache.load_or_train("m", model, config, train, **kw)
+    assert trained and extra == {"losses": [1.0]}
+    assert all(bool((p == 0.25).all()) for p in model.parameters()), "the trained model was lost"
     print("|".join(str(w.message) for w in caught))
-    """
+"""
+READ_ONLY = (
+    TRAIN_AND_REPORT
+    + """
+if os.geteuid() == 0:
+    os.setgid(65534)
+    os.setuid(65534)  # nobody: the permission bits apply again
+train_and_report(nn.Linear(3, 2), {"d": 3})
+"""
 )
 
 
@@ -134,31 +142,17 @@ def test_a_read_only_cache_folder():
     assert left == []
 
 
-FULL_DISK = textwrap.dedent(
-    """
-    import pathlib, resource, signal, sys, warnings, torch, torch.nn as nn
-    from transformer_nb import cache
-
-    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
-    resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # like `ulimit -f`: files of 20 kB at most
-
-    def train(m):
-        with torch.no_grad():
-            for p in m.parameters():
-                p.fill_(0.25)
-        return {"losses": [1.0, 0.5]}
-
-    cache.load_or_train("m", nn.Linear(2, 2), {"d": 100}, train)  # a small file that fits
-    old = cache.cache_path("m").read_bytes()
-    model = nn.Linear(100, 100)  # 40 kB of weights: the write cannot complete
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        extra, trained = cache.load_or_train("m", model, {"d": 100}, train, retrain=True)
-    assert trained and extra == {"losses": [1.0, 0.5]}
-    assert all(bool((p == 0.25).all()) for p in model.parameters()), "the trained model was lost"
-    assert cache.cache_path("m").read_bytes() == old, "the old file was damaged"
-    print([str(w.message) for w in caught])
-    """
+FULL_DISK = (
+    TRAIN_AND_REPORT
+    + """
+import resource, signal
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # a write past the limit fails with EFBIG, as on a full disk
+resource.setrlimit(resource.RLIMIT_FSIZE, (20_000, 20_000))  # like `ulimit -f`: files of 20 kB at most
+cache.load_or_train("m", nn.Linear(2, 2), {"d": 100}, train)  # a small file that fits
+old = cache.cache_path("m").read_bytes()
+train_and_report(nn.Linear(100, 100), {"d": 100}, retrain=True)  # 40 kB of weights: the write cannot complete
+assert cache.cache_path("m").read_bytes() == old, "the old file was damaged"
+"""
 )
 
 

@@ -13,8 +13,6 @@ from transformer_nb import companion
         (lambda: companion.info(3), TypeError, "path must be the path of an .ipynb"),
         (lambda: companion.notebook_index(3), TypeError, "folder must be a path"),
         (lambda: companion.exercise_map("01"), TypeError, "index must be the list"),
-        (lambda: companion.stated_runtimes(None), TypeError, "text must be a str"),
-        (lambda: companion.runtime_problems("x", "", None), TypeError, "runtimes must be the dict"),
     ],
 )
 def test_bad_arguments_are_named(call, exc, words):

@@ -15,13 +15,13 @@ from transformer_nb.interop import copy_from_torch, to_torch, torch_masks
 D, H, FF = 32, 4, 48
 
 
+ATOL = 2e-5
+
+
 def cfg(n_layers: int, norm_first: bool = True, activation: str = "relu") -> TransformerConfig:
     return TransformerConfig(
         d_model=D, n_heads=H, d_ff=FF, n_layers=n_layers, norm_first=norm_first, activation=activation
     )
-
-
-ATOL = 2e-5
 
 
 def _perturb(module, seed=0):
@@ -35,8 +35,7 @@ def _perturb(module, seed=0):
 
 def _batch(seed=1):
     g = torch.Generator().manual_seed(seed)
-    x = torch.randn(3, 7, D, generator=g)
-    y = torch.randn(3, 5, D, generator=g)
+    x, y = torch.randn(3, 7, D, generator=g), torch.randn(3, 5, D, generator=g)
     return x, padding_mask([7, 4, 2], 7), y, padding_mask([5, 3, 1], 5)
 
 
@@ -48,9 +47,7 @@ def test_encoder_equals_nn_transformer_encoder_with_padding(norm_first, activati
     theirs = to_torch(ours).eval()
     x, keep, _, _ = _batch()
     with torch.no_grad():
-        a = ours(x, keep)
-        b = theirs(x, src_key_padding_mask=~keep)
-    assert torch.allclose(a, b, atol=ATOL)
+        assert torch.allclose(ours(x, keep), theirs(x, src_key_padding_mask=~keep), atol=ATOL)
     assert (theirs.norm is not None) == norm_first
 
 
@@ -61,11 +58,9 @@ def test_causal_stack_equals_nn_transformer_encoder_with_causal_mask(norm_first)
     model = _perturb(Transformer(vocab=50, d_model=D, n_heads=H, n_layers=2, d_ff=FF, norm_first=norm_first)).eval()
     theirs = to_torch(model.blocks).eval()
     x, keep, _, _ = _batch(2)
-    t = x.shape[1]
     with torch.no_grad():
-        a = model.blocks(x, keep)
-        b = theirs(x, mask=~causal_mask(t), src_key_padding_mask=~keep, is_causal=True)
-    assert torch.allclose(a, b, atol=ATOL)
+        b = theirs(x, mask=~causal_mask(x.shape[1]), src_key_padding_mask=~keep, is_causal=True)
+        assert torch.allclose(model.blocks(x, keep), b, atol=ATOL)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -75,17 +70,9 @@ def test_decoder_equals_nn_transformer_decoder_with_causal_and_padding(norm_firs
     theirs = to_torch(ours).eval()
     memory, src_keep, y, tgt_keep = _batch(3)
     kw = torch_masks(src_keep, tgt_keep)
+    del kw["src_key_padding_mask"]  # the decoder alone has no source self-attention
     with torch.no_grad():
-        a = ours(y, memory, tgt_keep, src_keep)
-        b = theirs(
-            y,
-            memory,
-            tgt_mask=kw["tgt_mask"],
-            tgt_key_padding_mask=kw["tgt_key_padding_mask"],
-            memory_key_padding_mask=kw["memory_key_padding_mask"],
-            tgt_is_causal=True,
-        )
-    assert torch.allclose(a, b, atol=ATOL)
+        assert torch.allclose(ours(y, memory, tgt_keep, src_keep), theirs(y, memory, **kw), atol=ATOL)
 
 
 @pytest.mark.parametrize("norm_first", [True, False])
@@ -100,50 +87,26 @@ def test_copy_from_torch_stacks(norm_first):
     enc = copy_from_torch(Encoder(cfg(2, norm_first)), t_enc).eval()
     dec = copy_from_torch(Decoder(cfg(2, norm_first)), t_dec).eval()
     x, src_keep, y, tgt_keep = _batch(4)
+    kw = dict(tgt_mask=~causal_mask(5), tgt_key_padding_mask=~tgt_keep, memory_key_padding_mask=~src_keep)
     with torch.no_grad():
-        mem_t = t_enc(x, src_key_padding_mask=~src_keep)
-        mem = enc(x, src_keep)
-        out_t = t_dec(
-            y,
-            mem_t,
-            tgt_mask=~causal_mask(5),
-            tgt_key_padding_mask=~tgt_keep,
-            memory_key_padding_mask=~src_keep,
-            tgt_is_causal=True,
-        )
-        out = dec(y, mem, tgt_keep, src_keep)
-    assert torch.allclose(mem, mem_t, atol=ATOL)
-    assert torch.allclose(out, out_t, atol=ATOL)
+        mem_t, mem = t_enc(x, src_key_padding_mask=~src_keep), enc(x, src_keep)
+        out_t, out = t_dec(y, mem_t, tgt_is_causal=True, **kw), dec(y, mem, tgt_keep, src_keep)
+    assert torch.allclose(mem, mem_t, atol=ATOL) and torch.allclose(out, out_t, atol=ATOL)
 
 
 def test_whole_pre_ln_encoder_decoder_equals_nn_transformer():
     torch.manual_seed(0)
-    model = Transformer(
-        arch="encoder-decoder",
-        vocab=30,
-        d_model=D,
-        n_heads=H,
-        n_layers=2,
-        n_dec_layers=3,
-        d_ff=FF,
-        norm_first=True,
-        pad_id=0,
-        tie_output=False,
-        share_embeddings=False,
-        scale_embeddings=True,
-        output_bias=True,
-    )
-    model = _perturb(model).eval()
+    options = dict(pad_id=0, tie_output=False, share_embeddings=False, scale_embeddings=True, output_bias=True)
+    shape = dict(vocab=30, d_model=D, n_heads=H, n_layers=2, n_dec_layers=3, d_ff=FF, norm_first=True)
+    model = _perturb(Transformer(arch="encoder-decoder", **shape, **options)).eval()
     theirs = to_torch(model).eval()
     assert isinstance(theirs, nn.Transformer)
-    src = torch.randint(1, 30, (3, 7))
-    tgt = torch.randint(1, 30, (3, 5))
+    src, tgt = torch.randint(1, 30, (3, 7)), torch.randint(1, 30, (3, 5))
     _, src_keep, _, tgt_keep = _batch()
     with torch.no_grad():
         x, y = model._embed(src), model._embed(tgt, target=True)
         ours = model.decoder(y, model.blocks(x, src_keep), tgt_keep, src_keep)
-        kw = torch_masks(src_keep, tgt_keep)
-        out = theirs(x, y, **kw)
+        out = theirs(x, y, **torch_masks(src_keep, tgt_keep))
         logits = model(src, keep=src_keep, tgt=tgt, tgt_keep=tgt_keep)[0]
     assert torch.allclose(ours, out, atol=ATOL)
     # the whole model is the embeddings, nn.Transformer's two stacks and the output layer

@@ -68,9 +68,11 @@ def test_same_blocks_and_the_mask_is_free():
 
 
 def test_tying_saves_vocab_times_d():
-    a = encoder_decoder()
-    b = encoder_decoder(tie_output=True)
-    c = encoder_decoder(tie_output=True, share_embeddings=True)
+    a, b, c = (
+        encoder_decoder(),
+        encoder_decoder(tie_output=True),
+        encoder_decoder(tie_output=True, share_embeddings=True),
+    )
     assert _numel(a) - _numel(b) == V * 32 and _numel(b) - _numel(c) == V * 32
     assert a.head.proj.weight is not a.tgt_tok.weight and a.tok.weight is not a.tgt_tok.weight
     # tied: the output layer's matrix is the target table (the source keeps its own); shared: one table
@@ -97,15 +99,11 @@ def test_objectives_are_recognised_from_batches():
     assert facts["name"].startswith("masked LM") and 0 < facts["loss_fraction"] < 0.5
     src, sk, tgt, tk = span_corruption(ids, keep, sentinel_start=20, eos_id=2, generator=g)
     tgt_in, tgt_out, _ = lm_batch(tgt, tk)
-    assert describe_objective(tgt_in, tgt_out, source=src, original=ids, special=[0, 2, *range(20, 30)])[
-        "name"
-    ].startswith("span")
+    span = partial(describe_objective, source=src, original=ids, special=[0, 2, *range(20, 30)])
+    assert span(tgt_in, tgt_out)["name"].startswith("span")
     shuffled = tgt_out.clone()
     shuffled[tgt_out >= 3] = 5  # wrong targets: not the dropped spans any more
-    assert (
-        describe_objective(tgt_in, shuffled, source=src, original=ids, special=[0, 2, *range(20, 30)])["name"]
-        != describe_objective(tgt_in, tgt_out, source=src, original=ids, special=[0, 2, *range(20, 30)])["name"]
-    )
+    assert span(tgt_in, shuffled)["name"] != span(tgt_in, tgt_out)["name"]
 
 
 def test_span_corruption_drops_and_marks_spans():
@@ -117,8 +115,7 @@ def test_span_corruption_drops_and_marks_spans():
 
 
 def test_mask_kind_labels():
-    full = torch.ones(1, 3, 3, dtype=torch.bool)
-    tri = torch.ones(3, 3, dtype=torch.bool).tril()[None]
+    full, tri = torch.ones(1, 3, 3, dtype=torch.bool), torch.ones(1, 3, 3, dtype=torch.bool).tril()
     pad = full.clone()
     pad[..., 2] = False
     assert mask_kind(full) == "none" and mask_kind(tri) == "causal" and mask_kind(pad) == "padding"
@@ -191,17 +188,8 @@ def test_scale_embeddings_multiplies_the_token_embeddings_by_sqrt_d_model(arch):
 def test_pad_id_gives_a_zero_padding_row_that_gets_no_gradient(fields):
     torch.manual_seed(0)
     pad = 2
-    m = Transformer(
-        vocab=V,
-        d_model=32,
-        n_heads=4,
-        n_layers=1,
-        d_ff=64,
-        tie_output=False,
-        pad_id=pad,
-        scale_embeddings=True,
-        **fields,
-    )
+    shape = dict(vocab=V, d_model=32, n_heads=4, n_layers=1, d_ff=64)
+    m = Transformer(**shape, tie_output=False, pad_id=pad, scale_embeddings=True, **fields)
     tables = [t for t in (m.tok, m.tgt_tok) if t is not None]
     assert len(tables) == (2 if fields == {"arch": "encoder-decoder", "share_embeddings": False} else 1)
     for t in tables:
@@ -234,10 +222,8 @@ def test_pad_id_gives_a_zero_padding_row_that_gets_no_gradient(fields):
 )
 def test_decode_of_encode_is_the_forward_exactly(fields):
     torch.manual_seed(0)
-    m = Transformer(
-        arch="encoder-decoder", vocab=V, d_model=32, n_heads=4, n_layers=2, n_dec_layers=3, d_ff=64, **fields
-    )
-    m.eval()
+    shape = dict(vocab=V, d_model=32, n_heads=4, n_layers=2, n_dec_layers=3, d_ff=64)
+    m = Transformer(arch="encoder-decoder", **shape, **fields).eval()
     src, keep = torch.randint(1, V, (3, 7)), padding_mask([7, 4, 2], 7)
     tgt, tgt_keep = torch.randint(1, V, (3, 5)), padding_mask([5, 3, 1], 5)
     with torch.no_grad():

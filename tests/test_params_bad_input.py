@@ -4,9 +4,8 @@ import pytest
 import torch
 
 from transformer_nb.params import (
+    PRESETS,
     TransformerConfig,
-    attention_flops,
-    attention_matrix_bytes,
     attention_params,
     build_transformer,
     bytes_human,
@@ -16,7 +15,6 @@ from transformer_nb.params import (
     numel_breakdown,
     param_breakdown,
     position_params,
-    preset,
 )
 
 
@@ -55,28 +53,27 @@ def test_formula_argument_errors(formula):
     assert formula(TransformerConfig(d_model=64, n_heads=4)) >= 0
 
 
-def test_memory_argument_errors():
-    with pytest.raises(ValueError, match="seq_len must be >= 1"):
-        attention_matrix_bytes(0, 8)
-    with pytest.raises(ValueError, match="n_heads=3 must divide d_model=64"):
-        attention_flops(10, 64, 3)
-
-
-def test_unknown_preset_and_wrong_model_type():
-    with pytest.raises(KeyError, match="unknown preset 'gpt5'"):
-        preset("gpt5")
+def test_wrong_model_types_and_devices():
+    with pytest.raises(TypeError, match="expected a TransformerConfig"):
+        param_breakdown({"d_model": 512})
+    with pytest.raises(TypeError, match="build_transformer needs a TransformerConfig"):
+        build_transformer("gpt2-small")
+    with pytest.raises(ValueError, match="device must name a torch device"):
+        build_transformer(PRESETS["gpt2-small"], device="gpu")
+    with pytest.raises(TypeError, match="numel needs an nn.Module"):
+        numel([1, 2])
     with pytest.raises(TypeError, match="needs an nn.Module"):
         numel_breakdown(object())
-
-
-def test_with_validates():
     with pytest.raises(ValueError, match="must divide d_model"):
-        preset("gpt2-small").with_(n_heads=5)
+        PRESETS["gpt2-small"].with_(n_heads=5)
 
 
 def test_forward_refuses_wrong_inputs():
-
     m = build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu")
+    with pytest.raises(TypeError, match="integer tensor of word ids"):
+        m(torch.ones(1, 3))
+    with pytest.raises(ValueError, match=r"ids must lie in \[0, 10\), got range \[1, 11\]"):
+        m(torch.tensor([[1, 11]]))
     with pytest.raises(ValueError, match="ids must have shape"):
         m(torch.zeros(5, dtype=torch.long))
     with pytest.raises(ValueError, match="tgt is for an encoder-decoder"):
@@ -87,30 +84,10 @@ def test_forward_refuses_wrong_inputs():
     with pytest.raises(ValueError, match="needs forward"):
         ed(torch.zeros(1, 3, dtype=torch.long))
     with pytest.raises(NotImplementedError, match="counted here, not implemented"):
-        build_transformer(preset("t5-base"))(torch.zeros(1, 3, dtype=torch.long, device="meta"))
-
-
-def test_more_formula_arguments():
-    with pytest.raises(TypeError, match="expected a TransformerConfig"):
-        param_breakdown({"d_model": 512})
-    with pytest.raises(TypeError, match="build_transformer needs a TransformerConfig"):
-        build_transformer("gpt2-small")
-    with pytest.raises(ValueError, match="device must name a torch device"):
-        build_transformer(preset("gpt2-small"), device="gpu")
-    with pytest.raises(TypeError, match="numel needs an nn.Module"):
-        numel([1, 2])
+        build_transformer(PRESETS["t5-base"])(torch.zeros(1, 3, dtype=torch.long, device="meta"))
 
 
 @pytest.mark.parametrize("n", [-1, float("nan"), float("inf"), "5", None])
 def test_bytes_human_refuses_what_is_not_a_byte_count(n):
     with pytest.raises(ValueError, match="n must be a finite number of bytes"):
         bytes_human(n)
-
-
-def test_the_counting_model_checks_its_ids():
-
-    m = build_transformer(TransformerConfig(d_model=16, n_heads=2, n_layers=1, vocab=10), device="cpu")
-    with pytest.raises(TypeError, match="integer tensor of word ids"):
-        m(torch.ones(1, 3))
-    with pytest.raises(ValueError, match=r"ids must lie in \[0, 10\), got range \[1, 11\]"):
-        m(torch.tensor([[1, 11]]))

@@ -5,7 +5,7 @@ Before, ``TNB_DEVICE=cuda`` without CUDA printed "device: cuda" and failed only 
 import pytest
 import torch
 
-from transformer_nb import get_device, setup
+from transformer_nb import get_device, pick, profile, setup
 from transformer_nb.core.utils import available_devices
 from transformer_nb.env import seed_everything
 
@@ -66,6 +66,25 @@ def test_bad_setup_arguments_are_named(kwargs, exc, words):
     with pytest.raises(exc, match=words):
         setup(quiet=True, **kwargs)
     assert torch.get_num_threads() == n
+
+
+@pytest.mark.parametrize("value,want", [(None, "full"), ("quick", "quick"), (" Full ", "full")])
+def test_the_profile_comes_from_tnb_profile_and_defaults_to_full(monkeypatch, value, want):
+    if value is None:
+        monkeypatch.delenv("TNB_PROFILE", raising=False)
+    else:
+        monkeypatch.setenv("TNB_PROFILE", value)
+    assert profile() == want and pick(quick=1, full=2) == {"quick": 1, "full": 2}[want]
+
+
+def test_setup_seeds_and_reports(monkeypatch, capsys):
+    monkeypatch.setenv("TNB_PROFILE", "quick")
+    env = setup(seed=3)
+    a = torch.randn(3)
+    setup(seed=3)
+    assert torch.equal(a, torch.randn(3))
+    out = capsys.readouterr().out
+    assert "profile: quick" in out and f"device: {env.device.type}" in out
 
 
 def test_seed_everything_checks_its_seed():

@@ -130,11 +130,10 @@ def test_causal_encoder_layer_never_reads_the_future(cfg, t, cut):
 
 @given(cfg=layer_config(), t=st.integers(1, 4), s=st.integers(1, 4))
 @heavy
-def test_decoder_layer_shapes_and_parameter_formula(cfg, t, s):
+def test_decoder_layer_shapes(cfg, t, s):
     layer = block.DecoderLayer(params.TransformerConfig(**cfg)).eval()
     out = layer(torch.randn(2, t, cfg["d_model"]), torch.randn(2, s, cfg["d_model"]))
     assert out.shape == (2, t, cfg["d_model"]) and torch.isfinite(out).all()
-    assert sum(p.numel() for p in layer.parameters()) == params.decoder_layer_params(params.TransformerConfig(**cfg))
 
 
 @given(
@@ -178,19 +177,10 @@ def transformer_configs(draw):
 
 @given(cfg=transformer_configs())
 @heavy
-def test_param_count_equals_numel_on_the_meta_device(cfg):
+def test_param_breakdown_equals_numel_breakdown_on_the_meta_device(cfg):
     model = params.build_transformer(cfg)  # meta: shapes only
-    assert params.param_count(cfg) == params.numel(model)
-    breakdown = params.numel_breakdown(model)
-    assert breakdown["total"] == params.numel(model)
-
-
-@given(seq_len=st.integers(1, 4096), heads=st.integers(1, 64), nbytes=st.integers(1, 8), batch=st.integers(1, 8))
-def test_attention_memory_and_flops_formulas(seq_len, heads, nbytes, batch):
-    assert params.attention_matrix_bytes(seq_len, heads, nbytes, batch) == batch * heads * seq_len**2 * nbytes
-    flops = params.attention_flops(seq_len, 8 * heads, heads)
-    assert flops["scores"] == flops["weighted_sum"] == 2 * seq_len**2 * 8 * heads
-    assert flops["projections"] == 4 * 2 * seq_len * (8 * heads) ** 2
+    assert params.param_breakdown(cfg) == params.numel_breakdown(model)
+    assert params.numel_breakdown(model)["total"] == params.numel(model)
 
 
 @given(n=st.one_of(good(st.integers(0, 10**15)), good(st.floats(0, 1e15)), bad(NOT_REAL), bad(st.integers(-100, -1))))
@@ -204,7 +194,7 @@ def test_bytes_human(n):
 @example(which="d_model", value=True)
 def test_transformer_config_refuses_bad_sizes(which, value):
     def build(**kw):
-        return params.param_count(params.TransformerConfig(**kw))
+        return params.param_breakdown(params.TransformerConfig(**kw))["total"]
 
     call(build, {which: Arg(value, False)})
 

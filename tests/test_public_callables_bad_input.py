@@ -60,12 +60,6 @@ CASES = {
     "half_permutation_refuses_an_odd_d": (reference.half_permutation, (3,), ValueError, "d must be a positive even"),
     "rope_matrix_refuses_an_odd_d": (reference.rope_matrix, (0.0, 3), ValueError, "d must be a positive even"),
     "block_rule_refuses_a_str_d_model": (formulas.block_rule, ("x",), TypeError, "d_model must be an int"),
-    "decoder_layer_params_refuses_sizes": (
-        formulas.decoder_layer_params,
-        (64,),
-        TypeError,
-        "expected a TransformerConfig",
-    ),
     "encoder_layer_params_refuses_sizes": (
         formulas.encoder_layer_params,
         (64,),

@@ -11,21 +11,17 @@ from transformer_nb import lm_recipe
 from transformer_nb.core.block import DecoderLayer, EncoderLayer
 from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.core.transformer import Transformer, TransformerConfig
-from transformer_nb.params import build_transformer, numel, param_count
+from transformer_nb.params import build_transformer, numel
 
 V = 40
 SMALL = dict(vocab=V, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=16)
 
 
-def test_forward_without_targets_gives_logits_and_no_loss():
-    m = Transformer(**SMALL).eval()
-    logits, loss = m(torch.randint(0, V, (2, 7)))
-    assert logits.shape == (2, 7, V) and loss is None
-
-
-def test_the_loss_is_the_cross_entropy_of_the_logits():
+def test_logits_without_targets_and_with_them_the_cross_entropy_of_the_logits():
     m = Transformer(**SMALL, tie_output=False).eval()
     ids, y = torch.randint(0, V, (2, 7)), torch.randint(0, V, (2, 7))
+    logits, loss = m(ids)
+    assert logits.shape == (2, 7, V) and loss is None
     logits, loss = m(ids, y)
     assert torch.allclose(loss, F.cross_entropy(logits.flatten(0, 1), y.flatten()))
     assert torch.allclose(loss, m.nll(ids, y)[0])
@@ -56,8 +52,7 @@ def test_one_class_gives_the_three_variants_from_the_same_blocks():
 
 def test_the_counted_model_is_the_trained_model():
     cfg = TransformerConfig(**SMALL, activation="gelu", positions="rope")
-    meta = build_transformer(cfg)
-    assert type(meta) is Transformer and numel(meta) == numel(Transformer(cfg)) == param_count(cfg)
+    assert type(build_transformer(cfg)) is Transformer and numel(build_transformer(cfg)) == numel(Transformer(cfg))
 
 
 def test_the_configuration_is_frozen_and_validated_once():

@@ -8,6 +8,7 @@ booleans or exact integers. A failing check raises ``AssertionError`` with both 
 import math
 import numbers
 
+import numpy as np
 import torch
 
 from transformer_nb.core.utils import as_real, plain_tensor
@@ -77,7 +78,7 @@ def check_equal(name: str, actual, expected) -> None:
         actual = tuple(actual)
     if isinstance(expected, torch.Size):
         expected = tuple(expected)
-    arrays = (torch.Tensor, *_numpy("array"))
+    arrays = (torch.Tensor, np.ndarray)
     if isinstance(actual, arrays) or isinstance(expected, arrays):
         for arg, x in (("actual", actual), ("expected", expected)):
             plain_tensor(arg, x)
@@ -110,15 +111,6 @@ def _same_bools(a, b) -> bool:
     return True
 
 
-def _numpy(kind: str) -> tuple:
-    """``(numpy.ndarray,)`` or ``(numpy.bool_,)``; ``()`` without numpy (optional for the package)."""
-    try:
-        import numpy as np
-    except ImportError:
-        return ()
-    return (np.ndarray,) if kind == "array" else (np.bool_,)
-
-
 def check_true(name: str, condition) -> None:
     """Assert that ``condition`` (a bool, or a non-empty bool tensor: all of it) holds, and print it."""
     plain_tensor("condition", condition)
@@ -128,7 +120,7 @@ def check_true(name: str, condition) -> None:
         if condition.numel() == 0:
             raise ValueError("condition is an empty tensor: there is nothing to be true")
         condition = bool(condition.all().item())
-    elif isinstance(condition, _numpy("bool")):
+    elif isinstance(condition, np.bool_):
         condition = bool(condition)
     if not isinstance(condition, bool):
         raise TypeError(

@@ -19,6 +19,7 @@ from pathlib import Path
 from transformer_nb.core.utils import as_real
 from transformer_nb.env import as_path, env_path
 
+__all__ = ["TEXTS", "exercise_map", "format_runtime", "info", "notebook_index", "serves"]  # what notebooks/tools call
 TEXTS = {
     "000": "Ch. 8 The Transformer Architecture (textbook draft, §8.1–8.6, Ex. 8.1–8.10)",
     "001": "Ch. 19 The Transformer Architecture (PyTorch from scratch)",
@@ -114,23 +115,9 @@ def notebook_index(folder: Path | None = None) -> list:
         if path.exists():
             out.append({**info(path, runtimes), "stored": True})
         else:
-            out.append(
-                {
-                    "name": stem,
-                    "title": stem,
-                    "serves": "",
-                    "texts": [],
-                    "exercises": [],
-                    "check_cells": 0,
-                    "figures": 0,
-                    "widgets": 0,
-                    "code_cells": 0,
-                    "has_twin": True,
-                    "quick_s": None,
-                    "full_s": None,
-                    "stored": False,
-                }
-            )
+            counts = dict.fromkeys(("check_cells", "figures", "widgets", "code_cells"), 0)
+            empty = {"serves": "", "texts": [], "exercises": [], **counts, "has_twin": True, "quick_s": None}
+            out.append({"name": stem, "title": stem, **empty, "full_s": None, "stored": False})
     return out
 
 
@@ -173,10 +160,6 @@ def _rounding_step(seconds: float) -> float:
 def runtime_line(name: str, runtimes: dict | None = None) -> str:
     """The header sentence for notebook ``name`` from ``notebooks/runtimes.json``:
     ``**Runtime on 2 CPU cores:** quick ~10 s, full ~35 s.``"""
-    if not isinstance(name, str):
-        raise TypeError(f"name must be a notebook name such as '01_scaled_attention', got {type(name).__name__}")
-    if runtimes is not None and not isinstance(runtimes, dict):
-        raise TypeError(f"runtimes must be the dict of notebooks/runtimes.json, got {type(runtimes).__name__}")
     if runtimes is None:
         path = notebooks_dir() / "runtimes.json"
         runtimes = json.loads(path.read_text()) if path.exists() else {}
@@ -195,8 +178,6 @@ def stated_runtimes(text: str) -> dict:
 
     Reads ``quick ~N s`` / ``full ~N min`` (also ``≈``, ``about``, ``under``, or no sign).
     """
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str (a markdown cell), got {type(text).__name__}")
     i = text.find(RUNTIME_LABEL)
     if i < 0:
         return {}
@@ -216,8 +197,6 @@ def runtime_problems(name: str, header: str, runtimes: dict) -> list:
     the rounding always does, and so does the usual noise between two runs on shared cores; "~6 min" for 312 s
     does not (``format_runtime`` says "~5 min").
     """
-    if not isinstance(runtimes, dict):
-        raise TypeError(f"runtimes must be the dict of notebooks/runtimes.json, got {type(runtimes).__name__}")
     stated, times = stated_runtimes(header), runtimes.get(name, {})
     fix = f"state them as `{runtime_line(name, runtimes)}`" if times.get("quick_s") and times.get("full_s") else ""
     if RUNTIME_LABEL not in header:
@@ -239,10 +218,8 @@ def runtime_problems(name: str, header: str, runtimes: dict) -> list:
 def write_index(folder: Path | None = None, path: Path = INDEX_FILE) -> Path:
     """Write ``notebook_index(folder)`` (default: the checkout's notebooks) to ``path`` as JSON; return ``path``."""
     folder = folder or notebooks_dir()
-    if folder is None:
-        raise ValueError("no notebooks/ folder to index: run this in a checkout (or set TNB_NOTEBOOKS)")
-    if isinstance(folder, (str, os.PathLike)) and not Path(folder).is_dir():
-        raise ValueError(f"folder must be a notebooks/ folder, got {str(folder)!r}, which is not a folder")
+    if folder is None or not Path(folder).is_dir():
+        raise ValueError(f"no notebooks/ folder to index at {folder}: run this in a checkout (or set TNB_NOTEBOOKS)")
     Path(path).write_text(json.dumps(notebook_index(folder), indent=1, ensure_ascii=False) + "\n", encoding="utf-8")
     return Path(path)
 

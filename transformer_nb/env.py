@@ -6,6 +6,7 @@ The profile is chosen by the environment variable ``TNB_PROFILE``:
 (``as_path``, ``check_module``). Companion code: no core module imports it.
 """
 
+import contextlib
 import os
 import platform
 import random
@@ -14,7 +15,7 @@ from pathlib import Path
 
 import torch
 
-from transformer_nb.core.utils import as_int, available_devices
+from transformer_nb.core.utils import available_devices
 
 PROFILES = ("quick", "full")
 ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -103,30 +104,20 @@ def seed_everything(seed: int = 0) -> None:
     _check_seed(seed)
     random.seed(seed)
     torch.manual_seed(seed)
-    try:
+    with contextlib.suppress(ImportError):  # numpy is optional for the package itself
         import numpy as np
 
         np.random.seed(seed)
-    except ImportError:  # numpy is optional for the package itself
-        pass
 
 
 @dataclass(frozen=True)
-class Env:
-    """What a notebook runs with. ``device`` is a ``torch.device``."""
+class _Env:
+    """What a notebook runs with (``setup()`` builds it from checked values). ``device`` is a ``torch.device``."""
 
     profile: str
     device: torch.device
     seed: int
     threads: int
-
-    def __post_init__(self):
-        if self.profile not in PROFILES:
-            raise ValueError(f"profile must be one of {', '.join(PROFILES)}, got {self.profile!r}")
-        if not isinstance(self.device, torch.device):
-            raise TypeError(f"device must be a torch.device, got {type(self.device).__name__}")
-        _check_seed(self.seed)
-        as_int("threads", self.threads, minimum=1)
 
     def __str__(self) -> str:
         return (
@@ -135,7 +126,7 @@ class Env:
         )
 
 
-def setup(seed: int = 0, threads: int | None = None, quiet: bool = False) -> Env:
+def setup(seed: int = 0, threads: int | None = None, quiet: bool = False) -> _Env:
     """Seed everything, pick the device, and print profile and device.
 
     Call it in the first code cell of every notebook. ``threads`` limits torch's CPU
@@ -149,7 +140,7 @@ def setup(seed: int = 0, threads: int | None = None, quiet: bool = False) -> Env
     if threads is not None:
         torch.set_num_threads(threads)
     seed_everything(seed)
-    env = Env(profile=env_profile, device=device, seed=seed, threads=torch.get_num_threads())
+    env = _Env(profile=env_profile, device=device, seed=seed, threads=torch.get_num_threads())
     if not quiet:
         print(env)
     return env

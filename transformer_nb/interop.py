@@ -53,14 +53,14 @@ def _check_pair(ours, theirs) -> None:
     want = _their_class(ours)
     if not isinstance(theirs, want):
         raise TypeError(f"a {type(ours).__name__} pairs with an nn.{want.__name__}, got {type(theirs).__name__}")
-    {
-        nn.MultiheadAttention: _check_attention,
-        nn.TransformerEncoderLayer: _check_layer,
-        nn.TransformerDecoderLayer: _check_layer,
-        nn.TransformerEncoder: _check_stack,
-        nn.TransformerDecoder: _check_stack,
-        nn.Transformer: _check_whole,
-    }[want](ours, theirs)
+    if want is nn.MultiheadAttention:
+        _check_attention(ours, theirs)
+    elif want is nn.Transformer:
+        _check_whole(ours, theirs)
+    elif want in (nn.TransformerEncoder, nn.TransformerDecoder):
+        _check_stack(ours, theirs)
+    else:
+        _check_layer(ours, theirs)
 
 
 # --------------------------------------------------------------------------- compatibility checks
@@ -156,53 +156,37 @@ def _check_whole(ours, theirs: nn.Transformer | None) -> None:
 # --------------------------------------------------------------------------- copying
 
 
-def _paired_tensors(ours, theirs) -> list:
-    """``[(our tensor, torch's tensor), ...]`` that hold the same numbers (sub-pairs excluded, see ``_children``).
-
-    Attention: torch packs ``[W_q; W_k; W_v]`` into one ``in_proj_weight``; its ``chunk(3)`` views are the three.
-    """
+def _pairs(ours, theirs) -> tuple[list, list]:
+    """``([(our tensor, torch's tensor), ...], [(our submodule, torch's), ...])``: the tensors that hold the same
+    numbers, and the sub-pairs to copy recursively. Attention: torch packs ``[W_q; W_k; W_v]`` into one
+    ``in_proj_weight``; its ``chunk(3)`` views are the three."""
     if isinstance(theirs, nn.MultiheadAttention):
-        projs = (ours.q_proj, ours.k_proj, ours.v_proj)
-        pairs = [
-            *zip([p.weight for p in projs], theirs.in_proj_weight.chunk(3)),
-            (ours.out_proj.weight, theirs.out_proj.weight),
-        ]
+        projs, out = (ours.q_proj, ours.k_proj, ours.v_proj), (ours.out_proj, theirs.out_proj)
+        pairs = [*zip([p.weight for p in projs], theirs.in_proj_weight.chunk(3)), (out[0].weight, out[1].weight)]
         if theirs.in_proj_bias is not None:
-            pairs += [
-                *zip([p.bias for p in projs], theirs.in_proj_bias.chunk(3)),
-                (ours.out_proj.bias, theirs.out_proj.bias),
-            ]
-        return pairs
-    if isinstance(theirs, (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer)):
+            pairs += [*zip([p.bias for p in projs], theirs.in_proj_bias.chunk(3)), (out[0].bias, out[1].bias)]
+        return pairs, []
+    if isinstance(theirs, nn.Transformer):
+        return [], [(ours.blocks, theirs.encoder), (ours.decoder, theirs.decoder)]
+    if isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)):
+        mods = [] if isinstance(ours.norm, nn.Identity) else [(ours.norm, theirs.norm)]  # a stack's final norm
+        subs = list(zip(ours.layers, theirs.layers))
+    else:  # a layer
         mods = [(ours.ff.linear1, theirs.linear1), (ours.ff.linear2, theirs.linear2)]
         mods += [
             (getattr(ours, f"norm{i}"), getattr(theirs, f"norm{i}")) for i in (1, 2, 3) if hasattr(ours, f"norm{i}")
         ]
-    elif isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)) and not isinstance(ours.norm, nn.Identity):
-        mods = [(ours.norm, theirs.norm)]  # a stack's final norm
-    else:
-        mods = []
-    return [(a.weight, b.weight) for a, b in mods] + [(a.bias, b.bias) for a, b in mods if a.bias is not None]
-
-
-def _children(ours, theirs) -> list:
-    """The sub-pairs to copy recursively."""
-    if isinstance(theirs, nn.TransformerEncoderLayer):
-        return [(ours.self_attn, theirs.self_attn)]
-    if isinstance(theirs, nn.TransformerDecoderLayer):
-        return [(ours.self_attn, theirs.self_attn), (ours.cross_attn, theirs.multihead_attn)]
-    if isinstance(theirs, (nn.TransformerEncoder, nn.TransformerDecoder)):
-        return list(zip(ours.layers, theirs.layers))
-    if isinstance(theirs, nn.Transformer):
-        return [(ours.blocks, theirs.encoder), (ours.decoder, theirs.decoder)]
-    return []
+        subs = [(ours.self_attn, theirs.self_attn)]
+        subs += [(ours.cross_attn, theirs.multihead_attn)] if isinstance(theirs, nn.TransformerDecoderLayer) else []
+    return [(a.weight, b.weight) for a, b in mods] + [(a.bias, b.bias) for a, b in mods if a.bias is not None], subs
 
 
 @torch.no_grad()
 def _copy(ours, theirs, to_torch_side: bool) -> None:
-    for mine, other in _children(ours, theirs):
+    pairs, subs = _pairs(ours, theirs)
+    for mine, other in subs:
         _copy(mine, other, to_torch_side)
-    for mine, other in _paired_tensors(ours, theirs):
+    for mine, other in pairs:
         (other if to_torch_side else mine).copy_(mine if to_torch_side else other)
 
 
@@ -235,9 +219,7 @@ def _build(ours):
     if want in (nn.TransformerEncoderLayer, nn.TransformerDecoderLayer):
         if ours.ff.activation == "swiglu":
             raise ValueError("torch's Transformer layers have no SwiGLU feed-forward")
-        if not isinstance(ours.norm1, nn.LayerNorm):
-            raise ValueError("torch's Transformer layers use LayerNorm; this layer uses RMSNorm")
-        w = ours.ff.linear1.weight
+        w = ours.ff.linear1.weight  # an RMSNorm layer is refused by the check that follows the build
         return want(
             ours.self_attn.d_model,
             ours.self_attn.n_heads,
@@ -253,9 +235,7 @@ def _build(ours):
         )
     if want in (nn.TransformerEncoder, nn.TransformerDecoder):
         layers, norm = [_build(layer) for layer in ours.layers], None
-        if not isinstance(ours.norm, nn.Identity):
-            if not isinstance(ours.norm, nn.LayerNorm):
-                raise ValueError("torch's stacks end with a LayerNorm; this stack ends with an RMSNorm")
+        if not isinstance(ours.norm, nn.Identity):  # an RMSNorm is refused by the check that follows the build
             w = ours.norm.weight
             norm = nn.LayerNorm(ours.norm.normalized_shape, eps=ours.norm.eps, device=w.device, dtype=w.dtype)
         if want is nn.TransformerEncoder:

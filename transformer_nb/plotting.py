@@ -4,7 +4,6 @@ Every function draws into a given ``ax`` (or makes one) and returns it, so a not
 cell ends with ``plt.show()``.
 """
 
-import numbers
 import time
 
 import matplotlib.pyplot as plt
@@ -13,19 +12,11 @@ import torch
 
 from transformer_nb.core.utils import as_int
 
+__all__ = ["LiveLoss", "heatmap", "heatmaps", "plot_curves"]  # luminance and text_color serve heatmap
+
 
 def _np(x):
     return x.detach().float().cpu().numpy() if isinstance(x, torch.Tensor) else x
-
-
-def _check_rgba(rgba) -> None:
-    if (
-        isinstance(rgba, (str, bytes))
-        or not hasattr(rgba, "__len__")
-        or len(rgba) not in (3, 4)
-        or not all(isinstance(c, numbers.Real) and 0 <= c <= 1 for c in rgba)
-    ):
-        raise ValueError(f"rgba must be 3 or 4 numbers in [0, 1] (r, g, b[, a]), got {rgba!r}")
 
 
 def _matrices(name: str, x) -> np.ndarray:
@@ -38,7 +29,6 @@ def _matrices(name: str, x) -> np.ndarray:
 
 def luminance(rgba) -> float:
     """Relative luminance (WCAG 2) of an sRGB colour ``(r, g, b[, a])`` in [0, 1]: 0 black, 1 white."""
-    _check_rgba(rgba)
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
     return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
 
@@ -80,12 +70,7 @@ def heatmap(
         for i in range(m.shape[0]):
             for j in range(m.shape[1]):
                 ax.text(j, i, f"{m[i, j]:.2f}", ha="center", va="center", color=text_color(rgba[i, j]), fontsize=8)
-    if title:
-        ax.set_title(title)
-    if xlabel:
-        ax.set_xlabel(xlabel)
-    if ylabel:
-        ax.set_ylabel(ylabel)
+    ax.set(**{k: v for k, v in {"title": title, "xlabel": xlabel, "ylabel": ylabel}.items() if v})
     if colorbar:
         ax.figure.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
     return ax
@@ -123,7 +108,7 @@ def heatmaps(matrices, titles=None, xlabels=None, ylabels=None, ncols=4, size=3.
     return fig
 
 
-def plot_curves(curves, xlabel="", ylabel="", title=None, ax=None, logx=False, logy=False, marker=None):
+def plot_curves(curves, xlabel="", ylabel="", title=None, ax=None, logy=False, marker=None):
     """Plot ``curves``: a dict ``label -> (xs, ys)``. Returns the axes."""
     if not isinstance(curves, dict) or not all(isinstance(c, (tuple, list)) and len(c) == 2 for c in curves.values()):
         raise TypeError(f"curves must be a dict label -> (xs, ys), got {curves!r:.80}")
@@ -134,8 +119,6 @@ def plot_curves(curves, xlabel="", ylabel="", title=None, ax=None, logx=False, l
     ax.set_ylabel(ylabel)
     if title:
         ax.set_title(title)
-    if logx:
-        ax.set_xscale("log")
     if logy:
         ax.set_yscale("log")
     if len(curves) > 1:
@@ -276,9 +259,3 @@ class LiveLoss:
         self.bar.close()
         if self.plot and self.history:
             self.draw()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()

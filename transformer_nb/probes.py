@@ -23,11 +23,6 @@ from transformer_nb.core.utils import as_int
 from transformer_nb.env import check_module
 
 
-def _check_module(model, who: str) -> None:
-    if not isinstance(model, nn.Module):
-        raise TypeError(f"{who} needs an nn.Module, got {type(model).__name__}")
-
-
 def record_attention(model: nn.Module):
     """Within the block, every ``MultiHeadAttention`` in ``model`` keeps its weights in ``last_weights``."""
     check_module("model", model)
@@ -45,20 +40,11 @@ def _recording(mods: list):
             m.keep_weights = False
 
 
-def _first_tensor(x):
-    """The first tensor in ``x`` (a tensor, or nested tuples/lists), or None."""
-    if isinstance(x, torch.Tensor):
-        return x
+def _shape(x):
+    """The shape of the first tensor in ``x`` (a tensor, or nested tuples/lists), or None."""
     if isinstance(x, (tuple, list)):
-        for item in x:
-            t = _first_tensor(item)
-            if t is not None:
-                return t
-    return None
-
-
-def _shape(t):
-    return tuple(t.shape) if t is not None else None
+        return next((s for s in map(_shape, x) if s is not None), None)
+    return tuple(x.shape) if isinstance(x, torch.Tensor) else None
 
 
 def trace_shapes(model: nn.Module, *args, **kwargs) -> list:
@@ -72,7 +58,7 @@ def trace_shapes(model: nn.Module, *args, **kwargs) -> list:
     - ``out``: the shape of the (first) tensor output;
     - ``weights``: for ``MultiHeadAttention``, the shape ``(B, h, T_q, T_k)`` of its attention weights.
     """
-    _check_module(model, "trace_shapes")
+    check_module("model", model)
     records, handles = [], []
 
     def hook(name):
@@ -82,9 +68,9 @@ def trace_shapes(model: nn.Module, *args, **kwargs) -> list:
             rec = {
                 "name": name or type(module).__name__,
                 "type": type(module).__name__,
-                "in": _shape(_first_tensor(args_) if args_ else _first_tensor(list(kwargs_.values()))),
+                "in": _shape(args_ or list(kwargs_.values())),
                 "inputs": ins,
-                "out": _shape(_first_tensor(output)),
+                "out": _shape(output),
             }
             if isinstance(module, MultiHeadAttention) and module.last_weights is not None:
                 rec["weights"] = tuple(module.last_weights.shape)
@@ -129,7 +115,7 @@ def capture_masks(model: nn.Module, *args, **kwargs) -> list:
     ``k_shape``, ``mask`` (bool ``(B, T_q, T_k)``, True = may attend, causal part included) and
     ``label`` (``mask_kind`` of it).
     """
-    _check_module(model, "capture_masks")
+    check_module("model", model)
     names = {m: n for n, m in model.named_modules()}
     records, handles = [], []
 

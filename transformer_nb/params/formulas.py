@@ -74,11 +74,6 @@ def encoder_layer_params(cfg: TransformerConfig) -> int:
     return attention_params(cfg) + ffn_params(cfg) + 2 * norm_params(cfg)
 
 
-def decoder_layer_params(cfg: TransformerConfig) -> int:
-    """One ``DecoderLayer(cfg)``: self-attention + cross-attention (full heads: no GQA) + FFN + 3 norms."""
-    return 2 * attention_params(check_config(cfg).with_(n_kv_heads=None)) + ffn_params(cfg) + 3 * norm_params(cfg)
-
-
 def block_rule(d_model: int) -> int:
     """002's rule of thumb: ``12·d²`` per block (4d² attention + 8d² FFN with d_ff = 4d; no biases, no norms)."""
     as_int("d_model", d_model, 1)
@@ -120,8 +115,3 @@ def param_breakdown(cfg: TransformerConfig) -> dict:
     out["total"] = sum(out[c] for c in CATEGORIES)
     out["cross-attention"] = cross
     return out
-
-
-def param_count(cfg: TransformerConfig) -> int:
-    """The formula total of ``param_breakdown(cfg)``."""
-    return param_breakdown(cfg)["total"]

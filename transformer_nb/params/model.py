@@ -97,25 +97,17 @@ def numel_breakdown(model: nn.Module) -> dict:
         out[cat] += n
         return n
 
-    mods = list(model.named_modules())
-    leaf = lambda name: name.rsplit(".", 1)[-1]
-    cross = 0
-    for _, m in mods:  # first: position tables hold nn.Embedding tables too
-        if isinstance(m, (LearnedPositionalEmbedding, RelativeBiasTable)):
-            add("positions", m)
-    for _, m in mods:  # second: token tables, so that a tied output weight counts here
-        if isinstance(m, nn.Embedding):
-            add("embeddings", m)
-    for name, m in mods:
-        if isinstance(m, MultiHeadAttention):
-            n = add("attention", m)
-            cross += n if leaf(name) == "cross_attn" else 0
-        elif isinstance(m, FeedForward):
-            add("ffn", m)
-        elif isinstance(m, (nn.LayerNorm, nn.RMSNorm)):
-            add("norms", m)
-    for name, m in mods:
-        if leaf(name) in HEADS:
+    mods = [(name.rsplit(".", 1)[-1], m) for name, m in model.named_modules()]  # (the last part of its name, m)
+    # in this order: position tables hold nn.Embedding tables too, and a tied output weight counts as an embedding
+    kinds = [("positions", (LearnedPositionalEmbedding, RelativeBiasTable)), ("embeddings", nn.Embedding)]
+    kinds += [("attention", MultiHeadAttention), ("ffn", FeedForward), ("norms", (nn.LayerNorm, nn.RMSNorm))]
+    for cat, types in kinds:
+        for _, m in mods:
+            if isinstance(m, types):
+                add(cat, m)
+    cross = sum(p.numel() for leaf, m in mods if leaf == "cross_attn" for p in m.parameters())  # never shared
+    for leaf, m in mods:
+        if leaf in HEADS:
             add("head", m)
     add("other", model)
     out["total"] = sum(out[c] for c in CATEGORIES)
