@@ -173,29 +173,21 @@ def _secrets():
     return out
 
 
-@pytest.mark.parametrize("view", ["--json", "--report"])
-def test_the_command_line_withholds_exercise_answers_unless_revealed(view, capsys):
-    assert main([view]) == 0
-    hidden = capsys.readouterr().out
-    assert main([view, "--reveal"]) == 0
-    shown = capsys.readouterr().out
-    secrets = _secrets()
-    assert {c.split("-")[1] for c in secrets} >= {"ex8.2", "ex8.4", "ex8.9"}
-    for cid, texts in secrets.items():
-        assert not [t for t in texts if t in hidden], cid
-        assert view != "--json" or all(json.dumps(t, ensure_ascii=False)[1:-1] in shown for t in texts), cid
-    assert "35,270,656" not in hidden and "35,270,656" in shown and "T > 2d" not in hidden and "T > 2d" in shown
-
-
-def test_the_notebook_views_withhold_exercise_answers_unless_revealed():
-    """Notebooks print reports, cites and Markdown tables before their exercises are attempted (notebook 13 all
-    of them, and it never asks to reveal): none may show an answer; ``reveal=True`` shows it."""
+def test_no_view_shows_an_exercise_answer_unless_revealed(capsys):
+    """Notebooks print reports, cites and Markdown tables before their exercises are attempted (notebook 13 all of
+    them, and it never asks to reveal), the command line JSON: none may show an answer; ``reveal=True`` shows it."""
     out = io.StringIO()
     for text in L.TEXTS:
         L.report(text=text, file=out, run=False)
-    printed = out.getvalue() + L.markdown() + L.table()
-    for cid, texts in _secrets().items():
-        assert all(t.replace("|", "\\|") not in printed and t not in printed for t in texts), cid
+    assert main(["--json"]) == 0
+    hidden = out.getvalue() + L.markdown() + L.table() + capsys.readouterr().out
+    assert main(["--json", "--reveal"]) == 0
+    shown, secrets = capsys.readouterr().out, _secrets()
+    assert {c.split("-")[1] for c in secrets} >= {"ex8.2", "ex8.4", "ex8.9"}
+    for cid, texts in secrets.items():
+        assert all(t.replace("|", "\\|") not in hidden and t not in hidden for t in texts), cid
+        assert all(json.dumps(t, ensure_ascii=False)[1:-1] in shown for t in texts), cid
+    assert "35,270,656" not in hidden and "35,270,656" in shown and "T > 2d" not in hidden and "T > 2d" in shown
     code = [line for line in TWIN.splitlines() if not line.lstrip().startswith("#")]
     assert not [line for line in code if "reveal" in line] and "--reveal" in TWIN
     revealing = [c for c in L.LEDGER if c.reveals]
