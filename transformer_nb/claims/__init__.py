@@ -32,11 +32,7 @@ from pathlib import Path
 
 from ..core.utils import as_int
 from . import figures
-
-try:
-    import tomllib
-except ImportError:  # pragma: no cover (Python 3.10)
-    import tomli as tomllib
+from .figures import tomllib
 
 CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE = "confirmed", "wrong", "imprecise", "not checkable here"
 ARTEFACT = "extraction artefact"  # the extracted text lost symbols; the author's statement, restored, holds
@@ -227,9 +223,8 @@ def report(notebook=None, text=None, status=None, run: bool = True, file=None, r
     say = lambda *lines: print(*lines, sep="\n", file=file or sys.stdout)
     scope = ", ".join(f"{k} {v}" for k, v in (("notebook", notebook), ("text", text), ("status", status)) if v)
     ran = f"{sum(bool(c.check) for c in entries)} checks {'run' if run else 'not run'}"
-    say(
-        f"Claims ledger ({scope or 'all'}): {_summary(entries)}; {ran}" + (", all pass" if run and not failures else "")
-    )
+    ran += ", all pass" if run and not failures else ""
+    say(f"Claims ledger ({scope or 'all'}): {_summary(entries)}; {ran}")
     for c in (c.resolved(here=notebook) for c in entries):  # a notebook's own figures are above it
         mark = " ✗ check FAILS" if c.id in failures else " ✓ checked" if c.check and run else ""
         mark = " (check needs the stored notebooks)" if c.id in skipped else mark
@@ -238,12 +233,8 @@ def report(notebook=None, text=None, status=None, run: bool = True, file=None, r
             body.append(("verdict:", _detail(c, reveal)))
         else:
             label = {WRONG: "correct:", IMPRECISE: "exactly:", ARTEFACT: "restored:"}.get(c.status)
-            body += [
-                (label, c.correct if label else ""),
-                ("why:", c.why),
-                ("found:", c.value * (c.status == CONFIRMED)),
-            ]
-            body.append(("source:", c.source))
+            found = c.value if c.status == CONFIRMED else ""
+            body += [(label, c.correct if label else ""), ("why:", c.why), ("found:", found), ("source:", c.source)]
         wrap = lambda label, s: textwrap.fill(s, 100, initial_indent=f"  {label:<8} ", subsequent_indent=" " * 11)
         say(f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}", *(wrap(k, s) for k, s in body if s))
     if failures:
