@@ -34,12 +34,7 @@ LINES = {
 
 def _printed_lines(nb: str) -> list[str]:
     path = next(NOTEBOOKS.glob(f"{nb}_*.ipynb"))
-    text = []
-    for cell in json.loads(path.read_text(encoding="utf-8"))["cells"]:
-        for o in cell.get("outputs", []):
-            body = o.get("text") or o.get("data", {}).get("text/plain", "")
-            text.append("".join(body))
-    return "\n".join(text).splitlines()
+    return figures._outputs(path, path.stat().st_mtime).splitlines()  # what it printed, read without the patterns
 
 
 @pytest.mark.parametrize("key", sorted(figures.FIGURES))
