@@ -196,7 +196,8 @@ def test_a_comment_edit_in_shown_source_is_stale_only_where_the_source_is_shown(
 
 
 def test_a_figure_printed_from_another_notebook_is_stale_when_that_notebook_changes_it(project):
-    (project / "transformer_nb" / "claims").mkdir()
+    (project / h.LEDGER_DATA).mkdir(parents=True)  # the figures' labels: data/figures.toml
+    shutil.copy(h.ROOT / h.LEDGER_DATA / "figures.toml", project / h.LEDGER_DATA)
     shutil.copy(h.ROOT / h.FIGURES_FILE, project / h.FIGURES_FILE)  # the ledger's reader of stored figures
     other = project / "notebooks" / "02_other.ipynb"
 
@@ -225,13 +226,9 @@ def test_a_figure_printed_from_another_notebook_is_stale_when_that_notebook_chan
 
 
 def test_refresh_stale_also_refreshes_a_notebook_whose_printed_figure_another_refresh_changed(project):
-    figures = (h.ROOT / h.FIGURES_FILE).read_text()
-    start = figures.index("FIGURES: dict")
-    end = figures.index("}\n", start) + 2
-    (project / "transformer_nb" / "claims").mkdir()  # a ledger reader with one figure: what notebook 98 prints
-    (project / h.FIGURES_FILE).write_text(
-        figures[:start] + 'FIGURES = {"98:value": ("98", "value", r" (\\d+)")}\n' + figures[end:]
-    )
+    (project / h.LEDGER_DATA).mkdir(parents=True)  # a ledger reader with one figure: what notebook 98 prints
+    shutil.copy(h.ROOT / h.FIGURES_FILE, project / h.FIGURES_FILE)
+    (project / h.LEDGER_DATA / "figures.toml").write_text('"98:value" = ["98", "value", \' (\\d+)\']\n')
     first = project / "notebooks" / "py" / "98_first.py"
     first.write_text("# %% [markdown]\n# # 98 · First\n\n# %%\nprint('value', 41)\n")
     (project / "notebooks" / "py" / f"{NAME}.py").write_text(TWIN + "\n# %%\nprint('the first notebook printed 41')\n")

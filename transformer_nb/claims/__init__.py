@@ -5,9 +5,10 @@ something false; with the correct value), ``imprecise`` (defensible wording, sta
 checkable here`` (with why) or an ``extraction artefact`` (the extracted text lost symbols; the author's
 statement, restored, holds), what we computed or which primary source we read, and which notebook's audit
 appendix it belongs to (:data:`SCALE` states the scale). The entries are data, one file per text
-(``data/000.toml`` … ``data/004.toml``); an entry that code can check names a cheap function of :mod:`.checks`
-(``check = "name"``), imported only when a check runs. A figure a notebook produces is read from that
-notebook's stored outputs (:mod:`.figures`). Notebooks cite entries by id instead of repeating a refutation::
+(``data/000.toml`` … ``data/004.toml``, one ``[[claim]]`` table an entry); an entry that code can check names a
+cheap function of :mod:`.checks` (``check = "name"``, with the text's numbers in ``args``), imported only when a
+check runs. A figure a notebook produces is read from that notebook's stored outputs (:mod:`.figures`). Notebooks
+cite entries by id instead of repeating a refutation::
 
     from transformer_nb.claims import cite, report
     report(notebook="01")            # the claims of notebook 01, their checks run
@@ -21,48 +22,113 @@ from __future__ import annotations
 
 import difflib
 import json
+import re
 import sys
 import textwrap
+from collections import Counter
+from dataclasses import asdict, dataclass, field, replace
+from importlib import import_module
+from pathlib import Path
 
 from ..core.utils import as_int
 from . import figures
-from ._base import ARTEFACT, CONFIRMED, IMPRECISE, NOT_CHECKABLE, NOTEBOOKS, SCALE, STATUSES, TEXTS, WRONG, Claim, load
+from .figures import tomllib
 
-__all__ = [
-    "ARTEFACT",
-    "CONFIRMED",
-    "IMPRECISE",
-    "LEDGER",
-    "NOT_CHECKABLE",
-    "SCALE",
-    "STATUSES",
-    "TEXTS",
-    "WRONG",
-    "Claim",
-    "cite",
-    "claims",
-    "counts",
-    "get",
-    "markdown",
-    "problems",
-    "report",
-    "run_checks",
-    "table",
-    "to_json",
-]
+CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE = "confirmed", "wrong", "imprecise", "not checkable here"
+ARTEFACT = "extraction artefact"  # the extracted text lost symbols; the author's statement, restored, holds
+STATUSES = (CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE, ARTEFACT)
+SCALE = {  # the verdict scale, stated once (notebook 13 prints it)
+    CONFIRMED: "the statement holds",
+    WRONG: "the text states something false; the entry gives the correct value and how it was obtained",
+    IMPRECISE: "defensible wording that the entry states more exactly",
+    NOT_CHECKABLE: "neither code nor an available primary source settles it; the entry says why",
+    ARTEFACT: "the extraction lost symbols, so the text reads wrongly; the entry restores what the author wrote, "
+    "which holds: neither wrong nor imprecise",
+}
+TEXTS = ("000", "001", "002", "003", "004")
+NOTEBOOKS = tuple(f"{i:02d}" for i in range(12))  # 00..11: the notebooks whose appendices cite the ledger
+PROSE = ("claim", "value", "correct", "why", "source")  # the fields that may quote a notebook's figure {NN:key}
 
-LEDGER: tuple[Claim, ...] = tuple(c for t in TEXTS for c in load(t))
-_BY_ID = {c.id: c for c in LEDGER}
+
+@dataclass(frozen=True)
+class Claim:
+    """One claim of one text, with our verdict. ``correct`` is required for ``wrong`` (the correct value),
+    ``imprecise`` (the exact statement) and ``extraction artefact`` (the statement restored); ``why`` for ``not
+    checkable here``. A notebook's figure is never typed in: the text names it ``{NN:key}`` and :meth:`resolved`
+    fills it in. ``reveals`` names the chapter exercise whose answer the verdict gives away (the printed views then
+    withhold it); ``check`` names a function of :mod:`.checks`, called with ``args``, that raises
+    ``AssertionError`` when the verdict stops holding."""
+
+    id: str
+    text: str
+    section: str
+    claim: str
+    status: str
+    value: str
+    how: str
+    notebook: str
+    correct: str = ""
+    why: str = ""
+    source: str = ""
+    nb_check: str = ""
+    reveals: str = ""
+    check: str = ""
+    args: dict = field(default_factory=dict)
+
+    def problems(self) -> list[str]:
+        """Everything wrong with this entry's structure (an empty list when it is well formed)."""
+        needs = {WRONG: "correct", IMPRECISE: "correct", ARTEFACT: "correct", NOT_CHECKABLE: "why"}.get(self.status)
+        figs = sorted({k for n in PROSE for k in figures.PLACEHOLDER.findall(getattr(self, n))} - set(figures.FIGURES))
+        checks = import_module(f"{__package__}.checks") if self.check else None  # torch loads only if needed
+        found = self.status == NOT_CHECKABLE or self.value.strip()
+        rules = {
+            f"id {self.id!r} must look like '{self.text}-<section>-<slug>'": re.match(
+                rf"{self.text}-[\w.\-]+$", self.id
+            ),
+            f"text {self.text!r} is not one of {TEXTS}": self.text in TEXTS,
+            f"status {self.status!r} is not one of {STATUSES}": self.status in STATUSES,
+            f"notebook {self.notebook!r} is not one of 00..11": self.notebook in NOTEBOOKS,
+            **{f"{n} is empty": getattr(self, n).strip() for n in ("section", "claim", "how")},
+            f"a {self.status!r} entry needs '{needs}'": not needs or getattr(self, needs).strip(),
+            f"reveals {self.reveals!r} must name a chapter exercise, 8.1 .. 8.10": not self.reveals
+            or re.fullmatch(r"8\.(?:[1-9]|10)", self.reveals),
+            **{f"figure {{{k}}} is not one of figures.FIGURES": False for k in figs},
+            "needs 'value' (what we computed or found)": found,
+            "needs a check function or a cited source": self.status == NOT_CHECKABLE
+            or self.check
+            or self.source.strip(),
+            f"check {self.check!r} is not a function of claims.checks": not checks
+            or callable(getattr(checks, self.check, None)),
+        }
+        return [message for message, ok in rules.items() if not ok]
+
+    def resolved(self, root=None, here: str | None = None) -> Claim:
+        """This entry with every ``{NN:key}`` figure filled in from the stored notebooks (see :mod:`.figures`);
+        notebook ``here``'s own figures are pointed to instead."""
+        return replace(self, **{n: figures.fill(getattr(self, n), root, here) for n in PROSE})
+
+    def as_dict(self) -> dict:
+        """The fields as JSON-ready values (``check``: the check's name or null; its ``args`` left out)."""
+        return {k: v for k, v in asdict(self).items() if k != "args"} | {"check": self.check or None}
+
+
+def _load(text: str) -> list[Claim]:
+    with open(Path(__file__).parent / "data" / f"{text}.toml", "rb") as f:
+        return [Claim(text=text, **entry) for entry in tomllib.load(f)["claim"]]
+
+
+LEDGER: tuple[Claim, ...] = tuple(c for t in TEXTS for c in _load(t))
 
 
 def get(claim_id: str) -> Claim:
     """The entry with this id; a ``KeyError`` that suggests close ids otherwise."""
     if not isinstance(claim_id, str):
         raise TypeError(f"claim_id must be an id such as '000-01', got {type(claim_id).__name__}")
-    if claim_id not in _BY_ID:
-        near = difflib.get_close_matches(str(claim_id), _BY_ID, n=3)
+    found = [c for c in LEDGER if c.id == claim_id]
+    if not found:
+        near = difflib.get_close_matches(claim_id, [c.id for c in LEDGER], n=3)
         raise KeyError(f"no claim {claim_id!r} in the ledger" + (f"; did you mean {', '.join(near)}?" if near else ""))
-    return _BY_ID[claim_id]
+    return found[0]
 
 
 def _entries(entries) -> list[Claim]:
@@ -72,58 +138,42 @@ def _entries(entries) -> list[Claim]:
     if isinstance(entries, (str, bytes, Claim)) or not hasattr(entries, "__iter__"):
         raise TypeError(f"entries must be a list of claims (from claims()), got {type(entries).__name__}")
     entries = list(entries)
-    bad = next((e for e in entries if not isinstance(e, Claim)), None)
-    if bad is not None:
-        raise TypeError(f"entries must hold claims (from claims()), got a {type(bad).__name__}: {bad!r:.40}")
+    for e in entries:
+        if not isinstance(e, Claim):
+            raise TypeError(f"entries must hold claims (from claims()), got a {type(e).__name__}: {e!r:.40}")
     return entries
 
 
-def _flag(name: str, value) -> None:
-    if not isinstance(value, bool):  # reveal="no" would reveal
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-
-
-def _one_of(name: str, value, allowed) -> None:
-    if value is not None and value not in allowed:
-        raise ValueError(f"{name}={value!r} is not one of {', '.join(map(str, allowed))}")
+def _flag(reveal) -> None:
+    if not isinstance(reveal, bool):  # reveal="no" would reveal
+        raise TypeError(f"reveal must be True or False, got {reveal!r}")
 
 
 def claims(text: str | None = None, notebook: str | None = None, status: str | None = None) -> list[Claim]:
     """The entries of one text (``"000"``…``"004"``), one notebook (``"00"``…``"11"``) and/or one status."""
-    _one_of("text", text, TEXTS)
-    _one_of("notebook", notebook, NOTEBOOKS)
-    _one_of("status", status, STATUSES)
-    return [
-        c
-        for c in LEDGER
-        if (text is None or c.text == text)
-        and (notebook is None or c.notebook == notebook)
-        and (status is None or c.status == status)
-    ]
+    chosen = {"text": text, "notebook": notebook, "status": status}
+    for (name, value), allowed in zip(chosen.items(), (TEXTS, NOTEBOOKS, STATUSES)):
+        if value is not None and value not in allowed:
+            raise ValueError(f"{name}={value!r} is not one of {', '.join(allowed)}")
+    return [c for c in LEDGER if all(v is None or getattr(c, k) == v for k, v in chosen.items())]
 
 
 def counts(entries=None) -> dict[str, dict[str, int]]:
     """``{text: {status: n}}`` over ``entries`` (default: the whole ledger); every text and status is present."""
-    out = {t: dict.fromkeys(STATUSES, 0) for t in TEXTS}
-    for c in _entries(entries):
-        out[c.text][c.status] += 1
-    return out
-
-
-def _withheld(c: Claim) -> str:
-    return f"(withheld: it gives away Exercise {c.reveals}'s answer; the exercise's solution shows it)"
+    n = Counter((c.text, c.status) for c in _entries(entries))
+    return {t: {s: n[t, s] for s in STATUSES} for t in TEXTS}
 
 
 def _detail(c: Claim, reveal: bool) -> str:
     if c.reveals and not reveal:
-        return _withheld(c)
-    return {WRONG: c.correct, IMPRECISE: c.correct, ARTEFACT: c.correct, NOT_CHECKABLE: c.why}.get(c.status, c.value)
+        return f"(withheld: it gives away Exercise {c.reveals}'s answer; the exercise's solution shows it)"
+    return c.why if c.status == NOT_CHECKABLE else c.value if c.status == CONFIRMED else c.correct
 
 
 def cite(claim_id: str, reveal: bool = False) -> str:
     """One line for prose: id, text and section, verdict, and the correct value or exact statement
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
-    _flag("reveal", reveal)
+    _flag(reveal)
     c = get(claim_id).resolved()
     return f"[{c.id}] {c.text} {c.section}: {c.status} — {_detail(c, reveal)}"
 
@@ -131,8 +181,9 @@ def cite(claim_id: str, reveal: bool = False) -> str:
 def problems() -> dict[str, list[str]]:
     """Structural problems per entry id (empty when the ledger is well formed), duplicate ids included."""
     out = {c.id: c.problems() for c in LEDGER if c.problems()}
-    for cid in {c.id for c in LEDGER if sum(d.id == c.id for d in LEDGER) > 1}:
-        out.setdefault(cid, []).append("duplicate id")
+    for cid, n in Counter(c.id for c in LEDGER).items():
+        if n > 1:
+            out.setdefault(cid, []).append("duplicate id")
     return out
 
 
@@ -144,70 +195,48 @@ def run_checks(entries=None, skipped: list | None = None) -> dict[str, str]:
     from . import checks  # torch and the checks load only when a check runs
 
     failures = {}
-    for c in _entries(entries):
-        if c.check:
-            try:
-                getattr(checks, c.check)()
-            except figures.Unavailable:
-                if skipped is not None:
-                    skipped.append(c.id)
-            except Exception as exc:  # a check that crashes is a failing check, reported by id
-                failures[c.id] = f"{type(exc).__name__}: {exc}"
+    for c in (c for c in _entries(entries) if c.check):
+        try:
+            getattr(checks, c.check)(**c.args)
+        except figures.Unavailable:
+            (skipped if skipped is not None else []).append(c.id)
+        except Exception as exc:  # a check that crashes is a failing check, reported by id
+            failures[c.id] = f"{type(exc).__name__}: {exc}"
     return failures
 
 
 def _summary(entries) -> str:
-    n = {s: sum(c.status == s for c in entries) for s in STATUSES}
+    n = Counter(c.status for c in entries)
     return f"{len(entries)} claims (" + ", ".join(f"{n[s]} {s}" for s in STATUSES) + ")"
 
 
-def _wrap(label: str, text: str, width: int = 100) -> str:
-    return textwrap.fill(text, width=width, initial_indent=f"  {label:<8} ", subsequent_indent=" " * 11)
-
-
-def report(
-    notebook: str | None = None,
-    text: str | None = None,
-    status: str | None = None,
-    run: bool = True,
-    file=None,
-    reveal: bool = False,
-) -> None:
+def report(notebook=None, text=None, status=None, run: bool = True, file=None, reveal: bool = False) -> None:
     """Print the selected entries (and run their checks): text that is the same on every device and profile,
     for an nbval-checked cell. Raises ``AssertionError`` naming every entry whose check fails. An entry that
     gives away an exercise's answer shows its verdict only with ``reveal=True`` (a solution cell)."""
-    _flag("reveal", reveal)
+    _flag(reveal)
     entries = claims(text=text, notebook=notebook, status=status)
     if not entries:
         raise ValueError(f"no claims for notebook={notebook!r}, text={text!r}, status={status!r}")
     skipped = []
     failures = run_checks(entries, skipped) if run else {}
-    file = file or sys.stdout
+    say = lambda *lines: print(*lines, sep="\n", file=file or sys.stdout)
     scope = ", ".join(f"{k} {v}" for k, v in (("notebook", notebook), ("text", text), ("status", status)) if v)
-    n_checks = sum(bool(c.check) for c in entries)
-    print(
-        f"Claims ledger ({scope or 'all'}): {_summary(entries)}; "
-        f"{n_checks} checks {'run' if run else 'not run'}" + (", all pass" if run and not failures else ""),
-        file=file,
-    )
+    ran = f"{sum(bool(c.check) for c in entries)} checks {'run' if run else 'not run'}"
+    ran += ", all pass" if run and not failures else ""
+    say(f"Claims ledger ({scope or 'all'}): {_summary(entries)}; {ran}")
     for c in (c.resolved(here=notebook) for c in entries):  # a notebook's own figures are above it
-        mark = "" if not c.check or not run else (" ✗ check FAILS" if c.id in failures else " ✓ checked")
+        mark = " ✗ check FAILS" if c.id in failures else " ✓ checked" if c.check and run else ""
         mark = " (check needs the stored notebooks)" if c.id in skipped else mark
-        print(f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}", file=file)
-        print(_wrap("claim:", c.claim), file=file)
+        body = [("claim:", c.claim)]
         if c.reveals and not reveal:
-            print(_wrap("verdict:", _withheld(c)), file=file)
-            continue
-        for label, body in (
-            ("correct:", c.correct if c.status == WRONG else ""),
-            ("exactly:", c.correct if c.status == IMPRECISE else ""),
-            ("restored:", c.correct if c.status == ARTEFACT else ""),
-            ("why:", c.why),
-            ("found:", c.value if c.status in (CONFIRMED,) else ""),
-            ("source:", c.source),
-        ):
-            if body:
-                print(_wrap(label, body), file=file)
+            body.append(("verdict:", _detail(c, reveal)))
+        else:
+            label = {WRONG: "correct:", IMPRECISE: "exactly:", ARTEFACT: "restored:"}.get(c.status)
+            found = c.value if c.status == CONFIRMED else ""
+            body += [(label, c.correct if label else ""), ("why:", c.why), ("found:", found), ("source:", c.source)]
+        wrap = lambda label, s: textwrap.fill(s, 100, initial_indent=f"  {label:<8} ", subsequent_indent=" " * 11)
+        say(f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}", *(wrap(k, s) for k, s in body if s))
     if failures:
         raise AssertionError("ledger checks failed: " + "; ".join(f"{k}: {v}" for k, v in failures.items()))
 
@@ -216,20 +245,18 @@ def table(entries=None, width: int = 60) -> str:
     """A plain-text table: id, text §, status, the claim (cut to ``width`` characters)."""
     entries, width = _entries(entries), as_int("width", width, minimum=2)
     rows = [("id", "where", "status", "claim")]
-    rows += [
-        (c.id, f"{c.text} {c.section}"[:24], c.status, c.claim if len(c.claim) <= width else c.claim[: width - 1] + "…")
-        for c in entries
-    ]
-    w = [max(len(r[i]) for r in rows) for i in range(3)]
+    cut = lambda s: s if len(s) <= width else s[: width - 1] + "…"
+    rows += [(c.id, f"{c.text} {c.section}"[:24], c.status, cut(c.claim)) for c in entries]
+    w = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}" for r in rows]
-    lines.insert(1, "-" * (sum(w) + 6 + min(width, max(len(r[3]) for r in rows))))
+    lines.insert(1, "-" * (sum(w) + 6))
     return "\n".join([*lines, "", _summary(entries)])
 
 
 def markdown(entries=None, reveal: bool = False) -> str:
     """A Markdown table for a notebook: id, section, verdict, the claim, and what is correct or found
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
-    _flag("reveal", reveal)
+    _flag(reveal)
     esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
     out = ["| id | § | verdict | the text says | correct / exactly / why / found |", "|---|---|---|---|---|"]
     for c in (c.resolved() for c in _entries(entries)):
@@ -240,11 +267,10 @@ def markdown(entries=None, reveal: bool = False) -> str:
 def to_json(entries=None, reveal: bool = False) -> str:
     """The entries as a JSON list of objects with every field (``check``: the check function's name or null),
     figures filled in. An entry that gives away an exercise's answer has its findings withheld unless ``reveal``."""
-    _flag("reveal", reveal)
-    out = []
-    for c in (c.resolved() for c in _entries(entries)):
-        d = c.as_dict()
+    _flag(reveal)
+    entries = _entries(entries)
+    out = [c.resolved().as_dict() for c in entries]
+    for d, c in zip(out, entries):
         if c.reveals and not reveal:
-            d.update(dict.fromkeys(("value", "how", "correct", "why", "source"), _withheld(c)), check=None)
-        out.append(d)
+            d.update(dict.fromkeys(("value", "how", "correct", "why", "source"), _detail(c, False)), check=None)
     return json.dumps(out, ensure_ascii=False, indent=1)

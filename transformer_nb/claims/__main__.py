@@ -31,8 +31,7 @@ def main(argv=None) -> int:
         "§—²".encode(sys.stdout.encoding or "utf-8")
         plain = False
     except (UnicodeEncodeError, LookupError):  # e.g. PYTHONIOENCODING=ascii: escape what it cannot print
-        plain = True
-        sys.stdout.reconfigure(errors="backslashreplace")
+        plain = sys.stdout.reconfigure(errors="backslashreplace") or True
     if args.json:
         text = to_json(entries, reveal=args.reveal)
         print(json.dumps(json.loads(text), indent=1) if plain else text)  # \u escapes keep the JSON valid
@@ -40,18 +39,14 @@ def main(argv=None) -> int:
         try:
             report(notebook=args.notebook, text=args.text, status=args.status, reveal=args.reveal)
         except AssertionError as exc:
-            print(exc, file=sys.stderr)
-            return 1
+            return print(exc, file=sys.stderr) or 1
     elif args.check:
         skipped = []
         failures = run_checks(entries, skipped)
-        for cid, err in failures.items():
-            print(f"FAIL {cid}: {err}")
+        print(*(f"FAIL {cid}: {err}" for cid, err in failures.items()), sep="\n", end="\n" if failures else "")
         n_pass = sum(bool(c.check) for c in entries) - len(failures) - len(skipped)
-        print(
-            f"{n_pass} checks pass, {len(failures)} fail"
-            + (f", {len(skipped)} need the stored notebooks" if skipped else "")
-        )
+        need = f", {len(skipped)} need the stored notebooks" if skipped else ""
+        print(f"{n_pass} checks pass, {len(failures)} fail{need}")
         return 1 if failures else 0
     else:
         print(table(entries))
