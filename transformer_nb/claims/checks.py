@@ -15,7 +15,7 @@ from torch.utils.flop_counter import FlopCounterMode
 from ..core.positional import alibi_slopes, sinusoid_frequencies
 from ..core.rope import apply_rope
 from ..params import formulas, memory
-from ..params.presets import preset
+from ..params.presets import PRESETS
 from . import figures
 
 __all__ = []  # the ledger calls these by the names its data files give; no notebook calls them
@@ -74,17 +74,27 @@ def mha(d: int = 16, h: int = 4) -> nn.MultiheadAttention:
     return nn.MultiheadAttention(d, h, bias=False, batch_first=True).eval()
 
 
+def layer_params(cfg, kind: str) -> int:
+    """An encoder layer's parameters, or a decoder layer's: one more attention (cross-attention) and norm."""
+    extra = (
+        formulas.attention_params(cfg.with_(n_kv_heads=None)) + formulas.norm_params(cfg) if kind == "decoder" else 0
+    )
+    return formulas.encoder_layer_params(cfg) + extra
+
+
 # What `values` can recompute: the package's counts, and the few formulas of the texts' arithmetic.
 QUANTITIES = {
-    "params": lambda preset_name, **change: formulas.param_count(preset(preset_name).with_(**change)),
-    "attention": lambda preset_name, **change: formulas.attention_params(preset(preset_name).with_(**change)),
-    "ffn": lambda preset_name, **change: formulas.ffn_params(preset(preset_name).with_(**change)),
-    "layers": lambda preset_name, kind, n=6: getattr(formulas, f"{kind}_layer_params")(preset(preset_name)) * n,
+    "params": lambda preset_name, **change: formulas.param_breakdown(PRESETS[preset_name].with_(**change))["total"],
+    "attention": lambda preset_name, **change: formulas.attention_params(PRESETS[preset_name].with_(**change)),
+    "ffn": lambda preset_name, **change: formulas.ffn_params(PRESETS[preset_name].with_(**change)),
+    "layers": lambda preset_name, kind, n=6: layer_params(PRESETS[preset_name], kind) * n,
     "embedding": formulas.embedding_params,
     "block_rule": lambda d_model, layers=1: formulas.block_rule(d_model) * layers,
     "swiglu_hidden_size": formulas.swiglu_hidden_size,
     "kv_cache_bytes": memory.kv_cache_bytes,
-    "attention_matrix_bytes": memory.attention_matrix_bytes,
+    "attention_matrix_bytes": lambda seq_len, n_heads=1, bytes_per_value=2, batch=1: (
+        batch * n_heads * seq_len**2 * bytes_per_value
+    ),
     "frequency": lambda d_model, i: sinusoid_frequencies(d_model)[i],
     "wavelength": lambda d_model: 2 * math.pi / sinusoid_frequencies(d_model)[-1],
     "power": lambda x, n: x**n,
@@ -283,7 +293,7 @@ def shapes():
 def flops_equal():
     t, d = 128, 512
     scores = {h: h * 2 * t * t * (d // h) for h in (1, 8, 64)}  # Q_i K_iᵀ for every head
-    assert len(set(scores.values())) == 1 and scores[1] == memory.attention_flops(t, d, 8)["scores"]
+    assert len(set(scores.values())) == 1 and scores[1] == layer_flops(t, d, 8, 4 * d)[1] // 2  # Q Kᵀ: half of bmm
     assert 8 * t * t < scores[8] / 8  # what grows with h, one T×T softmax per head, is small beside the products
 
 
@@ -332,8 +342,10 @@ def heads():
 def crossover():
     lin, quad = zip(*(layer_flops(t, 64, 4, 256) for t in (6 * 64 - 8, 6 * 64, 6 * 64 + 8)))
     assert quad[0] < lin[0] and quad[1] == lin[1] and quad[2] > lin[2]  # the whole layer: equal at 2d + d_ff = 6d
-    f = memory.attention_flops(128, 64, 4)  # the attention sublayer alone: 4T²d = 8Td² at T = 2d
-    assert f["scores"] + f["weighted_sum"] == f["projections"] and 32 * 4096**2 * 2 == 2**30
+    with warnings.catch_warnings():  # d_ff = 0: the attention sublayer alone (no warning for its empty FFN)
+        warnings.simplefilter("ignore")
+        proj, quad = layer_flops(2 * 64, 64, 4, 0)
+    assert quad == proj and 32 * 4096**2 * 2 == 2**30  # 4T²d = 8Td² at T = 2d
 
 
 def four_d():
