@@ -230,37 +230,28 @@ def test_refresh_stale_refreshes_exactly_the_stale_notebooks_a_changed_printed_f
 
 
 ERROR = {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}
+STORED = "cell 3 stores an error output (ValueError: boom)"
 OUTPUT_WIDGET = {"model_name": "OutputModel", "state": {"outputs": [ERROR]}}  # where interact keeps what it caught
+
+
+def third(**change):  # the notebook's third cell (its second code cell), changed
+    return lambda nb: code_cells(nb)[1].update(**change)
+
+
+def no_stamp(nb):
+    nb["metadata"].pop(h.STAMP_KEY)
+
+
 #: a stored notebook broken in one way -> the check that flags it, and what it says
 BROKEN_NOTEBOOK = {
-    "code edited": (lambda nb: code_cells(nb)[1].update(source="print(2)"), h.stamp_problems, "code cells changed"),
-    "no stamp": (lambda nb: nb["metadata"].pop(h.STAMP_KEY), h.stamp_problems, "has no refresh stamp"),
-    "no stamp, so no profile": (
-        lambda nb: nb["metadata"].pop(h.STAMP_KEY),
-        h.execution_problems,
-        "not refreshed in the full profile",
-    ),
-    "quick profile": (
-        lambda nb: nb["metadata"][h.STAMP_KEY].update(profile="quick"),
-        h.execution_problems,
-        "stamp profile: quick",
-    ),
-    "count cleared": (
-        lambda nb: code_cells(nb)[1].update(execution_count=None),
-        h.execution_problems,
-        "cell 3 has never been executed",
-    ),
-    "count out of order": (
-        lambda nb: code_cells(nb)[1].update(execution_count=7),
-        h.execution_problems,
-        "cell 3 has execution_count 7, expected 2",
-    ),
-    "error stored": (
-        lambda nb: code_cells(nb)[1]["outputs"].append(ERROR),
-        h.execution_problems,
-        "cell 3 stores an error output (ValueError: boom)",
-    ),
-    "error in an output widget": (
+    "code edited": (third(source="print(2)"), h.stamp_problems, "code cells changed"),
+    "no stamp": (no_stamp, h.stamp_problems, "has no refresh stamp"),
+    "no stamp, no profile": (no_stamp, h.execution_problems, "not refreshed in the full profile"),
+    "quick": (lambda nb: nb["metadata"][h.STAMP_KEY].update(profile="quick"), h.execution_problems, "profile: quick"),
+    "count cleared": (third(execution_count=None), h.execution_problems, "cell 3 has never been executed"),
+    "count out of order": (third(execution_count=7), h.execution_problems, "cell 3 has execution_count 7, expected 2"),
+    "error": (lambda nb: code_cells(nb)[1]["outputs"].append(ERROR), h.execution_problems, STORED),
+    "error in an Output widget": (
         lambda nb: nb["metadata"]["widgets"][h.WIDGET_STATE]["state"].update(abcdef0123=OUTPUT_WIDGET),
         h.execution_problems,
         "widget abcdef01 (an Output widget, e.g. of interact) stores an error output (ValueError",
