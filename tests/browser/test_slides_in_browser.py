@@ -60,7 +60,7 @@ def site(tmp_path_factory):
     if not NOTEBOOK.exists():
         pytest.skip(f"{NOTEBOOK.name} is not stored")
     out = tmp_path_factory.mktemp("slides")
-    targets = bundled(lambda: [slides.render(p, out) for p in slides.book.stored_notebooks()])
+    targets = bundled(lambda: slides.render(slides.book.stored_notebooks(), out))
     with serve(out) as url, offline_page(url, viewport=(1280, 800)) as page:
         page.errors = []
         page.on("pageerror", lambda err: page.errors.append(str(err)))
