@@ -118,11 +118,16 @@ def test_refresh_that_changes_nothing_leaves_no_diff(refreshed):
     assert ipynb.read_bytes() == before
 
 
-def test_refresh_refuses_the_quick_profile_and_list_without_stale(project):
-    result = run_refresh(project, paths(project)[1], profile="quick")
-    assert result.returncode == 2
-    assert "refusing to run with TNB_PROFILE=quick" in result.stderr
-    assert run_refresh(project, "--list", "--root", project).returncode == 2
+def test_refresh_refuses_the_quick_profile_and_list_without_stale(refreshed, monkeypatch, capsys):
+    sys.path.insert(0, str(REFRESH.parent))
+    import refresh
+
+    monkeypatch.setenv("TNB_PROFILE", "quick")
+    assert refresh.main([str(paths(refreshed)[1])]) == 2
+    assert "refusing to run with TNB_PROFILE=quick" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        refresh.main(["--list", "--root", str(refreshed)])
+    assert stop.value.code == 2 and "--list goes with --stale" in capsys.readouterr().err
 
 
 def test_refresh_fails_loudly_on_an_error_and_keeps_the_stored_notebook(project):
