@@ -5,7 +5,8 @@ them makes the notebook stale. So a notebook must load only what it runs: the fi
 whole model, and attention is loaded by the notebooks that run attention and by no other.
 
 Two witnesses of what a notebook loads:
-- its twin's import statements, run in a fresh interpreter (what the notebook loads before it runs anything);
+- its twin's import statements, run where no package module is loaded yet (what the notebook loads before it
+  runs anything);
 - the stored stamps, in a copy of the project where the module was edited: the notebooks the harness then finds
   stale because of that module (``tools/refresh.py --stale --list``). The stamps are rewritten when the notebooks
   are refreshed, so this one speaks for the last refresh.
