@@ -396,14 +396,9 @@ def execution_problems(ipynb: Path, nb: dict | None = None) -> list[str]:
 # --------------------------------------------------------------------------- pytest helpers
 
 
-def parametrize_notebooks(paths: list[Path]):
-    """pytest params over notebook names; one clean skip when there are none yet."""
-    import pytest
-
-    names = sorted({Path(p).stem for p in paths})
-    if not names:
-        return [pytest.param(None, marks=pytest.mark.skip(reason="no notebooks yet"))]
-    return names
+def parametrize_notebooks(paths: list[Path]) -> list[str]:
+    """The notebook names of ``paths``, for ``pytest.mark.parametrize``."""
+    return sorted({Path(p).stem for p in paths})
 
 
 RUNTIMES = "notebooks/runtimes.json"  # {name: {"full_s": .., "quick_s": ..}}, read by notebook 00

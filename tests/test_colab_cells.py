@@ -38,20 +38,15 @@ def tool(*args):
     return subprocess.run(cmd, capture_output=True, text=True)
 
 
-def test_the_one_setting_is_the_repository_url():
+def test_the_one_setting_is_the_repository_url_and_colab_installs_the_release_the_package_reports():
+    """(a version bump in pyproject.toml or the package only fails here)"""
     assert colab.repo_url() == URL
     assert colab.badge("05_rope", URL) == (
         "[![Open in Colab](https://colab.research.google.com/assets/colab-badge.svg)]"
         "(https://colab.research.google.com/github/transformer-nb/transformer-nb/blob/main/notebooks/05_rope.ipynb)"
     )
-    assert f'"TNB_INSTALL_FROM", "git+{URL}@v{transformer_nb.__version__}"' in colab.setup_cell(URL)
-
-
-def test_the_setup_cell_pins_the_release_the_package_reports():
-    """Colab installs the tagged release of pyproject's version, and that is the version the package reports
-    (a version bump in one place only fails here)."""
     assert colab.release() == f"v{transformer_nb.__version__}"
-    assert f"@{colab.release()}" in colab.setup_cell(URL)
+    assert f'"TNB_INSTALL_FROM", "git+{URL}@v{transformer_nb.__version__}"' in colab.setup_cell(URL)
 
 
 def test_a_version_bump_stales_the_setup_cells_until_apply(copies):
@@ -67,11 +62,19 @@ def test_a_version_bump_stales_the_setup_cells_until_apply(copies):
     assert f"git+{URL}@{colab.release(pyproject)}" in (nbdir / "py" / "05_rope.py").read_text()
 
 
-@pytest.mark.parametrize("version", ["", "latest", "main", "1.0 beta"])
-def test_a_version_that_is_no_release_is_refused(tmp_path, version):
-    (tmp_path / "pyproject.toml").write_text(f'[project]\nversion = "{version}"\n')
-    with pytest.raises(ValueError, match=r"version must be a release such as 1\.2\.0"):
-        colab.release(tmp_path / "pyproject.toml")
+@pytest.mark.parametrize(
+    "pyproject,refused",
+    [(f'[project]\nversion = "{v}"\n', r"version must be a release such as 1\.2\.0") for v in ("", "main", "1.0 b")]
+    + [
+        (f'[project.urls]\nRepository = "{u}"\n', "Repository must be https://github.com/OWNER/REPO")
+        for u in ("", "https://gitlab.com/a/b", "github.com/a/b", "https://github.com/a")
+    ],
+)
+def test_a_version_that_is_no_release_or_a_repository_colab_cannot_open_is_refused(tmp_path, pyproject, refused):
+    (tmp_path / "pyproject.toml").write_text(pyproject)
+    read = colab.release if "version" in pyproject else colab.repo_url
+    with pytest.raises(ValueError, match=refused):
+        read(tmp_path / "pyproject.toml")
 
 
 def test_changing_the_setting_changes_badges_and_install_source(copies):
@@ -83,13 +86,6 @@ def test_changing_the_setting_changes_badges_and_install_source(copies):
     assert f"install source in Colab: git+https://github.com/someone/fork@{colab.release()}" in shown
     assert "colab.research.google.com/github/someone/fork/blob/main/notebooks/00_start_here.ipynb" in shown
     assert "transformer-nb/transformer-nb" not in shown
-
-
-@pytest.mark.parametrize("url", ["", "https://gitlab.com/a/b", "github.com/a/b", "https://github.com/a"])
-def test_a_setting_colab_cannot_open_is_refused(tmp_path, url):
-    (tmp_path / "pyproject.toml").write_text(f'[project.urls]\nRepository = "{url}"\n')
-    with pytest.raises(ValueError, match=r"Repository must be https://github\.com/OWNER/REPO"):
-        colab.repo_url(tmp_path / "pyproject.toml")
 
 
 def test_apply_writes_the_cells_once_and_check_then_passes(copies):

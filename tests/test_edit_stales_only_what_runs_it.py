@@ -5,7 +5,8 @@ them makes the notebook stale. So a notebook must load only what it runs: the fi
 whole model, and attention is loaded by the notebooks that run attention and by no other.
 
 Two witnesses of what a notebook loads:
-- its twin's import statements, run in a fresh interpreter (what the notebook loads before it runs anything);
+- its twin's import statements, run where no package module is loaded yet (what the notebook loads before it
+  runs anything);
 - the stored stamps, in a copy of the project where the module was edited: the notebooks the harness then finds
   stale because of that module (``tools/refresh.py --stale --list``). The stamps are rewritten when the notebooks
   are refreshed, so this one speaks for the last refresh.
@@ -17,7 +18,6 @@ import os
 import shutil
 import subprocess
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import notebook_harness as harness
 import pytest
@@ -42,31 +42,47 @@ def _twin(nb: str):
 
 
 def import_statements(nb: str) -> str:
-    """The twin's ``transformer_nb`` import statements, and a line that prints the package files then loaded."""
+    """The twin's ``transformer_nb`` import statements."""
     tree = ast.parse(_twin(nb).read_text(encoding="utf-8"))
-    lines = [
+    return "\n".join(
         ast.unparse(node)
         for node in ast.walk(tree)
         if (isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == harness.PACKAGE)
         or (isinstance(node, ast.Import) and any(a.name.split(".")[0] == harness.PACKAGE for a in node.names))
-    ]
-    files = f"[m.__file__ for n, m in list(sys.modules.items()) if n.split('.')[0] == {harness.PACKAGE!r}]"
-    return "\n".join([*lines, "import json, sys", f"print(json.dumps({files}))"])
+    )
 
 
-def imported(nb: str, code: str) -> frozenset:
-    """The package files that ``code`` (notebook ``nb``'s imports) loads in a fresh interpreter."""
-    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
-    out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, env=env, capture_output=True, text=True, timeout=300)
-    assert out.returncode == 0, f"notebook {nb}'s imports fail:\n{out.stderr[-2000:]}"
-    return frozenset(harness.module_hashes(json.loads(out.stdout.strip().splitlines()[-1]), ROOT))
+#: One interpreter imports the libraries once, then runs each notebook's import statements in a fork of itself (a
+#: fresh ``transformer_nb`` each time) and prints the package files they loaded: 15 fresh interpreters cost 40 s.
+FORKS = f"""
+import json, os, sys, traceback
+import torch, numpy, matplotlib.pyplot, ipywidgets, IPython
+for nb, code in json.loads(sys.stdin.read()).items():
+    sys.stdout.flush()
+    if os.fork() == 0:
+        try:
+            exec(code, {{}})
+            files = [m.__file__ for n, m in list(sys.modules.items()) if n.split(".")[0] == {harness.PACKAGE!r}]
+            print(json.dumps([nb, files]))
+        except BaseException:
+            print(json.dumps([nb, traceback.format_exc()]))
+        sys.stdout.flush()
+        os._exit(0)
+    os.wait()
+"""
 
 
 @pytest.fixture(scope="module")
 def loaded() -> dict:
-    codes = [import_statements(nb) for nb in ALL]  # ast in this thread: it is not thread-safe in every Python
-    with ThreadPoolExecutor(2) as pool:  # each in its own interpreter
-        return dict(zip(ALL, pool.map(imported, ALL, codes)))
+    """``{notebook: frozenset of the package files its imports load}``."""
+    env = {**os.environ, "OMP_NUM_THREADS": "1", "PYTHONPATH": str(ROOT)}
+    codes = json.dumps({nb: import_statements(nb) for nb in ALL})
+    out = subprocess.run([sys.executable, "-c", FORKS], input=codes, cwd=ROOT, env=env, capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    runs = dict(json.loads(line) for line in out.stdout.splitlines())
+    fails = {nb: files for nb, files in runs.items() if isinstance(files, str)}
+    assert not fails and set(runs) == set(ALL), f"these notebooks' imports fail: {fails}"
+    return {nb: frozenset(harness.module_hashes(files, ROOT)) for nb, files in runs.items()}
 
 
 def stale_after_editing(rel: str, tmp_path) -> set:

@@ -118,10 +118,16 @@ def test_refresh_that_changes_nothing_leaves_no_diff(refreshed):
     assert ipynb.read_bytes() == before
 
 
-def test_refresh_refuses_the_quick_profile(project):
-    result = run_refresh(project, paths(project)[1], profile="quick")
-    assert result.returncode == 2
-    assert "refusing to run with TNB_PROFILE=quick" in result.stderr
+def test_refresh_refuses_the_quick_profile_and_list_without_stale(refreshed, monkeypatch, capsys):
+    sys.path.insert(0, str(REFRESH.parent))
+    import refresh
+
+    monkeypatch.setenv("TNB_PROFILE", "quick")
+    assert refresh.main([str(paths(refreshed)[1])]) == 2
+    assert "refusing to run with TNB_PROFILE=quick" in capsys.readouterr().err
+    with pytest.raises(SystemExit) as stop:
+        refresh.main(["--list", "--root", str(refreshed)])
+    assert stop.value.code == 2 and "--list goes with --stale" in capsys.readouterr().err
 
 
 def test_refresh_fails_loudly_on_an_error_and_keeps_the_stored_notebook(project):
@@ -157,29 +163,6 @@ def test_missing_twin_and_missing_notebook_are_flagged(project):
     twin.write_text(TWIN)
     ipynb.unlink()
     assert_flags(h.twin_problems(ipynb, twin), "has no notebook")
-
-
-def test_refresh_stale_refreshes_exactly_the_stale_notebooks(project):
-    ipynb, twin = paths(project)
-    untouched = run_refresh(project, "--stale", "--root", project)
-    assert untouched.returncode == 0 and "no stale notebook" in untouched.stdout, untouched.stdout + untouched.stderr
-    (project / "transformer_nb" / "helpers.py").write_text("def double(x):\n    return x + x\n")
-    assert h.stamp_problems(ipynb)
-    result = run_refresh(project, "--stale", "--root", project)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert f"{NAME} is stale" in result.stdout and "1 refreshed, 0 failed" in result.stdout
-    assert all_problems(project) == []
-
-
-def test_refresh_stale_list_names_the_stale_notebooks_and_runs_nothing(project):
-    ipynb, _ = paths(project)
-    (project / "transformer_nb" / "helpers.py").write_text("def double(x):\n    return x + x\n")
-    before = ipynb.read_bytes()
-    result = run_refresh(project, "--stale", "--list", "--root", project)
-    assert result.returncode == 0, result.stdout + result.stderr
-    assert f"{NAME} is stale" in result.stdout and "refresh: 1 stale" in result.stdout, result.stdout
-    assert ipynb.read_bytes() == before and h.stamp_problems(ipynb)
-    assert run_refresh(project, "--list", "--root", project).returncode == 2  # --list without --stale
 
 
 def test_a_comment_edit_in_shown_source_is_stale_only_where_the_source_is_shown(project):
@@ -225,7 +208,7 @@ def test_a_figure_printed_from_another_notebook_is_stale_when_that_notebook_chan
     assert_flags(h.stamp_problems(ipynb), "prints 02:unmasked_rule_kept = 14.2", "now give 15.0")
 
 
-def test_refresh_stale_also_refreshes_a_notebook_whose_printed_figure_another_refresh_changed(project):
+def test_refresh_stale_refreshes_exactly_the_stale_notebooks_a_changed_printed_figure_included(project):
     (project / h.LEDGER_DATA).mkdir(parents=True)  # a ledger reader with one figure: what notebook 98 prints
     shutil.copy(h.ROOT / h.FIGURES_FILE, project / h.FIGURES_FILE)
     (project / h.LEDGER_DATA / "figures.toml").write_text('"98:value" = ["98", "value", \' (\\d+)\']\n')
@@ -235,75 +218,80 @@ def test_refresh_stale_also_refreshes_a_notebook_whose_printed_figure_another_re
     assert run_refresh(project, "--all", "--root", project).returncode == 0
     ipynb, _ = paths(project)
     assert h.load(ipynb)["metadata"][h.STAMP_KEY]["figures"] == {"98:value": "41"} and h.stamp_problems(ipynb) == []
+    untouched = run_refresh(project, "--stale", "--root", project)
+    assert untouched.returncode == 0 and "no stale notebook" in untouched.stdout, untouched.stdout + untouched.stderr
     first.write_text(first.read_text().replace("41", "42"))  # 98's code changes, and so does its figure
+    before = ipynb.read_bytes()
+    listed = run_refresh(project, "--stale", "--list", "--root", project)  # names them, runs nothing
+    assert listed.returncode == 0 and "98_first is stale" in listed.stdout, listed.stdout + listed.stderr
+    assert ipynb.read_bytes() == before
     result = run_refresh(project, "--stale", "--root", project)
     assert result.returncode == 0, result.stdout + result.stderr
     assert "98_first is stale" in result.stdout and f"{NAME} is stale" in result.stdout, result.stdout
     assert "2 refreshed, 0 failed" in result.stdout and all_problems(project) == []
 
 
-def test_code_edited_without_refresh_is_stale(project):
+ERROR = {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}
+STORED = "cell 3 stores an error output (ValueError: boom)"
+OUTPUT_WIDGET = {"model_name": "OutputModel", "state": {"outputs": [ERROR]}}  # where interact keeps what it caught
+
+
+def third(**change):  # the notebook's third cell (its second code cell), changed
+    return lambda nb: code_cells(nb)[1].update(**change)
+
+
+def no_stamp(nb):
+    nb["metadata"].pop(h.STAMP_KEY)
+
+
+#: a stored notebook broken in one way -> the check that flags it, and what it says
+BROKEN_NOTEBOOK = {
+    "code edited": (third(source="print(2)"), h.stamp_problems, "code cells changed"),
+    "no stamp": (no_stamp, h.stamp_problems, "has no refresh stamp"),
+    "no stamp, no profile": (no_stamp, h.execution_problems, "not refreshed in the full profile"),
+    "quick": (lambda nb: nb["metadata"][h.STAMP_KEY].update(profile="quick"), h.execution_problems, "profile: quick"),
+    "count cleared": (third(execution_count=None), h.execution_problems, "cell 3 has never been executed"),
+    "count out of order": (third(execution_count=7), h.execution_problems, "cell 3 has execution_count 7, expected 2"),
+    "error": (lambda nb: code_cells(nb)[1]["outputs"].append(ERROR), h.execution_problems, STORED),
+    "error in an Output widget": (
+        lambda nb: nb["metadata"]["widgets"][h.WIDGET_STATE]["state"].update(abcdef0123=OUTPUT_WIDGET),
+        h.execution_problems,
+        "widget abcdef01 (an Output widget, e.g. of interact) stores an error output (ValueError",
+    ),
+}
+
+
+@pytest.mark.parametrize("how", BROKEN_NOTEBOOK)
+def test_a_broken_stored_notebook_is_flagged(project, how):
+    change, check, says = BROKEN_NOTEBOOK[how]
     ipynb, _ = paths(project)
-    edit(ipynb, lambda nb: code_cells(nb)[1].update(source="print(transformer_nb.helpers.double(22))"))
-    assert_flags(h.stamp_problems(ipynb), "code cells changed")
+    edit(ipynb, change)
+    assert_flags(check(ipynb), says)
 
 
-def test_changed_module_is_stale(project):
-    ipynb, _ = paths(project)
-    (project / "transformer_nb" / "helpers.py").write_text("def double(x):\n    return x + x\n")
-    assert_flags(h.stamp_problems(ipynb), "transformer_nb/helpers.py changed")
+#: helpers.py (which the notebook imported) or a module beside it, rewritten (None: deleted) -> what the stamp says
+MODULE_EDITS = {
+    "code changed": ("helpers.py", "def double(x):\n    return x + x\n", "transformer_nb/helpers.py changed"),
+    "deleted": ("helpers.py", None, "transformer_nb/helpers.py, which no longer exists"),
+    "comments, docstrings, layout": (
+        "helpers.py",
+        '"""Helpers."""\n\n\ndef double( x ):  # twice\n    """Twice x."""\n\n    return 2*x\n',
+        None,
+    ),
+    "a module it never imported": ("other.py", "def triple(x):\n    return 3 * x\n", None),
+}
 
 
-def test_comment_docstring_and_layout_edits_leave_the_notebook_fresh(project):
-    ipynb, _ = paths(project)
-    (project / "transformer_nb" / "helpers.py").write_text(
-        '"""Helpers."""\n\n\ndef double( x ):  # twice\n    """Twice x."""\n\n    return 2*x\n'
-    )
-    assert h.stamp_problems(ipynb) == []
-
-
-def test_a_module_the_notebook_never_imported_does_not_make_it_stale(project):
-    ipynb, _ = paths(project)
-    (project / "transformer_nb" / "other.py").write_text("def triple(x):\n    return 3 * x\n")
-    assert h.stamp_problems(ipynb) == []
-
-
-def test_deleted_module_is_stale(project):
-    ipynb, _ = paths(project)
-    (project / "transformer_nb" / "helpers.py").unlink()
-    assert_flags(h.stamp_problems(ipynb), "transformer_nb/helpers.py, which no longer exists")
-
-
-def test_missing_stamp_is_flagged(project):
-    ipynb, _ = paths(project)
-    edit(ipynb, lambda nb: nb["metadata"].pop("transformer_nb"))
-    assert_flags(h.stamp_problems(ipynb), "has no refresh stamp")
-    assert_flags(h.execution_problems(ipynb), "not refreshed in the full profile")
-
-
-def test_cleared_execution_count_is_flagged(project):
-    ipynb, _ = paths(project)
-    edit(ipynb, lambda nb: code_cells(nb)[1].update(execution_count=None))
-    assert_flags(h.execution_problems(ipynb), "cell 3 has never been executed")
-
-
-def test_out_of_order_execution_counts_are_flagged(project):
-    ipynb, _ = paths(project)
-    edit(ipynb, lambda nb: code_cells(nb)[1].update(execution_count=7))
-    assert_flags(h.execution_problems(ipynb), "cell 3 has execution_count 7, expected 2")
-
-
-def test_stored_error_output_is_flagged(project):
-    ipynb, _ = paths(project)
-    error = {"output_type": "error", "ename": "ValueError", "evalue": "boom", "traceback": []}
-    edit(ipynb, lambda nb: code_cells(nb)[1]["outputs"].append(error))
-    assert_flags(h.execution_problems(ipynb), "cell 3 stores an error output (ValueError: boom)")
-
-
-def test_quick_profile_stamp_is_flagged(project):
-    ipynb, _ = paths(project)
-    edit(ipynb, lambda nb: nb["metadata"]["transformer_nb"].update(profile="quick"))
-    assert_flags(h.execution_problems(ipynb), "stamp profile: quick")
+@pytest.mark.parametrize("how", MODULE_EDITS)
+def test_a_code_edit_to_a_module_it_ran_stales_the_notebook_and_nothing_else_does(project, how):
+    name, text, says = MODULE_EDITS[how]
+    module = project / "transformer_nb" / name
+    module.unlink() if text is None else module.write_text(text)
+    problems = h.stamp_problems(paths(project)[0])
+    if says:
+        assert_flags(problems, says)
+    else:
+        assert problems == []
 
 
 SHOWN_ERRORS = {
@@ -350,12 +338,3 @@ def test_an_error_shown_without_raising_fails_the_refresh_and_keeps_the_stored_n
     assert f"{NAME} FAILED" in result.stderr and "stored notebook is unchanged" in result.stderr
     assert ipynb.read_bytes() == before
     assert not [p.name for p in ipynb.parent.iterdir() if p.name.endswith(".tmp")]
-
-
-def test_stored_error_in_an_output_widget_is_flagged(project):
-    """Where interact keeps the exception it caught: the Output widget's state, not the cell's outputs."""
-    ipynb, _ = paths(project)
-    error = {"output_type": "error", "ename": "ZeroDivisionError", "evalue": "division by zero", "traceback": []}
-    output_model = {"model_name": "OutputModel", "state": {"outputs": [error]}}
-    edit(ipynb, lambda nb: nb["metadata"]["widgets"][h.WIDGET_STATE]["state"].update(abcdef0123=output_model))
-    assert_flags(h.execution_problems(ipynb), "widget abcdef01", "stores an error output (ZeroDivisionError")

@@ -50,10 +50,7 @@ def test_shown_answers_finds_a_solution_or_an_answer_and_nothing_else():
 
 
 def test_a_run_that_shows_an_answer_fails_the_cell_under_nbval(tmp_path):
-    cells = [
-        nbformat.v4.new_code_cell("from transformer_nb.exercises.params import breakdown_ex"),
-        nbformat.v4.new_code_cell("print(f'grand total: {35_270_656:,}')"),
-    ]
+    cells = [nbformat.v4.new_code_cell("print(f'grand total: {35_270_656:,}')")]  # a kernel without torch: quick
     path = tmp_path / "07_parameter_counting.ipynb"
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}

@@ -40,34 +40,22 @@ def _notebook_text(path: Path) -> str:
     return "\n".join(parts)
 
 
-@pytest.mark.parametrize("path", TWINS, ids=[p.stem for p in TWINS])
-def test_twin_speaks_to_the_reader(path):
-    found = internal_language(path.read_text(encoding="utf-8"))
+@pytest.mark.parametrize("path", TWINS + NOTEBOOKS, ids=[p.name for p in TWINS + NOTEBOOKS])
+def test_a_notebook_speaks_to_the_reader(path):
+    found = internal_language(_notebook_text(path) if path.suffix == ".ipynb" else path.read_text(encoding="utf-8"))
     assert not found, f"{path.name} speaks about the project:\n" + "\n".join(found)
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=[p.stem for p in NOTEBOOKS])
-def test_stored_notebook_speaks_to_the_reader(path):
-    found = internal_language(_notebook_text(path))
-    assert not found, f"{path.name} speaks about the project:\n" + "\n".join(found)
+PLANTED = [
+    "the project's issue 5",
+    "see issue #24",
+    "phase 2 of this project",
+    "Phase 3 re-measures",
+    "Issues 12 and 13",
+]
+ORDINARY = ["the phase of the sinusoid", "this issue of the journal", "projection W_O", "project with out_proj"]
 
 
-@pytest.mark.parametrize(
-    "sentence",
-    [
-        "figures recorded in the project's issue 5",
-        "see issue #24",
-        "phase 2 of this project fixes the notebooks",
-        "Phase 3 re-measures it",
-        "as agreed in Issues 12 and 13",
-    ],
-)
-def test_planted_internal_language_is_found(sentence):
-    assert internal_language(f"# A fine line.\n# {sentence}.\n")
-
-
-@pytest.mark.parametrize(
-    "sentence", ["the phase of the sinusoid", "this issue of the journal", "projection W_O", "project with out_proj"]
-)
-def test_ordinary_words_are_not_flagged(sentence):
-    assert not internal_language(sentence)
+@pytest.mark.parametrize("sentence", PLANTED + ORDINARY)
+def test_internal_language_is_found_and_ordinary_words_are_not(sentence):
+    assert bool(internal_language(f"# A fine line.\n# {sentence}.\n")) == (sentence in PLANTED)

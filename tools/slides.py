@@ -208,8 +208,9 @@ def with_slides(nb):
     return out
 
 
-def render(path: Path, out_dir: Path) -> Path:
-    """``out_dir/NAME.slides.html`` of the stored notebook ``path``, with its JavaScript in ``out_dir/_static``."""
+def render(paths: list[Path], out_dir: Path) -> list[Path]:
+    """``out_dir/NAME.slides.html`` of each stored notebook of ``paths``, with their JavaScript in ``out_dir/_static``
+    (copied, and the template compiled, once for all)."""
     import nbformat
 
     out_dir.mkdir(parents=True, exist_ok=True)
@@ -223,11 +224,13 @@ def render(path: Path, out_dir: Path) -> Path:
         reveal_width=str(WIDTH),
         reveal_height=str(HEIGHT),
     )
-    nb = with_slides(nbformat.read(path, as_version=4))
-    body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
-    target = out_dir / f"{path.stem}.slides.html"
-    target.write_text(body, encoding="utf-8")
-    return target
+    targets = []
+    for path in paths:
+        nb = with_slides(nbformat.read(path, as_version=4))
+        body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
+        targets.append(out_dir / f"{path.stem}.slides.html")
+        targets[-1].write_text(body, encoding="utf-8")
+    return targets
 
 
 def main(argv=None) -> int:
@@ -242,7 +245,7 @@ def main(argv=None) -> int:
         known = ", ".join(p.stem for p in book.stored_notebooks())
         print(f"slides: no stored notebook {args.notebook!r}; one of: {known}", file=sys.stderr)
         return 2
-    target = render(path, args.out.resolve())
+    [target] = render([path], args.out.resolve())
     print(f"slides: open {target}")
     return 0
 
