@@ -43,17 +43,18 @@ def build_stack(
     n_heads: int = 4,
     d_ff: int | None = None,
     n_out: int = 64,
-    seed: int = 0,
+    seed: int | None = 0,
     causal: bool = False,
 ) -> nn.Sequential:
     """A seeded, Xavier-initialised ``Encoder`` of ``depth`` blocks followed by a linear read-out to ``n_out``.
 
     ``model = build_stack(...)``: ``model(x)`` maps ``(B, T, d_model) -> (B, T, n_out)``;
     ``model[0]`` is the ``Encoder`` (its ``layers`` and final ``norm``), ``model[1]`` the read-out.
-    Same seed -> same weights.
+    Same seed -> same weights (``seed=None``: the global generator as it stands).
     """
     as_int("depth", depth, 1)
-    torch.manual_seed(seed)
+    if seed is not None:
+        torch.manual_seed(seed)
     cfg = TransformerConfig(
         d_model=d_model, n_heads=n_heads, n_layers=depth, d_ff=d_ff, activation="relu", norm_first=norm_first
     )
@@ -190,13 +191,8 @@ def toy_lm(vocab: int, depth: int, norm_first: bool, d_model: int = 64, n_heads:
     The blocks and the read-out are Xavier-initialised; the embedding keeps ``nn.Embedding``'s N(0, 1).
     """
     as_int("vocab", vocab, 1)
-    as_int("depth", depth, 1)
     embedding = nn.Embedding(vocab, d_model)
-    encoder = Encoder(
-        TransformerConfig(d_model=d_model, n_heads=n_heads, n_layers=depth, activation="relu", norm_first=norm_first),
-        causal=True,
-    )
-    return nn.Sequential(embedding, *init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, vocab))))
+    return nn.Sequential(embedding, *build_stack(depth, norm_first, True, d_model, n_heads, None, vocab, None, True))
 
 
 def _check_data(data):

@@ -16,15 +16,13 @@ In one process, on ``--device`` (``cpu``, the default, with ``--threads`` thread
 The last line printed is one JSON object.
 """
 
-import argparse
-import json
-import os
 import time
 
 import torch
 
 from transformer_nb import lm_recipe
 from transformer_nb.bench import check_positive_flags
+from transformer_nb.bench._common import finish, parser, start
 from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.core.transformer import check_language_model
 from transformer_nb.lm_compute import flops_per_token, matmul_peak_gflops, mfu
@@ -34,11 +32,7 @@ from transformer_nb.perplexity import evaluate, unigram_perplexity
 from transformer_nb.wikitext import check_wikitext, load_wikitext2, random_windows
 
 
-def _load() -> float:
-    return os.getloadavg()[0] if hasattr(os, "getloadavg") else float("nan")
-
-
-def run(name, model, data, tcfg, peak, eval_tokens):
+def _run(name, model, data, tcfg, peak, eval_tokens):
     """Train ``model`` (a language model) on ``data`` for ``tcfg``'s budget and print its MFU and perplexity."""
     check_language_model(model)
     check_wikitext(data)
@@ -82,29 +76,21 @@ def run(name, model, data, tcfg, peak, eval_tokens):
 
 
 def main(argv=None) -> int:
-    p = argparse.ArgumentParser(
-        prog="python -m transformer_nb.bench lm",
-        description=__doc__,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    p = parser("lm", __doc__)
     p.add_argument("--budget", type=float, default=360.0, help="training seconds per model (default 360)")
-    p.add_argument("--device", default="cpu", help="cpu (default) or cuda[:N]")
-    p.add_argument("--threads", type=int, default=2, help="torch CPU threads (default 2)")
     p.add_argument("--data", default=None, help="WikiText-2 folder (default: TNB_DATA_DIR, then the user cache)")
     p.add_argument("--eval-tokens", type=int, default=None, help="validation tokens (default: the full split)")
     p.add_argument("--skip-lstm", action="store_true", help="train only the Transformer")
     p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
-    check_positive_flags(p, args, "budget", "threads", "eval_tokens")
+    check_positive_flags(p, args, "budget", "eval_tokens")
 
-    device = torch.device(args.device)
-    torch.set_num_threads(args.threads)
+    device, load = start(args)
     data = load_wikitext2(args.data, progress=False)
     V = len(data.vocab)
     ranks = frequency_ranks(data.train, V)
     recipe = lm_recipe.recipe_config("transformer", device, budget_s=args.budget, seed=args.seed)
     dtype = torch.bfloat16 if recipe.bf16 else torch.float32
-    load = _load()
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"threads {torch.get_num_threads()}"
     print(
         f"lm benchmark | torch {torch.__version__} | {device.type} | {where} | "
@@ -117,7 +103,7 @@ def main(argv=None) -> int:
     print(f"unigram validation perplexity: {unigram:.1f}", flush=True)
 
     model = lm_recipe.build_model("transformer", V, ranks, seed=args.seed).to(device)
-    tr = run("transformer", model, data, recipe, peak, args.eval_tokens)
+    tr = _run("transformer", model, data, recipe, peak, args.eval_tokens)
     result = {
         "bench": "lm",
         "device": device.type,
@@ -128,7 +114,7 @@ def main(argv=None) -> int:
     if not args.skip_lstm:
         lcfg = lm_recipe.recipe_config("lstm", device, budget_s=args.budget, seed=args.seed)
         lstm = lm_recipe.build_model("lstm", V, ranks, seed=args.seed).to(device)
-        ls = run("lstm", lstm, data, lcfg, peak, args.eval_tokens)
+        ls = _run("lstm", lstm, data, lcfg, peak, args.eval_tokens)
         result.update(lstm_val_ppl=round(ls["val_ppl"], 2))
     result.update(tokens_per_s=round(tr["tokens_per_s"], 1))
     if not args.skip_lstm:
@@ -137,7 +123,6 @@ def main(argv=None) -> int:
         params=tr["params"],
         mfu=round(tr["mfu"], 4),
         matmul_peak_gflops=round(peak, 1),
-        threads=torch.get_num_threads(),
         matmul_dtype=str(dtype).replace("torch.", ""),
         optimizer=recipe.optimizer,
         batch_size=recipe.batch_size,
@@ -147,13 +132,11 @@ def main(argv=None) -> int:
         train_s=round(tr["train_s"], 1),
         eval_s=round(tr["eval_s"], 1),
         unigram_val_ppl=round(unigram, 1),
-        load_avg_start=round(load, 2),
         eval_tokens=args.eval_tokens or int(data.valid.numel()),
     )
     if not args.skip_lstm:
         result.update(
             ratio=round(ls["val_ppl"] / tr["val_ppl"], 3), lstm_params=ls["params"], lstm_mfu=round(ls["mfu"], 4)
         )
-    result["load_avg_end"] = round(_load(), 2)
-    print(json.dumps(result))
+    finish(result, load)
     return 0

@@ -79,32 +79,12 @@ class Batch(NamedTuple):
         """``(B,)`` source lengths."""
         return self.src_keep.sum(1)
 
-    @property
-    def device(self) -> torch.device:
-        return self.src.device
-
     def __len__(self) -> int:
         return self.src.shape[0]
 
-    def to(self, device, non_blocking: bool = False) -> Batch:
+    def to(self, device) -> Batch:
         """The same batch on ``device`` (itself if it is there already)."""
-        return Batch(*(t.to(device, non_blocking=non_blocking) for t in self))
-
-    def pad_to(self, width: int) -> Batch:
-        """The same batch right-padded to ``S = width`` (``T = width + 1``): a fixed shape, for CUDA graphs."""
-        extra = width - self.src.shape[1]
-        if extra < 0:
-            raise ValueError(f"cannot pad a batch of width {self.src.shape[1]} to the smaller width {width}")
-        if extra == 0:
-            return self
-        pad = lambda t, v: nn.functional.pad(t, (0, extra), value=v)
-        return Batch(
-            pad(self.src, PAD),
-            pad(self.tgt_in, PAD),
-            pad(self.tgt_out, PAD),
-            pad(self.src_keep, False),
-            pad(self.tgt_keep, False),
-        )
+        return Batch(*(t.to(device) for t in self))
 
 
 def make_pairs(

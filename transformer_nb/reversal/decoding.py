@@ -13,6 +13,8 @@ live there (``failure_table``'s and ``length_sweep``'s results are plain numbers
 
 from __future__ import annotations
 
+import itertools
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -30,23 +32,11 @@ def model_device(model: nn.Module) -> torch.device:
     """Where ``model`` computes: the device of its first parameter (or buffer); the CPU if it has neither."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    for t in (*model.parameters(), *model.buffers()):
-        return t.device
-    return torch.device("cpu")
-
-
-def _check_keep(keep, src: torch.Tensor) -> None:
-    if keep is None:
-        return
-    if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool or keep.shape != src.shape:
-        what = f"{keep.dtype} {tuple(keep.shape)}" if isinstance(keep, torch.Tensor) else type(keep).__name__
-        raise ValueError(f"src_keep must be a bool tensor of src's shape {tuple(src.shape)}, got {what}")
+    return next(itertools.chain(model.parameters(), model.buffers()), torch.empty(0)).device
 
 
 @torch.no_grad()
-def greedy_decode(
-    model: nn.Module, src: torch.Tensor, src_keep: torch.Tensor | None = None, max_new: int | None = None
-) -> torch.Tensor:
+def greedy_decode(model: nn.Module, src: torch.Tensor, max_new: int | None = None) -> torch.Tensor:
     """Batched greedy decoding (001 §19.10.4): ``src (B, S) -> (B, max_new)`` token ids, on the model's device.
 
     Encode once; start every row from BOS; at each step append the arg-max of the logits at the
@@ -55,12 +45,11 @@ def greedy_decode(
     ``src`` holds symbols and PAD, right-padded (BOS and EOS belong to the decoder's side only).
     """
     check_tokens(src, "src", allowed="symbols")
-    _check_keep(src_keep, src)
     if max_new is not None:
         as_int("max_new", max_new, 1)
     device = model_device(model)
     src = src.to(device)
-    src_keep = (src != PAD) if src_keep is None else src_keep.to(device)
+    src_keep = src != PAD
     b, s = src.shape
     max_new = s + 1 if max_new is None else max_new
     was_training = model.training
@@ -119,20 +108,15 @@ def score(pred: torch.Tensor, tgt_out: torch.Tensor) -> dict:
     }
 
 
-def evaluate(model: nn.Module, batch: Batch, chunk: int = 1000) -> dict:
+def evaluate(model: nn.Module, batch: Batch) -> dict:
     """Greedy-decode ``batch.src`` and :func:`score` it. Adds ``pred`` and ``lengths``; ``n`` sequences.
 
     The batch is moved to the model's device (once); the tensors returned live there.
     """
     if not isinstance(batch, Batch):
         raise TypeError(f"batch must be a reversal Batch, got {type(batch).__name__}")
-    as_int("chunk", chunk, 1)
     batch = batch.to(model_device(model))
-    preds = [
-        greedy_decode(model, batch.src[i : i + chunk], batch.src_keep[i : i + chunk], max_new=batch.tgt_out.shape[1])
-        for i in range(0, len(batch), chunk)
-    ]
-    pred = torch.cat(preds)
+    pred = greedy_decode(model, batch.src, max_new=batch.tgt_out.shape[1])
     res = score(pred, batch.tgt_out)
     res.update(pred=pred, lengths=batch.lengths, n=len(batch))
     return res
@@ -204,7 +188,7 @@ def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor |
     src = src.to(device)
     src_keep = src != PAD
     if tgt_in is None:
-        pred = greedy_decode(model, src, src_keep)
+        pred = greedy_decode(model, src)
         tgt_in = torch.cat([torch.full_like(pred[:, :1], BOS), pred[:, :-1]], 1)
         tgt_in = torch.where(tgt_in == EOS, torch.full_like(tgt_in, PAD), tgt_in)
         tgt_in = tgt_in[:, : int((tgt_in != PAD).sum(1).max())]
