@@ -140,6 +140,7 @@ ELSEWHERE = {
     "transformer_nb.reversal.training.batches": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[reversal_batches_refuses_a_non_recipe]",
     "transformer_nb.reversal.training.loss_fn": "tests/test_reversal_bad_input.py::test_train_arguments",
     "transformer_nb.reversal.training.make_optimizer": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[reversal_make_optimizer_refuses_a_non_module]",
+    "transformer_nb.reversal.training.run": "tests/test_reversal_bad_input.py::test_train_arguments",
     "transformer_nb.reversal.training.train": "tests/test_reversal_bad_input.py::test_train_arguments",
     "transformer_nb.core.rope.RoPE": "tests/test_hostile_input_gets_clear_errors.py::test_rope_refuses_tables_larger_than_memory_naming_max_len",
     "transformer_nb.core.rope.apply_rope": "tests/test_rope_identity_and_errors.py::test_unknown_pairing_raises",

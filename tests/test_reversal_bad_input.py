@@ -50,6 +50,7 @@ def test_data_arguments():
     _raises(TypeError, ["batch_size must be an int", "2.0"], rv.random_batch, 2.0)
     _raises(ValueError, ["n must be >= 0, got -1"], rv.make_pairs, -1)
     _raises(ValueError, ["batch_size"], rv.heldout_set, 0)
+    _raises(ValueError, ["batch_size=1000000000000"], rv.random_batch, 10**12)
     _raises(ValueError, ["exclude works for sequences of at most 16"], rv.random_batch, 4, 3, 20, exclude=torch.ones(1))
     _raises(ValueError, ["at least one"], rv.collate, [])
     _raises(ValueError, ["min_len must be <= max_len"], rv.random_batch, 4, 5, 3)
@@ -73,6 +74,8 @@ def test_parse_tokens():
     _raises(ValueError, ["integers"], rv.parse_tokens, "3 x")
     _raises(ValueError, ["at least one token"], rv.parse_tokens, " , ")
     _raises(ValueError, ["3..12", "[2, 13]"], rv.parse_tokens, "2 5 13")
+    for text in ("3.5", "-4", "3;4"):
+        _raises(ValueError, ["integers"], rv.parse_tokens, text)
     _raises(TypeError, ["string"], rv.parse_tokens, None)
     _raises(ValueError, ["n_symbols must be at most 10"], rv.parse_tokens, "3 4", n_symbols=30)
 
@@ -131,6 +134,7 @@ def test_train_arguments(model):
     _raises(ValueError, ["target is an exact-match rate in [0, 1]", "2.0"], rv.train, model, r, target=2.0)
     _raises(TypeError, ["eval_batch must be a reversal Batch"], rv.train, model, r, torch.ones(2, 3))
     _raises(TypeError, ["recipe must be a reversal Recipe"], rv.train, model, "improved")
+    _raises(TypeError, ["recipe must be a reversal Recipe"], rv.run, "small")
     _raises(ValueError, ["Expected input batch_size (6)"], rv.loss_fn, torch.randn(2, 3, 5), torch.ones(2, 4).long())
 
 
