@@ -19,55 +19,8 @@ CPU); every function that takes a model computes on the model's device, moves it
 there, and returns its tensors there.
 """
 
-# ruff: noqa: F401 (the package re-exports its modules' names: rv.train, rv.IMPROVED, ...)
-from transformer_nb.reversal.data import (
-    BOS,
-    EOS,
-    FIRST_SYMBOL,
-    MAX_LEN,
-    MIN_LEN,
-    PAD,
-    VOCAB_SIZE,
-    Batch,
-    collate,
-    heldout_set,
-    make_pairs,
-    parse_tokens,
-    random_batch,
-    reverse_padded,
-    sequence_codes,
-    shift_for_teacher_forcing,
-)
-from transformer_nb.reversal.decoding import (
-    anti_diagonal_share,
-    attention_maps,
-    evaluate,
-    failure_table,
-    forced_match,
-    greedy_decode,
-    length_sweep,
-    model_device,
-    score,
-)
-from transformer_nb.reversal.recipes import (
-    ABLATIONS,
-    IMPROVED,
-    LADDER,
-    MODEL,
-    TEXT_RECIPE,
-    Recipe,
-    build_model,
-    paper_lr,
-    warmup_factor,
-)
-from transformer_nb.reversal.training import (
-    EVAL_EVERY,
-    N_EVAL,
-    TARGET,
-    WORKERS,
-    batches,
-    loss_fn,
-    make_optimizer,
-    run,
-    train,
-)
+# ruff: noqa: F403 (the package re-exports its modules' public names: rv.train, rv.IMPROVED, ...)
+from transformer_nb.reversal.data import *
+from transformer_nb.reversal.decoding import *
+from transformer_nb.reversal.recipes import *
+from transformer_nb.reversal.training import *
