@@ -30,7 +30,7 @@ def test_paper_lr_without_warmup_says_so():
     """It divided by warmup**1.5 and crashed with ZeroDivisionError."""
     _raises(ValueError, ["warmup must be an integer >= 1", "warmup_factor(0)"], rv.paper_lr, 10, 64, 0)
     _raises(ValueError, ["warmup"], rv.paper_lr, 10, 64, 2.5)
-    _raises(ValueError, ["step >= 1"], rv.paper_lr, 1.5, 64, 10)
+    _raises(ValueError, ["step must be an integer >= 1"], rv.paper_lr, 1.5, 64, 10)
     _raises(ValueError, ["d_model"], rv.paper_lr, 1, 0, 10)
 
 

@@ -62,13 +62,6 @@ def build_stack(
     return init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, n_out)))
 
 
-def _check_seeds(seeds) -> tuple:
-    seeds = tuple(seeds)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
-    return seeds
-
-
 def layer_grad_norms(
     depth: int,
     norm_first: bool = True,
@@ -93,7 +86,8 @@ def layer_grad_norms(
     as_int("depth", depth, 1)
     as_int("seq_len", seq_len, 1)
     as_int("batch", batch, 1)
-    seeds = _check_seeds(seeds)
+    if not (seeds := tuple(seeds)):
+        raise ValueError("seeds must name at least one seed")
     param, inp = torch.zeros(depth, dtype=torch.float64), torch.zeros(depth, dtype=torch.float64)
     for seed in seeds:
         encoder, head = build_stack(depth, norm_first, residual, d_model, n_heads, None, n_out, seed)

@@ -10,6 +10,7 @@ Targets hold ``IGNORE`` (``F.cross_entropy``'s default ``ignore_index``) where n
 """
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.core.stack import check_ids, check_keep
@@ -76,12 +77,8 @@ def mlm_batch(
 
 def _pad_rows(rows, pad_id: int, device):
     """Right-pad lists of ints into ``(ids (B, T), keep (B, T))``."""
-    t = max(len(r) for r in rows)
-    out = torch.full((len(rows), t), pad_id, dtype=torch.long)
-    keep = torch.zeros(len(rows), t, dtype=torch.bool)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        keep[i, : len(r)] = True
+    out = nn.utils.rnn.pad_sequence([torch.tensor(r, dtype=torch.long) for r in rows], True, pad_id)
+    keep = torch.arange(out.shape[1])[None, :] < torch.tensor([len(r) for r in rows])[:, None]
     return out.to(device), keep.to(device)
 
 

@@ -38,39 +38,26 @@ def time_generation(model: LanguageModel, prompt: torch.Tensor, lengths, repeats
     """Seconds to generate ``n`` greedy tokens for each ``n`` in ``lengths``, with and without the
     KV cache (best of ``repeats``). Returns ``{"lengths", "cache", "no_cache", "identical"}``."""
     check_language_model(model)
-    out = _time(model, prompt, list(lengths), as_int("repeats", repeats, 1))
-    del out["last"]
-    return out
-
-
-def _time(model: LanguageModel, prompt: torch.Tensor, lengths: list, repeats: int) -> dict:
-    out = {"lengths": lengths, "cache": [], "no_cache": [], "identical": True}
-    device = prompt.device
+    repeats = as_int("repeats", repeats, 1)
+    out = {"lengths": list(lengths), "cache": [], "no_cache": [], "identical": True}
     with model.head.lookup_table():  # one embedding table for all the runs (the weights stay fixed)
-        for n in lengths:
+        for n in out["lengths"]:
             seqs = {}
             for use_cache in (True, False):
                 fn = lambda: generate(model, prompt, n, use_cache=use_cache)  # noqa: B023 (called at once)
-                seconds, seqs[use_cache] = best_time(fn, repeats, device)
+                seconds, seqs[use_cache] = best_time(fn, repeats, prompt.device)
                 out["cache" if use_cache else "no_cache"].append(seconds)
             out["identical"] &= bool(torch.equal(seqs[True], seqs[False]))
-    out["last"] = seqs[True]
     return out
 
 
 def main(argv=None) -> int:
     p = parser("kvcache", __doc__)
     p.add_argument("--new-tokens", type=at_least(1), default=256, help="tokens to generate (>= 1; default 256)")
-    p.add_argument("--prompt", default="The history of machine learning")
     p.add_argument("--repeats", type=at_least(1), default=5, help="runs per variant, the best counts (default 5)")
     p.add_argument("--data", default=None, help="WikiText-2 folder (default: TNB_DATA_DIR, then the user cache)")
     p.add_argument("--random-init", action="store_true", help="do not look for the notebook's trained weights")
-    p.add_argument(
-        "--long-prompt",
-        type=at_least(0),
-        default=256,
-        help="also time a prompt of this many validation tokens (0: skip; default 256)",
-    )
+    p.add_argument("--long-prompt", type=at_least(0), default=256, help="also time this many validation tokens")
     args = p.parse_args(argv)
 
     device, load = start(args)
@@ -82,33 +69,28 @@ def main(argv=None) -> int:
         print(msg, flush=True)
         weights = "trained" if ok else weights
     model.to(device).eval()
-    prompt = data.vocab.encode(args.prompt).to(device)
+    prompt = data.vocab.encode("The history of machine learning").to(device)
+    n = args.new_tokens
     print(
         f"kvcache benchmark | torch {torch.__version__} | {device.type} | threads {torch.get_num_threads()} | "
-        f"load average {load:.2f} | {numel(model):,} parameters ({weights}) | "
-        f"prompt {prompt.numel()} tokens + {args.new_tokens} new",
+        f"load average {load:.2f} | {numel(model):,} parameters ({weights}) | prompt {prompt.numel()} tokens + {n} new",
         flush=True,
     )
-    n = args.new_tokens
-    result = {"bench": "kvcache", "device": device.type, "new_tokens": n}
+    text = data.vocab.decode(generate(model, prompt, 30)[prompt.numel() :].cpu())
+    print(f"  first 30 generated tokens: {text}", flush=True)
+    result = {"bench": "kvcache", "device": device.type, "new_tokens": n, "prompt_tokens": int(prompt.numel())}
     prompts = {"": prompt}
     if args.long_prompt:
         prompts[f"_prompt_{args.long_prompt}"] = data.valid[: args.long_prompt].to(device)
     for suffix, pr in prompts.items():
-        if suffix:
-            print(f"the same with a {pr.numel()}-token prompt (the first validation tokens):", flush=True)
-        t = _time(model, pr, [n], args.repeats)
+        t = time_generation(model, pr, [n], args.repeats)
         for way in ("cache", "no_cache"):
-            print(f"  {way:9s} {t[way][0]:.3f} s ({n / t[way][0]:.1f} tokens/s)", flush=True)
+            print(f"  {pr.numel()}-token prompt, {way:9s} {t[way][0]:.3f} s ({n / t[way][0]:.1f} tokens/s)", flush=True)
+            result[f"seconds_{way}{suffix}"] = round(t[way][0], 3)
+            result[f"tokens_per_s_{way}{suffix}"] = round(n / t[way][0], 1)
         result[f"speedup{suffix}"] = round(t["no_cache"][0] / t["cache"][0], 2)
         result[f"identical{suffix}"] = t["identical"]
-        if not suffix:
-            text = data.vocab.decode(t["last"][prompt.numel() : prompt.numel() + 30].cpu())
-            print(f"  first 30 generated tokens: {text}", flush=True)
-            for way in ("cache", "no_cache"):
-                result[f"seconds_{way}"] = round(t[way][0], 3)
-                result[f"tokens_per_s_{way}"] = round(n / t[way][0], 1)
-    result.update(prompt_tokens=int(prompt.numel()), weights=weights)
+    result["weights"] = weights
     result["identical"] = identical = all(v for k, v in result.items() if k.startswith("identical"))
     finish(result, load)
     return 0 if identical else 1

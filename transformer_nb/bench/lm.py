@@ -79,14 +79,13 @@ def main(argv=None) -> int:
     p.add_argument("--data", default=None, help="WikiText-2 folder (default: TNB_DATA_DIR, then the user cache)")
     p.add_argument("--eval-tokens", type=int, default=None, help="validation tokens (default: the full split)")
     p.add_argument("--skip-lstm", action="store_true", help="train only the Transformer")
-    p.add_argument("--seed", type=int, default=0)
     args = p.parse_args(argv)
     check_positive_flags(p, args, "budget", "eval_tokens")
 
     device, load = start(args)
     data = load_wikitext2(args.data, progress=False)
     ranks = frequency_ranks(data.train, len(data.vocab))
-    cfg = {n: lm_recipe.recipe_config(n, device, budget_s=args.budget, seed=args.seed) for n in ("transformer", "lstm")}
+    cfg = {n: lm_recipe.recipe_config(n, device, budget_s=args.budget, seed=0) for n in ("transformer", "lstm")}
     dtype = torch.bfloat16 if cfg["transformer"].bf16 else torch.float32
     where = torch.cuda.get_device_name(device) if device.type == "cuda" else f"threads {torch.get_num_threads()}"
     print(

@@ -1,7 +1,7 @@
 """``python -m transformer_nb.bench reversal``: train the reversal task from scratch, then the text's recipe.
 
 1. The improved recipe (``reversal.IMPROVED``) trains until greedy decoding gets at least
-   ``--target`` (default 99.9%) of 1,000 held-out sequences exactly right, evaluating every
+   ``rv.TARGET`` (99.9%) of 1,000 held-out sequences exactly right, evaluating every
    ``--eval-every`` steps. ``train_seconds`` counts the optimisation steps (data, forward, backward,
    update); ``eval_seconds`` the evaluations; ``wall_seconds`` both (on a GPU, up to a final synchronisation).
 2. Throughput: ``--throughput-steps`` more steps of the same recipe with no evaluation, timed
@@ -26,19 +26,19 @@ from transformer_nb.bench._common import best_time, finish, parser, start
 from transformer_nb.lm_compute import matmul_peak_gflops
 
 
-def _trained(recipe, eval_batch, device, seed: int, **kw):
-    """``(model, history, wall seconds)`` of ``rv.train`` on a fresh seeded model."""
-    model = rv.build_model(recipe.model, recipe.init, seed=seed, device=device)
-    wall, hist = best_time(lambda: rv.train(model, recipe, eval_batch, seed=seed, **kw), 1, device)
+def _trained(recipe, eval_batch, device, **kw):
+    """``(model, history, wall seconds)`` of ``rv.train`` on a fresh model (seed 0)."""
+    model = rv.build_model(recipe.model, recipe.init, seed=0, device=device)
+    wall, hist = best_time(lambda: rv.train(model, recipe, eval_batch, seed=0, **kw), 1, device)
     return model, hist, wall
 
 
-def _throughput(recipe, steps: int, seed: int, device: torch.device) -> dict:
+def _throughput(recipe, steps: int, device: torch.device) -> dict:
     """``steps`` training steps without evaluation, timed between two synchronisations; FLOPs and MFU."""
     run = replace(recipe, steps=steps)
-    stream = rv.batches(run, torch.Generator().manual_seed(seed))  # the same batches train() draws, on the CPU
+    stream = rv.batches(run, torch.Generator().manual_seed(0))  # the same batches train() draws, on the CPU
     tokens = sum(int(b.src_keep.sum() + b.tgt_keep.sum()) for b, _ in zip(stream, range(steps)))
-    model, _, seconds = _trained(run, None, device, seed, eval_every=steps)
+    model, _, seconds = _trained(run, None, device, eval_every=steps)
     b = next(rv.batches(run, torch.Generator().manual_seed(0), device=device))
     with FlopCounterMode(display=False) as counter:
         logits = model.train()(b.src, keep=b.src_keep, tgt=b.tgt_in, tgt_keep=b.tgt_keep)[0]
@@ -60,9 +60,7 @@ def _throughput(recipe, steps: int, seed: int, device: torch.device) -> dict:
 
 def main(argv=None) -> int:
     p = parser("reversal", __doc__)
-    p.add_argument("--target", type=float, default=0.999, help="exact match to reach (default 0.999)")
     p.add_argument("--eval-every", type=int, default=25, help="evaluate every N steps (default 25)")
-    p.add_argument("--seed", type=int, default=0)
     p.add_argument("--n-eval", type=int, default=1000, help="held-out sequences (default 1000)")
     p.add_argument("--skip-text", action="store_true", help="do not run the text's recipe")
     p.add_argument("--text-epochs", type=int, default=30, help="epochs of the text's recipe (default 30, as written)")
@@ -70,20 +68,20 @@ def main(argv=None) -> int:
     p.add_argument("--throughput-steps", type=int, default=100, help="steps of the throughput run (0: skip it)")
     args = p.parse_args(argv)
     check_positive_flags(p, args, "eval_every", "n_eval", "text_epochs", "max_steps")
-    if not 0 < args.target <= 1 or args.throughput_steps < 0:
-        p.error(f"--target must be in (0, 1] and --throughput-steps >= 0, got {args.target}, {args.throughput_steps}")
+    if args.throughput_steps < 0:
+        p.error(f"--throughput-steps must be >= 0, got {args.throughput_steps}")
 
     device, load = start(args)
     eval_batch = rv.heldout_set(args.n_eval, device=device)
     name = torch.cuda.get_device_name(device) if device.type == "cuda" else platform.processor() or "cpu"
     print(
         f"reversal benchmark | {device} ({name}) | torch {torch.__version__} | threads {torch.get_num_threads()} | "
-        f"{args.n_eval} held-out sequences, target exact match {args.target:.1%}",
+        f"{args.n_eval} held-out sequences, target exact match {rv.TARGET:.1%}",
         flush=True,
     )
 
     recipe = rv.IMPROVED if args.max_steps is None else replace(rv.IMPROVED, steps=args.max_steps)
-    model, h, wall = _trained(recipe, eval_batch, device, args.seed, eval_every=args.eval_every, target=args.target)
+    model, h, wall = _trained(recipe, eval_batch, device, eval_every=args.eval_every, target=rv.TARGET)
     for s, t, em in zip(h["eval_step"], h["eval_train_seconds"], h["exact_match"]):
         print(f"  improved  step {s:5d}  train {t:6.2f} s  exact match {em:.3f}", flush=True)
     final = rv.evaluate(model, eval_batch)
@@ -106,11 +104,10 @@ def main(argv=None) -> int:
         "steps": h["steps"],
         "batch_size": recipe.batch_size,
         "n_eval": args.n_eval,
-        "seed": args.seed,
         "python": platform.python_version(),
     }
     if args.throughput_steps > 0:
-        tp = _throughput(recipe, args.throughput_steps, args.seed, device)
+        tp = _throughput(recipe, args.throughput_steps, device)
         mfu = f", MFU {tp['mfu']:.2e} of a {tp['peak_bf16_tflops']} TFLOP/s bf16 peak" if "mfu" in tp else ""
         print(f"throughput: {tp['tokens_per_s']:,} tokens/s, {tp['ms_per_step']} ms/step{mfu}", flush=True)
         result.update(tp)
@@ -118,7 +115,7 @@ def main(argv=None) -> int:
     if not args.skip_text:
         spe = rv.TEXT_RECIPE.steps_per_epoch()
         text = replace(rv.TEXT_RECIPE, steps=args.text_epochs * spe)
-        text_model, th, text_wall = _trained(text, eval_batch, device, args.seed, eval_every=5 * spe)
+        text_model, th, text_wall = _trained(text, eval_batch, device, eval_every=5 * spe)
         for s, t, em in zip(th["eval_step"], th["eval_train_seconds"], th["exact_match"]):
             print(f"  text      epoch {s // spe:3d}  train {t:6.2f} s  exact match {em:.3f}", flush=True)
         tf = rv.evaluate(text_model, eval_batch)

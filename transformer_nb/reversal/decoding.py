@@ -81,10 +81,9 @@ def score(pred: torch.Tensor, tgt_out: torch.Tensor) -> dict:
     ``correct (B, T)`` bool at real label positions, ``first_wrong (B,)`` (-1 if exact), and the
     rates ``exact_match`` and ``token_accuracy`` (over all real label positions, EOS included).
     """
-    plain_tensor("pred", pred)
-    plain_tensor("tgt_out", tgt_out)
-    check_tokens(pred, "pred")
-    check_tokens(tgt_out, "tgt_out")
+    for name, t in (("pred", pred), ("tgt_out", tgt_out)):
+        plain_tensor(name, t)
+        check_tokens(t, name)
     if pred.shape[0] != tgt_out.shape[0]:
         raise ValueError(f"pred has {pred.shape[0]} rows but tgt_out has {tgt_out.shape[0]}")
     tgt_out = tgt_out.to(pred.device)

@@ -111,14 +111,10 @@ def paper_lr(step: int, d_model: int, warmup: int) -> float:
 
     ``warmup`` must be >= 1 (the formula divides by it; for no warm-up use a constant rate).
     """
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        raise ValueError(f"the schedule is defined for integer step >= 1, got {step!r}")
+    for name, v in (("step", step), ("warmup", warmup)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r} (for no warm-up: warmup_factor(0))")
     as_int("d_model", d_model, 1)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
-        raise ValueError(
-            f"warmup must be an integer >= 1 (the formula divides by warmup^1.5), got {warmup!r}; "
-            f"for no warm-up use a constant learning rate (warmup_factor(0))"
-        )
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
