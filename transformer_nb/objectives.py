@@ -9,6 +9,8 @@
 Targets hold ``IGNORE`` (``F.cross_entropy``'s default ``ignore_index``) where no loss is taken.
 """
 
+from collections import Counter
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -154,16 +156,9 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = IGN
 
 
 def _dropped_spans(source, targets, original, special) -> bool:
-    """True when every row's target text is exactly the original text missing from its source."""
-    text = lambda row: sorted(t for t in row if t not in special)
-    for src_row, tgt_row, orig_row in zip(source.tolist(), targets.tolist(), original.tolist()):
-        removed = text(orig_row)
-        for t in text(src_row):
-            if t in removed:
-                removed.remove(t)
-        if removed != text(tgt_row):
-            return False
-    return True
+    """True when every row's target text is exactly the original text missing from its source (as multisets)."""
+    text = lambda row: Counter(t for t in row if t not in special)
+    return all(text(o) - text(s) == text(t) for s, t, o in zip(source.tolist(), targets.tolist(), original.tolist()))
 
 
 def describe_objective(

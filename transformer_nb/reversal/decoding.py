@@ -13,6 +13,7 @@ live there (``failure_table``'s and ``length_sweep``'s results are plain numbers
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 
 import torch
@@ -35,6 +36,17 @@ def model_device(model: nn.Module) -> torch.device:
     return next(itertools.chain(model.parameters(), model.buffers()), torch.empty(0)).device
 
 
+@contextlib.contextmanager
+def _evaluating(model: nn.Module):
+    """Run the block with ``model`` in eval mode; give it back its mode afterwards (even after an error)."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
+
+
 @torch.no_grad()
 def greedy_decode(model: nn.Module, src: torch.Tensor, max_new: int | None = None) -> torch.Tensor:
     """Batched greedy decoding (001 §19.10.4): ``src (B, S) -> (B, max_new)`` token ids, on the model's device.
@@ -52,9 +64,7 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_new: int | None = Non
     src_keep = src != PAD
     b, s = src.shape
     max_new = s + 1 if max_new is None else max_new
-    was_training = model.training
-    model.eval()
-    try:
+    with _evaluating(model):
         memory = model.encode(src, src_keep)
         ys = torch.full((b, 1), BOS, dtype=torch.long, device=device)
         out = torch.full((b, max_new), PAD, dtype=torch.long, device=device)
@@ -68,8 +78,6 @@ def greedy_decode(model: nn.Module, src: torch.Tensor, max_new: int | None = Non
             if done.all():
                 break
             ys = torch.cat([ys, nxt[:, None]], dim=1)
-    finally:
-        model.train(was_training)
     return out
 
 
@@ -134,12 +142,8 @@ def forced_match(model: nn.Module, batch: Batch) -> dict:
     if not isinstance(batch, Batch):
         raise TypeError(f"batch must be a reversal Batch, got {type(batch).__name__}")
     batch = batch.to(model_device(model))
-    was_training = model.training
-    model.eval()
-    try:
+    with _evaluating(model):
         pred = model(batch.src, keep=batch.src_keep, tgt=batch.tgt_in, tgt_keep=batch.tgt_keep)[0].argmax(-1)  # (B, T)
-    finally:
-        model.train(was_training)
     res = score(pred, batch.tgt_out)
     return {"exact_match": res["exact_match"], "forced_token_accuracy": res["token_accuracy"]}
 
@@ -196,19 +200,14 @@ def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor |
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in has {tgt_in.shape[0]} rows but src has {src.shape[0]}")
         tgt_in = tgt_in.to(device)
-    was_training = model.training
-    model.eval()
-    try:
-        with record_attention(model):
-            model(src, keep=src_keep, tgt=tgt_in, tgt_keep=tgt_in != PAD)
-            maps = {
-                "tgt_in": tgt_in,
-                "cross": [layer.cross_attn.last_weights for layer in model.decoder.layers],
-                "dec_self": [layer.self_attn.last_weights for layer in model.decoder.layers],
-                "enc_self": [layer.self_attn.last_weights for layer in model.blocks.layers],
-            }
-    finally:
-        model.train(was_training)
+    with _evaluating(model), record_attention(model):
+        model(src, keep=src_keep, tgt=tgt_in, tgt_keep=tgt_in != PAD)
+        maps = {
+            "tgt_in": tgt_in,
+            "cross": [layer.cross_attn.last_weights for layer in model.decoder.layers],
+            "dec_self": [layer.self_attn.last_weights for layer in model.decoder.layers],
+            "enc_self": [layer.self_attn.last_weights for layer in model.blocks.layers],
+        }
     return maps
 
 
