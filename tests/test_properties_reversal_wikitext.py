@@ -38,6 +38,8 @@ def test_random_batch_is_a_padded_reversal_inside_the_vocabulary(batch_size, min
     assert bool(((symbols >= rv.FIRST_SYMBOL) & (symbols < rv.FIRST_SYMBOL + n_symbols.value)).all())
     assert bool((b.src[~b.src_keep] == rv.PAD).all())
     assert torch.equal(b.tgt_in[:, 1:][b.tgt_keep[:, 1:]], rv.reverse_padded(b.src)[b.src_keep])
+    assert torch.equal(b.tgt_out[:, :-1][b.src_keep], rv.reverse_padded(b.src)[b.src_keep])
+    assert b.src.shape[1] == int(lengths.max()) and not bool((b.tgt_in == rv.EOS).any())
     assert bool((b.tgt_in[:, 0] == rv.BOS).all()) and bool(
         (b.tgt_out[torch.arange(b.src.shape[0]), lengths] == rv.EOS).all()
     )

@@ -25,22 +25,6 @@ def test_collate_pads_right_and_masks_are_true_at_real_tokens():
     assert b.lengths.tolist() == [3, 5]
 
 
-def test_random_batch_shapes_masks_and_targets():
-    b = rv.random_batch(256, generator=torch.Generator().manual_seed(0))
-    B, S = b.src.shape
-    assert B == 256 and S == int(b.lengths.max()) == 8
-    assert b.tgt_in.shape == b.tgt_out.shape == (B, S + 1)
-    assert torch.equal(b.src_keep, b.src != rv.PAD)
-    # right padding: once a row is PAD it stays PAD
-    assert not (b.src_keep[:, 1:] & ~b.src_keep[:, :-1]).any()
-    for row in range(B):
-        L = int(b.lengths[row])
-        src = b.src[row, :L].tolist()
-        assert b.tgt_out[row, :L].tolist() == src[::-1] and int(b.tgt_out[row, L]) == rv.EOS
-        assert int(b.tgt_in[row, 0]) == rv.BOS and b.tgt_in[row, 1 : L + 1].tolist() == src[::-1]
-        assert (b.tgt_in[row, L + 1 :] == rv.PAD).all() and (b.tgt_out[row, L + 1 :] == rv.PAD).all()
-
-
 def test_sequence_codes_ignore_padding_width_and_separate_sequences():
     a = rv.sequence_codes(torch.tensor([[3, 4, 0, 0]]))
     b = rv.sequence_codes(torch.tensor([[3, 4]]))

@@ -46,12 +46,12 @@ def test_build_model_gives_the_same_weights_on_every_device():
 
 
 def test_load_or_train_places_the_model_on_device_on_every_path(tmp_path, monkeypatch, capsys):
-    """Trained now (on the device setup reports), loaded from the cache, refused (corrupt) and retrained: the
-    model is on the device each time, its history plain numbers on the CPU."""
+    """Trained now (on the device setup reports), loaded from the cache (the same weights), refused (corrupt) and
+    retrained: the model is on the device each time, its history plain numbers on the CPU; one file per recipe."""
     monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
     seen = []
     monkeypatch.setattr(training, "get_device", lambda: seen.append(1) or CPU)
-    ev = rv.heldout_set(20)
+    ev, weights = rv.heldout_set(20), []
     for expect in ("not cached", "loaded the trained", "damaged"):
         if expect == "damaged":
             (path,) = tmp_path.glob("reversal_devices_*.pt")
@@ -63,7 +63,10 @@ def test_load_or_train_places_the_model_on_device_on_every_path(tmp_path, monkey
         assert devices_of(model) == {CPU} and not model.training
         json.dumps(hist)  # plain numbers and lists
         assert rv.evaluate(model, ev)["n"] == 20  # and it computes where it lives
-    assert seen
+        weights.append(model.state_dict())
+    assert seen and all(torch.equal(a, b) for a, b in zip(weights[0].values(), weights[1].values()))  # loaded
+    cache.load_or_train(*rv.run(replace(TINY, lr=TINY.lr / 2), ev, eval_every=3))
+    assert len(list(tmp_path.glob("reversal_devices_*.pt"))) == 2  # one file per recipe
 
 
 def test_decoding_returns_tensors_on_the_models_device_and_leaves_its_mode():

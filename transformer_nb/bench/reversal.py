@@ -82,8 +82,6 @@ def main(argv=None) -> int:
 
     recipe = rv.IMPROVED if args.max_steps is None else replace(rv.IMPROVED, steps=args.max_steps)
     model, h, wall = _trained(recipe, eval_batch, device, eval_every=args.eval_every, target=rv.TARGET)
-    for s, t, em in zip(h["eval_step"], h["eval_train_seconds"], h["exact_match"]):
-        print(f"  improved  step {s:5d}  train {t:6.2f} s  exact match {em:.3f}", flush=True)
     final = rv.evaluate(model, eval_batch)
     print(
         f"improved recipe: {h['steps']} steps, {h['train_seconds']:.2f} s training "
@@ -116,8 +114,6 @@ def main(argv=None) -> int:
         spe = rv.TEXT_RECIPE.steps_per_epoch()
         text = replace(rv.TEXT_RECIPE, steps=args.text_epochs * spe)
         text_model, th, text_wall = _trained(text, eval_batch, device, eval_every=5 * spe)
-        for s, t, em in zip(th["eval_step"], th["eval_train_seconds"], th["exact_match"]):
-            print(f"  text      epoch {s // spe:3d}  train {t:6.2f} s  exact match {em:.3f}", flush=True)
         tf = rv.evaluate(text_model, eval_batch)
         demo = [int(t) for t in rv.greedy_decode(text_model, torch.tensor([[3, 5, 7, 9, 4]]))[0] if t != rv.PAD]
         print(
