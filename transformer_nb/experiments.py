@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.stack import Encoder
-from transformer_nb.core.utils import as_device, as_int
+from transformer_nb.core.utils import as_device, as_int, as_real
 from transformer_nb.env import check_module
 from transformer_nb.train import train
 
@@ -166,8 +166,7 @@ def markov_batches(
     """
     for name, v in (("n_batches", n_batches), ("batch", batch), ("seq_len", seq_len), ("vocab", vocab)):
         as_int(name, v, 1)
-    if not isinstance(sharpness, (int, float)) or isinstance(sharpness, bool) or not math.isfinite(sharpness):
-        raise ValueError(f"sharpness must be a finite number, got {sharpness!r}")
+    as_real("sharpness", sharpness)
     g = torch.Generator().manual_seed(seed)
     trans = torch.softmax(sharpness * torch.randn(vocab, vocab, generator=g, dtype=torch.float64), dim=-1)
     entropy = float(-(trans * trans.clamp_min(1e-300).log()).sum(-1).mean())
