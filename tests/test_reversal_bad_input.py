@@ -34,14 +34,6 @@ def test_paper_lr_without_warmup_says_so():
     _raises(ValueError, ["d_model"], rv.paper_lr, 1, 0, 10)
 
 
-@pytest.mark.parametrize("fn", [rv.random_batch, rv.make_pairs])
-def test_more_symbols_than_the_vocabulary_holds(fn):
-    """random_batch(n_symbols=20) emitted ids up to 22 for a 13-id vocabulary."""
-    _raises(ValueError, ["n_symbols must be at most 10", "VOCAB_SIZE=13", "n_symbols=20"], fn, 4, n_symbols=20)
-    b = rv.random_batch(256, n_symbols=10, generator=torch.Generator().manual_seed(0))
-    assert int(b.src.max()) == rv.VOCAB_SIZE - 1  # the largest allowed alphabet fills the vocabulary exactly
-
-
 # ----------------------------------------------------------------------------- data
 
 
@@ -77,7 +69,6 @@ def test_parse_tokens():
     for text in ("3.5", "-4", "3;4"):
         _raises(ValueError, ["integers"], rv.parse_tokens, text)
     _raises(TypeError, ["string"], rv.parse_tokens, None)
-    _raises(ValueError, ["n_symbols must be at most 10"], rv.parse_tokens, "3 4", n_symbols=30)
 
 
 # ----------------------------------------------------------------------------- model and recipes

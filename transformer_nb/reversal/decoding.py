@@ -179,8 +179,8 @@ def length_sweep(model: nn.Module, lengths=SWEEP_LENGTHS, n: int = 500, seed: in
 def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> dict:
     """Attention weights for ``src (B, S)`` with decoder input ``tgt_in`` (default: BOS + the greedy output).
 
-    Returns ``tgt_in`` and, per layer, ``cross`` ``(B, h, T, S)``, ``dec_self`` ``(B, h, T, T)`` and
-    ``enc_self`` ``(B, h, S, S)`` (lists over layers), on the model's device. Row t of ``cross``
+    Returns ``tgt_in`` and ``cross``: per layer, the cross-attention weights ``(B, h, T, S)``, on the model's
+    device. Row t of ``cross``
     is the query that predicts output token t.
     """
     if not isinstance(model, Transformer) or model.decoder is None:
@@ -205,8 +205,6 @@ def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor |
         maps = {
             "tgt_in": tgt_in,
             "cross": [layer.cross_attn.last_weights for layer in model.decoder.layers],
-            "dec_self": [layer.self_attn.last_weights for layer in model.decoder.layers],
-            "enc_self": [layer.self_attn.last_weights for layer in model.blocks.layers],
         }
     return maps
 

@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn as nn
@@ -175,10 +175,6 @@ class Recipe:
 
     def steps_per_epoch(self) -> int:
         return math.ceil(self.n_train / self.batch_size)
-
-    def config(self) -> dict:
-        """A JSON-able description (the trained-model cache key)."""
-        return asdict(self)
 
 
 # The text as written (001 §19.10.3, §19.10.5): 2,000 pairs, batches of 64 in a fixed order,

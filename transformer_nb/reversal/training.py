@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import itertools
 import math
+from dataclasses import asdict
 
 import torch
 import torch.nn as nn
@@ -147,7 +148,7 @@ def run(
     eval_batch = None if eval_batch is None else eval_batch.to(device)
     model = build_model(recipe.model, recipe.init, seed=seed, device=device)
     config = {
-        "recipe": recipe.config(),
+        "recipe": asdict(recipe),  # JSON-able: the trained-model cache key
         "seed": seed,
         "eval_every": eval_every,
         "target": target,
