@@ -4,32 +4,26 @@ batch sizes, lengths, symbol counts, ids, words, window sizes. Good input gives 
 encode/decode round trips); bad input a ``ValueError``/``TypeError`` naming the argument.
 """
 
-import math
-
-import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from property_helpers import NOT_INT, bad, call, expect_refusal, good, int_tensors, size
+from property_helpers import call, expect_refusal, size
 
 from transformer_nb import reversal as rv
 from transformer_nb import wikitext as wt
-
-N_SYMBOLS = rv.VOCAB_SIZE - rv.FIRST_SYMBOL
 
 
 @given(
     batch_size=size(1, 8, huge=False),
     min_len=size(1, 5),
     max_len=size(1, 8),
-    n_symbols=st.one_of(good(st.integers(1, N_SYMBOLS)), bad(st.integers(N_SYMBOLS + 1, 40)), bad(st.integers(-2, 0))),
     seed=st.integers(0, 999),
 )
-def test_random_batch_is_a_padded_reversal_inside_the_vocabulary(batch_size, min_len, max_len, n_symbols, seed):
+def test_random_batch_is_a_padded_reversal_inside_the_vocabulary(batch_size, min_len, max_len, seed):
     relation = [] if not (min_len.ok and max_len.ok) or min_len.value <= max_len.value else ["min_len", "max_len"]
     if max_len.ok and max_len.value > 16:
         relation += ["max_len"]
-    args = {"batch_size": batch_size, "min_len": min_len, "max_len": max_len, "n_symbols": n_symbols}
+    args = {"batch_size": batch_size, "min_len": min_len, "max_len": max_len}
     b = call(
         lambda **kw: rv.random_batch(**kw, generator=torch.Generator().manual_seed(seed)), args, extra_bad=relation
     )
@@ -38,17 +32,14 @@ def test_random_batch_is_a_padded_reversal_inside_the_vocabulary(batch_size, min
     lengths = b.src_keep.sum(1)
     assert b.src.shape[0] == batch_size.value and bool(((lengths >= min_len.value) & (lengths <= max_len.value)).all())
     symbols = b.src[b.src_keep]
-    assert bool(((symbols >= rv.FIRST_SYMBOL) & (symbols < rv.FIRST_SYMBOL + n_symbols.value)).all())
+    assert bool(((symbols >= rv.FIRST_SYMBOL) & (symbols < rv.VOCAB_SIZE)).all())
     assert bool((b.src[~b.src_keep] == rv.PAD).all())
     assert torch.equal(b.tgt_in[:, 1:][b.tgt_keep[:, 1:]], rv.reverse_padded(b.src)[b.src_keep])
+    assert torch.equal(b.tgt_out[:, :-1][b.src_keep], rv.reverse_padded(b.src)[b.src_keep])
+    assert b.src.shape[1] == int(lengths.max()) and not bool((b.tgt_in == rv.EOS).any())
     assert bool((b.tgt_in[:, 0] == rv.BOS).all()) and bool(
         (b.tgt_out[torch.arange(b.src.shape[0]), lengths] == rv.EOS).all()
     )
-
-
-@pytest.mark.parametrize("batch_size", [10**12])
-def test_random_batch_refuses_huge_batch_sizes(batch_size):
-    expect_refusal(rv.random_batch, ["batch_size"], batch_size)
 
 
 @given(
@@ -77,52 +68,11 @@ def test_reverse_shift_codes_collate_and_score(rows):
 
 
 @given(
-    tgt=st.one_of(
-        good(int_tensors((2, 4), rv.FIRST_SYMBOL, rv.VOCAB_SIZE)),
-        bad(
-            st.sampled_from(
-                [
-                    torch.ones(2, 4),
-                    torch.full((2, 3), rv.VOCAB_SIZE),
-                    torch.full((2, 3), rv.BOS),
-                    torch.ones(4, dtype=torch.long),
-                    [[3, 4]],
-                ]
-            )
-        ),
-    )
-)
-def test_shift_for_teacher_forcing_refuses_what_is_not_a_target(tgt):
-    out = call(rv.shift_for_teacher_forcing, {"tgt": tgt}, {"tgt": ["ids", "target", "symbol"]})
-    if out is not None:
-        assert out[0].shape == out[1].shape == (2, 5)
-
-
-@given(step=st.integers(1, 10**5), d_model=st.integers(1, 1024), warmup=st.integers(1, 10**4))
-def test_paper_lr_and_its_lambda_agree(step, d_model, warmup):
-    lr = rv.paper_lr(step, d_model, warmup)
-    assert math.isclose(lr, d_model**-0.5 * min(step**-0.5, step * warmup**-1.5), rel_tol=1e-12)
-    assert math.isclose((d_model * warmup) ** -0.5 * rv.warmup_factor(warmup)(step - 1), lr, rel_tol=1e-9)
-
-
-@given(
-    step=st.one_of(good(st.integers(1, 100)), bad(st.integers(-3, 0)), bad(NOT_INT)), warmup=size(1, 100, huge_ok=True)
-)
-def test_paper_lr_refuses_bad_steps(step, warmup):
-    call(rv.paper_lr, {"step": step, "d_model": 64, "warmup": warmup})
-
-
-@given(
     symbols=st.lists(st.integers(rv.FIRST_SYMBOL, rv.VOCAB_SIZE - 1), min_size=1, max_size=8),
     sep=st.sampled_from([" ", ",", ", "]),
 )
 def test_parse_tokens_round_trip(symbols, sep):
     assert rv.parse_tokens(sep.join(map(str, symbols))) == symbols
-
-
-@given(text=st.sampled_from(["", "3 x 5", "1 2", "13", "3.5", "-4", "3;4"]))
-def test_parse_tokens_refuses_what_is_not_symbols(text):
-    expect_refusal(rv.parse_tokens, ["text", "symbols", "tokens", "token"], text)
 
 
 # --------------------------------------------------------------------------- wikitext

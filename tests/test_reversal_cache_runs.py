@@ -1,5 +1,5 @@
-"""The reversal task's runs through the cache (``rv.run``): a re-run loads the same weights, each recipe has its
-own file, and the runs the cache lacks train in worker processes with the results of training them here."""
+"""The reversal task's runs through the cache (``rv.run``): the runs the cache lacks train in worker processes with
+the results of training them here; cached ones load without a worker."""
 
 from dataclasses import replace
 
@@ -9,30 +9,13 @@ from transformer_nb import cache
 from transformer_nb import reversal as rv
 from transformer_nb.reversal import training
 
-TINY = replace(rv.IMPROVED, name="tiny", steps=3)
 RUNS = [replace(rv.IMPROVED, name="par_a", steps=4), replace(rv.IMPROVED, name="par_b", steps=4, lr=1e-3)]
-
-
-def _one(tmp_path, monkeypatch, recipe=TINY, **kw):
-    monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
-    name, model, config, train_fn = rv.run(recipe, rv.heldout_set(20), eval_every=2, device="cpu")
-    return model, *cache.load_or_train(name, model, config, train_fn, **kw)
 
 
 def _many(tmp_path, monkeypatch, workers, **kw):
     monkeypatch.setenv("TNB_CACHE_DIR", str(tmp_path))
     runs = {r.name: dict(recipe=r, eval_batch=rv.heldout_set(20), eval_every=2, device="cpu") for r in RUNS}
     return list(cache.load_or_train_many(rv.run, runs, workers, **kw).values())
-
-
-def test_a_second_run_loads_the_same_weights_and_each_recipe_has_its_file(tmp_path, monkeypatch):
-    m1, h1, trained1 = _one(tmp_path, monkeypatch)
-    m2, h2, trained2 = _one(tmp_path, monkeypatch)
-    assert trained1 and not trained2
-    assert h1["steps"] == h2["steps"] == 3 and h2["loss"] == h1["loss"]
-    assert all(torch.equal(a, b) for a, b in zip(m1.state_dict().values(), m2.state_dict().values()))
-    _one(tmp_path, monkeypatch, recipe=replace(TINY, lr=TINY.lr / 2))
-    assert len(list(tmp_path.glob("reversal_tiny_*.pt"))) == 2
 
 
 def test_parallel_runs_give_the_serial_histories(tmp_path, monkeypatch):

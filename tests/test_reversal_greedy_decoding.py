@@ -26,7 +26,7 @@ class Scripted(nn.Module):
         return 5.0 * nn.functional.one_hot(self.script[:, :T], rv.VOCAB_SIZE).float()
 
 
-def test_greedy_follows_the_last_position_and_pads_after_eos():
+def test_greedy_follows_the_last_position_pads_after_eos_and_respects_max_new():
     model = Scripted([[5, 6, 2, 9, 9, 9], [7, 8, 9, 10, 2, 9]])
     src = torch.tensor([[3, 3, 3], [4, 4, 4]])
     out = rv.greedy_decode(model, src, max_new=6)
@@ -36,13 +36,9 @@ def test_greedy_follows_the_last_position_and_pads_after_eos():
     assert model.calls[2].tolist() == [[1, 5, 6], [1, 7, 8]]
     # it stopped once both rows were done (5 decoder calls, not 6)
     assert len(model.calls) == 5
-
-
-def test_greedy_respects_max_new():
     model = Scripted([[5, 6, 7, 8, 9, 2]])
     assert rv.greedy_decode(model, torch.tensor([[3, 4]]), max_new=3).tolist() == [[5, 6, 7]]
-    # default max_new = S + 1
-    assert rv.greedy_decode(model, torch.tensor([[3, 4]])).shape == (1, 3)
+    assert rv.greedy_decode(model, torch.tensor([[3, 4]])).shape == (1, 3)  # default max_new = S + 1
 
 
 def test_greedy_on_the_hand_built_reverser_is_exact():

@@ -35,27 +35,24 @@ class FakeClock:
 
 def test_steps_losses_and_schedules_are_recorded_per_step():
     model, loss_fn, batches = regression()
+    ref_model, _, ref_batches = regression()
     opts = [torch.optim.SGD([model.weight], lr=0.3), torch.optim.SGD([model.bias], lr=0.2)]
     scheds = [torch.optim.lr_scheduler.LambdaLR(o, lambda s: 0.9**s) for o in opts]
     hist = train(model, loss_fn, batches, opts, scheds, steps=40, log_every=7, bar=False)
     assert hist["steps"] == 40 and len(hist["loss"]) == 40 and len(hist["lr"]) == 40
     assert hist["lr"][:3] == pytest.approx([0.3, 0.27, 0.243])  # the rate each step used
     assert opts[1].param_groups[0]["lr"] == pytest.approx(0.2 * 0.9**40)  # every scheduler stepped
-    assert hist["loss"][-1] < 0.05 * hist["loss"][0]
     assert not model.training  # left in eval mode
     json.dumps(hist)  # plain lists and numbers: cacheable
-
-
-def test_logged_losses_are_the_losses_of_each_step():
-    model, loss_fn, batches = regression()
-    ref_model, _, ref_batches = regression()
-    hist = train(model, loss_fn, batches, torch.optim.SGD(model.parameters(), lr=0.05), steps=9, log_every=4, bar=False)
-    opt = torch.optim.SGD(ref_model.parameters(), lr=0.05)
-    for step in range(9):
+    ref_opts = [torch.optim.SGD([ref_model.weight], lr=0.3), torch.optim.SGD([ref_model.bias], lr=0.2)]
+    for step in range(9):  # the logged loss of each step is that step's loss
         loss = loss_fn(ref_model, next(ref_batches))
-        opt.zero_grad()
+        for o in ref_opts:
+            o.zero_grad()
         loss.backward()
-        opt.step()
+        for o in ref_opts:
+            o.step()
+            o.param_groups[0]["lr"] *= 0.9
         assert hist["loss"][step] == pytest.approx(loss.item(), rel=1e-6)
 
 
@@ -147,19 +144,20 @@ def test_bf16_autocast_on_cpu():
     assert seen == [torch.bfloat16] * 2 and model.weight.dtype == torch.float32
 
 
-def test_bad_arguments_name_themselves():
+@pytest.mark.parametrize(
+    "kwargs, words",
+    [
+        ({}, "exactly one of steps= or budget_s="),
+        ({"steps": 3, "budget_s": 1.0}, "exactly one of steps= or budget_s="),
+        ({"steps": -1}, "steps must be"),
+        ({"budget_s": math.inf}, "budget_s must be"),
+        ({"steps": 3, "log_every": 0}, "log_every"),
+    ],
+)
+def test_bad_arguments_name_themselves(kwargs, words):
     model, loss_fn, batches = regression()
-    opt = torch.optim.SGD(model.parameters(), lr=0.01)
-    with pytest.raises(ValueError, match="exactly one of steps= or budget_s="):
-        train(model, loss_fn, batches, opt)
-    with pytest.raises(ValueError, match="exactly one of steps= or budget_s="):
-        train(model, loss_fn, batches, opt, steps=3, budget_s=1.0)
-    with pytest.raises(ValueError, match="steps must be"):
-        train(model, loss_fn, batches, opt, steps=-1)
-    with pytest.raises(ValueError, match="budget_s must be"):
-        train(model, loss_fn, batches, opt, budget_s=math.inf)
-    with pytest.raises(ValueError, match="log_every"):
-        train(model, loss_fn, batches, opt, steps=3, log_every=0)
+    with pytest.raises(ValueError, match=words):
+        train(model, loss_fn, batches, torch.optim.SGD(model.parameters(), lr=0.01), **kwargs)
     with pytest.raises(ValueError, match="optimizers"):
         train(model, loss_fn, batches, [], steps=3)
 

@@ -19,7 +19,7 @@ import torch.nn.functional as F
 
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.stack import Encoder
-from transformer_nb.core.utils import as_device, as_int
+from transformer_nb.core.utils import as_device, as_int, as_real
 from transformer_nb.env import check_module
 from transformer_nb.train import train
 
@@ -43,29 +43,23 @@ def build_stack(
     n_heads: int = 4,
     d_ff: int | None = None,
     n_out: int = 64,
-    seed: int = 0,
+    seed: int | None = 0,
     causal: bool = False,
 ) -> nn.Sequential:
     """A seeded, Xavier-initialised ``Encoder`` of ``depth`` blocks followed by a linear read-out to ``n_out``.
 
     ``model = build_stack(...)``: ``model(x)`` maps ``(B, T, d_model) -> (B, T, n_out)``;
     ``model[0]`` is the ``Encoder`` (its ``layers`` and final ``norm``), ``model[1]`` the read-out.
-    Same seed -> same weights.
+    Same seed -> same weights (``seed=None``: the global generator as it stands).
     """
     as_int("depth", depth, 1)
-    torch.manual_seed(seed)
+    if seed is not None:
+        torch.manual_seed(seed)
     cfg = TransformerConfig(
         d_model=d_model, n_heads=n_heads, n_layers=depth, d_ff=d_ff, activation="relu", norm_first=norm_first
     )
     encoder = Encoder(cfg, causal=causal, residual=residual)
     return init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, n_out)))
-
-
-def _check_seeds(seeds) -> tuple:
-    seeds = tuple(seeds)
-    if not seeds:
-        raise ValueError("seeds must name at least one seed")
-    return seeds
 
 
 def layer_grad_norms(
@@ -92,7 +86,8 @@ def layer_grad_norms(
     as_int("depth", depth, 1)
     as_int("seq_len", seq_len, 1)
     as_int("batch", batch, 1)
-    seeds = _check_seeds(seeds)
+    if not (seeds := tuple(seeds)):
+        raise ValueError("seeds must name at least one seed")
     param, inp = torch.zeros(depth, dtype=torch.float64), torch.zeros(depth, dtype=torch.float64)
     for seed in seeds:
         encoder, head = build_stack(depth, norm_first, residual, d_model, n_heads, None, n_out, seed)
@@ -171,8 +166,7 @@ def markov_batches(
     """
     for name, v in (("n_batches", n_batches), ("batch", batch), ("seq_len", seq_len), ("vocab", vocab)):
         as_int(name, v, 1)
-    if not isinstance(sharpness, (int, float)) or isinstance(sharpness, bool) or not math.isfinite(sharpness):
-        raise ValueError(f"sharpness must be a finite number, got {sharpness!r}")
+    as_real("sharpness", sharpness)
     g = torch.Generator().manual_seed(seed)
     trans = torch.softmax(sharpness * torch.randn(vocab, vocab, generator=g, dtype=torch.float64), dim=-1)
     entropy = float(-(trans * trans.clamp_min(1e-300).log()).sum(-1).mean())
@@ -190,13 +184,8 @@ def toy_lm(vocab: int, depth: int, norm_first: bool, d_model: int = 64, n_heads:
     The blocks and the read-out are Xavier-initialised; the embedding keeps ``nn.Embedding``'s N(0, 1).
     """
     as_int("vocab", vocab, 1)
-    as_int("depth", depth, 1)
     embedding = nn.Embedding(vocab, d_model)
-    encoder = Encoder(
-        TransformerConfig(d_model=d_model, n_heads=n_heads, n_layers=depth, activation="relu", norm_first=norm_first),
-        causal=True,
-    )
-    return nn.Sequential(embedding, *init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, vocab))))
+    return nn.Sequential(embedding, *build_stack(depth, norm_first, True, d_model, n_heads, None, vocab, None, True))
 
 
 def _check_data(data):

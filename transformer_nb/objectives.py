@@ -9,7 +9,10 @@
 Targets hold ``IGNORE`` (``F.cross_entropy``'s default ``ignore_index``) where no loss is taken.
 """
 
+from collections import Counter
+
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.core.stack import check_ids, check_keep
@@ -76,12 +79,8 @@ def mlm_batch(
 
 def _pad_rows(rows, pad_id: int, device):
     """Right-pad lists of ints into ``(ids (B, T), keep (B, T))``."""
-    t = max(len(r) for r in rows)
-    out = torch.full((len(rows), t), pad_id, dtype=torch.long)
-    keep = torch.zeros(len(rows), t, dtype=torch.bool)
-    for i, r in enumerate(rows):
-        out[i, : len(r)] = torch.tensor(r, dtype=torch.long)
-        keep[i, : len(r)] = True
+    out = nn.utils.rnn.pad_sequence([torch.tensor(r, dtype=torch.long) for r in rows], True, pad_id)
+    keep = torch.arange(out.shape[1])[None, :] < torch.tensor([len(r) for r in rows])[:, None]
     return out.to(device), keep.to(device)
 
 
@@ -157,16 +156,9 @@ def lm_loss(logits: torch.Tensor, targets: torch.Tensor, ignore_index: int = IGN
 
 
 def _dropped_spans(source, targets, original, special) -> bool:
-    """True when every row's target text is exactly the original text missing from its source."""
-    text = lambda row: sorted(t for t in row if t not in special)
-    for src_row, tgt_row, orig_row in zip(source.tolist(), targets.tolist(), original.tolist()):
-        removed = text(orig_row)
-        for t in text(src_row):
-            if t in removed:
-                removed.remove(t)
-        if removed != text(tgt_row):
-            return False
-    return True
+    """True when every row's target text is exactly the original text missing from its source (as multisets)."""
+    text = lambda row: Counter(t for t in row if t not in special)
+    return all(text(o) - text(s) == text(t) for s, t, o in zip(source.tolist(), targets.tolist(), original.tolist()))
 
 
 def describe_objective(

@@ -1,6 +1,6 @@
 """The reversal task's data (001 §19.10.1–19.10.2): symbols, padded batches, the teacher-forcing shift.
 
-Token ids: ``PAD=0, BOS=1, EOS=2``, symbols ``3 .. 3+n_symbols-1`` (at most ``N_SYMBOLS`` = 10:
+Token ids: ``PAD=0, BOS=1, EOS=2``, symbols ``3 .. 12`` (``N_SYMBOLS`` = 10:
 the vocabulary has ``VOCAB_SIZE`` = 13 ids). A source has a length ``L`` in ``[min_len, max_len]``;
 its target is the source reversed.
 
@@ -33,16 +33,10 @@ MIN_LEN, MAX_LEN = 3, 8
 MAX_CODE_LEN = 16  # sequence_codes is exact up to this many tokens (13**16 < 2**63)
 
 
-def _check_lengths(min_len, max_len, n_symbols) -> None:
-    for name, v in (("min_len", min_len), ("max_len", max_len), ("n_symbols", n_symbols)):
-        as_int(name, v, 1)
-    if min_len > max_len:
+def _check_lengths(min_len, max_len) -> None:
+    as_int("min_len", min_len, 1)
+    if as_int("max_len", max_len, 1) < min_len:
         raise ValueError(f"min_len must be <= max_len, got min_len={min_len}, max_len={max_len}")
-    if n_symbols > N_SYMBOLS:
-        raise ValueError(
-            f"n_symbols must be at most {N_SYMBOLS}: the vocabulary holds the symbols "
-            f"{FIRST_SYMBOL}..{VOCAB_SIZE - 1} (VOCAB_SIZE={VOCAB_SIZE}), got n_symbols={n_symbols}"
-        )
 
 
 def check_tokens(ids, name: str, allowed: str = "tokens") -> None:
@@ -79,53 +73,32 @@ class Batch(NamedTuple):
         """``(B,)`` source lengths."""
         return self.src_keep.sum(1)
 
-    @property
-    def device(self) -> torch.device:
-        return self.src.device
-
     def __len__(self) -> int:
         return self.src.shape[0]
 
-    def to(self, device, non_blocking: bool = False) -> Batch:
+    def to(self, device) -> Batch:
         """The same batch on ``device`` (itself if it is there already)."""
-        return Batch(*(t.to(device, non_blocking=non_blocking) for t in self))
-
-    def pad_to(self, width: int) -> Batch:
-        """The same batch right-padded to ``S = width`` (``T = width + 1``): a fixed shape, for CUDA graphs."""
-        extra = width - self.src.shape[1]
-        if extra < 0:
-            raise ValueError(f"cannot pad a batch of width {self.src.shape[1]} to the smaller width {width}")
-        if extra == 0:
-            return self
-        pad = lambda t, v: nn.functional.pad(t, (0, extra), value=v)
-        return Batch(
-            pad(self.src, PAD),
-            pad(self.tgt_in, PAD),
-            pad(self.tgt_out, PAD),
-            pad(self.src_keep, False),
-            pad(self.tgt_keep, False),
-        )
+        return Batch(*(t.to(device) for t in self))
 
 
 def make_pairs(
     n: int,
     min_len: int = MIN_LEN,
     max_len: int = MAX_LEN,
-    n_symbols: int = N_SYMBOLS,
     generator: torch.Generator | None = None,
     exclude=None,
 ) -> list:
     """The text's generator (001 §19.10.1): ``n`` pairs ``(src, reversed(src))`` as lists of ints.
 
     Each length is uniform in ``[min_len, max_len]``, each symbol uniform in
-    ``[3, 3 + n_symbols)``. ``exclude``: a set of tuples never to produce (redrawn instead).
+    ``[3, 3 + N_SYMBOLS)``. ``exclude``: a set of tuples never to produce (redrawn instead).
     """
-    _check_lengths(min_len, max_len, n_symbols)
+    _check_lengths(min_len, max_len)
     as_int("n", n, 0)
     pairs = []
     while len(pairs) < n:
         length = int(torch.randint(min_len, max_len + 1, (1,), generator=generator))
-        src = torch.randint(FIRST_SYMBOL, FIRST_SYMBOL + n_symbols, (length,), generator=generator).tolist()
+        src = torch.randint(FIRST_SYMBOL, VOCAB_SIZE, (length,), generator=generator).tolist()
         if exclude and tuple(src) in exclude:
             continue
         pairs.append((src, src[::-1]))
@@ -202,10 +175,10 @@ def _codes(src: torch.Tensor) -> torch.Tensor:
     return (src.long() * powers).sum(1)
 
 
-def _draw(n, min_len, max_len, n_symbols, generator) -> torch.Tensor:
+def _draw(n, min_len, max_len, generator) -> torch.Tensor:
     """``(n, max_len)`` right-padded random sources."""
     lengths = torch.randint(min_len, max_len + 1, (n,), generator=generator)
-    src = torch.randint(FIRST_SYMBOL, FIRST_SYMBOL + n_symbols, (n, max_len), generator=generator)
+    src = torch.randint(FIRST_SYMBOL, VOCAB_SIZE, (n, max_len), generator=generator)
     src[torch.arange(max_len)[None, :] >= lengths[:, None]] = PAD
     return src
 
@@ -214,7 +187,6 @@ def random_batch(
     batch_size: int,
     min_len: int = MIN_LEN,
     max_len: int = MAX_LEN,
-    n_symbols: int = N_SYMBOLS,
     generator: torch.Generator | None = None,
     exclude: torch.Tensor | None = None,
     device=None,
@@ -224,32 +196,31 @@ def random_batch(
     ``exclude``: ``sequence_codes`` of held-out sequences; rows that hit one are redrawn. The
     batch is trimmed to its longest row.
     """
-    _check_lengths(min_len, max_len, n_symbols)
+    _check_lengths(min_len, max_len)
     as_int("batch_size", batch_size, 1)
     check_memory(f"batch_size={batch_size} (the batch's three id tensors)", 3 * 8 * batch_size * (max_len + 2))
-    src = _draw(batch_size, min_len, max_len, n_symbols, generator)
+    src = _draw(batch_size, min_len, max_len, generator)
     if exclude is not None and exclude.numel():
         if max_len > MAX_CODE_LEN:
             raise ValueError(f"exclude works for sequences of at most {MAX_CODE_LEN} tokens, got max_len={max_len}")
         exclude = exclude.cpu()
         hit = torch.isin(_codes(src), exclude)
         while hit.any():  # rare: redraw the rows that hit a held-out sequence
-            src[hit] = _draw(int(hit.sum()), min_len, max_len, n_symbols, generator)
+            src[hit] = _draw(int(hit.sum()), min_len, max_len, generator)
             hit = torch.isin(_codes(src), exclude)
     src = src[:, : int((src != PAD).sum(1).max())]  # trim to the longest row
     return _batch(src, _reverse(src)).to(device or "cpu")
 
 
-def heldout_set(n: int = 1000, seed: int = 1234, min_len: int = MIN_LEN, max_len: int = MAX_LEN, device=None) -> Batch:
+def heldout_set(n: int = 1000, seed: int = 1234, device=None) -> Batch:
     """The fixed evaluation set: ``n`` sequences from their own generator (training excludes them), on ``device``."""
-    return random_batch(n, min_len, max_len, generator=torch.Generator().manual_seed(seed), device=device)
+    return random_batch(n, generator=torch.Generator().manual_seed(seed), device=device)
 
 
-def parse_tokens(text: str, n_symbols: int = N_SYMBOLS) -> list:
+def parse_tokens(text: str) -> list:
     """``"3 5 7 9 4"`` (spaces or commas) -> ``[3, 5, 7, 9, 4]``; ValueError for anything else."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a string of symbols such as '3 5 7 9 4', got {type(text).__name__}")
-    _check_lengths(1, 1, n_symbols)
     parts = [p for p in text.replace(",", " ").replace("[", " ").replace("]", " ").split() if p]
     if not parts:
         raise ValueError("type at least one token, e.g. 3 5 7 9 4")
@@ -257,7 +228,7 @@ def parse_tokens(text: str, n_symbols: int = N_SYMBOLS) -> list:
         toks = [int(p) for p in parts]
     except ValueError:
         raise ValueError(f"tokens must be integers, got {text!r}") from None
-    lo, hi = FIRST_SYMBOL, FIRST_SYMBOL + n_symbols - 1
+    lo, hi = FIRST_SYMBOL, VOCAB_SIZE - 1
     bad = [t for t in toks if not lo <= t <= hi]
     if bad:
         raise ValueError(f"symbols are the integers {lo}..{hi} (0, 1, 2 are PAD, BOS, EOS); got {bad}")

@@ -13,6 +13,9 @@ live there (``failure_table``'s and ``length_sweep``'s results are plain numbers
 
 from __future__ import annotations
 
+import contextlib
+import itertools
+
 import torch
 import torch.nn as nn
 import torch.nn.functional as F
@@ -30,23 +33,22 @@ def model_device(model: nn.Module) -> torch.device:
     """Where ``model`` computes: the device of its first parameter (or buffer); the CPU if it has neither."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    for t in (*model.parameters(), *model.buffers()):
-        return t.device
-    return torch.device("cpu")
+    return next(itertools.chain(model.parameters(), model.buffers()), torch.empty(0)).device
 
 
-def _check_keep(keep, src: torch.Tensor) -> None:
-    if keep is None:
-        return
-    if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool or keep.shape != src.shape:
-        what = f"{keep.dtype} {tuple(keep.shape)}" if isinstance(keep, torch.Tensor) else type(keep).__name__
-        raise ValueError(f"src_keep must be a bool tensor of src's shape {tuple(src.shape)}, got {what}")
+@contextlib.contextmanager
+def _evaluating(model: nn.Module):
+    """Run the block with ``model`` in eval mode; give it back its mode afterwards (even after an error)."""
+    was_training = model.training
+    model.eval()
+    try:
+        yield model
+    finally:
+        model.train(was_training)
 
 
 @torch.no_grad()
-def greedy_decode(
-    model: nn.Module, src: torch.Tensor, src_keep: torch.Tensor | None = None, max_new: int | None = None
-) -> torch.Tensor:
+def greedy_decode(model: nn.Module, src: torch.Tensor, max_new: int | None = None) -> torch.Tensor:
     """Batched greedy decoding (001 §19.10.4): ``src (B, S) -> (B, max_new)`` token ids, on the model's device.
 
     Encode once; start every row from BOS; at each step append the arg-max of the logits at the
@@ -55,17 +57,14 @@ def greedy_decode(
     ``src`` holds symbols and PAD, right-padded (BOS and EOS belong to the decoder's side only).
     """
     check_tokens(src, "src", allowed="symbols")
-    _check_keep(src_keep, src)
     if max_new is not None:
         as_int("max_new", max_new, 1)
     device = model_device(model)
     src = src.to(device)
-    src_keep = (src != PAD) if src_keep is None else src_keep.to(device)
+    src_keep = src != PAD
     b, s = src.shape
     max_new = s + 1 if max_new is None else max_new
-    was_training = model.training
-    model.eval()
-    try:
+    with _evaluating(model):
         memory = model.encode(src, src_keep)
         ys = torch.full((b, 1), BOS, dtype=torch.long, device=device)
         out = torch.full((b, max_new), PAD, dtype=torch.long, device=device)
@@ -79,8 +78,6 @@ def greedy_decode(
             if done.all():
                 break
             ys = torch.cat([ys, nxt[:, None]], dim=1)
-    finally:
-        model.train(was_training)
     return out
 
 
@@ -92,10 +89,9 @@ def score(pred: torch.Tensor, tgt_out: torch.Tensor) -> dict:
     ``correct (B, T)`` bool at real label positions, ``first_wrong (B,)`` (-1 if exact), and the
     rates ``exact_match`` and ``token_accuracy`` (over all real label positions, EOS included).
     """
-    plain_tensor("pred", pred)
-    plain_tensor("tgt_out", tgt_out)
-    check_tokens(pred, "pred")
-    check_tokens(tgt_out, "tgt_out")
+    for name, t in (("pred", pred), ("tgt_out", tgt_out)):
+        plain_tensor(name, t)
+        check_tokens(t, name)
     if pred.shape[0] != tgt_out.shape[0]:
         raise ValueError(f"pred has {pred.shape[0]} rows but tgt_out has {tgt_out.shape[0]}")
     tgt_out = tgt_out.to(pred.device)
@@ -119,20 +115,15 @@ def score(pred: torch.Tensor, tgt_out: torch.Tensor) -> dict:
     }
 
 
-def evaluate(model: nn.Module, batch: Batch, chunk: int = 1000) -> dict:
+def evaluate(model: nn.Module, batch: Batch) -> dict:
     """Greedy-decode ``batch.src`` and :func:`score` it. Adds ``pred`` and ``lengths``; ``n`` sequences.
 
     The batch is moved to the model's device (once); the tensors returned live there.
     """
     if not isinstance(batch, Batch):
         raise TypeError(f"batch must be a reversal Batch, got {type(batch).__name__}")
-    as_int("chunk", chunk, 1)
     batch = batch.to(model_device(model))
-    preds = [
-        greedy_decode(model, batch.src[i : i + chunk], batch.src_keep[i : i + chunk], max_new=batch.tgt_out.shape[1])
-        for i in range(0, len(batch), chunk)
-    ]
-    pred = torch.cat(preds)
+    pred = greedy_decode(model, batch.src, max_new=batch.tgt_out.shape[1])
     res = score(pred, batch.tgt_out)
     res.update(pred=pred, lengths=batch.lengths, n=len(batch))
     return res
@@ -151,12 +142,8 @@ def forced_match(model: nn.Module, batch: Batch) -> dict:
     if not isinstance(batch, Batch):
         raise TypeError(f"batch must be a reversal Batch, got {type(batch).__name__}")
     batch = batch.to(model_device(model))
-    was_training = model.training
-    model.eval()
-    try:
+    with _evaluating(model):
         pred = model(batch.src, keep=batch.src_keep, tgt=batch.tgt_in, tgt_keep=batch.tgt_keep)[0].argmax(-1)  # (B, T)
-    finally:
-        model.train(was_training)
     res = score(pred, batch.tgt_out)
     return {"exact_match": res["exact_match"], "forced_token_accuracy": res["token_accuracy"]}
 
@@ -192,8 +179,8 @@ def length_sweep(model: nn.Module, lengths=SWEEP_LENGTHS, n: int = 500, seed: in
 def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor | None = None) -> dict:
     """Attention weights for ``src (B, S)`` with decoder input ``tgt_in`` (default: BOS + the greedy output).
 
-    Returns ``tgt_in`` and, per layer, ``cross`` ``(B, h, T, S)``, ``dec_self`` ``(B, h, T, T)`` and
-    ``enc_self`` ``(B, h, S, S)`` (lists over layers), on the model's device. Row t of ``cross``
+    Returns ``tgt_in`` and ``cross``: per layer, the cross-attention weights ``(B, h, T, S)``, on the model's
+    device. Row t of ``cross``
     is the query that predicts output token t.
     """
     if not isinstance(model, Transformer) or model.decoder is None:
@@ -204,7 +191,7 @@ def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor |
     src = src.to(device)
     src_keep = src != PAD
     if tgt_in is None:
-        pred = greedy_decode(model, src, src_keep)
+        pred = greedy_decode(model, src)
         tgt_in = torch.cat([torch.full_like(pred[:, :1], BOS), pred[:, :-1]], 1)
         tgt_in = torch.where(tgt_in == EOS, torch.full_like(tgt_in, PAD), tgt_in)
         tgt_in = tgt_in[:, : int((tgt_in != PAD).sum(1).max())]
@@ -213,19 +200,12 @@ def attention_maps(model: Transformer, src: torch.Tensor, tgt_in: torch.Tensor |
         if tgt_in.shape[0] != src.shape[0]:
             raise ValueError(f"tgt_in has {tgt_in.shape[0]} rows but src has {src.shape[0]}")
         tgt_in = tgt_in.to(device)
-    was_training = model.training
-    model.eval()
-    try:
-        with record_attention(model):
-            model(src, keep=src_keep, tgt=tgt_in, tgt_keep=tgt_in != PAD)
-            maps = {
-                "tgt_in": tgt_in,
-                "cross": [layer.cross_attn.last_weights for layer in model.decoder.layers],
-                "dec_self": [layer.self_attn.last_weights for layer in model.decoder.layers],
-                "enc_self": [layer.self_attn.last_weights for layer in model.blocks.layers],
-            }
-    finally:
-        model.train(was_training)
+    with _evaluating(model), record_attention(model):
+        model(src, keep=src_keep, tgt=tgt_in, tgt_keep=tgt_in != PAD)
+        maps = {
+            "tgt_in": tgt_in,
+            "cross": [layer.cross_attn.last_weights for layer in model.decoder.layers],
+        }
     return maps
 
 

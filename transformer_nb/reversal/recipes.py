@@ -12,7 +12,7 @@
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 
 import torch
 import torch.nn as nn
@@ -28,8 +28,7 @@ INITS = ("default", "xavier", "xavier_embeddings")
 
 def _check_number(name: str, value, low: float, high: float = math.inf, low_open: bool = True) -> None:
     ok = isinstance(value, (int, float)) and not isinstance(value, bool) and math.isfinite(value)
-    ok = ok and (value > low if low_open else value >= low) and value < high
-    if not ok:
+    if not (ok and (value > low if low_open else value >= low) and value < high):
         raise ValueError(f"{name} must be a finite number in {'(' if low_open else '['}{low}, {high}), got {value!r}")
 
 
@@ -112,14 +111,10 @@ def paper_lr(step: int, d_model: int, warmup: int) -> float:
 
     ``warmup`` must be >= 1 (the formula divides by it; for no warm-up use a constant rate).
     """
-    if isinstance(step, bool) or not isinstance(step, int) or step < 1:
-        raise ValueError(f"the schedule is defined for integer step >= 1, got {step!r}")
+    for name, v in (("step", step), ("warmup", warmup)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be an integer >= 1, got {v!r} (for no warm-up: warmup_factor(0))")
     as_int("d_model", d_model, 1)
-    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup < 1:
-        raise ValueError(
-            f"warmup must be an integer >= 1 (the formula divides by warmup^1.5), got {warmup!r}; "
-            f"for no warm-up use a constant learning rate (warmup_factor(0))"
-        )
     return d_model**-0.5 * min(step**-0.5, step * warmup**-1.5)
 
 
@@ -161,32 +156,25 @@ class Recipe:
     init: str = "xavier_embeddings"
 
     def __post_init__(self):
-        if self.schedule not in ("constant", "warmup"):
-            raise ValueError(f"schedule must be 'constant' or 'warmup', got {self.schedule!r}")
-        if self.data not in ("fresh", "fixed"):
-            raise ValueError(f"data must be 'fresh' or 'fixed', got {self.data!r}")
-        _check_number("lr", self.lr, 0.0)
-        as_int("warmup", self.warmup, 0)
-        for name in ("batch_size", "n_train", "steps"):
-            as_int(name, getattr(self, name), 1)
-        _check_number("label_smoothing", self.label_smoothing, 0.0, 1.0, low_open=False)
-        if self.clip is not None:
-            _check_number("clip", self.clip, 0.0)
+        for name, choices in (("schedule", ("constant", "warmup")), ("data", ("fresh", "fixed")), ("init", INITS)):
+            if getattr(self, name) not in choices:
+                raise ValueError(f"{name} must be one of {choices}, got {getattr(self, name)!r}")
+        for name, low in (("warmup", 0), ("batch_size", 1), ("n_train", 1), ("steps", 1)):
+            as_int(name, getattr(self, name), low)
         if len(tuple(self.betas)) != 2:
             raise ValueError(f"betas must be two numbers, got {self.betas!r}")
-        for b in self.betas:
-            _check_number("betas", b, 0.0, 1.0, low_open=False)
-        _check_number("eps", self.eps, 0.0)
+        for name, value, high, low_open in (
+            ("lr", self.lr, math.inf, True),
+            ("eps", self.eps, math.inf, True),
+            ("clip", 1.0 if self.clip is None else self.clip, math.inf, True),
+            ("label_smoothing", self.label_smoothing, 1.0, False),
+            *(("betas", b, 1.0, False) for b in self.betas),
+        ):
+            _check_number(name, value, 0.0, high, low_open)
         check_model(self.model)
-        if self.init not in INITS:
-            raise ValueError(f"init must be one of {INITS}, got {self.init!r}")
 
     def steps_per_epoch(self) -> int:
         return math.ceil(self.n_train / self.batch_size)
-
-    def config(self) -> dict:
-        """A JSON-able description (the trained-model cache key)."""
-        return asdict(self)
 
 
 # The text as written (001 §19.10.3, §19.10.5): 2,000 pairs, batches of 64 in a fixed order,
