@@ -75,7 +75,7 @@ def test_the_decode_loop_pays_no_check_per_token(monkeypatch):
 
     model = Transformer(vocab=20, d_model=16, n_heads=2, n_layers=2, d_ff=32, max_len=32, positions="rope")
     seen = []
-    for name in ("check_ids", "check_hidden", "check_keep", "check_device", "_rotated", "_room", "_cache"):
+    for name in ("check_ids", "check_hidden", "check_keep", "check_device", "_rotated", "_cache"):
         real = getattr(checks, name)
         monkeypatch.setattr(checks, name, lambda *a, _real=real, _name=name, **k: seen.append(_name) or _real(*a, **k))
     for use_cache in (True, False):

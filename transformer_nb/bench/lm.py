@@ -25,8 +25,8 @@ import torch
 
 from transformer_nb import lm_recipe
 from transformer_nb.bench import check_positive_flags
+from transformer_nb.core.checks import check_language_model
 from transformer_nb.core.output_head import frequency_ranks
-from transformer_nb.core.transformer import check_language_model
 from transformer_nb.lm_compute import flops_per_token, matmul_peak_gflops, mfu
 from transformer_nb.lm_training import train_lm
 from transformer_nb.params import numel
