@@ -2,7 +2,7 @@
 """Where the census (``tests/test_badinput_census.py``) finds the bad-input case of callables that have no
 ``CASES`` entry in a ``tests/test_badinput_<area>.py``."""
 
-#: Covered by an older test: qualified name -> the test (file::function[parameters]) that feeds it bad input,
+#: Covered by another test: qualified name -> the test (file::function[parameters]) that feeds it bad input,
 #: with "via NAME" where the test reaches it through NAME (a class through the function that builds it).
 ELSEWHERE = {
     "transformer_nb.checks.check_close": "tests/test_checks_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-actual is complex0]",
