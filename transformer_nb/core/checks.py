@@ -281,8 +281,10 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
         if t.device.type != "meta" and not torch.isfinite(t).all():
             raise ValueError(f"{name} contains NaN or inf; attention of such values is NaN")
     shapes = f"query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}"
-    if q.shape[-1] == 0 or q.shape[-1] != k.shape[-1] or k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"query and key must share d_k >= 1, key and value the length T_k: {shapes}")
+    if q.shape[-1] == 0 or q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"query and key must share the last dimension d_k >= 1: {shapes}")
+    if k.shape[-2] != v.shape[-2]:
+        raise ValueError(f"key and value must have the same length T_k: {shapes}")
     if not q.device == k.device == v.device or not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"query, key and value must share one device and dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     try:
