@@ -17,12 +17,17 @@ from dataclasses import dataclass
 import pytest
 
 #: The exception types a user can act on; SystemExit is a command line's usage error (its message on stderr).
-CLEAR = (ValueError, TypeError, LookupError, OSError, SystemExit)
+CLEAR = (ValueError, TypeError, LookupError, OSError, SystemExit, NotImplementedError)
+
+
+def qualname(target) -> str:
+    """A case's target: its qualified name, or the function or class itself."""
+    return target if isinstance(target, str) else f"{target.__module__}.{target.__qualname__}"
 
 
 @dataclass(frozen=True)
 class Case:
-    target: str  # the callable's qualified name, e.g. "transformer_nb.plotting.heatmap"
+    target: object  # the callable, or its qualified name, e.g. "transformer_nb.plotting.heatmap"
     call: Callable[[], object]  # calls it with the bad input
     exc: type[Exception]  # what it must raise
     match: str  # a fragment of the message (or of stderr, for SystemExit), literally
@@ -41,7 +46,7 @@ class Case:
 
 @dataclass(frozen=True)
 class Gives:
-    target: str  # the callable's qualified name
+    target: object  # the callable, or its qualified name
     call: Callable[[], object]  # calls it with the bad input
     expected: object  # the correct result, compared with == and by type
 

@@ -115,7 +115,7 @@ def test_cache_size_matches_formula():
     assert sum(c.nbytes() for c in state) == 2 * 3 * 4 * 8 * 17 * 4
 
 
-def test_cache_buffers_are_written_in_place_and_refuse_overflow():
+def test_cache_buffers_are_written_in_place():
     cache = KVCache(capacity=5)
     k1, v1 = torch.randn(2, 1, 3, 4), torch.randn(2, 1, 3, 4)  # keys and values of 3 positions
     k_all, v_all = cache.append(k1, v1)
@@ -124,12 +124,6 @@ def test_cache_buffers_are_written_in_place_and_refuse_overflow():
     k_all, v_all = cache.append(k2, v2)
     assert torch.equal(k_all, torch.cat([k1, k2], dim=2)) and torch.equal(v_all, torch.cat([v1, v2], dim=2))
     assert k_all.data_ptr() == cache.k.data_ptr()  # a view of the one buffer, not a copy
-    with pytest.raises(ValueError, match="holds 5 positions; 6 were asked for"):
-        cache.append(k2[:, :, :1], v2[:, :, :1])
-    c = KVCache(4)
-    c.append(k1[:, :, :1], v1[:, :, :1])
-    with pytest.raises(ValueError, match="the cache holds keys of shape"):
-        c.append(torch.randn(2, 1, 1, 8), torch.randn(2, 1, 1, 8))  # another d_head
     with pytest.raises(ValueError, match="capacity must be >= 1"):
         KVCache(0)
 

@@ -7,8 +7,8 @@ the kind, the values and where the NaN or inf goes.
 
 A module (attention, a block, a stack, a position encoding) lets NaN and inf through, as torch's own layers
 do: checking every activation would cost a reduction per call. The property there is that the NaN is not
-hidden (a position-wise layer keeps it at its position); the teaching functions (``scaled_dot_product_attention``,
-``sample_next``, ``top_k_filter``) refuse it.
+hidden (a position-wise layer keeps it at its position); the teaching function ``scaled_dot_product_attention``
+refuses it.
 """
 
 from __future__ import annotations
@@ -26,9 +26,8 @@ from transformer_nb import checks
 from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.block import FeedForward
 from transformer_nb.core.config import TransformerConfig
-from transformer_nb.core.generation import sample_next, top_k_filter
 from transformer_nb.core.masks import padding_mask
-from transformer_nb.core.multihead import KVCache, MultiHeadAttention
+from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.core.positional import SinusoidalPositionalEncoding
 from transformer_nb.core.rope import RoPE, apply_rope
 from transformer_nb.core.stack import Encoder
@@ -130,14 +129,6 @@ def rope_keeps_nan_in_its_pair(out, x):
     assert torch.isfinite(out.unflatten(-1, (-1, 2))[~bad]).all()
 
 
-def keeps_exactly_two(out, x):
-    assert (torch.isfinite(out).sum(-1) == 2).all()
-
-
-def valid_token(out, x):
-    assert out.dtype == torch.long and ((out >= 0) & (out < x.shape[-1])).all()
-
-
 def check_close_of(x):
     try:
         checks.check_close("x", x, torch.ones(2, 3), atol=1e-2)
@@ -236,20 +227,6 @@ SPECS = {
         },
         1,
     ),
-    "top_k_filter": (
-        lambda x: top_k_filter(x, 2),
-        LOGITS,
-        ["logits"],
-        {"float16": keeps_exactly_two, "bfloat16": keeps_exactly_two},
-        1,
-    ),
-    "sample_next": (
-        lambda x: sample_next(x, 1.0, generator=torch.Generator().manual_seed(0)),
-        LOGITS,
-        ["logits"],
-        {"float16": valid_token, "bfloat16": valid_token},
-        1,
-    ),
     "head_stats": (
         lambda w: head_stats(w)["entropy"],
         WEIGHTS,
@@ -327,13 +304,6 @@ SPECS = {
         ["pred"],
         {"int": lambda out, x: out["exact_match"] == 1.0, "empty": lambda out, x: out["exact_match"] == 0.0},
         0,
-    ),
-    "KVCache.append": (
-        lambda k: KVCache(8).append(k, torch.zeros(1, 2, 3, 4))[0],
-        torch.randn(1, 2, 3, 4),
-        ["k", "v"],
-        {"nan": nonfinite_stays, "inf": nonfinite_stays, "subclass": lambda out, x: out.shape == (1, 2, 3, 4)},
-        3,
     ),
 }
 

@@ -11,7 +11,7 @@ import pytest
 import torch
 from hypothesis import example, given
 from hypothesis import strategies as st
-from property_helpers import NOT_INT, NOT_REAL, Arg, bad, call, expect_refusal, float_tensors, good, heavy, int_tensors
+from property_helpers import NOT_REAL, Arg, bad, call, expect_refusal, float_tensors, good, heavy, int_tensors
 
 from transformer_nb import lm_training, perplexity
 from transformer_nb.core import generation as gen
@@ -34,12 +34,6 @@ def test_top_k_filter_keeps_exactly_the_k_largest(logits, k):
         assert torch.equal(kept, logits >= kth) and torch.equal(out[kept], logits[kept])
 
 
-@given(k=st.one_of(bad(st.integers(-5, -1)), bad(NOT_INT.filter(lambda v: v is not None))))
-def test_top_k_filter_refuses_negative_or_fractional_k(k):
-    """Issue 18: top_k < 0 meant no filtering at all."""
-    call(gen.top_k_filter, {"logits": torch.zeros(2, V), "k": k}, {"k": ["top_k"]})
-
-
 @given(
     logits=st.integers(1, 3).flatmap(lambda b: float_tensors((b, V))),
     temperature=st.one_of(st.just(0.0), st.floats(0.05, 5)),
@@ -53,11 +47,6 @@ def test_sample_next_draws_only_allowed_tokens(logits, temperature, top_k, seed)
         assert torch.equal(tok, logits.argmax(-1))
     allowed = torch.isfinite(gen.top_k_filter(logits, top_k))
     assert bool(allowed.gather(1, tok[:, None]).all())
-
-
-@given(temperature=st.one_of(bad(st.floats(max_value=-1e-6)), bad(NOT_REAL.filter(lambda v: v is not None))))
-def test_sample_next_refuses_bad_temperatures(temperature):
-    call(gen.sample_next, {"logits": torch.zeros(1, V), "temperature": temperature})
 
 
 @pytest.fixture(scope="module")

@@ -21,7 +21,8 @@ from dataclasses import replace
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from transformer_nb.core.transformer import LanguageModel, check_language_model
+from transformer_nb.core.checks import check_language_model
+from transformer_nb.core.transformer import LanguageModel
 from transformer_nb.core.utils import as_device, as_real
 from transformer_nb.lm_training import TrainConfig, make_optimizers, window_batches
 from transformer_nb.train import train

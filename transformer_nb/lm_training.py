@@ -25,8 +25,7 @@ from numbers import Integral, Real
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.stack import check_ids
-from transformer_nb.core.transformer import check_language_model
+from transformer_nb.core.checks import check_ids, check_language_model
 from transformer_nb.core.utils import as_int, as_real
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import Progress, rank_and_world, train

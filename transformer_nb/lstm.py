@@ -14,9 +14,8 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.checks import as_int, check_cutoffs, check_device
+from transformer_nb.core.checks import as_int, check_cutoffs, check_device, check_ids
 from transformer_nb.core.output_head import OutputHead
-from transformer_nb.core.stack import check_ids
 from transformer_nb.core.transformer import LanguageModel
 
 

@@ -15,7 +15,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.core.stack import check_ids, check_keep
+from transformer_nb.core.checks import check_ids, check_keep
 from transformer_nb.core.utils import as_int
 
 IGNORE = -100  # F.cross_entropy's default ignore_index: positions with this target carry no loss

@@ -15,7 +15,7 @@ from numbers import Integral
 import torch
 import torch.distributed as dist
 
-from transformer_nb.core.stack import check_ids
+from transformer_nb.core.checks import check_ids
 from transformer_nb.train import rank_and_world, unwrap
 from transformer_nb.wikitext import iter_batches
 

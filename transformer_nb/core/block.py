@@ -16,7 +16,6 @@ import torch.nn as nn
 import torch.nn.functional as F
 
 from transformer_nb.core import checks
-from transformer_nb.core.checks import check_decoder_inputs  # noqa: F401 (its home before checks.py)
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention
 

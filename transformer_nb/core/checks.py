@@ -4,6 +4,8 @@ A public function, constructor or ``forward`` of the core is checked by one line
 sees the same arguments and raises a ``TypeError`` / ``ValueError`` that says what is wrong; the body that follows
 is the computation alone. Only the outermost call is checked: the modules a checked call runs (a block's
 attention, a model's blocks, every step of ``generate``) trust it, so nothing is checked twice, nor per token.
+Helpers that only the core calls (``sample_next``, ``top_k_filter``, ``KVCache.append``, ``OutputHead.logits``)
+trust their callers and are not checked.
 
 The notebooks' environment (``setup``, the profile, seeding, environment variables) is in ``env.py``.
 """
@@ -18,9 +20,8 @@ from contextvars import ContextVar
 import torch
 
 __all__ = (  # noqa: SIM905 (what the companion uses)
-    "as_device as_int as_real available_devices check_config check_cutoffs check_decoder_inputs check_device "
-    "check_dropout check_heads check_hidden check_ids check_keep check_language_model check_like check_mask "
-    "check_memory check_qkv is_int_tensor memory_of plain_tensor validate"
+    "as_device as_int as_real available_devices check_config check_cutoffs check_device check_eps check_ids "
+    "check_keep check_language_model check_memory memory_of plain_tensor rope_dim"
 ).split()
 
 _checked = ContextVar("checked", default=False)  # True while a checked call runs: the calls inside trust it
@@ -56,7 +57,7 @@ def available_devices() -> list[str]:
     return names
 
 
-# --------------------------------------------------------------------------- argument checks (used by every module)
+# --------------------------------------------------------------------------- arguments (shared with the companion)
 
 
 def as_int(name: str, value, minimum: int = 0) -> int:
@@ -87,10 +88,56 @@ def as_real(name: str, value, positive: bool = False) -> float:
     return x
 
 
+def _bool(name: str, value) -> None:
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be True or False, got {value!r}")
+
+
+def _one_of(name: str, value, choices) -> None:
+    if value not in choices:
+        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+
+
+def _tensor(name: str, x, what: str = "") -> torch.Tensor:
+    if not isinstance(x, torch.Tensor):
+        raise TypeError(f"{name} must be a torch.Tensor{what}, got {type(x).__name__}")
+    return x
+
+
+def _what(x) -> str:
+    return f"a {x.dtype} tensor of shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+
+
+def _same_batch(memory: torch.Tensor, b: int) -> None:
+    if memory.shape[0] != b:
+        raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {b}")
+
+
+def _float(name: str, x, what: str = "") -> None:
+    if not _tensor(name, x, what).is_floating_point():
+        raise TypeError(f"{name} must be a floating-point tensor{what}, got dtype {x.dtype}")
+
+
 def check_dropout(p) -> None:
     """``p`` must be a dropout probability: a real number in ``[0, 1)``."""
     if isinstance(p, bool) or not isinstance(p, (int, float)) or not 0 <= p < 1:
         raise ValueError(f"dropout is a probability in [0, 1), got {p!r}")
+
+
+def check_eps(eps) -> None:
+    """A norm's ``eps``: a positive finite number."""
+    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
+        raise ValueError(f"eps must be a positive finite number (it keeps the denominator away from 0), got {eps!r}")
+
+
+def positive_even(d, name: str, why: str) -> None:
+    """``d`` must be a positive even integer (``why``: what pairs its dimensions)."""
+    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d <= 0 or d % 2:
+        raise ValueError(f"{why}, so {name} must be a positive even integer, got {d!r}")
+
+
+def rope_dim(d, name: str = "d") -> None:
+    positive_even(d, name, "RoPE rotates pairs of dimensions")
 
 
 def as_device(name: str, device) -> torch.device | None:
@@ -133,7 +180,7 @@ def check_memory(what: str, n_bytes: int, device=None) -> None:
         )
 
 
-# --------------------------------------------------------------------------- tensor checks (public boundaries)
+# --------------------------------------------------------------------------- tensors
 
 
 def plain_tensor(name: str, x) -> None:
@@ -162,76 +209,93 @@ def check_device(name: str, x: torch.Tensor, device: torch.device) -> None:
         raise ValueError(f"{name} is on the {x.device} device but the model is on {device}: {why}")
 
 
-def check_like(name: str, x: torch.Tensor, weight: torch.Tensor) -> None:
-    """``x`` must be on ``weight``'s device and, outside autocast, have its dtype (a float16 input into
-    float32 weights is a ``TypeError`` here, not torch's "mat1 and mat2 must have the same dtype")."""
-    check_device(name, x, weight.device)
-    if x.dtype != weight.dtype and not torch.is_autocast_enabled(x.device.type):
+def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:
+    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions);
+    given ``like`` (a weight of the module), on its device and, outside autocast, of its dtype."""
+    shape = f"({dims}, d_model={d_model})"
+    _tensor(name, x, f" of shape {shape}")
+    if (x.dim() != 3 if dims == "B, T" else x.dim() < 1) or x.shape[-1] != d_model:
+        raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
+    if not x.is_floating_point():
+        raise TypeError(f"{name} must be a real floating-point tensor (hidden states, not ids), got dtype {x.dtype}")
+    if like is not None:
+        check_device(name, x, like.device)
+        if x.dtype != like.dtype and not torch.is_autocast_enabled(x.device.type):
+            raise TypeError(
+                f"{name} has dtype {x.dtype} but the model's weights are {like.dtype}; convert one of them "
+                f"(x.to({like.dtype}) or model.to({x.dtype})) or run under torch.autocast"
+            )
+
+
+def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
+    """``ids`` must be a ``(B, T)`` integer tensor with ``T >= min_len`` and, given ``vocab``, ids in ``[0, vocab)``
+    (checked on the CPU only: elsewhere reading it back would wait for the device); given ``device``, on it."""
+    if not is_int_tensor(ids):
+        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
         raise TypeError(
-            f"{name} has dtype {x.dtype} but the model's weights are {weight.dtype}; convert one of them "
-            f"(x.to({weight.dtype}) or model.to({x.dtype})) or run under torch.autocast"
+            f"{name} must be an integer tensor of word ids, got {got} "
+            "(integer token ids: a torch.Tensor of dtype torch.long)"
+        )
+    if ids.dim() != 2 or ids.shape[1] < min_len:
+        at_least = f" with T >= {min_len}" if min_len else ""
+        raise ValueError(f"{name} must have shape (B, T){at_least}, got {tuple(ids.shape)}")
+    if device is not None:
+        check_device(name, ids, device)
+    if vocab is not None and ids.device.type == "cpu" and ids.numel():
+        lo, hi = torch.aminmax(ids)
+        if lo < 0 or hi >= vocab:
+            raise ValueError(f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
+
+
+def check_keep(keep, b: int, t: int, name: str) -> None:
+    """``keep`` must be None or a ``(B, T)`` bool tensor (True = real token) matching the sequence it describes."""
+    if keep is None:
+        return
+    if _tensor(name, keep, " (a (B, T) bool mask, True = real token)").dtype != torch.bool:
+        raise TypeError(
+            f"{name} must be a bool mask (True = real token, False = padding), got dtype {keep.dtype}; "
+            f"for 0/1 values use {name}.bool()"
+        )
+    if tuple(keep.shape) != (b, t):
+        raise ValueError(
+            f"{name} must have the shape (B, T) = ({b}, {t}) of the sequence it describes, got {tuple(keep.shape)}"
         )
 
 
-def positive_even(d, name: str, why: str) -> None:
-    """``d`` must be a positive even integer (``why``: what pairs its dimensions)."""
-    if isinstance(d, bool) or not isinstance(d, numbers.Integral) or d <= 0 or d % 2:
-        raise ValueError(f"{why}, so {name} must be a positive even integer, got {d!r}")
-
-
-def _shape(x) -> str:
-    return str(tuple(x.shape)) if isinstance(x, torch.Tensor) else type(x).__name__
+def _past_table(what: str, offset, t: int, max_len: int, fix: str) -> None:
+    """Positions ``offset .. offset + t - 1`` must have rows in a table of ``max_len``."""
+    offset = as_int("offset", offset)  # the position of the first token
+    if offset + t > max_len:
+        raise ValueError(f"positions {offset}..{offset + t - 1} exceed {what} of max_len={max_len}; {fix}")
 
 
 # --------------------------------------------------------------------------- attention and masks
 
 
 def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
-    """Validate shapes ``q: (..., T_q, d_k)``, ``k: (..., T_k, d_k)``, ``v: (..., T_k, d_v)``.
-
-    Returns the broadcast batch shape. Raises ``ValueError`` with both shapes on a mismatch.
-    """
+    """Shapes ``q: (..., T_q, d_k)``, ``k: (..., T_k, d_k)``, ``v: (..., T_k, d_v)``; returns the batch shape."""
     for name, t in (("query", q), ("key", k), ("value", v)):
-        if not isinstance(t, torch.Tensor):
-            raise TypeError(f"{name} must be a torch.Tensor, got {type(t).__name__}")
+        _float(name, t)
         if t.dim() < 2:
             raise ValueError(f"{name} must have shape (..., T, d), got {tuple(t.shape)}")
-        if not t.is_floating_point():
-            raise TypeError(f"{name} must be a floating-point tensor, got dtype {t.dtype}")
         if t.device.type != "meta" and not torch.isfinite(t).all():
             raise ValueError(f"{name} contains NaN or inf; attention of such values is NaN")
-    if q.shape[-1] == 0:
-        raise ValueError(f"query and key need d_k >= 1, got query {tuple(q.shape)}")
-    if not q.device == k.device == v.device:
-        raise ValueError(f"query, key and value must be on one device, got {q.device}, {k.device}, {v.device}")
-    if not q.dtype == k.dtype == v.dtype:
-        raise TypeError(f"query, key and value must share one dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
-    if q.shape[-1] != k.shape[-1]:
-        raise ValueError(
-            f"query and key must share the last dimension d_k: query {tuple(q.shape)} "
-            f"has d_k={q.shape[-1]}, key {tuple(k.shape)} has d_k={k.shape[-1]}"
-        )
+    shapes = f"query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}"
+    if q.shape[-1] == 0 or q.shape[-1] != k.shape[-1]:
+        raise ValueError(f"query and key must share the last dimension d_k >= 1: {shapes}")
     if k.shape[-2] != v.shape[-2]:
-        raise ValueError(
-            f"key and value must have the same length T_k: key {tuple(k.shape)} has "
-            f"T_k={k.shape[-2]}, value {tuple(v.shape)} has {v.shape[-2]}"
-        )
+        raise ValueError(f"key and value must have the same length T_k: {shapes}")
+    if not q.device == k.device == v.device or not q.dtype == k.dtype == v.dtype:
+        raise TypeError(f"query, key and value must share one device and dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     try:
         return torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
     except RuntimeError:
-        raise ValueError(
-            f"batch dimensions do not broadcast: query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}"
-        ) from None
+        raise ValueError(f"batch dimensions do not broadcast: {shapes}") from None
 
 
 def check_mask(mask: torch.Tensor, scores_shape: tuple, dtype: torch.dtype | None = None) -> None:
-    """Validate a bool or additive float ``mask`` against scores of shape ``(..., T_q, T_k)``.
-
-    ``dtype``: if given, a float mask must have this dtype (the dtype of the scores).
-    """
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"mask must be a torch.Tensor, got {type(mask).__name__}")
-    if mask.dtype != torch.bool and not mask.is_floating_point():
+    """A bool or additive float ``mask`` that broadcasts to scores ``(..., T_q, T_k)`` (a float one: of ``dtype``)."""
+    if _tensor("mask", mask).dtype != torch.bool and not mask.is_floating_point():
         raise TypeError(
             f"mask must be bool (True = may attend) or an additive float mask, got dtype "
             f"{mask.dtype}; for a 0/1 integer mask use mask.bool()"
@@ -279,58 +343,42 @@ def finite_scores(scores: torch.Tensor, dtype: torch.dtype) -> None:
 def _causal_mask(t_q, t_k=None, device=None) -> None:
     t_q = as_int("T_q", t_q)
     t_k = t_q if t_k is None else as_int("T_k", t_k)
-    device = as_device("device", device)
     if t_k < t_q:
         raise ValueError(f"causal mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
-    check_memory(f"a causal mask of T_q={t_q} x T_k={t_k}", t_q * t_k, device)
+    check_memory(f"a causal mask of T_q={t_q} x T_k={t_k}", t_q * t_k, as_device("device", device))
 
 
 def _padding_mask(lengths, max_len=None, device=None) -> None:
     device = as_device("device", device)
+    bad = f"lengths must be a non-empty 1-D sequence of integers >= 0, got {lengths!r}"
     if isinstance(lengths, (list, tuple)) and any(isinstance(v, bool) for v in lengths):
-        raise ValueError(f"lengths must be a 1-D integer sequence; True/False is not a length, got {lengths!r}")
+        raise ValueError(bad)
     try:
         lengths = torch.as_tensor(lengths, device=device)
     except (TypeError, ValueError, RuntimeError):
-        raise ValueError(f"lengths must be a 1-D integer sequence, got {type(lengths).__name__} {lengths!r}") from None
-    if lengths.is_meta:
-        raise ValueError("lengths are on the meta device: they have shapes but no values")
-    if lengths.dim() == 1 and lengths.numel() == 0:
-        raise ValueError("lengths is empty: a batch needs at least one sequence")
-    if lengths.dim() != 1 or not is_int_tensor(lengths):
-        raise ValueError(f"lengths must be a 1-D integer sequence, got {lengths.dtype} of shape {tuple(lengths.shape)}")
-    if (lengths < 0).any():
-        raise ValueError(f"lengths must be >= 0, got {lengths.tolist()}")
+        raise ValueError(bad) from None
+    if lengths.is_meta or lengths.dim() != 1 or not lengths.numel() or not is_int_tensor(lengths) or lengths.min() < 0:
+        raise ValueError(bad)
     t = int(lengths.max()) if max_len is None else as_int("max_len", max_len)
     if (lengths > t).any():
         raise ValueError(f"a length exceeds max_len={t}: lengths {lengths.tolist()}")
-    what = f"T=max(lengths)={t}" if max_len is None else f"max_len={t}"
-    check_memory(f"a padding mask of B={len(lengths)} x {what}", len(lengths) * t, lengths.device)
+    check_memory(f"a padding mask of B={len(lengths)} x T={t}", len(lengths) * t, lengths.device)
 
 
 def _padding_mask_from_ids(ids, pad_id) -> None:
-    if not isinstance(ids, torch.Tensor):
-        raise TypeError(f"ids must be a (B, T) torch.Tensor of token ids, got {type(ids).__name__}")
-    if not is_int_tensor(ids):
-        raise TypeError(f"ids must hold integer token ids, got dtype {ids.dtype}")
-    if ids.dim() != 2:
-        raise ValueError(f"ids must have shape (B, T), got {tuple(ids.shape)}")
+    check_ids(ids)
     as_int("pad_id", pad_id, minimum=-(2**63))
 
 
 def _key_padding(keep, t_q=1) -> None:
-    if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool:
-        what = f"dtype {keep.dtype}" if isinstance(keep, torch.Tensor) else type(keep).__name__
-        raise TypeError(f"keep must be a (B, T_k) bool mask (True = real token), got {what}")
-    if keep.dim() != 2:
-        raise ValueError(f"keep must be a (B, T_k) bool mask, got shape {tuple(keep.shape)}")
+    if not isinstance(keep, torch.Tensor) or keep.dtype != torch.bool or keep.dim() != 2:
+        raise TypeError(f"keep must be a (B, T_k) bool mask (True = real token), got {_what(keep)}")
     as_int("T_q", t_q)
 
 
 def _self_attention_mask(keep, causal=False) -> None:
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be True or False, got {causal!r}")
-    _key_padding(keep, keep.shape[-1] if isinstance(keep, torch.Tensor) and keep.dim() else 0)
+    _bool("causal", causal)
+    _key_padding(keep)
 
 
 # --------------------------------------------------------------------------- multi-head attention and its KV cache
@@ -340,8 +388,7 @@ MAX_WEIGHTS = 2**40  # 4·d_model² weights beyond this cannot be allocated on a
 
 def check_heads(d_model, n_heads, n_kv_heads=None, bias: bool = True) -> tuple[int, int, int]:
     """Checked ``(d_model, n_heads, n_kv_heads)``: positive ints, ``n_heads | d_model``, ``n_kv_heads | n_heads``;
-    and ``bias`` a bool. The one check of the head sizes: ``MultiHeadAttention``, ``config.validate``
-    and ``params.attention_params`` call it."""
+    and ``bias`` a bool. ``MultiHeadAttention``, ``validate`` and ``params.attention_params`` call it."""
     d_model, n_heads = as_int("d_model", d_model, 1), as_int("n_heads", n_heads, 1)
     n_kv_heads = n_heads if n_kv_heads is None else as_int("n_kv_heads", n_kv_heads, 1)
     if 4 * d_model * d_model > MAX_WEIGHTS:
@@ -355,36 +402,19 @@ def check_heads(d_model, n_heads, n_kv_heads=None, bias: bool = True) -> tuple[i
             f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
             f"(each key/value head is shared by a whole group of query heads)"
         )
-    if not isinstance(bias, bool):
-        raise TypeError(f"bias must be True or False, got {bias!r}")
+    _bool("bias", bias)
     return d_model, n_heads, n_kv_heads
 
 
-def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Tensor | None = None) -> None:
-    """``x`` must be a floating-point ``(B, T, d_model)`` tensor (``dims="..."``: any leading dimensions);
-    given ``like`` (a weight of the module), on its device and of its dtype (``check_like``)."""
-    shape = f"({dims}, d_model={d_model})"
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor of shape {shape}, got {type(x).__name__}")
-    if (x.dim() != 3 if dims == "B, T" else x.dim() < 1) or x.shape[-1] != d_model:
-        raise ValueError(f"{name} must have shape {shape}, got {tuple(x.shape)}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} must be a real floating-point tensor (hidden states, not ids), got dtype {x.dtype}")
-    if like is not None:
-        check_like(name, x, like)
-
-
 def _split_heads(x, n_heads) -> None:
-    if not isinstance(x, torch.Tensor) or x.dim() != 3:
-        raise ValueError(f"split_heads expects a (B, T, n_heads·d_head) tensor, got {_shape(x)}")
     n_heads = as_int("n_heads", n_heads, 1)
-    if x.shape[2] % n_heads:
-        raise ValueError(f"cannot split {x.shape[2]} features into n_heads={n_heads} equal heads")
+    if not isinstance(x, torch.Tensor) or x.dim() != 3 or x.shape[2] % n_heads:
+        raise ValueError(f"split_heads expects a (B, T, n_heads·d_head) tensor with n_heads={n_heads}, got {_what(x)}")
 
 
 def _merge_heads(x) -> None:
     if not isinstance(x, torch.Tensor) or x.dim() != 4:
-        raise ValueError(f"merge_heads expects a (B, h, T, d_head) tensor, got {_shape(x)}")
+        raise ValueError(f"merge_heads expects a (B, h, T, d_head) tensor, got {_what(x)}")
 
 
 def _multihead_init(self, d_model, n_heads, n_kv_heads=None, bias=True, dropout=0.0) -> None:
@@ -392,12 +422,14 @@ def _multihead_init(self, d_model, n_heads, n_kv_heads=None, bias=True, dropout=
     check_dropout(dropout)
 
 
-def attention_mask(attn, mask, b: int, t_q: int, t_k: int) -> None:
+def _attention_mask(attn, mask, b: int, t_q: int, t_k: int) -> None:
     """``mask`` must fit the scores ``(B, h, T_q, T_k)`` of the ``MultiHeadAttention`` ``attn``."""
+    if mask is None:
+        return
     try:
         check_mask(mask, (b, attn.n_heads, t_q, t_k))
     except ValueError as err:
-        if isinstance(mask, torch.Tensor) and mask.dim() == 2 and tuple(mask.shape) == (b, t_k):
+        if isinstance(mask, torch.Tensor) and tuple(mask.shape) == (b, t_k):
             raise ValueError(
                 f"{err}. This looks like a (B, T_k) key-padding mask: turn it into an attention "
                 f"mask with masks.key_padding(keep, T_q), shape (B, 1, T_q, T_k)"
@@ -406,8 +438,7 @@ def attention_mask(attn, mask, b: int, t_q: int, t_k: int) -> None:
 
 
 def _cache(attn, cache, b: int, t_new: int) -> int:
-    """A ``KVCache`` that belongs to ``attn`` (or to no layer yet) and has room for ``t_new`` positions;
-    returns its length."""
+    """A ``KVCache`` that belongs to ``attn`` (or to no layer yet) with room for ``t_new`` positions; its length."""
     from transformer_nb.core.multihead import KVCache
 
     if not isinstance(cache, KVCache):
@@ -417,32 +448,11 @@ def _cache(attn, cache, b: int, t_new: int) -> int:
             "this KVCache holds the keys and values of another attention layer: a cache belongs to one "
             "layer; give every layer its own (model.init_state())"
         )
-    held = (cache.k.dtype, cache.k.device) if cache.k is not None else (None, None)
-    _room(cache, (b, attn.n_kv_heads, t_new, attn.d_head), *held)
+    if cache.length + t_new > cache.capacity:
+        raise ValueError(f"the KV cache holds {cache.capacity} positions; {cache.length + t_new} were asked for")
+    if cache.k is not None and cache.k.shape[0] != b:
+        raise ValueError(f"the KV cache holds a batch of {cache.k.shape[0]}, got {b}")
     return cache.length
-
-
-def _multihead(self, query, key=None, value=None, mask=None, is_causal=False, rope=None, cache=None) -> None:
-    key = query if key is None else key
-    value = key if value is None else value
-    for name, t in (("query", query), ("key", key), ("value", value)):
-        check_hidden(t, self.d_model, name, like=self.q_proj.weight)
-    if key.shape[1] != value.shape[1]:
-        raise ValueError(
-            f"key and value must have the same length: key has T_k={key.shape[1]}, value has {value.shape[1]}"
-        )
-    if not (query.shape[0] == key.shape[0] == value.shape[0]):
-        raise ValueError(f"batch sizes differ: query {query.shape[0]}, key {key.shape[0]}, value {value.shape[0]}")
-    past = 0
-    if cache is not None:
-        if not (key is query and value is query):
-            raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
-        past = _cache(self, cache, query.shape[0], query.shape[1])
-    if is_causal:
-        _causal_mask(query.shape[1], past + key.shape[1])
-    _rope_fits(rope, self, query.shape[1], key.shape[1], past)
-    if mask is not None:
-        attention_mask(self, mask, query.shape[0], query.shape[1], past + key.shape[1])
 
 
 def _rope_fits(rope, attn, t_q: int, t_k: int, past: int) -> None:
@@ -458,36 +468,32 @@ def _rope_fits(rope, attn, t_q: int, t_k: int, past: int) -> None:
             _rotated(owner, owner.cos.new_empty(t, attn.d_head), offset, name)
 
 
+def _self_attention(attn, x, mask, rope, cache) -> None:
+    """What attention over ``x`` itself needs: a cache of its own, RoPE rows and a mask that fits."""
+    past = 0 if cache is None else _cache(attn, cache, x.shape[0], x.shape[1])
+    _rope_fits(rope, attn, x.shape[1], x.shape[1], past)
+    _attention_mask(attn, mask, x.shape[0], x.shape[1], past + x.shape[1])
+
+
+def _multihead(self, query, key=None, value=None, mask=None, is_causal=False, rope=None, cache=None) -> None:
+    key = query if key is None else key
+    value = key if value is None else value
+    for name, t in (("query", query), ("key", key), ("value", value)):
+        check_hidden(t, self.d_model, name, like=self.q_proj.weight)
+    if key.shape[1] != value.shape[1] or not query.shape[0] == key.shape[0] == value.shape[0]:
+        raise ValueError(f"query, key and value must share B, key and value T_k: got {query.shape}, {key.shape}")
+    if key is query and value is query:
+        return _self_attention(self, query, mask, rope, cache)
+    if cache is not None:
+        raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
+    if is_causal:
+        _causal_mask(query.shape[1], key.shape[1])
+    _rope_fits(rope, self, query.shape[1], key.shape[1], 0)
+    _attention_mask(self, mask, query.shape[0], query.shape[1], key.shape[1])
+
+
 def _kv_cache_init(self, capacity) -> None:
     as_int("capacity", capacity, 1)
-
-
-def _kv_append(self, k, v, owner=None) -> None:
-    for name, x in (("k", k), ("v", v)):
-        if not isinstance(x, torch.Tensor) or x.dim() != 4:
-            raise ValueError(f"{name} must be a (B, n_kv_heads, T_new, d_head) tensor, got {_shape(x)}")
-    if v.shape != k.shape or v.dtype != k.dtype or v.device != k.device or not k.shape[3]:
-        raise ValueError(
-            f"v must match k in shape (d_head >= 1), dtype and device: k is {tuple(k.shape)} {k.dtype} "
-            f"on {k.device}, v is {tuple(v.shape)} {v.dtype} on {v.device}"
-        )
-    _room(self, tuple(k.shape), k.dtype, k.device)
-
-
-def _room(cache, shape: tuple, dtype, device) -> None:
-    """``cache`` has room for new keys of ``shape`` ``(B, heads, T_new, d_head)``, like those it holds."""
-    t1 = cache.length + shape[2]
-    if t1 > cache.capacity:
-        raise ValueError(f"the KV cache holds {cache.capacity} positions; {t1} were asked for")
-    held = cache.k
-    if held is not None and (
-        shape[:2] != tuple(held.shape[:2]) or shape[3] != held.shape[3] or dtype != held.dtype or device != held.device
-    ):
-        raise ValueError(
-            f"the cache holds keys of shape (B, heads, T, d_head) = {tuple(held.shape[:2])} x T x "
-            f"{held.shape[3]} in {held.dtype} on {held.device}; "
-            f"got k {shape} in {dtype} on {device}"
-        )
 
 
 # --------------------------------------------------------------------------- the configuration, blocks and stacks
@@ -504,12 +510,6 @@ def check_config(cfg):
 
 def _built_from_config(self, cfg, *args, **kwargs) -> None:
     check_config(cfg)
-
-
-def check_eps(eps) -> None:
-    """A norm's ``eps``: a positive finite number."""
-    if isinstance(eps, bool) or not isinstance(eps, (int, float)) or not 0 < eps < float("inf"):
-        raise ValueError(f"eps must be a positive finite number (it keeps the denominator away from 0), got {eps!r}")
 
 
 def check_cutoffs(cutoffs, div_value, d_model: int, vocab: int) -> None:
@@ -540,32 +540,23 @@ def validate(cfg):
     ``TransformerConfig`` calls it when it is made, so a configuration is validated once."""
     from transformer_nb.core.config import ACTIVATIONS, ARCHS, FLAGS, NORMS, POSITIONS
 
-    check_config(cfg)
     for name in ("name", "source"):
         if not isinstance(getattr(cfg, name), str):
             raise TypeError(f"{name} must be a string, got {getattr(cfg, name)!r}")
     for name in FLAGS + ("final_norm",) * (cfg.final_norm is not None):
-        if not isinstance(getattr(cfg, name), bool):
-            raise TypeError(f"{name} must be True or False, got {getattr(cfg, name)!r}")
+        _bool(name, getattr(cfg, name))
     if cfg.published is not None:
         as_real("published (the authors' parameter count)", cfg.published, positive=True)
-    if cfg.arch not in ARCHS:
-        raise ValueError(f"arch must be one of {ARCHS}, got {cfg.arch!r}")
+    for name, choices in (("arch", ARCHS), ("activation", ACTIVATIONS), ("norm", NORMS), ("positions", POSITIONS)):
+        _one_of(name, getattr(cfg, name), choices)
     check_heads(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
     for name in ("n_layers", "vocab", "max_len"):
         as_int(name, getattr(cfg, name), 1)
     if cfg.d_ff is not None and (isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0):
         raise ValueError(
-            f"d_ff (the FFN hidden width) must be a positive integer, got {cfg.d_ff!r}; "
-            f"the usual choice is 4·d_model = {4 * cfg.d_model}"
+            f"d_ff (the FFN hidden width) must be a positive integer (usually 4·d_model), got {cfg.d_ff!r}"
         )
-    if cfg.activation not in ACTIVATIONS:
-        raise ValueError(f"activation must be one of {ACTIVATIONS}, got {cfg.activation!r}")
-    if cfg.norm not in NORMS:
-        raise ValueError(f"norm must be one of {NORMS}, got {cfg.norm!r}")
     check_eps(cfg.eps)
-    if cfg.positions not in POSITIONS:
-        raise ValueError(f"positions must be one of {POSITIONS}, got {cfg.positions!r}")
     if cfg.positions == "rope" and (cfg.d_model // cfg.n_heads) % 2:
         raise ValueError(
             f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
@@ -587,9 +578,7 @@ def validate(cfg):
         check_cutoffs(cfg.cutoffs, cfg.div_value, cfg.d_model, cfg.target_vocab)
     if cfg.scale_embeddings and cfg.adaptive and cfg.tie_output:
         raise ValueError("scale_embeddings: a tied adaptive head's embeddings are already scaled by sqrt(d_model)")
-    if cfg.tie_output and not cfg.lm_head:
-        raise ValueError("tie_output=True needs an output projection to tie, but lm_head=False")
-    for name in ("output_bias", "adaptive"):
+    for name in ("tie_output", "output_bias", "adaptive"):
         if getattr(cfg, name) and not cfg.lm_head:
             raise ValueError(f"{name}=True needs an output projection, but lm_head=False")
     as_int("token_types", cfg.token_types, 0)
@@ -597,7 +586,7 @@ def validate(cfg):
         n = min(cfg.vocab, cfg.target_vocab)
         if as_int("pad_id", cfg.pad_id, 0) >= n:
             raise ValueError(f"pad_id must be an id of the vocabulary, in [0, {n}), got {cfg.pad_id}")
-        if cfg.tie_output and cfg.lm_head:
+        if cfg.tie_output:
             raise ValueError(
                 "pad_id needs the model's own token tables, but tie_output=True makes the output layer's "
                 "weights the table (the padding row would be a word's output row); set tie_output=False"
@@ -615,70 +604,21 @@ def _feed_forward(self, x) -> None:
 
 
 def _encoder_layer(self, x, mask=None, is_causal=False, rope=None, cache=None) -> None:
-    attn = self.self_attn
-    check_hidden(x, attn.d_model, "the EncoderLayer input x", like=attn.q_proj.weight)
-    past = 0 if cache is None else _cache(attn, cache, x.shape[0], x.shape[1])
-    _rope_fits(rope, attn, x.shape[1], x.shape[1], past)
-    if mask is not None:
-        attention_mask(attn, mask, x.shape[0], x.shape[1], past + x.shape[1])
+    check_hidden(x, self.self_attn.d_model, "the EncoderLayer input x", like=self.self_attn.q_proj.weight)
+    _self_attention(self.self_attn, x, mask, rope, cache)
 
 
-def check_decoder_inputs(x, memory, d_model: int, like: torch.Tensor, who: str) -> None:
+def _decoder_inputs(x, memory, d_model: int, like: torch.Tensor, who: str) -> None:
     """``x (B, T, d_model)`` and ``memory (B, S, d_model)``: hidden states of one batch, like the weights ``like``."""
     check_hidden(x, d_model, f"the {who} input x", like=like)
     check_hidden(memory, d_model, "memory (the encoder output)", like=like)
-    if memory.shape[0] != x.shape[0]:
-        raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {x.shape[0]}")
+    _same_batch(memory, x.shape[0])
 
 
 def _decoder_layer(self, x, memory, self_mask=None, memory_mask=None) -> None:
-    check_decoder_inputs(x, memory, self.self_attn.d_model, self.self_attn.q_proj.weight, "DecoderLayer")
-    b, t = x.shape[:2]
-    if self_mask is not None:
-        attention_mask(self.self_attn, self_mask, b, t, t)
-    if memory_mask is not None:
-        attention_mask(self.cross_attn, memory_mask, b, t, memory.shape[1])
-
-
-def check_keep(keep, b: int, t: int, name: str) -> None:
-    """``keep`` must be None or a ``(B, T)`` bool tensor (True = real token) matching the sequence it describes."""
-    if keep is None:
-        return
-    if not isinstance(keep, torch.Tensor):
-        raise TypeError(f"{name} must be a (B, T) bool torch.Tensor (True = real token), got {type(keep).__name__}")
-    if keep.dtype != torch.bool:
-        raise TypeError(
-            f"{name} must be a bool mask (True = real token, False = padding), got dtype {keep.dtype}; "
-            f"for 0/1 values use {name}.bool()"
-        )
-    if tuple(keep.shape) != (b, t):
-        raise ValueError(
-            f"{name} must have the shape (B, T) = ({b}, {t}) of the sequence it describes, got {tuple(keep.shape)}"
-        )
-
-
-def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
-    """``ids`` must be a ``(B, T)`` integer tensor with ``T >= min_len`` and, given ``vocab``, ids in ``[0, vocab)``;
-    given ``device`` (the model's), on that device (``check_device``).
-
-    The range is checked on the CPU only: elsewhere reading it back would wait for the device at
-    every call (and the meta device has no values).
-    """
-    if not is_int_tensor(ids):
-        got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise TypeError(
-            f"{name} must be an integer tensor of word ids, got {got} "
-            "(integer token ids: a torch.Tensor of dtype torch.long)"
-        )
-    if ids.dim() != 2 or ids.shape[1] < min_len:
-        at_least = f" with T >= {min_len}" if min_len else ""
-        raise ValueError(f"{name} must have shape (B, T){at_least}, got {tuple(ids.shape)}")
-    if device is not None:
-        check_device(name, ids, device)
-    if vocab is not None and ids.device.type == "cpu" and ids.numel():
-        lo, hi = torch.aminmax(ids)
-        if lo < 0 or hi >= vocab:
-            raise ValueError(f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
+    _decoder_inputs(x, memory, self.self_attn.d_model, self.self_attn.q_proj.weight, "DecoderLayer")
+    _attention_mask(self.self_attn, self_mask, x.shape[0], x.shape[1], x.shape[1])
+    _attention_mask(self.cross_attn, memory_mask, x.shape[0], x.shape[1], memory.shape[1])
 
 
 def _encoder(self, x, keep=None, mask=None, rope=None, caches=None) -> None:
@@ -687,13 +627,11 @@ def _encoder(self, x, keep=None, mask=None, rope=None, caches=None) -> None:
     attn = self.layers[0].self_attn
     check_hidden(x, self.d_model, "the encoder input x", like=attn.q_proj.weight)
     check_keep(keep, x.shape[0], x.shape[1], "keep")
-    _rope_fits(rope, attn, x.shape[1], x.shape[1], 0)
-    if mask is not None:
-        attention_mask(attn, mask, x.shape[0], x.shape[1], x.shape[1])
+    _self_attention(attn, x, mask, rope, None)
 
 
 def _decoder(self, x, memory, keep=None, memory_keep=None) -> None:
-    check_decoder_inputs(x, memory, self.d_model, self.layers[0].self_attn.q_proj.weight, "decoder")
+    _decoder_inputs(x, memory, self.d_model, self.layers[0].self_attn.q_proj.weight, "decoder")
     check_keep(keep, x.shape[0], x.shape[1], "keep (target padding)")
     check_keep(memory_keep, memory.shape[0], memory.shape[1], "memory_keep (source padding)")
 
@@ -719,10 +657,10 @@ def _transformer_init(self, cfg=None, ranks=None, **fields) -> None:
     if cfg.lm_head:
         _output_head_init(None, cfg.head, cfg.d_model, cfg.target_vocab, ranks, cfg.cutoffs, cfg.div_value)
     _feed_forward_init(None, cfg)
-    if cfg.positions == "sinusoidal":
-        _sinusoidal_init(None, cfg.d_model, cfg.max_len)
-    elif cfg.positions == "learned":
-        _learned_init(None, cfg.max_len, cfg.d_model)
+    if cfg.positions in ("sinusoidal", "learned"):
+        check_memory(
+            f"a position table of max_len={cfg.max_len} x d_model={cfg.d_model}", 12 * cfg.max_len * cfg.d_model
+        )
     elif cfg.positions == "rope":
         _rope_init(None, cfg.d_model // cfg.n_heads, cfg.max_len)
 
@@ -736,27 +674,22 @@ def _runnable(model) -> None:
 
 
 def _hidden(self, ids, state=None, keep=None) -> None:
-    from transformer_nb.core.multihead import KVCache
-
     _runnable(self)
-    check_ids(ids, "ids", self.vocab_size)
-    check_device("ids", ids, next(self.parameters()).device)
+    check_ids(ids, "ids", self.vocab_size, device=next(self.parameters()).device)
     n = len(self.blocks.layers)
-    if state is not None and (
-        not isinstance(state, list) or len(state) != n or not all(isinstance(c, KVCache) for c in state)
-    ):
-        raise ValueError(f"state must be init_state(): a list of {n} KVCache")
     if state is not None:
+        if not isinstance(state, list) or len(state) != n:
+            raise ValueError(f"state must be init_state(): a list of {n} KVCache")
         if len({id(c) for c in state}) != n:
             raise ValueError("state holds one KVCache twice: a cache belongs to one layer (use init_state())")
         for layer, cache in zip(self.blocks.layers, state):
             _cache(layer.self_attn, cache, ids.shape[0], 0)
+        if keep is not None:
+            raise ValueError("keep (padding) does not combine with a KV cache: generate one sequence at a time")
     past, t = (0 if state is None else state[0].length), ids.shape[1]
     if past + t > self.max_len:
         raise ValueError(f"positions {past}..{past + t - 1} exceed max_len={self.max_len}")
     check_keep(keep, ids.shape[0], t, "keep")
-    if keep is not None and state is not None:
-        raise ValueError("keep (padding) does not combine with a KV cache: generate one sequence at a time")
 
 
 def _targets(targets, ids, vocab: int) -> None:
@@ -783,8 +716,7 @@ def _lm_forward(self, ids, targets=None, state=None) -> None:
 
 
 def _nll(self, ids, targets, state=None, reduction="mean") -> None:
-    if reduction not in ("mean", "sum", "none"):
-        raise ValueError(f"reduction must be 'mean', 'sum' or 'none', got {reduction!r}")
+    _one_of("reduction", reduction, ("mean", "sum", "none"))
     _model_inputs(self, ids, state)
     _targets(targets, ids, self.head.vocab_size)
 
@@ -800,27 +732,20 @@ def _encode(self, src, src_keep=None) -> None:
 
 
 def _tgt(self, tgt, tgt_keep) -> None:
-    check_ids(tgt, "tgt", self.cfg.target_vocab)
-    check_device("tgt", tgt, next(self.parameters()).device)
+    check_ids(tgt, "tgt", self.cfg.target_vocab, device=next(self.parameters()).device)
     if tgt.shape[1] > self.max_len:
         raise ValueError(f"positions 0..{tgt.shape[1] - 1} exceed max_len={self.max_len}")
     check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
 
 
-def _target_side(self, tgt, tgt_keep, memory, src_keep) -> None:
-    """The decoder's input ``tgt (B, T)`` and the ``memory (B, S, d)`` it attends to."""
+def _decode(self, tgt, memory, src_keep=None, tgt_keep=None) -> None:
+    _encoder_decoder(self, "decode")
     _tgt(self, tgt, tgt_keep)
     check_hidden(
         memory, self.d_model, "memory (the encoder output)", like=self.decoder.layers[0].self_attn.q_proj.weight
     )
-    if memory.shape[0] != tgt.shape[0]:
-        raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {tgt.shape[0]}")
+    _same_batch(memory, tgt.shape[0])
     check_keep(src_keep, memory.shape[0], memory.shape[1], "memory_keep (source padding)")
-
-
-def _decode(self, tgt, memory, src_keep=None, tgt_keep=None) -> None:
-    _encoder_decoder(self, "decode")
-    _target_side(self, tgt, tgt_keep, memory, src_keep)
 
 
 def _transformer_forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=None) -> None:
@@ -835,63 +760,15 @@ def _transformer_forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=
     _hidden(self, ids, keep=keep)
     if enc_dec:
         _tgt(self, tgt, tgt_keep)
-        if ids.shape[0] != tgt.shape[0]:
-            raise ValueError(f"memory has batch size {ids.shape[0]} but the decoder input has {tgt.shape[0]}")
+        _same_batch(ids, tgt.shape[0])
         ids = tgt
-    if self.head is None:
-        if targets is not None:
-            raise ValueError("this model has no output layer (lm_head=False): it gives hidden states, no loss")
-        return
+    if self.head is None and targets is not None:
+        raise ValueError("this model has no output layer (lm_head=False): it gives hidden states, no loss")
     if targets is not None:
         _targets(targets, ids, self.head.vocab_size)
 
 
 # --------------------------------------------------------------------------- generation
-
-
-def check_top_k(k) -> None:
-    """``top_k``: None, or an int >= 0 (0: every word)."""
-    if k is not None:
-        as_int("top_k", k, 0)
-
-
-def check_temperature(t) -> None:
-    """``temperature``: 0 (greedy), or a number at least 1e-30 (below, ``logits / temperature`` overflows)."""
-    t = as_real("temperature", t)
-    if t < 0:
-        raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {t}")
-    if 0 < t < 1e-30:
-        raise ValueError(
-            f"temperature={t:g} is so small that logits / temperature overflow float32: use temperature=0 "
-            f"(greedy) for the most likely word, or a temperature >= 1e-30"
-        )
-
-
-def check_logits(logits) -> None:
-    """``logits (..., V)``: a real floating tensor, no NaN or +inf, and every row with a word above -inf."""
-    if not isinstance(logits, torch.Tensor) or not logits.is_floating_point():
-        got = f"a {logits.dtype} tensor" if isinstance(logits, torch.Tensor) else type(logits).__name__
-        raise TypeError(f"logits must be a floating-point tensor of shape (..., V), got {got}")
-    plain_tensor("logits", logits)
-    if logits.dim() < 1 or logits.shape[-1] == 0:
-        raise ValueError(f"logits must have shape (..., V) with V >= 1, got {tuple(logits.shape)}")
-    if logits.is_meta:
-        raise ValueError("logits are on the meta device: they have shapes but no values to pick from")
-    if torch.isnan(logits).any() or torch.isposinf(logits).any():
-        raise ValueError("logits contain NaN or +inf: there is no distribution to pick from")
-    if torch.isneginf(logits).all(-1).any():
-        raise ValueError("a row of logits is -inf everywhere: every word is blocked, there is nothing to pick")
-
-
-def _top_k_filter(logits, k) -> None:
-    check_top_k(k)
-    check_logits(logits)
-
-
-def _sample_next(logits, temperature=1.0, top_k=None, generator=None) -> None:
-    check_temperature(temperature)
-    check_top_k(top_k)
-    check_logits(logits)
 
 
 def _generate(model, prompt, n_new, temperature=0.0, top_k=None, seed=0, use_cache=True) -> None:
@@ -902,18 +779,22 @@ def _generate(model, prompt, n_new, temperature=0.0, top_k=None, seed=0, use_cac
         raise ValueError("model has no output layer (lm_head=False): there are no next-word scores to generate from")
     if isinstance(model, Transformer):
         _runnable(model)
-    if not isinstance(prompt, torch.Tensor) or prompt.dtype.is_floating_point or prompt.dtype.is_complex:
-        got = f"{prompt.dtype} tensor" if isinstance(prompt, torch.Tensor) else type(prompt).__name__
-        raise TypeError(f"prompt must be a 1-D integer tensor of word ids, got {got}")
-    if prompt.dim() != 1 or prompt.numel() == 0 or prompt.dtype == torch.bool:
-        raise ValueError(f"prompt must be a non-empty 1-D tensor of ids, got shape {tuple(prompt.shape)}")
+    if not is_int_tensor(prompt) or prompt.dim() != 1 or not prompt.numel():
+        raise TypeError(f"prompt must be a non-empty 1-D integer tensor of word ids, got {_what(prompt)}")
     as_int("n_new", n_new, 0)
-    check_temperature(temperature)
-    check_top_k(top_k)
+    t = as_real("temperature", temperature)
+    if t < 0:
+        raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {t}")
+    if 0 < t < 1e-30:  # below, logits / temperature overflow
+        raise ValueError(
+            f"temperature={t:g} is so small that logits / temperature overflow float32: use temperature=0 "
+            f"(greedy) for the most likely word, or a temperature >= 1e-30"
+        )
+    if top_k is not None:
+        as_int("top_k", top_k, 0)
     if seed is not None and as_int("seed", seed, 0) >= 2**63:
         raise ValueError(f"seed must be None or an int below 2**63 (a torch.Generator's range), got {seed}")
-    if not isinstance(use_cache, bool):
-        raise TypeError(f"use_cache must be True or False, got {use_cache!r}")
+    _bool("use_cache", use_cache)
     if use_cache and model.max_len is not None and prompt.numel() + n_new > model.max_len:
         raise ValueError(
             f"prompt ({prompt.numel()}) + n_new ({n_new}) exceeds max_len={model.max_len}: "
@@ -933,19 +814,16 @@ def _generate(model, prompt, n_new, temperature=0.0, top_k=None, seed=0, use_cac
 def _sinusoid_frequencies(d_model, base=10000.0) -> None:
     positive_even(d_model, "d_model", "sinusoidal encodings pair sin/cos dimensions")
     as_real("base", base, positive=True)
-    check_memory(f"{d_model // 2} frequencies", 4 * d_model)  # d/2 float64
 
 
-def _sinusoidal_encoding(n_positions, d_model, base=10000.0) -> None:
-    n_positions = as_int("n_positions", n_positions)
+def _sinusoidal_encoding(n_positions, d_model, base=10000.0, name="n_positions", minimum=0) -> None:
+    n_positions = as_int(name, n_positions, minimum)
     _sinusoid_frequencies(d_model, base)
-    check_memory(f"a sinusoidal table of n_positions={n_positions} x d_model={d_model}", 12 * n_positions * d_model)
+    check_memory(f"a sinusoidal table of {name}={n_positions} x d_model={d_model}", 12 * n_positions * d_model)
 
 
 def _sinusoidal_init(self, d_model, max_len=5000, base=10000.0) -> None:
-    max_len = as_int("max_len", max_len, minimum=1)
-    _sinusoid_frequencies(d_model, base)
-    check_memory(f"a sinusoidal table of max_len={max_len} x d_model={d_model}", 12 * max_len * d_model)
+    _sinusoidal_encoding(max_len, d_model, base, "max_len", 1)
 
 
 def _learned_init(self, max_len, d_model) -> None:
@@ -953,50 +831,32 @@ def _learned_init(self, max_len, d_model) -> None:
     check_memory(f"a learned table of max_len={max_len} x d_model={d_model}", 4 * max_len * d_model)
 
 
-def _positions(x, offset, max_len: int, d_model: int, kind: str, table: torch.Tensor, name: str) -> None:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} expects x as a torch.Tensor of shape (B, T, d_model), got {type(x).__name__}")
-    if not x.is_floating_point():
-        raise TypeError(f"{name} adds to embeddings: x must be a floating-point tensor, got dtype {x.dtype}")
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"{name} expects x of shape (B, T, d_model={d_model}), got {tuple(x.shape)}")
-    check_device("x", x, table.device)
-    offset = as_int("offset", offset)  # the position of the first token
-    if offset + x.shape[1] > max_len:
-        raise ValueError(
-            f"positions {offset}..{offset + x.shape[1] - 1} exceed the {kind} table of max_len={max_len}; "
-            f"use sequences of at most {max_len} tokens or build the module with a larger max_len"
-        )
+def _positions(self, x, offset=0) -> None:
+    name = type(self).__name__
+    _float("x", x, f" of shape (B, T, d_model) ({name} adds to embeddings)")
+    if x.dim() != 3 or x.shape[-1] != self.d_model:
+        raise ValueError(f"{name} expects x of shape (B, T, d_model={self.d_model}), got {tuple(x.shape)}")
+    check_device("x", x, self.pe.device if hasattr(self, "pe") else self.emb.weight.device)
+    fix = f"use sequences of at most {self.max_len} tokens or build the module with a larger max_len"
+    _past_table(f"the {name} table", offset, x.shape[1], self.max_len, fix)
 
 
-def _sinusoidal(self, x, offset=0) -> None:
-    _positions(x, offset, self.max_len, self.d_model, "sinusoidal", self.pe, "SinusoidalPositionalEncoding")
-
-
-def _learned(self, x, offset=0) -> None:
-    _positions(x, offset, self.max_len, self.d_model, "learned position", self.emb.weight, "LearnedPositionalEmbedding")
-
-
-def _embedding_scale(d_model) -> None:
-    as_int("d_model", d_model, minimum=1)
-
-
-def _alibi_slopes(n_heads) -> None:
+def _alibi_slopes(n_heads) -> int:
     n_heads = as_int("n_heads", n_heads, 1)
     check_memory(f"ALiBi slopes for n_heads={n_heads}", 8 * n_heads)
+    return n_heads
 
 
 def _alibi_bias(t_q, n_heads, t_k=None, dtype=torch.float32, device=None) -> None:
-    _alibi_slopes(n_heads)
+    n_heads = _alibi_slopes(n_heads)
     t_q = as_int("T_q", t_q)
     t_k = t_q if t_k is None else as_int("T_k", t_k)
-    device = as_device("device", device)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype (the bias is fractional), got {dtype!r}")
     if t_k < t_q:
         raise ValueError(f"alibi_bias needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
     n_bytes = 16 * n_heads * t_q * t_k + 8 * (t_q + t_k)  # the float64 bias and the positions it is built from
-    check_memory(f"an ALiBi bias of n_heads={n_heads} x T_q={t_q} x T_k={t_k}", n_bytes, device)
+    check_memory(f"an ALiBi bias of n_heads={n_heads} x T_q={t_q} x T_k={t_k}", n_bytes, as_device("device", device))
 
 
 def _alibi_init(self, n_heads) -> None:
@@ -1012,48 +872,27 @@ def _alibi(self, t_q, t_k=None) -> None:
 ROPE_PAIRINGS = ("interleaved", "half")
 
 
-def rope_dim(d, name: str = "d") -> None:
-    positive_even(d, name, "RoPE rotates pairs of dimensions")
-
-
-def _pairing(pairing) -> None:
-    if pairing not in ROPE_PAIRINGS:
-        raise ValueError(f"pairing must be one of {ROPE_PAIRINGS}, got {pairing!r}")
-
-
 def _rope_frequencies(d, base=10000.0) -> None:
     rope_dim(d)
-    _sinusoid_frequencies(d, base)
-
-
-def _rope_float(x, name: str = "x") -> None:
-    if not isinstance(x, torch.Tensor) or not x.dtype.is_floating_point:
-        got = f"a {x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
-        raise TypeError(f"RoPE rotates real vectors: {name} must be a floating-point tensor, got {got}")
+    as_real("base", base, positive=True)
 
 
 def _apply_rope(x, positions=None, base=10000.0, pairing="interleaved") -> None:
-    _pairing(pairing)
-    if not isinstance(x, torch.Tensor) or x.dim() < 2:
-        raise ValueError(
-            f"x must be a tensor of shape (..., T, d), got "
-            f"{tuple(x.shape) if isinstance(x, torch.Tensor) else type(x).__name__}"
-        )
-    _rope_float(x)
-    d, t = x.shape[-1], x.shape[-2]
-    rope_dim(d, "the last dimension of x")
+    _one_of("pairing", pairing, ROPE_PAIRINGS)
+    _float("x", x, " of shape (..., T, d) (RoPE rotates real vectors)")
+    if x.dim() < 2:
+        raise ValueError(f"x must be a tensor of shape (..., T, d), got {tuple(x.shape)}")
+    rope_dim(x.shape[-1], "the last dimension of x")
     as_real("base", base, positive=True)
+    t = x.shape[-2]
     positions = torch.arange(t) if positions is None else torch.as_tensor(positions)
     if positions.dim() != 1 or positions.shape[0] != t:
-        raise ValueError(
-            f"positions must have shape (T,) = ({t},) to match x of shape {tuple(x.shape)}, "
-            f"got {tuple(positions.shape)}"
-        )
+        raise ValueError(f"positions must have shape (T,) = ({t},) to match x, got {tuple(positions.shape)}")
 
 
 def _rope_init(self, d_head, max_len=4096, base=10000.0, pairing="interleaved") -> None:
     rope_dim(d_head, "d_head")
-    _pairing(pairing)
+    _one_of("pairing", pairing, ROPE_PAIRINGS)
     max_len = as_int("max_len", max_len, minimum=1)
     as_real("base", base, positive=True)
     # float64 angles, cos and sin, then the float32 tables: 32 bytes per (position, pair)
@@ -1062,18 +901,14 @@ def _rope_init(self, d_head, max_len=4096, base=10000.0, pairing="interleaved") 
 
 
 def _rotated(rope, x, offset, name: str) -> None:
-    _rope_float(x, name)
+    _float(name, x, " (RoPE rotates real vectors)")
     check_device(name, x, rope.cos.device)
-    offset = as_int("offset", offset)  # the position of the first token
     if x.dim() < 2 or x.shape[-1] != rope.d_head:
         raise ValueError(
             f"RoPE(d_head={rope.d_head}) expects {name} of shape (..., T, {rope.d_head}), got {tuple(x.shape)}"
         )
-    if offset + x.shape[-2] > rope.max_len:
-        raise ValueError(
-            f"positions {offset}..{offset + x.shape[-2] - 1} exceed RoPE's table of max_len={rope.max_len}; "
-            f"build RoPE(d_head, max_len=...) with max_len >= {offset + x.shape[-2]}"
-        )
+    fix = f"build RoPE(d_head, max_len=...) with max_len >= {as_int('offset', offset) + x.shape[-2]}"
+    _past_table("RoPE's table", offset, x.shape[-2], rope.max_len, fix)
 
 
 def _rope_rotate(self, x, offset=0) -> None:
@@ -1083,32 +918,24 @@ def _rope_rotate(self, x, offset=0) -> None:
 def _rope(self, q, k, q_offset=0, k_offset=0, in_place=False) -> None:
     _rotated(self, q, q_offset, "q")
     _rotated(self, k, k_offset, "k")
-    if not isinstance(in_place, bool):
-        raise TypeError(f"in_place must be True or False, got {in_place!r}")
+    _bool("in_place", in_place)
 
 
 # --------------------------------------------------------------------------- the output head
 
-HEADS = ("full", "tied", "adaptive", "adaptive_tied")
-
-
-def _describe(x) -> str:
-    return f"{x.dtype} tensor" if isinstance(x, torch.Tensor) else type(x).__name__
-
 
 def _frequency_ranks(train_ids, vocab_size) -> None:
-    if not is_int_tensor(train_ids):
-        raise TypeError(f"train_ids must be an integer tensor of word ids, got {_describe(train_ids)}")
     vocab_size = as_int("vocab_size", vocab_size, 1)
-    if train_ids.numel() and train_ids.min() < 0:
-        raise ValueError(f"train_ids must be >= 0, got {int(train_ids.min())}")
-    if train_ids.numel() and train_ids.max() >= vocab_size:
-        raise ValueError(f"train_ids hold ids >= vocab_size={vocab_size}")
+    if not is_int_tensor(train_ids):
+        raise TypeError(f"train_ids must be an integer tensor of word ids, got {_what(train_ids)}")
+    if train_ids.numel() and (train_ids.min() < 0 or train_ids.max() >= vocab_size):
+        raise ValueError(f"train_ids must lie in [0, vocab_size={vocab_size})")
 
 
 def _output_head_init(self, kind, d_model, vocab_size, ranks=None, cutoffs=(2000, 10000), div_value=4.0, bias=True):
-    if kind not in HEADS:
-        raise ValueError(f"head must be one of {HEADS}, got {kind!r}")
+    from transformer_nb.core.output_head import HEADS
+
+    _one_of("head", kind, HEADS)
     d_model, vocab_size = as_int("d_model", d_model, 1), as_int("vocab_size", vocab_size, 1)
     check_memory(f"an output layer of vocab_size={vocab_size} x d_model={d_model}", 4 * vocab_size * d_model)
     if kind in ("adaptive", "adaptive_tied"):
@@ -1118,16 +945,6 @@ def _output_head_init(self, kind, d_model, vocab_size, ranks=None, cutoffs=(2000
                 "its clusters only save work if frequent words come first"
             )
         if not isinstance(ranks, torch.Tensor) or ranks.shape != (vocab_size,):
-            raise ValueError(f"ranks must be a tensor of shape ({vocab_size},), got {_describe(ranks)}")
+            raise ValueError(f"ranks must be a tensor of shape ({vocab_size},), got {_what(ranks)}")
         if not torch.equal(torch.sort(ranks.long().cpu()).values, torch.arange(vocab_size)):
             raise ValueError("ranks must be a permutation of 0 .. V-1 (use frequency_ranks)")
-
-
-def _embed(self, ids) -> None:
-    if self.kind not in ("tied", "adaptive_tied"):
-        raise ValueError(f"a {self.kind!r} head does not provide embeddings; only the tied heads do")
-
-
-def _logits(self, h) -> None:
-    if self.kind not in ("full", "tied"):
-        raise ValueError("the adaptive head has no single logit matrix; use log_probs")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from transformer_nb.core.checks import check_config, check_cutoffs, validate  # noqa: F401 (re-exported)
+from transformer_nb.core.checks import validate
 
 ARCHS = ("encoder", "decoder", "encoder-decoder")
 POSITIONS = ("sinusoidal", "learned", "rope", "alibi", "t5-bias", "none")

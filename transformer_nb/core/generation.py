@@ -23,7 +23,6 @@ from transformer_nb.core.output_head import OutputHead
 from transformer_nb.core.transformer import LanguageModel
 
 
-@checks.boundary(checks._top_k_filter)
 def top_k_filter(logits: torch.Tensor, k: int | None) -> torch.Tensor:
     """Keep exactly the ``k`` largest logits of each row, set the rest to ``-inf``. ``logits: (..., V)``;
     ``k`` None or 0 (or ``>= V``) keeps everything. Ties at the ``k``-th value go to the lower word ids,
@@ -37,7 +36,6 @@ def top_k_filter(logits: torch.Tensor, k: int | None) -> torch.Tensor:
     return logits.masked_fill(~keep, float("-inf"))
 
 
-@checks.boundary(checks._sample_next)
 def sample_next(
     logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, generator: torch.Generator | None = None
 ) -> torch.Tensor:

@@ -14,7 +14,6 @@ import torch.nn.functional as F
 
 from transformer_nb.core import checks
 from transformer_nb.core.attention import scaled_dot_product_attention
-from transformer_nb.core.checks import check_heads, check_hidden  # noqa: F401 (their home before checks.py)
 from transformer_nb.core.masks import causal_mask
 
 
@@ -126,7 +125,6 @@ class KVCache:
         self.k = self.v = None  # (B, n_kv_heads, capacity, d_head) buffers, made by the first append
         self.owner = None  # a weak reference to the layer whose keys and values these are
 
-    @checks.boundary(checks._kv_append)
     def append(self, k: torch.Tensor, v: torch.Tensor, owner: nn.Module | None = None):
         t0, t1 = self.length, self.length + k.shape[2]
         if self.k is None:

@@ -9,8 +9,6 @@
 Both additive modules refuse positions past their table's ``max_len``. Rotary embeddings live in ``rope.py``.
 """
 
-import math
-
 import torch
 import torch.nn as nn
 
@@ -43,7 +41,7 @@ class SinusoidalPositionalEncoding(nn.Module):
         self.max_len, self.d_model = int(max_len), int(d_model)
         self.register_buffer("pe", sinusoidal_encoding(self.max_len, self.d_model, base), persistent=False)
 
-    @checks.boundary(checks._sinusoidal)
+    @checks.boundary(checks._positions)
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         return x + self.pe[offset : offset + x.shape[1]].to(x.dtype)
 
@@ -58,16 +56,10 @@ class LearnedPositionalEmbedding(nn.Module):
         self.emb = nn.Embedding(self.max_len, self.d_model)
         nn.init.normal_(self.emb.weight, std=0.02)
 
-    @checks.boundary(checks._learned)
+    @checks.boundary(checks._positions)
     def forward(self, x: torch.Tensor, offset: int = 0) -> torch.Tensor:
         pos = torch.arange(offset, offset + x.shape[1], device=x.device)
         return x + self.emb(pos).to(x.dtype)  # the output keeps x's dtype
-
-
-@checks.boundary(checks._embedding_scale)
-def embedding_scale(d_model: int) -> float:
-    """The ``sqrt(d_model)`` factor the original Transformer multiplies token embeddings by."""
-    return math.sqrt(d_model)
 
 
 # --------------------------------------------------------------------------- ALiBi

@@ -27,7 +27,6 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.core import checks
-from transformer_nb.core.checks import ROPE_PAIRINGS as PAIRINGS  # noqa: F401 (re-exported)
 from transformer_nb.core.positional import sinusoid_frequencies
 
 

@@ -16,7 +16,6 @@ import torch.nn as nn
 
 from transformer_nb.core import checks
 from transformer_nb.core.block import DecoderLayer, EncoderLayer, make_norm
-from transformer_nb.core.checks import check_ids, check_keep  # noqa: F401 (their home before checks.py)
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.masks import key_padding
 

@@ -13,6 +13,7 @@ one token at a time through ``hidden(ids, state)``, ``state`` a ``KVCache`` per 
 
 from __future__ import annotations
 
+import math
 from dataclasses import replace
 from functools import partial
 
@@ -22,16 +23,10 @@ import torch.nn.functional as F
 
 from transformer_nb.core import checks
 from transformer_nb.core.block import _dropped, make_norm
-from transformer_nb.core.checks import check_language_model  # noqa: F401 (its home before checks.py)
 from transformer_nb.core.config import T5_BUCKETS, TransformerConfig
 from transformer_nb.core.multihead import KVCache
 from transformer_nb.core.output_head import OutputHead
-from transformer_nb.core.positional import (
-    ALiBi,
-    LearnedPositionalEmbedding,
-    SinusoidalPositionalEncoding,
-    embedding_scale,
-)
+from transformer_nb.core.positional import ALiBi, LearnedPositionalEmbedding, SinusoidalPositionalEncoding
 from transformer_nb.core.rope import RoPE
 from transformer_nb.core.stack import Decoder, Encoder
 
@@ -120,7 +115,7 @@ class Transformer(LanguageModel):
         self.tok = None if source_in_head else nn.Embedding(cfg.vocab, d, padding_idx=cfg.pad_id)
         own_target = enc_dec and not cfg.share_embeddings and not self.head_table
         self.tgt_tok = nn.Embedding(cfg.target_vocab, d, padding_idx=cfg.pad_id) if own_target else None
-        self.scale = embedding_scale(d) if cfg.scale_embeddings else None
+        self.scale = math.sqrt(d) if cfg.scale_embeddings else None  # the original Transformer's factor
         self.token_type = nn.Embedding(cfg.token_types, d) if cfg.token_types else None
         self.pos = self._positions()
         self.tgt_pos = self._positions() if enc_dec else None

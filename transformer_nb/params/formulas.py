@@ -5,7 +5,8 @@ Each formula is written from the shapes of a module's weight matrices, and
 ``numel`` of a real model, is in ``params/model.py``; each checks the other.
 """
 
-from transformer_nb.core.config import T5_BUCKETS, TransformerConfig, check_config
+from transformer_nb.core.checks import check_config
+from transformer_nb.core.config import T5_BUCKETS, TransformerConfig
 from transformer_nb.core.utils import as_int
 
 CATEGORIES = ("embeddings", "positions", "attention", "ffn", "norms", "head", "other")

@@ -22,7 +22,7 @@ from typing import NamedTuple
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.stack import check_ids
+from transformer_nb.core.checks import check_ids
 from transformer_nb.core.utils import as_int, check_memory
 
 PAD, BOS, EOS = 0, 1, 2

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.config import TransformerConfig, check_config
+from transformer_nb.core.checks import check_config
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import get_device

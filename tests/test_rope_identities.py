@@ -1,6 +1,6 @@
 """RoPE: the relative-position identity, norm preservation, the group property, the two pairings
 (one rotation up to a permutation), agreement with the complex-number form, use inside the
-package's attention (incl. a KV-cache step), and clear errors for bad input."""
+package's attention (incl. a KV-cache step) and in half precision (bad input: tests/test_badinput_core.py)."""
 
 import pytest
 import torch
@@ -104,85 +104,6 @@ def test_encoder_layer_with_rope_is_shift_invariant():
         a = layer(x, is_causal=True, rope=RoPE(8))
         b = layer(x, is_causal=True, rope=RoPE(8).at(q_offset=50, k_offset=50))
     assert a.shape == (2, 6, 32) and torch.allclose(a, b, atol=1e-4)
-
-
-@pytest.mark.parametrize("d", [7, 0, -2])
-def test_odd_or_non_positive_d_head_raises(d):
-    with pytest.raises(ValueError, match="d_head must be a positive even integer"):
-        RoPE(d)
-
-
-def test_odd_last_dimension_in_apply_rope_raises():
-    with pytest.raises(ValueError, match="last dimension of x must be a positive even integer"):
-        apply_rope(torch.zeros(4, 5))
-
-
-def test_position_beyond_max_len_raises():
-    rope = RoPE(8, max_len=16)
-    rope.rotate(torch.zeros(1, 16, 8))
-    with pytest.raises(ValueError, match=r"positions 0\.\.16 exceed RoPE's table of max_len=16"):
-        rope.rotate(torch.zeros(1, 17, 8))
-    with pytest.raises(ValueError, match=r"positions 15\.\.16 exceed .* max_len=16"):
-        rope(torch.zeros(1, 1, 8), torch.zeros(1, 2, 8), k_offset=15)
-    with pytest.raises(ValueError, match=r"offset must be >= 0, got -1"):
-        rope.rotate(torch.zeros(1, 1, 8), offset=-1)
-
-
-def test_unknown_pairing_raises():
-    with pytest.raises(ValueError, match=r"pairing must be one of \('interleaved', 'half'\)"):
-        RoPE(8, pairing="neox")
-    with pytest.raises(ValueError, match="pairing must be one of"):
-        apply_rope(torch.zeros(3, 8), pairing="rotate_half")
-
-
-def test_wrong_head_size_and_positions_raise():
-    with pytest.raises(ValueError, match=r"RoPE\(d_head=8\) expects x of shape \(\.\.\., T, 8\)"):
-        RoPE(8).rotate(torch.zeros(2, 3, 6))
-    with pytest.raises(ValueError, match=r"positions must have shape \(T,\) = \(4,\)"):
-        apply_rope(torch.zeros(4, 8), torch.arange(5))
-
-
-@pytest.mark.parametrize(
-    "max_len,exc,words",
-    [
-        (0, ValueError, "max_len must be >= 1"),
-        (-5, ValueError, "max_len must be >= 1"),
-        (3.5, TypeError, "max_len must be an int"),
-    ],
-)
-def test_bad_max_len_raises(max_len, exc, words):
-    with pytest.raises(exc, match=words):
-        RoPE(8, max_len=max_len)
-
-
-def test_integer_tensors_are_refused_not_truncated():
-    """Issue 18: RoPE on an integer tensor returned zeros (module) or truncated values (apply_rope)."""
-    ids = torch.arange(16).view(2, 8)
-    with pytest.raises(TypeError, match="x must be a floating-point tensor, got a torch.int64 tensor"):
-        RoPE(8).rotate(ids)
-    with pytest.raises(TypeError, match="q must be a floating-point tensor"):
-        RoPE(8)(ids, ids.float())
-    with pytest.raises(TypeError, match="x must be a floating-point tensor"):
-        apply_rope(ids)
-
-
-@pytest.mark.parametrize("offset", [1.5, 2.0, "3", None, True])
-def test_a_fractional_or_non_int_offset_is_refused(offset):
-    """Issue 18: a fractional offset crashed obscurely (slicing with a float)."""
-    with pytest.raises(TypeError, match="offset must be an int"):
-        RoPE(8).rotate(torch.zeros(1, 2, 8), offset=offset)
-
-
-def test_bad_bases_are_refused():
-    with pytest.raises(TypeError, match="base must be a real number"):
-        rope_frequencies(4, base=None)
-    with pytest.raises(ValueError, match="base must be a finite positive number"):
-        rope_frequencies(4, base=-1.0)
-
-
-def test_frequencies_larger_than_memory_are_refused_before_allocating():
-    with pytest.raises(ValueError, match="500000000000 frequencies would need"):
-        rope_frequencies(10**12)
 
 
 @pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
