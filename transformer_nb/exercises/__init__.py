@@ -15,8 +15,8 @@ A notebook gives a stub in a cell tagged ``exercise`` and calls ``some_ex.check(
   not tried.
 
 Each topic has its own module (``exercises/attention.py``, ...): per exercise a declaration of its cases,
-typical mistakes with their hints, hints and solution (``exercises/solutions/``, which are also the
-references).
+typical mistakes and properties, and solution (``exercises/solutions/``, which are also the references);
+the prose (hints of each mistake and property, escalating hints, explanation) is in ``texts.toml``.
 """
 
 import ast
@@ -168,7 +168,8 @@ class Exercise:
     - ``cases``: ``(description, make_args)`` pairs; ``make_args()`` returns the argument tuple.
     - ``reference``: the hidden solution (student-style, from ``exercises/solutions``).
     - ``name``: the variable a notebook imports (``"attention_ex"``), used in messages.
-    - ``mistakes``: typical wrong implementations with their hints; ``properties``: what a right answer has.
+    - ``mistakes``: typical wrong implementations; ``properties``: ``holds(args, out)``, what a right answer has.
+      Their hints are in ``texts.toml``, in the same order (a :class:`Mistake` or :class:`Property` brings its own).
     - ``hints``: escalating hints for ``hint()``; none of them is code that answers the exercise.
     - ``solution_code``: the objects whose source ``solution()`` shows (default: the reference).
     - ``explanation``: the worked verification ``solution()`` prints after the code.
@@ -211,6 +212,11 @@ class Exercise:
         text = _texts().get(self.title, {})
         self.hints = self.hints or text.get("hints", [])
         self.explanation = self.explanation or text.get("explanation", "")
+        for key, kind in (("mistakes", Mistake), ("properties", Property)):  # bare callables: hints in order
+            hints = iter(text.get(key, []))
+            setattr(self, key, [x if isinstance(x, kind) else kind(x, next(hints)) for x in getattr(self, key)])
+            if next(hints, None) is not None:
+                raise ValueError(f"texts.toml has more {key} hints for {self.title!r} than the exercise has {key}")
 
     # ---------------------------------------------------------------- what a student calls
 

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import ATTENTION, Exercise, Mistake, Property
+from transformer_nb.exercises import ATTENTION, Exercise
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -163,29 +163,20 @@ attention_ex = _AttentionExercise(
         ),
     ],
     mistakes=[
-        Mistake(_no_scale, "the scores are not scaled: the weights come out too peaked."),
-        Mistake(_scale_by_dk, "you divide by d_k itself; the scale that brings the variance back to 1 is smaller."),
-        Mistake(_scale_by_dv, _SCALE + " (You used d_v, the values' size.)"),
-        Mistake(_scale_by_keys, _SCALE + " (You used the number of keys.)"),
-        Mistake(
-            _softmax_over_queries,
-            "the softmax runs over the wrong axis: each *query's* weights over the keys must sum to 1.",
-        ),
-        Mistake(_transposed_scores, "your score matrix is transposed: entry (i, j) must be query i against key j."),
-        Mistake(_mask_inverted, "the mask has the wrong polarity: True (or 1) means 'may attend'."),
-        Mistake(
-            _mask_after_softmax,
-            "you zero the masked weights after the softmax, so the remaining weights no longer sum to 1.",
-        ),
-        Mistake(_weights_transposed, "the weights you return are transposed: one row per query, (B, T_q, T_k)."),
+        _no_scale,
+        _scale_by_dk,
+        _scale_by_dv,
+        _scale_by_keys,
+        _softmax_over_queries,
+        _transposed_scores,
+        _mask_inverted,
+        _mask_after_softmax,
+        _weights_transposed,
     ],
     properties=[
-        Property(_rows_sum_to_one, "rows of the weights do not sum to 1."),
-        Property(
-            _zeros_where_masked,
-            "masked positions must get exactly 0 weight: a large negative number is not -inf.",
-        ),
-        Property(lambda args, out: torch.allclose(out[0], out[1] @ args[2], atol=1e-5), "the output is not w @ v."),
+        _rows_sum_to_one,
+        _zeros_where_masked,
+        lambda args, out: torch.allclose(out[0], out[1] @ args[2], atol=1e-5),
     ],
 )
 
@@ -222,21 +213,15 @@ causal_ex = _AttentionExercise(
         ),
     ],
     mistakes=[
-        Mistake(_causal_with(upper=True), "your mask lets each query see the future and hides the past."),
-        Mistake(_causal_with(upper=True, diagonal=1), "you blocked the past instead of the future."),
-        Mistake(_causal_with(diagonal=-1), "off by one: your mask stops query i from attending to itself."),
-        Mistake(_causal_with(diagonal=1), "off by one: your mask lets query i see key i+1, one step into the future."),
-        Mistake(
-            _causal_with(after_softmax=True),
-            "you zero the future after the softmax, so the rows no longer sum to 1.",
-        ),
-        Mistake(_causal_with(no_scale=True), "the scores are not scaled."),
+        _causal_with(upper=True),
+        _causal_with(upper=True, diagonal=1),
+        _causal_with(diagonal=-1),
+        _causal_with(diagonal=1),
+        _causal_with(after_softmax=True),
+        _causal_with(no_scale=True),
     ],
     properties=[
-        Property(_upper_zero, "weights above the diagonal must be exactly 0 (no attention to the future)."),
-        Property(
-            lambda a, o: bool((o[1].diagonal(dim1=-2, dim2=-1) > 0).all()),
-            "every query must be able to attend to itself: some diagonal weights are 0.",
-        ),
+        _upper_zero,
+        lambda a, o: bool((o[1].diagonal(dim1=-2, dim2=-1) > 0).all()),
     ],
 )

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.exercises import BLOCK, Exercise, Mistake, Property
+from transformer_nb.exercises import BLOCK, Exercise, Property
 from transformer_nb.exercises.solutions import block as sol
 
 NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module
@@ -52,12 +52,12 @@ rms_norm_ex = Exercise(
         ("batch of 6 rows, d = 4", _rms_case(4, (6, 4))),
     ],
     mistakes=[
-        Mistake(_rms(centre=True), "you subtracted the mean: that is LayerNorm (without β). RMSNorm does not centre."),
-        Mistake(_rms(eps_outside=True), "ε sits outside the square root; nn.RMSNorm adds it inside the root."),
-        Mistake(_rms(reduce="sum"), "you divided by the root of the SUM of squares (the L2 norm), not the MEAN."),
-        Mistake(_rms(weight=False), "the learned scale γ (weight) is missing."),
-        Mistake(_rms(root=False), "you divided by the mean square itself; RMS is its square ROOT."),
-        Mistake(_rms(dim=0), "the statistics of a norm are taken over each token's features, the last axis."),
+        _rms(centre=True),
+        _rms(eps_outside=True),
+        _rms(reduce="sum"),
+        _rms(weight=False),
+        _rms(root=False),
+        _rms(dim=0),
     ],
 )
 
@@ -92,12 +92,12 @@ swiglu_ex = Exercise(
         ("x (1, 3, 16), d_ff = 40", _swiglu_case(6, 1, 3, 16, 40)),
     ],
     mistakes=[
-        Mistake(_glu(swap=True), "the SiLU is on the wrong branch: it belongs to the gate, x·W_gateᵀ."),
-        Mistake(_glu(act=torch.sigmoid), "you used the sigmoid σ(z); SwiGLU's gate is Swish/SiLU, z·σ(z)."),
-        Mistake(_glu(act=F.relu), "you used ReLU in the gate (that is ReGLU); SwiGLU's gate is Swish/SiLU."),
-        Mistake(_glu(act=F.gelu), "you used GELU in the gate (that is GeGLU); SwiGLU's gate is Swish/SiLU."),
-        Mistake(_glu(up=False), "the up-projection W_up is never used: the gate multiplies a second branch."),
-        Mistake(_glu(combine="add"), "the two branches must be multiplied elementwise (a gate), not added."),
+        _glu(swap=True),
+        _glu(act=torch.sigmoid),
+        _glu(act=F.relu),
+        _glu(act=F.gelu),
+        _glu(up=False),
+        _glu(combine="add"),
     ],
 )
 
@@ -212,25 +212,11 @@ encoder_stack_ex = _StackExercise(
         ("a second size: d_model 32, h 2, d_ff 64, 2 blocks", lambda: (32, 2, 64, 2)),
     ],
     mistakes=[
-        Mistake(
-            lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, post_ln=True) for _ in range(n)]),
-            "every block's output is normalised, so this is Post-LN (LN(x + Sublayer(x))). Exercise 8.8 asks "
-            "for Pre-LN, with the norm inside the residual branch.",
-        ),
-        Mistake(
-            lambda d, h, f, n: nn.Sequential(sol.build_encoder_stack(d, h, f, n), nn.LayerNorm(d)),
-            "your stack ends with a LayerNorm. Pre-LN models add one before the output layer, but Exercise 8.8 "
-            "stacks the blocks only.",
-        ),
-        Mistake(
-            lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, residual=False) for _ in range(n)]),
-            "the input is not carried through: for a large input the output should stay close to it.",
-        ),
-        Mistake(
-            lambda d, h, f, n: _Shared(d, h, f, n),
-            "one block applied several times shares its weights: build n_blocks separate blocks.",
-        ),
-        Mistake(lambda d, h, f, n: sol.build_encoder_stack(d, h, f, 4), "you always build 4 blocks; use n_blocks."),
+        lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, post_ln=True) for _ in range(n)]),
+        lambda d, h, f, n: nn.Sequential(sol.build_encoder_stack(d, h, f, n), nn.LayerNorm(d)),
+        lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, residual=False) for _ in range(n)]),
+        lambda d, h, f, n: _Shared(d, h, f, n),
+        lambda d, h, f, n: sol.build_encoder_stack(d, h, f, 4),
     ],
     properties=[
         _prop("shape_ok", "the output must have the input's shape (B, T, d_model). Does forward return a tuple?"),

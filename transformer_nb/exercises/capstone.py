@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from transformer_nb.core.block import EncoderLayer
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention
-from transformer_nb.exercises import BLOCK, MULTIHEAD, Exercise, Mistake
+from transformer_nb.exercises import BLOCK, MULTIHEAD, Exercise
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
 
@@ -115,9 +115,9 @@ class PackageExercise(Exercise):
 _close = lambda out, ref: allclose(out, ref, atol=1e-4, rtol=1e-4)  # float32 modules vs the package's
 
 
-def slip(base, hint: str, **flags) -> Mistake:
-    """A typical mistake: ``base`` with the class attributes ``flags`` (read by its ``forward``) set, and its hint."""
-    return Mistake(type(f"{base.__name__}_{'_'.join(flags)}", (base,), flags), hint)
+def slip(base, **flags) -> type:
+    """A typical mistake: ``base`` with the class attributes ``flags`` (read by its ``forward``) set."""
+    return type(f"{base.__name__}_{'_'.join(flags)}", (base,), flags)
 
 
 def module_runner(what: str, package, weights: bool = False):
@@ -200,32 +200,23 @@ mha_ex = PackageExercise(
     mistakes=[
         slip(
             _MHASlip,
-            "the heads mix tokens: (B, T, d_model) reshaped straight to (B, h, T, d_k) cuts across "
-            "positions. Split each token's features first; move the token axis only by swapping axes.",
             split_ok=False,
         ),
         slip(
             _MHASlip,
-            "the heads are joined across tokens: (B, h, T, d_k) reshaped straight to (B, T, d_model) mixes "
-            "positions. Bring the token axis forward again before joining the heads.",
             merge_ok=False,
         ),
         slip(
             _MHASlip,
-            "the heads are made and joined by reshaping alone: (B, T, d_model) -> (B, h, T, d_k) and back cuts "
-            "across positions both ways. Reshape to (B, T, h, d_k) and swap the T and h axes; swap back before "
-            "joining.",
             split_ok=False,
             merge_ok=False,
         ),
         slip(
             _MHASlip,
-            "your attention has a single head of width d_model: split q, k and v into n_heads heads of "
-            "width d_model / n_heads before attending.",
             one_head=True,
         ),
-        slip(_MHASlip, "the joined heads still go through the output projection W_O.", project_out=False),
-        slip(_MHASlip, "the mask has no effect: pass it on to your attention.", pass_mask=False),
+        slip(_MHASlip, project_out=False),
+        slip(_MHASlip, pass_mask=False),
     ],
 )
 
@@ -281,22 +272,18 @@ block_ex = PackageExercise(
     mistakes=[
         slip(
             _BlockSlip,
-            "each residual sum is normalised: that is Post-LN, LN(x + Sublayer(x)). Pre-LN normalises "
-            "only what goes into the sublayer.",
             post_ln=True,
         ),
         slip(
             _BlockSlip,
-            "the residual stream itself is normalised before the sublayer is added. In Pre-LN the norm "
-            "sits inside the branch; the stream x is never replaced by LN(x).",
             norm_stream=True,
         ),
-        slip(_BlockSlip, "the attention sublayer has no residual connection.", attn_residual=False),
-        slip(_BlockSlip, "the feed-forward sublayer has no residual connection.", ffn_residual=False),
-        slip(_BlockSlip, "both sublayers use norm1; the feed-forward has its own norm2.", shared_norm=True),
-        slip(_BlockSlip, "your feed-forward uses GELU; the chapter's (000 §8.5.4) uses ReLU.", act="gelu"),
-        slip(_BlockSlip, "nothing non-linear sits between ff1 and ff2: two linear maps make one.", act="none"),
-        slip(_BlockSlip, "the sublayers run in the wrong order: attention comes first.", ffn_first=True),
-        slip(_BlockSlip, "the mask has no effect: pass it on to the attention.", pass_mask=False),
+        slip(_BlockSlip, attn_residual=False),
+        slip(_BlockSlip, ffn_residual=False),
+        slip(_BlockSlip, shared_norm=True),
+        slip(_BlockSlip, act="gelu"),
+        slip(_BlockSlip, act="none"),
+        slip(_BlockSlip, ffn_first=True),
+        slip(_BlockSlip, pass_mask=False),
     ],
 )

@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, Mistake, answer_hints
+from transformer_nb.exercises import Exercise, answer_hints
 from transformer_nb.exercises.compare import allclose, is_number, same_answers
 from transformer_nb.exercises.solutions import lm as sol
 
@@ -99,18 +99,12 @@ evaluate_ex = Exercise(
         ("batches of 2×8, 3×5 and 1×2 targets", lambda: (TinyLM(2), _batches(2, [(2, 8), (3, 5), (1, 2)]))),
     ],
     mistakes=[
-        Mistake(_eval(_EXACT, eval_mode=False), "dropout is still on: measure with the model in eval mode."),
-        Mistake(
-            _eval(lambda s, c: sum(math.exp(a / b) for a, b in zip(s, c)) / len(s)),
-            "you average the batches' perplexities; exp of a mean is not a mean of exps.",
-        ),
-        Mistake(
-            _eval(lambda s, c: math.exp(sum(a / b for a, b in zip(s, c)) / len(s))),
-            "you average the batches' mean losses with equal weight, so a small batch counts as much as a big one.",
-        ),
-        Mistake(_eval(lambda s, c: sum(s) / sum(c)), "that is the mean loss per token; perplexity is its exponential."),
-        Mistake(_eval(lambda s, c: math.exp(sum(s) / len(s))), "divide by the number of targets, not of batches."),
-        Mistake(_eval(lambda s, c: 2 ** (sum(s) / sum(c))), "F.cross_entropy is in nats: perplexity is e**loss."),
+        _eval(_EXACT, eval_mode=False),
+        _eval(lambda s, c: sum(math.exp(a / b) for a, b in zip(s, c)) / len(s)),
+        _eval(lambda s, c: math.exp(sum(a / b for a, b in zip(s, c)) / len(s))),
+        _eval(lambda s, c: sum(s) / sum(c)),
+        _eval(lambda s, c: math.exp(sum(s) / len(s))),
+        _eval(lambda s, c: 2 ** (sum(s) / sum(c))),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-6),
     crash_hints=_CRASHES,
@@ -171,24 +165,13 @@ train_step_ex = _StepExercise(
     fresh_args=True,
     cases=[("two steps of AdamW on fixed batches", _train_case(3)), ("another model and batches", _train_case(4))],
     mistakes=[
-        Mistake(_step(zero=False), "the second step also used the first step's gradients: they add up until cleared."),
-        Mistake(
-            _step(step=False),
-            "the parameters never change: the optimizer's step never runs, or the gradients are cleared before it.",
-        ),
-        Mistake(_step(train=False), "dropout is off while training: a training step runs in train mode."),
-        Mistake(_step(reduction="sum"), "return (and train on) the MEAN loss per target, F.cross_entropy's default."),
-        Mistake(_step(double_shift=True), "x and y are already shifted by one: compare logits at t with y at t."),
-        Mistake(
-            _step(targets="x"),
-            "the targets are the inputs themselves, so the model learns to copy the word it reads. Position t must "
-            "predict the NEXT word: its target is y[t] (y is x shifted by one).",
-        ),
-        Mistake(
-            _step(targets="x shifted"),
-            "you rebuild the targets from x (x[:, 1:]) and lose the last position: y already holds every next "
-            "word, x shifted by one. Train on logits at every position against y.",
-        ),
+        _step(zero=False),
+        _step(step=False),
+        _step(train=False),
+        _step(reduction="sum"),
+        _step(double_shift=True),
+        _step(targets="x"),
+        _step(targets="x shifted"),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-6, rtol=1e-5),
     crash_hints=_CRASHES,
@@ -220,11 +203,11 @@ greedy_lm_ex = Exercise(
         ("two prompts of 3 tokens, 6 new", lambda: (TinyLM(6), _stream(6, 6).view(2, 3), 6)),
     ],
     mistakes=[
-        Mistake(_greedy(position=0), "the logits at position 0 predict token 1; the next token comes from the LAST."),
-        Mistake(_greedy(feed_back=False), "each prediction must be appended and fed back in before the next."),
-        Mistake(_greedy(only_new=True), "return the prompt followed by the new tokens, (B, T + n_new)."),
-        Mistake(_greedy(eval_mode=False), "dropout is on while generating: switch the model to eval mode."),
-        Mistake(_greedy(sample=True), "greedy decoding takes the arg-max; you sampled."),
+        _greedy(position=0),
+        _greedy(feed_back=False),
+        _greedy(only_new=True),
+        _greedy(eval_mode=False),
+        _greedy(sample=True),
     ],
     compare=lambda out, ref: isinstance(out, torch.Tensor) and allclose(out, ref, atol=0, rtol=0),
     crash_hints=_CRASHES,

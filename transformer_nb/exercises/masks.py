@@ -15,7 +15,7 @@ __all__ = ["causal_ex", "combined_ex", "padding_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise
 from transformer_nb.exercises.compare import tensor_problem
 from transformer_nb.exercises.solutions import masks as sol
 
@@ -102,28 +102,14 @@ causal_ex = _CausalExercise(
     reference=sol.my_causal_mask,
     cases=[("T=4", lambda: (4,)), ("T=1", lambda: (1,)), ("T=7", lambda: (7,))],
     mistakes=[
-        Mistake(
-            _causal_strict,
-            "the diagonal is blocked: query i must be allowed to attend to ITSELF "
-            "(position i sees positions 1..i). Shift your triangle by one.",
-        ),
-        Mistake(
-            _causal_transposed,
-            "your mask is the transpose: it lets each query see the future and hides "
-            "the past. Row i is the query; it may see columns j <= i (lower triangle).",
-        ),
-        Mistake(_causal_inverted, _POLARITY),
-        Mistake(_causal_none, "every entry is True: nothing is masked, so every query sees the future."),
+        _causal_strict,
+        _causal_transposed,
+        _causal_inverted,
+        _causal_none,
     ],
     properties=[
-        Property(
-            lambda args, out: bool(out.diagonal().all()),
-            "some diagonal entries are False: a token must always be able to attend to itself.",
-        ),
-        Property(
-            lambda args, out: not bool(out.triu(1).any()),
-            "some entries above the diagonal are True: those are future keys (j > i).",
-        ),
+        lambda args, out: bool(out.diagonal().all()),
+        lambda args, out: not bool(out.triu(1).any()),
     ],
 )
 
@@ -168,27 +154,12 @@ padding_ex = _PaddingExercise(
         ("lengths [0, 3], max_len 4 (an empty sequence)", lambda: ([0, 3], 4)),
     ],
     mistakes=[
-        Mistake(
-            _padding_off_by_one,
-            "each row has one True too many: position t (counting from 0) is a real "
-            "token iff t < length, not t <= length.",
-        ),
-        Mistake(
-            _padding_inverted,
-            _POLARITY + " (True at padding is what nn.MultiheadAttention's "
-            "key_padding_mask expects; here True = real token.)",
-        ),
-        Mistake(
-            _padding_left,
-            "your real tokens sit at the END of each row (left padding). These sequences "
-            "are right-padded: tokens first, then padding.",
-        ),
+        _padding_off_by_one,
+        _padding_inverted,
+        _padding_left,
     ],
     properties=[
-        Property(
-            lambda args, out: out.sum(-1).tolist() == list(args[0]),
-            "row b must hold exactly lengths[b] True entries, one per real token.",
-        ),
+        lambda args, out: out.sum(-1).tolist() == list(args[0]),
     ],
 )
 
@@ -241,33 +212,13 @@ combined_ex = _CombinedExercise(
         ("lengths [0, 2], T=3 (an empty sequence)", lambda: (_keep([0, 2], 3),)),
     ],
     mistakes=[
-        Mistake(
-            _combined_no_causal,
-            "padded keys are blocked, but every query still sees the future: "
-            "AND in the causal (lower-triangular) mask.",
-        ),
-        Mistake(
-            _combined_no_padding,
-            "the causal part is right, but padded keys are still visible: AND in the "
-            "padding mask along the KEY axis (the last one).",
-        ),
-        Mistake(
-            _combined_query_axis,
-            "you blocked the ROWS of padded queries instead of the COLUMNS of padded "
-            "keys. With a causal mask this only changes the padded rows, which are left "
-            "with no key at all (0/0 = NaN in a plain softmax); without it, real queries "
-            "would still see padded keys. Put the padding on the last axis, T_k.",
-        ),
-        Mistake(_combined_or, "a key must pass BOTH masks to be visible: combine them with & (AND), not | (OR)."),
+        _combined_no_causal,
+        _combined_no_padding,
+        _combined_query_axis,
+        _combined_or,
     ],
     properties=[
-        Property(
-            lambda args, out: not bool(out.triu(1).any()),
-            "some future keys (above the diagonal) are visible: the causal part is missing or transposed.",
-        ),
-        Property(
-            lambda args, out: not bool((out & ~args[0][:, None, None, :]).any()),
-            "some padded keys are visible: every column of a padded position must be False.",
-        ),
+        lambda args, out: not bool(out.triu(1).any()),
+        lambda args, out: not bool((out & ~args[0][:, None, None, :]).any()),
     ],
 )

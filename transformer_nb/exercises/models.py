@@ -10,7 +10,7 @@ __all__ = ["variant_masks_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise
 from transformer_nb.exercises.solutions import models as sol
 
 NOTEBOOK = "08_architecture_variants"  # the notebook whose exercise cells use this module
@@ -163,40 +163,16 @@ variant_masks_ex = _VariantMasksExercise(
     ],
     compare=_dict_equal,
     mistakes=[
-        Mistake(
-            _masks_bert_causal,
-            "your encoder-only mask blocks later tokens. BERT-style encoders are bidirectional: every real "
-            "token may attend to every other real token, before and after it. Only padding is blocked.",
-        ),
-        Mistake(
-            _masks_encdec_encoder_causal,
-            "the encoder of an encoder–decoder reads the whole source at once (it is never generated), so "
-            "its self-attention is bidirectional: block padded source keys only, no causal triangle.",
-        ),
-        Mistake(
-            _masks_gpt_not_causal,
-            "your decoder self-attention lets a position see later positions: the causal triangle "
-            "(key j <= query i) is missing, so training would leak the very token it must predict.",
-        ),
-        Mistake(
-            _masks_cross_causal,
-            "your cross-attention mask is causal. Causality concerns the target sequence only; the source "
-            "is fully known, so every target position may read every real source token. Block padded "
-            "source keys only.",
-        ),
-        Mistake(
-            _masks_decoder_no_padding,
-            "the decoder self-attention mask is causal but ignores padding: in a short target, the real "
-            "positions are fine, but padded keys must be blocked too (AND the two masks).",
-        ),
+        _masks_bert_causal,
+        _masks_encdec_encoder_causal,
+        _masks_gpt_not_causal,
+        _masks_cross_causal,
+        _masks_decoder_no_padding,
     ],
     properties=[
-        Property(
-            lambda args, out: all(
-                out[k] is None or bool(out[k].diagonal(dim1=-2, dim2=-1)[_keep_for(args, k)].all())
-                for k in ("encoder_self", "decoder_self")
-            ),
-            "a real token must always be allowed to attend to itself: check the diagonal of your self-attention masks.",
+        lambda args, out: all(
+            out[k] is None or bool(out[k].diagonal(dim1=-2, dim2=-1)[_keep_for(args, k)].all())
+            for k in ("encoder_self", "decoder_self")
         ),
     ],
 )

@@ -10,7 +10,7 @@ __all__ = ["lm_shift_ex", "mean_pool_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise
 from transformer_nb.exercises.solutions import models as sol
 
 NOTEBOOK = "08_architecture_variants"  # the notebook whose exercise cells use this module
@@ -62,25 +62,10 @@ lm_shift_ex = Exercise(
         ("one sequence of 3 tokens, no padding", _shift_case(33, [3], 3)),
     ],
     mistakes=[
-        Mistake(
-            _shift_none,
-            "each target equals the input at the same position, so the model only has to copy its input "
-            "(the causal mask lets position t see token t). The target at position t is token t+1.",
-        ),
-        Mistake(
-            _shift_backwards,
-            "you shifted the wrong way: your model would predict the previous token from the ones after it.",
-        ),
-        Mistake(
-            _shift_no_ignore,
-            "padded targets still carry a loss, so the model is trained to predict padding after every "
-            "short sequence. Set the targets at padded positions to -100 (F.cross_entropy's ignore_index).",
-        ),
-        Mistake(
-            _shift_wrong_keep,
-            "off by one in the padding: you used the keep mask of the inputs, so the first padded target is "
-            "counted. A target is real when *it* is a real token.",
-        ),
+        _shift_none,
+        _shift_backwards,
+        _shift_no_ignore,
+        _shift_wrong_keep,
     ],
 )
 
@@ -119,22 +104,11 @@ mean_pool_ex = Exercise(
         ("no padding", _pool_case(43, [4, 4], 4)),
     ],
     mistakes=[
-        Mistake(
-            _pool_all,
-            "you averaged over padded positions too, so the sentence vector changes when the batch is padded "
-            "further. Average over the real tokens only (weight by keep).",
-        ),
-        Mistake(
-            _pool_divide_by_t,
-            "you zeroed the padded positions but divided by the padded length T: divide by each sequence's "
-            "number of real tokens, keep.sum(1).",
-        ),
-        Mistake(_pool_cls, "that is the [CLS] vector (position 0), not the mean over the real tokens."),
+        _pool_all,
+        _pool_divide_by_t,
+        _pool_cls,
     ],
     properties=[
-        Property(
-            lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2]),
-            "the result has one d-vector per sequence: shape (B, d); average over the time axis (dim 1).",
-        ),
+        lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2]),
     ],
 )

@@ -17,7 +17,7 @@ __all__ = ["greedy_ex", "shift_ex"]  # what a notebook uses
 import torch
 import torch.nn as nn
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import reversal as sol
 from transformer_nb.reversal import BOS, EOS, FIRST_SYMBOL, PAD, VOCAB_SIZE, reverse_padded
@@ -75,45 +75,19 @@ shift_ex = Exercise(
         ("padded batch, lengths 3, 6, 4", lambda: (_tgt([[4, 5, 6], [3, 12, 3, 12, 7, 8], [9, 9, 8, 10]]),)),
     ],
     mistakes=[
-        Mistake(
-            _shift_swapped,
-            "you returned (labels, input): the decoder INPUT starts with BOS and the LABELS end with EOS. Swap them.",
-        ),
-        Mistake(
-            _shift_not_shifted,
-            "your decoder input equals the labels: then position t is shown the very "
-            "token it must predict, and the model learns to copy its input. The input "
-            "must be the labels shifted right by one, with BOS in front.",
-        ),
-        Mistake(
-            _shift_eos_in_last_column,
-            "EOS is in the last column for every row. In a padded batch a shorter row ends earlier.",
-        ),
-        Mistake(
-            _shift_no_eos,
-            "the labels have no EOS, so the model never learns when to stop. Put EOS after "
-            "the last symbol of each row.",
-        ),
-        Mistake(
-            _shift_eos_kept_in_input,
-            "close: your tgt_in keeps each shorter row's EOS (the text's collate_batch does the same). It "
-            "is harmless for training (that position's label is PAD), but here tgt_in must be exactly "
-            "BOS y1..yL followed by PAD.",
-        ),
+        _shift_swapped,
+        _shift_not_shifted,
+        _shift_eos_in_last_column,
+        _shift_no_eos,
+        _shift_eos_kept_in_input,
     ],
     properties=[
-        Property(lambda args, out: bool((out[0][:, 0] == BOS).all()), "every row of tgt_in must start with BOS."),
-        Property(
-            lambda args, out: (
-                tuple(out[0].shape) == (args[0].shape[0], args[0].shape[1] + 1)
-                and tuple(out[1].shape) == tuple(out[0].shape)
-            ),
-            "both outputs must have shape (B, L + 1): one extra position for BOS (input) / EOS (labels).",
+        lambda args, out: bool((out[0][:, 0] == BOS).all()),
+        lambda args, out: (
+            tuple(out[0].shape) == (args[0].shape[0], args[0].shape[1] + 1)
+            and tuple(out[1].shape) == tuple(out[0].shape)
         ),
-        Property(
-            lambda args, out: bool(((out[1] == EOS).sum(1) == 1).all()),
-            "each row of tgt_out must contain exactly one EOS.",
-        ),
+        lambda args, out: bool(((out[1] == EOS).sum(1) == 1).all()),
     ],
 )
 
@@ -259,36 +233,13 @@ greedy_ex = _GreedyExercise(
         ("max_new too small to finish", lambda: (HandBuiltReverser(), _src([[5, 6, 7, 8, 9, 10]]), 4)),
     ],
     mistakes=[
-        Mistake(
-            _greedy_first_position,
-            "you take the arg-max at position 0 every step. The logits at the LAST position (index -1) "
-            "predict the next token; position 0 always predicts the first output again.",
-        ),
-        Mistake(
-            _greedy_no_pad_after_eos,
-            "your rows keep going after EOS. Once a row has produced EOS it is finished: fill the rest of "
-            "that row with PAD (track a `done` flag per row).",
-        ),
-        Mistake(
-            _greedy_no_bos,
-            "start every row from BOS: the decoder was trained with BOS at position 0 "
-            "(the teacher-forcing shift), so it expects it there.",
-        ),
-        Mistake(
-            _greedy_stop_at_first_eos,
-            "you stop the whole batch when the FIRST row emits EOS; the longer rows are cut short. Stop "
-            "only when every row is done (or after max_new steps).",
-        ),
-        Mistake(
-            _greedy_one_shot,
-            "you decode every position in one pass, so the decoder never sees its own earlier outputs. "
-            "Greedy decoding is a loop: predict one token, append it to the decoder input, repeat.",
-        ),
+        _greedy_first_position,
+        _greedy_no_pad_after_eos,
+        _greedy_no_bos,
+        _greedy_stop_at_first_eos,
+        _greedy_one_shot,
     ],
     properties=[
-        Property(
-            lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all()),
-            "after a row's EOS only PAD may follow.",
-        ),
+        lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all()),
     ],
 )

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import ROPE, Exercise, Mistake, Property
+from transformer_nb.exercises import ROPE, Exercise
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import rope as sol
 
@@ -133,57 +133,18 @@ rope_scores_ex = Exercise(
         ("T=12, d_model=24, 3 heads (d_k=8)", _case_three_heads),
     ],
     mistakes=[
-        Mistake(
-            _scores_with(rotate_before_split=True),
-            "you rotated the whole d_model-dimensional q and k with θ_i = 10000^(-2i/d_model) before "
-            "splitting heads, so head 2 gets the slow frequencies of head 1's tail. RoPE acts inside each "
-            "head: θ_i = 10000^(-2i/d_k) with d_k = d_model / n_heads.",
-        ),
-        Mistake(
-            _scores_with(d_freq_model=True),
-            "your frequencies use d_model; RoPE acts inside each head, so θ_i = 10000^(-2i/d_k) with "
-            "d_k = d_model / n_heads.",
-        ),
-        Mistake(_scores_with(scale=False), "the scores are not scaled: divide by sqrt(d_k)."),
-        Mistake(
-            _scores_with(rotate_k=False),
-            "only the queries are rotated; RoPE rotates the keys too (R_n k_n), "
-            "otherwise the score depends on the query's absolute position.",
-        ),
-        Mistake(
-            _scores_with(sign=-1.0),
-            "your rotation turns the wrong way (clockwise): the first component of a "
-            "pair is x1·cos(mθ) - x2·sin(mθ), the second x1·sin(mθ) + x2·cos(mθ). "
-            "The identity still holds, but every score is that of offset m - n "
-            "instead of n - m.",
-        ),
-        Mistake(
-            _scores_with(half=True),
-            "you paired dimension i with i + d_k/2 (the 'rotate_half' layout of GPT-NeoX and Hugging Face, "
-            "section 4); the exercise pairs neighbours (2i, 2i+1). Both are rotations, so the identity holds "
-            "either way, but the scores differ.",
-        ),
-        Mistake(
-            _scores_with(one_based=True),
-            "your frequencies start at 10000^(-2/d_k): with pairs counted from "
-            "i = 0 the first pair has θ_0 = 1 (RoFormer writes θ_i = "
-            "10000^(-2(i-1)/d) for i counted from 1).",
-        ),
-        Mistake(
-            _scores_with(transpose=True),
-            "your score matrix is transposed: entry (m, n) is query m against key n, i.e. (R q)(R k)ᵀ.",
-        ),
+        _scores_with(rotate_before_split=True),
+        _scores_with(d_freq_model=True),
+        _scores_with(scale=False),
+        _scores_with(rotate_k=False),
+        _scores_with(sign=-1.0),
+        _scores_with(half=True),
+        _scores_with(one_based=True),
+        _scores_with(transpose=True),
     ],
     properties=[
-        Property(
-            lambda a, o: tuple(torch.as_tensor(o).shape) == (a[3], a[0].shape[0], a[0].shape[0]),
-            "return scores of shape (n_heads, T, T).",
-        ),
-        Property(
-            _toeplitz_if_repeated,
-            "for one repeated token the scores must depend on n - m only (constant along "
-            "each diagonal); rotate q at position m by m·θ_i and k at n by n·θ_i.",
-        ),
+        lambda a, o: tuple(torch.as_tensor(o).shape) == (a[3], a[0].shape[0], a[0].shape[0]),
+        _toeplitz_if_repeated,
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-8, rtol=1e-6),
 )
@@ -227,34 +188,14 @@ relative_score_ex = Exercise(
         ("d=8, Δ = 0", _rs_case(8, 0, 823)),
     ],
     mistakes=[
-        Mistake(
-            _rs_with(sign=-1.0),
-            "the sine term has the wrong sign: you computed the score for offset m - n. The sign matters: "
-            "qᵀR_Δk ≠ qᵀR_(-Δ)k unless q and k are parallel pair by pair.",
-        ),
-        Mistake(
-            _rs_with(half=True),
-            "you paired dimension i with i + d/2 (the 'rotate_half' layout, section 4); here pair i is the "
-            "neighbours (2i, 2i+1). The same rotation in another coordinate order gives another score.",
-        ),
-        Mistake(
-            _rs_with(sine=False),
-            "you kept only the cosine term. A rotation also mixes the two components of a "
-            "pair, so each pair contributes a sin(Δθ_i) term as well.",
-        ),
-        Mistake(
-            _rs_with(one_based=True), "your frequencies start at 10000^(-2/d): with pairs counted from i = 0, θ_0 = 1."
-        ),
-        Mistake(
-            _rs_with(no_two=True),
-            "θ_i = 10000^(-2i/d): the exponent has a factor 2 (pair i holds dimensions 2i and 2i+1).",
-        ),
+        _rs_with(sign=-1.0),
+        _rs_with(half=True),
+        _rs_with(sine=False),
+        _rs_with(one_based=True),
+        _rs_with(no_two=True),
     ],
     properties=[
-        Property(
-            lambda a, o: a[2] != 0 or abs(float(o) - float(a[0] @ a[1])) < 1e-9,
-            "at Δ = 0 there is no rotation: the score must be the plain dot product q·k.",
-        ),
+        lambda a, o: a[2] != 0 or abs(float(o) - float(a[0] @ a[1])) < 1e-9,
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-9),
 )
