@@ -160,8 +160,7 @@ def student_capstone(vocab_size: int, prof: str, device=None):
         return None
     state = blob["state_dict"]
     try:
-        m = ct.CAPSTONE_MODEL
-        pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
+        pkg = package_lm(vocab_size, *ct.sizes(ct.CAPSTONE_MODEL), device=device)
         pkg.load_state_dict(
             {name: state[theirs] for name, theirs in zip(pkg.state_dict(), student_names(pkg.state_dict()))}
         )

@@ -19,6 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.exercises.capstone import PackageExercise, Problem, _close, load_package_weights, randomise_, slip
 from transformer_nb.exercises.compare import equal
@@ -27,12 +28,24 @@ from transformer_nb.exercises.solutions import capstone as sol
 NOTEBOOK = "12_capstone"
 
 
-def package_lm(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, device=None) -> Transformer:
-    """The package's decoder-only ``Transformer`` with the capstone's architecture: learned positions, ReLU,
-    an output layer tied to the embedding, with a bias."""
-    sizes = dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, max_len=max_len)
+#: Exercise 8.9's Transformer: 4 blocks, d_model 128, 4 heads, d_ff 512, learned positions up to 256, ReLU, an
+#: output layer tied to the embedding, with a bias (the vocabulary is the data's).
+CAPSTONE_MODEL = TransformerConfig(
+    name="capstone", d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256, positions="learned", output_bias=True
+)
+SIZES = ("d_model", "n_heads", "d_ff", "n_layers", "max_len")  # the student's classes take them after vocab_size
+
+
+def sizes(cfg: TransformerConfig) -> tuple:
+    """``cfg``'s ``SIZES``, in the order the student's ``LanguageModel(vocab_size, *sizes)`` takes them."""
+    return tuple(getattr(cfg, name) for name in SIZES)
+
+
+def package_lm(vocab_size, *sizes, device=None) -> Transformer:
+    """The package's decoder-only ``Transformer`` with the capstone's architecture (``CAPSTONE_MODEL``) and the
+    ``sizes`` ``d_model, n_heads, d_ff, n_layers, max_len``."""
     with torch.device(device or "cpu"):
-        return Transformer(vocab=vocab_size, **sizes, positions="learned", activation="relu", output_bias=True)
+        return Transformer(CAPSTONE_MODEL, vocab=vocab_size, **dict(zip(SIZES, sizes)))
 
 
 def package_logits(model: Transformer, ids: torch.Tensor) -> torch.Tensor:

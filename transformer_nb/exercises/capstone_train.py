@@ -1,6 +1,7 @@
 """The capstone (notebook 12): training the student's language model on WikiText-2, and the loss check.
 
-- ``CAPSTONE_MODEL``, ``CAPSTONE_TRAIN``, ``CAPSTONE_RUN``: the model (Exercise 8.9's sizes), how it trains with
+- ``CAPSTONE_MODEL`` (a ``TransformerConfig``; ``sizes(cfg)``: what the student's classes take), ``CAPSTONE_TRAIN``,
+  ``CAPSTONE_RUN``: the model (Exercise 8.9's sizes), how it trains with
   the package's one loop (``train.train``: AdamW, linear warm-up then cosine decay from
   ``torch.optim.lr_scheduler``, gradient clipping, bf16 autocast, random windows of the training split), and
   how long per profile.
@@ -21,6 +22,7 @@ __all__ = [  # what notebook 12 (and lecture mode) uses
     "build",
     "cache_entry",
     "load_trained",
+    "sizes",
     "to_package",
     "training_check",
     "training_run",
@@ -37,13 +39,11 @@ from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import check_module, profile
 from transformer_nb.exercises import Result
 from transformer_nb.exercises.capstone import student_names
-from transformer_nb.exercises.capstone_lm import package_lm
+from transformer_nb.exercises.capstone_lm import CAPSTONE_MODEL, SIZES, package_lm, sizes
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import train
 
-#: Exercise 8.9's Transformer: 4 blocks, d_model 128, 4 heads, d_ff 512, learned positions up to 256.
-CAPSTONE_MODEL = dict(d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256)
 #: How it trains (the same in both profiles).
 CAPSTONE_TRAIN = dict(batch_size=8, seq_len=64, lr=2e-3, betas=(0.9, 0.99), weight_decay=0.1, warmup=0.05, clip=1.0)
 CAPSTONE_TRAIN.update(bf16=True, seed=0)
@@ -89,18 +89,18 @@ def _check_data(data) -> None:
 
 
 def _config(vocab_size: int, run: dict, who: str) -> dict:
-    return {"model": CAPSTONE_MODEL, "train": CAPSTONE_TRAIN, "run": run, "vocab_size": vocab_size, "who": who}
+    model = dict(zip(SIZES, sizes(CAPSTONE_MODEL)))
+    return {"model": model, "train": CAPSTONE_TRAIN, "run": run, "vocab_size": vocab_size, "who": who}
 
 
 def build(model_cls, vocab_size: int, device=None) -> nn.Module:
-    """``model_cls(vocab_size, **CAPSTONE_MODEL)``, seeded, on ``device``."""
+    """``model_cls(vocab_size, *sizes(CAPSTONE_MODEL))``, seeded, on ``device``."""
     if not callable(model_cls):
         raise TypeError(f"model_cls must be the model's class, got {type(model_cls).__name__}")
     _check(vocab_size=vocab_size)
     device = as_device("device", device)
     torch.manual_seed(CAPSTONE_TRAIN["seed"])
-    m = CAPSTONE_MODEL
-    return model_cls(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"]).to(device)
+    return model_cls(vocab_size, *sizes(CAPSTONE_MODEL)).to(device)
 
 
 def _optimizer(model: nn.Module, cfg: dict) -> torch.optim.AdamW:
@@ -284,13 +284,13 @@ def attention_maps(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     return torch.stack([block.attn.weights[0].float().cpu() for block in model.blocks])
 
 
-def to_package(model: nn.Module, vocab_size: int, sizes: dict | None = None):
+def to_package(model: nn.Module, vocab_size: int, cfg=None):
     """The package's ``Transformer`` (``capstone_lm.package_lm``) holding ``model``'s weights, on its device: the
-    same logits (step 5 checks it), plus the package's evaluation and generation. ``sizes``: ``CAPSTONE_MODEL``."""
+    same logits (step 5 checks it), plus the package's evaluation and generation. ``cfg``: a ``TransformerConfig``
+    with the model's sizes, default ``CAPSTONE_MODEL``."""
     check_module("model", model)
     _check(vocab_size=vocab_size)
-    m, device = sizes or CAPSTONE_MODEL, next(model.parameters()).device
-    pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
+    pkg = package_lm(vocab_size, *sizes(cfg or CAPSTONE_MODEL), device=next(model.parameters()).device)
     theirs = model.state_dict()
     pkg.load_state_dict({name: theirs[new] for name, new in zip(pkg.state_dict(), student_names(pkg.state_dict()))})
     return pkg.eval()
