@@ -5,8 +5,7 @@ A notebook gives a stub in a cell tagged ``exercise`` and calls ``some_ex.check(
 - ``check(fn)`` runs ``fn`` on each case against a hidden reference and prints ``✓`` or the most specific
   nudge it has: the kind of answer first (None, dtype, device, shape), then the hint of a typical mistake
   whose output ``fn``'s equals, then a property the answer breaks. An exception is reported plainly, and a
-  time limit stops an accidental infinite loop. An answer whose code calls the ready-made function the
-  exercise asks for is told so.
+  time limit stops an accidental infinite loop.
 - ``hint()`` prints the next hint of an escalating list.
 - ``solution()`` prints a solution written as a student would write it, and the worked verification.
 - ``use(fn)`` returns ``fn`` once it passes, else the hidden reference, and says which.
@@ -105,44 +104,10 @@ def call_with_time_limit(fn, args: tuple, seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-#: What each kind of from-scratch exercise asks the student to write, ready-made (``Exercise.ready_made``).
-ATTENTION = ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention", "MultiHeadAttention")
-MULTIHEAD = (*ATTENTION, "split_heads", "merge_heads")
-BLOCK = ("TransformerEncoderLayer", "TransformerEncoder", "Transformer", "EncoderLayer", "Encoder")
-ROPE = ("apply_rope", "rope_matrix", "RoPE")
-
-
 @functools.cache
 def _texts() -> dict:
     """The exercises' prose (hints, explanations) by title, from ``texts.toml``."""
     return tomllib.loads((Path(__file__).parent / "texts.toml").read_text(encoding="utf-8"))
-
-
-def _lookup(node, scope):
-    """The object a name or a dotted attribute in an answer's code refers to, or None if unknown here."""
-    if isinstance(node, ast.Name):
-        return scope.get(node.id)
-    base = _lookup(node.value, scope) if isinstance(node, ast.Attribute) else None
-    return getattr(base, node.attr, None) if base is not None else None
-
-
-def ready_made_calls(fn, names) -> list:
-    """The names among ``names`` that the code of ``fn`` (a function or class) takes from torch or the package."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return []
-    own = {b for node in ast.walk(tree) if isinstance(node, ast.stmt) for b in bound_names(node)}
-    scope = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or inspect)
-    found = []
-    for node in ast.walk(tree):
-        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
-        if name not in names or name in own or name in found:
-            continue
-        module = getattr(_lookup(node, scope), "__module__", None) or "torch"  # unknown here: take it as torch's
-        if module.startswith(("torch", "transformer_nb")) and not module.startswith(__name__):
-            found.append(name)
-    return found
 
 
 def answer_hints(reference, hints: dict) -> list:
@@ -181,7 +146,6 @@ class Exercise:
       e.g. two training steps followed by reading the parameters; default: the function itself.
     - ``fresh_args``: build new arguments for every run (cases hold models or optimizers that a run changes).
     - ``crash_hints``: ``{words of an error message: hint}`` for crashes that have a typical cause.
-    - ``ready_made``: names of the library functions or classes that the exercise asks the student to write.
     """
 
     title: str
@@ -200,7 +164,6 @@ class Exercise:
     harness: Callable | None = None
     fresh_args: bool = False
     crash_hints: dict = field(default_factory=dict)
-    ready_made: tuple = ()
     last: Result | None = field(default=None, init=False, repr=False)
     revealed: bool = field(default=False, init=False, repr=False)
     _last_fn: object = field(default=None, init=False, repr=False)
@@ -306,7 +269,7 @@ class Exercise:
         return (self.harness(fn) if self.harness else fn)(*args)
 
     def _args(self, make, args):
-        return make() if self.fresh_args else _clone(args)
+        return make() if self.fresh_args and make else _clone(args)
 
     def _run(self, fn, args):
         """(output, None) or (None, message) for one call of the student's function."""
@@ -326,13 +289,6 @@ class Exercise:
     def _check(self, fn, cases) -> Result:
         if not callable(fn):
             return Result(False, f"✗ {self.title}: pass your function itself, e.g. {self.name}.check(my_function).")
-        called = ready_made_calls(fn, self.ready_made)
-        if called:
-            return Result(
-                False,
-                f"✗ {self.title}: your answer calls {called[0]}, the ready-made version of what this exercise asks "
-                "you to write. Write it yourself with tensor operations (matmul, softmax, view/transpose, ...).",
-            )
         for desc, make in cases:
             args = make()
             ref = self._call(self.reference, self._args(make, args))
@@ -375,10 +331,9 @@ class Exercise:
 
     def known_mistake(self, args, out) -> str | None:
         """The hint of the first typical mistake whose output equals ``out``, else None."""
-        make = self._make
         for m in self.mistakes:
             try:
-                if self._matches(out, self._call(m.fn, make() if self.fresh_args and make else _clone(args))):
+                if self._matches(out, self._call(m.fn, self._args(self._make, args))):
                     return m.hint
             except Exception:
                 continue
@@ -388,10 +343,9 @@ class Exercise:
         """The hint of the first property ``out`` violates, else None."""
         for p in self.properties:
             try:
-                ok = bool(p.holds(args, out))
+                if not p.holds(args, out):
+                    return p.hint
             except Exception:
-                ok = False
-            if not ok:
                 return p.hint
         return None
 

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import ATTENTION, Exercise
+from transformer_nb.exercises import Exercise
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -145,7 +145,6 @@ attention_ex = _AttentionExercise(
     "Exercise 8.5: scaled dot-product attention",
     sol.attention,
     name="attention_ex",
-    ready_made=ATTENTION,
     cases=[
         ("batch=2, seq_len=8, d_k=d_v=16, no mask", _case_plain),
         ("the same input with a causal (8, 8) bool mask", _case_causal),

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import ROPE, Exercise
+from transformer_nb.exercises import Exercise
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import rope as sol
 
@@ -125,7 +125,6 @@ def _case_three_heads():
 rope_scores_ex = Exercise(
     title="Exercise 8.10: RoPE scores of a two-head attention",
     name="rope_scores_ex",
-    ready_made=ROPE,
     reference=sol.rope_scores,
     cases=[
         ("the exercise: T=32, d_model=16, 2 heads (d_k=8)", _case_exercise),
@@ -179,7 +178,6 @@ def _rs_case(d, delta, seed):
 relative_score_ex = Exercise(
     title="Exercise 8.10 (the identity): qᵀ R_Δ k pair by pair",
     name="relative_score_ex",
-    ready_made=ROPE,
     reference=sol.relative_score,
     cases=[
         ("d=8, Δ = 7 (Exercise 8.10's offset)", _rs_case(8, 7, 820)),
