@@ -219,8 +219,5 @@ causal_ex = _AttentionExercise(
         _causal_with(after_softmax=True),
         _causal_with(no_scale=True),
     ],
-    properties=[
-        _upper_zero,
-        lambda a, o: bool((o[1].diagonal(dim1=-2, dim2=-1) > 0).all()),
-    ],
+    properties=[_upper_zero, lambda a, o: bool((o[1].diagonal(dim1=-2, dim2=-1) > 0).all())],
 )

@@ -58,13 +58,7 @@ attention_flops_ex = DictExercise(
         ("T 128, d 512, h 8", lambda: (128, 512, 8)),
         ("T 1000, d 768, h 12", lambda: (1000, 768, 12)),
     ],
-    mistakes=[
-        _flops(per_mac=1),
-        _flops(proj=3),
-        _flops(heads=False),
-        _flops(d_k=False),
-        _flops(quadratic=False),
-    ],
+    mistakes=[_flops(per_mac=1), _flops(proj=3), _flops(heads=False), _flops(d_k=False), _flops(quadratic=False)],
     compare=exact_dicts,
     answers={"projections, T=d=4096": 549_755_813_888, "scores, T=d=4096, h=32": 137_438_953_472},
 )

@@ -99,11 +99,5 @@ kv_step_ex = Exercise(
         ("B=1, h=2, 1 cached token, d_head=16", _kv_case(1, 2, 1, 16, 1)),
         ("B=3, h=1, 20 cached tokens, d_head=4", _kv_case(3, 1, 20, 4, 2)),
     ],
-    mistakes=[
-        _kv(attend="causal"),
-        _kv(attend="cache"),
-        _kv(order="prepend"),
-        _kv(out="value"),
-        _kv(scale=False),
-    ],
+    mistakes=[_kv(attend="causal"), _kv(attend="cache"), _kv(order="prepend"), _kv(out="value"), _kv(scale=False)],
 )

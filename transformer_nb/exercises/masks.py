@@ -101,16 +101,8 @@ causal_ex = _CausalExercise(
     name="causal_ex",
     reference=sol.my_causal_mask,
     cases=[("T=4", lambda: (4,)), ("T=1", lambda: (1,)), ("T=7", lambda: (7,))],
-    mistakes=[
-        _causal_strict,
-        _causal_transposed,
-        _causal_inverted,
-        _causal_none,
-    ],
-    properties=[
-        lambda args, out: bool(out.diagonal().all()),
-        lambda args, out: not bool(out.triu(1).any()),
-    ],
+    mistakes=[_causal_strict, _causal_transposed, _causal_inverted, _causal_none],
+    properties=[lambda args, out: bool(out.diagonal().all()), lambda args, out: not bool(out.triu(1).any())],
 )
 
 
@@ -153,14 +145,8 @@ padding_ex = _PaddingExercise(
         ("lengths [2, 2], max_len 2", lambda: ([2, 2], 2)),
         ("lengths [0, 3], max_len 4 (an empty sequence)", lambda: ([0, 3], 4)),
     ],
-    mistakes=[
-        _padding_off_by_one,
-        _padding_inverted,
-        _padding_left,
-    ],
-    properties=[
-        lambda args, out: out.sum(-1).tolist() == list(args[0]),
-    ],
+    mistakes=[_padding_off_by_one, _padding_inverted, _padding_left],
+    properties=[lambda args, out: out.sum(-1).tolist() == list(args[0])],
 )
 
 
@@ -211,12 +197,7 @@ combined_ex = _CombinedExercise(
         ("lengths [2, 4], T=4", lambda: (_keep([2, 4], 4),)),
         ("lengths [0, 2], T=3 (an empty sequence)", lambda: (_keep([0, 2], 3),)),
     ],
-    mistakes=[
-        _combined_no_causal,
-        _combined_no_padding,
-        _combined_query_axis,
-        _combined_or,
-    ],
+    mistakes=[_combined_no_causal, _combined_no_padding, _combined_query_axis, _combined_or],
     properties=[
         lambda args, out: not bool(out.triu(1).any()),
         lambda args, out: not bool((out & ~args[0][:, None, None, :]).any()),

@@ -73,9 +73,7 @@ mha_ex = Exercise(
         _mha(merge="reshape"),
         _mha(softmax_dim=-2),
     ],
-    properties=[
-        lambda a, o: tuple(o[1].shape) == (a[0].shape[0], a[5], a[0].shape[1], a[0].shape[1]),
-    ],
+    properties=[lambda a, o: tuple(o[1].shape) == (a[0].shape[0], a[5], a[0].shape[1], a[0].shape[1])],
 )
 
 
@@ -125,12 +123,7 @@ attention_distance_ex = Exercise(
         ("five heads whose behaviour is known", _known_heads),
         ("2 heads, 5 tokens, causal weights", _softmax_case(12, 2, 5, causal=True)),
     ],
-    mistakes=[
-        _distance(signed=True),
-        _distance(weighted=False),
-        _distance(reduce="sum"),
-        _distance(fraction=True),
-    ],
+    mistakes=[_distance(signed=True), _distance(weighted=False), _distance(reduce="sum"), _distance(fraction=True)],
     properties=[
         lambda args, out: bool((out >= -1e-9).all()),
         lambda args, out: bool((out <= args[0].shape[-1] - 1 + 1e-9).all()),

@@ -61,12 +61,7 @@ lm_shift_ex = Exercise(
         ("lengths [5, 5, 2], T = 5", _shift_case(32, [5, 5, 2], 5)),
         ("one sequence of 3 tokens, no padding", _shift_case(33, [3], 3)),
     ],
-    mistakes=[
-        _shift_none,
-        _shift_backwards,
-        _shift_no_ignore,
-        _shift_wrong_keep,
-    ],
+    mistakes=[_shift_none, _shift_backwards, _shift_no_ignore, _shift_wrong_keep],
 )
 
 
@@ -103,12 +98,6 @@ mean_pool_ex = Exercise(
         ("lengths [3, 3, 1], T = 4", _pool_case(42, [3, 3, 1], 4)),
         ("no padding", _pool_case(43, [4, 4], 4)),
     ],
-    mistakes=[
-        _pool_all,
-        _pool_divide_by_t,
-        _pool_cls,
-    ],
-    properties=[
-        lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2]),
-    ],
+    mistakes=[_pool_all, _pool_divide_by_t, _pool_cls],
+    properties=[lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2])],
 )

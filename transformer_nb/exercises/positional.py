@@ -98,15 +98,8 @@ offset_matrix_ex = _TableExercise(
         ("k=-3, ω=10000^(-6/16)", lambda: (-3, 10000.0 ** (-6 / 16))),
         ("k=40, ω=10000^(-2/8)", lambda: (40, 10000.0 ** (-2 / 8))),
     ],
-    mistakes=[
-        _om_inverse,
-        _om_no_omega,
-        _om_reflection,
-    ],
-    properties=[
-        _orthogonal,
-        _maps_pe,
-    ],
+    mistakes=[_om_inverse, _om_no_omega, _om_reflection],
+    properties=[_orthogonal, _maps_pe],
     compare=_compare,
 )
 
@@ -167,17 +160,8 @@ offset_similarity_ex = _TableExercise(
         ("a random (20, 8) table whose rows have different norms", _case_random),
         ("a (50, 16) table like an untrained learned embedding", _case_learned_like),
     ],
-    mistakes=[
-        _os_dot,
-        _os_first_row,
-        _os_divide_by_t,
-        _os_wrong_axis,
-    ],
-    properties=[
-        lambda a, o: tuple(_as_tensor(o).shape) == (a[0].shape[0],),
-        _os_offset_zero_is_one,
-        _os_bounded,
-    ],
+    mistakes=[_os_dot, _os_first_row, _os_divide_by_t, _os_wrong_axis],
+    properties=[lambda a, o: tuple(_as_tensor(o).shape) == (a[0].shape[0],), _os_offset_zero_is_one, _os_bounded],
     compare=lambda out, ref: _compare(out, ref, atol=1e-5, rtol=1e-4),
 )
 
@@ -222,14 +206,7 @@ alibi_slopes_ex = _TableExercise(
         ("n_heads=12 (not a power of 2)", lambda: (12,)),
         ("n_heads=6 (not a power of 2)", lambda: (6,)),
     ],
-    mistakes=[
-        _as_halves,
-        _as_reversed,
-        _as_from_zero,
-        _as_exponents,
-        _as_naive_geometric,
-        _as_sorted,
-    ],
+    mistakes=[_as_halves, _as_reversed, _as_from_zero, _as_exponents, _as_naive_geometric, _as_sorted],
     properties=[
         lambda a, o: tuple(_as_tensor(o).shape) == (a[0],),
         lambda a, o: bool((_as_tensor(o) > 0).all() and (_as_tensor(o) < 1).all()),

@@ -74,13 +74,7 @@ shift_ex = Exercise(
         ("equal lengths", lambda: (_tgt([[5, 3, 7, 4], [12, 11, 10, 9]]),)),
         ("padded batch, lengths 3, 6, 4", lambda: (_tgt([[4, 5, 6], [3, 12, 3, 12, 7, 8], [9, 9, 8, 10]]),)),
     ],
-    mistakes=[
-        _shift_swapped,
-        _shift_not_shifted,
-        _shift_eos_in_last_column,
-        _shift_no_eos,
-        _shift_eos_kept_in_input,
-    ],
+    mistakes=[_shift_swapped, _shift_not_shifted, _shift_eos_in_last_column, _shift_no_eos, _shift_eos_kept_in_input],
     properties=[
         lambda args, out: bool((out[0][:, 0] == BOS).all()),
         lambda args, out: (
@@ -239,7 +233,5 @@ greedy_ex = _GreedyExercise(
         _greedy_stop_at_first_eos,
         _greedy_one_shot,
     ],
-    properties=[
-        lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all()),
-    ],
+    properties=[lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all())],
 )

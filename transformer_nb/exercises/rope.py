@@ -192,8 +192,6 @@ relative_score_ex = Exercise(
         _rs_with(one_based=True),
         _rs_with(no_two=True),
     ],
-    properties=[
-        lambda a, o: a[2] != 0 or abs(float(o) - float(a[0] @ a[1])) < 1e-9,
-    ],
+    properties=[lambda a, o: a[2] != 0 or abs(float(o) - float(a[0] @ a[1])) < 1e-9],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-9),
 )

@@ -52,9 +52,7 @@ moments_ex = Exercise(
         _moments(lambda vq, vk, mq, mk: vq * vk + vq * mq**2 + vk * mk**2),
         _moments(_true_term, term_mean=lambda mq, mk: 0.0),
     ],
-    properties=[
-        lambda a, o: abs(float(o[0]) - a[0] * a[3] * a[4]) < 1e-9,
-    ],
+    properties=[lambda a, o: abs(float(o[0]) - a[0] * a[3] * a[4]) < 1e-9],
     answers={},
 )
 

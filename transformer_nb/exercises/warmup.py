@@ -47,12 +47,7 @@ softmax_ex = Exercise(
         ("huge scores (1, 3)", lambda: (torch.tensor([[1000.0, 999.0, 990.0]]),)),
         ("rows far apart (2, 3)", lambda: (torch.tensor([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0]]),)),
     ],
-    mistakes=[
-        _naive,
-        _wrong_axis,
-        _global_sum,
-        _global_max,
-    ],
+    mistakes=[_naive, _wrong_axis, _global_sum, _global_max],
     properties=[lambda a, out: torch.allclose(out.sum(-1), torch.ones(out.shape[:-1]), atol=1e-5)],
 )
 
@@ -86,9 +81,5 @@ scores_ex = Exercise(
             lambda: (torch.arange(24.0).reshape(2, 3, 4) / 10, torch.arange(40.0).reshape(2, 5, 4).flip(-1) / 10),
         ),
     ],
-    mistakes=[
-        _transposed,
-        _dims,
-        _elementwise,
-    ],
+    mistakes=[_transposed, _dims, _elementwise],
 )
