@@ -126,8 +126,22 @@ def _clone(args):
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
 
+class Hinted:
+    """``hint()`` prints the next of ``self.hints`` (each call is more specific), then says there are no more."""
+
+    _hint_level = 0
+
+    def hint(self) -> None:
+        if self._hint_level < len(self.hints):
+            self._hint_level += 1
+            print(f"Hint {self._hint_level}/{len(self.hints)} · {self.title}: {self.hints[self._hint_level - 1]}")
+        else:
+            more = f" {self.name}.solution() shows a worked solution." if hasattr(self, "solution") else ""
+            print(f"No more hints for {self.title}.{more}")
+
+
 @dataclass(eq=False)
-class Exercise:
+class Exercise(Hinted):
     """An auto-checked exercise (see the module docstring for how a notebook uses it).
 
     - ``cases``: ``(description, make_args)`` pairs; ``make_args()`` returns the argument tuple.
@@ -196,14 +210,6 @@ class Exercise:
         if not quiet:
             print(result.message)
         return result
-
-    def hint(self) -> None:
-        """Print the next hint (each call is more specific); after the last, point to ``solution()``."""
-        if self._hint_level < len(self.hints):
-            self._hint_level += 1
-            print(f"Hint {self._hint_level}/{len(self.hints)} · {self.title}: {self.hints[self._hint_level - 1]}")
-        else:
-            print(f"No more hints for {self.title}. {self.name}.solution() shows a worked solution.")
 
     def solution(self) -> None:
         """Show a solution written as a student would, then the worked verification (on purpose only)."""

@@ -37,10 +37,11 @@ import torch.nn.functional as F
 from transformer_nb import cache, wikitext
 from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import check_module, profile
-from transformer_nb.exercises import Result
+from transformer_nb.exercises import Hinted, Result, _texts
 from transformer_nb.exercises.capstone import student_names
 from transformer_nb.exercises.capstone_lm import CAPSTONE_MODEL, SIZES, package_lm, sizes
 from transformer_nb.exercises.solutions import capstone as sol
+from transformer_nb.lm_training import _param_groups
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import train
 
@@ -103,15 +104,6 @@ def build(model_cls, vocab_size: int, device=None) -> nn.Module:
     return model_cls(vocab_size, *sizes(CAPSTONE_MODEL)).to(device)
 
 
-def _optimizer(model: nn.Module, cfg: dict) -> torch.optim.AdamW:
-    """AdamW; weight decay on the matrices inside the blocks only (not embeddings, norms or biases)."""
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not n.startswith(("tok", "pos"))]
-    ids = {id(p) for p in decay}
-    rest = [p for p in model.parameters() if id(p) not in ids]
-    groups = [{"params": decay, "weight_decay": cfg["weight_decay"]}, {"params": rest, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg["lr"], betas=cfg["betas"])
-
-
 def validation_loss(model: nn.Module, ids: torch.Tensor, bf16: bool = False) -> float:
     """Mean next-word loss (nats) of ``model`` on the flat split ``ids``: ``perplexity.evaluate`` of the package
     model holding its weights, in windows of ``CAPSTONE_TRAIN["seq_len"]`` words."""
@@ -124,7 +116,7 @@ def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str
     return its history, with ``val_loss`` at step 0 and ``run["eval_points"]`` more points (the first
     ``run["eval_tokens"]`` validation words)."""
     cfg, steps, device = CAPSTONE_TRAIN, run["steps"], next(model.parameters()).device
-    opt = _optimizer(model, cfg)
+    opt = torch.optim.AdamW(_param_groups(model, cfg["weight_decay"]), lr=cfg["lr"], betas=cfg["betas"])
     warm = max(1, round(cfg["warmup"] * steps))
     sched = torch.optim.lr_scheduler.SequentialLR(
         opt,
@@ -197,21 +189,15 @@ def load_trained(vocab_size: int = 33_278, profile_name: str | None = None):
 # --------------------------------------------------------------------------- the loss check
 
 
-class LossCheck:
+class LossCheck(Hinted):
     """The checker of a finished training run (not an exercise: there is no stub): its last validation loss
     must be below the profile's ``LOSS_THRESHOLD``. ``training_check(history, vocab_size)`` prints ✓ or a
     nudge and returns a ``Result``; ``training_check.hint()`` says more."""
 
     name, title = "training_check", "Step 8 · training"
-    hints = (
-        "Compare the first training loss with ln V: a model that knows nothing yet should be close to it.",
-        "If the loss does not move, check that every parameter is registered (nn.ModuleList, nn.Parameter) and "
-        "that nothing in forward is detached or computed under torch.no_grad().",
-        "NaN usually comes from a softmax over a row of -inf only, or from a division by zero.",
-    )
 
     def __init__(self):
-        self._level = 0
+        self.hints = _texts()[self.title]["hints"]
 
     def __call__(
         self,
@@ -257,13 +243,6 @@ class LossCheck:
         if val[-1] >= threshold:
             return fail(f"the validation loss fell to {val[-1]:.2f}, not below {threshold:.2f}: train longer?")
         return Result(True, f"✓ {self.title}: validation loss {val[-1]:.2f} < {threshold:.2f} nats.")
-
-    def hint(self) -> None:
-        if self._level < len(self.hints):
-            self._level += 1
-            print(f"Hint {self._level}/{len(self.hints)} · {self.title}: {self.hints[self._level - 1]}")
-        else:
-            print(f"No more hints for {self.title}.")
 
 
 training_check = LossCheck()

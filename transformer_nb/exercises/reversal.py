@@ -61,6 +61,7 @@ def _shift_eos_kept_in_input(tgt):  # the text's collate_batch: harmless, but no
 
 
 def _tgt(rows):
+    """Right-padded rows of ids."""
     return nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows], batch_first=True, padding_value=PAD)
 
 
@@ -131,55 +132,25 @@ def F_pad(x, width):
     return nn.functional.pad(x, (0, max(0, width - x.shape[1])), value=PAD)
 
 
-def _greedy_first_position(model, src, max_new):
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
-    for _ in range(max_new):
-        nxt = model.decode(ys, memory, src_keep, ys != PAD)[:, 0].argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], 1)
-    return _pad_after_eos(ys[:, 1:])
+def _greedy_with(position=-1, pad_after_eos=True, bos=BOS, stop_at_any_eos=False, one_shot=False):
+    """Greedy decoding with one step done another way (the typical mistakes)."""
 
+    def fn(model, src, max_new):
+        src_keep = src != PAD
+        memory = model.encode(src, src_keep)
+        ys = torch.full((src.shape[0], max_new if one_shot else 1), PAD, dtype=torch.long)
+        ys[:, 0] = bos
+        if one_shot:  # all positions in one pass from BOS + PAD (no feedback)
+            return _pad_after_eos(model.decode(ys, memory, src_keep, ys != PAD).argmax(-1))
+        for _ in range(max_new):
+            keep = ys != PAD if bos == BOS else torch.ones_like(ys, dtype=torch.bool)
+            nxt = model.decode(ys, memory, src_keep, keep)[:, position].argmax(-1)
+            ys = torch.cat([ys, nxt[:, None]], 1)
+            if stop_at_any_eos and (nxt == EOS).any():
+                break
+        return _pad_after_eos(ys[:, 1:]) if pad_after_eos else ys[:, 1:]
 
-def _greedy_no_pad_after_eos(model, src, max_new):
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
-    for _ in range(max_new):
-        nxt = model.decode(ys, memory, src_keep, ys != PAD)[:, -1].argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], 1)
-    return ys[:, 1:]
-
-
-def _greedy_no_bos(model, src, max_new):
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], 1), PAD, dtype=torch.long)
-    for _ in range(max_new):
-        nxt = model.decode(ys, memory, src_keep, torch.ones_like(ys, dtype=torch.bool))[:, -1].argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], 1)
-    return _pad_after_eos(ys[:, 1:])
-
-
-def _greedy_stop_at_first_eos(model, src, max_new):
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
-    for _ in range(max_new):
-        nxt = model.decode(ys, memory, src_keep, ys != PAD)[:, -1].argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], 1)
-        if (nxt == EOS).any():
-            break
-    return _pad_after_eos(ys[:, 1:])
-
-
-def _greedy_one_shot(model, src, max_new):
-    """Decode all positions in one pass from a decoder input of BOS + PAD (no feedback)."""
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], max_new), PAD, dtype=torch.long)
-    ys[:, 0] = BOS
-    return _pad_after_eos(model.decode(ys, memory, src_keep, ys != PAD).argmax(-1))
+    return fn
 
 
 def _pad_after_eos(ys):
@@ -193,10 +164,6 @@ def _greedy_compare(out, ref) -> bool:
         return False
     width = max(out.shape[1], ref.shape[1])
     return equal(F_pad(out, width), F_pad(ref, width))
-
-
-def _src(rows):
-    return nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows], batch_first=True, padding_value=PAD)
 
 
 class _GreedyExercise(Exercise):
@@ -219,19 +186,19 @@ greedy_ex = _GreedyExercise(
     reference=sol.greedy,
     compare=_greedy_compare,
     cases=[
-        ("one sequence [3, 5, 7, 9, 4]", lambda: (HandBuiltReverser(), _src([[3, 5, 7, 9, 4]]), 6)),
+        ("one sequence [3, 5, 7, 9, 4]", lambda: (HandBuiltReverser(), _tgt([[3, 5, 7, 9, 4]]), 6)),
         (
             "a batch of lengths 3, 8, 5",
-            lambda: (HandBuiltReverser(), _src([[4, 8, 6], [3, 4, 5, 6, 7, 8, 9, 10], [12, 3, 11, 4, 10]]), 9),
+            lambda: (HandBuiltReverser(), _tgt([[4, 8, 6], [3, 4, 5, 6, 7, 8, 9, 10], [12, 3, 11, 4, 10]]), 9),
         ),
-        ("max_new too small to finish", lambda: (HandBuiltReverser(), _src([[5, 6, 7, 8, 9, 10]]), 4)),
+        ("max_new too small to finish", lambda: (HandBuiltReverser(), _tgt([[5, 6, 7, 8, 9, 10]]), 4)),
     ],
     mistakes=[
-        _greedy_first_position,
-        _greedy_no_pad_after_eos,
-        _greedy_no_bos,
-        _greedy_stop_at_first_eos,
-        _greedy_one_shot,
+        _greedy_with(position=0),
+        _greedy_with(pad_after_eos=False),
+        _greedy_with(bos=PAD),
+        _greedy_with(stop_at_any_eos=True),
+        _greedy_with(one_shot=True),
     ],
     properties=[lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all())],
 )
