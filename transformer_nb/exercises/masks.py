@@ -21,10 +21,6 @@ from transformer_nb.exercises.solutions import masks as sol
 
 NOTEBOOK = "02_masking"  # the notebook whose exercise cells use this module
 
-_POLARITY = (
-    "your mask is True where attention is BLOCKED. Here (as in F.scaled_dot_product_attention) "
-    "True means 'may attend'; nn.MultiheadAttention uses the opposite convention. Invert it."
-)
 _FLOAT = (
     "return a bool tensor (True = may attend), not numbers: a float mask is ADDED to the scores, "
     "so a 1.0 would be a small bonus and a 0.0 would block nothing."
@@ -75,22 +71,6 @@ class MaskExercise(Exercise):
 # ----------------------------------------------------------------------------------------
 
 
-def _causal_strict(T):
-    return torch.arange(T)[None, :] < torch.arange(T)[:, None]
-
-
-def _causal_transposed(T):
-    return torch.arange(T)[None, :] >= torch.arange(T)[:, None]
-
-
-def _causal_inverted(T):
-    return torch.arange(T)[None, :] > torch.arange(T)[:, None]
-
-
-def _causal_none(T):
-    return torch.ones(T, T, dtype=torch.bool)
-
-
 class _CausalExercise(MaskExercise):
     expected_shape = "(T, T)"
 
@@ -101,7 +81,12 @@ causal_ex = _CausalExercise(
     name="causal_ex",
     reference=sol.my_causal_mask,
     cases=[("T=4", lambda: (4,)), ("T=1", lambda: (1,)), ("T=7", lambda: (7,))],
-    mistakes=[_causal_strict, _causal_transposed, _causal_inverted, _causal_none],
+    mistakes=[
+        lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1),
+        lambda T: torch.ones(T, T, dtype=torch.bool).triu(),
+        lambda T: torch.ones(T, T, dtype=torch.bool).triu(1),
+        lambda T: torch.ones(T, T, dtype=torch.bool),
+    ],
     properties=[lambda args, out: bool(out.diagonal().all()), lambda args, out: not bool(out.triu(1).any())],
 )
 
@@ -109,18 +94,6 @@ causal_ex = _CausalExercise(
 # ----------------------------------------------------------------------------------------
 # 2. the padding mask from lengths
 # ----------------------------------------------------------------------------------------
-
-
-def _padding_off_by_one(lengths, max_len):
-    return torch.arange(max_len)[None, :] <= torch.as_tensor(lengths)[:, None]
-
-
-def _padding_inverted(lengths, max_len):
-    return ~sol.my_padding_mask(lengths, max_len)
-
-
-def _padding_left(lengths, max_len):
-    return sol.my_padding_mask(lengths, max_len).flip(-1)
 
 
 class _PaddingExercise(MaskExercise):
@@ -145,7 +118,11 @@ padding_ex = _PaddingExercise(
         ("lengths [2, 2], max_len 2", lambda: ([2, 2], 2)),
         ("lengths [0, 3], max_len 4 (an empty sequence)", lambda: ([0, 3], 4)),
     ],
-    mistakes=[_padding_off_by_one, _padding_inverted, _padding_left],
+    mistakes=[
+        lambda lengths, max_len: torch.arange(max_len)[None, :] <= torch.as_tensor(lengths)[:, None],
+        lambda lengths, max_len: ~sol.my_padding_mask(lengths, max_len),
+        lambda lengths, max_len: sol.my_padding_mask(lengths, max_len).flip(-1),
+    ],
     properties=[lambda args, out: out.sum(-1).tolist() == list(args[0])],
 )
 
@@ -155,25 +132,6 @@ padding_ex = _PaddingExercise(
 # ----------------------------------------------------------------------------------------
 
 
-def _combined_no_causal(keep):
-    return keep[:, None, None, :].expand(-1, 1, keep.shape[-1], -1)
-
-
-def _combined_no_padding(keep):
-    T = keep.shape[-1]
-    return torch.ones(T, T, dtype=torch.bool).tril().expand(keep.shape[0], 1, T, T)
-
-
-def _combined_query_axis(keep):
-    T = keep.shape[-1]
-    return keep[:, None, :, None] & torch.ones(T, T, dtype=torch.bool).tril()
-
-
-def _combined_or(keep):
-    T = keep.shape[-1]
-    return keep[:, None, None, :] | torch.ones(T, T, dtype=torch.bool).tril()
-
-
 class _CombinedExercise(MaskExercise):
     expected_shape = "(B, 1, T, T)"
 
@@ -181,6 +139,10 @@ class _CombinedExercise(MaskExercise):
         if tuple(out.shape) == tuple(ref.shape[:1] + ref.shape[2:]):
             return "Keep a size-1 head axis, (B, 1, T, T), so the mask broadcasts over the heads."
         return "Axes: batch, head (size 1), query, key."
+
+
+def _tril(T):
+    return torch.ones(T, T, dtype=torch.bool).tril()
 
 
 def _keep(lengths, T):
@@ -197,7 +159,12 @@ combined_ex = _CombinedExercise(
         ("lengths [2, 4], T=4", lambda: (_keep([2, 4], 4),)),
         ("lengths [0, 2], T=3 (an empty sequence)", lambda: (_keep([0, 2], 3),)),
     ],
-    mistakes=[_combined_no_causal, _combined_no_padding, _combined_query_axis, _combined_or],
+    mistakes=[
+        lambda keep: keep[:, None, None, :].expand(-1, 1, keep.shape[-1], -1),
+        lambda keep: _tril(keep.shape[-1]).expand(keep.shape[0], 1, -1, -1),
+        lambda keep: keep[:, None, :, None] & _tril(keep.shape[-1]),
+        lambda keep: keep[:, None, None, :] | _tril(keep.shape[-1]),
+    ],
     properties=[
         lambda args, out: not bool(out.triu(1).any()),
         lambda args, out: not bool((out & ~args[0][:, None, None, :]).any()),
