@@ -33,12 +33,9 @@ def _rms(centre=False, eps_outside=False, reduce="mean", weight=True, root=True,
 
 
 def _rms_case(seed, shape, offset=0.0, eps=1e-6, scale=1.0):
-    def make():
-        g = _gen(seed)
-        x = scale * torch.randn(*shape, generator=g, dtype=torch.float64) + offset
-        return x, 1.0 + 0.5 * torch.randn(shape[-1], generator=g, dtype=torch.float64), eps
-
-    return make
+    g = _gen(seed)
+    x = scale * torch.randn(*shape, generator=g, dtype=torch.float64) + offset
+    return x, 1.0 + 0.5 * torch.randn(shape[-1], generator=g, dtype=torch.float64), eps
 
 
 rms_norm_ex = Exercise(
@@ -46,10 +43,10 @@ rms_norm_ex = Exercise(
     sol.my_rms_norm,
     name="rms_norm_ex",
     cases=[
-        ("x of shape (2, 5, 16), random γ", _rms_case(1, (2, 5, 16))),
-        ("rows with a large mean (offset 3)", _rms_case(2, (3, 8), offset=3.0)),
-        ("tiny inputs where ε matters (ε = 0.1)", _rms_case(3, (4, 6), eps=0.1, scale=0.05)),
-        ("batch of 6 rows, d = 4", _rms_case(4, (6, 4))),
+        ("x of shape (2, 5, 16), random γ", lambda: _rms_case(1, (2, 5, 16))),
+        ("rows with a large mean (offset 3)", lambda: _rms_case(2, (3, 8), offset=3.0)),
+        ("tiny inputs where ε matters (ε = 0.1)", lambda: _rms_case(3, (4, 6), eps=0.1, scale=0.05)),
+        ("batch of 6 rows, d = 4", lambda: _rms_case(4, (6, 4))),
     ],
     mistakes=[
         _rms(centre=True),
@@ -74,13 +71,10 @@ def _glu(act=F.silu, swap=False, combine="mul", up=True):
 
 
 def _swiglu_case(seed, b, t, d, d_ff):
-    def make():
-        g = _gen(seed)
-        x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
-        shapes = ((d_ff, d), (d_ff, d), (d, d_ff))
-        return (x, *(torch.randn(*s, generator=g, dtype=torch.float64) / s[1] ** 0.5 for s in shapes))
-
-    return make
+    g = _gen(seed)
+    x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
+    shapes = ((d_ff, d), (d_ff, d), (d, d_ff))
+    return (x, *(torch.randn(*s, generator=g, dtype=torch.float64) / s[1] ** 0.5 for s in shapes))
 
 
 swiglu_ex = Exercise(
@@ -88,8 +82,8 @@ swiglu_ex = Exercise(
     sol.my_swiglu,
     name="swiglu_ex",
     cases=[
-        ("x (2, 5, 8), d_ff = 12", _swiglu_case(5, 2, 5, 8, 12)),
-        ("x (1, 3, 16), d_ff = 40", _swiglu_case(6, 1, 3, 16, 40)),
+        ("x (2, 5, 8), d_ff = 12", lambda: _swiglu_case(5, 2, 5, 8, 12)),
+        ("x (1, 3, 16), d_ff = 40", lambda: _swiglu_case(6, 1, 3, 16, 40)),
     ],
     mistakes=[
         _glu(swap=True),

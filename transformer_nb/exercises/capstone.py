@@ -176,11 +176,8 @@ class _MHASlip(sol.MultiHeadAttention):
 def _case(sizes, t, seed, causal=False, scale=1.0):
     """Case arguments ``(*sizes, x, mask, seed)``, ``x: (2, t, d_model = sizes[0])``, a causal mask or None."""
 
-    def make():
-        x = scale * torch.randn(2, t, sizes[0], generator=torch.Generator().manual_seed(seed))
-        return *sizes, x, sol.my_causal_mask(t) if causal else None, seed
-
-    return make
+    x = scale * torch.randn(2, t, sizes[0], generator=torch.Generator().manual_seed(seed))
+    return *sizes, x, sol.my_causal_mask(t) if causal else None, seed
 
 
 mha_ex = PackageExercise(
@@ -191,10 +188,10 @@ mha_ex = PackageExercise(
     harness=_mha_harness,
     compare=_close,
     cases=[
-        ("d_model 16, 4 heads, 5 tokens, no mask", _case((16, 4), 5, 1)),
-        ("d_model 16, 4 heads, 6 tokens, causal mask", _case((16, 4), 6, 2, causal=True)),
-        ("d_model 12, 3 heads, 4 tokens, causal mask", _case((12, 3), 4, 3, causal=True)),
-        ("d_model 8, 1 head, 3 tokens", _case((8, 1), 3, 4)),
+        ("d_model 16, 4 heads, 5 tokens, no mask", lambda: _case((16, 4), 5, 1)),
+        ("d_model 16, 4 heads, 6 tokens, causal mask", lambda: _case((16, 4), 6, 2, causal=True)),
+        ("d_model 12, 3 heads, 4 tokens, causal mask", lambda: _case((12, 3), 4, 3, causal=True)),
+        ("d_model 8, 1 head, 3 tokens", lambda: _case((8, 1), 3, 4)),
     ],
     mistakes=[
         slip(
@@ -263,9 +260,9 @@ block_ex = PackageExercise(
     harness=_block_harness,
     compare=_close,
     cases=[
-        ("d_model 16, 4 heads, d_ff 32, 5 tokens", _case((16, 4, 32), 5, 11)),
-        ("d_model 16, 4 heads, d_ff 48, 6 tokens, causal mask", _case((16, 4, 48), 6, 12, causal=True)),
-        ("d_model 12, 3 heads, d_ff 24, large inputs, causal mask", _case((12, 3, 24), 4, 13, True, 5.0)),
+        ("d_model 16, 4 heads, d_ff 32, 5 tokens", lambda: _case((16, 4, 32), 5, 11)),
+        ("d_model 16, 4 heads, d_ff 48, 6 tokens, causal mask", lambda: _case((16, 4, 48), 6, 12, causal=True)),
+        ("d_model 12, 3 heads, d_ff 24, large inputs, causal mask", lambda: _case((12, 3, 24), 4, 13, True, 5.0)),
     ],
     mistakes=[
         slip(

@@ -261,12 +261,9 @@ params_ex = PackageExercise(
 
 
 def _gen_case(prompt_len, n_new, max_len, seed):
-    def make():
-        torch.manual_seed(seed)
-        model = randomise_(sol.LanguageModel(30, 16, 2, 32, 2, max_len), seed).eval()
-        return model, torch.randint(0, 30, (prompt_len,), generator=torch.Generator().manual_seed(seed)), n_new, max_len
-
-    return make
+    torch.manual_seed(seed)
+    model = randomise_(sol.LanguageModel(30, 16, 2, 32, 2, max_len), seed).eval()
+    return model, torch.randint(0, 30, (prompt_len,), generator=torch.Generator().manual_seed(seed)), n_new, max_len
 
 
 @torch.no_grad()
@@ -285,9 +282,9 @@ generate_ex = PackageExercise(
     name="generate_ex",
     compare=equal,
     cases=[
-        ("prompt 3 tokens, 4 new, max_len 8", _gen_case(3, 4, 8, 31)),
-        ("prompt 5 tokens, 10 new: the text outgrows max_len 8", _gen_case(5, 10, 8, 32)),
-        ("prompt 1 token, 3 new, max_len 4", _gen_case(1, 3, 4, 33)),
+        ("prompt 3 tokens, 4 new, max_len 8", lambda: _gen_case(3, 4, 8, 31)),
+        ("prompt 5 tokens, 10 new: the text outgrows max_len 8", lambda: _gen_case(5, 10, 8, 32)),
+        ("prompt 1 token, 3 new, max_len 4", lambda: _gen_case(1, 3, 4, 33)),
     ],
     mistakes=[
         lambda *a: _gen_slip(*a, "first position"),

@@ -83,11 +83,8 @@ def _kv(attend="all", order="append", scale=True, out="attention"):
 
 
 def _kv_case(b, h, t, d, seed):
-    def make():
-        g = _g(seed)
-        return tuple(torch.randn(b, h, n, d, generator=g) for n in (1, 1, 1, t, t))
-
-    return make
+    g = _g(seed)
+    return tuple(torch.randn(b, h, n, d, generator=g) for n in (1, 1, 1, t, t))
 
 
 kv_step_ex = Exercise(
@@ -95,9 +92,9 @@ kv_step_ex = Exercise(
     sol.kv_cache_step,
     name="kv_step_ex",
     cases=[
-        ("B=2, h=4, 7 cached tokens, d_head=8", _kv_case(2, 4, 7, 8, 0)),
-        ("B=1, h=2, 1 cached token, d_head=16", _kv_case(1, 2, 1, 16, 1)),
-        ("B=3, h=1, 20 cached tokens, d_head=4", _kv_case(3, 1, 20, 4, 2)),
+        ("B=2, h=4, 7 cached tokens, d_head=8", lambda: _kv_case(2, 4, 7, 8, 0)),
+        ("B=1, h=2, 1 cached token, d_head=16", lambda: _kv_case(1, 2, 1, 16, 1)),
+        ("B=3, h=1, 20 cached tokens, d_head=4", lambda: _kv_case(3, 1, 20, 4, 2)),
     ],
     mistakes=[_kv(attend="causal"), _kv(attend="cache"), _kv(order="prepend"), _kv(out="value"), _kv(scale=False)],
 )

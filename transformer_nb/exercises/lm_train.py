@@ -143,11 +143,8 @@ def _two_steps(fn):
 
 
 def _train_case(seed):
-    def make():
-        model = TinyLM(seed)
-        return model, torch.optim.AdamW(model.parameters(), lr=0.05), _batches(seed, [(2, 6), (2, 6)])
-
-    return make
+    model = TinyLM(seed)
+    return model, torch.optim.AdamW(model.parameters(), lr=0.05), _batches(seed, [(2, 6), (2, 6)])
 
 
 class _StepExercise(Exercise):
@@ -163,7 +160,10 @@ train_step_ex = _StepExercise(
     name="train_step_ex",
     harness=_two_steps,
     fresh_args=True,
-    cases=[("two steps of AdamW on fixed batches", _train_case(3)), ("another model and batches", _train_case(4))],
+    cases=[
+        ("two steps of AdamW on fixed batches", lambda: _train_case(3)),
+        ("another model and batches", lambda: _train_case(4)),
+    ],
     mistakes=[
         _step(zero=False),
         _step(step=False),

@@ -46,13 +46,10 @@ def _mha(split="view_transpose", scale="d_k", out_proj=True, merge="transpose", 
 
 
 def _mha_case(seed, b, t, d, h):
-    def make():
-        g = _g(seed)
-        x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
-        ws = [torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d) for _ in range(4)]
-        return (x, *ws, h)
-
-    return make
+    g = _g(seed)
+    x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
+    ws = [torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d) for _ in range(4)]
+    return (x, *ws, h)
 
 
 mha_ex = Exercise(
@@ -60,9 +57,9 @@ mha_ex = Exercise(
     sol.multi_head_attention,
     name="mha_ex",
     cases=[
-        ("the exercise's size: d_model=32, h=4, 7 tokens", _mha_case(61, 1, 7, 32, 4)),
-        ("batch 2, d_model=24, h=3, 5 tokens", _mha_case(62, 2, 5, 24, 3)),
-        ("one head (h=1): plain attention", _mha_case(63, 1, 4, 8, 1)),
+        ("the exercise's size: d_model=32, h=4, 7 tokens", lambda: _mha_case(61, 1, 7, 32, 4)),
+        ("batch 2, d_model=24, h=3, 5 tokens", lambda: _mha_case(62, 2, 5, 24, 3)),
+        ("one head (h=1): plain attention", lambda: _mha_case(63, 1, 4, 8, 1)),
     ],
     mistakes=[
         _mha(split="view"),
@@ -93,13 +90,10 @@ def _distance(signed=False, weighted=True, reduce="mean", fraction=False):
 
 
 def _softmax_case(seed, h, t, sharp=2.0, causal=False):
-    def make():
-        s = sharp * torch.randn(h, t, t, generator=_g(seed), dtype=torch.float64)
-        if causal:
-            s = s.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
-        return (torch.softmax(s, -1),)
-
-    return make
+    s = sharp * torch.randn(h, t, t, generator=_g(seed), dtype=torch.float64)
+    if causal:
+        s = s.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
+    return (torch.softmax(s, -1),)
 
 
 def _known_heads():
@@ -119,9 +113,9 @@ attention_distance_ex = Exercise(
     sol.mean_distance,
     name="attention_distance_ex",
     cases=[
-        ("4 heads, 7 tokens, random weights", _softmax_case(11, 4, 7)),
+        ("4 heads, 7 tokens, random weights", lambda: _softmax_case(11, 4, 7)),
         ("five heads whose behaviour is known", _known_heads),
-        ("2 heads, 5 tokens, causal weights", _softmax_case(12, 2, 5, causal=True)),
+        ("2 heads, 5 tokens, causal weights", lambda: _softmax_case(12, 2, 5, causal=True)),
     ],
     mistakes=[_distance(signed=True), _distance(weighted=False), _distance(reduce="sum"), _distance(fraction=True)],
     properties=[
@@ -172,7 +166,7 @@ head_kinds_ex = Exercise(
     cases=[
         ("five heads whose behaviour is known", _known_heads),
         ("heads near the thresholds", _mixed_heads),
-        ("4 heads, 7 tokens, random weights", _softmax_case(11, 4, 7)),
+        ("4 heads, 7 tokens, random weights", lambda: _softmax_case(11, 4, 7)),
     ],
     mistakes=[
         _kinds(log=math.log2),

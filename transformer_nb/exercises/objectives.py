@@ -44,12 +44,9 @@ def _shift_wrong_keep(ids, keep):
 
 
 def _shift_case(seed, lengths, t):
-    def make():
-        keep = _keep(lengths, t)
-        ids = torch.randint(3, 50, (len(lengths), t), generator=_gen(seed)).masked_fill(~keep, 0)
-        return ids, keep
-
-    return make
+    keep = _keep(lengths, t)
+    ids = torch.randint(3, 50, (len(lengths), t), generator=_gen(seed)).masked_fill(~keep, 0)
+    return ids, keep
 
 
 lm_shift_ex = Exercise(
@@ -57,9 +54,9 @@ lm_shift_ex = Exercise(
     sol.lm_shift,
     name="lm_shift_ex",
     cases=[
-        ("lengths [6, 4], T = 6", _shift_case(31, [6, 4], 6)),
-        ("lengths [5, 5, 2], T = 5", _shift_case(32, [5, 5, 2], 5)),
-        ("one sequence of 3 tokens, no padding", _shift_case(33, [3], 3)),
+        ("lengths [6, 4], T = 6", lambda: _shift_case(31, [6, 4], 6)),
+        ("lengths [5, 5, 2], T = 5", lambda: _shift_case(32, [5, 5, 2], 5)),
+        ("one sequence of 3 tokens, no padding", lambda: _shift_case(33, [3], 3)),
     ],
     mistakes=[_shift_none, _shift_backwards, _shift_no_ignore, _shift_wrong_keep],
 )
@@ -81,12 +78,9 @@ def _pool_cls(hidden, keep):
 
 
 def _pool_case(seed, lengths, t, d=4):
-    def make():
-        keep = _keep(lengths, t)
-        hidden = torch.randn(len(lengths), t, d, generator=_gen(seed), dtype=torch.float64)
-        return hidden, keep
-
-    return make
+    keep = _keep(lengths, t)
+    hidden = torch.randn(len(lengths), t, d, generator=_gen(seed), dtype=torch.float64)
+    return hidden, keep
 
 
 mean_pool_ex = Exercise(
@@ -94,9 +88,9 @@ mean_pool_ex = Exercise(
     sol.mean_pool,
     name="mean_pool_ex",
     cases=[
-        ("lengths [5, 2], T = 5", _pool_case(41, [5, 2], 5)),
-        ("lengths [3, 3, 1], T = 4", _pool_case(42, [3, 3, 1], 4)),
-        ("no padding", _pool_case(43, [4, 4], 4)),
+        ("lengths [5, 2], T = 5", lambda: _pool_case(41, [5, 2], 5)),
+        ("lengths [3, 3, 1], T = 4", lambda: _pool_case(42, [3, 3, 1], 4)),
+        ("no padding", lambda: _pool_case(43, [4, 4], 4)),
     ],
     mistakes=[_pool_all, _pool_divide_by_t, _pool_cls],
     properties=[lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2])],

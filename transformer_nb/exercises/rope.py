@@ -91,35 +91,11 @@ def _toeplitz_if_repeated(args, out):
     return True
 
 
-def _case_exercise():
-    g = _g(810)  # the exercise: two heads, d_model = 16 (d_k = 8), 32 positions
-    return (
-        torch.randn(32, 16, generator=g, dtype=torch.float64),
-        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-        2,
-    )
-
-
-def _case_repeated():
-    g = _g(811)  # one token repeated 32 times: only the positions differ
-    tok = torch.randn(1, 16, generator=g, dtype=torch.float64)
-    return (
-        tok.expand(32, 16).clone(),
-        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-        2,
-    )
-
-
-def _case_three_heads():
-    g = _g(812)
-    return (
-        torch.randn(12, 24, generator=g, dtype=torch.float64),
-        torch.randn(24, 24, generator=g, dtype=torch.float64) / 5,
-        torch.randn(24, 24, generator=g, dtype=torch.float64) / 5,
-        3,
-    )
+def _scores_case(seed, t, d, n_heads, scale, repeated=False):
+    """``(x (T, d), w_q, w_k (d, d), n_heads)``; ``repeated``: one token T times, so only the positions differ."""
+    g = _g(seed)
+    x = torch.randn(1 if repeated else t, d, generator=g, dtype=torch.float64).expand(t, d).clone()
+    return (x, *(torch.randn(d, d, generator=g, dtype=torch.float64) / scale for _ in range(2)), n_heads)
 
 
 rope_scores_ex = Exercise(
@@ -127,9 +103,9 @@ rope_scores_ex = Exercise(
     name="rope_scores_ex",
     reference=sol.rope_scores,
     cases=[
-        ("the exercise: T=32, d_model=16, 2 heads (d_k=8)", _case_exercise),
-        ("one token repeated 32 times", _case_repeated),
-        ("T=12, d_model=24, 3 heads (d_k=8)", _case_three_heads),
+        ("the exercise: T=32, d_model=16, 2 heads (d_k=8)", lambda: _scores_case(810, 32, 16, 2, 4)),
+        ("one token repeated 32 times", lambda: _scores_case(811, 32, 16, 2, 4, repeated=True)),
+        ("T=12, d_model=24, 3 heads (d_k=8)", lambda: _scores_case(812, 12, 24, 3, 5)),
     ],
     mistakes=[
         _scores_with(rotate_before_split=True),
@@ -168,11 +144,8 @@ def _rs_with(*, sign=1.0, sine=True, one_based=False, no_two=False, half=False):
 
 
 def _rs_case(d, delta, seed):
-    def make():
-        g = _g(seed)
-        return torch.randn(d, generator=g, dtype=torch.float64), torch.randn(d, generator=g, dtype=torch.float64), delta
-
-    return make
+    g = _g(seed)
+    return torch.randn(d, generator=g, dtype=torch.float64), torch.randn(d, generator=g, dtype=torch.float64), delta
 
 
 relative_score_ex = Exercise(
@@ -180,10 +153,10 @@ relative_score_ex = Exercise(
     name="relative_score_ex",
     reference=sol.relative_score,
     cases=[
-        ("d=8, Δ = 7 (Exercise 8.10's offset)", _rs_case(8, 7, 820)),
-        ("d=16, Δ = -5", _rs_case(16, -5, 821)),
-        ("d=64, Δ = 1000", _rs_case(64, 1000, 822)),
-        ("d=8, Δ = 0", _rs_case(8, 0, 823)),
+        ("d=8, Δ = 7 (Exercise 8.10's offset)", lambda: _rs_case(8, 7, 820)),
+        ("d=16, Δ = -5", lambda: _rs_case(16, -5, 821)),
+        ("d=64, Δ = 1000", lambda: _rs_case(64, 1000, 822)),
+        ("d=8, Δ = 0", lambda: _rs_case(8, 0, 823)),
     ],
     mistakes=[
         _rs_with(sign=-1.0),

@@ -71,11 +71,8 @@ def _score_var(pairs=False, scale=math.sqrt, reduce="sum", std=False):
 
 
 def _emp_case(n, d, scaled, seed):
-    def make():
-        g = torch.Generator().manual_seed(seed)
-        return torch.randn(n, d, generator=g), torch.randn(n, d, generator=g), scaled
-
-    return make
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(n, d, generator=g), torch.randn(n, d, generator=g), scaled
 
 
 empirical_ex = Exercise(
@@ -83,9 +80,9 @@ empirical_ex = Exercise(
     sol.score_variance,
     name="empirical_ex",
     cases=[
-        ("N=2000 samples, d_k=64, unscaled", _emp_case(2000, 64, False, 11)),
-        ("N=2000 samples, d_k=64, scaled", _emp_case(2000, 64, True, 12)),
-        ("N=2000 samples, d_k=256, scaled", _emp_case(2000, 256, True, 13)),
+        ("N=2000 samples, d_k=64, unscaled", lambda: _emp_case(2000, 64, False, 11)),
+        ("N=2000 samples, d_k=64, scaled", lambda: _emp_case(2000, 64, True, 12)),
+        ("N=2000 samples, d_k=256, scaled", lambda: _emp_case(2000, 256, True, 13)),
     ],
     mistakes=[
         _score_var(pairs=True),
