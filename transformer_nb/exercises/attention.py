@@ -45,32 +45,8 @@ def _attend(q, k, v, mask=None, scale=None, dim=-1, transpose_scores=False):
     return weights @ v, weights
 
 
-def _no_scale(q, k, v, mask=None):
-    return _attend(q, k, v, mask, scale=lambda q, k, v: 1.0)
-
-
-def _scale_by_dk(q, k, v, mask=None):
-    return _attend(q, k, v, mask, scale=lambda q, k, v: q.shape[-1])
-
-
-def _scale_by_dv(q, k, v, mask=None):
-    return _attend(q, k, v, mask, scale=lambda q, k, v: math.sqrt(v.shape[-1]))
-
-
-def _scale_by_keys(q, k, v, mask=None):
-    return _attend(q, k, v, mask, scale=lambda q, k, v: math.sqrt(k.shape[-2]))
-
-
-def _softmax_over_queries(q, k, v, mask=None):
-    return _attend(q, k, v, mask, dim=-2)
-
-
 def _transposed_scores(q, k, v, mask=None):
     return _attend(q, k, v, None if mask is None else mask.transpose(-2, -1), transpose_scores=True)
-
-
-def _mask_inverted(q, k, v, mask=None):
-    return _attend(q, k, v, None if mask is None else ~mask.bool())
 
 
 def _mask_after_softmax(q, k, v, mask=None):
@@ -162,13 +138,13 @@ attention_ex = _AttentionExercise(
         ),
     ],
     mistakes=[
-        _no_scale,
-        _scale_by_dk,
-        _scale_by_dv,
-        _scale_by_keys,
-        _softmax_over_queries,
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: 1.0),
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: q.shape[-1]),
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: math.sqrt(v.shape[-1])),
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: math.sqrt(k.shape[-2])),
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, dim=-2),
         _transposed_scores,
-        _mask_inverted,
+        lambda q, k, v, mask=None: _attend(q, k, v, None if mask is None else ~mask.bool()),
         _mask_after_softmax,
         _weights_transposed,
     ],

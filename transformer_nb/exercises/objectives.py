@@ -35,10 +35,6 @@ def _shift_backwards(ids, keep):
     return ids[:, 1:], ids[:, :-1].masked_fill(~keep[:, :-1], -100)
 
 
-def _shift_no_ignore(ids, keep):
-    return ids[:, :-1], ids[:, 1:]
-
-
 def _shift_wrong_keep(ids, keep):
     return ids[:, :-1], ids[:, 1:].masked_fill(~keep[:, :-1], -100)
 
@@ -58,23 +54,15 @@ lm_shift_ex = Exercise(
         ("lengths [5, 5, 2], T = 5", lambda: _shift_case(32, [5, 5, 2], 5)),
         ("one sequence of 3 tokens, no padding", lambda: _shift_case(33, [3], 3)),
     ],
-    mistakes=[_shift_none, _shift_backwards, _shift_no_ignore, _shift_wrong_keep],
+    mistakes=[_shift_none, _shift_backwards, lambda ids, keep: (ids[:, :-1], ids[:, 1:]), _shift_wrong_keep],
 )
 
 
 # --------------------------------------------------------------------------- 3. masked mean pooling
 
 
-def _pool_all(hidden, keep):
-    return hidden.mean(1)
-
-
 def _pool_divide_by_t(hidden, keep):
     return (hidden * keep[..., None]).sum(1) / hidden.shape[1]
-
-
-def _pool_cls(hidden, keep):
-    return hidden[:, 0]
 
 
 def _pool_case(seed, lengths, t, d=4):
@@ -92,6 +80,6 @@ mean_pool_ex = Exercise(
         ("lengths [3, 3, 1], T = 4", lambda: _pool_case(42, [3, 3, 1], 4)),
         ("no padding", lambda: _pool_case(43, [4, 4], 4)),
     ],
-    mistakes=[_pool_all, _pool_divide_by_t, _pool_cls],
+    mistakes=[lambda hidden, keep: hidden.mean(1), _pool_divide_by_t, lambda hidden, keep: hidden[:, 0]],
     properties=[lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2])],
 )

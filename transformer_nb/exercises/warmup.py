@@ -15,10 +15,6 @@ from transformer_nb.exercises.solutions import warmup as sol
 NOTEBOOK = "00_start_here"  # the notebook whose exercise cells use this module
 
 
-def _naive(x):
-    return x.exp() / x.exp().sum(dim=-1, keepdim=True)
-
-
 def _wrong_axis(x):
     z = x - x.max(dim=0, keepdim=True).values
     return z.exp() / z.exp().sum(dim=0, keepdim=True)
@@ -47,21 +43,9 @@ softmax_ex = Exercise(
         ("huge scores (1, 3)", lambda: (torch.tensor([[1000.0, 999.0, 990.0]]),)),
         ("rows far apart (2, 3)", lambda: (torch.tensor([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0]]),)),
     ],
-    mistakes=[_naive, _wrong_axis, _global_sum, _global_max],
+    mistakes=[lambda x: x.exp() / x.exp().sum(dim=-1, keepdim=True), _wrong_axis, _global_sum, _global_max],
     properties=[lambda a, out: torch.allclose(out.sum(-1), torch.ones(out.shape[:-1]), atol=1e-5)],
 )
-
-
-def _transposed(q, k):
-    return k @ q.transpose(-2, -1)
-
-
-def _dims(q, k):
-    return q.transpose(-2, -1) @ k
-
-
-def _elementwise(q, k):
-    return (q * k).sum(-1)
 
 
 scores_ex = Exercise(
@@ -81,5 +65,5 @@ scores_ex = Exercise(
             lambda: (torch.arange(24.0).reshape(2, 3, 4) / 10, torch.arange(40.0).reshape(2, 5, 4).flip(-1) / 10),
         ),
     ],
-    mistakes=[_transposed, _dims, _elementwise],
+    mistakes=[lambda q, k: k @ q.transpose(-2, -1), lambda q, k: q.transpose(-2, -1) @ k, lambda q, k: (q * k).sum(-1)],
 )
