@@ -8,7 +8,7 @@
   against the run's own numbers, ``{"Transformer": {...}, "LSTM": {...}}`` with ``perplexity``,
   ``seconds_per_epoch`` and ``parameters``.
 
-The checkers run on :class:`TinyLM`, a seeded causal model with dropout, small enough to run in milliseconds.
+The checkers run on :func:`tiny_lm`, a seeded one-block decoder of the package with dropout.
 """
 
 __all__ = ["evaluate_ex", "greedy_lm_ex", "train_step_ex", "verdict_ex"]  # what a notebook uses
@@ -16,9 +16,9 @@ __all__ = ["evaluate_ex", "greedy_lm_ex", "train_step_ex", "verdict_ex"]  # what
 import math
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.transformer import Transformer
 from transformer_nb.exercises import Exercise, answer_hints
 from transformer_nb.exercises.compare import allclose, is_number, same_answers
 from transformer_nb.exercises.solutions import lm as sol
@@ -28,21 +28,12 @@ NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
 VOCAB = 11
 
 
-class TinyLM(nn.Module):
-    """``forward(ids (B, T)) -> (logits (B, T, VOCAB), None)``, the package's contract without targets;
-    position t sees tokens 0..t (a running mean), with dropout."""
-
-    def __init__(self, seed: int = 0, dropout: float = 0.25):
-        super().__init__()
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            self.embed, self.mix, self.head = nn.Embedding(VOCAB, 8), nn.Linear(8, 8), nn.Linear(8, VOCAB)
-        self.drop = nn.Dropout(dropout)
-
-    def forward(self, ids):
-        h = self.embed(ids)
-        h = h.cumsum(1) / torch.arange(1, ids.shape[1] + 1)[:, None]
-        return self.head(torch.tanh(self.mix(self.drop(h))) + h), None
+def tiny_lm(seed: int = 0) -> Transformer:
+    """A seeded decoder of the package with dropout (the mistakes that leave it on show), in milliseconds:
+    ``forward(ids (B, T)) -> (logits (B, T, VOCAB), None)``."""
+    with torch.random.fork_rng():
+        torch.manual_seed(seed)
+        return Transformer(vocab=VOCAB, d_model=8, n_heads=2, d_ff=16, n_layers=1, max_len=16, dropout=0.25)
 
 
 def _seeded(fn):
@@ -95,8 +86,8 @@ evaluate_ex = Exercise(
     harness=_seeded,
     fresh_args=True,
     cases=[
-        ("2 equal batches", lambda: (TinyLM(1), _batches(1, [(2, 6), (2, 6)]))),
-        ("batches of 2×8, 3×5 and 1×2 targets", lambda: (TinyLM(2), _batches(2, [(2, 8), (3, 5), (1, 2)]))),
+        ("2 equal batches", lambda: (tiny_lm(1), _batches(1, [(2, 6), (2, 6)]))),
+        ("batches of 2×8, 3×5 and 1×2 targets", lambda: (tiny_lm(2), _batches(2, [(2, 8), (3, 5), (1, 2)]))),
     ],
     mistakes=[
         _eval(_EXACT, eval_mode=False),
@@ -143,7 +134,7 @@ def _two_steps(fn):
 
 
 def _train_case(seed):
-    model = TinyLM(seed)
+    model = tiny_lm(seed)
     return model, torch.optim.AdamW(model.parameters(), lr=0.05), _batches(seed, [(2, 6), (2, 6)])
 
 
@@ -199,8 +190,8 @@ greedy_lm_ex = Exercise(
     harness=_seeded,
     fresh_args=True,
     cases=[
-        ("one prompt of 5 tokens, 8 new", lambda: (TinyLM(5), _stream(5, 5)[None], 8)),
-        ("two prompts of 3 tokens, 6 new", lambda: (TinyLM(6), _stream(6, 6).view(2, 3), 6)),
+        ("one prompt of 5 tokens, 8 new", lambda: (tiny_lm(5), _stream(5, 5)[None], 8)),
+        ("two prompts of 3 tokens, 6 new", lambda: (tiny_lm(6), _stream(6, 6).view(2, 3), 6)),
     ],
     mistakes=[
         _greedy(position=0),
