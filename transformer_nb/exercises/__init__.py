@@ -418,20 +418,18 @@ def catalogue(name: str | None = None) -> None:
     """Print what the checkers recognise: per exercise (its notebook, checker and title) the number of typical
     mistakes that get their own message; with ``name`` (``"mha_ex"`` or ``"capstone.mha_ex"``), every message."""
     exercises = all_exercises()
-    notebook = lambda key: importlib.import_module(f"{__name__}.{key.split('.')[0]}").NOTEBOOK
     if name is None:
+        notebook = lambda key: importlib.import_module(f"{__name__}.{key.split('.')[0]}").NOTEBOOK
         print(f"{'notebook':24s} {'checker':32s} {'mistakes':>8s}  exercise")
         for key in sorted(exercises, key=lambda k: (notebook(k), k)):
             print(f"{notebook(key):24s} {key:32s} {len(exercises[key].mistakes):8d}  {exercises[key].title}")
         total = sum(len(ex.mistakes) for ex in exercises.values())
-        print(
-            f"{total} known mistakes in {len(exercises)} checkers; catalogue('<checker>') lists one checker's messages."
-        )
+        print(f"{total} known mistakes in {len(exercises)} checkers; catalogue('<checker>') lists one checker's", end="")
+        print(" messages.")
         return
     keys = [k for k in exercises if name in (k, k.split(".")[1])]
     if not keys:
         raise ValueError(f"no checker named {name!r}; catalogue() lists them")
     for key in keys:
         print(f"{key} ({exercises[key].title}), {len(exercises[key].mistakes)} known mistakes:")
-        for i, m in enumerate(exercises[key].mistakes, 1):
-            print(f"  {i:2d}. {m.hint}")
+        print("".join(f"  {i:2d}. {m.hint}\n" for i, m in enumerate(exercises[key].mistakes, 1)), end="")
