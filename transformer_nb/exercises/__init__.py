@@ -424,8 +424,9 @@ def catalogue(name: str | None = None) -> None:
         for key in sorted(exercises, key=lambda k: (notebook(k), k)):
             print(f"{notebook(key):24s} {key:32s} {len(exercises[key].mistakes):8d}  {exercises[key].title}")
         total = sum(len(ex.mistakes) for ex in exercises.values())
-        print(f"{total} known mistakes in {len(exercises)} checkers; catalogue('<checker>') lists one checker's", end="")
-        print(" messages.")
+        print(
+            f"{total} known mistakes in {len(exercises)} checkers; catalogue('<checker>') lists one checker's messages."
+        )
         return
     keys = [k for k in exercises if name in (k, k.split(".")[1])]
     if not keys:
