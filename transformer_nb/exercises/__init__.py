@@ -122,6 +122,21 @@ def answer_hints(reference, hints: dict) -> list:
     ]
 
 
+def gen(seed: int) -> torch.Generator:
+    """A generator seeded with ``seed``: each case draws its own numbers."""
+    return torch.Generator().manual_seed(seed)
+
+
+def keep_mask(lengths, t: int) -> torch.Tensor:
+    """``(B, t)`` bool, True at the first ``lengths[b]`` positions of row b (right padding)."""
+    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def tril(t: int) -> torch.Tensor:
+    """The ``(t, t)`` causal mask, True where key j <= query i."""
+    return torch.ones(t, t, dtype=torch.bool).tril()
+
+
 def _clone(args):
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -67,12 +67,8 @@ _SCALE = (
 )
 
 
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
-
-
 def _case_plain():
-    g = _g(1)
+    g = gen(1)
     return tuple(torch.randn(2, 8, 16, generator=g) for _ in range(3))
 
 
@@ -81,24 +77,24 @@ def _case_causal():
 
 
 def _case_rect():
-    g = _g(2)  # T_q != T_k and d_v != d_k: catches transposes and scales that square inputs hide
+    g = gen(2)  # T_q != T_k and d_v != d_k: catches transposes and scales that square inputs hide
     return (torch.randn(2, 3, 16, generator=g) * 2, torch.randn(2, 5, 16, generator=g) * 2, torch.randn(2, 5, 4))
 
 
 def _case_padding():
-    g = _g(3)
+    g = gen(3)
     mask = torch.ones(4, 6, dtype=torch.bool)
     mask[:, 4:] = False  # the last two keys are padding
     return (torch.randn(2, 4, 8, generator=g) * 3, torch.randn(2, 6, 8, generator=g) * 3, torch.randn(2, 6, 5), mask)
 
 
 def _case_float_tril():
-    g = _g(6)  # the chapter's hint builds the mask with torch.tril(torch.ones(T, T)): a float 0/1 mask
+    g = gen(6)  # the chapter's hint builds the mask with torch.tril(torch.ones(T, T)): a float 0/1 mask
     return (*(torch.randn(1, 5, 4, generator=g) for _ in range(3)), torch.tril(torch.ones(5, 5)))
 
 
 def _case_empty_row():
-    g = _g(4)
+    g = gen(4)
     mask = torch.ones(4, 4, dtype=torch.bool).tril()
     mask[0] = False  # query 0 may attend to nothing at all
     return tuple(torch.randn(1, 4, 8, generator=g) for _ in range(3)) + (mask,)
@@ -184,7 +180,7 @@ causal_ex = _AttentionExercise(
         ("batch=2, seq_len=8, d_k=d_v=16", _case_plain),
         (
             "batch=1, seq_len=5, d_k=4, d_v=3, large scores",
-            lambda: (torch.randn(1, 5, 4, generator=_g(5)) * 3, torch.randn(1, 5, 4) * 3, torch.randn(1, 5, 3)),
+            lambda: (torch.randn(1, 5, 4, generator=gen(5)) * 3, torch.randn(1, 5, 4) * 3, torch.randn(1, 5, 3)),
         ),
     ],
     mistakes=[

@@ -12,14 +12,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, Property
+from transformer_nb.exercises import Exercise, Property, gen
 from transformer_nb.exercises.solutions import block as sol
 
 NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module
-
-
-def _gen(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 def _rms(centre=False, eps_outside=False, reduce="mean", weight=True, root=True, dim=-1):
@@ -33,7 +29,7 @@ def _rms(centre=False, eps_outside=False, reduce="mean", weight=True, root=True,
 
 
 def _rms_case(seed, shape, offset=0.0, eps=1e-6, scale=1.0):
-    g = _gen(seed)
+    g = gen(seed)
     x = scale * torch.randn(*shape, generator=g, dtype=torch.float64) + offset
     return x, 1.0 + 0.5 * torch.randn(shape[-1], generator=g, dtype=torch.float64), eps
 
@@ -71,7 +67,7 @@ def _glu(act=F.silu, swap=False, combine="mul", up=True):
 
 
 def _swiglu_case(seed, b, t, d, d_ff):
-    g = _gen(seed)
+    g = gen(seed)
     x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
     shapes = ((d_ff, d), (d_ff, d), (d, d_ff))
     return (x, *(torch.randn(*s, generator=g, dtype=torch.float64) / s[1] ** 0.5 for s in shapes))
@@ -136,7 +132,7 @@ def stack_signature(model, d_model: int, d_ff: int, n_blocks: int, seed: int = 0
     (every parameter gets a ``.grad`` from ``out.sum().backward()``), ``count`` (``"ok"`` for the parameter
     count of ``n_blocks`` blocks, else the count), ``residual`` (a large input passes nearly unchanged) and
     ``normalised`` (every output token has mean 0 and variance 1: a norm is applied last)."""
-    x = torch.randn(2, 12, d_model, generator=_gen(seed))
+    x = torch.randn(2, 12, d_model, generator=gen(seed))
     for p in model.parameters():
         p.grad = None
     model.train(False)

@@ -21,7 +21,7 @@ import torch.nn.functional as F
 from transformer_nb.core.block import EncoderLayer
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
 
@@ -52,7 +52,7 @@ def student_names(state_dict: dict) -> dict:
 
 def randomise_(module: nn.Module, seed: int) -> nn.Module:
     """Overwrite every parameter with seeded random values (LayerNorm scales near 1), so that no part is trivial."""
-    g = torch.Generator().manual_seed(seed)
+    g = gen(seed)
     with torch.no_grad():
         for m in module.modules():
             for name, p in m.named_parameters(recurse=False):
@@ -176,7 +176,7 @@ class _MHASlip(sol.MultiHeadAttention):
 def _case(sizes, t, seed, causal=False, scale=1.0):
     """Case arguments ``(*sizes, x, mask, seed)``, ``x: (2, t, d_model = sizes[0])``, a causal mask or None."""
 
-    x = scale * torch.randn(2, t, sizes[0], generator=torch.Generator().manual_seed(seed))
+    x = scale * torch.randn(2, t, sizes[0], generator=gen(seed))
     return *sizes, x, sol.my_causal_mask(t) if causal else None, seed
 
 

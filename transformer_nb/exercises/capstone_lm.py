@@ -21,6 +21,7 @@ import torch.nn.functional as F
 
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.transformer import Transformer
+from transformer_nb.exercises import gen
 from transformer_nb.exercises.capstone import PackageExercise, Problem, _close, load_package_weights, randomise_, slip
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import capstone as sol
@@ -176,7 +177,7 @@ class _LMSlip(sol.LanguageModel):
 
 
 def _lm_case(cfg, shape, probes, seed):
-    return lambda: (cfg, torch.randint(0, cfg[0], shape, generator=torch.Generator().manual_seed(seed)), probes, seed)
+    return lambda: (cfg, torch.randint(0, cfg[0], shape, generator=gen(seed)), probes, seed)
 
 
 lm_ex = PackageExercise(
@@ -263,7 +264,7 @@ params_ex = PackageExercise(
 def _gen_case(prompt_len, n_new, max_len, seed):
     torch.manual_seed(seed)
     model = randomise_(sol.LanguageModel(30, 16, 2, 32, 2, max_len), seed).eval()
-    return model, torch.randint(0, 30, (prompt_len,), generator=torch.Generator().manual_seed(seed)), n_new, max_len
+    return model, torch.randint(0, 30, (prompt_len,), generator=gen(seed)), n_new, max_len
 
 
 @torch.no_grad()

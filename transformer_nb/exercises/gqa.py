@@ -8,7 +8,7 @@ __all__ = ["expand_kv_ex", "kv_cache_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import multihead as sol
 
@@ -16,7 +16,7 @@ NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use thi
 
 
 def _expand_case(seed, b, n_kv, t, dh, h):
-    return lambda: (torch.randn(b, n_kv, t, dh, generator=torch.Generator().manual_seed(seed)), h)
+    return lambda: (torch.randn(b, n_kv, t, dh, generator=gen(seed)), h)
 
 
 expand_kv_ex = Exercise(

@@ -16,14 +16,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.solutions import lm as sol
 
 NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
-
-
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 def _top_k(largest=True, temperature="divide", renormalise=True, extra=0):
@@ -39,7 +35,7 @@ def _top_k(largest=True, temperature="divide", renormalise=True, extra=0):
 
 
 def _top_k_case(b, v, k, t, seed):
-    return lambda: (torch.randn(b, v, generator=_g(seed)) * 2, k, t)
+    return lambda: (torch.randn(b, v, generator=gen(seed)) * 2, k, t)
 
 
 top_k_ex = Exercise(
@@ -83,7 +79,7 @@ def _kv(attend="all", order="append", scale=True, out="attention"):
 
 
 def _kv_case(b, h, t, d, seed):
-    g = _g(seed)
+    g = gen(seed)
     return tuple(torch.randn(b, h, n, d, generator=g) for n in (1, 1, 1, t, t))
 
 

@@ -19,7 +19,7 @@ import torch
 import torch.nn.functional as F
 
 from transformer_nb.core.transformer import Transformer
-from transformer_nb.exercises import Exercise, answer_hints
+from transformer_nb.exercises import Exercise, answer_hints, gen
 from transformer_nb.exercises.compare import allclose, is_number, same_answers
 from transformer_nb.exercises.solutions import lm as sol
 
@@ -48,7 +48,7 @@ def _seeded(fn):
 
 
 def _stream(seed, n):
-    return torch.randint(0, VOCAB, (n,), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(0, VOCAB, (n,), generator=gen(seed))
 
 
 def _batches(seed, shapes):

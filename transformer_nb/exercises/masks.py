@@ -15,7 +15,7 @@ __all__ = ["causal_ex", "combined_ex", "padding_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, keep_mask, tril
 from transformer_nb.exercises.compare import tensor_problem
 from transformer_nb.exercises.solutions import masks as sol
 
@@ -141,29 +141,21 @@ class _CombinedExercise(MaskExercise):
         return "Axes: batch, head (size 1), query, key."
 
 
-def _tril(T):
-    return torch.ones(T, T, dtype=torch.bool).tril()
-
-
-def _keep(lengths, T):
-    return torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]
-
-
 combined_ex = _CombinedExercise(
     compare=_mask_equal,
     title="Padding + causal mask for a batch",
     name="combined_ex",
     reference=sol.my_decoder_mask,
     cases=[
-        ("lengths [3, 5, 1], T=5", lambda: (_keep([3, 5, 1], 5),)),
-        ("lengths [2, 4], T=4", lambda: (_keep([2, 4], 4),)),
-        ("lengths [0, 2], T=3 (an empty sequence)", lambda: (_keep([0, 2], 3),)),
+        ("lengths [3, 5, 1], T=5", lambda: (keep_mask([3, 5, 1], 5),)),
+        ("lengths [2, 4], T=4", lambda: (keep_mask([2, 4], 4),)),
+        ("lengths [0, 2], T=3 (an empty sequence)", lambda: (keep_mask([0, 2], 3),)),
     ],
     mistakes=[
         lambda keep: keep[:, None, None, :].expand(-1, 1, keep.shape[-1], -1),
-        lambda keep: _tril(keep.shape[-1]).expand(keep.shape[0], 1, -1, -1),
-        lambda keep: keep[:, None, :, None] & _tril(keep.shape[-1]),
-        lambda keep: keep[:, None, None, :] | _tril(keep.shape[-1]),
+        lambda keep: tril(keep.shape[-1]).expand(keep.shape[0], 1, -1, -1),
+        lambda keep: keep[:, None, :, None] & tril(keep.shape[-1]),
+        lambda keep: keep[:, None, None, :] | tril(keep.shape[-1]),
     ],
     properties=[
         lambda args, out: not bool(out.triu(1).any()),

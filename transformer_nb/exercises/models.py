@@ -10,21 +10,13 @@ __all__ = ["variant_masks_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, keep_mask, tril
 from transformer_nb.exercises.solutions import models as sol
 
 NOTEBOOK = "08_architecture_variants"  # the notebook whose exercise cells use this module
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 KEYS = ("encoder_self", "decoder_self", "cross")
-
-
-def _gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def _keep(lengths, t):
-    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
 
 
 # --------------------------------------------------------------------------- 1. masks per variant
@@ -34,21 +26,17 @@ def _pad(keep, t_q):  # (B, T_k) -> (B, 1, T_q, T_k): block padded keys
     return keep[:, None, None, :].expand(-1, 1, t_q, -1)
 
 
-def _tril(t):
-    return torch.ones(t, t, dtype=torch.bool).tril()
-
-
 def _masks_bert_causal(variant, src_keep, tgt_keep):
     out = sol.variant_masks(variant, src_keep, tgt_keep)
     if variant == "encoder-only":
-        out["encoder_self"] = out["encoder_self"] & _tril(src_keep.shape[1])
+        out["encoder_self"] = out["encoder_self"] & tril(src_keep.shape[1])
     return out
 
 
 def _masks_encdec_encoder_causal(variant, src_keep, tgt_keep):
     out = sol.variant_masks(variant, src_keep, tgt_keep)
     if variant == "encoder-decoder":
-        out["encoder_self"] = out["encoder_self"] & _tril(src_keep.shape[1])
+        out["encoder_self"] = out["encoder_self"] & tril(src_keep.shape[1])
     return out
 
 
@@ -85,7 +73,7 @@ def _masks_decoder_no_padding(variant, src_keep, tgt_keep):
     out = sol.variant_masks(variant, src_keep, tgt_keep)
     if out["decoder_self"] is not None:
         t = tgt_keep.shape[1]
-        out["decoder_self"] = _tril(t).expand(tgt_keep.shape[0], 1, t, t)
+        out["decoder_self"] = tril(t).expand(tgt_keep.shape[0], 1, t, t)
     return out
 
 
@@ -148,7 +136,7 @@ class _VariantMasksExercise(Exercise):
 
 
 def _case(variant, src_lengths, s, tgt_lengths, t):
-    return lambda: (variant, _keep(src_lengths, s), _keep(tgt_lengths, t))
+    return lambda: (variant, keep_mask(src_lengths, s), keep_mask(tgt_lengths, t))
 
 
 variant_masks_ex = _VariantMasksExercise(

@@ -15,14 +15,10 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.solutions import multihead as sol
 
 NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use this module
-
-
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 def _mha(split="view_transpose", scale="d_k", out_proj=True, merge="transpose", softmax_dim=-1):
@@ -46,7 +42,7 @@ def _mha(split="view_transpose", scale="d_k", out_proj=True, merge="transpose", 
 
 
 def _mha_case(seed, b, t, d, h):
-    g = _g(seed)
+    g = gen(seed)
     x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
     ws = [torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d) for _ in range(4)]
     return (x, *ws, h)
@@ -90,7 +86,7 @@ def _distance(signed=False, weighted=True, reduce="mean", fraction=False):
 
 
 def _softmax_case(seed, h, t, sharp=2.0, causal=False):
-    s = sharp * torch.randn(h, t, t, generator=_g(seed), dtype=torch.float64)
+    s = sharp * torch.randn(h, t, t, generator=gen(seed), dtype=torch.float64)
     if causal:
         s = s.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
     return (torch.softmax(s, -1),)
@@ -104,7 +100,7 @@ def _known_heads():
     prev[torch.arange(t), (torch.arange(t) - 1).clamp_min(0)] = 1.0
     soft = torch.softmax(-(pos[:, None] - pos[None, :]).abs(), -1)
     uniform = torch.full((t, t), 1 / t, dtype=torch.float64)
-    focused = torch.softmax(6 * torch.randn(t, t, generator=_g(14), dtype=torch.float64), -1)
+    focused = torch.softmax(6 * torch.randn(t, t, generator=gen(14), dtype=torch.float64), -1)
     return (torch.stack([prev, torch.eye(t, dtype=torch.float64), soft, uniform, focused]),)
 
 
@@ -153,7 +149,7 @@ def _mixed_heads():
     future = torch.zeros(t, t, dtype=torch.float64)
     future[torch.arange(t), (torch.arange(t) + 2).clamp_max(t - 1)] = 0.5
     future[torch.arange(t), (torch.arange(t) - 2).clamp_min(0)] += 0.5  # looks 2 back and 2 ahead: signed ~ 0
-    mid = torch.softmax(1.1 * torch.randn(t, t, generator=_g(15), dtype=torch.float64), -1)  # entropy ~ 0.8 ln T
+    mid = torch.softmax(1.1 * torch.randn(t, t, generator=gen(15), dtype=torch.float64), -1)  # entropy ~ 0.8 ln T
     all_but_one = torch.full((t, t), 1 / (t - 1), dtype=torch.float64)
     all_but_one[torch.arange(t), (torch.arange(t) + 3) % t] = 0.0  # exact zeros, entropy ln 6 > 0.9 ln 7
     return (torch.stack([wide_local, future, mid, torch.eye(t, dtype=torch.float64), all_but_one]),)

@@ -10,18 +10,10 @@ __all__ = ["lm_shift_ex", "mean_pool_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, gen, keep_mask
 from transformer_nb.exercises.solutions import models as sol
 
 NOTEBOOK = "08_architecture_variants"  # the notebook whose exercise cells use this module
-
-
-def _gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def _keep(lengths, t):
-    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
 
 
 # --------------------------------------------------------------------------- 2. the LM shift
@@ -40,8 +32,8 @@ def _shift_wrong_keep(ids, keep):
 
 
 def _shift_case(seed, lengths, t):
-    keep = _keep(lengths, t)
-    ids = torch.randint(3, 50, (len(lengths), t), generator=_gen(seed)).masked_fill(~keep, 0)
+    keep = keep_mask(lengths, t)
+    ids = torch.randint(3, 50, (len(lengths), t), generator=gen(seed)).masked_fill(~keep, 0)
     return ids, keep
 
 
@@ -66,8 +58,8 @@ def _pool_divide_by_t(hidden, keep):
 
 
 def _pool_case(seed, lengths, t, d=4):
-    keep = _keep(lengths, t)
-    hidden = torch.randn(len(lengths), t, d, generator=_gen(seed), dtype=torch.float64)
+    keep = keep_mask(lengths, t)
+    hidden = torch.randn(len(lengths), t, d, generator=gen(seed), dtype=torch.float64)
     return hidden, keep
 
 

@@ -16,7 +16,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.compare import allclose, tensor_problem
 from transformer_nb.exercises.solutions import positional as sol
 
@@ -48,10 +48,6 @@ def _sinusoids(T, d):
     pos = torch.arange(T, dtype=torch.float64)[:, None]
     angle = pos * 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
-
-
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 # ----------------------------------------------------------------------------------------
@@ -138,12 +134,12 @@ def _case_sinusoid():
 
 
 def _case_random():
-    g = _g(31)  # rows of different lengths, no structure: similarity to row 0 is not the average
+    g = gen(31)  # rows of different lengths, no structure: similarity to row 0 is not the average
     return (torch.randn(20, 8, generator=g) * torch.linspace(0.5, 3.0, 20)[:, None],)
 
 
 def _case_learned_like():
-    g = _g(32)
+    g = gen(32)
     return (torch.randn(50, 16, generator=g) * 0.02 + 0.01,)
 
 

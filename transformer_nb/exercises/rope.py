@@ -14,15 +14,11 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import rope as sol
 
 NOTEBOOK = "05_rope"  # the notebook whose exercise cells use this module
-
-
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 def _thetas(d, base=10000.0, one_based=False, no_two=False):
@@ -93,7 +89,7 @@ def _toeplitz_if_repeated(args, out):
 
 def _scores_case(seed, t, d, n_heads, scale, repeated=False):
     """``(x (T, d), w_q, w_k (d, d), n_heads)``; ``repeated``: one token T times, so only the positions differ."""
-    g = _g(seed)
+    g = gen(seed)
     x = torch.randn(1 if repeated else t, d, generator=g, dtype=torch.float64).expand(t, d).clone()
     return (x, *(torch.randn(d, d, generator=g, dtype=torch.float64) / scale for _ in range(2)), n_heads)
 
@@ -144,7 +140,7 @@ def _rs_with(*, sign=1.0, sine=True, one_based=False, no_two=False, half=False):
 
 
 def _rs_case(d, delta, seed):
-    g = _g(seed)
+    g = gen(seed)
     return torch.randn(d, generator=g, dtype=torch.float64), torch.randn(d, generator=g, dtype=torch.float64), delta
 
 

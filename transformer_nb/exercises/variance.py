@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -71,7 +71,7 @@ def _score_var(pairs=False, scale=math.sqrt, reduce="sum", std=False):
 
 
 def _emp_case(n, d, scaled, seed):
-    g = torch.Generator().manual_seed(seed)
+    g = gen(seed)
     return torch.randn(n, d, generator=g), torch.randn(n, d, generator=g), scaled
 
 
@@ -108,7 +108,7 @@ def _jac(fn_p=lambda s: torch.softmax(s, -1), diag=True, outer=True, sign=1.0):
 
 
 def _jac_case(rows, scale, seed):
-    return lambda: (torch.randn(rows, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * scale,)
+    return lambda: (torch.randn(rows, 5, generator=gen(seed), dtype=torch.float64) * scale,)
 
 
 jacobian_ex = Exercise(
