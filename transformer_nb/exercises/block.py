@@ -109,17 +109,6 @@ class _Block(nn.Module):
         return b(x)
 
 
-class _Shared(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, n_blocks):
-        super().__init__()
-        self.block, self.n = sol.PreLNBlock(d_model, n_heads, d_ff), n_blocks
-
-    def forward(self, x):
-        for _ in range(self.n):
-            x = self.block(x)
-        return x
-
-
 def _allowed_counts(d_model, d_ff, n_blocks):
     """Parameter counts of n_blocks Pre-LN blocks with LayerNorms, with or without linear biases."""
     weights, norms = 4 * d_model * d_model + 2 * d_model * d_ff, 4 * d_model
@@ -204,7 +193,7 @@ encoder_stack_ex = _StackExercise(
         lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, post_ln=True) for _ in range(n)]),
         lambda d, h, f, n: nn.Sequential(sol.build_encoder_stack(d, h, f, n), nn.LayerNorm(d)),
         lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, residual=False) for _ in range(n)]),
-        lambda d, h, f, n: _Shared(d, h, f, n),
+        lambda d, h, f, n: nn.Sequential(*[sol.PreLNBlock(d, h, f)] * n),  # one block, shared
         lambda d, h, f, n: sol.build_encoder_stack(d, h, f, 4),
     ],
     properties=[

@@ -11,6 +11,7 @@ __all__ = ["variant_masks_ex"]  # what a notebook uses
 import torch
 
 from transformer_nb.exercises import Exercise, keep_mask, tril
+from transformer_nb.exercises.compare import tensor_problem
 from transformer_nb.exercises.solutions import models as sol
 
 NOTEBOOK = "08_architecture_variants"  # the notebook whose exercise cells use this module
@@ -120,18 +121,14 @@ class _VariantMasksExercise(Exercise):
                 return f"for {variant}, '{key}' is missing (None): this variant does have that sublayer."
             if want is None:
                 continue
-            if not isinstance(mine, torch.Tensor) or mine.dtype != torch.bool:
-                return (
-                    f"'{key}' must be a bool tensor (True = may attend), got "
-                    f"{mine.dtype if isinstance(mine, torch.Tensor) else type(mine).__name__}."
-                )
+            problem = tensor_problem(mine, want, f"'{key}'")
+            if problem:
+                return problem
             if tuple(mine.shape) != tuple(want.shape):
-                extra = (
-                    " Cross-attention has target queries and *source* keys: (B, 1, T, S), padded like the source."
-                    if key == "cross"
-                    else ""
+                cross = " Cross-attention has target queries and *source* keys: (B, 1, T, S), padded like the source."
+                return f"'{key}' has shape {tuple(mine.shape)}, expected (B, 1, T_q, T_k) = {tuple(want.shape)}." + (
+                    cross if key == "cross" else ""
                 )
-                return f"'{key}' has shape {tuple(mine.shape)}, expected (B, 1, T_q, T_k) = {tuple(want.shape)}.{extra}"
         return super().diagnose(args, out, ref)
 
 
