@@ -127,6 +127,12 @@ def gen(seed: int) -> torch.Generator:
     return torch.Generator().manual_seed(seed)
 
 
+def randn(seed: int, *shapes, scale: float = 1.0, dtype=torch.float32) -> tuple:
+    """One tensor per shape, ``scale`` times standard normal draws from one generator seeded with ``seed``."""
+    g = gen(seed)
+    return tuple(scale * torch.randn(*shape, generator=g, dtype=dtype) for shape in shapes)
+
+
 def keep_mask(lengths, t: int) -> torch.Tensor:
     """``(B, t)`` bool, True at the first ``lengths[b]`` positions of row b (right padding)."""
     return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, gen
+from transformer_nb.exercises import Exercise, keep_mask, randn, tril
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -61,45 +61,6 @@ def _weights_transposed(q, k, v, mask=None):
     return out, w.transpose(-2, -1)
 
 
-_SCALE = (
-    "the scores are scaled by the wrong size. The variance of q·k grows with the number of terms in the dot "
-    "product; which dimension is that, when d_k ≠ d_v and T_q ≠ T_k?"
-)
-
-
-def _case_plain():
-    g = gen(1)
-    return tuple(torch.randn(2, 8, 16, generator=g) for _ in range(3))
-
-
-def _case_causal():
-    return (*_case_plain(), torch.ones(8, 8, dtype=torch.bool).tril())
-
-
-def _case_rect():
-    g = gen(2)  # T_q != T_k and d_v != d_k: catches transposes and scales that square inputs hide
-    return (torch.randn(2, 3, 16, generator=g) * 2, torch.randn(2, 5, 16, generator=g) * 2, torch.randn(2, 5, 4))
-
-
-def _case_padding():
-    g = gen(3)
-    mask = torch.ones(4, 6, dtype=torch.bool)
-    mask[:, 4:] = False  # the last two keys are padding
-    return (torch.randn(2, 4, 8, generator=g) * 3, torch.randn(2, 6, 8, generator=g) * 3, torch.randn(2, 6, 5), mask)
-
-
-def _case_float_tril():
-    g = gen(6)  # the chapter's hint builds the mask with torch.tril(torch.ones(T, T)): a float 0/1 mask
-    return (*(torch.randn(1, 5, 4, generator=g) for _ in range(3)), torch.tril(torch.ones(5, 5)))
-
-
-def _case_empty_row():
-    g = gen(4)
-    mask = torch.ones(4, 4, dtype=torch.bool).tril()
-    mask[0] = False  # query 0 may attend to nothing at all
-    return tuple(torch.randn(1, 4, 8, generator=g) for _ in range(3)) + (mask,)
-
-
 def _rows_sum_to_one(args, out):
     mask = args[3] if len(args) > 3 else None
     rows = out[1].sum(-1)
@@ -118,16 +79,25 @@ attention_ex = _AttentionExercise(
     sol.attention,
     name="attention_ex",
     cases=[
-        ("batch=2, seq_len=8, d_k=d_v=16, no mask", _case_plain),
-        ("the same input with a causal (8, 8) bool mask", _case_causal),
-        ("T_q=3 queries, T_k=5 keys, d_k=16, d_v=4, no mask", _case_rect),
-        ("a (4, 6) padding mask that blocks the last two keys", _case_padding),
-        ("a float 0/1 causal mask, as torch.tril(torch.ones(T, T)) builds it", _case_float_tril),
+        ("batch=2, seq_len=8, d_k=d_v=16, no mask", lambda: randn(1, *[(2, 8, 16)] * 3)),
+        ("the same input with a causal (8, 8) bool mask", lambda: (*randn(1, *[(2, 8, 16)] * 3), tril(8))),
+        (
+            "T_q=3 queries, T_k=5 keys, d_k=16, d_v=4, no mask",
+            lambda: (*randn(2, (2, 3, 16), (2, 5, 16), scale=2), torch.randn(2, 5, 4)),
+        ),
+        (
+            "a (4, 6) padding mask that blocks the last two keys",
+            lambda: (*randn(3, (2, 4, 8), (2, 6, 8), scale=3), torch.randn(2, 6, 5), keep_mask([4] * 4, 6)),
+        ),
+        (
+            "a float 0/1 causal mask, as torch.tril(torch.ones(T, T)) builds it",
+            lambda: (*randn(6, *[(1, 5, 4)] * 3), torch.tril(torch.ones(5, 5))),
+        ),
     ],
     extensions=[
         (
             "a causal mask whose first row blocks every key",
-            _case_empty_row,
+            lambda: (*randn(4, *[(1, 4, 8)] * 3), tril(4) & (torch.arange(4) > 0)[:, None]),  # query 0: no key
             "a query whose keys are ALL masked is beyond what the chapter asks. With the -inf fill its softmax is "
             "0/0 = NaN (a large negative fill such as d2l's -1e6 gives uniform weights over the masked keys "
             "instead). A common convention, PyTorch's included, is zero weights and a zero output for such a query.",
@@ -177,10 +147,10 @@ causal_ex = _AttentionExercise(
     sol.causal_attention,
     name="causal_ex",
     cases=[
-        ("batch=2, seq_len=8, d_k=d_v=16", _case_plain),
+        ("batch=2, seq_len=8, d_k=d_v=16", lambda: randn(1, *[(2, 8, 16)] * 3)),
         (
             "batch=1, seq_len=5, d_k=4, d_v=3, large scores",
-            lambda: (torch.randn(1, 5, 4, generator=gen(5)) * 3, torch.randn(1, 5, 4) * 3, torch.randn(1, 5, 3)),
+            lambda: (*randn(5, (1, 5, 4), scale=3), torch.randn(1, 5, 4) * 3, torch.randn(1, 5, 3)),
         ),
     ],
     mistakes=[
