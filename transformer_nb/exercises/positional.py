@@ -16,7 +16,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, gen
+from transformer_nb.exercises import Exercise, randn
 from transformer_nb.exercises.compare import allclose, tensor_problem
 from transformer_nb.exercises.solutions import positional as sol
 
@@ -133,24 +133,18 @@ def _case_sinusoid():
     return (_sinusoids(256, 128),)
 
 
-def _case_random():
-    g = gen(31)  # rows of different lengths, no structure: similarity to row 0 is not the average
-    return (torch.randn(20, 8, generator=g) * torch.linspace(0.5, 3.0, 20)[:, None],)
-
-
-def _case_learned_like():
-    g = gen(32)
-    return (torch.randn(50, 16, generator=g) * 0.02 + 0.01,)
-
-
 offset_similarity_ex = _TableExercise(
     title="Exercise 8.7: average cosine similarity at each offset |i - j|",
     name="offset_similarity_ex",
     reference=sol.offset_average_similarity,
     cases=[
         ("the exercise's sinusoids, T=256, d_model=128", _case_sinusoid),
-        ("a random (20, 8) table whose rows have different norms", _case_random),
-        ("a (50, 16) table like an untrained learned embedding", _case_learned_like),
+        # rows of different lengths, no structure: similarity to row 0 is not the average
+        (
+            "a random (20, 8) table whose rows have different norms",
+            lambda: (randn(31, (20, 8))[0] * torch.linspace(0.5, 3.0, 20)[:, None],),
+        ),
+        ("a (50, 16) table like an untrained learned embedding", lambda: (randn(32, (50, 16))[0] * 0.02 + 0.01,)),
     ],
     mistakes=[_os_dot, lambda pe: F.cosine_similarity(pe[:1], pe, dim=-1), _os_divide_by_t, _os_wrong_axis],
     properties=[lambda a, o: tuple(_as_tensor(o).shape) == (a[0].shape[0],), _os_offset_zero_is_one, _os_bounded],

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, gen
+from transformer_nb.exercises import Exercise, gen, randn
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import rope as sol
 
@@ -139,20 +139,15 @@ def _rs_with(*, sign=1.0, sine=True, one_based=False, no_two=False, half=False):
     return fn
 
 
-def _rs_case(d, delta, seed):
-    g = gen(seed)
-    return torch.randn(d, generator=g, dtype=torch.float64), torch.randn(d, generator=g, dtype=torch.float64), delta
-
-
 relative_score_ex = Exercise(
     title="Exercise 8.10 (the identity): qᵀ R_Δ k pair by pair",
     name="relative_score_ex",
     reference=sol.relative_score,
     cases=[
-        ("d=8, Δ = 7 (Exercise 8.10's offset)", lambda: _rs_case(8, 7, 820)),
-        ("d=16, Δ = -5", lambda: _rs_case(16, -5, 821)),
-        ("d=64, Δ = 1000", lambda: _rs_case(64, 1000, 822)),
-        ("d=8, Δ = 0", lambda: _rs_case(8, 0, 823)),
+        ("d=8, Δ = 7 (Exercise 8.10's offset)", lambda: (*randn(820, (8,), (8,), dtype=torch.float64), 7)),
+        ("d=16, Δ = -5", lambda: (*randn(821, (16,), (16,), dtype=torch.float64), -5)),
+        ("d=64, Δ = 1000", lambda: (*randn(822, (64,), (64,), dtype=torch.float64), 1000)),
+        ("d=8, Δ = 0", lambda: (*randn(823, (8,), (8,), dtype=torch.float64), 0)),
     ],
     mistakes=[
         _rs_with(sign=-1.0),

@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, gen
+from transformer_nb.exercises import Exercise, gen, randn
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -70,19 +70,14 @@ def _score_var(pairs=False, scale=math.sqrt, reduce="sum", std=False):
     return fn
 
 
-def _emp_case(n, d, scaled, seed):
-    g = gen(seed)
-    return torch.randn(n, d, generator=g), torch.randn(n, d, generator=g), scaled
-
-
 empirical_ex = Exercise(
     "Exercise 8.1 (numeric): variance of the (scaled) scores",
     sol.score_variance,
     name="empirical_ex",
     cases=[
-        ("N=2000 samples, d_k=64, unscaled", lambda: _emp_case(2000, 64, False, 11)),
-        ("N=2000 samples, d_k=64, scaled", lambda: _emp_case(2000, 64, True, 12)),
-        ("N=2000 samples, d_k=256, scaled", lambda: _emp_case(2000, 256, True, 13)),
+        ("N=2000 samples, d_k=64, unscaled", lambda: (*randn(11, (2000, 64), (2000, 64)), False)),
+        ("N=2000 samples, d_k=64, scaled", lambda: (*randn(12, (2000, 64), (2000, 64)), True)),
+        ("N=2000 samples, d_k=256, scaled", lambda: (*randn(13, (2000, 256), (2000, 256)), True)),
     ],
     mistakes=[
         _score_var(pairs=True),
