@@ -27,6 +27,7 @@ import re
 import signal
 import textwrap
 import threading
+from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -49,20 +50,10 @@ META = (
 )
 
 
-@dataclass
-class Mistake:
-    """A typical wrong implementation ``fn`` and the ``hint`` a student who made it should read."""
-
-    fn: Callable
-    hint: str
-
-
-@dataclass
-class Property:
-    """``holds(args, out) -> bool`` must be True for a correct answer; ``hint`` explains a failure."""
-
-    holds: Callable
-    hint: str
+#: A typical wrong implementation ``fn`` and the ``hint`` a student who made it should read.
+Mistake = namedtuple("Mistake", "fn hint")
+#: ``holds(args, out) -> bool`` must be True for a correct answer; ``hint`` explains a failure.
+Property = namedtuple("Property", "holds hint")
 
 
 @dataclass

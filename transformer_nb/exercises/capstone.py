@@ -10,6 +10,7 @@ by name (``student_names``), the same input, the same output (``PackageExercise`
 
 __all__ = ["block_ex", "mha_ex"]  # what a notebook uses
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -29,25 +30,14 @@ NOTEBOOK = "12_capstone"
 
 # --------------------------------------------------------------------------- the package's weights, by name
 #: How the package's parameter names become the names each step asks for (applied in this order).
-RENAMES = (
-    ("blocks.norm.", "norm."),
-    ("blocks.layers.", "layers."),
-    ("layers.", "blocks."),
-    ("self_attn.", "attn."),
-    ("ff.linear1.", "ff1."),
-    ("ff.linear2.", "ff2."),
-)
-RENAMES += (("pos.emb.", "pos."), ("head.tok.", "tok."), ("head.bias", "bias"))
+RENAMES = (("blocks.norm.", "norm."), ("blocks.layers.", "layers."), ("layers.", "blocks."), ("self_attn.", "attn."))
+RENAMES += (("ff.linear1.", "ff1."), ("ff.linear2.", "ff2."), ("pos.emb.", "pos."), ("head.tok.", "tok."))
+RENAMES += (("head.bias", "bias"),)
 
 
 def student_names(state_dict: dict) -> dict:
-    """A package module's ``state_dict`` under the names of the student's modules (``RENAMES``)."""
-    out = {}
-    for name, value in state_dict.items():
-        for old, new in RENAMES:
-            name = name.replace(old, new)
-        out[name] = value
-    return out
+    """A package module's ``state_dict`` under the names of the student's modules (``RENAMES``, in order)."""
+    return {functools.reduce(lambda n, r: n.replace(*r), RENAMES, k): v for k, v in state_dict.items()}
 
 
 def randomise_(module: nn.Module, seed: int) -> nn.Module:
