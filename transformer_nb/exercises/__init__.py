@@ -113,6 +113,18 @@ def answer_hints(reference, hints: dict) -> list:
     ]
 
 
+def seeded(fn, seed: int = 0):
+    """``fn`` run with the global random state set to ``seed`` (and put back after): the same dropout masks and
+    initial weights for the student's function, the reference and the mistakes."""
+
+    def run(*args):
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            return fn(*args)
+
+    return run
+
+
 def gen(seed: int) -> torch.Generator:
     """A generator seeded with ``seed``: each case draws its own numbers."""
     return torch.Generator().manual_seed(seed)

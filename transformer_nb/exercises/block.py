@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, Property, gen
+from transformer_nb.exercises import Exercise, Property, gen, seeded
 from transformer_nb.exercises.solutions import block as sol
 
 NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module
@@ -152,9 +152,7 @@ def _measured(fn):
     """The harness: build the module (seeded), then measure it."""
 
     def run(d_model, n_heads, d_ff, n_blocks):
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            model = fn(d_model, n_heads, d_ff, n_blocks)
+        model = seeded(fn)(d_model, n_heads, d_ff, n_blocks)
         if not isinstance(model, nn.Module):
             return {"returned": type(model).__name__}
         return stack_signature(model, d_model, d_ff, n_blocks)

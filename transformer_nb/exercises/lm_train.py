@@ -18,33 +18,22 @@ import math
 import torch
 import torch.nn.functional as F
 
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.transformer import Transformer
-from transformer_nb.exercises import Exercise, answer_hints, gen
+from transformer_nb.exercises import Exercise, answer_hints, gen, seeded
 from transformer_nb.exercises.compare import allclose, is_number, same_answers
 from transformer_nb.exercises.solutions import lm as sol
 
 NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
 
 VOCAB = 11
+TINY = TransformerConfig(vocab=VOCAB, d_model=8, n_heads=2, d_ff=16, n_layers=1, max_len=16, dropout=0.25)
 
 
 def tiny_lm(seed: int = 0) -> Transformer:
     """A seeded decoder of the package with dropout (the mistakes that leave it on show), in milliseconds:
     ``forward(ids (B, T)) -> (logits (B, T, VOCAB), None)``."""
-    with torch.random.fork_rng():
-        torch.manual_seed(seed)
-        return Transformer(vocab=VOCAB, d_model=8, n_heads=2, d_ff=16, n_layers=1, max_len=16, dropout=0.25)
-
-
-def _seeded(fn):
-    """The harness: the same dropout masks for the student's function, the reference and the mistakes."""
-
-    def run(*args):
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            return fn(*args)
-
-    return run
+    return seeded(Transformer, seed)(TINY)
 
 
 def _stream(seed, n):
@@ -83,7 +72,7 @@ evaluate_ex = Exercise(
     "Exercise 8.9: perplexity of a model over batches",
     sol.evaluate_perplexity,
     name="evaluate_ex",
-    harness=_seeded,
+    harness=seeded,
     fresh_args=True,
     cases=[
         ("2 equal batches", lambda: (tiny_lm(1), _batches(1, [(2, 6), (2, 6)]))),
@@ -125,9 +114,7 @@ def _step(zero=True, step=True, train=True, reduction="mean", double_shift=False
 
 def _two_steps(fn):
     def run(model, optimizer, batches):
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            losses = tuple(fn(model, optimizer, x, y) for x, y in batches)
+        losses = seeded(lambda: tuple(fn(model, optimizer, x, y) for x, y in batches))()
         return losses, torch.cat([p.detach().flatten() for p in model.parameters()])
 
     return run
@@ -187,7 +174,7 @@ greedy_lm_ex = Exercise(
     "Exercise 8.9: greedy continuation",
     sol.greedy_continue,
     name="greedy_lm_ex",
-    harness=_seeded,
+    harness=seeded,
     fresh_args=True,
     cases=[
         ("one prompt of 5 tokens, 8 new", lambda: (tiny_lm(5), _stream(5, 5)[None], 8)),
