@@ -118,14 +118,9 @@ def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str
     cfg, steps, device = CAPSTONE_TRAIN, run["steps"], next(model.parameters()).device
     opt = torch.optim.AdamW(_param_groups(model, cfg["weight_decay"]), lr=cfg["lr"], betas=cfg["betas"])
     warm = max(1, round(cfg["warmup"] * steps))
-    sched = torch.optim.lr_scheduler.SequentialLR(
-        opt,
-        [
-            torch.optim.lr_scheduler.LinearLR(opt, start_factor=1e-3, total_iters=warm),
-            torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps - warm)),
-        ],
-        milestones=[warm],
-    )
+    S = torch.optim.lr_scheduler
+    phases = [S.LinearLR(opt, start_factor=1e-3, total_iters=warm), S.CosineAnnealingLR(opt, max(1, steps - warm))]
+    sched = S.SequentialLR(opt, phases, milestones=[warm])
     gen = torch.Generator().manual_seed(cfg["seed"])
 
     def batches():
