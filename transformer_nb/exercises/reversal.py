@@ -29,16 +29,6 @@ NOTEBOOK = "09_reversal_translation"  # the notebook whose exercise cells use th
 # ----------------------------------------------------------------------------------------
 
 
-def _shift_swapped(tgt):
-    tgt_in, tgt_out = sol.shift(tgt)
-    return tgt_out, tgt_in
-
-
-def _shift_not_shifted(tgt):
-    _, tgt_out = sol.shift(tgt)
-    return tgt_out.clone(), tgt_out
-
-
 def _shift_eos_in_last_column(tgt):
     B, L = tgt.shape
     full = torch.full((B, L + 2), PAD, dtype=torch.long)
@@ -75,7 +65,13 @@ shift_ex = Exercise(
         ("equal lengths", lambda: (_tgt([[5, 3, 7, 4], [12, 11, 10, 9]]),)),
         ("padded batch, lengths 3, 6, 4", lambda: (_tgt([[4, 5, 6], [3, 12, 3, 12, 7, 8], [9, 9, 8, 10]]),)),
     ],
-    mistakes=[_shift_swapped, _shift_not_shifted, _shift_eos_in_last_column, _shift_no_eos, _shift_eos_kept_in_input],
+    mistakes=[
+        lambda tgt: sol.shift(tgt)[::-1],
+        lambda tgt: (sol.shift(tgt)[1].clone(), sol.shift(tgt)[1]),
+        _shift_eos_in_last_column,
+        _shift_no_eos,
+        _shift_eos_kept_in_input,
+    ],
     properties=[
         lambda args, out: bool((out[0][:, 0] == BOS).all()),
         lambda args, out: (
