@@ -101,6 +101,11 @@ def _texts() -> dict:
     return tomllib.loads((Path(__file__).parent / "texts.toml").read_text(encoding="utf-8"))
 
 
+def say(key: str, **values) -> str:
+    """One of the checkers' messages (``texts.toml``, ``[messages]``), filled in with ``values``."""
+    return _texts()["messages"][key].format(**values)
+
+
 def answer_hints(reference, hints: dict) -> list:
     """For an exercise answered by a dict ``{question: answer}``: one :class:`Property` per question, whose hint
     ``hints[question]`` a wrong answer to it gets (never the right answer)."""
@@ -264,10 +269,7 @@ class Exercise(Hinted):
         worked solution (the cell that asks runs its body only when this is True)."""
         if self.revealed or (self.last is not None and self.last.passed):
             return True
-        print(
-            f"(The worked solution of {self.title} runs here once your answer passes, or after "
-            f"{self.name}.solution(). Run this cell again then.)"
-        )
+        print(say("locked", title=self.title, name=self.name))
         return False
 
     # ---------------------------------------------------------------- the solution's source
@@ -308,10 +310,7 @@ class Exercise(Hinted):
         except NotImplementedError:
             return None, "not attempted"
         except TimeLimitExceeded:
-            return None, (
-                f"your function did not finish within {self.time_limit:g} s (the reference takes a fraction of a "
-                "second). An infinite loop, or a Python loop over every element?"
-            )
+            return None, say("time_limit", seconds=self.time_limit)
         except Exception as err:  # the student's code crashed: say where and why
             hints = [hint for words, hint in self.crash_hints.items() if words in str(err)]
             return None, f"your function raised {type(err).__name__}: {err}" + (f" {hints[0]}" if hints else "")
@@ -324,12 +323,7 @@ class Exercise(Hinted):
             ref = self._call(self.reference, self._args(make, args))
             out, error = self._run(fn, self._args(make, args))
             if error == "not attempted":
-                return Result(
-                    False,
-                    f"… {self.title}: not attempted yet. Replace `raise NotImplementedError` with your code and run "
-                    f"the cell again ({self.name}.hint() if you want a start).",
-                    desc,
-                )
+                return Result(False, say("not_attempted", title=self.title, name=self.name), desc)
             if error is None and self._matches(out, ref):
                 continue
             self._make = make

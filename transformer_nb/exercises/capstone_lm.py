@@ -21,7 +21,7 @@ import torch.nn.functional as F
 
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.transformer import Transformer
-from transformer_nb.exercises import gen
+from transformer_nb.exercises import gen, say
 from transformer_nb.exercises.capstone import PackageExercise, Problem, _close, load_package_weights, randomise_, slip
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import capstone as sol
@@ -144,17 +144,9 @@ def _lm_harness(cls):
             logits = m(ids.clone())
         right = _close(logits, package_logits(package, ids))
         if abs(first_loss - math.log(cfg[0])) > INIT_TOLERANCE and right:
-            return Problem(
-                f"the model computes the right thing, but before training its loss is {first_loss:.1f}, far from "
-                f"ln V = {math.log(cfg[0]):.1f} (a uniform guess over V = {cfg[0]} words): the initial logits are "
-                "too large, and training starts by undoing them. Start the weights smaller."
-            )
+            return Problem(say("loud_init", loss=first_loss, uniform=math.log(cfg[0]), V=cfg[0]))
         if swamped and right:
-            return Problem(
-                f"the model computes the right thing, but its position embeddings start {swamped:.0f} times larger "
-                "than its word embeddings: at first the blocks see mostly positions, and the capstone's training "
-                "ends far higher (0.3 nats). Start both embeddings small and alike, e.g. N(0, 0.02)."
-            )
+            return Problem(say("positions_swamp_words", ratio=swamped))
         return logits
 
     return run

@@ -37,7 +37,7 @@ import torch.nn.functional as F
 from transformer_nb import cache, wikitext
 from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import check_module, profile
-from transformer_nb.exercises import Hinted, Result, _texts
+from transformer_nb.exercises import Hinted, Result, _texts, say
 from transformer_nb.exercises.capstone import student_names
 from transformer_nb.exercises.capstone_lm import CAPSTONE_MODEL, SIZES, package_lm, sizes
 from transformer_nb.exercises.solutions import capstone as sol
@@ -208,13 +208,9 @@ class LossCheck(Hinted):
         result = self._check(history, vocab_size, threshold)
         ppl = math.exp(history["val_loss"][-1]) if result.passed else None
         if baseline is not None and result.passed and ppl >= baseline:
-            result = Result(
-                True,
-                f"… {self.title}: the model learns (validation loss {history['val_loss'][-1]:.2f} < {threshold:.2f} "
-                f"nats), but its perplexity {ppl:,.0f} is not below the unigram model's {baseline:,.0f}: "
-                f"{len(history['loss'])} steps are too few to learn more than word frequencies (the full profile "
-                f"trains {CAPSTONE_RUN['full']['steps']}).",
-            )
+            steps, full = len(history["loss"]), CAPSTONE_RUN["full"]["steps"]
+            values = dict(last=history["val_loss"][-1], threshold=threshold, ppl=ppl, baseline=baseline, steps=steps)
+            result = Result(True, say("unigram_not_beaten", title=self.title, full=full, **values))
         if not quiet:
             print(result.message)
         return result

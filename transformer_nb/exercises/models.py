@@ -10,7 +10,7 @@ __all__ = ["variant_masks_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, keep_mask, tril
+from transformer_nb.exercises import Exercise, keep_mask, say, tril
 from transformer_nb.exercises.compare import tensor_problem
 from transformer_nb.exercises.solutions import models as sol
 
@@ -94,10 +94,7 @@ class _VariantMasksExercise(Exercise):
     def type_problem(self, out, ref):
         if not isinstance(out, dict) or set(out) != set(KEYS):
             got = sorted(out) if isinstance(out, dict) else type(out).__name__
-            return (
-                f"return a dict with exactly the keys {list(KEYS)} (None for a sublayer the variant "
-                f"does not have), got {got}."
-            )
+            return say("variant_keys", keys=list(KEYS), got=got)
         return None
 
     def diagnose(self, args, out, ref) -> str:

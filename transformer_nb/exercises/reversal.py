@@ -17,7 +17,7 @@ __all__ = ["greedy_ex", "shift_ex"]  # what a notebook uses
 import torch
 import torch.nn as nn
 
-from transformer_nb.exercises import Exercise
+from transformer_nb.exercises import Exercise, say
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import reversal as sol
 from transformer_nb.reversal import BOS, EOS, FIRST_SYMBOL, PAD, VOCAB_SIZE, reverse_padded
@@ -169,10 +169,7 @@ class _GreedyExercise(Exercise):
         if out.shape[0] != ref.shape[0]:
             return f"your output has {out.shape[0]} rows, expected one per source sequence ({ref.shape[0]})."
         if out.shape[1] > ref.shape[1]:
-            return (
-                f"your output has {out.shape[1]} columns; at most max_new = {ref.shape[1]} tokens may be "
-                "generated (do not include BOS in the output)."
-            )
+            return say("greedy_too_long", got=out.shape[1], max_new=ref.shape[1])
         return super().diagnose(args, F_pad(out, ref.shape[1]), ref)
 
 
