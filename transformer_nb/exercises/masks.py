@@ -15,16 +15,11 @@ __all__ = ["causal_ex", "combined_ex", "padding_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, keep_mask, tril
+from transformer_nb.exercises import Exercise, keep_mask, say, tril
 from transformer_nb.exercises.compare import tensor_problem
 from transformer_nb.exercises.solutions import masks as sol
 
 NOTEBOOK = "02_masking"  # the notebook whose exercise cells use this module
-
-_FLOAT = (
-    "return a bool tensor (True = may attend), not numbers: a float mask is ADDED to the scores, "
-    "so a 1.0 would be a small bonus and a 0.0 would block nothing."
-)
 
 
 def _is_bool_tensor(out) -> bool:
@@ -58,8 +53,10 @@ class MaskExercise(Exercise):
             # a number mask: say so first, then what is wrong with its pattern (read as nonzero = True)
             as_bool = out != 0
             if _mask_equal(as_bool, ref):
-                return _FLOAT
-            return _FLOAT + " Read as bool, the pattern is wrong too: " + super().diagnose(args, as_bool, ref)
+                return say("float_mask")
+            return (
+                say("float_mask") + " Read as bool, the pattern is wrong too: " + super().diagnose(args, as_bool, ref)
+            )
         return super().diagnose(args, out, ref)
 
     def _shape_hint(self, args, out, ref) -> str:
