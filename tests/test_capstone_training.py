@@ -33,12 +33,6 @@ def tiny(monkeypatch, tmp_path, one_thread):
     return SimpleNamespace(train=ids, valid=ids[:400], vocab=[str(i) for i in range(V)])
 
 
-class LoudInitLM(sol.LanguageModel):
-    def __init__(self, vocab_size, d_model, n_heads, d_ff, n_layers, max_len):
-        super().__init__(vocab_size, d_model, n_heads, d_ff, n_layers, max_len)
-        nn.init.normal_(self.tok.weight, std=3.0)
-
-
 def _load_or_train(model_cls, data, who):
     name, model, config, train_fn = ct.training_run(model_cls, data, who, live=False)
     return (model, *cache.load_or_train(name, model, config, train_fn))
@@ -58,12 +52,6 @@ def test_train_check_cache_and_reload(tiny):
 def test_no_cache_is_reported(tiny):
     model, message = ct.load_trained(V)
     assert model is None and "is not cached" in message
-
-
-def test_a_run_from_loud_weights_is_caught(tiny):
-    _, hist, _ = _load_or_train(LoudInitLM, tiny, "student")
-    result = ct.training_check(hist, V, threshold=1.0, quiet=True)
-    assert not result.passed and "Start the weights smaller" in result.message
 
 
 @pytest.mark.parametrize(
