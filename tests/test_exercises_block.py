@@ -12,11 +12,6 @@ from transformer_nb.exercises.block import encoder_stack_ex, rms_norm_ex, swiglu
 pytestmark = pytest.mark.usefixtures("one_thread")  # tests/conftest.py
 
 
-def _torch_stack(d, h, f, n, norm_first=True):
-    layer = lambda: nn.TransformerEncoderLayer(d, h, f, dropout=0.1, batch_first=True, norm_first=norm_first)
-    return nn.Sequential(*[layer() for _ in range(n)])
-
-
 class _Block(nn.Module):
     """A block written out (on nn.MultiheadAttention): Pre-LN, or Post-LN with ``norm_first=False``."""
 
@@ -75,11 +70,6 @@ def test_other_correct_answers_pass():
     assert encoder_stack_ex.check(_OwnStack, quiet=True).passed
 
 
-def test_pytorchs_ready_made_layers_are_named():
-    r = encoder_stack_ex.check(_torch_stack, quiet=True)
-    assert not r.passed and "calls TransformerEncoderLayer" in r.message and "ready-made" in r.message
-
-
 def test_a_stack_with_complex_or_meta_outputs_is_told_so():
     class Odd(nn.Module):
         def __init__(self, d, h, f, n, to=torch.complex64):
@@ -99,19 +89,10 @@ def test_a_stack_with_complex_or_meta_outputs_is_told_so():
     "ex, wrong, words",
     [
         (rms_norm_ex, lambda x, w, eps: F.layer_norm(x, (x.shape[-1],), w, None, eps), "LayerNorm"),
-        (rms_norm_ex, lambda x, w, eps: x / (x.pow(2).mean(-1, keepdim=True).sqrt() + eps) * w, "inside the root"),
-        (rms_norm_ex, lambda x, w, eps: x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + eps) * w, "SUM"),
-        (rms_norm_ex, lambda x, w, eps: x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps), "γ (weight)"),
-        (rms_norm_ex, lambda x, w, eps: x / torch.sqrt(x.pow(2).mean(0, keepdim=True) + eps) * w, "last axis"),
-        (swiglu_ex, lambda x, wg, wu, wd: F.linear(F.linear(x, wg) * F.silu(F.linear(x, wu)), wd), "wrong branch"),
         (swiglu_ex, lambda x, wg, wu, wd: (torch.sigmoid(x @ wg.T) * (x @ wu.T)) @ wd.T, "Swish/SiLU"),
-        (swiglu_ex, lambda x, wg, wu, wd: F.linear(F.silu(F.linear(x, wg)), wd), "never used"),
-        (swiglu_ex, lambda x, wg, wu, wd: F.linear(F.silu(F.linear(x, wg)) + F.linear(x, wu), wd), "not added"),
-        (swiglu_ex, lambda x, wg, wu, wd: F.linear(F.gelu(F.linear(x, wg)) * F.linear(x, wu), wd), "GeGLU"),
         (swiglu_ex, lambda x, wg, wu, wd: x @ wg, "raised RuntimeError"),  # weights used untransposed
         (encoder_stack_ex, lambda d, h, f, n: _scratch_stack(d, h, f, n, norm_first=False), "Post-LN"),
         (encoder_stack_ex, lambda d, h, f, n: nn.Sequential(*_scratch_stack(d, h, f, n), nn.LayerNorm(d)), "LayerNorm"),
-        (encoder_stack_ex, lambda d, h, f, n: _scratch_stack(d, h, f, 4), "use n_blocks"),
         (encoder_stack_ex, lambda d, h, f, n: torch.zeros(3), "return the nn.Module"),
         (encoder_stack_ex, lambda d, h, f, n: None, "is a `return` missing?"),
     ],
@@ -144,11 +125,3 @@ def test_exercise_8_8_properties():
         lambda d, h, f, n: nn.Sequential(*_scratch_stack(d, h, f, n), nn.Linear(3, 3)), quiet=True
     )
     assert not r.passed and "raised RuntimeError" in r.message
-
-
-def test_checking_a_stack_leaves_the_callers_random_state_alone():
-    torch.manual_seed(7)
-    expected = torch.rand(3)
-    torch.manual_seed(7)
-    encoder_stack_ex.check(_scratch_stack, quiet=True)
-    assert torch.equal(torch.rand(3), expected)

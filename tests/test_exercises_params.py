@@ -1,6 +1,8 @@
 """Notebook 07's exercises, 8.2 and 8.4 in full (memory, FLOPs, the crossover and its interpretation): other
 correct answers pass, typical mistakes (notebook 07's former demo cells among them) get their own hint."""
 
+import pytest
+
 from transformer_nb.exercises.complexity import (
     _SETTINGS,
     attention_flops_ex,
@@ -15,10 +17,6 @@ from transformer_nb.exercises.solutions.params import my_interpretation
 def attention_flops(t, d, h):
     dk = d // h
     return {"projections": 8 * t * d * d, "scores": 2 * h * t * t * dk, "weighted_sum": 2 * h * t * t * dk}
-
-
-def _stub(*args):
-    raise NotImplementedError
 
 
 def _no_leak(ex, message):
@@ -42,79 +40,40 @@ def _count(d, h, f, n, v, att=None, ffn=None, norms=None, emb=None, untied=False
     return parts
 
 
-def test_exercise_8_2():
-    assert breakdown_ex.check(lambda d, h, f, n, v: _count(d, h, f, n, v), quiet=True).passed
+def _search(d, h):
+    first = lambda cond: next(t for t in range(1, 1 << 16) if cond(t))
+    f = lambda t: attention_flops(t, d, h)
+    return {
+        "text": first(lambda t: t * t > d * t),
+        "flops": first(lambda t: f(t)["scores"] + f(t)["weighted_sum"] > f(t)["projections"]),
+        "memory": first(lambda t: h * t * t > t * d),
+    }
+
+
+def test_other_correct_answers_pass():
     assert _count(512, 8, 2048, 6, 32000)["total"] == 35_270_656
-    assert "not attempted" in breakdown_ex.check(_stub, quiet=True).message
-    cases = {
-        "number of heads": lambda d, h, f, n, v: _count(d, h, f, n, v, att=h * 4 * d * d),  # notebook 07's demo
-        "output projection W_O": lambda d, h, f, n, v: _count(d, h, f, n, v, att=3 * d * d),
-        "counts one LayerNorm": lambda d, h, f, n, v: _count(d, h, f, n, v, norms=2 * d),
-        "one FFN matrix": lambda d, h, f, n, v: _count(d, h, f, n, v, ffn=d * f),
-        "embedding matrix twice": lambda d, h, f, n, v: _count(d, h, f, n, v, untied=True),
-        "the keys": lambda d, h, f, n, v: 123,
-    }
-    for words, fn in cases.items():
-        r = breakdown_ex.check(fn, quiet=True)
-        assert not r.passed and words in r.message, (words, r.message)
-        _no_leak(breakdown_ex, r.message)
-
-
-def test_exercise_8_4_memory():
+    assert breakdown_ex.check(lambda d, h, f, n, v: _count(d, h, f, n, v), quiet=True).passed
     assert attention_memory_ex.check(lambda t, h, b: h * t * t * b, quiet=True).passed
-    cases = {
-        "every head": lambda t, h, b: t * t * b,
-        "number of values": lambda t, h, b: h * t * t,
-        "not gigabytes": lambda t, h, b: h * t * t * b / 1e9,  # notebook 07's demo
-        "grows with T²": lambda t, h, b: h * t * b,
-    }
-    for words, fn in cases.items():
-        r = attention_memory_ex.check(fn, quiet=True)
-        assert not r.passed and words in r.message, (words, r.message)
-        _no_leak(attention_memory_ex, r.message)
-
-
-def test_exercise_8_4_flops():
-    ok = attention_flops
-    assert attention_flops_ex.check(ok, quiet=True).passed
-    cases = {
-        "2 FLOPs": lambda t, d, h: {k: v // 2 for k, v in ok(t, d, h).items()},
-        "W_O": lambda t, d, h: {**ok(t, d, h), "projections": 6 * t * d * d},  # notebook 07's demo
-        "that is one head": lambda t, d, h: {  # notebook 07's demo
-            **ok(t, d, h),
-            "scores": 2 * t * t * (d // h),
-            "weighted_sum": 2 * t * t * (d // h),
-        },
-        "lacks the key": lambda t, d, h: {"projections": 1},
-    }
-    for words, fn in cases.items():
-        r = attention_flops_ex.check(fn, quiet=True)
-        assert not r.passed and words in r.message, (words, r.message)
-        _no_leak(attention_flops_ex, r.message)
-
-
-def test_exercise_8_4_crossover():
+    assert attention_flops_ex.check(attention_flops, quiet=True).passed
     assert crossover_ex.check(lambda d, h: {"text": d + 1, "flops": 2 * d + 1, "memory": int(d / h) + 1}, quiet=True)
+    assert crossover_ex.check(_search, quiet=True).passed
 
-    def search(d, h):
-        first = lambda cond: next(t for t in range(1, 1 << 16) if cond(t))
-        f = lambda t: attention_flops(t, d, h)
-        return {
-            "text": first(lambda t: t * t > d * t),
-            "flops": first(lambda t: f(t)["scores"] + f(t)["weighted_sum"] > f(t)["projections"]),
-            "memory": first(lambda t: h * t * t > t * d),
-        }
 
-    assert crossover_ex.check(search, quiet=True).passed
-    cases = {
-        "the hint's T > d/h": lambda d, h: {"text": d + 1, "flops": d // h + 1, "memory": d // h + 1},
-        "off by one": lambda d, h: {"text": d, "flops": 2 * d, "memory": d // h},
-        "lacks the key": lambda d, h: {"text": d + 1},
-    }
-    for words, fn in cases.items():
-        r = crossover_ex.check(fn, quiet=True)
-        assert not r.passed and words in r.message, (words, r.message)
-        _no_leak(crossover_ex, r.message)
+@pytest.mark.parametrize(
+    "ex, wrong, words",
+    [  # notebook 07's former demo cells, and answers of the wrong kind
+        (breakdown_ex, lambda d, h, f, n, v: _count(d, h, f, n, v, att=h * 4 * d * d), "number of heads"),
+        (breakdown_ex, lambda d, h, f, n, v: 123, "the keys"),
+        (attention_memory_ex, lambda t, h, b: h * t * t * b / 1e9, "not gigabytes"),
+        (attention_flops_ex, lambda t, d, h: {**attention_flops(t, d, h), "projections": 6 * t * d * d}, "W_O"),
+        (attention_flops_ex, lambda t, d, h: {"projections": 1}, "lacks the key"),
+        (crossover_ex, lambda d, h: {"text": d + 1}, "lacks the key"),
+    ],
+)
+def test_mistakes_get_their_hint_and_never_the_solution(ex, wrong, words):
+    r = ex.check(wrong, quiet=True)
+    assert not r.passed and words in r.message, r.message
+    _no_leak(ex, r.message)
 
 
 def test_exercise_8_4_interpretation():

@@ -114,8 +114,8 @@ def student_capstone(vocab_size: int, prof: str, device=None):
     blob, _ = cache.read(cache.cache_name("capstone_student", config), config)
     if blob is None:
         return None
-    m, state = ct.CAPSTONE_MODEL, blob["state_dict"]
-    pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
+    state = blob["state_dict"]
+    pkg = package_lm(vocab_size, *ct.sizes(ct.CAPSTONE_MODEL), device=device)
     try:
         pkg.load_state_dict({k: state[s] for k, s in zip(pkg.state_dict(), student_names(pkg.state_dict()))})
     except (KeyError, RuntimeError):  # weights that do not fit: the reference model is shown instead

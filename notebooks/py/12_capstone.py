@@ -58,6 +58,7 @@ from transformer_nb.exercises.capstone_train import (
     CAPSTONE_RUN,
     attention_maps,
     build,
+    sizes,
     to_package,
     training_check,
     training_run,
@@ -66,7 +67,7 @@ from transformer_nb.exercises.masks import causal_ex
 from transformer_nb.perplexity import unigram_perplexity
 from transformer_nb.plotting import heatmaps
 
-SIZES = list(CAPSTONE_MODEL.values())        # d_model, n_heads, d_ff, n_layers, max_len
+SIZES = sizes(CAPSTONE_MODEL)               # d_model, n_heads, d_ff, n_layers, max_len
 VALID_WORDS = pick(**{p: run["eval_tokens"] for p, run in CAPSTONE_RUN.items()})  # what the loss check reads
 
 # %% [markdown] slideshow={"slide_type": "slide"}

@@ -5,8 +5,7 @@ A notebook gives a stub in a cell tagged ``exercise`` and calls ``some_ex.check(
 - ``check(fn)`` runs ``fn`` on each case against a hidden reference and prints ``✓`` or the most specific
   nudge it has: the kind of answer first (None, dtype, device, shape), then the hint of a typical mistake
   whose output ``fn``'s equals, then a property the answer breaks. An exception is reported plainly, and a
-  time limit stops an accidental infinite loop. An answer whose code calls the ready-made function the
-  exercise asks for is told so.
+  time limit stops an accidental infinite loop.
 - ``hint()`` prints the next hint of an escalating list.
 - ``solution()`` prints a solution written as a student would write it, and the worked verification.
 - ``use(fn)`` returns ``fn`` once it passes, else the hidden reference, and says which.
@@ -15,8 +14,8 @@ A notebook gives a stub in a cell tagged ``exercise`` and calls ``some_ex.check(
   not tried.
 
 Each topic has its own module (``exercises/attention.py``, ...): per exercise a declaration of its cases,
-typical mistakes with their hints, hints and solution (``exercises/solutions/``, which are also the
-references).
+typical mistakes and properties, and solution (``exercises/solutions/``, which are also the references);
+the prose (hints of each mistake and property, escalating hints, explanation) is in ``texts.toml``.
 """
 
 import ast
@@ -28,6 +27,7 @@ import re
 import signal
 import textwrap
 import threading
+from collections import namedtuple
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -50,20 +50,10 @@ META = (
 )
 
 
-@dataclass
-class Mistake:
-    """A typical wrong implementation ``fn`` and the ``hint`` a student who made it should read."""
-
-    fn: Callable
-    hint: str
-
-
-@dataclass
-class Property:
-    """``holds(args, out) -> bool`` must be True for a correct answer; ``hint`` explains a failure."""
-
-    holds: Callable
-    hint: str
+#: A typical wrong implementation ``fn`` and the ``hint`` a student who made it should read.
+Mistake = namedtuple("Mistake", "fn hint")
+#: ``holds(args, out) -> bool`` must be True for a correct answer; ``hint`` explains a failure.
+Property = namedtuple("Property", "holds hint")
 
 
 @dataclass
@@ -105,44 +95,15 @@ def call_with_time_limit(fn, args: tuple, seconds: float):
         signal.signal(signal.SIGALRM, previous)
 
 
-#: What each kind of from-scratch exercise asks the student to write, ready-made (``Exercise.ready_made``).
-ATTENTION = ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention", "MultiHeadAttention")
-MULTIHEAD = (*ATTENTION, "split_heads", "merge_heads")
-BLOCK = ("TransformerEncoderLayer", "TransformerEncoder", "Transformer", "EncoderLayer", "Encoder")
-ROPE = ("apply_rope", "rope_matrix", "RoPE")
-
-
 @functools.cache
 def _texts() -> dict:
     """The exercises' prose (hints, explanations) by title, from ``texts.toml``."""
     return tomllib.loads((Path(__file__).parent / "texts.toml").read_text(encoding="utf-8"))
 
 
-def _lookup(node, scope):
-    """The object a name or a dotted attribute in an answer's code refers to, or None if unknown here."""
-    if isinstance(node, ast.Name):
-        return scope.get(node.id)
-    base = _lookup(node.value, scope) if isinstance(node, ast.Attribute) else None
-    return getattr(base, node.attr, None) if base is not None else None
-
-
-def ready_made_calls(fn, names) -> list:
-    """The names among ``names`` that the code of ``fn`` (a function or class) takes from torch or the package."""
-    try:
-        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
-    except (OSError, TypeError, SyntaxError):
-        return []
-    own = {b for node in ast.walk(tree) if isinstance(node, ast.stmt) for b in bound_names(node)}
-    scope = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or inspect)
-    found = []
-    for node in ast.walk(tree):
-        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
-        if name not in names or name in own or name in found:
-            continue
-        module = getattr(_lookup(node, scope), "__module__", None) or "torch"  # unknown here: take it as torch's
-        if module.startswith(("torch", "transformer_nb")) and not module.startswith(__name__):
-            found.append(name)
-    return found
+def say(key: str, **values) -> str:
+    """One of the checkers' messages (``texts.toml``, ``[messages]``), filled in with ``values``."""
+    return _texts()["messages"][key].format(**values)
 
 
 def answer_hints(reference, hints: dict) -> list:
@@ -157,18 +118,66 @@ def answer_hints(reference, hints: dict) -> list:
     ]
 
 
+def seeded(fn, seed: int = 0):
+    """``fn`` run with the global random state set to ``seed`` (and put back after): the same dropout masks and
+    initial weights for the student's function, the reference and the mistakes."""
+
+    def run(*args):
+        with torch.random.fork_rng():
+            torch.manual_seed(seed)
+            return fn(*args)
+
+    return run
+
+
+def gen(seed: int) -> torch.Generator:
+    """A generator seeded with ``seed``: each case draws its own numbers."""
+    return torch.Generator().manual_seed(seed)
+
+
+def randn(seed: int, *shapes, scale: float = 1.0, dtype=torch.float32) -> tuple:
+    """One tensor per shape, ``scale`` times standard normal draws from one generator seeded with ``seed``."""
+    g = gen(seed)
+    return tuple(scale * torch.randn(*shape, generator=g, dtype=dtype) for shape in shapes)
+
+
+def keep_mask(lengths, t: int) -> torch.Tensor:
+    """``(B, t)`` bool, True at the first ``lengths[b]`` positions of row b (right padding)."""
+    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
+
+
+def tril(t: int) -> torch.Tensor:
+    """The ``(t, t)`` causal mask, True where key j <= query i."""
+    return torch.ones(t, t, dtype=torch.bool).tril()
+
+
 def _clone(args):
     return tuple(a.clone() if isinstance(a, torch.Tensor) else a for a in args)
 
 
+class Hinted:
+    """``hint()`` prints the next of ``self.hints`` (each call is more specific), then says there are no more."""
+
+    _hint_level = 0
+
+    def hint(self) -> None:
+        if self._hint_level < len(self.hints):
+            self._hint_level += 1
+            print(f"Hint {self._hint_level}/{len(self.hints)} · {self.title}: {self.hints[self._hint_level - 1]}")
+        else:
+            more = f" {self.name}.solution() shows a worked solution." if hasattr(self, "solution") else ""
+            print(f"No more hints for {self.title}.{more}")
+
+
 @dataclass(eq=False)
-class Exercise:
+class Exercise(Hinted):
     """An auto-checked exercise (see the module docstring for how a notebook uses it).
 
     - ``cases``: ``(description, make_args)`` pairs; ``make_args()`` returns the argument tuple.
     - ``reference``: the hidden solution (student-style, from ``exercises/solutions``).
     - ``name``: the variable a notebook imports (``"attention_ex"``), used in messages.
-    - ``mistakes``: typical wrong implementations with their hints; ``properties``: what a right answer has.
+    - ``mistakes``: typical wrong implementations; ``properties``: ``holds(args, out)``, what a right answer has.
+      Their hints are in ``texts.toml``, in the same order (a :class:`Mistake` or :class:`Property` brings its own).
     - ``hints``: escalating hints for ``hint()``; none of them is code that answers the exercise.
     - ``solution_code``: the objects whose source ``solution()`` shows (default: the reference).
     - ``explanation``: the worked verification ``solution()`` prints after the code.
@@ -180,7 +189,6 @@ class Exercise:
       e.g. two training steps followed by reading the parameters; default: the function itself.
     - ``fresh_args``: build new arguments for every run (cases hold models or optimizers that a run changes).
     - ``crash_hints``: ``{words of an error message: hint}`` for crashes that have a typical cause.
-    - ``ready_made``: names of the library functions or classes that the exercise asks the student to write.
     """
 
     title: str
@@ -199,7 +207,6 @@ class Exercise:
     harness: Callable | None = None
     fresh_args: bool = False
     crash_hints: dict = field(default_factory=dict)
-    ready_made: tuple = ()
     last: Result | None = field(default=None, init=False, repr=False)
     revealed: bool = field(default=False, init=False, repr=False)
     _last_fn: object = field(default=None, init=False, repr=False)
@@ -211,6 +218,11 @@ class Exercise:
         text = _texts().get(self.title, {})
         self.hints = self.hints or text.get("hints", [])
         self.explanation = self.explanation or text.get("explanation", "")
+        for key, kind in (("mistakes", Mistake), ("properties", Property)):  # bare callables: hints in order
+            hints = iter(text.get(key, []))
+            setattr(self, key, [x if isinstance(x, kind) else kind(x, next(hints)) for x in getattr(self, key)])
+            if next(hints, None) is not None:
+                raise ValueError(f"texts.toml has more {key} hints for {self.title!r} than the exercise has {key}")
 
     # ---------------------------------------------------------------- what a student calls
 
@@ -227,14 +239,6 @@ class Exercise:
         if not quiet:
             print(result.message)
         return result
-
-    def hint(self) -> None:
-        """Print the next hint (each call is more specific); after the last, point to ``solution()``."""
-        if self._hint_level < len(self.hints):
-            self._hint_level += 1
-            print(f"Hint {self._hint_level}/{len(self.hints)} · {self.title}: {self.hints[self._hint_level - 1]}")
-        else:
-            print(f"No more hints for {self.title}. {self.name}.solution() shows a worked solution.")
 
     def solution(self) -> None:
         """Show a solution written as a student would, then the worked verification (on purpose only)."""
@@ -265,10 +269,7 @@ class Exercise:
         worked solution (the cell that asks runs its body only when this is True)."""
         if self.revealed or (self.last is not None and self.last.passed):
             return True
-        print(
-            f"(The worked solution of {self.title} runs here once your answer passes, or after "
-            f"{self.name}.solution(). Run this cell again then.)"
-        )
+        print(say("locked", title=self.title, name=self.name))
         return False
 
     # ---------------------------------------------------------------- the solution's source
@@ -300,7 +301,7 @@ class Exercise:
         return (self.harness(fn) if self.harness else fn)(*args)
 
     def _args(self, make, args):
-        return make() if self.fresh_args else _clone(args)
+        return make() if self.fresh_args and make else _clone(args)
 
     def _run(self, fn, args):
         """(output, None) or (None, message) for one call of the student's function."""
@@ -309,10 +310,7 @@ class Exercise:
         except NotImplementedError:
             return None, "not attempted"
         except TimeLimitExceeded:
-            return None, (
-                f"your function did not finish within {self.time_limit:g} s (the reference takes a fraction of a "
-                "second). An infinite loop, or a Python loop over every element?"
-            )
+            return None, say("time_limit", seconds=self.time_limit)
         except Exception as err:  # the student's code crashed: say where and why
             hints = [hint for words, hint in self.crash_hints.items() if words in str(err)]
             return None, f"your function raised {type(err).__name__}: {err}" + (f" {hints[0]}" if hints else "")
@@ -320,24 +318,12 @@ class Exercise:
     def _check(self, fn, cases) -> Result:
         if not callable(fn):
             return Result(False, f"✗ {self.title}: pass your function itself, e.g. {self.name}.check(my_function).")
-        called = ready_made_calls(fn, self.ready_made)
-        if called:
-            return Result(
-                False,
-                f"✗ {self.title}: your answer calls {called[0]}, the ready-made version of what this exercise asks "
-                "you to write. Write it yourself with tensor operations (matmul, softmax, view/transpose, ...).",
-            )
         for desc, make in cases:
             args = make()
             ref = self._call(self.reference, self._args(make, args))
             out, error = self._run(fn, self._args(make, args))
             if error == "not attempted":
-                return Result(
-                    False,
-                    f"… {self.title}: not attempted yet. Replace `raise NotImplementedError` with your code and run "
-                    f"the cell again ({self.name}.hint() if you want a start).",
-                    desc,
-                )
+                return Result(False, say("not_attempted", title=self.title, name=self.name), desc)
             if error is None and self._matches(out, ref):
                 continue
             self._make = make
@@ -369,10 +355,9 @@ class Exercise:
 
     def known_mistake(self, args, out) -> str | None:
         """The hint of the first typical mistake whose output equals ``out``, else None."""
-        make = self._make
         for m in self.mistakes:
             try:
-                if self._matches(out, self._call(m.fn, make() if self.fresh_args and make else _clone(args))):
+                if self._matches(out, self._call(m.fn, self._args(self._make, args))):
                     return m.hint
             except Exception:
                 continue
@@ -382,10 +367,9 @@ class Exercise:
         """The hint of the first property ``out`` violates, else None."""
         for p in self.properties:
             try:
-                ok = bool(p.holds(args, out))
+                if not p.holds(args, out):
+                    return p.hint
             except Exception:
-                ok = False
-            if not ok:
                 return p.hint
         return None
 
@@ -452,8 +436,8 @@ def catalogue(name: str | None = None) -> None:
     """Print what the checkers recognise: per exercise (its notebook, checker and title) the number of typical
     mistakes that get their own message; with ``name`` (``"mha_ex"`` or ``"capstone.mha_ex"``), every message."""
     exercises = all_exercises()
-    notebook = lambda key: importlib.import_module(f"{__name__}.{key.split('.')[0]}").NOTEBOOK
     if name is None:
+        notebook = lambda key: importlib.import_module(f"{__name__}.{key.split('.')[0]}").NOTEBOOK
         print(f"{'notebook':24s} {'checker':32s} {'mistakes':>8s}  exercise")
         for key in sorted(exercises, key=lambda k: (notebook(k), k)):
             print(f"{notebook(key):24s} {key:32s} {len(exercises[key].mistakes):8d}  {exercises[key].title}")
@@ -467,5 +451,4 @@ def catalogue(name: str | None = None) -> None:
         raise ValueError(f"no checker named {name!r}; catalogue() lists them")
     for key in keys:
         print(f"{key} ({exercises[key].title}), {len(exercises[key].mistakes)} known mistakes:")
-        for i, m in enumerate(exercises[key].mistakes, 1):
-            print(f"  {i:2d}. {m.hint}")
+        print("".join(f"  {i:2d}. {m.hint}\n" for i, m in enumerate(exercises[key].mistakes, 1)), end="")

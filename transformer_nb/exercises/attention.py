@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import ATTENTION, Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, keep_mask, randn, tril
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -45,32 +45,8 @@ def _attend(q, k, v, mask=None, scale=None, dim=-1, transpose_scores=False):
     return weights @ v, weights
 
 
-def _no_scale(q, k, v, mask=None):
-    return _attend(q, k, v, mask, scale=lambda q, k, v: 1.0)
-
-
-def _scale_by_dk(q, k, v, mask=None):
-    return _attend(q, k, v, mask, scale=lambda q, k, v: q.shape[-1])
-
-
-def _scale_by_dv(q, k, v, mask=None):
-    return _attend(q, k, v, mask, scale=lambda q, k, v: math.sqrt(v.shape[-1]))
-
-
-def _scale_by_keys(q, k, v, mask=None):
-    return _attend(q, k, v, mask, scale=lambda q, k, v: math.sqrt(k.shape[-2]))
-
-
-def _softmax_over_queries(q, k, v, mask=None):
-    return _attend(q, k, v, mask, dim=-2)
-
-
 def _transposed_scores(q, k, v, mask=None):
     return _attend(q, k, v, None if mask is None else mask.transpose(-2, -1), transpose_scores=True)
-
-
-def _mask_inverted(q, k, v, mask=None):
-    return _attend(q, k, v, None if mask is None else ~mask.bool())
 
 
 def _mask_after_softmax(q, k, v, mask=None):
@@ -78,54 +54,6 @@ def _mask_after_softmax(q, k, v, mask=None):
     if mask is not None:
         w = w * mask
     return w @ v, w
-
-
-def _weights_transposed(q, k, v, mask=None):
-    out, w = sol.attention(q, k, v, mask)
-    return out, w.transpose(-2, -1)
-
-
-_SCALE = (
-    "the scores are scaled by the wrong size. The variance of q·k grows with the number of terms in the dot "
-    "product; which dimension is that, when d_k ≠ d_v and T_q ≠ T_k?"
-)
-
-
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def _case_plain():
-    g = _g(1)
-    return tuple(torch.randn(2, 8, 16, generator=g) for _ in range(3))
-
-
-def _case_causal():
-    return (*_case_plain(), torch.ones(8, 8, dtype=torch.bool).tril())
-
-
-def _case_rect():
-    g = _g(2)  # T_q != T_k and d_v != d_k: catches transposes and scales that square inputs hide
-    return (torch.randn(2, 3, 16, generator=g) * 2, torch.randn(2, 5, 16, generator=g) * 2, torch.randn(2, 5, 4))
-
-
-def _case_padding():
-    g = _g(3)
-    mask = torch.ones(4, 6, dtype=torch.bool)
-    mask[:, 4:] = False  # the last two keys are padding
-    return (torch.randn(2, 4, 8, generator=g) * 3, torch.randn(2, 6, 8, generator=g) * 3, torch.randn(2, 6, 5), mask)
-
-
-def _case_float_tril():
-    g = _g(6)  # the chapter's hint builds the mask with torch.tril(torch.ones(T, T)): a float 0/1 mask
-    return (*(torch.randn(1, 5, 4, generator=g) for _ in range(3)), torch.tril(torch.ones(5, 5)))
-
-
-def _case_empty_row():
-    g = _g(4)
-    mask = torch.ones(4, 4, dtype=torch.bool).tril()
-    mask[0] = False  # query 0 may attend to nothing at all
-    return tuple(torch.randn(1, 4, 8, generator=g) for _ in range(3)) + (mask,)
 
 
 def _rows_sum_to_one(args, out):
@@ -145,47 +73,45 @@ attention_ex = _AttentionExercise(
     "Exercise 8.5: scaled dot-product attention",
     sol.attention,
     name="attention_ex",
-    ready_made=ATTENTION,
     cases=[
-        ("batch=2, seq_len=8, d_k=d_v=16, no mask", _case_plain),
-        ("the same input with a causal (8, 8) bool mask", _case_causal),
-        ("T_q=3 queries, T_k=5 keys, d_k=16, d_v=4, no mask", _case_rect),
-        ("a (4, 6) padding mask that blocks the last two keys", _case_padding),
-        ("a float 0/1 causal mask, as torch.tril(torch.ones(T, T)) builds it", _case_float_tril),
+        ("batch=2, seq_len=8, d_k=d_v=16, no mask", lambda: randn(1, *[(2, 8, 16)] * 3)),
+        ("the same input with a causal (8, 8) bool mask", lambda: (*randn(1, *[(2, 8, 16)] * 3), tril(8))),
+        (
+            "T_q=3 queries, T_k=5 keys, d_k=16, d_v=4, no mask",
+            lambda: (*randn(2, (2, 3, 16), (2, 5, 16), scale=2), torch.randn(2, 5, 4)),
+        ),
+        (
+            "a (4, 6) padding mask that blocks the last two keys",
+            lambda: (*randn(3, (2, 4, 8), (2, 6, 8), scale=3), torch.randn(2, 6, 5), keep_mask([4] * 4, 6)),
+        ),
+        (
+            "a float 0/1 causal mask, as torch.tril(torch.ones(T, T)) builds it",
+            lambda: (*randn(6, *[(1, 5, 4)] * 3), torch.tril(torch.ones(5, 5))),
+        ),
     ],
     extensions=[
         (
             "a causal mask whose first row blocks every key",
-            _case_empty_row,
+            lambda: (*randn(4, *[(1, 4, 8)] * 3), tril(4) & (torch.arange(4) > 0)[:, None]),  # query 0: no key
             "a query whose keys are ALL masked is beyond what the chapter asks. With the -inf fill its softmax is "
             "0/0 = NaN (a large negative fill such as d2l's -1e6 gives uniform weights over the masked keys "
             "instead). A common convention, PyTorch's included, is zero weights and a zero output for such a query.",
         ),
     ],
     mistakes=[
-        Mistake(_no_scale, "the scores are not scaled: the weights come out too peaked."),
-        Mistake(_scale_by_dk, "you divide by d_k itself; the scale that brings the variance back to 1 is smaller."),
-        Mistake(_scale_by_dv, _SCALE + " (You used d_v, the values' size.)"),
-        Mistake(_scale_by_keys, _SCALE + " (You used the number of keys.)"),
-        Mistake(
-            _softmax_over_queries,
-            "the softmax runs over the wrong axis: each *query's* weights over the keys must sum to 1.",
-        ),
-        Mistake(_transposed_scores, "your score matrix is transposed: entry (i, j) must be query i against key j."),
-        Mistake(_mask_inverted, "the mask has the wrong polarity: True (or 1) means 'may attend'."),
-        Mistake(
-            _mask_after_softmax,
-            "you zero the masked weights after the softmax, so the remaining weights no longer sum to 1.",
-        ),
-        Mistake(_weights_transposed, "the weights you return are transposed: one row per query, (B, T_q, T_k)."),
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: 1.0),
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: q.shape[-1]),
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: math.sqrt(v.shape[-1])),
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: math.sqrt(k.shape[-2])),
+        lambda q, k, v, mask=None: _attend(q, k, v, mask, dim=-2),
+        _transposed_scores,
+        lambda q, k, v, mask=None: _attend(q, k, v, None if mask is None else ~mask.bool()),
+        _mask_after_softmax,
     ],
     properties=[
-        Property(_rows_sum_to_one, "rows of the weights do not sum to 1."),
-        Property(
-            _zeros_where_masked,
-            "masked positions must get exactly 0 weight: a large negative number is not -inf.",
-        ),
-        Property(lambda args, out: torch.allclose(out[0], out[1] @ args[2], atol=1e-5), "the output is not w @ v."),
+        _rows_sum_to_one,
+        _zeros_where_masked,
+        lambda args, out: torch.allclose(out[0], out[1] @ args[2], atol=1e-5),
     ],
 )
 
@@ -215,28 +141,19 @@ causal_ex = _AttentionExercise(
     sol.causal_attention,
     name="causal_ex",
     cases=[
-        ("batch=2, seq_len=8, d_k=d_v=16", _case_plain),
+        ("batch=2, seq_len=8, d_k=d_v=16", lambda: randn(1, *[(2, 8, 16)] * 3)),
         (
             "batch=1, seq_len=5, d_k=4, d_v=3, large scores",
-            lambda: (torch.randn(1, 5, 4, generator=_g(5)) * 3, torch.randn(1, 5, 4) * 3, torch.randn(1, 5, 3)),
+            lambda: (*randn(5, (1, 5, 4), scale=3), torch.randn(1, 5, 4) * 3, torch.randn(1, 5, 3)),
         ),
     ],
     mistakes=[
-        Mistake(_causal_with(upper=True), "your mask lets each query see the future and hides the past."),
-        Mistake(_causal_with(upper=True, diagonal=1), "you blocked the past instead of the future."),
-        Mistake(_causal_with(diagonal=-1), "off by one: your mask stops query i from attending to itself."),
-        Mistake(_causal_with(diagonal=1), "off by one: your mask lets query i see key i+1, one step into the future."),
-        Mistake(
-            _causal_with(after_softmax=True),
-            "you zero the future after the softmax, so the rows no longer sum to 1.",
-        ),
-        Mistake(_causal_with(no_scale=True), "the scores are not scaled."),
+        _causal_with(upper=True),
+        _causal_with(upper=True, diagonal=1),
+        _causal_with(diagonal=-1),
+        _causal_with(diagonal=1),
+        _causal_with(after_softmax=True),
+        _causal_with(no_scale=True),
     ],
-    properties=[
-        Property(_upper_zero, "weights above the diagonal must be exactly 0 (no attention to the future)."),
-        Property(
-            lambda a, o: bool((o[1].diagonal(dim1=-2, dim2=-1) > 0).all()),
-            "every query must be able to attend to itself: some diagonal weights are 0.",
-        ),
-    ],
+    properties=[_upper_zero, lambda a, o: bool((o[1].diagonal(dim1=-2, dim2=-1) > 0).all())],
 )

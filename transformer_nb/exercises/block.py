@@ -12,14 +12,10 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.exercises import BLOCK, Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, Property, gen, seeded
 from transformer_nb.exercises.solutions import block as sol
 
 NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module
-
-
-def _gen(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 def _rms(centre=False, eps_outside=False, reduce="mean", weight=True, root=True, dim=-1):
@@ -33,12 +29,9 @@ def _rms(centre=False, eps_outside=False, reduce="mean", weight=True, root=True,
 
 
 def _rms_case(seed, shape, offset=0.0, eps=1e-6, scale=1.0):
-    def make():
-        g = _gen(seed)
-        x = scale * torch.randn(*shape, generator=g, dtype=torch.float64) + offset
-        return x, 1.0 + 0.5 * torch.randn(shape[-1], generator=g, dtype=torch.float64), eps
-
-    return make
+    g = gen(seed)
+    x = scale * torch.randn(*shape, generator=g, dtype=torch.float64) + offset
+    return x, 1.0 + 0.5 * torch.randn(shape[-1], generator=g, dtype=torch.float64), eps
 
 
 rms_norm_ex = Exercise(
@@ -46,18 +39,18 @@ rms_norm_ex = Exercise(
     sol.my_rms_norm,
     name="rms_norm_ex",
     cases=[
-        ("x of shape (2, 5, 16), random γ", _rms_case(1, (2, 5, 16))),
-        ("rows with a large mean (offset 3)", _rms_case(2, (3, 8), offset=3.0)),
-        ("tiny inputs where ε matters (ε = 0.1)", _rms_case(3, (4, 6), eps=0.1, scale=0.05)),
-        ("batch of 6 rows, d = 4", _rms_case(4, (6, 4))),
+        ("x of shape (2, 5, 16), random γ", lambda: _rms_case(1, (2, 5, 16))),
+        ("rows with a large mean (offset 3)", lambda: _rms_case(2, (3, 8), offset=3.0)),
+        ("tiny inputs where ε matters (ε = 0.1)", lambda: _rms_case(3, (4, 6), eps=0.1, scale=0.05)),
+        ("batch of 6 rows, d = 4", lambda: _rms_case(4, (6, 4))),
     ],
     mistakes=[
-        Mistake(_rms(centre=True), "you subtracted the mean: that is LayerNorm (without β). RMSNorm does not centre."),
-        Mistake(_rms(eps_outside=True), "ε sits outside the square root; nn.RMSNorm adds it inside the root."),
-        Mistake(_rms(reduce="sum"), "you divided by the root of the SUM of squares (the L2 norm), not the MEAN."),
-        Mistake(_rms(weight=False), "the learned scale γ (weight) is missing."),
-        Mistake(_rms(root=False), "you divided by the mean square itself; RMS is its square ROOT."),
-        Mistake(_rms(dim=0), "the statistics of a norm are taken over each token's features, the last axis."),
+        _rms(centre=True),
+        _rms(eps_outside=True),
+        _rms(reduce="sum"),
+        _rms(weight=False),
+        _rms(root=False),
+        _rms(dim=0),
     ],
 )
 
@@ -74,13 +67,10 @@ def _glu(act=F.silu, swap=False, combine="mul", up=True):
 
 
 def _swiglu_case(seed, b, t, d, d_ff):
-    def make():
-        g = _gen(seed)
-        x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
-        shapes = ((d_ff, d), (d_ff, d), (d, d_ff))
-        return (x, *(torch.randn(*s, generator=g, dtype=torch.float64) / s[1] ** 0.5 for s in shapes))
-
-    return make
+    g = gen(seed)
+    x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
+    shapes = ((d_ff, d), (d_ff, d), (d, d_ff))
+    return (x, *(torch.randn(*s, generator=g, dtype=torch.float64) / s[1] ** 0.5 for s in shapes))
 
 
 swiglu_ex = Exercise(
@@ -88,16 +78,16 @@ swiglu_ex = Exercise(
     sol.my_swiglu,
     name="swiglu_ex",
     cases=[
-        ("x (2, 5, 8), d_ff = 12", _swiglu_case(5, 2, 5, 8, 12)),
-        ("x (1, 3, 16), d_ff = 40", _swiglu_case(6, 1, 3, 16, 40)),
+        ("x (2, 5, 8), d_ff = 12", lambda: _swiglu_case(5, 2, 5, 8, 12)),
+        ("x (1, 3, 16), d_ff = 40", lambda: _swiglu_case(6, 1, 3, 16, 40)),
     ],
     mistakes=[
-        Mistake(_glu(swap=True), "the SiLU is on the wrong branch: it belongs to the gate, x·W_gateᵀ."),
-        Mistake(_glu(act=torch.sigmoid), "you used the sigmoid σ(z); SwiGLU's gate is Swish/SiLU, z·σ(z)."),
-        Mistake(_glu(act=F.relu), "you used ReLU in the gate (that is ReGLU); SwiGLU's gate is Swish/SiLU."),
-        Mistake(_glu(act=F.gelu), "you used GELU in the gate (that is GeGLU); SwiGLU's gate is Swish/SiLU."),
-        Mistake(_glu(up=False), "the up-projection W_up is never used: the gate multiplies a second branch."),
-        Mistake(_glu(combine="add"), "the two branches must be multiplied elementwise (a gate), not added."),
+        _glu(swap=True),
+        _glu(act=torch.sigmoid),
+        _glu(act=F.relu),
+        _glu(act=F.gelu),
+        _glu(up=False),
+        _glu(combine="add"),
     ],
 )
 
@@ -119,17 +109,6 @@ class _Block(nn.Module):
         return b(x)
 
 
-class _Shared(nn.Module):
-    def __init__(self, d_model, n_heads, d_ff, n_blocks):
-        super().__init__()
-        self.block, self.n = sol.PreLNBlock(d_model, n_heads, d_ff), n_blocks
-
-    def forward(self, x):
-        for _ in range(self.n):
-            x = self.block(x)
-        return x
-
-
 def _allowed_counts(d_model, d_ff, n_blocks):
     """Parameter counts of n_blocks Pre-LN blocks with LayerNorms, with or without linear biases."""
     weights, norms = 4 * d_model * d_model + 2 * d_model * d_ff, 4 * d_model
@@ -142,7 +121,7 @@ def stack_signature(model, d_model: int, d_ff: int, n_blocks: int, seed: int = 0
     (every parameter gets a ``.grad`` from ``out.sum().backward()``), ``count`` (``"ok"`` for the parameter
     count of ``n_blocks`` blocks, else the count), ``residual`` (a large input passes nearly unchanged) and
     ``normalised`` (every output token has mean 0 and variance 1: a norm is applied last)."""
-    x = torch.randn(2, 12, d_model, generator=_gen(seed))
+    x = torch.randn(2, 12, d_model, generator=gen(seed))
     for p in model.parameters():
         p.grad = None
     model.train(False)
@@ -173,9 +152,7 @@ def _measured(fn):
     """The harness: build the module (seeded), then measure it."""
 
     def run(d_model, n_heads, d_ff, n_blocks):
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            model = fn(d_model, n_heads, d_ff, n_blocks)
+        model = seeded(fn)(d_model, n_heads, d_ff, n_blocks)
         if not isinstance(model, nn.Module):
             return {"returned": type(model).__name__}
         return stack_signature(model, d_model, d_ff, n_blocks)
@@ -203,7 +180,6 @@ encoder_stack_ex = _StackExercise(
     "Exercise 8.8: four Pre-LN encoder blocks",
     sol.build_encoder_stack,
     name="encoder_stack_ex",
-    ready_made=BLOCK,
     solution_code=(sol.PreLNBlock, sol.build_encoder_stack),
     harness=_measured,
     compare=lambda out, ref: out == ref,
@@ -212,25 +188,11 @@ encoder_stack_ex = _StackExercise(
         ("a second size: d_model 32, h 2, d_ff 64, 2 blocks", lambda: (32, 2, 64, 2)),
     ],
     mistakes=[
-        Mistake(
-            lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, post_ln=True) for _ in range(n)]),
-            "every block's output is normalised, so this is Post-LN (LN(x + Sublayer(x))). Exercise 8.8 asks "
-            "for Pre-LN, with the norm inside the residual branch.",
-        ),
-        Mistake(
-            lambda d, h, f, n: nn.Sequential(sol.build_encoder_stack(d, h, f, n), nn.LayerNorm(d)),
-            "your stack ends with a LayerNorm. Pre-LN models add one before the output layer, but Exercise 8.8 "
-            "stacks the blocks only.",
-        ),
-        Mistake(
-            lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, residual=False) for _ in range(n)]),
-            "the input is not carried through: for a large input the output should stay close to it.",
-        ),
-        Mistake(
-            lambda d, h, f, n: _Shared(d, h, f, n),
-            "one block applied several times shares its weights: build n_blocks separate blocks.",
-        ),
-        Mistake(lambda d, h, f, n: sol.build_encoder_stack(d, h, f, 4), "you always build 4 blocks; use n_blocks."),
+        lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, post_ln=True) for _ in range(n)]),
+        lambda d, h, f, n: nn.Sequential(sol.build_encoder_stack(d, h, f, n), nn.LayerNorm(d)),
+        lambda d, h, f, n: nn.Sequential(*[_Block(d, h, f, residual=False) for _ in range(n)]),
+        lambda d, h, f, n: nn.Sequential(*[sol.PreLNBlock(d, h, f)] * n),  # one block, shared
+        lambda d, h, f, n: sol.build_encoder_stack(d, h, f, 4),
     ],
     properties=[
         _prop("shape_ok", "the output must have the input's shape (B, T, d_model). Does forward return a tuple?"),

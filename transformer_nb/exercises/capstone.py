@@ -10,6 +10,7 @@ by name (``student_names``), the same input, the same output (``PackageExercise`
 
 __all__ = ["block_ex", "mha_ex"]  # what a notebook uses
 
+import functools
 import math
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -21,7 +22,7 @@ import torch.nn.functional as F
 from transformer_nb.core.block import EncoderLayer
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention
-from transformer_nb.exercises import BLOCK, MULTIHEAD, Exercise, Mistake
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
 
@@ -29,30 +30,19 @@ NOTEBOOK = "12_capstone"
 
 # --------------------------------------------------------------------------- the package's weights, by name
 #: How the package's parameter names become the names each step asks for (applied in this order).
-RENAMES = (
-    ("blocks.norm.", "norm."),
-    ("blocks.layers.", "layers."),
-    ("layers.", "blocks."),
-    ("self_attn.", "attn."),
-    ("ff.linear1.", "ff1."),
-    ("ff.linear2.", "ff2."),
-)
-RENAMES += (("pos.emb.", "pos."), ("head.tok.", "tok."), ("head.bias", "bias"))
+RENAMES = (("blocks.norm.", "norm."), ("blocks.layers.", "layers."), ("layers.", "blocks."), ("self_attn.", "attn."))
+RENAMES += (("ff.linear1.", "ff1."), ("ff.linear2.", "ff2."), ("pos.emb.", "pos."), ("head.tok.", "tok."))
+RENAMES += (("head.bias", "bias"),)
 
 
 def student_names(state_dict: dict) -> dict:
-    """A package module's ``state_dict`` under the names of the student's modules (``RENAMES``)."""
-    out = {}
-    for name, value in state_dict.items():
-        for old, new in RENAMES:
-            name = name.replace(old, new)
-        out[name] = value
-    return out
+    """A package module's ``state_dict`` under the names of the student's modules (``RENAMES``, in order)."""
+    return {functools.reduce(lambda n, r: n.replace(*r), RENAMES, k): v for k, v in state_dict.items()}
 
 
 def randomise_(module: nn.Module, seed: int) -> nn.Module:
     """Overwrite every parameter with seeded random values (LayerNorm scales near 1), so that no part is trivial."""
-    g = torch.Generator().manual_seed(seed)
+    g = gen(seed)
     with torch.no_grad():
         for m in module.modules():
             for name, p in m.named_parameters(recurse=False):
@@ -115,9 +105,9 @@ class PackageExercise(Exercise):
 _close = lambda out, ref: allclose(out, ref, atol=1e-4, rtol=1e-4)  # float32 modules vs the package's
 
 
-def slip(base, hint: str, **flags) -> Mistake:
-    """A typical mistake: ``base`` with the class attributes ``flags`` (read by its ``forward``) set, and its hint."""
-    return Mistake(type(f"{base.__name__}_{'_'.join(flags)}", (base,), flags), hint)
+def slip(base, **flags) -> type:
+    """A typical mistake: ``base`` with the class attributes ``flags`` (read by its ``forward``) set."""
+    return type(f"{base.__name__}_{'_'.join(flags)}", (base,), flags)
 
 
 def module_runner(what: str, package, weights: bool = False):
@@ -176,56 +166,43 @@ class _MHASlip(sol.MultiHeadAttention):
 def _case(sizes, t, seed, causal=False, scale=1.0):
     """Case arguments ``(*sizes, x, mask, seed)``, ``x: (2, t, d_model = sizes[0])``, a causal mask or None."""
 
-    def make():
-        x = scale * torch.randn(2, t, sizes[0], generator=torch.Generator().manual_seed(seed))
-        return *sizes, x, sol.my_causal_mask(t) if causal else None, seed
-
-    return make
+    x = scale * torch.randn(2, t, sizes[0], generator=gen(seed))
+    return *sizes, x, sol.my_causal_mask(t) if causal else None, seed
 
 
 mha_ex = PackageExercise(
     "Step 3 · multi-head attention",
     sol.MultiHeadAttention,
     name="mha_ex",
-    ready_made=MULTIHEAD,
     expected=_mha_expected,
     harness=_mha_harness,
     compare=_close,
     cases=[
-        ("d_model 16, 4 heads, 5 tokens, no mask", _case((16, 4), 5, 1)),
-        ("d_model 16, 4 heads, 6 tokens, causal mask", _case((16, 4), 6, 2, causal=True)),
-        ("d_model 12, 3 heads, 4 tokens, causal mask", _case((12, 3), 4, 3, causal=True)),
-        ("d_model 8, 1 head, 3 tokens", _case((8, 1), 3, 4)),
+        ("d_model 16, 4 heads, 5 tokens, no mask", lambda: _case((16, 4), 5, 1)),
+        ("d_model 16, 4 heads, 6 tokens, causal mask", lambda: _case((16, 4), 6, 2, causal=True)),
+        ("d_model 12, 3 heads, 4 tokens, causal mask", lambda: _case((12, 3), 4, 3, causal=True)),
+        ("d_model 8, 1 head, 3 tokens", lambda: _case((8, 1), 3, 4)),
     ],
     mistakes=[
         slip(
             _MHASlip,
-            "the heads mix tokens: (B, T, d_model) reshaped straight to (B, h, T, d_k) cuts across "
-            "positions. Split each token's features first; move the token axis only by swapping axes.",
             split_ok=False,
         ),
         slip(
             _MHASlip,
-            "the heads are joined across tokens: (B, h, T, d_k) reshaped straight to (B, T, d_model) mixes "
-            "positions. Bring the token axis forward again before joining the heads.",
             merge_ok=False,
         ),
         slip(
             _MHASlip,
-            "the heads are made and joined by reshaping alone: (B, T, d_model) -> (B, h, T, d_k) and back cuts "
-            "across positions both ways. Reshape to (B, T, h, d_k) and swap the T and h axes; swap back before "
-            "joining.",
             split_ok=False,
             merge_ok=False,
         ),
         slip(
             _MHASlip,
-            "your attention has a single head of width d_model: split q, k and v into n_heads heads of "
-            "width d_model / n_heads before attending.",
             one_head=True,
         ),
-        slip(_MHASlip, "the joined heads still go through the output projection W_O.", project_out=False),
-        slip(_MHASlip, "the mask has no effect: pass it on to your attention.", pass_mask=False),
+        slip(_MHASlip, project_out=False),
+        slip(_MHASlip, pass_mask=False),
     ],
 )
 
@@ -269,34 +246,29 @@ block_ex = PackageExercise(
     "Step 4 · a Pre-LN block",
     sol.Block,
     name="block_ex",
-    ready_made=BLOCK,
     expected=_block_expected,
     harness=_block_harness,
     compare=_close,
     cases=[
-        ("d_model 16, 4 heads, d_ff 32, 5 tokens", _case((16, 4, 32), 5, 11)),
-        ("d_model 16, 4 heads, d_ff 48, 6 tokens, causal mask", _case((16, 4, 48), 6, 12, causal=True)),
-        ("d_model 12, 3 heads, d_ff 24, large inputs, causal mask", _case((12, 3, 24), 4, 13, True, 5.0)),
+        ("d_model 16, 4 heads, d_ff 32, 5 tokens", lambda: _case((16, 4, 32), 5, 11)),
+        ("d_model 16, 4 heads, d_ff 48, 6 tokens, causal mask", lambda: _case((16, 4, 48), 6, 12, causal=True)),
+        ("d_model 12, 3 heads, d_ff 24, large inputs, causal mask", lambda: _case((12, 3, 24), 4, 13, True, 5.0)),
     ],
     mistakes=[
         slip(
             _BlockSlip,
-            "each residual sum is normalised: that is Post-LN, LN(x + Sublayer(x)). Pre-LN normalises "
-            "only what goes into the sublayer.",
             post_ln=True,
         ),
         slip(
             _BlockSlip,
-            "the residual stream itself is normalised before the sublayer is added. In Pre-LN the norm "
-            "sits inside the branch; the stream x is never replaced by LN(x).",
             norm_stream=True,
         ),
-        slip(_BlockSlip, "the attention sublayer has no residual connection.", attn_residual=False),
-        slip(_BlockSlip, "the feed-forward sublayer has no residual connection.", ffn_residual=False),
-        slip(_BlockSlip, "both sublayers use norm1; the feed-forward has its own norm2.", shared_norm=True),
-        slip(_BlockSlip, "your feed-forward uses GELU; the chapter's (000 §8.5.4) uses ReLU.", act="gelu"),
-        slip(_BlockSlip, "nothing non-linear sits between ff1 and ff2: two linear maps make one.", act="none"),
-        slip(_BlockSlip, "the sublayers run in the wrong order: attention comes first.", ffn_first=True),
-        slip(_BlockSlip, "the mask has no effect: pass it on to the attention.", pass_mask=False),
+        slip(_BlockSlip, attn_residual=False),
+        slip(_BlockSlip, ffn_residual=False),
+        slip(_BlockSlip, shared_norm=True),
+        slip(_BlockSlip, act="gelu"),
+        slip(_BlockSlip, act="none"),
+        slip(_BlockSlip, ffn_first=True),
+        slip(_BlockSlip, pass_mask=False),
     ],
 )

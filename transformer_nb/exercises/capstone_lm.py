@@ -19,8 +19,9 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.transformer import Transformer
-from transformer_nb.exercises import Mistake
+from transformer_nb.exercises import gen, say
 from transformer_nb.exercises.capstone import PackageExercise, Problem, _close, load_package_weights, randomise_, slip
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import capstone as sol
@@ -28,12 +29,24 @@ from transformer_nb.exercises.solutions import capstone as sol
 NOTEBOOK = "12_capstone"
 
 
-def package_lm(vocab_size, d_model, n_heads, d_ff, n_layers, max_len, device=None) -> Transformer:
-    """The package's decoder-only ``Transformer`` with the capstone's architecture: learned positions, ReLU,
-    an output layer tied to the embedding, with a bias."""
-    sizes = dict(d_model=d_model, n_heads=n_heads, d_ff=d_ff, n_layers=n_layers, max_len=max_len)
+#: Exercise 8.9's Transformer: 4 blocks, d_model 128, 4 heads, d_ff 512, learned positions up to 256, ReLU, an
+#: output layer tied to the embedding, with a bias (the vocabulary is the data's).
+CAPSTONE_MODEL = TransformerConfig(
+    name="capstone", d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256, positions="learned", output_bias=True
+)
+SIZES = ("d_model", "n_heads", "d_ff", "n_layers", "max_len")  # the student's classes take them after vocab_size
+
+
+def sizes(cfg: TransformerConfig) -> tuple:
+    """``cfg``'s ``SIZES``, in the order the student's ``LanguageModel(vocab_size, *sizes)`` takes them."""
+    return tuple(getattr(cfg, name) for name in SIZES)
+
+
+def package_lm(vocab_size, *sizes, device=None) -> Transformer:
+    """The package's decoder-only ``Transformer`` with the capstone's architecture (``CAPSTONE_MODEL``) and the
+    ``sizes`` ``d_model, n_heads, d_ff, n_layers, max_len``."""
     with torch.device(device or "cpu"):
-        return Transformer(vocab=vocab_size, **sizes, positions="learned", activation="relu", output_bias=True)
+        return Transformer(CAPSTONE_MODEL, vocab=vocab_size, **dict(zip(SIZES, sizes)))
 
 
 def package_logits(model: Transformer, ids: torch.Tensor) -> torch.Tensor:
@@ -131,17 +144,9 @@ def _lm_harness(cls):
             logits = m(ids.clone())
         right = _close(logits, package_logits(package, ids))
         if abs(first_loss - math.log(cfg[0])) > INIT_TOLERANCE and right:
-            return Problem(
-                f"the model computes the right thing, but before training its loss is {first_loss:.1f}, far from "
-                f"ln V = {math.log(cfg[0]):.1f} (a uniform guess over V = {cfg[0]} words): the initial logits are "
-                "too large, and training starts by undoing them. Start the weights smaller."
-            )
+            return Problem(say("loud_init", loss=first_loss, uniform=math.log(cfg[0]), V=cfg[0]))
         if swamped and right:
-            return Problem(
-                f"the model computes the right thing, but its position embeddings start {swamped:.0f} times larger "
-                "than its word embeddings: at first the blocks see mostly positions, and the capstone's training "
-                "ends far higher (0.3 nats). Start both embeddings small and alike, e.g. N(0, 0.02)."
-            )
+            return Problem(say("positions_swamp_words", ratio=swamped))
         return logits
 
     return run
@@ -164,7 +169,7 @@ class _LMSlip(sol.LanguageModel):
 
 
 def _lm_case(cfg, shape, probes, seed):
-    return lambda: (cfg, torch.randint(0, cfg[0], shape, generator=torch.Generator().manual_seed(seed)), probes, seed)
+    return lambda: (cfg, torch.randint(0, cfg[0], shape, generator=gen(seed)), probes, seed)
 
 
 lm_ex = PackageExercise(
@@ -183,11 +188,11 @@ lm_ex = PackageExercise(
         ("vocab 50, d_model 12, 3 heads, 3 blocks, 1 token", _lm_case((50, 12, 3, 24, 3, 4), (3, 1), (0,), 23)),
     ],
     mistakes=[
-        slip(_LMSlip, "a Pre-LN stack ends with one more LayerNorm (norm) before the output.", final_norm=False),
-        slip(_LMSlip, "the model never sees word order: add pos(0 .. T-1) to the token embeddings.", positions=False),
-        slip(_LMSlip, "the token embeddings are scaled by √d_model; here they are added as they are.", scaled=True),
-        slip(_LMSlip, "the model returns log-probabilities; F.cross_entropy wants the logits.", output="log"),
-        slip(_LMSlip, "the model returns probabilities; return the logits.", output="probabilities"),
+        slip(_LMSlip, final_norm=False),
+        slip(_LMSlip, positions=False),
+        slip(_LMSlip, scaled=True),
+        slip(_LMSlip, output="log"),
+        slip(_LMSlip, output="probabilities"),
     ],
     crash_hints={
         "index out of range": "An embedding was indexed past its end: the position table is indexed by "
@@ -203,9 +208,9 @@ def _count_expected(*cfg):
     return sum(p.numel() for p in package_lm(*cfg, device="meta").parameters())
 
 
-def _off(delta, hint: str) -> Mistake:
-    """A count that is ``delta(*cfg)`` away from the right one, and the hint for it."""
-    return Mistake(lambda *cfg: sol.count_parameters(*cfg) + delta(*cfg), hint)
+def _off(delta):
+    """A count that is ``delta(*cfg)`` away from the right one."""
+    return lambda *cfg: sol.count_parameters(*cfg) + delta(*cfg)
 
 
 params_ex = PackageExercise(
@@ -227,24 +232,20 @@ params_ex = PackageExercise(
     mistakes=[
         _off(
             lambda V, d, h, f, N, T: -N * (4 * d + f + d) - V,
-            "no biases: every nn.Linear has one per output "
-            "(000 §8.3.5 and §8.5.4 count the weights only), and so does the output layer.",
         ),
-        _off(lambda V, d, h, f, N, T: -N * 4 * d - 2 * d, "no LayerNorms: each has a scale and a shift per feature."),
-        _off(lambda V, d, h, f, N, T: -2 * d, "the final LayerNorm after the last block is missing."),
-        _off(lambda V, d, h, f, N, T: -N * 4 * d, "the LayerNorms inside the blocks are missing (two per block)."),
+        _off(lambda V, d, h, f, N, T: -N * 4 * d - 2 * d),
+        _off(lambda V, d, h, f, N, T: -2 * d),
+        _off(lambda V, d, h, f, N, T: -N * 4 * d),
         _off(
             lambda V, d, h, f, N, T: V * d,
-            "the output layer is tied: it reuses the token embedding matrix, so it adds no V·d matrix of its own.",
         ),
-        _off(lambda V, d, h, f, N, T: -V, "the output layer's bias (one per word) is missing."),
-        _off(lambda V, d, h, f, N, T: -T * d, "the learned position embeddings (max_len·d) are missing."),
-        _off(lambda V, d, h, f, N, T: -N * (d * d + d), "the attention has four projections: W_Q, W_K, W_V and W_O."),
+        _off(lambda V, d, h, f, N, T: -V),
+        _off(lambda V, d, h, f, N, T: -T * d),
+        _off(lambda V, d, h, f, N, T: -N * (d * d + d)),
         _off(
             lambda V, d, h, f, N, T: (h - 1) * N * (4 * d * d + 4 * d),
-            "splitting d_model into heads adds no parameters (000 §8.3.5): the heads share the four d×d projections.",
         ),
-        _off(lambda V, d, h, f, N, T: -N * d * f, "the feed-forward has two matrices, d×d_ff and d_ff×d."),
+        _off(lambda V, d, h, f, N, T: -N * d * f),
     ],
 )
 
@@ -253,12 +254,9 @@ params_ex = PackageExercise(
 
 
 def _gen_case(prompt_len, n_new, max_len, seed):
-    def make():
-        torch.manual_seed(seed)
-        model = randomise_(sol.LanguageModel(30, 16, 2, 32, 2, max_len), seed).eval()
-        return model, torch.randint(0, 30, (prompt_len,), generator=torch.Generator().manual_seed(seed)), n_new, max_len
-
-    return make
+    torch.manual_seed(seed)
+    model = randomise_(sol.LanguageModel(30, 16, 2, 32, 2, max_len), seed).eval()
+    return model, torch.randint(0, 30, (prompt_len,), generator=gen(seed)), n_new, max_len
 
 
 @torch.no_grad()
@@ -277,22 +275,14 @@ generate_ex = PackageExercise(
     name="generate_ex",
     compare=equal,
     cases=[
-        ("prompt 3 tokens, 4 new, max_len 8", _gen_case(3, 4, 8, 31)),
-        ("prompt 5 tokens, 10 new: the text outgrows max_len 8", _gen_case(5, 10, 8, 32)),
-        ("prompt 1 token, 3 new, max_len 4", _gen_case(1, 3, 4, 33)),
+        ("prompt 3 tokens, 4 new, max_len 8", lambda: _gen_case(3, 4, 8, 31)),
+        ("prompt 5 tokens, 10 new: the text outgrows max_len 8", lambda: _gen_case(5, 10, 8, 32)),
+        ("prompt 1 token, 3 new, max_len 4", lambda: _gen_case(1, 3, 4, 33)),
     ],
     mistakes=[
-        Mistake(
-            lambda *a: _gen_slip(*a, "first position"),
-            "the next token must come from the prediction at the "
-            "LAST position; position 0's logits predict the second word of the text.",
-        ),
-        Mistake(
-            lambda *a: _gen_slip(*a, "no feedback"),
-            "every step sees the same prompt: append each new token to "
-            "the text and feed the longer text to the next step.",
-        ),
-        Mistake(lambda *a: _gen_slip(*a, "new only"), "return the prompt followed by the new tokens."),
+        lambda *a: _gen_slip(*a, "first position"),
+        lambda *a: _gen_slip(*a, "no feedback"),
+        lambda *a: _gen_slip(*a, "new only"),
     ],
     crash_hints={
         "index out of range": "The text grew past max_len, the last position the model has an embedding "

@@ -1,6 +1,7 @@
 """The capstone (notebook 12): training the student's language model on WikiText-2, and the loss check.
 
-- ``CAPSTONE_MODEL``, ``CAPSTONE_TRAIN``, ``CAPSTONE_RUN``: the model (Exercise 8.9's sizes), how it trains with
+- ``CAPSTONE_MODEL`` (a ``TransformerConfig``; ``sizes(cfg)``: what the student's classes take), ``CAPSTONE_TRAIN``,
+  ``CAPSTONE_RUN``: the model (Exercise 8.9's sizes), how it trains with
   the package's one loop (``train.train``: AdamW, linear warm-up then cosine decay from
   ``torch.optim.lr_scheduler``, gradient clipping, bf16 autocast, random windows of the training split), and
   how long per profile.
@@ -21,6 +22,7 @@ __all__ = [  # what notebook 12 (and lecture mode) uses
     "build",
     "cache_entry",
     "load_trained",
+    "sizes",
     "to_package",
     "training_check",
     "training_run",
@@ -35,15 +37,14 @@ import torch.nn.functional as F
 from transformer_nb import cache, wikitext
 from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import check_module, profile
-from transformer_nb.exercises import Result
+from transformer_nb.exercises import Hinted, Result, _texts, say
 from transformer_nb.exercises.capstone import student_names
-from transformer_nb.exercises.capstone_lm import package_lm
+from transformer_nb.exercises.capstone_lm import CAPSTONE_MODEL, SIZES, package_lm, sizes
 from transformer_nb.exercises.solutions import capstone as sol
+from transformer_nb.lm_training import _param_groups
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import train
 
-#: Exercise 8.9's Transformer: 4 blocks, d_model 128, 4 heads, d_ff 512, learned positions up to 256.
-CAPSTONE_MODEL = dict(d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256)
 #: How it trains (the same in both profiles).
 CAPSTONE_TRAIN = dict(batch_size=8, seq_len=64, lr=2e-3, betas=(0.9, 0.99), weight_decay=0.1, warmup=0.05, clip=1.0)
 CAPSTONE_TRAIN.update(bf16=True, seed=0)
@@ -89,27 +90,18 @@ def _check_data(data) -> None:
 
 
 def _config(vocab_size: int, run: dict, who: str) -> dict:
-    return {"model": CAPSTONE_MODEL, "train": CAPSTONE_TRAIN, "run": run, "vocab_size": vocab_size, "who": who}
+    model = dict(zip(SIZES, sizes(CAPSTONE_MODEL)))
+    return {"model": model, "train": CAPSTONE_TRAIN, "run": run, "vocab_size": vocab_size, "who": who}
 
 
 def build(model_cls, vocab_size: int, device=None) -> nn.Module:
-    """``model_cls(vocab_size, **CAPSTONE_MODEL)``, seeded, on ``device``."""
+    """``model_cls(vocab_size, *sizes(CAPSTONE_MODEL))``, seeded, on ``device``."""
     if not callable(model_cls):
         raise TypeError(f"model_cls must be the model's class, got {type(model_cls).__name__}")
     _check(vocab_size=vocab_size)
     device = as_device("device", device)
     torch.manual_seed(CAPSTONE_TRAIN["seed"])
-    m = CAPSTONE_MODEL
-    return model_cls(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"]).to(device)
-
-
-def _optimizer(model: nn.Module, cfg: dict) -> torch.optim.AdamW:
-    """AdamW; weight decay on the matrices inside the blocks only (not embeddings, norms or biases)."""
-    decay = [p for n, p in model.named_parameters() if p.dim() >= 2 and not n.startswith(("tok", "pos"))]
-    ids = {id(p) for p in decay}
-    rest = [p for p in model.parameters() if id(p) not in ids]
-    groups = [{"params": decay, "weight_decay": cfg["weight_decay"]}, {"params": rest, "weight_decay": 0.0}]
-    return torch.optim.AdamW(groups, lr=cfg["lr"], betas=cfg["betas"])
+    return model_cls(vocab_size, *sizes(CAPSTONE_MODEL)).to(device)
 
 
 def validation_loss(model: nn.Module, ids: torch.Tensor, bf16: bool = False) -> float:
@@ -124,16 +116,11 @@ def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str
     return its history, with ``val_loss`` at step 0 and ``run["eval_points"]`` more points (the first
     ``run["eval_tokens"]`` validation words)."""
     cfg, steps, device = CAPSTONE_TRAIN, run["steps"], next(model.parameters()).device
-    opt = _optimizer(model, cfg)
+    opt = torch.optim.AdamW(_param_groups(model, cfg["weight_decay"]), lr=cfg["lr"], betas=cfg["betas"])
     warm = max(1, round(cfg["warmup"] * steps))
-    sched = torch.optim.lr_scheduler.SequentialLR(
-        opt,
-        [
-            torch.optim.lr_scheduler.LinearLR(opt, start_factor=1e-3, total_iters=warm),
-            torch.optim.lr_scheduler.CosineAnnealingLR(opt, T_max=max(1, steps - warm)),
-        ],
-        milestones=[warm],
-    )
+    S = torch.optim.lr_scheduler
+    phases = [S.LinearLR(opt, start_factor=1e-3, total_iters=warm), S.CosineAnnealingLR(opt, max(1, steps - warm))]
+    sched = S.SequentialLR(opt, phases, milestones=[warm])
     gen = torch.Generator().manual_seed(cfg["seed"])
 
     def batches():
@@ -197,21 +184,15 @@ def load_trained(vocab_size: int = 33_278, profile_name: str | None = None):
 # --------------------------------------------------------------------------- the loss check
 
 
-class LossCheck:
+class LossCheck(Hinted):
     """The checker of a finished training run (not an exercise: there is no stub): its last validation loss
     must be below the profile's ``LOSS_THRESHOLD``. ``training_check(history, vocab_size)`` prints ✓ or a
     nudge and returns a ``Result``; ``training_check.hint()`` says more."""
 
     name, title = "training_check", "Step 8 · training"
-    hints = (
-        "Compare the first training loss with ln V: a model that knows nothing yet should be close to it.",
-        "If the loss does not move, check that every parameter is registered (nn.ModuleList, nn.Parameter) and "
-        "that nothing in forward is detached or computed under torch.no_grad().",
-        "NaN usually comes from a softmax over a row of -inf only, or from a division by zero.",
-    )
 
     def __init__(self):
-        self._level = 0
+        self.hints = _texts()[self.title]["hints"]
 
     def __call__(
         self,
@@ -227,13 +208,9 @@ class LossCheck:
         result = self._check(history, vocab_size, threshold)
         ppl = math.exp(history["val_loss"][-1]) if result.passed else None
         if baseline is not None and result.passed and ppl >= baseline:
-            result = Result(
-                True,
-                f"… {self.title}: the model learns (validation loss {history['val_loss'][-1]:.2f} < {threshold:.2f} "
-                f"nats), but its perplexity {ppl:,.0f} is not below the unigram model's {baseline:,.0f}: "
-                f"{len(history['loss'])} steps are too few to learn more than word frequencies (the full profile "
-                f"trains {CAPSTONE_RUN['full']['steps']}).",
-            )
+            steps, full = len(history["loss"]), CAPSTONE_RUN["full"]["steps"]
+            values = dict(last=history["val_loss"][-1], threshold=threshold, ppl=ppl, baseline=baseline, steps=steps)
+            result = Result(True, say("unigram_not_beaten", title=self.title, full=full, **values))
         if not quiet:
             print(result.message)
         return result
@@ -258,13 +235,6 @@ class LossCheck:
             return fail(f"the validation loss fell to {val[-1]:.2f}, not below {threshold:.2f}: train longer?")
         return Result(True, f"✓ {self.title}: validation loss {val[-1]:.2f} < {threshold:.2f} nats.")
 
-    def hint(self) -> None:
-        if self._level < len(self.hints):
-            self._level += 1
-            print(f"Hint {self._level}/{len(self.hints)} · {self.title}: {self.hints[self._level - 1]}")
-        else:
-            print(f"No more hints for {self.title}.")
-
 
 training_check = LossCheck()
 
@@ -284,13 +254,13 @@ def attention_maps(model: nn.Module, ids: torch.Tensor) -> torch.Tensor:
     return torch.stack([block.attn.weights[0].float().cpu() for block in model.blocks])
 
 
-def to_package(model: nn.Module, vocab_size: int, sizes: dict | None = None):
+def to_package(model: nn.Module, vocab_size: int, cfg=None):
     """The package's ``Transformer`` (``capstone_lm.package_lm``) holding ``model``'s weights, on its device: the
-    same logits (step 5 checks it), plus the package's evaluation and generation. ``sizes``: ``CAPSTONE_MODEL``."""
+    same logits (step 5 checks it), plus the package's evaluation and generation. ``cfg``: a ``TransformerConfig``
+    with the model's sizes, default ``CAPSTONE_MODEL``."""
     check_module("model", model)
     _check(vocab_size=vocab_size)
-    m, device = sizes or CAPSTONE_MODEL, next(model.parameters()).device
-    pkg = package_lm(vocab_size, m["d_model"], m["n_heads"], m["d_ff"], m["n_layers"], m["max_len"], device)
+    pkg = package_lm(vocab_size, *sizes(cfg or CAPSTONE_MODEL), device=next(model.parameters()).device)
     theirs = model.state_dict()
     pkg.load_state_dict({name: theirs[new] for name, new in zip(pkg.state_dict(), student_names(pkg.state_dict()))})
     return pkg.eval()

@@ -13,20 +13,20 @@ import numbers
 import torch
 
 LOW_PRECISION = (torch.float16, torch.bfloat16)
+#: Per kind of dtype: the article and what a result of another kind is told.
+KINDS = {
+    "bool": "a bool tensor|A mask is a bool tensor: compare (<, <=, ==) rather than multiply.",
+    "integer": "an integer tensor|Token ids and counts are integers: keep them torch.long, do not divide or use "
+    "floats.",
+    "float": "a float tensor|Values are floats: did an integer input stay integer (use .float() or a float literal)?",
+    "complex": "a complex tensor|",
+}
 
 
 def _kind(dtype: torch.dtype) -> str:
     if dtype == torch.bool:
         return "bool"
-    if dtype.is_complex:
-        return "complex"
-    if dtype.is_floating_point:
-        return "float"
-    return "integer"
-
-
-def _article(word: str) -> str:
-    return ("an " if word[0].lower() in "aeiou" else "a ") + word
+    return "complex" if dtype.is_complex else "float" if dtype.is_floating_point else "integer"
 
 
 def is_number(x) -> bool:
@@ -54,15 +54,8 @@ def tensor_problem(out, ref: torch.Tensor, what: str = "your result") -> str | N
             "tensors with device=<input>.device."
         )
     if _kind(out.dtype) != _kind(ref.dtype):
-        return (
-            f"{what} has dtype {out.dtype}, but the answer is {_article(_kind(ref.dtype))} tensor ({ref.dtype}). "
-            + {
-                "bool": "A mask is a bool tensor: compare (<, <=, ==) rather than multiply.",
-                "integer": "Token ids and counts are integers: keep them torch.long, do not divide or use floats.",
-                "float": "Values are floats: did an integer input stay integer (use .float() or a float literal)?",
-                "complex": "",
-            }[_kind(ref.dtype)]
-        )
+        kind, advice = KINDS[_kind(ref.dtype)].split("|")
+        return f"{what} has dtype {out.dtype}, but the answer is {kind} ({ref.dtype}). {advice}".rstrip()
     if out.dtype in LOW_PRECISION and ref.dtype not in LOW_PRECISION:
         return (
             f"{what} is {out.dtype}, the inputs are {ref.dtype}: keep the inputs' dtype (half precision "
@@ -101,22 +94,15 @@ def type_problem(out, ref, what: str = "your result") -> str | None:
     return None
 
 
-def _as_float64(x) -> torch.Tensor:
-    if isinstance(x, torch.Tensor):
-        return x.detach().to("cpu", torch.float64) if not x.is_complex() else x.detach().cpu()
-    return torch.tensor(float(x), dtype=torch.float64)
-
-
 def values_close(out, ref, atol: float, rtol: float) -> bool:
-    """Equal shapes, NaN in the same places, and close values elsewhere."""
-    a, b = _as_float64(out), _as_float64(ref)
+    """Equal shapes, NaN in the same places, and close values elsewhere (compared in float64 on the CPU)."""
+    a, b = (torch.as_tensor(x).detach().cpu() for x in (out, ref))
+    a, b = (x if x.is_complex() else x.double() for x in (a, b))
     if a.numel() == 1 and b.numel() == 1:
         a, b = a.reshape(()), b.reshape(())
-    if a.shape != b.shape:
+    if a.shape != b.shape or not torch.equal(a.isnan(), b.isnan()):
         return False
-    if not torch.equal(torch.isnan(a), torch.isnan(b)):
-        return False
-    return bool(torch.allclose(a.nan_to_num(), b.nan_to_num(), atol=atol, rtol=rtol))
+    return torch.allclose(a.nan_to_num(), b.nan_to_num(), atol=atol, rtol=rtol)
 
 
 def allclose(out, ref, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
@@ -128,9 +114,7 @@ def allclose(out, ref, atol: float = 1e-5, rtol: float = 1e-4) -> bool:
             return all(allclose(o, r, atol, rtol) for o, r in zip(out, ref))
         if isinstance(ref, torch.Tensor) or is_number(ref):
             return values_close(out, ref, atol, rtol)
-        if isinstance(ref, str):
-            return out == ref
-        return ref is None and out is None
+        return out == ref if isinstance(ref, str) else ref is None and out is None
     except Exception:  # a failing conversion: not a match
         return False
 
@@ -150,9 +134,7 @@ def shapes(x) -> list:
 def has_nan(x) -> bool:
     if isinstance(x, (tuple, list)):
         return any(has_nan(item) for item in x)
-    return (
-        isinstance(x, torch.Tensor) and x.is_floating_point() and x.device.type != "meta" and bool(torch.isnan(x).any())
-    )
+    return isinstance(x, torch.Tensor) and x.is_floating_point() and not x.is_meta and bool(x.isnan().any())
 
 
 def on_meta(x) -> bool:

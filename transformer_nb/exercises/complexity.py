@@ -10,7 +10,7 @@
 
 __all__ = ["attention_flops_ex", "attention_memory_ex", "crossover_ex", "interpretation_ex"]  # what a notebook uses
 
-from transformer_nb.exercises import Exercise, Mistake, answer_hints
+from transformer_nb.exercises import Exercise, answer_hints
 from transformer_nb.exercises.compare import equal, same_answers
 from transformer_nb.exercises.params import DictExercise, exact_dicts
 from transformer_nb.exercises.solutions import params as sol
@@ -27,13 +27,13 @@ attention_memory_ex = Exercise(
         ("T 1000, h 12, fp32", lambda: (1000, 12, 4)),
     ],
     mistakes=[
-        Mistake(lambda t, h, b: t * t * b, "you stored one attention matrix; every head has its own."),
-        Mistake(lambda t, h, b: h * t * t, "that is the number of values; the question asks for bytes."),
-        Mistake(lambda t, h, b: h * t * t * b / 1e9, "return bytes, not gigabytes (convert only when you print)."),
-        Mistake(lambda t, h, b: h * t * t * b / 2**30, "return bytes, not GiB (convert only when you print)."),
-        Mistake(lambda t, h, b: h * t * b, "memory grows with T², not T: each query has a weight for each key."),
-        Mistake(lambda t, h, b: h * t * t * b * 8, "you multiplied by bits (8 per byte)."),
-        Mistake(lambda t, h, b: 2 * h * t * t * b, "twice too much: there is one weight matrix per head."),
+        lambda t, h, b: t * t * b,
+        lambda t, h, b: h * t * t,
+        lambda t, h, b: h * t * t * b / 1e9,
+        lambda t, h, b: h * t * t * b / 2**30,
+        lambda t, h, b: h * t * b,
+        lambda t, h, b: h * t * t * b * 8,
+        lambda t, h, b: 2 * h * t * t * b,
     ],
     compare=equal,
     answers={"T=4096, h=32, fp16 (bytes)": 1_073_741_824},
@@ -58,15 +58,7 @@ attention_flops_ex = DictExercise(
         ("T 128, d 512, h 8", lambda: (128, 512, 8)),
         ("T 1000, d 768, h 12", lambda: (1000, 768, 12)),
     ],
-    mistakes=[
-        Mistake(_flops(per_mac=1), "every term is half: a multiply-add is 2 FLOPs, (m × k)(k × n) costs 2·m·k·n."),
-        Mistake(_flops(proj=3), "projections: the output projection W_O is missing."),
-        Mistake(_flops(heads=False), "scores and weighted sum: that is one head; there are h of them."),
-        Mistake(
-            _flops(d_k=False), "scores and weighted sum: each head works in d_k = d_model/h dimensions, not d_model."
-        ),
-        Mistake(_flops(quadratic=False), "scores and weighted sum grow with T², the T × T matrix of each head."),
-    ],
+    mistakes=[_flops(per_mac=1), _flops(proj=3), _flops(heads=False), _flops(d_k=False), _flops(quadratic=False)],
     compare=exact_dicts,
     answers={"projections, T=d=4096": 549_755_813_888, "scores, T=d=4096, h=32": 137_438_953_472},
 )
@@ -81,23 +73,10 @@ crossover_ex = DictExercise(
         ("d_model 100, h 5", lambda: (100, 5)),
     ],
     mistakes=[
-        Mistake(
-            lambda d, h: {**sol.crossover_lengths(d, h), "flops": d // h + 1},
-            "'flops': that is the hint's T > d/h. Compare the quadratic FLOPs (4T²d) with the projections' (8Td²).",
-        ),
-        Mistake(
-            lambda d, h: {**sol.crossover_lengths(d, h), "flops": d + 1},
-            "'flops': T > d is the exercise's T² > d·T; counting every term, 4T²d against 8Td², gives another T.",
-        ),
-        Mistake(
-            lambda d, h: {k: v - 1 for k, v in sol.crossover_lengths(d, h).items()},
-            "off by one: at the boundary both sides are equal; the question asks for the first T where the "
-            "quadratic side is strictly larger.",
-        ),
-        Mistake(
-            lambda d, h: {**sol.crossover_lengths(d, h), "memory": d + 1},
-            "'memory': the h attention matrices hold h·T² numbers, the activations T·d_model.",
-        ),
+        lambda d, h: {**sol.crossover_lengths(d, h), "flops": d // h + 1},
+        lambda d, h: {**sol.crossover_lengths(d, h), "flops": d + 1},
+        lambda d, h: {k: v - 1 for k, v in sol.crossover_lengths(d, h).items()},
+        lambda d, h: {**sol.crossover_lengths(d, h), "memory": d + 1},
     ],
     compare=exact_dicts,
     answers={"flops crossover, d=4096": 8193},

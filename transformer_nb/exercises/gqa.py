@@ -8,7 +8,7 @@ __all__ = ["expand_kv_ex", "kv_cache_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import multihead as sol
 
@@ -16,7 +16,7 @@ NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use thi
 
 
 def _expand_case(seed, b, n_kv, t, dh, h):
-    return lambda: (torch.randn(b, n_kv, t, dh, generator=torch.Generator().manual_seed(seed)), h)
+    return lambda: (torch.randn(b, n_kv, t, dh, generator=gen(seed)), h)
 
 
 expand_kv_ex = Exercise(
@@ -29,15 +29,8 @@ expand_kv_ex = Exercise(
         ("1 K/V head for 4 query heads (MQA)", _expand_case(23, 1, 1, 3, 2, 4)),
     ],
     mistakes=[
-        Mistake(
-            lambda kv, n_heads: kv.repeat(1, n_heads // kv.shape[1], 1, 1),
-            "query head i got K/V head (i mod n_kv_heads): you tiled whole copies of the K/V heads one after "
-            "another. In GQA a group is a run of NEIGHBOURING query heads.",
-        ),
-        Mistake(
-            lambda kv, n_heads: kv.repeat_interleave(n_heads // kv.shape[1], dim=2),
-            "you repeated along the time axis; the heads are axis 1 of (B, heads, T, d_k).",
-        ),
+        lambda kv, n_heads: kv.repeat(1, n_heads // kv.shape[1], 1, 1),
+        lambda kv, n_heads: kv.repeat_interleave(n_heads // kv.shape[1], dim=2),
     ],
 )
 
@@ -66,18 +59,11 @@ kv_cache_ex = Exercise(
         ),
     ],
     mistakes=[
-        Mistake(_bytes(two=1), "exactly half the right size: what two things does the cache store per token?"),
-        Mistake(
-            _bytes(kv=False),
-            "you counted the query heads. Queries are never cached; only the K/V heads are, which is the whole "
-            "point of GQA/MQA.",
-        ),
-        Mistake(_bytes(batch=False), "every sequence in the batch has its own cache."),
-        Mistake(_bytes(scale=8), "8 times too large: bytes_per_value is already in bytes, not bits."),
-        Mistake(
-            lambda *a: sol.cache_bytes(*a) // a[-1],
-            "that is the number of cached values; the question asks for bytes.",
-        ),
+        _bytes(two=1),
+        _bytes(kv=False),
+        _bytes(batch=False),
+        _bytes(scale=8),
+        lambda *a: sol.cache_bytes(*a) // a[-1],
     ],
     compare=equal,
 )

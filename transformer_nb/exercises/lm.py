@@ -16,14 +16,10 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, gen, randn
 from transformer_nb.exercises.solutions import lm as sol
 
 NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
-
-
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 def _top_k(largest=True, temperature="divide", renormalise=True, extra=0):
@@ -39,7 +35,7 @@ def _top_k(largest=True, temperature="divide", renormalise=True, extra=0):
 
 
 def _top_k_case(b, v, k, t, seed):
-    return lambda: (torch.randn(b, v, generator=_g(seed)) * 2, k, t)
+    return lambda: (torch.randn(b, v, generator=gen(seed)) * 2, k, t)
 
 
 top_k_ex = Exercise(
@@ -53,21 +49,15 @@ top_k_ex = Exercise(
         ("k=1: greedy as a distribution", _top_k_case(2, 20, 1, 0.7, 3)),
     ],
     mistakes=[
-        Mistake(_top_k(largest=False), "you keep the k LEAST likely words."),
-        Mistake(_top_k(temperature="multiply"), "the temperature divides the logits (T < 1 sharpens); you multiplied."),
-        Mistake(
-            _top_k(renormalise=False),
-            "you zeroed the words outside the top k after the softmax, so the row no longer sums to 1.",
-        ),
-        Mistake(_top_k(extra=1), "you keep k + 1 words."),
-        Mistake(_top_k(temperature="ignore"), "the temperature is ignored."),
+        _top_k(largest=False),
+        _top_k(temperature="multiply"),
+        _top_k(renormalise=False),
+        _top_k(extra=1),
+        _top_k(temperature="ignore"),
     ],
     properties=[
-        Property(
-            lambda a, o: torch.allclose(o.sum(-1), torch.ones(o.shape[0], dtype=o.dtype), atol=1e-5),
-            "each row must be a probability distribution that sums to 1.",
-        ),
-        Property(lambda a, o: bool(((o > 0).sum(-1) == a[1]).all()), "exactly k words per row must be possible."),
+        lambda a, o: torch.allclose(o.sum(-1), torch.ones(o.shape[0], dtype=o.dtype), atol=1e-5),
+        lambda a, o: bool(((o > 0).sum(-1) == a[1]).all()),
     ],
 )
 
@@ -89,11 +79,7 @@ def _kv(attend="all", order="append", scale=True, out="attention"):
 
 
 def _kv_case(b, h, t, d, seed):
-    def make():
-        g = _g(seed)
-        return tuple(torch.randn(b, h, n, d, generator=g) for n in (1, 1, 1, t, t))
-
-    return make
+    return randn(seed, *[(b, h, n, d) for n in (1, 1, 1, t, t)])
 
 
 kv_step_ex = Exercise(
@@ -101,23 +87,9 @@ kv_step_ex = Exercise(
     sol.kv_cache_step,
     name="kv_step_ex",
     cases=[
-        ("B=2, h=4, 7 cached tokens, d_head=8", _kv_case(2, 4, 7, 8, 0)),
-        ("B=1, h=2, 1 cached token, d_head=16", _kv_case(1, 2, 1, 16, 1)),
-        ("B=3, h=1, 20 cached tokens, d_head=4", _kv_case(3, 1, 20, 4, 2)),
+        ("B=2, h=4, 7 cached tokens, d_head=8", lambda: _kv_case(2, 4, 7, 8, 0)),
+        ("B=1, h=2, 1 cached token, d_head=16", lambda: _kv_case(1, 2, 1, 16, 1)),
+        ("B=3, h=1, 20 cached tokens, d_head=4", lambda: _kv_case(3, 1, 20, 4, 2)),
     ],
-    mistakes=[
-        Mistake(
-            _kv(attend="causal"),
-            "F.scaled_dot_product_attention(is_causal=True) aligns its mask top-left: with 1 query and T + 1 "
-            "keys the query may only see the FIRST key. The newest token may attend to every cached key.",
-        ),
-        Mistake(_kv(attend="cache"), "the new token does not attend to itself: its key and value join first."),
-        Mistake(_kv(order="prepend"), "the new key and value go at the END of the cache, in the order tokens came."),
-        Mistake(_kv(out="value"), "you return the new token's own value, not the attention over all T + 1 values."),
-        Mistake(
-            _kv(scale=False),
-            "the scores are not scaled: a decoding step must compute exactly what the full forward pass "
-            "computes, 1/√d_head included, or cached and uncached generation disagree.",
-        ),
-    ],
+    mistakes=[_kv(attend="causal"), _kv(attend="cache"), _kv(order="prepend"), _kv(out="value"), _kv(scale=False)],
 )

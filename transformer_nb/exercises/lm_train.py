@@ -8,7 +8,7 @@
   against the run's own numbers, ``{"Transformer": {...}, "LSTM": {...}}`` with ``perplexity``,
   ``seconds_per_epoch`` and ``parameters``.
 
-The checkers run on :class:`TinyLM`, a seeded causal model with dropout, small enough to run in milliseconds.
+The checkers run on :func:`tiny_lm`, a seeded one-block decoder of the package with dropout.
 """
 
 __all__ = ["evaluate_ex", "greedy_lm_ex", "train_step_ex", "verdict_ex"]  # what a notebook uses
@@ -16,48 +16,28 @@ __all__ = ["evaluate_ex", "greedy_lm_ex", "train_step_ex", "verdict_ex"]  # what
 import math
 
 import torch
-import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, Mistake, answer_hints
+from transformer_nb.core.config import TransformerConfig
+from transformer_nb.core.transformer import Transformer
+from transformer_nb.exercises import Exercise, answer_hints, gen, seeded
 from transformer_nb.exercises.compare import allclose, is_number, same_answers
 from transformer_nb.exercises.solutions import lm as sol
 
 NOTEBOOK = "10_wikitext_lm"  # the notebook whose exercise cells use this module
 
 VOCAB = 11
+TINY = TransformerConfig(vocab=VOCAB, d_model=8, n_heads=2, d_ff=16, n_layers=1, max_len=16, dropout=0.25)
 
 
-class TinyLM(nn.Module):
-    """``forward(ids (B, T)) -> (logits (B, T, VOCAB), None)``, the package's contract without targets;
-    position t sees tokens 0..t (a running mean), with dropout."""
-
-    def __init__(self, seed: int = 0, dropout: float = 0.25):
-        super().__init__()
-        with torch.random.fork_rng():
-            torch.manual_seed(seed)
-            self.embed, self.mix, self.head = nn.Embedding(VOCAB, 8), nn.Linear(8, 8), nn.Linear(8, VOCAB)
-        self.drop = nn.Dropout(dropout)
-
-    def forward(self, ids):
-        h = self.embed(ids)
-        h = h.cumsum(1) / torch.arange(1, ids.shape[1] + 1)[:, None]
-        return self.head(torch.tanh(self.mix(self.drop(h))) + h), None
-
-
-def _seeded(fn):
-    """The harness: the same dropout masks for the student's function, the reference and the mistakes."""
-
-    def run(*args):
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            return fn(*args)
-
-    return run
+def tiny_lm(seed: int = 0) -> Transformer:
+    """A seeded decoder of the package with dropout (the mistakes that leave it on show), in milliseconds:
+    ``forward(ids (B, T)) -> (logits (B, T, VOCAB), None)``."""
+    return seeded(Transformer, seed)(TINY)
 
 
 def _stream(seed, n):
-    return torch.randint(0, VOCAB, (n,), generator=torch.Generator().manual_seed(seed))
+    return torch.randint(0, VOCAB, (n,), generator=gen(seed))
 
 
 def _batches(seed, shapes):
@@ -92,25 +72,19 @@ evaluate_ex = Exercise(
     "Exercise 8.9: perplexity of a model over batches",
     sol.evaluate_perplexity,
     name="evaluate_ex",
-    harness=_seeded,
+    harness=seeded,
     fresh_args=True,
     cases=[
-        ("2 equal batches", lambda: (TinyLM(1), _batches(1, [(2, 6), (2, 6)]))),
-        ("batches of 2×8, 3×5 and 1×2 targets", lambda: (TinyLM(2), _batches(2, [(2, 8), (3, 5), (1, 2)]))),
+        ("2 equal batches", lambda: (tiny_lm(1), _batches(1, [(2, 6), (2, 6)]))),
+        ("batches of 2×8, 3×5 and 1×2 targets", lambda: (tiny_lm(2), _batches(2, [(2, 8), (3, 5), (1, 2)]))),
     ],
     mistakes=[
-        Mistake(_eval(_EXACT, eval_mode=False), "dropout is still on: measure with the model in eval mode."),
-        Mistake(
-            _eval(lambda s, c: sum(math.exp(a / b) for a, b in zip(s, c)) / len(s)),
-            "you average the batches' perplexities; exp of a mean is not a mean of exps.",
-        ),
-        Mistake(
-            _eval(lambda s, c: math.exp(sum(a / b for a, b in zip(s, c)) / len(s))),
-            "you average the batches' mean losses with equal weight, so a small batch counts as much as a big one.",
-        ),
-        Mistake(_eval(lambda s, c: sum(s) / sum(c)), "that is the mean loss per token; perplexity is its exponential."),
-        Mistake(_eval(lambda s, c: math.exp(sum(s) / len(s))), "divide by the number of targets, not of batches."),
-        Mistake(_eval(lambda s, c: 2 ** (sum(s) / sum(c))), "F.cross_entropy is in nats: perplexity is e**loss."),
+        _eval(_EXACT, eval_mode=False),
+        _eval(lambda s, c: sum(math.exp(a / b) for a, b in zip(s, c)) / len(s)),
+        _eval(lambda s, c: math.exp(sum(a / b for a, b in zip(s, c)) / len(s))),
+        _eval(lambda s, c: sum(s) / sum(c)),
+        _eval(lambda s, c: math.exp(sum(s) / len(s))),
+        _eval(lambda s, c: 2 ** (sum(s) / sum(c))),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-6),
     crash_hints=_CRASHES,
@@ -140,20 +114,15 @@ def _step(zero=True, step=True, train=True, reduction="mean", double_shift=False
 
 def _two_steps(fn):
     def run(model, optimizer, batches):
-        with torch.random.fork_rng():
-            torch.manual_seed(0)
-            losses = tuple(fn(model, optimizer, x, y) for x, y in batches)
+        losses = seeded(lambda: tuple(fn(model, optimizer, x, y) for x, y in batches))()
         return losses, torch.cat([p.detach().flatten() for p in model.parameters()])
 
     return run
 
 
 def _train_case(seed):
-    def make():
-        model = TinyLM(seed)
-        return model, torch.optim.AdamW(model.parameters(), lr=0.05), _batches(seed, [(2, 6), (2, 6)])
-
-    return make
+    model = tiny_lm(seed)
+    return model, torch.optim.AdamW(model.parameters(), lr=0.05), _batches(seed, [(2, 6), (2, 6)])
 
 
 class _StepExercise(Exercise):
@@ -169,26 +138,18 @@ train_step_ex = _StepExercise(
     name="train_step_ex",
     harness=_two_steps,
     fresh_args=True,
-    cases=[("two steps of AdamW on fixed batches", _train_case(3)), ("another model and batches", _train_case(4))],
+    cases=[
+        ("two steps of AdamW on fixed batches", lambda: _train_case(3)),
+        ("another model and batches", lambda: _train_case(4)),
+    ],
     mistakes=[
-        Mistake(_step(zero=False), "the second step also used the first step's gradients: they add up until cleared."),
-        Mistake(
-            _step(step=False),
-            "the parameters never change: the optimizer's step never runs, or the gradients are cleared before it.",
-        ),
-        Mistake(_step(train=False), "dropout is off while training: a training step runs in train mode."),
-        Mistake(_step(reduction="sum"), "return (and train on) the MEAN loss per target, F.cross_entropy's default."),
-        Mistake(_step(double_shift=True), "x and y are already shifted by one: compare logits at t with y at t."),
-        Mistake(
-            _step(targets="x"),
-            "the targets are the inputs themselves, so the model learns to copy the word it reads. Position t must "
-            "predict the NEXT word: its target is y[t] (y is x shifted by one).",
-        ),
-        Mistake(
-            _step(targets="x shifted"),
-            "you rebuild the targets from x (x[:, 1:]) and lose the last position: y already holds every next "
-            "word, x shifted by one. Train on logits at every position against y.",
-        ),
+        _step(zero=False),
+        _step(step=False),
+        _step(train=False),
+        _step(reduction="sum"),
+        _step(double_shift=True),
+        _step(targets="x"),
+        _step(targets="x shifted"),
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-6, rtol=1e-5),
     crash_hints=_CRASHES,
@@ -213,18 +174,18 @@ greedy_lm_ex = Exercise(
     "Exercise 8.9: greedy continuation",
     sol.greedy_continue,
     name="greedy_lm_ex",
-    harness=_seeded,
+    harness=seeded,
     fresh_args=True,
     cases=[
-        ("one prompt of 5 tokens, 8 new", lambda: (TinyLM(5), _stream(5, 5)[None], 8)),
-        ("two prompts of 3 tokens, 6 new", lambda: (TinyLM(6), _stream(6, 6).view(2, 3), 6)),
+        ("one prompt of 5 tokens, 8 new", lambda: (tiny_lm(5), _stream(5, 5)[None], 8)),
+        ("two prompts of 3 tokens, 6 new", lambda: (tiny_lm(6), _stream(6, 6).view(2, 3), 6)),
     ],
     mistakes=[
-        Mistake(_greedy(position=0), "the logits at position 0 predict token 1; the next token comes from the LAST."),
-        Mistake(_greedy(feed_back=False), "each prediction must be appended and fed back in before the next."),
-        Mistake(_greedy(only_new=True), "return the prompt followed by the new tokens, (B, T + n_new)."),
-        Mistake(_greedy(eval_mode=False), "dropout is on while generating: switch the model to eval mode."),
-        Mistake(_greedy(sample=True), "greedy decoding takes the arg-max; you sampled."),
+        _greedy(position=0),
+        _greedy(feed_back=False),
+        _greedy(only_new=True),
+        _greedy(eval_mode=False),
+        _greedy(sample=True),
     ],
     compare=lambda out, ref: isinstance(out, torch.Tensor) and allclose(out, ref, atol=0, rtol=0),
     crash_hints=_CRASHES,

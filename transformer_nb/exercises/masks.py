@@ -15,20 +15,11 @@ __all__ = ["causal_ex", "combined_ex", "padding_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, keep_mask, say, tril
 from transformer_nb.exercises.compare import tensor_problem
 from transformer_nb.exercises.solutions import masks as sol
 
 NOTEBOOK = "02_masking"  # the notebook whose exercise cells use this module
-
-_POLARITY = (
-    "your mask is True where attention is BLOCKED. Here (as in F.scaled_dot_product_attention) "
-    "True means 'may attend'; nn.MultiheadAttention uses the opposite convention. Invert it."
-)
-_FLOAT = (
-    "return a bool tensor (True = may attend), not numbers: a float mask is ADDED to the scores, "
-    "so a 1.0 would be a small bonus and a 0.0 would block nothing."
-)
 
 
 def _is_bool_tensor(out) -> bool:
@@ -62,8 +53,10 @@ class MaskExercise(Exercise):
             # a number mask: say so first, then what is wrong with its pattern (read as nonzero = True)
             as_bool = out != 0
             if _mask_equal(as_bool, ref):
-                return _FLOAT
-            return _FLOAT + " Read as bool, the pattern is wrong too: " + super().diagnose(args, as_bool, ref)
+                return say("float_mask")
+            return (
+                say("float_mask") + " Read as bool, the pattern is wrong too: " + super().diagnose(args, as_bool, ref)
+            )
         return super().diagnose(args, out, ref)
 
     def _shape_hint(self, args, out, ref) -> str:
@@ -73,22 +66,6 @@ class MaskExercise(Exercise):
 # ----------------------------------------------------------------------------------------
 # 1. the causal mask
 # ----------------------------------------------------------------------------------------
-
-
-def _causal_strict(T):
-    return torch.arange(T)[None, :] < torch.arange(T)[:, None]
-
-
-def _causal_transposed(T):
-    return torch.arange(T)[None, :] >= torch.arange(T)[:, None]
-
-
-def _causal_inverted(T):
-    return torch.arange(T)[None, :] > torch.arange(T)[:, None]
-
-
-def _causal_none(T):
-    return torch.ones(T, T, dtype=torch.bool)
 
 
 class _CausalExercise(MaskExercise):
@@ -102,47 +79,18 @@ causal_ex = _CausalExercise(
     reference=sol.my_causal_mask,
     cases=[("T=4", lambda: (4,)), ("T=1", lambda: (1,)), ("T=7", lambda: (7,))],
     mistakes=[
-        Mistake(
-            _causal_strict,
-            "the diagonal is blocked: query i must be allowed to attend to ITSELF "
-            "(position i sees positions 1..i). Shift your triangle by one.",
-        ),
-        Mistake(
-            _causal_transposed,
-            "your mask is the transpose: it lets each query see the future and hides "
-            "the past. Row i is the query; it may see columns j <= i (lower triangle).",
-        ),
-        Mistake(_causal_inverted, _POLARITY),
-        Mistake(_causal_none, "every entry is True: nothing is masked, so every query sees the future."),
+        lambda T: torch.ones(T, T, dtype=torch.bool).tril(-1),
+        lambda T: torch.ones(T, T, dtype=torch.bool).triu(),
+        lambda T: torch.ones(T, T, dtype=torch.bool).triu(1),
+        lambda T: torch.ones(T, T, dtype=torch.bool),
     ],
-    properties=[
-        Property(
-            lambda args, out: bool(out.diagonal().all()),
-            "some diagonal entries are False: a token must always be able to attend to itself.",
-        ),
-        Property(
-            lambda args, out: not bool(out.triu(1).any()),
-            "some entries above the diagonal are True: those are future keys (j > i).",
-        ),
-    ],
+    properties=[lambda args, out: bool(out.diagonal().all()), lambda args, out: not bool(out.triu(1).any())],
 )
 
 
 # ----------------------------------------------------------------------------------------
 # 2. the padding mask from lengths
 # ----------------------------------------------------------------------------------------
-
-
-def _padding_off_by_one(lengths, max_len):
-    return torch.arange(max_len)[None, :] <= torch.as_tensor(lengths)[:, None]
-
-
-def _padding_inverted(lengths, max_len):
-    return ~sol.my_padding_mask(lengths, max_len)
-
-
-def _padding_left(lengths, max_len):
-    return sol.my_padding_mask(lengths, max_len).flip(-1)
 
 
 class _PaddingExercise(MaskExercise):
@@ -168,53 +116,17 @@ padding_ex = _PaddingExercise(
         ("lengths [0, 3], max_len 4 (an empty sequence)", lambda: ([0, 3], 4)),
     ],
     mistakes=[
-        Mistake(
-            _padding_off_by_one,
-            "each row has one True too many: position t (counting from 0) is a real "
-            "token iff t < length, not t <= length.",
-        ),
-        Mistake(
-            _padding_inverted,
-            _POLARITY + " (True at padding is what nn.MultiheadAttention's "
-            "key_padding_mask expects; here True = real token.)",
-        ),
-        Mistake(
-            _padding_left,
-            "your real tokens sit at the END of each row (left padding). These sequences "
-            "are right-padded: tokens first, then padding.",
-        ),
+        lambda lengths, max_len: torch.arange(max_len)[None, :] <= torch.as_tensor(lengths)[:, None],
+        lambda lengths, max_len: ~sol.my_padding_mask(lengths, max_len),
+        lambda lengths, max_len: sol.my_padding_mask(lengths, max_len).flip(-1),
     ],
-    properties=[
-        Property(
-            lambda args, out: out.sum(-1).tolist() == list(args[0]),
-            "row b must hold exactly lengths[b] True entries, one per real token.",
-        ),
-    ],
+    properties=[lambda args, out: out.sum(-1).tolist() == list(args[0])],
 )
 
 
 # ----------------------------------------------------------------------------------------
 # 3. padding + causal for a batch (decoder self-attention)
 # ----------------------------------------------------------------------------------------
-
-
-def _combined_no_causal(keep):
-    return keep[:, None, None, :].expand(-1, 1, keep.shape[-1], -1)
-
-
-def _combined_no_padding(keep):
-    T = keep.shape[-1]
-    return torch.ones(T, T, dtype=torch.bool).tril().expand(keep.shape[0], 1, T, T)
-
-
-def _combined_query_axis(keep):
-    T = keep.shape[-1]
-    return keep[:, None, :, None] & torch.ones(T, T, dtype=torch.bool).tril()
-
-
-def _combined_or(keep):
-    T = keep.shape[-1]
-    return keep[:, None, None, :] | torch.ones(T, T, dtype=torch.bool).tril()
 
 
 class _CombinedExercise(MaskExercise):
@@ -226,48 +138,24 @@ class _CombinedExercise(MaskExercise):
         return "Axes: batch, head (size 1), query, key."
 
 
-def _keep(lengths, T):
-    return torch.arange(T)[None, :] < torch.tensor(lengths)[:, None]
-
-
 combined_ex = _CombinedExercise(
     compare=_mask_equal,
     title="Padding + causal mask for a batch",
     name="combined_ex",
     reference=sol.my_decoder_mask,
     cases=[
-        ("lengths [3, 5, 1], T=5", lambda: (_keep([3, 5, 1], 5),)),
-        ("lengths [2, 4], T=4", lambda: (_keep([2, 4], 4),)),
-        ("lengths [0, 2], T=3 (an empty sequence)", lambda: (_keep([0, 2], 3),)),
+        ("lengths [3, 5, 1], T=5", lambda: (keep_mask([3, 5, 1], 5),)),
+        ("lengths [2, 4], T=4", lambda: (keep_mask([2, 4], 4),)),
+        ("lengths [0, 2], T=3 (an empty sequence)", lambda: (keep_mask([0, 2], 3),)),
     ],
     mistakes=[
-        Mistake(
-            _combined_no_causal,
-            "padded keys are blocked, but every query still sees the future: "
-            "AND in the causal (lower-triangular) mask.",
-        ),
-        Mistake(
-            _combined_no_padding,
-            "the causal part is right, but padded keys are still visible: AND in the "
-            "padding mask along the KEY axis (the last one).",
-        ),
-        Mistake(
-            _combined_query_axis,
-            "you blocked the ROWS of padded queries instead of the COLUMNS of padded "
-            "keys. With a causal mask this only changes the padded rows, which are left "
-            "with no key at all (0/0 = NaN in a plain softmax); without it, real queries "
-            "would still see padded keys. Put the padding on the last axis, T_k.",
-        ),
-        Mistake(_combined_or, "a key must pass BOTH masks to be visible: combine them with & (AND), not | (OR)."),
+        lambda keep: keep[:, None, None, :].expand(-1, 1, keep.shape[-1], -1),
+        lambda keep: tril(keep.shape[-1]).expand(keep.shape[0], 1, -1, -1),
+        lambda keep: keep[:, None, :, None] & tril(keep.shape[-1]),
+        lambda keep: keep[:, None, None, :] | tril(keep.shape[-1]),
     ],
     properties=[
-        Property(
-            lambda args, out: not bool(out.triu(1).any()),
-            "some future keys (above the diagonal) are visible: the causal part is missing or transposed.",
-        ),
-        Property(
-            lambda args, out: not bool((out & ~args[0][:, None, None, :]).any()),
-            "some padded keys are visible: every column of a padded position must be False.",
-        ),
+        lambda args, out: not bool(out.triu(1).any()),
+        lambda args, out: not bool((out & ~args[0][:, None, None, :]).any()),
     ],
 )

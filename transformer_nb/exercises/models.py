@@ -10,21 +10,14 @@ __all__ = ["variant_masks_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, keep_mask, say, tril
+from transformer_nb.exercises.compare import tensor_problem
 from transformer_nb.exercises.solutions import models as sol
 
 NOTEBOOK = "08_architecture_variants"  # the notebook whose exercise cells use this module
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 KEYS = ("encoder_self", "decoder_self", "cross")
-
-
-def _gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def _keep(lengths, t):
-    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
 
 
 # --------------------------------------------------------------------------- 1. masks per variant
@@ -34,21 +27,17 @@ def _pad(keep, t_q):  # (B, T_k) -> (B, 1, T_q, T_k): block padded keys
     return keep[:, None, None, :].expand(-1, 1, t_q, -1)
 
 
-def _tril(t):
-    return torch.ones(t, t, dtype=torch.bool).tril()
-
-
 def _masks_bert_causal(variant, src_keep, tgt_keep):
     out = sol.variant_masks(variant, src_keep, tgt_keep)
     if variant == "encoder-only":
-        out["encoder_self"] = out["encoder_self"] & _tril(src_keep.shape[1])
+        out["encoder_self"] = out["encoder_self"] & tril(src_keep.shape[1])
     return out
 
 
 def _masks_encdec_encoder_causal(variant, src_keep, tgt_keep):
     out = sol.variant_masks(variant, src_keep, tgt_keep)
     if variant == "encoder-decoder":
-        out["encoder_self"] = out["encoder_self"] & _tril(src_keep.shape[1])
+        out["encoder_self"] = out["encoder_self"] & tril(src_keep.shape[1])
     return out
 
 
@@ -85,7 +74,7 @@ def _masks_decoder_no_padding(variant, src_keep, tgt_keep):
     out = sol.variant_masks(variant, src_keep, tgt_keep)
     if out["decoder_self"] is not None:
         t = tgt_keep.shape[1]
-        out["decoder_self"] = _tril(t).expand(tgt_keep.shape[0], 1, t, t)
+        out["decoder_self"] = tril(t).expand(tgt_keep.shape[0], 1, t, t)
     return out
 
 
@@ -105,10 +94,7 @@ class _VariantMasksExercise(Exercise):
     def type_problem(self, out, ref):
         if not isinstance(out, dict) or set(out) != set(KEYS):
             got = sorted(out) if isinstance(out, dict) else type(out).__name__
-            return (
-                f"return a dict with exactly the keys {list(KEYS)} (None for a sublayer the variant "
-                f"does not have), got {got}."
-            )
+            return say("variant_keys", keys=list(KEYS), got=got)
         return None
 
     def diagnose(self, args, out, ref) -> str:
@@ -132,23 +118,19 @@ class _VariantMasksExercise(Exercise):
                 return f"for {variant}, '{key}' is missing (None): this variant does have that sublayer."
             if want is None:
                 continue
-            if not isinstance(mine, torch.Tensor) or mine.dtype != torch.bool:
-                return (
-                    f"'{key}' must be a bool tensor (True = may attend), got "
-                    f"{mine.dtype if isinstance(mine, torch.Tensor) else type(mine).__name__}."
-                )
+            problem = tensor_problem(mine, want, f"'{key}'")
+            if problem:
+                return problem
             if tuple(mine.shape) != tuple(want.shape):
-                extra = (
-                    " Cross-attention has target queries and *source* keys: (B, 1, T, S), padded like the source."
-                    if key == "cross"
-                    else ""
+                cross = " Cross-attention has target queries and *source* keys: (B, 1, T, S), padded like the source."
+                return f"'{key}' has shape {tuple(mine.shape)}, expected (B, 1, T_q, T_k) = {tuple(want.shape)}." + (
+                    cross if key == "cross" else ""
                 )
-                return f"'{key}' has shape {tuple(mine.shape)}, expected (B, 1, T_q, T_k) = {tuple(want.shape)}.{extra}"
         return super().diagnose(args, out, ref)
 
 
 def _case(variant, src_lengths, s, tgt_lengths, t):
-    return lambda: (variant, _keep(src_lengths, s), _keep(tgt_lengths, t))
+    return lambda: (variant, keep_mask(src_lengths, s), keep_mask(tgt_lengths, t))
 
 
 variant_masks_ex = _VariantMasksExercise(
@@ -163,40 +145,16 @@ variant_masks_ex = _VariantMasksExercise(
     ],
     compare=_dict_equal,
     mistakes=[
-        Mistake(
-            _masks_bert_causal,
-            "your encoder-only mask blocks later tokens. BERT-style encoders are bidirectional: every real "
-            "token may attend to every other real token, before and after it. Only padding is blocked.",
-        ),
-        Mistake(
-            _masks_encdec_encoder_causal,
-            "the encoder of an encoder–decoder reads the whole source at once (it is never generated), so "
-            "its self-attention is bidirectional: block padded source keys only, no causal triangle.",
-        ),
-        Mistake(
-            _masks_gpt_not_causal,
-            "your decoder self-attention lets a position see later positions: the causal triangle "
-            "(key j <= query i) is missing, so training would leak the very token it must predict.",
-        ),
-        Mistake(
-            _masks_cross_causal,
-            "your cross-attention mask is causal. Causality concerns the target sequence only; the source "
-            "is fully known, so every target position may read every real source token. Block padded "
-            "source keys only.",
-        ),
-        Mistake(
-            _masks_decoder_no_padding,
-            "the decoder self-attention mask is causal but ignores padding: in a short target, the real "
-            "positions are fine, but padded keys must be blocked too (AND the two masks).",
-        ),
+        _masks_bert_causal,
+        _masks_encdec_encoder_causal,
+        _masks_gpt_not_causal,
+        _masks_cross_causal,
+        _masks_decoder_no_padding,
     ],
     properties=[
-        Property(
-            lambda args, out: all(
-                out[k] is None or bool(out[k].diagonal(dim1=-2, dim2=-1)[_keep_for(args, k)].all())
-                for k in ("encoder_self", "decoder_self")
-            ),
-            "a real token must always be allowed to attend to itself: check the diagonal of your self-attention masks.",
+        lambda args, out: all(
+            out[k] is None or bool(out[k].diagonal(dim1=-2, dim2=-1)[_keep_for(args, k)].all())
+            for k in ("encoder_self", "decoder_self")
         ),
     ],
 )

@@ -15,14 +15,10 @@ import math
 
 import torch
 
-from transformer_nb.exercises import MULTIHEAD, Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, gen
 from transformer_nb.exercises.solutions import multihead as sol
 
 NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use this module
-
-
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 def _mha(split="view_transpose", scale="d_k", out_proj=True, merge="transpose", softmax_dim=-1):
@@ -46,53 +42,31 @@ def _mha(split="view_transpose", scale="d_k", out_proj=True, merge="transpose", 
 
 
 def _mha_case(seed, b, t, d, h):
-    def make():
-        g = _g(seed)
-        x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
-        ws = [torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d) for _ in range(4)]
-        return (x, *ws, h)
-
-    return make
+    g = gen(seed)
+    x = torch.randn(b, t, d, generator=g, dtype=torch.float64)
+    ws = [torch.randn(d, d, generator=g, dtype=torch.float64) / math.sqrt(d) for _ in range(4)]
+    return (x, *ws, h)
 
 
 mha_ex = Exercise(
     "Exercise 8.6: multi-head attention",
     sol.multi_head_attention,
     name="mha_ex",
-    ready_made=MULTIHEAD,
     cases=[
-        ("the exercise's size: d_model=32, h=4, 7 tokens", _mha_case(61, 1, 7, 32, 4)),
-        ("batch 2, d_model=24, h=3, 5 tokens", _mha_case(62, 2, 5, 24, 3)),
-        ("one head (h=1): plain attention", _mha_case(63, 1, 4, 8, 1)),
+        ("the exercise's size: d_model=32, h=4, 7 tokens", lambda: _mha_case(61, 1, 7, 32, 4)),
+        ("batch 2, d_model=24, h=3, 5 tokens", lambda: _mha_case(62, 2, 5, 24, 3)),
+        ("one head (h=1): plain attention", lambda: _mha_case(63, 1, 4, 8, 1)),
     ],
     mistakes=[
-        Mistake(
-            _mha(split="view"),
-            "your heads are not the right slices: viewing (B, T, d_model) directly as (B, h, T, d_k) mixes "
-            "positions into the heads. Head i owns features i·d_k..(i+1)·d_k-1 of EVERY position.",
-        ),
-        Mistake(
-            _mha(split="view", merge="reshape"),
-            "the heads are made and joined by reshaping alone: (B, T, d_model) -> (B, h, T, d_k) and back cuts "
-            "across positions both ways. Reshape to (B, T, h, d_k), then transpose(1, 2) to (B, h, T, d_k); "
-            "transpose back before merging.",
-        ),
-        Mistake(_mha(scale="d_model"), "the scores are scaled with d_model; each head's dot products have d_k terms."),
-        Mistake(_mha(scale="none"), "the scores are not scaled."),
-        Mistake(_mha(out_proj=False), "the output projection W_O is missing: it mixes the concatenated heads."),
-        Mistake(
-            _mha(merge="reshape"),
-            "the heads are concatenated in the wrong order: bring the head axis back next to d_k before "
-            "merging (B, h, T, d_k) into (B, T, d_model).",
-        ),
-        Mistake(_mha(softmax_dim=-2), "the softmax runs over the queries; each query's weights must sum to 1."),
+        _mha(split="view"),
+        _mha(split="view", merge="reshape"),
+        _mha(scale="d_model"),
+        _mha(scale="none"),
+        _mha(out_proj=False),
+        _mha(merge="reshape"),
+        _mha(softmax_dim=-2),
     ],
-    properties=[
-        Property(
-            lambda a, o: tuple(o[1].shape) == (a[0].shape[0], a[5], a[0].shape[1], a[0].shape[1]),
-            "return the weights of every head, (B, h, T, T), not their average.",
-        ),
-    ],
+    properties=[lambda a, o: tuple(o[1].shape) == (a[0].shape[0], a[5], a[0].shape[1], a[0].shape[1])],
 )
 
 
@@ -112,13 +86,10 @@ def _distance(signed=False, weighted=True, reduce="mean", fraction=False):
 
 
 def _softmax_case(seed, h, t, sharp=2.0, causal=False):
-    def make():
-        s = sharp * torch.randn(h, t, t, generator=_g(seed), dtype=torch.float64)
-        if causal:
-            s = s.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
-        return (torch.softmax(s, -1),)
-
-    return make
+    s = sharp * torch.randn(h, t, t, generator=gen(seed), dtype=torch.float64)
+    if causal:
+        s = s.masked_fill(~torch.ones(t, t, dtype=torch.bool).tril(), float("-inf"))
+    return (torch.softmax(s, -1),)
 
 
 def _known_heads():
@@ -129,7 +100,7 @@ def _known_heads():
     prev[torch.arange(t), (torch.arange(t) - 1).clamp_min(0)] = 1.0
     soft = torch.softmax(-(pos[:, None] - pos[None, :]).abs(), -1)
     uniform = torch.full((t, t), 1 / t, dtype=torch.float64)
-    focused = torch.softmax(6 * torch.randn(t, t, generator=_g(14), dtype=torch.float64), -1)
+    focused = torch.softmax(6 * torch.randn(t, t, generator=gen(14), dtype=torch.float64), -1)
     return (torch.stack([prev, torch.eye(t, dtype=torch.float64), soft, uniform, focused]),)
 
 
@@ -138,22 +109,14 @@ attention_distance_ex = Exercise(
     sol.mean_distance,
     name="attention_distance_ex",
     cases=[
-        ("4 heads, 7 tokens, random weights", _softmax_case(11, 4, 7)),
+        ("4 heads, 7 tokens, random weights", lambda: _softmax_case(11, 4, 7)),
         ("five heads whose behaviour is known", _known_heads),
-        ("2 heads, 5 tokens, causal weights", _softmax_case(12, 2, 5, causal=True)),
+        ("2 heads, 5 tokens, causal weights", lambda: _softmax_case(12, 2, 5, causal=True)),
     ],
-    mistakes=[
-        Mistake(_distance(signed=True), "looking 2 back and 2 ahead should both count as distance 2; yours cancel."),
-        Mistake(_distance(weighted=False), "every head gets the same number: the offsets are not weighted by w."),
-        Mistake(_distance(reduce="sum"), "your numbers grow with the sequence length: average over the queries."),
-        Mistake(_distance(fraction=True), "the distance is in tokens, not a fraction of the longest offset."),
-    ],
+    mistakes=[_distance(signed=True), _distance(weighted=False), _distance(reduce="sum"), _distance(fraction=True)],
     properties=[
-        Property(lambda args, out: bool((out >= -1e-9).all()), "a distance cannot be negative."),
-        Property(
-            lambda args, out: bool((out <= args[0].shape[-1] - 1 + 1e-9).all()),
-            "no head's mean distance can exceed T - 1.",
-        ),
+        lambda args, out: bool((out >= -1e-9).all()),
+        lambda args, out: bool((out <= args[0].shape[-1] - 1 + 1e-9).all()),
     ],
 )
 
@@ -186,7 +149,7 @@ def _mixed_heads():
     future = torch.zeros(t, t, dtype=torch.float64)
     future[torch.arange(t), (torch.arange(t) + 2).clamp_max(t - 1)] = 0.5
     future[torch.arange(t), (torch.arange(t) - 2).clamp_min(0)] += 0.5  # looks 2 back and 2 ahead: signed ~ 0
-    mid = torch.softmax(1.1 * torch.randn(t, t, generator=_g(15), dtype=torch.float64), -1)  # entropy ~ 0.8 ln T
+    mid = torch.softmax(1.1 * torch.randn(t, t, generator=gen(15), dtype=torch.float64), -1)  # entropy ~ 0.8 ln T
     all_but_one = torch.full((t, t), 1 / (t - 1), dtype=torch.float64)
     all_but_one[torch.arange(t), (torch.arange(t) + 3) % t] = 0.0  # exact zeros, entropy ln 6 > 0.9 ln 7
     return (torch.stack([wide_local, future, mid, torch.eye(t, dtype=torch.float64), all_but_one]),)
@@ -199,23 +162,17 @@ head_kinds_ex = Exercise(
     cases=[
         ("five heads whose behaviour is known", _known_heads),
         ("heads near the thresholds", _mixed_heads),
-        ("4 heads, 7 tokens, random weights", _softmax_case(11, 4, 7)),
+        ("4 heads, 7 tokens, random weights", lambda: _softmax_case(11, 4, 7)),
     ],
     mistakes=[
-        Mistake(_kinds(log=math.log2), "your entropy is in bits; the rule compares it with 0.9·ln T, in nats."),
-        Mistake(_kinds(entropy_reduce="sum"), "your entropy adds up the queries; the rule uses the mean per query."),
-        Mistake(_kinds(signed=True), "use the absolute offset |i - j|: looking back and ahead must not cancel."),
-        Mistake(_kinds(half=False), "a head is local when its distance is below HALF the uniform distance."),
-        Mistake(_kinds(nan_safe=False), "0 · log 0 gave NaN: a zero weight contributes 0 to the entropy."),
+        _kinds(log=math.log2),
+        _kinds(entropy_reduce="sum"),
+        _kinds(signed=True),
+        _kinds(half=False),
+        _kinds(nan_safe=False),
     ],
     properties=[
-        Property(
-            lambda a, o: isinstance(o, (list, tuple)) and len(o) == a[0].shape[0],
-            "return one label per head, a list of strings.",
-        ),
-        Property(
-            lambda a, o: all(k in ("local", "global", "focused") for k in o),
-            'each label is one of "local", "global", "focused".',
-        ),
+        lambda a, o: isinstance(o, (list, tuple)) and len(o) == a[0].shape[0],
+        lambda a, o: all(k in ("local", "global", "focused") for k in o),
     ],
 )

@@ -10,18 +10,10 @@ __all__ = ["lm_shift_ex", "mean_pool_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, gen, keep_mask
 from transformer_nb.exercises.solutions import models as sol
 
 NOTEBOOK = "08_architecture_variants"  # the notebook whose exercise cells use this module
-
-
-def _gen(seed):
-    return torch.Generator().manual_seed(seed)
-
-
-def _keep(lengths, t):
-    return torch.arange(t)[None, :] < torch.tensor(lengths)[:, None]
 
 
 # --------------------------------------------------------------------------- 2. the LM shift
@@ -35,21 +27,14 @@ def _shift_backwards(ids, keep):
     return ids[:, 1:], ids[:, :-1].masked_fill(~keep[:, :-1], -100)
 
 
-def _shift_no_ignore(ids, keep):
-    return ids[:, :-1], ids[:, 1:]
-
-
 def _shift_wrong_keep(ids, keep):
     return ids[:, :-1], ids[:, 1:].masked_fill(~keep[:, :-1], -100)
 
 
 def _shift_case(seed, lengths, t):
-    def make():
-        keep = _keep(lengths, t)
-        ids = torch.randint(3, 50, (len(lengths), t), generator=_gen(seed)).masked_fill(~keep, 0)
-        return ids, keep
-
-    return make
+    keep = keep_mask(lengths, t)
+    ids = torch.randint(3, 50, (len(lengths), t), generator=gen(seed)).masked_fill(~keep, 0)
+    return ids, keep
 
 
 lm_shift_ex = Exercise(
@@ -57,56 +42,25 @@ lm_shift_ex = Exercise(
     sol.lm_shift,
     name="lm_shift_ex",
     cases=[
-        ("lengths [6, 4], T = 6", _shift_case(31, [6, 4], 6)),
-        ("lengths [5, 5, 2], T = 5", _shift_case(32, [5, 5, 2], 5)),
-        ("one sequence of 3 tokens, no padding", _shift_case(33, [3], 3)),
+        ("lengths [6, 4], T = 6", lambda: _shift_case(31, [6, 4], 6)),
+        ("lengths [5, 5, 2], T = 5", lambda: _shift_case(32, [5, 5, 2], 5)),
+        ("one sequence of 3 tokens, no padding", lambda: _shift_case(33, [3], 3)),
     ],
-    mistakes=[
-        Mistake(
-            _shift_none,
-            "each target equals the input at the same position, so the model only has to copy its input "
-            "(the causal mask lets position t see token t). The target at position t is token t+1.",
-        ),
-        Mistake(
-            _shift_backwards,
-            "you shifted the wrong way: your model would predict the previous token from the ones after it.",
-        ),
-        Mistake(
-            _shift_no_ignore,
-            "padded targets still carry a loss, so the model is trained to predict padding after every "
-            "short sequence. Set the targets at padded positions to -100 (F.cross_entropy's ignore_index).",
-        ),
-        Mistake(
-            _shift_wrong_keep,
-            "off by one in the padding: you used the keep mask of the inputs, so the first padded target is "
-            "counted. A target is real when *it* is a real token.",
-        ),
-    ],
+    mistakes=[_shift_none, _shift_backwards, lambda ids, keep: (ids[:, :-1], ids[:, 1:]), _shift_wrong_keep],
 )
 
 
 # --------------------------------------------------------------------------- 3. masked mean pooling
 
 
-def _pool_all(hidden, keep):
-    return hidden.mean(1)
-
-
 def _pool_divide_by_t(hidden, keep):
     return (hidden * keep[..., None]).sum(1) / hidden.shape[1]
 
 
-def _pool_cls(hidden, keep):
-    return hidden[:, 0]
-
-
 def _pool_case(seed, lengths, t, d=4):
-    def make():
-        keep = _keep(lengths, t)
-        hidden = torch.randn(len(lengths), t, d, generator=_gen(seed), dtype=torch.float64)
-        return hidden, keep
-
-    return make
+    keep = keep_mask(lengths, t)
+    hidden = torch.randn(len(lengths), t, d, generator=gen(seed), dtype=torch.float64)
+    return hidden, keep
 
 
 mean_pool_ex = Exercise(
@@ -114,27 +68,10 @@ mean_pool_ex = Exercise(
     sol.mean_pool,
     name="mean_pool_ex",
     cases=[
-        ("lengths [5, 2], T = 5", _pool_case(41, [5, 2], 5)),
-        ("lengths [3, 3, 1], T = 4", _pool_case(42, [3, 3, 1], 4)),
-        ("no padding", _pool_case(43, [4, 4], 4)),
+        ("lengths [5, 2], T = 5", lambda: _pool_case(41, [5, 2], 5)),
+        ("lengths [3, 3, 1], T = 4", lambda: _pool_case(42, [3, 3, 1], 4)),
+        ("no padding", lambda: _pool_case(43, [4, 4], 4)),
     ],
-    mistakes=[
-        Mistake(
-            _pool_all,
-            "you averaged over padded positions too, so the sentence vector changes when the batch is padded "
-            "further. Average over the real tokens only (weight by keep).",
-        ),
-        Mistake(
-            _pool_divide_by_t,
-            "you zeroed the padded positions but divided by the padded length T: divide by each sequence's "
-            "number of real tokens, keep.sum(1).",
-        ),
-        Mistake(_pool_cls, "that is the [CLS] vector (position 0), not the mean over the real tokens."),
-    ],
-    properties=[
-        Property(
-            lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2]),
-            "the result has one d-vector per sequence: shape (B, d); average over the time axis (dim 1).",
-        ),
-    ],
+    mistakes=[lambda hidden, keep: hidden.mean(1), _pool_divide_by_t, lambda hidden, keep: hidden[:, 0]],
+    properties=[lambda args, out: out.shape == (args[0].shape[0], args[0].shape[2])],
 )

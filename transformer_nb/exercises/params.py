@@ -8,7 +8,7 @@ Exercise 8.4 (memory, FLOPs, the crossover and its reading) is in :mod:`transfor
 
 __all__ = ["breakdown_ex"]  # what a notebook uses
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, Property
 from transformer_nb.exercises.compare import is_number
 from transformer_nb.exercises.solutions import params as sol
 
@@ -75,45 +75,15 @@ breakdown_ex = DictExercise(
         ("tiny: d 64, h 4, d_ff 96, N 3, |V| 100", lambda: (64, 4, 96, 3, 100)),
     ],
     mistakes=[
-        Mistake(
-            _untied_total,
-            "your total counts the embedding matrix twice. With weight tying the output "
-            "projection *is* the embedding matrix: count it once.",
-        ),
-        Mistake(
-            _vary(embedding=lambda d, v, **_: 2 * v * d),
-            "(a) is twice too big: with weight tying the output layer shares the |V|×d_model embedding "
-            "matrix, so the embedding layer is counted once.",
-        ),
-        Mistake(
-            _vary(attention_per_layer=lambda d, h, **_: h * 4 * d * d),
-            "(b) grows with the number of heads, but it must not: each head's W_Q, W_K, W_V are "
-            "d_model × d_model/h, so the h heads together hold 3·d_model² (plus W_O).",
-        ),
-        Mistake(
-            _vary(attention_per_layer=lambda d, **_: 3 * d * d),
-            "(b) is missing the output projection W_O (d_model × d_model) that mixes the concatenated heads.",
-        ),
-        Mistake(
-            _vary(attention_per_layer=lambda d, h, **_: 4 * d * (d // h)),
-            "(b) counts one head only: the h heads of size d_model/h together span d_model columns.",
-        ),
-        Mistake(
-            _vary(ffn_per_layer=lambda d, f, **_: d * f),
-            "(c) counts one FFN matrix; there are two, W_1 (d_model × d_ff) and W_2 (d_ff × d_model).",
-        ),
-        Mistake(
-            _vary(ffn_per_layer=lambda d, **_: 2 * d * 4 * d),
-            "(c) assumes d_ff = 4·d_model; use the d_ff you are given.",
-        ),
-        Mistake(
-            _vary(norm_per_layer=lambda d, **_: 2 * d),
-            "(d) counts one LayerNorm; a layer has two sublayers, each with its own LayerNorm (γ and β).",
-        ),
-        Mistake(
-            _vary(norm_per_layer=lambda d, **_: 2 * d * d),
-            "(d) is quadratic in d_model, but a LayerNorm only has a scale γ and a shift β, each of size d_model.",
-        ),
+        _untied_total,
+        _vary(embedding=lambda d, v, **_: 2 * v * d),
+        _vary(attention_per_layer=lambda d, h, **_: h * 4 * d * d),
+        _vary(attention_per_layer=lambda d, **_: 3 * d * d),
+        _vary(attention_per_layer=lambda d, h, **_: 4 * d * (d // h)),
+        _vary(ffn_per_layer=lambda d, f, **_: d * f),
+        _vary(ffn_per_layer=lambda d, **_: 2 * d * 4 * d),
+        _vary(norm_per_layer=lambda d, **_: 2 * d),
+        _vary(norm_per_layer=lambda d, **_: 2 * d * d),
     ],
     properties=[
         _part_property(
@@ -126,13 +96,9 @@ breakdown_ex = DictExercise(
         ),
         _part_property("ffn_per_layer", "(c) FFN: two matrices, d_model → d_ff → d_model."),
         _part_property("norm_per_layer", "(d) norms: two LayerNorms per layer, γ and β each of size d_model."),
-        Property(
-            lambda args, out: (
-                out["total"]
-                == out["embedding"]
-                + args[3] * (out["attention_per_layer"] + out["ffn_per_layer"] + out["norm_per_layer"])
-            ),
-            "your total is not embedding + N × (attention + FFN + norms) of your own parts.",
+        lambda args, out: (
+            out["total"]
+            == out["embedding"] + args[3] * (out["attention_per_layer"] + out["ffn_per_layer"] + out["norm_per_layer"])
         ),
     ],
     compare=exact_dicts,

@@ -16,7 +16,7 @@ import math
 import torch
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, randn
 from transformer_nb.exercises.compare import allclose, tensor_problem
 from transformer_nb.exercises.solutions import positional as sol
 
@@ -48,10 +48,6 @@ def _sinusoids(T, d):
     pos = torch.arange(T, dtype=torch.float64)[:, None]
     angle = pos * 10000.0 ** (-torch.arange(0, d, 2, dtype=torch.float64) / d)
     return torch.stack([torch.sin(angle), torch.cos(angle)], dim=-1).flatten(-2)
-
-
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 # ----------------------------------------------------------------------------------------
@@ -98,28 +94,8 @@ offset_matrix_ex = _TableExercise(
         ("k=-3, ω=10000^(-6/16)", lambda: (-3, 10000.0 ** (-6 / 16))),
         ("k=40, ω=10000^(-2/8)", lambda: (40, 10000.0 ** (-2 / 8))),
     ],
-    mistakes=[
-        Mistake(
-            _om_inverse,
-            "your matrix moves the pair BACK by k: it maps PE(pos) to PE(pos-k) (or it is written for the "
-            "order [cos, sin]; the pair is [PE(pos, 2i), PE(pos, 2i+1)] = [sin, cos]). Check the sign of the "
-            "entry that multiplies cos(pos·ω) in the first row.",
-        ),
-        Mistake(_om_no_omega, "the angle of the rotation is k·ω (offset times the pair's frequency), not k."),
-        Mistake(
-            _om_reflection,
-            "your matrix has determinant -1: a reflection, not a rotation. Check the second "
-            "row against cos(a+b) = cos a·cos b - sin a·sin b.",
-        ),
-    ],
-    properties=[
-        Property(
-            _orthogonal,
-            "your matrix is not orthogonal (MᵀM ≠ I): a rotation keeps lengths, and "
-            "sin² + cos² = 1 must hold for the shifted pair too.",
-        ),
-        Property(_maps_pe, "M @ [sin(pos·ω), cos(pos·ω)] must equal [sin((pos+k)·ω), cos((pos+k)·ω)] for every pos."),
-    ],
+    mistakes=[_om_inverse, _om_no_omega, _om_reflection],
+    properties=[_orthogonal, _maps_pe],
     compare=_compare,
 )
 
@@ -131,10 +107,6 @@ offset_matrix_ex = _TableExercise(
 def _os_dot(pe):  # forgot to normalise: dot products
     sim = pe @ pe.T
     return torch.stack([sim.diagonal(k).mean() for k in range(pe.shape[0])])
-
-
-def _os_first_row(pe):  # similarity to PE(0) only
-    return F.cosine_similarity(pe[:1], pe, dim=-1)
 
 
 def _os_divide_by_t(pe):  # summed the T - k pairs but divided by T
@@ -161,53 +133,21 @@ def _case_sinusoid():
     return (_sinusoids(256, 128),)
 
 
-def _case_random():
-    g = _g(31)  # rows of different lengths, no structure: similarity to row 0 is not the average
-    return (torch.randn(20, 8, generator=g) * torch.linspace(0.5, 3.0, 20)[:, None],)
-
-
-def _case_learned_like():
-    g = _g(32)
-    return (torch.randn(50, 16, generator=g) * 0.02 + 0.01,)
-
-
 offset_similarity_ex = _TableExercise(
     title="Exercise 8.7: average cosine similarity at each offset |i - j|",
     name="offset_similarity_ex",
     reference=sol.offset_average_similarity,
     cases=[
         ("the exercise's sinusoids, T=256, d_model=128", _case_sinusoid),
-        ("a random (20, 8) table whose rows have different norms", _case_random),
-        ("a (50, 16) table like an untrained learned embedding", _case_learned_like),
+        # rows of different lengths, no structure: similarity to row 0 is not the average
+        (
+            "a random (20, 8) table whose rows have different norms",
+            lambda: (randn(31, (20, 8))[0] * torch.linspace(0.5, 3.0, 20)[:, None],),
+        ),
+        ("a (50, 16) table like an untrained learned embedding", lambda: (randn(32, (50, 16))[0] * 0.02 + 0.01,)),
     ],
-    mistakes=[
-        Mistake(
-            _os_dot,
-            "these are raw dot products: divide by ‖PE(i)‖·‖PE(j)‖ to get cosine similarities "
-            "(offset 0 must give exactly 1).",
-        ),
-        Mistake(
-            _os_first_row,
-            "you compared every row with row 0 only. For sinusoids that happens to give the "
-            "same numbers (that is what the exercise asks you to verify!), but the average "
-            "must run over ALL T - k pairs (i, i+k), for any table.",
-        ),
-        Mistake(_os_divide_by_t, "there are only T - k pairs at offset k: divide the sum by T - k, not by T."),
-        Mistake(
-            _os_wrong_axis,
-            "you normalised each dimension (column); cosine similarity normalises each position's vector (row).",
-        ),
-    ],
-    properties=[
-        Property(
-            lambda a, o: tuple(_as_tensor(o).shape) == (a[0].shape[0],),
-            "return one number per offset k = 0 .. T-1, a tensor of shape (T,).",
-        ),
-        Property(
-            _os_offset_zero_is_one, "offset 0 must be exactly 1: every vector has cosine similarity 1 with itself."
-        ),
-        Property(_os_bounded, "a cosine similarity lies in [-1, 1]."),
-    ],
+    mistakes=[_os_dot, lambda pe: F.cosine_similarity(pe[:1], pe, dim=-1), _os_divide_by_t, _os_wrong_axis],
+    properties=[lambda a, o: tuple(_as_tensor(o).shape) == (a[0].shape[0],), _os_offset_zero_is_one, _os_bounded],
     compare=lambda out, ref: _compare(out, ref, atol=1e-5, rtol=1e-4),
 )
 
@@ -252,38 +192,10 @@ alibi_slopes_ex = _TableExercise(
         ("n_heads=12 (not a power of 2)", lambda: (12,)),
         ("n_heads=6 (not a power of 2)", lambda: (6,)),
     ],
-    mistakes=[
-        Mistake(
-            _as_halves,
-            "you used the 8-head slopes 1/2, 1/4, 1/8, ... for every head count. The "
-            "exponent step depends on n: head h of n gets 2^(-8h/n), so the last head always "
-            "ends at 2^-8.",
-        ),
-        Mistake(
-            _as_reversed,
-            "your slopes run backwards: head 1 has the LARGEST slope, 2^(-8/n), and the last "
-            "head the smallest, 2^-8 (000 §8.4.5 states this the wrong way round).",
-        ),
-        Mistake(_as_from_zero, "off by one: the sequence starts at 2^(-8/n) (h = 1), not at 2^0 = 1."),
-        Mistake(_as_exponents, "you returned the exponents -8h/n; return the slopes 2^(-8h/n)."),
-        Mistake(
-            _as_naive_geometric,
-            "right for powers of 2, but the paper does not use 2^(-8h/n) for other head counts "
-            "(see its rule for n that is not a power of 2).",
-        ),
-        Mistake(
-            _as_sorted,
-            "the right set of slopes, but sorted: the paper's code appends the extra slopes "
-            "after the n0 base slopes (heads are interchangeable, so a model would not "
-            "care, but keep the paper's order here).",
-        ),
-    ],
+    mistakes=[_as_halves, _as_reversed, _as_from_zero, _as_exponents, _as_naive_geometric, _as_sorted],
     properties=[
-        Property(lambda a, o: tuple(_as_tensor(o).shape) == (a[0],), "return one slope per head: shape (n_heads,)."),
-        Property(
-            lambda a, o: bool((_as_tensor(o) > 0).all() and (_as_tensor(o) < 1).all()),
-            "every slope lies strictly between 0 and 1 (they are 2^(negative number)).",
-        ),
+        lambda a, o: tuple(_as_tensor(o).shape) == (a[0],),
+        lambda a, o: bool((_as_tensor(o) > 0).all() and (_as_tensor(o) < 1).all()),
     ],
     compare=lambda out, ref: _compare(out, ref, atol=1e-9, rtol=1e-9),
 )

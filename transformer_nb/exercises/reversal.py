@@ -17,7 +17,7 @@ __all__ = ["greedy_ex", "shift_ex"]  # what a notebook uses
 import torch
 import torch.nn as nn
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, say
 from transformer_nb.exercises.compare import equal
 from transformer_nb.exercises.solutions import reversal as sol
 from transformer_nb.reversal import BOS, EOS, FIRST_SYMBOL, PAD, VOCAB_SIZE, reverse_padded
@@ -27,16 +27,6 @@ NOTEBOOK = "09_reversal_translation"  # the notebook whose exercise cells use th
 # ----------------------------------------------------------------------------------------
 # 1. the teacher-forcing shift
 # ----------------------------------------------------------------------------------------
-
-
-def _shift_swapped(tgt):
-    tgt_in, tgt_out = sol.shift(tgt)
-    return tgt_out, tgt_in
-
-
-def _shift_not_shifted(tgt):
-    _, tgt_out = sol.shift(tgt)
-    return tgt_out.clone(), tgt_out
 
 
 def _shift_eos_in_last_column(tgt):
@@ -61,6 +51,7 @@ def _shift_eos_kept_in_input(tgt):  # the text's collate_batch: harmless, but no
 
 
 def _tgt(rows):
+    """Right-padded rows of ids."""
     return nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows], batch_first=True, padding_value=PAD)
 
 
@@ -75,45 +66,19 @@ shift_ex = Exercise(
         ("padded batch, lengths 3, 6, 4", lambda: (_tgt([[4, 5, 6], [3, 12, 3, 12, 7, 8], [9, 9, 8, 10]]),)),
     ],
     mistakes=[
-        Mistake(
-            _shift_swapped,
-            "you returned (labels, input): the decoder INPUT starts with BOS and the LABELS end with EOS. Swap them.",
-        ),
-        Mistake(
-            _shift_not_shifted,
-            "your decoder input equals the labels: then position t is shown the very "
-            "token it must predict, and the model learns to copy its input. The input "
-            "must be the labels shifted right by one, with BOS in front.",
-        ),
-        Mistake(
-            _shift_eos_in_last_column,
-            "EOS is in the last column for every row. In a padded batch a shorter row ends earlier.",
-        ),
-        Mistake(
-            _shift_no_eos,
-            "the labels have no EOS, so the model never learns when to stop. Put EOS after "
-            "the last symbol of each row.",
-        ),
-        Mistake(
-            _shift_eos_kept_in_input,
-            "close: your tgt_in keeps each shorter row's EOS (the text's collate_batch does the same). It "
-            "is harmless for training (that position's label is PAD), but here tgt_in must be exactly "
-            "BOS y1..yL followed by PAD.",
-        ),
+        lambda tgt: sol.shift(tgt)[::-1],
+        lambda tgt: (sol.shift(tgt)[1].clone(), sol.shift(tgt)[1]),
+        _shift_eos_in_last_column,
+        _shift_no_eos,
+        _shift_eos_kept_in_input,
     ],
     properties=[
-        Property(lambda args, out: bool((out[0][:, 0] == BOS).all()), "every row of tgt_in must start with BOS."),
-        Property(
-            lambda args, out: (
-                tuple(out[0].shape) == (args[0].shape[0], args[0].shape[1] + 1)
-                and tuple(out[1].shape) == tuple(out[0].shape)
-            ),
-            "both outputs must have shape (B, L + 1): one extra position for BOS (input) / EOS (labels).",
+        lambda args, out: bool((out[0][:, 0] == BOS).all()),
+        lambda args, out: (
+            tuple(out[0].shape) == (args[0].shape[0], args[0].shape[1] + 1)
+            and tuple(out[1].shape) == tuple(out[0].shape)
         ),
-        Property(
-            lambda args, out: bool(((out[1] == EOS).sum(1) == 1).all()),
-            "each row of tgt_out must contain exactly one EOS.",
-        ),
+        lambda args, out: bool(((out[1] == EOS).sum(1) == 1).all()),
     ],
 )
 
@@ -163,55 +128,25 @@ def F_pad(x, width):
     return nn.functional.pad(x, (0, max(0, width - x.shape[1])), value=PAD)
 
 
-def _greedy_first_position(model, src, max_new):
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
-    for _ in range(max_new):
-        nxt = model.decode(ys, memory, src_keep, ys != PAD)[:, 0].argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], 1)
-    return _pad_after_eos(ys[:, 1:])
+def _greedy_with(position=-1, pad_after_eos=True, bos=BOS, stop_at_any_eos=False, one_shot=False):
+    """Greedy decoding with one step done another way (the typical mistakes)."""
 
+    def fn(model, src, max_new):
+        src_keep = src != PAD
+        memory = model.encode(src, src_keep)
+        ys = torch.full((src.shape[0], max_new if one_shot else 1), PAD, dtype=torch.long)
+        ys[:, 0] = bos
+        if one_shot:  # all positions in one pass from BOS + PAD (no feedback)
+            return _pad_after_eos(model.decode(ys, memory, src_keep, ys != PAD).argmax(-1))
+        for _ in range(max_new):
+            keep = ys != PAD if bos == BOS else torch.ones_like(ys, dtype=torch.bool)
+            nxt = model.decode(ys, memory, src_keep, keep)[:, position].argmax(-1)
+            ys = torch.cat([ys, nxt[:, None]], 1)
+            if stop_at_any_eos and (nxt == EOS).any():
+                break
+        return _pad_after_eos(ys[:, 1:]) if pad_after_eos else ys[:, 1:]
 
-def _greedy_no_pad_after_eos(model, src, max_new):
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
-    for _ in range(max_new):
-        nxt = model.decode(ys, memory, src_keep, ys != PAD)[:, -1].argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], 1)
-    return ys[:, 1:]
-
-
-def _greedy_no_bos(model, src, max_new):
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], 1), PAD, dtype=torch.long)
-    for _ in range(max_new):
-        nxt = model.decode(ys, memory, src_keep, torch.ones_like(ys, dtype=torch.bool))[:, -1].argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], 1)
-    return _pad_after_eos(ys[:, 1:])
-
-
-def _greedy_stop_at_first_eos(model, src, max_new):
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], 1), BOS, dtype=torch.long)
-    for _ in range(max_new):
-        nxt = model.decode(ys, memory, src_keep, ys != PAD)[:, -1].argmax(-1)
-        ys = torch.cat([ys, nxt[:, None]], 1)
-        if (nxt == EOS).any():
-            break
-    return _pad_after_eos(ys[:, 1:])
-
-
-def _greedy_one_shot(model, src, max_new):
-    """Decode all positions in one pass from a decoder input of BOS + PAD (no feedback)."""
-    src_keep = src != PAD
-    memory = model.encode(src, src_keep)
-    ys = torch.full((src.shape[0], max_new), PAD, dtype=torch.long)
-    ys[:, 0] = BOS
-    return _pad_after_eos(model.decode(ys, memory, src_keep, ys != PAD).argmax(-1))
+    return fn
 
 
 def _pad_after_eos(ys):
@@ -227,10 +162,6 @@ def _greedy_compare(out, ref) -> bool:
     return equal(F_pad(out, width), F_pad(ref, width))
 
 
-def _src(rows):
-    return nn.utils.rnn.pad_sequence([torch.tensor(r) for r in rows], batch_first=True, padding_value=PAD)
-
-
 class _GreedyExercise(Exercise):
     def diagnose(self, args, out, ref) -> str:
         if not isinstance(out, torch.Tensor) or out.dim() != 2:
@@ -238,10 +169,7 @@ class _GreedyExercise(Exercise):
         if out.shape[0] != ref.shape[0]:
             return f"your output has {out.shape[0]} rows, expected one per source sequence ({ref.shape[0]})."
         if out.shape[1] > ref.shape[1]:
-            return (
-                f"your output has {out.shape[1]} columns; at most max_new = {ref.shape[1]} tokens may be "
-                "generated (do not include BOS in the output)."
-            )
+            return say("greedy_too_long", got=out.shape[1], max_new=ref.shape[1])
         return super().diagnose(args, F_pad(out, ref.shape[1]), ref)
 
 
@@ -251,44 +179,19 @@ greedy_ex = _GreedyExercise(
     reference=sol.greedy,
     compare=_greedy_compare,
     cases=[
-        ("one sequence [3, 5, 7, 9, 4]", lambda: (HandBuiltReverser(), _src([[3, 5, 7, 9, 4]]), 6)),
+        ("one sequence [3, 5, 7, 9, 4]", lambda: (HandBuiltReverser(), _tgt([[3, 5, 7, 9, 4]]), 6)),
         (
             "a batch of lengths 3, 8, 5",
-            lambda: (HandBuiltReverser(), _src([[4, 8, 6], [3, 4, 5, 6, 7, 8, 9, 10], [12, 3, 11, 4, 10]]), 9),
+            lambda: (HandBuiltReverser(), _tgt([[4, 8, 6], [3, 4, 5, 6, 7, 8, 9, 10], [12, 3, 11, 4, 10]]), 9),
         ),
-        ("max_new too small to finish", lambda: (HandBuiltReverser(), _src([[5, 6, 7, 8, 9, 10]]), 4)),
+        ("max_new too small to finish", lambda: (HandBuiltReverser(), _tgt([[5, 6, 7, 8, 9, 10]]), 4)),
     ],
     mistakes=[
-        Mistake(
-            _greedy_first_position,
-            "you take the arg-max at position 0 every step. The logits at the LAST position (index -1) "
-            "predict the next token; position 0 always predicts the first output again.",
-        ),
-        Mistake(
-            _greedy_no_pad_after_eos,
-            "your rows keep going after EOS. Once a row has produced EOS it is finished: fill the rest of "
-            "that row with PAD (track a `done` flag per row).",
-        ),
-        Mistake(
-            _greedy_no_bos,
-            "start every row from BOS: the decoder was trained with BOS at position 0 "
-            "(the teacher-forcing shift), so it expects it there.",
-        ),
-        Mistake(
-            _greedy_stop_at_first_eos,
-            "you stop the whole batch when the FIRST row emits EOS; the longer rows are cut short. Stop "
-            "only when every row is done (or after max_new steps).",
-        ),
-        Mistake(
-            _greedy_one_shot,
-            "you decode every position in one pass, so the decoder never sees its own earlier outputs. "
-            "Greedy decoding is a loop: predict one token, append it to the decoder input, repeat.",
-        ),
+        _greedy_with(position=0),
+        _greedy_with(pad_after_eos=False),
+        _greedy_with(bos=PAD),
+        _greedy_with(stop_at_any_eos=True),
+        _greedy_with(one_shot=True),
     ],
-    properties=[
-        Property(
-            lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all()),
-            "after a row's EOS only PAD may follow.",
-        ),
-    ],
+    properties=[lambda args, out: bool((_pad_after_eos(out.long()) == out.long()).all())],
 )

@@ -14,15 +14,11 @@ import math
 
 import torch
 
-from transformer_nb.exercises import ROPE, Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, gen, randn
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import rope as sol
 
 NOTEBOOK = "05_rope"  # the notebook whose exercise cells use this module
-
-
-def _g(seed):
-    return torch.Generator().manual_seed(seed)
 
 
 def _thetas(d, base=10000.0, one_based=False, no_two=False):
@@ -91,99 +87,35 @@ def _toeplitz_if_repeated(args, out):
     return True
 
 
-def _case_exercise():
-    g = _g(810)  # the exercise: two heads, d_model = 16 (d_k = 8), 32 positions
-    return (
-        torch.randn(32, 16, generator=g, dtype=torch.float64),
-        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-        2,
-    )
-
-
-def _case_repeated():
-    g = _g(811)  # one token repeated 32 times: only the positions differ
-    tok = torch.randn(1, 16, generator=g, dtype=torch.float64)
-    return (
-        tok.expand(32, 16).clone(),
-        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-        torch.randn(16, 16, generator=g, dtype=torch.float64) / 4,
-        2,
-    )
-
-
-def _case_three_heads():
-    g = _g(812)
-    return (
-        torch.randn(12, 24, generator=g, dtype=torch.float64),
-        torch.randn(24, 24, generator=g, dtype=torch.float64) / 5,
-        torch.randn(24, 24, generator=g, dtype=torch.float64) / 5,
-        3,
-    )
+def _scores_case(seed, t, d, n_heads, scale, repeated=False):
+    """``(x (T, d), w_q, w_k (d, d), n_heads)``; ``repeated``: one token T times, so only the positions differ."""
+    g = gen(seed)
+    x = torch.randn(1 if repeated else t, d, generator=g, dtype=torch.float64).expand(t, d).clone()
+    return (x, *(torch.randn(d, d, generator=g, dtype=torch.float64) / scale for _ in range(2)), n_heads)
 
 
 rope_scores_ex = Exercise(
     title="Exercise 8.10: RoPE scores of a two-head attention",
     name="rope_scores_ex",
-    ready_made=ROPE,
     reference=sol.rope_scores,
     cases=[
-        ("the exercise: T=32, d_model=16, 2 heads (d_k=8)", _case_exercise),
-        ("one token repeated 32 times", _case_repeated),
-        ("T=12, d_model=24, 3 heads (d_k=8)", _case_three_heads),
+        ("the exercise: T=32, d_model=16, 2 heads (d_k=8)", lambda: _scores_case(810, 32, 16, 2, 4)),
+        ("one token repeated 32 times", lambda: _scores_case(811, 32, 16, 2, 4, repeated=True)),
+        ("T=12, d_model=24, 3 heads (d_k=8)", lambda: _scores_case(812, 12, 24, 3, 5)),
     ],
     mistakes=[
-        Mistake(
-            _scores_with(rotate_before_split=True),
-            "you rotated the whole d_model-dimensional q and k with θ_i = 10000^(-2i/d_model) before "
-            "splitting heads, so head 2 gets the slow frequencies of head 1's tail. RoPE acts inside each "
-            "head: θ_i = 10000^(-2i/d_k) with d_k = d_model / n_heads.",
-        ),
-        Mistake(
-            _scores_with(d_freq_model=True),
-            "your frequencies use d_model; RoPE acts inside each head, so θ_i = 10000^(-2i/d_k) with "
-            "d_k = d_model / n_heads.",
-        ),
-        Mistake(_scores_with(scale=False), "the scores are not scaled: divide by sqrt(d_k)."),
-        Mistake(
-            _scores_with(rotate_k=False),
-            "only the queries are rotated; RoPE rotates the keys too (R_n k_n), "
-            "otherwise the score depends on the query's absolute position.",
-        ),
-        Mistake(
-            _scores_with(sign=-1.0),
-            "your rotation turns the wrong way (clockwise): the first component of a "
-            "pair is x1·cos(mθ) - x2·sin(mθ), the second x1·sin(mθ) + x2·cos(mθ). "
-            "The identity still holds, but every score is that of offset m - n "
-            "instead of n - m.",
-        ),
-        Mistake(
-            _scores_with(half=True),
-            "you paired dimension i with i + d_k/2 (the 'rotate_half' layout of GPT-NeoX and Hugging Face, "
-            "section 4); the exercise pairs neighbours (2i, 2i+1). Both are rotations, so the identity holds "
-            "either way, but the scores differ.",
-        ),
-        Mistake(
-            _scores_with(one_based=True),
-            "your frequencies start at 10000^(-2/d_k): with pairs counted from "
-            "i = 0 the first pair has θ_0 = 1 (RoFormer writes θ_i = "
-            "10000^(-2(i-1)/d) for i counted from 1).",
-        ),
-        Mistake(
-            _scores_with(transpose=True),
-            "your score matrix is transposed: entry (m, n) is query m against key n, i.e. (R q)(R k)ᵀ.",
-        ),
+        _scores_with(rotate_before_split=True),
+        _scores_with(d_freq_model=True),
+        _scores_with(scale=False),
+        _scores_with(rotate_k=False),
+        _scores_with(sign=-1.0),
+        _scores_with(half=True),
+        _scores_with(one_based=True),
+        _scores_with(transpose=True),
     ],
     properties=[
-        Property(
-            lambda a, o: tuple(torch.as_tensor(o).shape) == (a[3], a[0].shape[0], a[0].shape[0]),
-            "return scores of shape (n_heads, T, T).",
-        ),
-        Property(
-            _toeplitz_if_repeated,
-            "for one repeated token the scores must depend on n - m only (constant along "
-            "each diagonal); rotate q at position m by m·θ_i and k at n by n·θ_i.",
-        ),
+        lambda a, o: tuple(torch.as_tensor(o).shape) == (a[3], a[0].shape[0], a[0].shape[0]),
+        _toeplitz_if_repeated,
     ],
     compare=lambda out, ref: allclose(out, ref, atol=1e-8, rtol=1e-6),
 )
@@ -207,54 +139,23 @@ def _rs_with(*, sign=1.0, sine=True, one_based=False, no_two=False, half=False):
     return fn
 
 
-def _rs_case(d, delta, seed):
-    def make():
-        g = _g(seed)
-        return torch.randn(d, generator=g, dtype=torch.float64), torch.randn(d, generator=g, dtype=torch.float64), delta
-
-    return make
-
-
 relative_score_ex = Exercise(
     title="Exercise 8.10 (the identity): qᵀ R_Δ k pair by pair",
     name="relative_score_ex",
-    ready_made=ROPE,
     reference=sol.relative_score,
     cases=[
-        ("d=8, Δ = 7 (Exercise 8.10's offset)", _rs_case(8, 7, 820)),
-        ("d=16, Δ = -5", _rs_case(16, -5, 821)),
-        ("d=64, Δ = 1000", _rs_case(64, 1000, 822)),
-        ("d=8, Δ = 0", _rs_case(8, 0, 823)),
+        ("d=8, Δ = 7 (Exercise 8.10's offset)", lambda: (*randn(820, (8,), (8,), dtype=torch.float64), 7)),
+        ("d=16, Δ = -5", lambda: (*randn(821, (16,), (16,), dtype=torch.float64), -5)),
+        ("d=64, Δ = 1000", lambda: (*randn(822, (64,), (64,), dtype=torch.float64), 1000)),
+        ("d=8, Δ = 0", lambda: (*randn(823, (8,), (8,), dtype=torch.float64), 0)),
     ],
     mistakes=[
-        Mistake(
-            _rs_with(sign=-1.0),
-            "the sine term has the wrong sign: you computed the score for offset m - n. The sign matters: "
-            "qᵀR_Δk ≠ qᵀR_(-Δ)k unless q and k are parallel pair by pair.",
-        ),
-        Mistake(
-            _rs_with(half=True),
-            "you paired dimension i with i + d/2 (the 'rotate_half' layout, section 4); here pair i is the "
-            "neighbours (2i, 2i+1). The same rotation in another coordinate order gives another score.",
-        ),
-        Mistake(
-            _rs_with(sine=False),
-            "you kept only the cosine term. A rotation also mixes the two components of a "
-            "pair, so each pair contributes a sin(Δθ_i) term as well.",
-        ),
-        Mistake(
-            _rs_with(one_based=True), "your frequencies start at 10000^(-2/d): with pairs counted from i = 0, θ_0 = 1."
-        ),
-        Mistake(
-            _rs_with(no_two=True),
-            "θ_i = 10000^(-2i/d): the exponent has a factor 2 (pair i holds dimensions 2i and 2i+1).",
-        ),
+        _rs_with(sign=-1.0),
+        _rs_with(half=True),
+        _rs_with(sine=False),
+        _rs_with(one_based=True),
+        _rs_with(no_two=True),
     ],
-    properties=[
-        Property(
-            lambda a, o: a[2] != 0 or abs(float(o) - float(a[0] @ a[1])) < 1e-9,
-            "at Δ = 0 there is no rotation: the score must be the plain dot product q·k.",
-        ),
-    ],
+    properties=[lambda a, o: a[2] != 0 or abs(float(o) - float(a[0] @ a[1])) < 1e-9],
     compare=lambda out, ref: allclose(out, ref, atol=1e-9, rtol=1e-9),
 )

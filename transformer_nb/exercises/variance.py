@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise, gen, randn
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -43,42 +43,16 @@ moments_ex = Exercise(
         ("d_k=3, var_q=1, var_k=2, mean_q=2, mean_k=3", lambda: (3, 1.0, 2.0, 2.0, 3.0)),
     ],
     mistakes=[
-        Mistake(
-            _moments(_true_term, count=lambda d: 1),
-            "that is the mean and variance of ONE term q_i k_i. q·k adds d_k independent terms.",
-        ),
-        Mistake(
-            _moments(lambda vq, vk, mq, mk: math.sqrt(_true_term(vq, vk, mq, mk) / 1)),
-            "the second number looks like a standard deviation; the question asks for the variance.",
-        ),
-        Mistake(
-            _moments(_true_term, count=lambda d: d * d),
-            "d_k appears squared: variances of independent terms add, one factor d_k; d_k² needs perfectly "
-            "correlated terms.",
-        ),
-        Mistake(_moments(lambda vq, vk, mq, mk: vq + vk), "the variance of a product is not the sum of the variances."),
-        Mistake(
-            _moments(lambda vq, vk, mq, mk: _true_term(vq, vk, mq, mk) + mq**2 * mk**2),
-            "your variance has an extra (E[q_i] E[k_i])² term: that is E[(q_i k_i)²], the second moment. The "
-            "variance subtracts the squared mean of the term.",
-        ),
-        Mistake(
-            _moments(lambda vq, vk, mq, mk: vq * vk),
-            "right for zero means; with non-zero means one term's variance has two more parts. Expand "
-            "E[q_i² k_i²] with E[x²] = Var(x) + E[x]².",
-        ),
-        Mistake(
-            _moments(lambda vq, vk, mq, mk: vq * vk + vq * mq**2 + vk * mk**2),
-            "the mean terms are paired the wrong way round: which variance multiplies which mean?",
-        ),
-        Mistake(
-            _moments(_true_term, term_mean=lambda mq, mk: 0.0),
-            "the mean of q·k is 0 only when the components have mean 0; here they need not.",
-        ),
+        _moments(_true_term, count=lambda d: 1),
+        _moments(lambda vq, vk, mq, mk: math.sqrt(_true_term(vq, vk, mq, mk) / 1)),
+        _moments(_true_term, count=lambda d: d * d),
+        _moments(lambda vq, vk, mq, mk: vq + vk),
+        _moments(lambda vq, vk, mq, mk: _true_term(vq, vk, mq, mk) + mq**2 * mk**2),
+        _moments(lambda vq, vk, mq, mk: vq * vk),
+        _moments(lambda vq, vk, mq, mk: vq * vk + vq * mq**2 + vk * mk**2),
+        _moments(_true_term, term_mean=lambda mq, mk: 0.0),
     ],
-    properties=[
-        Property(lambda a, o: abs(float(o[0]) - a[0] * a[3] * a[4]) < 1e-9, "the mean is wrong."),
-    ],
+    properties=[lambda a, o: abs(float(o[0]) - a[0] * a[3] * a[4]) < 1e-9],
     answers={},
 )
 
@@ -96,30 +70,22 @@ def _score_var(pairs=False, scale=math.sqrt, reduce="sum", std=False):
     return fn
 
 
-def _emp_case(n, d, scaled, seed):
-    def make():
-        g = torch.Generator().manual_seed(seed)
-        return torch.randn(n, d, generator=g), torch.randn(n, d, generator=g), scaled
-
-    return make
-
-
 empirical_ex = Exercise(
     "Exercise 8.1 (numeric): variance of the (scaled) scores",
     sol.score_variance,
     name="empirical_ex",
     cases=[
-        ("N=2000 samples, d_k=64, unscaled", _emp_case(2000, 64, False, 11)),
-        ("N=2000 samples, d_k=64, scaled", _emp_case(2000, 64, True, 12)),
-        ("N=2000 samples, d_k=256, scaled", _emp_case(2000, 256, True, 13)),
+        ("N=2000 samples, d_k=64, unscaled", lambda: (*randn(11, (2000, 64), (2000, 64)), False)),
+        ("N=2000 samples, d_k=64, scaled", lambda: (*randn(12, (2000, 64), (2000, 64)), True)),
+        ("N=2000 samples, d_k=256, scaled", lambda: (*randn(13, (2000, 256), (2000, 256)), True)),
     ],
     mistakes=[
-        Mistake(_score_var(pairs=True), "you took every pair q_n · k_m (N² scores); pair row n with row n only."),
-        Mistake(_score_var(scale=lambda d: 1.0), "when scaled is true, the dot products must be divided first."),
-        Mistake(_score_var(scale=lambda d: d), "you divided by d_k; the scaled score divides by something smaller."),
-        Mistake(_score_var(std=True), "that is the standard deviation; return the variance."),
-        Mistake(_score_var(reduce="mean"), "a dot product is a SUM over the d_k components, not a mean."),
-        Mistake(lambda q, k, scaled: (q * k).var(), "that is the variance of the single products q_i k_i."),
+        _score_var(pairs=True),
+        _score_var(scale=lambda d: 1.0),
+        _score_var(scale=lambda d: d),
+        _score_var(std=True),
+        _score_var(reduce="mean"),
+        lambda q, k, scaled: (q * k).var(),
     ],
     # unbiased (N-1) or biased (N) variance are both fine: they differ by 1/N = 5e-4 relative
     compare=lambda out, ref: allclose(out, ref, atol=1e-6, rtol=2e-3),
@@ -137,7 +103,7 @@ def _jac(fn_p=lambda s: torch.softmax(s, -1), diag=True, outer=True, sign=1.0):
 
 
 def _jac_case(rows, scale, seed):
-    return lambda: (torch.randn(rows, 5, generator=torch.Generator().manual_seed(seed), dtype=torch.float64) * scale,)
+    return lambda: (torch.randn(rows, 5, generator=gen(seed), dtype=torch.float64) * scale,)
 
 
 jacobian_ex = Exercise(
@@ -150,18 +116,15 @@ jacobian_ex = Exercise(
         ("saturated rows (scores × 30)", _jac_case(2, 30.0, 23)),
     ],
     mistakes=[
-        Mistake(_jac(diag=False), "only the -p_i p_j part: the diagonal also has the p_i from ∂p_i/∂s_i."),
-        Mistake(_jac(outer=False), "only diag(p): changing s_j also lowers every other p_i (the normalisation)."),
-        Mistake(_jac(sign=-1.0), "the sign is flipped: raising s_i raises p_i, so the diagonal is positive."),
-        Mistake(_jac(fn_p=lambda s: s), "you built the matrix from the scores; it is made of the probabilities."),
-        Mistake(_jac(fn_p=lambda s: torch.softmax(s, 0)), "the softmax runs over the wrong axis."),
+        _jac(diag=False),
+        _jac(outer=False),
+        _jac(sign=-1.0),
+        _jac(fn_p=lambda s: s),
+        _jac(fn_p=lambda s: torch.softmax(s, 0)),
     ],
     properties=[
-        Property(lambda a, o: tuple(o.shape) == tuple(a[0].shape) + (a[0].shape[-1],), "return shape (..., n, n)."),
-        Property(lambda a, o: torch.allclose(o, o.transpose(-2, -1)), "the softmax Jacobian is symmetric."),
-        Property(
-            lambda a, o: torch.allclose(o.sum(-1), torch.zeros_like(o.sum(-1)), atol=1e-9),
-            "each row must sum to 0: adding the same number to every score changes no probability.",
-        ),
+        lambda a, o: tuple(o.shape) == tuple(a[0].shape) + (a[0].shape[-1],),
+        lambda a, o: torch.allclose(o, o.transpose(-2, -1)),
+        lambda a, o: torch.allclose(o.sum(-1), torch.zeros_like(o.sum(-1)), atol=1e-9),
     ],
 )

@@ -9,14 +9,10 @@ __all__ = ["scores_ex", "softmax_ex"]  # what a notebook uses
 
 import torch
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.exercises import Exercise
 from transformer_nb.exercises.solutions import warmup as sol
 
 NOTEBOOK = "00_start_here"  # the notebook whose exercise cells use this module
-
-
-def _naive(x):
-    return x.exp() / x.exp().sum(dim=-1, keepdim=True)
 
 
 def _wrong_axis(x):
@@ -47,39 +43,9 @@ softmax_ex = Exercise(
         ("huge scores (1, 3)", lambda: (torch.tensor([[1000.0, 999.0, 990.0]]),)),
         ("rows far apart (2, 3)", lambda: (torch.tensor([[1000.0, 999.0, 998.0], [-1000.0, -1001.0, -999.0]]),)),
     ],
-    mistakes=[
-        Mistake(
-            _naive,
-            "exp(1000) overflows to inf, and inf/inf is NaN. Softmax does not change when the same number is "
-            "subtracted from a whole row: which number keeps every exp small?",
-        ),
-        Mistake(_wrong_axis, "your columns sum to 1, not your rows: normalise over the last axis."),
-        Mistake(_global_sum, "you divided by the sum of the whole tensor; each row must sum to 1 on its own."),
-        Mistake(
-            _global_max,
-            "you subtracted one maximum for the whole tensor; a row far below it underflows to 0/0. "
-            "Subtract each row's own maximum.",
-        ),
-    ],
-    properties=[
-        Property(
-            lambda a, out: torch.allclose(out.sum(-1), torch.ones(out.shape[:-1]), atol=1e-5),
-            "each row must sum to 1: divide by the row's own sum of exponentials.",
-        )
-    ],
+    mistakes=[lambda x: x.exp() / x.exp().sum(dim=-1, keepdim=True), _wrong_axis, _global_sum, _global_max],
+    properties=[lambda a, out: torch.allclose(out.sum(-1), torch.ones(out.shape[:-1]), atol=1e-5)],
 )
-
-
-def _transposed(q, k):
-    return k @ q.transpose(-2, -1)
-
-
-def _dims(q, k):
-    return q.transpose(-2, -1) @ k
-
-
-def _elementwise(q, k):
-    return (q * k).sum(-1)
 
 
 scores_ex = Exercise(
@@ -99,18 +65,5 @@ scores_ex = Exercise(
             lambda: (torch.arange(24.0).reshape(2, 3, 4) / 10, torch.arange(40.0).reshape(2, 5, 4).flip(-1) / 10),
         ),
     ],
-    mistakes=[
-        Mistake(
-            _transposed,
-            "you computed K·Qᵀ: rows are keys and columns queries. Row i must hold query i's scores against every key.",
-        ),
-        Mistake(
-            _dims,
-            "your result is (B, d, d): the sum runs over positions instead of over the d features.",
-        ),
-        Mistake(
-            _elementwise,
-            "(q * k).sum(-1) pairs query i only with key i. Attention needs every query with every key.",
-        ),
-    ],
+    mistakes=[lambda q, k: k @ q.transpose(-2, -1), lambda q, k: q.transpose(-2, -1) @ k, lambda q, k: (q * k).sum(-1)],
 )
