@@ -1,14 +1,19 @@
 """The checker framework: a nudge that names the symptom, escalating hints, the solution only on request, a
 time limit for an accidental infinite loop, the kind of an answer (None, type, device, dtype) named before its
-values."""
+values, and a nudge when an answer calls the ready-made function it was asked to write."""
 
 import time
 
+import pytest
 import torch
+import torch.nn as nn
+import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, Mistake, Property
+from transformer_nb.core.rope import apply_rope
+from transformer_nb.exercises import Exercise, Mistake, Property, attention, block, rope
 from transformer_nb.exercises.compare import type_problem
 from transformer_nb.exercises.warmup import scores_ex, softmax_ex
+from transformer_nb.reference import rope_matrix
 
 
 def _ref(x):
@@ -112,3 +117,34 @@ def test_a_cell_ending_with_check_shows_the_message_once():
     with capture_output() as out:
         shell.run_cell('print("✗ message"); Result(False, "✗ message")', store_history=False)
     assert out.stdout.count("✗ message") == 1, out.stdout
+
+
+def _torch_stack(d, h, f, n, norm_first=True):
+    layer = lambda: nn.TransformerEncoderLayer(d, h, f, dropout=0.1, batch_first=True, norm_first=norm_first)
+    return nn.Sequential(*[layer() for _ in range(n)])
+
+
+def _rope_scores_via_package(x, w_q, w_k, n_heads):
+    t, d = x.shape
+    q = apply_rope((x @ w_q).view(t, n_heads, d // n_heads).transpose(0, 1))
+    k = apply_rope((x @ w_k).view(t, n_heads, d // n_heads).transpose(0, 1))
+    return q @ k.transpose(-2, -1) / (d // n_heads) ** 0.5
+
+
+@pytest.mark.parametrize(
+    "ex, answer, name",
+    [
+        (
+            attention.attention_ex,
+            lambda q, k, v, mask=None: (F.scaled_dot_product_attention(q, k, v), None),
+            "scaled_dot_product_attention",
+        ),
+        (block.encoder_stack_ex, _torch_stack, "TransformerEncoderLayer"),
+        (rope.rope_scores_ex, _rope_scores_via_package, "apply_rope"),
+        (rope.relative_score_ex, lambda q, k, delta: q @ rope_matrix(delta, q.shape[-1]) @ k, "rope_matrix"),
+    ],
+)
+def test_an_answer_that_calls_the_ready_made_function_is_told_so(ex, answer, name):
+    r = ex.check(answer, quiet=True)
+    assert not r.passed and f"calls {name}" in r.message and "ready-made" in r.message
+    assert ex.check(ex.reference, quiet=True).passed  # the reference is written from tensor operations

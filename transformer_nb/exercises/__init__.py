@@ -5,7 +5,8 @@ A notebook gives a stub in a cell tagged ``exercise`` and calls ``some_ex.check(
 - ``check(fn)`` runs ``fn`` on each case against a hidden reference and prints ``✓`` or the most specific
   nudge it has: the kind of answer first (None, dtype, device, shape), then the hint of a typical mistake
   whose output ``fn``'s equals, then a property the answer breaks. An exception is reported plainly, and a
-  time limit stops an accidental infinite loop.
+  time limit stops an accidental infinite loop. An answer whose code calls the ready-made function the
+  exercise asks for is told so (a nudge, read from the answer's code).
 - ``hint()`` prints the next hint of an escalating list.
 - ``solution()`` prints a solution written as a student would write it, and the worked verification.
 - ``use(fn)`` returns ``fn`` once it passes, else the hidden reference, and says which.
@@ -106,6 +107,39 @@ def say(key: str, **values) -> str:
     return _texts()["messages"][key].format(**values)
 
 
+#: What each kind of from-scratch exercise asks the student to write, ready-made (``Exercise.ready_made``).
+ATTENTION = ("scaled_dot_product_attention", "multi_head_attention_forward", "MultiheadAttention", "MultiHeadAttention")
+MULTIHEAD = (*ATTENTION, "split_heads", "merge_heads")
+BLOCK = ("TransformerEncoderLayer", "TransformerEncoder", "Transformer", "EncoderLayer", "Encoder")
+ROPE = ("apply_rope", "rope_matrix", "RoPE")
+
+
+def ready_made_calls(fn, names) -> list:
+    """The names among ``names`` that the code of ``fn`` (a function or class) takes from torch or the package
+    (a class or function of the student's own with such a name is theirs, not ready-made)."""
+    try:
+        tree = ast.parse(textwrap.dedent(inspect.getsource(fn)))
+    except (OSError, TypeError, SyntaxError):
+        return []
+    own = {b for node in ast.walk(tree) if isinstance(node, ast.stmt) for b in bound_names(node)}
+    scope = getattr(fn, "__globals__", None) or vars(inspect.getmodule(fn) or inspect)
+
+    def lookup(node):  # the object a name or dotted attribute refers to, or None if unknown here
+        if isinstance(node, ast.Name):
+            return scope.get(node.id)
+        base = lookup(node.value) if isinstance(node, ast.Attribute) else None
+        return None if base is None else getattr(base, node.attr, None)
+
+    found = []
+    for node in ast.walk(tree):
+        name = node.attr if isinstance(node, ast.Attribute) else getattr(node, "id", None)
+        if name in names and name not in own and name not in found:
+            module = getattr(lookup(node), "__module__", None) or "torch"  # unknown here: take it as torch's
+            if module.startswith(("torch", "transformer_nb")) and not module.startswith(__name__):
+                found.append(name)
+    return found
+
+
 def answer_hints(reference, hints: dict) -> list:
     """For an exercise answered by a dict ``{question: answer}``: one :class:`Property` per question, whose hint
     ``hints[question]`` a wrong answer to it gets (never the right answer)."""
@@ -189,6 +223,7 @@ class Exercise(Hinted):
       e.g. two training steps followed by reading the parameters; default: the function itself.
     - ``fresh_args``: build new arguments for every run (cases hold models or optimizers that a run changes).
     - ``crash_hints``: ``{words of an error message: hint}`` for crashes that have a typical cause.
+    - ``ready_made``: names of the library functions or classes that the exercise asks the student to write.
     """
 
     title: str
@@ -207,6 +242,7 @@ class Exercise(Hinted):
     harness: Callable | None = None
     fresh_args: bool = False
     crash_hints: dict = field(default_factory=dict)
+    ready_made: tuple = ()
     last: Result | None = field(default=None, init=False, repr=False)
     revealed: bool = field(default=False, init=False, repr=False)
     _last_fn: object = field(default=None, init=False, repr=False)
@@ -318,6 +354,9 @@ class Exercise(Hinted):
     def _check(self, fn, cases) -> Result:
         if not callable(fn):
             return Result(False, f"✗ {self.title}: pass your function itself, e.g. {self.name}.check(my_function).")
+        called = ready_made_calls(fn, self.ready_made)
+        if called:
+            return Result(False, say("ready_made", title=self.title, name=called[0]))
         for desc, make in cases:
             args = make()
             ref = self._call(self.reference, self._args(make, args))

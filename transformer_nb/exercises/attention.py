@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, keep_mask, randn, tril
+from transformer_nb.exercises import ATTENTION, Exercise, keep_mask, randn, tril
 from transformer_nb.exercises.compare import has_nan
 from transformer_nb.exercises.solutions import attention as sol
 
@@ -73,6 +73,7 @@ attention_ex = _AttentionExercise(
     "Exercise 8.5: scaled dot-product attention",
     sol.attention,
     name="attention_ex",
+    ready_made=ATTENTION,
     cases=[
         ("batch=2, seq_len=8, d_k=d_v=16, no mask", lambda: randn(1, *[(2, 8, 16)] * 3)),
         ("the same input with a causal (8, 8) bool mask", lambda: (*randn(1, *[(2, 8, 16)] * 3), tril(8))),

@@ -12,7 +12,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from transformer_nb.exercises import Exercise, Property, gen, seeded
+from transformer_nb.exercises import BLOCK, Exercise, Property, gen, seeded
 from transformer_nb.exercises.solutions import block as sol
 
 NOTEBOOK = "06_transformer_block"  # the notebook whose exercise cells use this module
@@ -180,6 +180,7 @@ encoder_stack_ex = _StackExercise(
     "Exercise 8.8: four Pre-LN encoder blocks",
     sol.build_encoder_stack,
     name="encoder_stack_ex",
+    ready_made=BLOCK,
     solution_code=(sol.PreLNBlock, sol.build_encoder_stack),
     harness=_measured,
     compare=lambda out, ref: out == ref,

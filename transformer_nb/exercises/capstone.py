@@ -22,7 +22,7 @@ import torch.nn.functional as F
 from transformer_nb.core.block import EncoderLayer
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.multihead import MultiHeadAttention
-from transformer_nb.exercises import Exercise, gen
+from transformer_nb.exercises import BLOCK, MULTIHEAD, Exercise, gen
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import capstone as sol
 
@@ -174,6 +174,7 @@ mha_ex = PackageExercise(
     "Step 3 · multi-head attention",
     sol.MultiHeadAttention,
     name="mha_ex",
+    ready_made=MULTIHEAD,
     expected=_mha_expected,
     harness=_mha_harness,
     compare=_close,
@@ -246,6 +247,7 @@ block_ex = PackageExercise(
     "Step 4 · a Pre-LN block",
     sol.Block,
     name="block_ex",
+    ready_made=BLOCK,
     expected=_block_expected,
     harness=_block_harness,
     compare=_close,

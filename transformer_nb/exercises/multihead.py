@@ -15,7 +15,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, gen
+from transformer_nb.exercises import MULTIHEAD, Exercise, gen
 from transformer_nb.exercises.solutions import multihead as sol
 
 NOTEBOOK = "03_multihead_attention"  # the notebook whose exercise cells use this module
@@ -52,6 +52,7 @@ mha_ex = Exercise(
     "Exercise 8.6: multi-head attention",
     sol.multi_head_attention,
     name="mha_ex",
+    ready_made=MULTIHEAD,
     cases=[
         ("the exercise's size: d_model=32, h=4, 7 tokens", lambda: _mha_case(61, 1, 7, 32, 4)),
         ("batch 2, d_model=24, h=3, 5 tokens", lambda: _mha_case(62, 2, 5, 24, 3)),

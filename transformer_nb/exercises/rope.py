@@ -14,7 +14,7 @@ import math
 
 import torch
 
-from transformer_nb.exercises import Exercise, gen, randn
+from transformer_nb.exercises import ROPE, Exercise, gen, randn
 from transformer_nb.exercises.compare import allclose
 from transformer_nb.exercises.solutions import rope as sol
 
@@ -97,6 +97,7 @@ def _scores_case(seed, t, d, n_heads, scale, repeated=False):
 rope_scores_ex = Exercise(
     title="Exercise 8.10: RoPE scores of a two-head attention",
     name="rope_scores_ex",
+    ready_made=ROPE,
     reference=sol.rope_scores,
     cases=[
         ("the exercise: T=32, d_model=16, 2 heads (d_k=8)", lambda: _scores_case(810, 32, 16, 2, 4)),
@@ -142,6 +143,7 @@ def _rs_with(*, sign=1.0, sine=True, one_based=False, no_two=False, half=False):
 relative_score_ex = Exercise(
     title="Exercise 8.10 (the identity): qᵀ R_Δ k pair by pair",
     name="relative_score_ex",
+    ready_made=ROPE,
     reference=sol.relative_score,
     cases=[
         ("d=8, Δ = 7 (Exercise 8.10's offset)", lambda: (*randn(820, (8,), (8,), dtype=torch.float64), 7)),
