@@ -1,10 +1,9 @@
-"""Bad input to the language-model entry points not covered elsewhere (data-parallel training, the results
-holder, the Exercise 8.x stand-in model): a usage error or a TypeError/ValueError naming the argument."""
+"""Bad input to ``lm_ddp`` (data-parallel training): a usage error or a TypeError naming the argument."""
 
 import torch
 from badinput import Case, parametrize
 
-from transformer_nb import lm_ddp, lm_recipe
+from transformer_nb import lm_ddp
 
 CASES = {
     "lm_ddp_main_refuses_a_negative_timeout": Case(
@@ -18,12 +17,6 @@ CASES = {
         lambda: lm_ddp.wrap(3, torch.device("cpu")),
         TypeError,
         "model must be an nn.Module, got int",
-    ),
-    "CachedResults_takes_no_arguments": Case(
-        "transformer_nb.lm_recipe.CachedResults",
-        lambda: lm_recipe.CachedResults(3),
-        TypeError,
-        "takes 1 positional argument",
     ),
 }
 

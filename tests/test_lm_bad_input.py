@@ -11,7 +11,7 @@ from transformer_nb.core.generation import generate, sample_next, top_k_filter
 from transformer_nb.core.multihead import KVCache
 from transformer_nb.core.output_head import OutputHead, frequency_ranks
 from transformer_nb.core.transformer import Transformer
-from transformer_nb.lm_training import TrainConfig, lr_factor, train_lm
+from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.lstm import LSTMLM
 from transformer_nb.perplexity import evaluate, unigram_perplexity
 from transformer_nb.small_corpus import sample_corpus, train_epochs
@@ -177,19 +177,19 @@ def test_bad_heads_and_ranks():
     "kwargs, words",
     [
         (dict(), "exactly one of steps= or budget_s="),
-        (dict(steps=3, batch_size=0), "batch_size must be a positive int"),
-        (dict(steps=3, seq_len=2.5), "seq_len must be a positive int"),
-        (dict(steps=-1), "steps must be a positive int"),
+        (dict(steps=3, batch_size=0), "batch_size must be >= 1"),
+        (dict(steps=3, seq_len=2.5), "seq_len must be an int"),
+        (dict(steps=-1), "steps must be >= 0"),
         (dict(steps=3, lr=math.nan), "lr must be a finite number"),
         (dict(steps=3, lr=0.0), "need lr > 0"),
         (dict(steps=3, warmup=1.0), "warmup < 1"),
+        (dict(steps=3, weight_decay=-0.1), "weight_decay must be >= 0"),
         (dict(budget_s=math.inf), "budget_s must be a finite number"),
         (dict(steps=3, optimizer="sgd"), "optimizer must be one of"),
-        (dict(steps=3, eval_stride=0), "eval_stride must be a positive int"),
     ],
 )
 def test_bad_training_configurations(kwargs, words):
-    with pytest.raises(ValueError, match=words):
+    with pytest.raises((ValueError, TypeError), match=words):
         TrainConfig(**kwargs)
 
 
@@ -213,25 +213,15 @@ def test_bad_evaluations():
     m, ids = tiny(), torch.randint(0, V, (100,))
     with pytest.raises(TypeError, match="ids must be an integer tensor"):
         evaluate(m, ids.float())
-    with pytest.raises(ValueError, match="seq_len must be a positive int"):
+    with pytest.raises(ValueError, match="seq_len must be >= 1"):
         evaluate(m, ids, seq_len=0)
-    with pytest.raises(ValueError, match="stride must be a positive int"):
+    with pytest.raises(ValueError, match="stride must be >= 1"):
         evaluate(m, ids, seq_len=16, stride=0)
-    with pytest.raises(ValueError, match="batch_size must be a positive int"):
-        evaluate(m, ids, batch_size=-1)
     with pytest.raises(ValueError, match=r"ids must lie in \[0, 50\)"):
         evaluate(m, torch.full((100,), 70))
-    with pytest.raises(ValueError, match="vocab_size"):
+    with pytest.raises(ValueError, match=r"eval_ids must lie in \[0, 50\)"):
         unigram_perplexity(ids, torch.tensor([70]), V)
     with pytest.raises(ValueError, match="kind must be one of"):
         lm_recipe.build_model("gru", V)
     with pytest.raises(ValueError, match="kind must be one of"):
         lm_recipe.recipe_config("gru", steps=1)
-    with pytest.raises(TypeError, match="compute must be callable"):
-        lm_recipe.cached_results("x", {}, compute=None)
-
-
-@pytest.mark.parametrize("progress", [-0.5, 1.5, math.nan])
-def test_a_schedule_position_outside_the_run_is_refused(progress):
-    with pytest.raises(ValueError, match="progress"):
-        lr_factor(progress, 0.1)

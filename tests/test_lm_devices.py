@@ -125,7 +125,7 @@ def test_cached_results_and_exercise_8_9_come_back_on_the_cpu(tiny_recipe, monke
     calls = []
     compute = lambda: calls.append(1) or {"curve": torch.arange(3.0), "n": 3}
     for now in (True, False):
-        res, fresh = lm_recipe.cached_results("lm_devices", {"a": 1}, compute)
+        res, fresh = lm_recipe._cached_results("lm_devices", {"a": 1}, compute)
         assert fresh is now and devices_of(res) == {CPU} and res["n"] == 3
     assert calls == [1]
     monkeypatch.setattr(small_corpus, "EX89_TRANSFORMER", small_corpus.EX89_TRANSFORMER.with_(d_model=16))

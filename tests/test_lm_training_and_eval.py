@@ -87,7 +87,7 @@ def test_train_config_needs_exactly_one_budget():
 
 
 def test_lr_schedule_warms_up_then_decays():
-    f = [lm_training.lr_factor(p / 100, 0.1) for p in range(101)]
+    f = [lm_training._lr_factor(p / 100, 0.1) for p in range(101)]
     assert f[0] < 0.01 and math.isclose(f[10], 1.0) and f[100] < 1e-6
     assert all(a <= b for a, b in zip(f[:10], f[1:11])) and all(a >= b for a, b in zip(f[10:], f[11:]))
 

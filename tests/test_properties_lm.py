@@ -1,17 +1,17 @@
 """Property-based tests of the language-model modules (``lm`` helper): ``generation``, ``lm``,
 ``output_head``, ``perplexity`` and ``lm_training``. Generated logits, temperatures, top-k values, prompts,
-lengths, ids and schedule positions. Good input gives the defining property (top-k keeps exactly the k
-largest, greedy = arg-max, generation with and without the KV cache agree, a causal LM blind to the future,
-log-probabilities that normalise, the unigram perplexity formula, y = x shifted by one); bad input a
-``ValueError``/``TypeError`` naming the argument."""
+lengths, ids and schedule positions give the defining property (top-k keeps exactly the k largest,
+greedy = arg-max, generation with and without the KV cache agree, a causal LM blind to the future,
+log-probabilities that normalise, the unigram perplexity formula, y = x shifted by one)."""
 
 import math
 
 import pytest
 import torch
-from hypothesis import example, given
+from hypothesis import given
 from hypothesis import strategies as st
-from property_helpers import NOT_INT, NOT_REAL, Arg, bad, call, expect_refusal, float_tensors, good, heavy, int_tensors
+from property_helpers import expect_refusal, float_tensors, heavy, int_tensors
+from torch.utils.data import DistributedSampler
 
 from transformer_nb import lm_training, perplexity
 from transformer_nb.core import generation as gen
@@ -34,12 +34,6 @@ def test_top_k_filter_keeps_exactly_the_k_largest(logits, k):
         assert torch.equal(kept, logits >= kth) and torch.equal(out[kept], logits[kept])
 
 
-@given(k=st.one_of(bad(st.integers(-5, -1)), bad(NOT_INT.filter(lambda v: v is not None))))
-def test_top_k_filter_refuses_negative_or_fractional_k(k):
-    """Issue 18: top_k < 0 meant no filtering at all."""
-    call(gen.top_k_filter, {"logits": torch.zeros(2, V), "k": k}, {"k": ["top_k"]})
-
-
 @given(
     logits=st.integers(1, 3).flatmap(lambda b: float_tensors((b, V))),
     temperature=st.one_of(st.just(0.0), st.floats(0.05, 5)),
@@ -53,11 +47,6 @@ def test_sample_next_draws_only_allowed_tokens(logits, temperature, top_k, seed)
         assert torch.equal(tok, logits.argmax(-1))
     allowed = torch.isfinite(gen.top_k_filter(logits, top_k))
     assert bool(allowed.gather(1, tok[:, None]).all())
-
-
-@given(temperature=st.one_of(bad(st.floats(max_value=-1e-6)), bad(NOT_REAL.filter(lambda v: v is not None))))
-def test_sample_next_refuses_bad_temperatures(temperature):
-    call(gen.sample_next, {"logits": torch.zeros(1, V), "temperature": temperature})
 
 
 @pytest.fixture(scope="module")
@@ -93,32 +82,6 @@ def test_greedy_generation_is_the_same_with_and_without_the_cache(tiny_lms, kind
     b = gen.generate(model, prompt, n_new, use_cache=False)
     assert a.shape == (len(prompt) + n_new,) and torch.equal(a[: len(prompt)], prompt) and torch.equal(a, b)
     assert bool(((a >= 0) & (a < V)).all())
-
-
-@given(
-    bad_arg=st.sampled_from(
-        [
-            ("prompt", torch.tensor([1.0, 2.0])),  # issue 18: a float prompt was truncated to ids
-            ("prompt", torch.tensor([1, V])),  # beyond the vocabulary
-            ("prompt", torch.tensor([[1, 2]])),
-            ("prompt", [1, 2]),
-            ("n_new", -1),  # issue 18: an obscure crash
-            ("n_new", 2.5),
-            ("temperature", -1.0),
-            ("temperature", math.nan),
-            ("top_k", -2),  # issue 18: meant no filtering
-        ]
-    ),
-    kind=st.sampled_from(["learned", "lstm"]),
-)
-def test_generate_refuses_bad_arguments(tiny_lms, bad_arg, kind):
-    name, value = bad_arg
-    args = {"prompt": torch.tensor([1, 2]), "n_new": 3, "temperature": 0.0, "top_k": None}
-    args[name] = value
-    model = tiny_lms[kind].train()
-    expect_refusal(gen.generate, [name, "ids", "id"], model, **args)
-    assert model.training, "generate left the model in eval mode after an error"
-    model.eval()
 
 
 @heavy
@@ -176,16 +139,10 @@ def test_unigram_perplexity_formula(train, evaluated):
 
 @given(progress=st.floats(0, 1), warmup=st.floats(0, 0.5), floor=st.floats(0, 1))
 def test_lr_factor_stays_between_the_floor_and_one(progress, warmup, floor):
-    f = lm_training.lr_factor(progress, warmup, floor)
+    f = lm_training._lr_factor(progress, warmup, floor)
     assert -1e-12 <= f <= 1 + 1e-12
     if warmup < progress:
         assert f >= floor - 1e-12
-
-
-@given(progress=st.one_of(good(st.floats(0, 1)), bad(st.floats(1.001, 10)), bad(st.floats(-10, -0.001)), bad(NOT_REAL)))
-@example(progress=Arg(-0.5, False))
-def test_lr_factor_refuses_progress_outside_the_run(progress):
-    call(lm_training.lr_factor, {"progress": progress, "warmup": 0.1})
 
 
 @given(extra=st.integers(0, 40), batch_size=st.integers(1, 4), seq_len=st.integers(1, 8), seed=st.integers(0, 99))
@@ -203,12 +160,8 @@ def test_window_and_stream_batches_shift_by_one(extra, batch_size, seq_len, seed
 
 
 @given(n=st.integers(1, 50), world=st.integers(1, 4), seed=st.integers(0, 99), epoch=st.integers(0, 3))
-def test_window_sampler_splits_one_permutation_among_ranks(n, world, seed, epoch):
-    shares = []
+def test_window_starts_are_distributed_samplers_shares(n, world, seed, epoch):
     for rank in range(world):
-        s = lm_training.WindowSampler(n, seed, rank, world)
-        s.set_epoch(epoch)
-        shares.append(s.starts().tolist())
-    flat = [i for share in shares for i in share]
-    assert len(set(flat)) == len(flat) and set(flat) <= set(range(n))
-    assert len({len(share) for share in shares}) == 1 and len(flat) == (n // world) * world
+        ref = DistributedSampler(range(n), num_replicas=world, rank=rank, seed=seed, drop_last=True)
+        ref.set_epoch(epoch)
+        assert lm_training._window_starts(n, seed, epoch, rank, world).tolist() == list(ref)

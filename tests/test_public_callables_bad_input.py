@@ -75,12 +75,6 @@ CASES = {
     "embedding_params_refuses_a_float_vocab": (formulas.embedding_params, (2.5, 8), TypeError, "vocab"),
     "validate_refuses_a_str": (config.validate, ("x",), TypeError, "expected a TransformerConfig"),
     "RelativeBiasTable_refuses_0_heads": (core_transformer.RelativeBiasTable, (0,), ValueError, "n_heads must be >= 1"),
-    "WindowSampler_refuses_a_rank_outside_the_world": (
-        lm_training.WindowSampler,
-        (10, 0, 2, 2),
-        ValueError,
-        "rank must be in",
-    ),
     "make_adamw_refuses_a_str": (lm_training.make_adamw, ("x",), TypeError, "params"),
     "make_optimizers_refuses_a_non_module": (lm_training.make_optimizers, ("m", "c"), TypeError, "nn.Module"),
     "stream_batches_refuses_float_ids": (

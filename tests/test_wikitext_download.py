@@ -74,13 +74,13 @@ def test_download_is_checked_cached_and_shows_progress(mirror, capsys):
     assert "wikitext-2/train.txt" in capsys.readouterr().err  # the tqdm bar (plain text outside Jupyter)
     assert len(mirror.hits) == 3
     data = wt.load_wikitext2()  # found in the user cache now: no second download
-    assert len(mirror.hits) == 3 and data.folder == folder and data.valid.numel() == wt.N_TOKENS["valid"]
+    assert len(mirror.hits) == 3 and data.folder == folder and data.valid.numel() == 217_646
 
 
 @needs_data
 def test_a_failed_file_keeps_the_good_ones_and_the_next_run_fetches_only_what_is_missing(mirror):
     _serve_real(mirror, "train", "test")
-    mirror.routes["/wt2/valid.txt"] = (b"\0" * wt.N_BYTES["valid"], None)
+    mirror.routes["/wt2/valid.txt"] = (b"\0" * wikitext_files.N_BYTES["valid"], None)
     with pytest.raises(ValueError, match=r"valid\.txt is corrupt"):
         wt.find_data_dir(progress=False)
     assert _cache_files() == ["train.txt"]  # verified before it was kept
@@ -93,9 +93,9 @@ def test_a_failed_file_keeps_the_good_ones_and_the_next_run_fetches_only_what_is
 @pytest.mark.parametrize(
     "body, length, match",
     [
-        (b"\0" * wt.N_BYTES["train"], None, r"train\.txt is corrupt: 10,797,148 bytes with sha256 "),
+        (b"\0" * wikitext_files.N_BYTES["train"], None, r"train\.txt is corrupt: 10,797,148 bytes with sha256 "),
         (b"the cat sat\n" * 100, None, r"train\.txt is partial: 1,200 bytes with sha256 .*expected 10,797,148 bytes"),
-        (b"the cat sat\n" * 100, wt.N_BYTES["train"], r"train\.txt (is partial|broke off after 1,200 of)"),
+        (b"the cat sat\n" * 100, wikitext_files.N_BYTES["train"], r"train\.txt (is partial|broke off after 1,200 of)"),
     ],
     ids=["corrupt", "short", "cut-off"],
 )

@@ -113,7 +113,7 @@ def test_nothing_found_offline_says_where_it_looked(isolated):
     assert "TNB_DATA_DIR (not set)" in msg
     assert str(wt.user_cache_dir() / "wikitext-2") in msg
     assert "download (disabled" in msg
-    assert "How to get the data" in msg and wt.BASE_URL in msg
+    assert "How to get the data" in msg and wikitext_files.BASE_URL in msg
 
 
 def test_failed_download_is_reported(isolated, monkeypatch):

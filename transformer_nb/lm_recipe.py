@@ -7,7 +7,7 @@
   more windows per step (and evaluates more streams at once): the device does the work.
 - ``run(kind, data, steps)``: one run for the trained-model cache (``cache.load_or_train``; several,
   those the cache lacks trained side by side: ``cache.load_or_train_many(run, ...)``);
-  ``cached_results(prefix, config, compute)``: the same for results that are not weights, keyed on
+  ``_cached_results(prefix, config, compute)``: the same for results that are not weights, keyed on
   the code that made them: ``compare`` (variants trained for equal seconds) and ``final_perplexities``
   (whole splits) use it, so a warm re-run trains and scores nothing.
 """
@@ -177,19 +177,19 @@ def run(
     return cache.cache_name(f"wikitext2_{kind}", config), model, config, train_fn
 
 
-class CachedResults(nn.Module):
-    """No weights: what ``cached_results`` saves its numbers with (the cache keys them on this
+class _CachedResults(nn.Module):
+    """No weights: what ``_cached_results`` saves its numbers with (the cache keys them on this
     module's code and the package modules it uses, so a change to the models recomputes them)."""
 
 
-def cached_results(prefix: str, config: dict, compute, retrain: bool = False) -> tuple[dict, bool]:
+def _cached_results(prefix: str, config: dict, compute, retrain: bool = False) -> tuple[dict, bool]:
     """``compute() -> dict`` (numbers, lists, tensors), run once per ``config`` and then read from the
     cache (``cache.load_or_train``: verified, keyed on ``config`` and on the model code). Returns
     ``(results, computed_now)``."""
     if not callable(compute):
         raise TypeError(f"compute must be callable () -> dict, got {type(compute).__name__}")
     name = cache.cache_name(prefix, config)
-    return cache.load_or_train(name, CachedResults(), config, lambda _: compute(), retrain)
+    return cache.load_or_train(name, _CachedResults(), config, lambda _: compute(), retrain)
 
 
 def compare(
@@ -204,7 +204,7 @@ def compare(
 ) -> dict:
     """Equal-time comparison: each variant ``{label: (model_overrides, train_overrides)}`` is trained
     from the same seed for ``budget_s`` seconds of training and scored on the first ``eval_tokens``
-    validation tokens (non-overlapping windows). Cached as a whole (``cached_results``): a re-run
+    validation tokens (non-overlapping windows). Cached as a whole (``_cached_results``): a re-run
     reads the numbers instead of training again. Returns ``{label: history}`` (``train_lm``'s)."""
     check_wikitext(data)
     device = torch.device(device) if device is not None else get_device()
@@ -222,7 +222,7 @@ def compare(
 
     config = {"kind": kind, "variants": variants, "budget_s": budget_s, "eval_tokens": eval_tokens, "seed": seed}
     config.update(device=device.type, vocab_size=vocab_size)
-    return cached_results(f"wikitext2_compare_{kind}", config, run, retrain)[0]
+    return _cached_results(f"wikitext2_compare_{kind}", config, run, retrain)[0]
 
 
 def final_perplexities(models: dict, data, splits=("valid", "test"), eval_tokens: int | None = None, key=None) -> dict:
@@ -242,4 +242,4 @@ def final_perplexities(models: dict, data, splits=("valid", "test"), eval_tokens
         }
 
     config = {"models": key, "splits": list(splits), "eval_tokens": eval_tokens, "vocab_size": len(data.vocab)}
-    return cached_results("wikitext2_final_ppl", config, run)[0]
+    return _cached_results("wikitext2_final_ppl", config, run)[0]

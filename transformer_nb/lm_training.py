@@ -6,7 +6,7 @@
   seeded order: ``WindowSampler``), or for the LSTM consecutive windows of ``batch_size``
   parallel streams with the state carried across (``cfg.contiguous``);
 - ``make_optimizers``: AdamW, or ``torch.optim.Muon`` for the hidden weight matrices beside AdamW;
-- linear warm-up then cosine decay (``lr_factor`` in a ``LambdaLR``), following the step count or
+- linear warm-up then cosine decay (``_lr_factor`` in a ``LambdaLR``), following the step count or
   the wall-clock budget;
 - validation perplexity points (``perplexity.evaluate``) timed apart from training.
 
@@ -20,7 +20,6 @@ import itertools
 import math
 import time
 from dataclasses import dataclass, fields
-from numbers import Integral, Real
 
 import torch
 import torch.nn as nn
@@ -30,10 +29,9 @@ from transformer_nb.core.transformer import check_language_model
 from transformer_nb.core.utils import as_int, as_real
 from transformer_nb.perplexity import evaluate
 from transformer_nb.train import Progress, rank_and_world, train
-from transformer_nb.wikitext import _ids_tensor, batchify
+from transformer_nb.wikitext import batchify
 
 OPTIMIZERS = ("adamw", "muon")
-_LR_ARGS = ("progress", "warmup", "min_lr_frac")
 
 
 @dataclass
@@ -70,31 +68,22 @@ class TrainConfig:
         if self.adamw_lr is not None and self.optimizer != "muon":
             raise ValueError("adamw_lr sets the AdamW half of optimizer='muon'; with AdamW alone use lr")
         for name in ("batch_size", "seq_len", "eval_tokens", "eval_batch_size", "steps", "eval_every", "eval_stride"):
-            v = getattr(self, name)
-            if v is not None and (
-                isinstance(v, bool) or not isinstance(v, Integral) or v < (0 if name == "steps" else 1)
-            ):
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            if getattr(self, name) is not None:
+                as_int(name, getattr(self, name), 0 if name == "steps" else 1)
         for name in ("budget_s", "lr", "adamw_lr", "weight_decay", "warmup", "min_lr_frac", "clip"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, Real) or not 0 <= v < math.inf):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        if not self.lr > 0 or not self.warmup < 1:
-            raise ValueError(f"need lr > 0 and 0 <= warmup < 1, got lr={self.lr}, warmup={self.warmup}")
+            if getattr(self, name) is not None and as_real(name, getattr(self, name)) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not (self.lr > 0 and self.warmup < 1 and self.min_lr_frac <= 1):
+            raise ValueError(f"need lr > 0, warmup < 1, min_lr_frac <= 1: {self.lr}, {self.warmup}, {self.min_lr_frac}")
 
     def as_dict(self) -> dict:
         """The fields as a plain dict (what a cache key records)."""
         return {f.name: getattr(self, f.name) for f in fields(self)}
 
 
-def lr_factor(progress: float, warmup: float, min_lr_frac: float = 0.0) -> float:
-    """Linear warm-up over ``warmup`` of the run, then cosine decay to ``min_lr_frac``; progress in [0, 1]."""
-    progress, warmup, min_lr_frac = (as_real(n, v) for n, v in zip(_LR_ARGS, (progress, warmup, min_lr_frac)))
-    if not (0 <= progress <= 1 and 0 <= warmup < 1 and 0 <= min_lr_frac <= 1):
-        raise ValueError(
-            f"need progress in [0, 1] (the fraction of the run done), warmup in [0, 1) and min_lr_frac in [0, 1], "
-            f"got progress={progress}, warmup={warmup}, min_lr_frac={min_lr_frac}"
-        )
+def _lr_factor(progress: float, warmup: float, min_lr_frac: float = 0.0) -> float:
+    """Linear warm-up over ``warmup`` of the run, then cosine decay to ``min_lr_frac``; progress in [0, 1]
+    (``TrainConfig`` checked the other two)."""
     if progress < warmup:
         return max(progress / warmup, 1e-3)
     q = min(1.0, (progress - warmup) / max(1e-9, 1.0 - warmup))
@@ -150,32 +139,16 @@ def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
     ]
 
 
-class WindowSampler:
-    """Start positions of training windows, shuffled once per epoch, this rank's share.
+def _window_starts(n: int, seed: int, epoch: int, rank: int = 0, world: int = 1) -> torch.Tensor:
+    """``(n // world,)`` int64: this rank's starts of windows for ``epoch``, of ``n`` possible ones.
 
     The contract of ``torch.utils.data.DistributedSampler(range(n), num_replicas=world, rank=rank,
-    shuffle=True, seed=seed, drop_last=True)`` (the same permutation, ``seed + epoch``, every rank
-    takes ``rank, rank + world, ...`` of it), kept as one tensor instead of a Python list of ``n``
-    ints. Call ``set_epoch(e)`` before each pass, as with the library's sampler.
+    shuffle=True, seed=seed, drop_last=True)`` after ``set_epoch(epoch)`` (the same permutation,
+    ``seed + epoch``, every rank takes ``rank, rank + world, ...`` of it), kept as one tensor instead of
+    a Python list of ``n`` ints.
     """
-
-    def __init__(self, n: int, seed: int = 0, rank: int = 0, world: int = 1):
-        n, seed, world = as_int("n", n, 1), as_int("seed", seed), as_int("world", world, 1)
-        if not 0 <= as_int("rank", rank) < world:
-            raise ValueError(f"rank must be in [0, world={world}), got {rank}")
-        self.n, self.seed, self.rank, self.world, self.epoch = n, seed, rank, world, 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def starts(self) -> torch.Tensor:
-        """``(n // world,)`` int64: this rank's window starts for the current epoch."""
-        perm = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed + self.epoch))
-        return perm[: self.n - self.n % self.world][self.rank :: self.world]
-
-
-def _describe(x) -> str:
-    return f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
+    return perm[: n - n % world][rank::world]
 
 
 def _share(batch_size: int, world: int) -> int:
@@ -192,7 +165,6 @@ def window_batches(ids: torch.Tensor, batch_size: int, seq_len: int, seed: int =
     of the epoch's order: together the ranks read what one process reads. ``ids`` must hold at least
     ``seq_len + batch_size`` tokens (one start per window of a batch); checked at the call.
     """
-    _ids_tensor("ids", ids, dim=1)
     batch_size, seq_len = as_int("batch_size", batch_size, 1), as_int("seq_len", seq_len, 1)
     rank, world = rank_and_world()
     b = _share(batch_size, world)
@@ -201,14 +173,13 @@ def window_batches(ids: torch.Tensor, batch_size: int, seq_len: int, seed: int =
             f"ids holds {ids.numel()} tokens: windows of seq_len={seq_len} have {max(0, ids.numel() - seq_len)} "
             f"starts, fewer than batch_size={batch_size}"
         )
-    return _windows(ids, b, seq_len, WindowSampler(ids.numel() - seq_len, seed, rank, world), device)
+    return _windows(ids, b, seq_len, seed, rank, world, device)
 
 
-def _windows(ids: torch.Tensor, b: int, seq_len: int, sampler: WindowSampler, device):
+def _windows(ids: torch.Tensor, b: int, seq_len: int, seed: int, rank: int, world: int, device):
     ids, offsets = ids.to(device), torch.arange(seq_len + 1, device=device)
     for epoch in itertools.count():
-        sampler.set_epoch(epoch)
-        starts = sampler.starts().to(device)
+        starts = _window_starts(ids.numel() - seq_len, seed, epoch, rank, world).to(device)
         for i in range(0, starts.numel() - b + 1, b):
             w = ids[starts[i : i + b, None] + offsets]  # (b, T + 1)
             yield w[:, :-1], w[:, 1:], True
@@ -220,9 +191,8 @@ def stream_batches(ids: torch.Tensor, batch_size: int, seq_len: int, device=None
     ``fresh`` is True where the streams start over (a carried state must be dropped). Under
     ``torch.distributed`` rank ``r`` reads its own ``batch_size / world`` of the streams. Checked at the call.
     """
-    seq_len = as_int("seq_len", seq_len, 1)
     rank, world = rank_and_world()
-    b = _share(as_int("batch_size", batch_size, 1), world)
+    b = _share(batch_size, world)
     streams = batchify(ids, batch_size)[rank * b : (rank + 1) * b].to(device)
     if streams.shape[1] <= seq_len:
         raise ValueError(f"{ids.numel()} tokens in {batch_size} streams do not fill one window of seq_len={seq_len}")
@@ -260,14 +230,14 @@ def train_lm(
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
     if not isinstance(train_ids, torch.Tensor) or train_ids.dim() != 1:
-        raise ValueError(f"train_ids must be a flat (N,) tensor of word ids, got {_describe(train_ids)}")
+        raise ValueError(f"train_ids must be a flat (N,) tensor of ids, got {getattr(train_ids, 'shape', train_ids)}")
     check_ids(train_ids[None], "train_ids", raw.vocab_size)
     torch.manual_seed(cfg.seed)
     device = next(raw.parameters()).device
     opts = make_optimizers(raw, cfg)
     progress = Progress()
     scheds = [
-        torch.optim.lr_scheduler.LambdaLR(o, lambda _: lr_factor(progress.value, cfg.warmup, cfg.min_lr_frac))
+        torch.optim.lr_scheduler.LambdaLR(o, lambda _: _lr_factor(progress.value, cfg.warmup, cfg.min_lr_frac))
         for o in opts
     ]
     if cfg.contiguous:

@@ -68,12 +68,6 @@ HOW_TO_GET = (
 )
 
 
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
 # --------------------------------------------------------------------------- finding
 def user_cache_dir() -> Path:
     """The per-user data cache: ``$XDG_CACHE_HOME/transformer_nb/data`` (default ``~/.cache/...``)."""
@@ -114,9 +108,7 @@ def _what_is(path: Path) -> str:
         if path.is_symlink():
             return "a broken symbolic link"
         return "missing" if isinstance(err, FileNotFoundError) else f"unreadable ({err.strerror})"
-    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
-        return "a folder" if stat.S_ISDIR(mode) else "a file"
-    return "a device, pipe or socket (such as /dev/null)"
+    return "a folder" if stat.S_ISDIR(mode) else "a file" if stat.S_ISREG(mode) else "a device (such as /dev/null)"
 
 
 def _wrong(folder: Path) -> str:
@@ -137,8 +129,8 @@ def find_data_dir(
     ``download``: allow the download step (default: yes unless ``TNB_OFFLINE`` is on).
     Raises ``FileNotFoundError`` listing every place looked at.
     """
-    if download is not None:
-        _flag("download", download)
+    if download is not None and not isinstance(download, bool):
+        raise TypeError(f"download must be True or False, got {download!r}")
     timeout = as_real("timeout", timeout, positive=True)
     looked: list[str] = []
     if path is not None:
@@ -151,7 +143,7 @@ def find_data_dir(
         raise FileNotFoundError(
             f"WikiText-2 not found at the explicit path {str(path)!r}: expected a folder "
             f"'wikitext-2' (or its parent) holding train.txt, valid.txt, test.txt; "
-            f"missing: {_missing(folder)}.\n" + HOW_TO_GET
+            f"missing: {[f'{s}.txt' for s in SPLITS if not (folder / f'{s}.txt').is_file()]}.\n" + HOW_TO_GET
         )
     env = env_path("TNB_DATA_DIR")
     if env:
@@ -188,10 +180,6 @@ def find_data_dir(
     )
 
 
-def _missing(folder: Path) -> list[str]:
-    return [f"{s}.txt" for s in SPLITS if not (folder / f"{s}.txt").is_file()]
-
-
 def download_wikitext2(
     dest: str | os.PathLike, *, base_url: str | None = None, progress: bool = True, timeout: float = 30.0
 ) -> Path:
@@ -206,7 +194,7 @@ def download_wikitext2(
     dest = as_path("dest", dest)
     if base_url is not None and not isinstance(base_url, str):
         raise TypeError(f"base_url must be a URL string, got {type(base_url).__name__} {base_url!r}")
-    base_url = data_url() if base_url is None else (base_url if base_url.endswith("/") else base_url + "/")
+    base_url = data_url() if base_url is None else base_url.rstrip("/") + "/"
     dest.mkdir(parents=True, exist_ok=True)
     for split in SPLITS:
         target = dest / f"{split}.txt"
