@@ -203,7 +203,7 @@ def test_bad_training_calls():
         train_lm(m, torch.zeros(100, dtype=torch.long), {"steps": 1}, live=False, bar=False)
     with pytest.raises(TypeError, match="model must be a decoder-only Transformer or an LSTMLM"):
         train_lm(torch.nn.Linear(2, 2), torch.zeros(100, dtype=torch.long), cfg, live=False, bar=False)
-    with pytest.raises(ValueError, match="epochs must be a positive int"):
+    with pytest.raises(ValueError, match="epochs must be >= 1"):
         train_epochs(m, torch.zeros(100, dtype=torch.long), epochs=0, seq_len=8, live=False)
     with pytest.raises(ValueError, match="n_tokens=10"):
         sample_corpus(torch.zeros(5, dtype=torch.long), ["a"], 10)

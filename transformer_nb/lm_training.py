@@ -19,7 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -28,7 +28,7 @@ from transformer_nb.core.stack import check_ids
 from transformer_nb.core.transformer import check_language_model
 from transformer_nb.core.utils import as_int, as_real
 from transformer_nb.perplexity import evaluate
-from transformer_nb.train import Progress, rank_and_world, train
+from transformer_nb.train import Progress, rank_and_world, train, unwrap
 from transformer_nb.wikitext import batchify
 
 OPTIMIZERS = ("adamw", "muon")
@@ -76,10 +76,6 @@ class TrainConfig:
         if not (self.lr > 0 and self.warmup < 1 and self.min_lr_frac <= 1):
             raise ValueError(f"need lr > 0, warmup < 1, min_lr_frac <= 1: {self.lr}, {self.warmup}, {self.min_lr_frac}")
 
-    def as_dict(self) -> dict:
-        """The fields as a plain dict (what a cache key records)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
-
 
 def _lr_factor(progress: float, warmup: float, min_lr_frac: float = 0.0) -> float:
     """Linear warm-up over ``warmup`` of the run, then cosine decay to ``min_lr_frac``; progress in [0, 1]
@@ -119,9 +115,7 @@ def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
     ``cfg.lr``; AdamW's is ``cfg.adamw_lr`` (``cfg.lr`` when None).
     """
     if not isinstance(model, nn.Module) or not isinstance(cfg, TrainConfig):
-        raise TypeError(
-            f"make_optimizers needs an nn.Module and a TrainConfig, got {type(model).__name__}, {type(cfg).__name__}"
-        )
+        raise TypeError(f"make_optimizers needs an nn.Module and a TrainConfig, got {model!r:.40}, {cfg!r:.40}")
     if cfg.optimizer == "adamw":
         return [make_adamw(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)]
     hidden = [
@@ -205,16 +199,8 @@ def _consecutive(streams: torch.Tensor, seq_len: int):
             yield streams[:, pos : pos + seq_len], streams[:, pos + 1 : pos + 1 + seq_len], pos == 0
 
 
-def train_lm(
-    model: nn.Module,
-    train_ids: torch.Tensor,
-    cfg: TrainConfig,
-    valid_ids: torch.Tensor | None = None,
-    live: bool = True,
-    title: str = "training",
-    bar: bool = True,
-    clock=time.perf_counter,
-) -> dict:
+def train_lm(model: nn.Module, train_ids: torch.Tensor, cfg: TrainConfig, valid_ids: torch.Tensor | None = None,
+             live=True, title="training", bar=True, clock=time.perf_counter) -> dict:  # fmt: skip
     """Train ``model`` (a ``LanguageModel``, or one wrapped in ``DistributedDataParallel``) on the flat
     ``(N,)`` stream ``train_ids``; return the history.
 
@@ -225,7 +211,7 @@ def train_lm(
     ``train_ppl`` (over the steps since the previous point) and ``val_ppl``; and ``tokens_seen``,
     ``tokens_per_s``. ``clock`` measures training time (``time.process_time`` counts CPU seconds).
     """
-    raw = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    raw = unwrap(model)
     check_language_model(raw)
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
@@ -236,10 +222,8 @@ def train_lm(
     device = next(raw.parameters()).device
     opts = make_optimizers(raw, cfg)
     progress = Progress()
-    scheds = [
-        torch.optim.lr_scheduler.LambdaLR(o, lambda _: _lr_factor(progress.value, cfg.warmup, cfg.min_lr_frac))
-        for o in opts
-    ]
+    factor = lambda _: _lr_factor(progress.value, cfg.warmup, cfg.min_lr_frac)
+    scheds = [torch.optim.lr_scheduler.LambdaLR(o, factor) for o in opts]
     if cfg.contiguous:
         batches = stream_batches(train_ids, cfg.batch_size, cfg.seq_len, device)
     else:
@@ -260,25 +244,12 @@ def train_lm(
 
     every = cfg.eval_every or max(1, (cfg.steps or 10**9) // 20)
     h = train(
-        model,
-        loss_fn,
-        batches,
-        opts,
-        scheds,
-        steps=cfg.steps,
-        budget_s=cfg.budget_s,
-        clip=cfg.clip or None,
-        bf16=cfg.bf16,
-        log_every=min(every, 50),
-        evaluate=None if valid_ids is None else validate,
+        model, loss_fn, batches, opts, scheds, steps=cfg.steps, budget_s=cfg.budget_s, clip=cfg.clip or None,
+        bf16=cfg.bf16, log_every=min(every, 50), evaluate=None if valid_ids is None else validate,
         eval_every=every if cfg.steps is not None else None,
-        eval_every_s=None if cfg.budget_s is None else cfg.budget_s / 20,
-        progress=progress,
-        live=live,
-        bar=bar,
-        title=title,
-        clock=clock,
-    )
+        eval_every_s=None if cfg.budget_s is None else cfg.budget_s / 20, progress=progress, live=live, bar=bar,
+        title=title, clock=clock,
+    )  # fmt: skip
     points, per_step = h["eval_step"], cfg.batch_size * cfg.seq_len
     ends = [0] + points
     h.update(

@@ -40,15 +40,7 @@ def unigram_perplexity(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_si
 
 
 @torch.no_grad()
-def evaluate(
-    model,
-    ids: torch.Tensor,
-    seq_len: int = 128,
-    batch_size: int = 16,
-    max_tokens: int | None = None,
-    bf16: bool = False,
-    stride: int | None = None,
-) -> dict:
+def evaluate(model, ids: torch.Tensor, seq_len=128, batch_size=16, max_tokens=None, bf16=False, stride=None) -> dict:
     """Perplexity of ``model`` on a flat ``(N,)`` split: ``exp(sum of NLL / number of targets)``.
 
     The split is cut into ``batch_size`` contiguous streams (fewer if the split has fewer targets),

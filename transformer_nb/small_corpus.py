@@ -27,17 +27,9 @@ from transformer_nb.wikitext import check_wikitext
 #: The exercise's Transformer: 4 blocks of width 128 over windows of 256 tokens.
 #: A full softmax with its own bias (``tie_output=False, output_bias=True``).
 EX89_TRANSFORMER = TransformerConfig(
-    name="exercise 8.9",
-    d_model=128,
-    n_heads=4,
-    d_ff=512,
-    n_layers=4,
-    max_len=256,
-    positions="learned",
-    activation="gelu",
-    tie_output=False,
-    output_bias=True,
-)
+    name="exercise 8.9", d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256, positions="learned",
+    activation="gelu", tie_output=False, output_bias=True
+)  # fmt: skip
 EX89_TRAIN = dict(batch_size=16, seq_len=256, lr=3e-4)
 
 
@@ -78,17 +70,8 @@ def _epoch_batches(windows: torch.Tensor, batch_size: int, generator: torch.Gene
             yield windows[idx.to(windows.device)]
 
 
-def train_epochs(
-    model: LanguageModel,
-    ids: torch.Tensor,
-    epochs: int = 5,
-    batch_size: int = 16,
-    seq_len: int = 256,
-    lr: float = 3e-4,
-    seed: int = 0,
-    live: bool = True,
-    title: str = "training",
-) -> dict:
+def train_epochs(model: LanguageModel, ids: torch.Tensor, epochs=5, batch_size=16, seq_len=256, lr=3e-4, seed=0,
+                 live=True, title="training") -> dict:  # fmt: skip
     """Exercise 8.9's recipe: AdamW at a constant ``lr`` for ``epochs`` passes over ``ids``.
 
     ``ids`` is cut into non-overlapping windows of ``seq_len + 1`` tokens (inputs and the targets
@@ -100,8 +83,7 @@ def train_epochs(
     n = (ids.numel() - 1) // seq_len
     if n < 1:
         raise ValueError(f"{ids.numel()} tokens do not fill one window of seq_len={seq_len}")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    epochs = as_int("epochs", epochs, 1)
     device = next(model.parameters()).device
     windows = ids[: n * seq_len + 1].unfold(0, seq_len + 1, seq_len).to(device)  # (n, seq_len + 1), overlap 1
     torch.manual_seed(seed)
@@ -141,9 +123,7 @@ def _run(name: str, ids: torch.Tensor, n_types: int, epochs: int, seed: int, dev
     return cache.cache_name(f"ex89_{name.lower()}", config), model.to(device), config, train_fn
 
 
-def exercise_8_9(
-    data, n_tokens: int = 50_000, epochs: int = 5, seed: int = 0, retrain: bool = False, device=None, workers: int = 1
-):
+def exercise_8_9(data, n_tokens=50_000, epochs=5, seed=0, retrain=False, device=None, workers=1):
     """Both models of the exercise trained on the first ``n_tokens`` of WikiText-2's training split
     (cached) and scored on that sample (once, when trained). With ``workers=2`` on the CPU the two
     train side by side, each in its own process on one thread (``cache.load_or_train_many``). Returns
