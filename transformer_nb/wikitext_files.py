@@ -119,9 +119,11 @@ def _wrong(folder: Path) -> str:
     return "; ".join(f"{p} is {what}, not a regular file" for p, what in found if what not in ("a file", "missing"))
 
 
-def find_data_dir(
-    path: str | os.PathLike | None = None, *, download: bool | None = None, progress: bool = True, timeout: float = 30.0
-) -> Path:
+def _found(root) -> Path | None:
+    return next((c for c in _candidates(root) if _complete(c)), None) if root else None
+
+
+def find_data_dir(path=None, *, download: bool | None = None, progress=True, timeout=30.0) -> Path:
     """Return the ``wikitext-2`` folder, looking in the documented order.
 
     ``path``: explicit folder (``wikitext-2`` or its parent). If given and incomplete,
@@ -132,43 +134,28 @@ def find_data_dir(
     if download is not None and not isinstance(download, bool):
         raise TypeError(f"download must be True or False, got {download!r}")
     timeout = as_real("timeout", timeout, positive=True)
-    looked: list[str] = []
     if path is not None:
-        for c in _candidates(path):
-            if _complete(c):
-                return c
+        if found := _found(path):
+            return found
         folder = next((c for c in _candidates(path) if c.is_dir()), Path(path).expanduser())
-        if _wrong(folder):
-            raise FileNotFoundError(f"WikiText-2 cannot be read at the explicit path {str(path)!r}: {_wrong(folder)}")
+        if wrong := _wrong(folder):
+            raise FileNotFoundError(f"WikiText-2 cannot be read at the explicit path {str(path)!r}: {wrong}")
+        missing = [f"{s}.txt" for s in SPLITS if not (folder / f"{s}.txt").is_file()]
         raise FileNotFoundError(
-            f"WikiText-2 not found at the explicit path {str(path)!r}: expected a folder "
-            f"'wikitext-2' (or its parent) holding train.txt, valid.txt, test.txt; "
-            f"missing: {[f'{s}.txt' for s in SPLITS if not (folder / f'{s}.txt').is_file()]}.\n" + HOW_TO_GET
+            f"WikiText-2 not found at the explicit path {str(path)!r}: expected a folder 'wikitext-2' (or its "
+            f"parent) holding train.txt, valid.txt, test.txt; missing: {missing}.\n" + HOW_TO_GET
         )
-    env = env_path("TNB_DATA_DIR")
+    env, cache = env_path("TNB_DATA_DIR"), user_cache_dir() / "wikitext-2"
+    beside = None if env else beside_checkout()
+    if found := _found(env) or _found(beside) or (cache if _complete(cache) else None):
+        return found
     if env:
-        for c in _candidates(env):
-            if _complete(c):
-                return c
         wrong = "; ".join(filter(None, map(_wrong, _candidates(env))))
-        looked.append(
-            f"TNB_DATA_DIR={env} (checked {', '.join(map(str, _candidates(env)))}{': ' * bool(wrong)}{wrong})"
-        )
+        looked = [f"TNB_DATA_DIR={env} (checked {', '.join(map(str, _candidates(env)))}{': ' * bool(wrong)}{wrong})"]
     else:
-        looked.append("TNB_DATA_DIR (not set)")
-        beside = beside_checkout()
-        for c in _candidates(beside) if beside else []:
-            if _complete(c):
-                return c
-        if beside:
-            looked.append(f"{beside} (beside the checkout)")
-    cache = user_cache_dir() / "wikitext-2"
-    if _complete(cache):
-        return cache
+        looked = ["TNB_DATA_DIR (not set)"] + [f"{beside} (beside the checkout)"] * bool(beside)
     looked.append(f"user cache {cache}" + (f" ({_wrong(cache)}: remove it to download again)" if _wrong(cache) else ""))
-    if download is None:
-        download = not env_flag("TNB_OFFLINE")
-    if not download:
+    if env_flag("TNB_OFFLINE") if download is None else not download:
         looked.append("download (disabled: download=False or TNB_OFFLINE on)")
     elif not _wrong(cache):  # else a download would not fit where the files should be
         try:
