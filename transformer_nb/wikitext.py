@@ -44,12 +44,8 @@ def check_wikitext(data) -> None:
 # --------------------------------------------------------------------------- vocabulary
 def read_words(path: str | os.PathLike) -> list[str]:
     """All tokens of a file, pytorch/examples style: ``line.split() + ['<eos>']`` per line."""
-    words: list[str] = []
     with open(as_path("path", path), encoding="utf-8") as f:
-        for line in f:
-            words.extend(line.split())
-            words.append(EOS)
-    return words
+        return [w for line in f for w in (*line.split(), EOS)]
 
 
 def _words(name: str, words) -> list[str]:
@@ -67,18 +63,9 @@ class Vocab:
     """Word <-> id mapping. Ids follow first appearance (as in pytorch/examples)."""
 
     def __init__(self, words):
-        self.itos: list[str] = []
-        self.stoi: dict[str, int] = {}
-        for w in _words("words", words):
-            if w not in self.stoi:
-                self.stoi[w] = len(self.itos)
-                self.itos.append(w)
-        for special in (EOS, UNK):
-            if special not in self.stoi:
-                self.stoi[special] = len(self.itos)
-                self.itos.append(special)
-        self.unk = self.stoi[UNK]
-        self.eos = self.stoi[EOS]
+        self.itos: list[str] = list(dict.fromkeys([*_words("words", words), EOS, UNK]))  # specials last, if new
+        self.stoi: dict[str, int] = {w: i for i, w in enumerate(self.itos)}
+        self.unk, self.eos = self.stoi[UNK], self.stoi[EOS]
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -118,9 +105,7 @@ class WikiText2:
         return getattr(self, name)
 
 
-def load_wikitext2(
-    path: str | os.PathLike | None = None, *, check: bool = True, download: bool | None = None, progress: bool = True
-) -> WikiText2:
+def load_wikitext2(path=None, *, check: bool = True, download: bool | None = None, progress=True) -> WikiText2:
     """Find (see the module docstring), verify and encode WikiText-2.
 
     The vocabulary is built from the training split; every valid/test word type also
@@ -134,11 +119,7 @@ def load_wikitext2(
         verify(folder)
     words = {s: read_words(folder / f"{s}.txt") for s in SPLITS}
     vocab = Vocab(words["train"])
-    for s in ("valid", "test"):
-        words[s] = vocab.encode(words[s])
-    return WikiText2(
-        train=vocab.encode(words["train"]), valid=words["valid"], test=words["test"], vocab=vocab, folder=folder
-    )
+    return WikiText2(*(vocab.encode(words[s]) for s in SPLITS), vocab=vocab, folder=folder)
 
 
 # --------------------------------------------------------------------------- batching
@@ -178,15 +159,12 @@ def iter_batches(streams: torch.Tensor, seq_len: int):
     return (get_batch(streams, i, seq_len) for i in range(0, streams.size(1) - 1, seq_len))
 
 
-def random_windows(
-    data: torch.Tensor, batch_size: int, seq_len: int, generator: torch.Generator | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
+def random_windows(data: torch.Tensor, batch_size: int, seq_len: int, generator=None) -> tuple[torch.Tensor, ...]:
     """``batch_size`` random windows of a flat ``(N,)`` stream: ``x, y`` of shape ``(B, T)``, y = x shifted by one."""
     _ids_tensor("data", data, dim=1)
     batch_size, seq_len = as_int("batch_size", batch_size, minimum=1), as_int("seq_len", seq_len, minimum=1)
     if data.numel() < seq_len + 1:
         raise ValueError(f"data must be longer than seq_len={seq_len}, got {data.numel()} tokens")
     starts = torch.randint(0, data.numel() - seq_len, (batch_size,), generator=generator)
-    idx = starts[:, None] + torch.arange(seq_len + 1)
-    w = data[idx]
+    w = data[starts[:, None] + torch.arange(seq_len + 1)]
     return w[:, :-1], w[:, 1:]

@@ -177,6 +177,7 @@ def download_wikitext2(
     leaves a file that looks complete: it raises ``ValueError`` saying what arrived.
     """
     from tqdm.auto import tqdm
+    from tqdm.utils import CallbackIOWrapper
 
     dest = as_path("dest", dest)
     if base_url is not None and not isinstance(base_url, str):
@@ -184,33 +185,25 @@ def download_wikitext2(
     base_url = data_url() if base_url is None else base_url.rstrip("/") + "/"
     dest.mkdir(parents=True, exist_ok=True)
     for split in SPLITS:
-        target = dest / f"{split}.txt"
+        target, url, size = dest / f"{split}.txt", base_url + f"{split}.txt", N_BYTES[split]
         if target.is_file() and sha256_of(target) == SHA256[split]:
             continue
-        url, h, n = base_url + f"{split}.txt", hashlib.sha256(), 0
         fd, tmp = tempfile.mkstemp(dir=dest, prefix=f".{split}.", suffix=".part")
+        bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"wikitext-2/{split}.txt", disable=not progress)
         try:
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-                total = int(resp.headers.get("Content-Length") or N_BYTES[split])
-                with tqdm(
-                    total=total, unit="B", unit_scale=True, desc=f"wikitext-2/{split}.txt", disable=not progress
-                ) as bar:
-                    while chunk := resp.read(1 << 16):
-                        out.write(chunk)
-                        h.update(chunk)
-                        n += len(chunk)
-                        bar.update(len(chunk))
-            if h.hexdigest() != SHA256[split]:
+            with bar, os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+                shutil.copyfileobj(CallbackIOWrapper(bar.update, resp, "read"), out)
+            n, got = os.path.getsize(tmp), sha256_of(tmp)
+            if got != SHA256[split]:
                 raise ValueError(
-                    f"the download of {url} is {'partial' if n < N_BYTES[split] else 'corrupt'}: {n:,} bytes with "
-                    f"sha256 {h.hexdigest()}, expected {N_BYTES[split]:,} bytes with sha256 {SHA256[split]}; "
-                    f"nothing was kept"
+                    f"the download of {url} is {'partial' if n < size else 'corrupt'}: {n:,} bytes with sha256 {got}, "
+                    f"expected {size:,} bytes with sha256 {SHA256[split]}; nothing was kept"
                 )
             shutil.move(tmp, target)
         except http.client.IncompleteRead:
             raise ValueError(
-                f"the download of {url} broke off after {n:,} of {N_BYTES[split]:,} bytes (a partial download); "
-                f"nothing was kept, try again"
+                f"the download of {url} broke off after {os.path.getsize(tmp):,} of {size:,} bytes (a partial "
+                f"download); nothing was kept, try again"
             ) from None
         finally:
             if os.path.exists(tmp):
