@@ -32,11 +32,10 @@ from torch.nn.parallel import DistributedDataParallel
 
 from transformer_nb import cache
 from transformer_nb.bench import check_positive_flags
-from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.core.utils import as_device
 from transformer_nb.env import check_module
-from transformer_nb.lm_recipe import FULL_STEPS, build_model, cache_config, recipe_config
-from transformer_nb.lm_training import train_lm
+from transformer_nb.lm_recipe import FULL_STEPS, run
+from transformer_nb.lm_training import TrainConfig, train_lm
 from transformer_nb.perplexity import evaluate
 from transformer_nb.wikitext import load_wikitext2
 
@@ -73,9 +72,8 @@ def main(argv=None) -> int:
     rank, world = dist.get_rank(), dist.get_world_size()
     try:
         data = load_wikitext2(progress=False)
-        vocab = len(data.vocab)
-        model = build_model("transformer", vocab, frequency_ranks(data.train, vocab)).to(device)
-        tcfg = recipe_config("transformer", device, steps=args.steps, eval_tokens=args.eval_tokens)
+        name, model, config, _ = run("transformer", data, args.steps, device=device, eval_tokens=args.eval_tokens)
+        tcfg = TrainConfig(**config["train"])  # notebook 10's run: its cache name, its seeded model
         if rank == 0:
             how = "NCCL" if cuda else f"gloo, {args.threads} thread(s) each"
             share = f"{world} x {tcfg.batch_size // world}"
@@ -86,8 +84,6 @@ def main(argv=None) -> int:
         final = evaluate(model, data.valid, tcfg.seq_len, tcfg.eval_batch_size, args.final_eval_tokens,
                          tcfg.bf16, tcfg.eval_stride)  # fmt: skip
         if rank == 0:
-            config = cache_config("transformer", tcfg, vocab)
-            name = cache.cache_name("wikitext2_transformer", config)
             path = None if args.no_save else cache.save(name, model, config, hist, train_lm)
             result = dict(world=world, steps=hist["steps"], tokens_per_s=round(hist["tokens_per_s"], 1),
                           train_s=round(hist["train_seconds"], 1), wall_s=round(wall, 1),
