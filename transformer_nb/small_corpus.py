@@ -44,8 +44,7 @@ def sample_corpus(train_ids: torch.Tensor, itos: list[str], n_tokens: int = 50_0
     part = train_ids[:n_tokens]
     old = list(dict.fromkeys(part.tolist()))
     words = [itos[i] for i in old]
-    if unk not in words:
-        words.append(unk)
+    words += [unk] * (unk not in words)
     remap = {o: n for n, o in enumerate(old)}
     return torch.tensor([remap[i] for i in part.tolist()], dtype=torch.long), words
 
@@ -89,16 +88,10 @@ def train_epochs(model: LanguageModel, ids: torch.Tensor, epochs=5, batch_size=1
     torch.manual_seed(seed)
     per_epoch = math.ceil(n / batch_size)
     sizes = [min(batch_size, n - i * batch_size) for i in range(per_epoch)]  # windows in each batch of an epoch
-    hist = train(
-        model,
-        lambda m, w: m(w[:, :-1], w[:, 1:])[1],
-        _epoch_batches(windows, batch_size, torch.Generator().manual_seed(seed)),
-        torch.optim.AdamW(model.parameters(), lr=lr),
-        steps=epochs * per_epoch,
-        live=live,
-        bar=live,  # a worker process (live=False) draws nothing
-        title=title,
-    )
+    batches = _epoch_batches(windows, batch_size, torch.Generator().manual_seed(seed))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    loss_fn = lambda m, w: m(w[:, :-1], w[:, 1:])[1]
+    hist = train(model, loss_fn, batches, opt, steps=epochs * per_epoch, live=live, bar=live, title=title)
     for e in range(epochs):
         losses = hist["loss"][e * per_epoch : (e + 1) * per_epoch]
         hist.setdefault("train_ppl", []).append(math.exp(sum(a * s for a, s in zip(losses, sizes)) / n))
@@ -132,12 +125,8 @@ def exercise_8_9(data, n_tokens=50_000, epochs=5, seed=0, retrain=False, device=
     check_wikitext(data)
     ids, itos = sample_corpus(data.train, data.vocab.itos, n_tokens)
     device = torch.device(device or "cpu")
-    args = {
-        name: dict(name=name, ids=ids, n_types=len(itos), epochs=epochs, seed=seed, device=device)
-        for name in ("Transformer", "LSTM")
-    }
+    kw = dict(ids=ids, n_types=len(itos), epochs=epochs, seed=seed, device=device)
+    args = {n: dict(name=n, **kw) for n in ("Transformer", "LSTM")}
     done = cache.load_or_train_many(_run, args, workers, retrain, True)
-    out = {"vocab": itos, "ids": ids, "models": {}, "hist": {}, "ppl": {}}
-    for name, (model, hist, _) in done.items():
-        out["models"][name], out["hist"][name], out["ppl"][name] = model, hist, hist["ppl"]
-    return out
+    models, hists = {n: m for n, (m, _, _) in done.items()}, {n: h for n, (_, h, _) in done.items()}
+    return {"vocab": itos, "ids": ids, "models": models, "hist": hists, "ppl": {n: h["ppl"] for n, h in hists.items()}}
