@@ -97,11 +97,11 @@ def recipe_config(kind: str = "transformer", device=None, **overrides) -> TrainC
     return TrainConfig(**{**base, **overrides})
 
 
-def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int, model_overrides: dict | None = None) -> dict:
-    """What a cached model was trained with; a cache saved under another config is retrained."""
+def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int) -> dict:
+    """What a cached model was trained with; a cache saved under another config is retrained. The vocabulary is
+    ``vocab_size``, whatever the recipe's placeholder says."""
     _check_kind(kind)
-    overrides = model_overrides or {}  # the vocabulary is vocab_size, whatever the recipe's placeholder says
-    model = asdict(RECIPE_MODEL.with_(**overrides)) if kind == "transformer" else {**LSTM_MODEL, **overrides}
+    model = asdict(RECIPE_MODEL) if kind == "transformer" else LSTM_MODEL
     return {"kind": kind, "model": model, "train": asdict(tcfg), "vocab_size": vocab_size}
 
 
