@@ -76,16 +76,6 @@ def test_tied_head_shares_the_embedding_matrix():
     assert numel(full) - numel(m) == V * 32  # the saved V x d matrix
 
 
-def test_bad_ids_are_rejected():
-    m = tiny("full")
-    with pytest.raises(ValueError, match=r"\[0, 300\)"):
-        m.log_probs(torch.tensor([[0, 300]]))
-    with pytest.raises(ValueError, match=r"\(B, T\)"):
-        m.log_probs(torch.tensor([1, 2]))
-    with pytest.raises(ValueError, match="exceed max_len=32"):
-        m.log_probs(torch.zeros(1, 33, dtype=torch.long))
-
-
 def test_adaptive_head_needs_ranks():
     with pytest.raises(ValueError, match="frequency_ranks"):
         Transformer(vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=1, adaptive=True, tie_output=False, cutoffs=(50,))
