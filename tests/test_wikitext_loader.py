@@ -32,44 +32,17 @@ def isolated(monkeypatch, tmp_path):
 
 
 @needs_data
-def test_token_counts_match_published(corpus):
-    assert corpus.train.numel() == 2_088_628
-    assert corpus.valid.numel() == 217_646
-    assert corpus.test.numel() == 245_569
-    assert corpus.train.dtype == torch.long
-
-
-@needs_data
-def test_vocabulary_size_and_specials(corpus):
-    assert len(corpus.vocab) == 33_278 == wt.VOCAB_SIZE
-    assert corpus.vocab.itos[corpus.vocab.eos] == "<eos>"
-    assert corpus.vocab.itos[corpus.vocab.unk] == "<unk>"
-    # every id used in valid/test is a real word (vocab from train covers them)
-    assert int(corpus.valid.max()) < len(corpus.vocab)
-    assert int(corpus.test.max()) < len(corpus.vocab)
-
-
-@needs_data
-def test_first_line_decodes_like_the_file(corpus):
+def test_counts_vocabulary_and_decoding_match_the_files(corpus):
+    counts = [corpus.split(s).numel() for s in wt.SPLITS]
+    assert counts == [2_088_628, 217_646, 245_569] and corpus.train.dtype == torch.long  # the published counts
+    v = corpus.vocab
+    assert len(v) == 33_278 == wt.VOCAB_SIZE and (v.itos[v.eos], v.itos[v.unk]) == ("<eos>", "<unk>")
+    assert max(int(corpus.valid.max()), int(corpus.test.max())) < len(v)  # train's vocabulary covers them
     with open(corpus.folder / "train.txt", encoding="utf-8") as f:
         f.readline()  # blank first line -> a lone <eos>
         second = f.readline().split()
-    assert corpus.vocab.decode(corpus.train[:1]) == "<eos>"
-    assert corpus.vocab.decode(corpus.train[1 : 1 + len(second)]) == " ".join(second)
-
-
-@needs_data
-def test_unknown_word_maps_to_unk(corpus):
-    v = corpus.vocab
-    ids = v.encode("the zzqxjunknownword history")
-    assert ids.tolist() == [v.stoi["the"], v.unk, v.stoi["history"]]
-    assert v.decode(ids) == "the <unk> history"
-
-
-@needs_data
-def test_decode_rejects_out_of_range(corpus):
-    with pytest.raises(ValueError, match=r"\[0, 33278\)"):
-        corpus.vocab.decode([0, 33_278])
+    assert v.decode(corpus.train[: 1 + len(second)]) == " ".join(["<eos>", *second])
+    assert v.decode(v.encode("the zzqxjunknownword history")) == "the <unk> history"
 
 
 @needs_data
@@ -116,16 +89,6 @@ def test_nothing_found_offline_says_where_it_looked(isolated):
     assert "How to get the data" in msg and wikitext_files.BASE_URL in msg
 
 
-def test_failed_download_is_reported(isolated, monkeypatch):
-    monkeypatch.setenv("TNB_OFFLINE", "0")
-    monkeypatch.setenv("TNB_DATA_URL", "http://127.0.0.1:9/")  # nothing listens on port 9
-    with pytest.raises(FileNotFoundError, match=r"download from http://127\.0\.0\.1:9/ failed"):
-        wt.find_data_dir(progress=False, timeout=2)
-    # no half-written file is left behind in the cache
-    cache = wt.user_cache_dir() / "wikitext-2"
-    assert not cache.exists() or list(cache.iterdir()) == []
-
-
 def _replace(path, kind):
     if kind == "a folder":
         path.mkdir()
@@ -160,7 +123,7 @@ def test_a_data_folder_that_is_a_device_or_a_link_loop_is_named_with_what_is_wro
     assert f"{folder} is {kind}" in str(err.value) and "not a folder" in str(err.value)
 
 
-@pytest.mark.parametrize("value", ["1", "TRUE", "Yes", "on", " true "])
+@pytest.mark.parametrize("value", ["1", " Yes "])
 def test_tnb_offline_is_read_as_people_write_it(isolated, monkeypatch, value):
     monkeypatch.setenv("TNB_OFFLINE", value)
     monkeypatch.setenv("TNB_DATA_URL", "http://127.0.0.1:9/")  # were it tried, the message would say it failed
