@@ -15,18 +15,9 @@ V = 300
 def tiny(head, positions="learned"):
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    return Transformer(
-        vocab=V,
-        d_model=32,
-        n_heads=4,
-        d_ff=64,
-        n_layers=2,
-        max_len=32,
-        **lm_recipe.HEAD_FIELDS[head],
-        ranks=ranks,
-        cutoffs=(40, 150),
-        positions=positions,
-    ).eval()
+    sizes = dict(d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=32)
+    fields = dict(ranks=ranks, cutoffs=(40, 150), positions=positions)
+    return Transformer(vocab=V, **sizes, **lm_recipe.HEAD_FIELDS[head], **fields).eval()
 
 
 @pytest.mark.parametrize("head", HEADS)
