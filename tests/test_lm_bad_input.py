@@ -164,6 +164,7 @@ def test_bad_heads_and_ranks():
         (dict(steps=3, weight_decay=-0.1), "weight_decay must be >= 0"),
         (dict(budget_s=math.inf), "budget_s must be a finite number"),
         (dict(steps=3, optimizer="sgd"), "optimizer must be one of"),
+        (dict(steps=3, adamw_lr=1e-2), "adamw_lr sets the AdamW half"),
     ],
 )
 def test_bad_training_configurations(kwargs, words):
