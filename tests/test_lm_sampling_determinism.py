@@ -26,23 +26,17 @@ def tiny():
     return Transformer(vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, output_bias=True).eval()
 
 
-def test_same_seed_same_text_different_seed_different_text():
-    m = tiny()
+@pytest.mark.parametrize("kind", ["transformer", "lstm"])
+def test_same_seed_same_text_different_seed_different_text_and_the_global_rng_untouched(kind):
+    m = tiny() if kind == "transformer" else LSTMLM(V, 16, 24, head="full")
     p = torch.tensor([1, 2, 3])
-    a = generate(m, p, 40, temperature=1.0, seed=7)
-    b = generate(m, p, 40, temperature=1.0, seed=7)
-    c = generate(m, p, 40, temperature=1.0, seed=8)
-    assert torch.equal(a, b)
-    assert not torch.equal(a, c)
-
-
-def test_sampling_does_not_touch_the_global_rng():
-    m = tiny()
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
-    generate(m, torch.tensor([1, 2]), 10, temperature=1.0, seed=0)
+    a = generate(m, p, 40, temperature=0.9, top_k=10, seed=7)
     assert torch.equal(torch.rand(3), expected)
+    assert torch.equal(a, generate(m, p, 40, temperature=0.9, top_k=10, seed=7)) and a.shape == (43,)
+    assert not torch.equal(a, generate(m, p, 40, temperature=0.9, top_k=10, seed=8))
 
 
 def test_low_temperature_concentrates_high_temperature_spreads():
@@ -52,14 +46,6 @@ def test_low_temperature_concentrates_high_temperature_spreads():
     hot = sample_next(logits, 10.0, generator=g)
     assert (cold == 9).float().mean() > 0.9  # p(top) = 0.965 at T = 0.1
     assert len(set(hot.tolist())) == 10
-
-
-def test_lstm_generation_is_seeded_too():
-    torch.manual_seed(0)
-    m = LSTMLM(V, 16, 24, head="full")
-    a = generate(m, torch.tensor([1, 2]), 15, temperature=0.9, top_k=10, seed=1)
-    b = generate(m, torch.tensor([1, 2]), 15, temperature=0.9, top_k=10, seed=1)
-    assert torch.equal(a, b) and a.shape == (17,)
 
 
 @pytest.mark.parametrize("head", ["full", "tied", "adaptive", "adaptive_tied"])

@@ -60,7 +60,7 @@ def test_user_cache_is_used_after_env(isolated):
 
 
 @needs_data
-def test_checksum_mismatch_on_corrupted_copy(tmp_path):
+def test_a_corrupted_or_missing_file_at_an_explicit_path_is_named(tmp_path):
     copy = tmp_path / "wikitext-2"
     shutil.copytree(DATA, copy)
     raw = bytearray((copy / "valid.txt").read_bytes())
@@ -68,12 +68,6 @@ def test_checksum_mismatch_on_corrupted_copy(tmp_path):
     (copy / "valid.txt").write_bytes(bytes(raw))
     with pytest.raises(ValueError, match=r"checksum mismatch .*valid\.txt"):
         wt.load_wikitext2(copy)
-
-
-@needs_data
-def test_missing_file_at_explicit_path(tmp_path):
-    copy = tmp_path / "wikitext-2"
-    shutil.copytree(DATA, copy)
     (copy / "test.txt").unlink()
     with pytest.raises(FileNotFoundError, match=r"missing: \['test.txt'\]"):
         wt.load_wikitext2(copy)
