@@ -171,16 +171,16 @@ ELSEWHERE = {
     "transformer_nb.env.setup": "tests/test_profile_setup_validates_environment.py::test_cuda_without_cuda_says_so",
     "transformer_nb.widgets.lm.GenerateWidget": "tests/test_lm_widget.py::test_widget_needs_a_transformer",
     "transformer_nb.widgets.masks.make_batch": "tests/test_widgets_masks.py::test_make_batch_rejects_bad_side",
-    "transformer_nb.wikitext.Vocab": "tests/test_wikitext_bad_input.py::test_vocab_and_encode_refuse_what_is_not_a_list_of_words",
+    "transformer_nb.wikitext.Vocab": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
     "transformer_nb.wikitext.WikiText2": "tests/test_wikitext_bad_input.py::test_load_refuses_a_non_bool_check_and_a_bad_split_name via load_wikitext2",
-    "transformer_nb.wikitext.batchify": "tests/test_wikitext_bad_input.py::test_batching_bad_input",
+    "transformer_nb.wikitext.batchify": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
     "transformer_nb.wikitext.check_wikitext": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[check_wikitext_refuses_a_dict]",
-    "transformer_nb.wikitext.get_batch": "tests/test_wikitext_bad_input.py::test_batching_bad_input",
-    "transformer_nb.wikitext.iter_batches": "tests/test_wikitext_bad_input.py::test_batching_bad_input",
+    "transformer_nb.wikitext.get_batch": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
+    "transformer_nb.wikitext.iter_batches": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
     "transformer_nb.wikitext.load_wikitext2": "tests/test_wikitext_bad_input.py::test_load_refuses_a_non_bool_check_and_a_bad_split_name",
-    "transformer_nb.wikitext.random_windows": "tests/test_wikitext_bad_input.py::test_batching_bad_input",
+    "transformer_nb.wikitext.random_windows": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
     "transformer_nb.wikitext.read_words": "tests/test_public_callables_bad_input.py::test_public_callable_refuses_bad_input[read_words_refuses_a_file_descriptor_number]",
-    "transformer_nb.wikitext_files.find_data_dir": "tests/test_wikitext_bad_input.py::test_find_data_dir_bad_arguments[kwargs0-TypeError-download must be True or False, got 'no']",
+    "transformer_nb.wikitext_files.find_data_dir": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
 }
 
 #: Callables that take no argument: nothing to feed them, so no bad input. Name -> what it does instead.
