@@ -18,16 +18,12 @@ def tied():
     return Transformer(vocab=V, **sizes, adaptive=True, ranks=ranks, cutoffs=(40, 150), positions="rope").eval()
 
 
-def test_a_frequent_word_embeds_as_its_head_row_times_sqrt_d():
+def test_a_word_embeds_as_its_head_row_or_through_its_cluster_projection_times_sqrt_d():
     m = tied()
     word = int((m.head.ranks == 3).nonzero())  # the word of frequency rank 3
     emb = m.embed_tokens(torch.tensor([[word]]))[0, 0]
     assert torch.allclose(emb, m.head.asm.head.weight[3] * math.sqrt(D))
     assert m.tok is None and not any(n.startswith("tok.") for n, _ in m.named_parameters())  # no second table
-
-
-def test_a_rare_word_embeds_through_its_cluster_projection():
-    m = tied()
     word = int((m.head.ranks == 200).nonzero())  # third cluster: ranks 150..299
     proj, rows = m.head.asm.tail[1]
     expected = rows.weight[200 - 150] @ proj.weight * math.sqrt(D)
