@@ -65,11 +65,8 @@ def test_the_forward_paths_compute_where_the_model_lives(positions):
     state = lstm.init_state()
     _, loss = lstm(ids, ids, state=state)
     assert devices_of([loss, state]) == {META}
-
-
-def test_batches_are_made_on_the_requested_device():
-    ids = torch.randint(0, V, (500,))  # the stream starts on the CPU
-    for batches in (window_batches(ids, 4, 16, device=META), stream_batches(ids, 4, 16, device=META)):
+    stream = torch.randint(0, V, (500,))  # the batches are cut on the CPU and made on the requested device
+    for batches in (window_batches(stream, 4, 16, device=META), stream_batches(stream, 4, 16, device=META)):
         x, y, _ = next(batches)
         assert devices_of([x, y]) == {META} and x.shape == y.shape == (4, 16)
 
