@@ -84,38 +84,27 @@ def test_nothing_found_offline_says_where_it_looked(isolated):
     assert "How to get the data" in msg and wikitext_files.BASE_URL in msg
 
 
-def _replace(path, kind):
-    if kind == "a folder":
-        path.mkdir()
-    elif kind == "a device":
-        path.symlink_to("/dev/null")
-    else:
-        path.symlink_to(path)  # a symbolic link loop
+KINDS = ("a folder", "a device", "a symbolic link loop")
 
 
-@pytest.mark.parametrize("kind", ["a folder", "a device", "a symbolic link loop"])
-def test_a_data_file_that_is_a_folder_a_device_or_a_link_loop_is_named_with_what_is_wrong(isolated, kind):
+@pytest.mark.parametrize("what, kind", [("train.txt", k) for k in KINDS] + [("the folder", k) for k in KINDS[1:]])
+def test_a_data_file_or_folder_that_is_a_folder_a_device_or_a_link_loop_is_named_with_what_is_wrong(
+    isolated, monkeypatch, kind, what
+):
     folder = isolated / "wikitext-2"
-    folder.mkdir()
-    for split in ("valid", "test"):
-        (folder / f"{split}.txt").write_text("x\n")
-    _replace(folder / "train.txt", kind)
-    with pytest.raises(FileNotFoundError, match="cannot be read") as err:
-        wt.find_data_dir(folder)
-    assert f"{folder / 'train.txt'} is {kind}" in str(err.value) and "not found" not in str(err.value)
-
-
-@pytest.mark.parametrize("kind", ["a device", "a symbolic link loop"])
-def test_a_data_folder_that_is_a_device_or_a_link_loop_is_named_with_what_is_wrong(isolated, monkeypatch, kind):
-    folder = isolated / "wikitext-2"
-    _replace(folder, kind)
-    with pytest.raises(FileNotFoundError) as err:
-        wt.find_data_dir(folder)
-    assert f"{folder} is {kind}" in str(err.value) and "not a folder" in str(err.value)
-    monkeypatch.setenv("TNB_DATA_DIR", str(folder))
-    with pytest.raises(FileNotFoundError) as err:
-        wt.find_data_dir()
-    assert f"{folder} is {kind}" in str(err.value) and "not a folder" in str(err.value)
+    path = folder / "train.txt" if what == "train.txt" else folder
+    if what == "train.txt":
+        folder.mkdir()
+        for split in ("valid", "test"):
+            (folder / f"{split}.txt").write_text("x\n")
+    path.mkdir() if kind == "a folder" else path.symlink_to("/dev/null" if kind == "a device" else path)
+    for env in [None] if what == "train.txt" else [None, str(folder)]:  # an explicit path, then TNB_DATA_DIR
+        if env:
+            monkeypatch.setenv("TNB_DATA_DIR", env)
+        with pytest.raises(FileNotFoundError) as err:
+            wt.find_data_dir(None if env else folder)
+        msg = str(err.value)
+        assert f"{path} is {kind}" in msg and ", not a " in msg and (env or "cannot be read" in msg)
 
 
 @pytest.mark.parametrize("value, err", [(" Yes ", FileNotFoundError), ("maybe", ValueError)])
