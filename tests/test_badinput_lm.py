@@ -1,9 +1,10 @@
-"""Bad input to ``lm_ddp`` (data-parallel training): a usage error or a TypeError naming the argument."""
+"""Bad input to data-parallel training (``lm_ddp``) and the recipe runs (``lm_recipe.run``): a usage error or an
+exception naming the argument."""
 
 import torch
 from badinput import Case, parametrize
 
-from transformer_nb import lm_ddp
+from transformer_nb import lm_ddp, lm_recipe
 
 CASES = {
     "lm_ddp_main_refuses_a_negative_timeout": Case(
@@ -17,6 +18,12 @@ CASES = {
         lambda: lm_ddp.wrap(3, torch.device("cpu")),
         TypeError,
         "model must be an nn.Module, got int",
+    ),
+    "run_refuses_an_unknown_kind": Case(
+        "transformer_nb.lm_recipe.run", lambda: lm_recipe.run("gru", None, 3), ValueError, "kind must be one of"
+    ),
+    "run_refuses_data_that_is_not_wikitext": Case(
+        "transformer_nb.lm_recipe.run", lambda: lm_recipe.run("transformer", None, 1), TypeError, "data must be"
     ),
 }
 

@@ -36,13 +36,9 @@ def test_evaluate_is_exp_of_mean_token_nll():
 def test_a_tiny_model_learns_a_repeating_text(kind, optimizer):
     pattern = torch.arange(12).repeat(400)  # 0 1 2 ... 11 0 1 2 ...
     ranks = output_head.frequency_ranks(pattern, 12)
-    small = dict(d_model=32, cutoffs=(4, 8), div_value=2.0)
-    if kind == "transformer":
-        m = lm_recipe.build_model(
-            kind, 12, ranks, **small, tie_output=False, d_ff=64, n_layers=1, n_heads=2, max_len=32
-        )
-    else:
-        m = lm_recipe.build_model(kind, 12, ranks, **small, head="adaptive", hidden_size=32, n_layers=1)
+    sizes = dict(tie_output=False, d_ff=64, n_heads=2, max_len=32) if kind == "transformer" else dict(hidden_size=32)
+    head = {} if kind == "transformer" else dict(head="adaptive")  # the LSTM's untied adaptive head
+    m = lm_recipe.build_model(kind, 12, ranks, d_model=32, cutoffs=(4, 8), div_value=2.0, n_layers=1, **sizes, **head)
     cfg = lm_training.TrainConfig(
         steps=60, batch_size=8, seq_len=16, lr=1e-2, contiguous=kind == "lstm", eval_every=20, eval_tokens=500,
         optimizer=optimizer,

@@ -8,8 +8,7 @@ from transformer_nb import wikitext as wt
 def test_batchify_keeps_contiguous_streams():
     data = torch.arange(103)
     s = wt.batchify(data, 4)
-    assert s.shape == (4, 25)
-    assert torch.equal(s[1], torch.arange(25, 50))  # row b is a contiguous slice
+    assert s.shape == (4, 25) and torch.equal(s[1], torch.arange(25, 50))  # row b is a contiguous slice
 
 
 def test_targets_are_next_tokens_and_never_inputs_at_same_position():
