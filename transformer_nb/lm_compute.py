@@ -80,11 +80,8 @@ def time_steps(model: LanguageModel, train_ids: torch.Tensor, cfg: TrainConfig, 
     cfg = replace(cfg, lr=1e-4, adamw_lr=None if cfg.adamw_lr is None else 1e-4)
     batches = window_batches(train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, device)
 
-    def clock():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        return time.perf_counter()
-
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda _: None
+    clock = lambda: sync(device) or time.perf_counter()
     opts, n = make_optimizers(model, cfg), steps + warmup
     loss_fn = lambda m, b: m(b[0], b[1])[1]
     hist = train(model, loss_fn, batches, opts, steps=n, clip=cfg.clip or None, bf16=cfg.bf16, bar=False, clock=clock)

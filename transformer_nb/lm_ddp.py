@@ -47,9 +47,9 @@ def wrap(model: torch.nn.Module, device: torch.device) -> DistributedDataParalle
     check_module("model", model)
     device = as_device("device", device)
     ids = [device.index] if device is not None and device.type == "cuda" else None
-    if "forward_sync_buffers" in inspect.signature(DistributedDataParallel.__init__).parameters:  # torch >= 2.12
-        return DistributedDataParallel(model, device_ids=ids, forward_sync_buffers=False, find_unused_parameters=True)
-    return DistributedDataParallel(model, device_ids=ids, broadcast_buffers=False, find_unused_parameters=True)
+    new = "forward_sync_buffers" in inspect.signature(DistributedDataParallel.__init__).parameters  # torch >= 2.12
+    no_sync = {"forward_sync_buffers" if new else "broadcast_buffers": False}
+    return DistributedDataParallel(model, device_ids=ids, find_unused_parameters=True, **no_sync)
 
 
 def main(argv=None) -> int:

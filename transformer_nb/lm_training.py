@@ -60,9 +60,7 @@ class TrainConfig:
 
     def __post_init__(self):
         if (self.steps is None) == (self.budget_s is None):
-            raise ValueError(
-                f"give exactly one of steps= or budget_s=, got steps={self.steps}, budget_s={self.budget_s}"
-            )
+            raise ValueError(f"give exactly one of steps= or budget_s=, got {self.steps}, {self.budget_s}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.adamw_lr is not None and self.optimizer != "muon":
@@ -162,11 +160,8 @@ def window_batches(ids: torch.Tensor, batch_size: int, seq_len: int, seed: int =
     batch_size, seq_len = as_int("batch_size", batch_size, 1), as_int("seq_len", seq_len, 1)
     rank, world = rank_and_world()
     b = _share(batch_size, world)
-    if ids.numel() - seq_len < batch_size:
-        raise ValueError(
-            f"ids holds {ids.numel()} tokens: windows of seq_len={seq_len} have {max(0, ids.numel() - seq_len)} "
-            f"starts, fewer than batch_size={batch_size}"
-        )
+    if (starts := ids.numel() - seq_len) < batch_size:
+        raise ValueError(f"{max(0, starts)} starts of windows of seq_len={seq_len}: fewer than batch_size={batch_size}")
     return _windows(ids, b, seq_len, seed, rank, world, device)
 
 

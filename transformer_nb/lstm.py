@@ -39,9 +39,7 @@ class LSTMLM(LanguageModel):
         if self.tok is not None:
             nn.init.uniform_(self.tok.weight, -0.1, 0.1)
         self.drop = nn.Dropout(dropout)
-        self.rnn = nn.LSTM(
-            d_model, self.hidden_size, n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0
-        )
+        self.rnn = nn.LSTM(d_model, self.hidden_size, n_layers, batch_first=True, dropout=dropout * (n_layers > 1))
         self.proj = nn.Linear(self.hidden_size, d_model) if self.hidden_size != d_model else nn.Identity()
 
     recurrent = True

@@ -86,8 +86,7 @@ def evaluate(model, ids: torch.Tensor, seq_len=128, batch_size=16, max_tokens=No
         both = torch.stack([total, torch.tensor(float(count), dtype=torch.float64, device=device)])
         dist.all_reduce(both)
         total, count = both[0], int(both[1])
-    total = float(total)
-    return {"nll_sum": total, "tokens": count, "ppl": math.exp(total / count)}
+    return {"nll_sum": float(total), "tokens": count, "ppl": math.exp(float(total) / count)}
 
 
 def _nll_sum(raw, streams: torch.Tensor, seq_len: int, stride: int | None) -> tuple[torch.Tensor, int]:

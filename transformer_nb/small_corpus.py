@@ -11,6 +11,7 @@ a small WikiText-2 sample with AdamW at a constant learning rate, compared by pe
 from __future__ import annotations
 
 import math
+from itertools import count
 
 import torch
 
@@ -62,13 +63,6 @@ def lstm_matching(target_params: int, vocab_size: int, d_model: int, n_layers: i
     return LSTMLM(vocab_size, d_model, hidden, n_layers, **kw)
 
 
-def _epoch_batches(windows: torch.Tensor, batch_size: int, generator: torch.Generator):
-    """Forever: each epoch, the ``(n, T + 1)`` windows in a fresh shuffled order, ``batch_size`` at a time."""
-    while True:
-        for idx in torch.randperm(windows.shape[0], generator=generator).split(batch_size):
-            yield windows[idx.to(windows.device)]
-
-
 def train_epochs(model: LanguageModel, ids: torch.Tensor, epochs=5, batch_size=16, seq_len=256, lr=3e-4, seed=0,
                  live=True, title="training") -> dict:  # fmt: skip
     """Exercise 8.9's recipe: AdamW at a constant ``lr`` for ``epochs`` passes over ``ids``.
@@ -88,7 +82,8 @@ def train_epochs(model: LanguageModel, ids: torch.Tensor, epochs=5, batch_size=1
     torch.manual_seed(seed)
     per_epoch = math.ceil(n / batch_size)
     sizes = [min(batch_size, n - i * batch_size) for i in range(per_epoch)]  # windows in each batch of an epoch
-    batches = _epoch_batches(windows, batch_size, torch.Generator().manual_seed(seed))
+    g = torch.Generator().manual_seed(seed)  # each epoch, the windows in a fresh shuffled order
+    batches = (windows[i.to(device)] for _ in count() for i in torch.randperm(n, generator=g).split(batch_size))
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     loss_fn = lambda m, w: m(w[:, :-1], w[:, 1:])[1]
     hist = train(model, loss_fn, batches, opt, steps=epochs * per_epoch, live=live, bar=live, title=title)

@@ -167,9 +167,7 @@ def find_data_dir(path=None, *, download: bool | None = None, progress=True, tim
     )
 
 
-def download_wikitext2(
-    dest: str | os.PathLike, *, base_url: str | None = None, progress: bool = True, timeout: float = 30.0
-) -> Path:
+def download_wikitext2(dest: str | os.PathLike, *, base_url: str | None = None, progress=True, timeout=30.0) -> Path:
     """Download the three files into ``dest`` with a ``tqdm.auto`` progress bar, checking sha256.
 
     ``base_url`` defaults to ``data_url()``. Each file is written to a temporary name and renamed
