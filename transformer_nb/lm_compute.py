@@ -48,16 +48,11 @@ def cpu_profile():
             sys.stderr.write("".join(line for line in lines if not line.startswith(("USDT:", "STAGE:"))))
 
 
-def _device(model) -> torch.device:
-    """The device of a ``LanguageModel`` (anything else is a ``TypeError``)."""
-    check_language_model(model)
-    return next(model.parameters()).device
-
-
 def flops_per_token(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, bf16: bool = False) -> dict:
     """FLOPs of one training step (forward + backward) per target token of ``y (B, T)``, for matmuls
     and attention: ``{"total", "body", "head", "head_share"}`` (``body``: up to the hidden states)."""
-    device, was_training = _device(model), model.training
+    check_language_model(model)
+    device, was_training = next(model.parameters()).device, model.training
     model.train()
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
         with FlopCounterMode(display=False) as fc:
@@ -76,7 +71,8 @@ def time_steps(model: LanguageModel, train_ids: torch.Tensor, cfg: TrainConfig, 
     """Training throughput in tokens/s: ``batch_size * seq_len`` over the median time of ``steps``
     optimiser steps (after ``warmup`` untimed ones), at a tiny learning rate. On a GPU the steps are
     synchronised, so the time is the device's."""
-    device = _device(model)
+    check_language_model(model)
+    device = next(model.parameters()).device
     cfg = replace(cfg, lr=1e-4, adamw_lr=None if cfg.adamw_lr is None else 1e-4)
     batches = window_batches(train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, device)
 

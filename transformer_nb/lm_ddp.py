@@ -75,9 +75,8 @@ def main(argv=None) -> int:
         name, model, config, _ = run("transformer", data, args.steps, device=device, eval_tokens=args.eval_tokens)
         tcfg = TrainConfig(**config["train"])  # notebook 10's run: its cache name, its seeded model
         if rank == 0:
-            how = "NCCL" if cuda else f"gloo, {args.threads} thread(s) each"
-            share = f"{world} x {tcfg.batch_size // world}"
-            print(f"{world} processes ({how}); batch {tcfg.batch_size} = {share} windows of {tcfg.seq_len}", flush=True)
+            how, b, t = "NCCL" if cuda else f"gloo, {args.threads} thread(s) each", tcfg.batch_size, tcfg.seq_len
+            print(f"{world} processes ({how}); batch {b} = {world} x {b // world} windows of {t}", flush=True)
         t0 = time.perf_counter()
         hist = train_lm(wrap(model, device), data.train, tcfg, data.valid, live=False, bar=rank == 0)
         wall = time.perf_counter() - t0

@@ -246,12 +246,12 @@ def train_lm(model: nn.Module, train_ids: torch.Tensor, cfg: TrainConfig, valid_
         title=title, clock=clock,
     )  # fmt: skip
     points, per_step = h["eval_step"], cfg.batch_size * cfg.seq_len
-    ends = [0] + points
+    ends = [0, *points]  # the previous point of each
     h.update(
         step=points,
         tokens=[s * per_step for s in points],
         seconds=h["eval_train_seconds"],
-        train_ppl=[math.exp(sum(h["loss"][a:b]) / (b - a)) if b > a else math.nan for a, b in zip(ends, ends[1:])],
+        train_ppl=[math.exp(sum(h["loss"][a:b]) / (b - a)) if b > a else math.nan for a, b in zip(ends, points)],
         val_ppl=[math.exp(v) for v in h.get("val_loss", [])],
         tokens_seen=h["steps"] * per_step,
         tokens_per_s=h["steps"] * per_step / max(h["train_seconds"], 1e-9),

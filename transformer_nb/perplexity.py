@@ -91,8 +91,7 @@ def evaluate(model, ids: torch.Tensor, seq_len=128, batch_size=16, max_tokens=No
 
 def _nll_sum(raw, streams: torch.Tensor, seq_len: int, stride: int | None) -> tuple[torch.Tensor, int]:
     """Summed NLL (float64) and count of every target ``streams[:, 1:]`` of ``(B, N)`` streams."""
-    total = torch.zeros((), dtype=torch.float64, device=streams.device)
-    count = 0
+    total, count = torch.zeros((), dtype=torch.float64, device=streams.device), 0
     if stride is None or stride >= seq_len:
         state = None
         for x, y in iter_batches(streams, seq_len):

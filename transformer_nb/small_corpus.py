@@ -100,7 +100,7 @@ def _run(name: str, ids: torch.Tensor, n_types: int, epochs: int, seed: int, dev
     torch.manual_seed(seed)
     tf = Transformer(EX89_TRANSFORMER, vocab=n_types)
     d = EX89_TRANSFORMER.d_model
-    model = tf if name == "Transformer" else lstm_matching(numel(tf), n_types, d_model=d, n_layers=2, head="full")
+    model = tf if name == "Transformer" else lstm_matching(numel(tf), n_types, d, 2, head="full")
     config = {"exercise": "8.9", "model": name, "params": numel(model), "n_tokens": ids.numel(), "epochs": epochs}
     config.update(seed=seed, **EX89_TRAIN)
 
