@@ -87,10 +87,9 @@ def train_epochs(model: LanguageModel, ids: torch.Tensor, epochs=5, batch_size=1
     opt = torch.optim.AdamW(model.parameters(), lr=lr)
     loss_fn = lambda m, w: m(w[:, :-1], w[:, 1:])[1]
     hist = train(model, loss_fn, batches, opt, steps=epochs * per_epoch, live=live, bar=live, title=title)
-    for e in range(epochs):
-        losses = hist["loss"][e * per_epoch : (e + 1) * per_epoch]
-        hist.setdefault("train_ppl", []).append(math.exp(sum(a * s for a, s in zip(losses, sizes)) / n))
-        hist.setdefault("seconds", []).append(sum(hist["step_seconds"][e * per_epoch : (e + 1) * per_epoch]))
+    epoch = [slice(e * per_epoch, (e + 1) * per_epoch) for e in range(epochs)]
+    hist["train_ppl"] = [math.exp(sum(a * s for a, s in zip(hist["loss"][k], sizes)) / n) for k in epoch]
+    hist["seconds"] = [sum(hist["step_seconds"][k]) for k in epoch]
     model.train()
     return hist
 

@@ -103,10 +103,8 @@ def _what_is(path: Path) -> str:
     try:
         mode = path.stat().st_mode
     except OSError as err:
-        if err.errno == errno.ELOOP:
-            return "a symbolic link loop"
-        if path.is_symlink():
-            return "a broken symbolic link"
+        if err.errno == errno.ELOOP or path.is_symlink():
+            return "a symbolic link loop" if err.errno == errno.ELOOP else "a broken symbolic link"
         return "missing" if isinstance(err, FileNotFoundError) else f"unreadable ({err.strerror})"
     return "a folder" if stat.S_ISDIR(mode) else "a file" if stat.S_ISREG(mode) else "a device (such as /dev/null)"
 
