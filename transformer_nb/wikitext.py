@@ -70,6 +70,9 @@ class Vocab:
     def __len__(self) -> int:
         return len(self.itos)
 
+    def __contains__(self, word: str) -> bool:
+        return word in self.stoi
+
     def encode(self, text: str | list[str]) -> torch.Tensor:
         """Text (split on whitespace) or a list of words -> ``(N,)`` int64; unknown -> ``<unk>``."""
         words = text.split() if isinstance(text, str) else _words("text", text)
@@ -80,6 +83,8 @@ class Vocab:
         """``(N,)`` integer ids (tensor or sequence) -> space-joined words."""
         if isinstance(ids, torch.Tensor):
             _ids_tensor("ids", ids, dim=1)
+            if ids.is_meta:
+                raise ValueError("ids are on the meta device: they have shapes but no words to decode")
             ids = ids.tolist()
         elif isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
             raise TypeError(f"ids must be a 1-D tensor or a sequence of ints, got {type(ids).__name__}")
