@@ -163,9 +163,8 @@ def compare(variants: dict, data, budget_s: float, kind="transformer", eval_toke
         out = {}
         for label, (model_kw, train_kw) in variants.items():
             model = build_model(kind, vocab_size, ranks, seed=seed, **model_kw).to(device)
-            tcfg = recipe_config(
-                kind, device, budget_s=budget_s, seed=seed, eval_stride=None, eval_tokens=eval_tokens, **train_kw
-            )
+            tcfg = recipe_config(kind, device, budget_s=budget_s, seed=seed, eval_stride=None, eval_tokens=eval_tokens,
+                                 **train_kw)  # fmt: skip
             out[label] = train_lm(model, data.train, tcfg, valid_ids=data.valid, live=False, bar=False, title=label)
         return out
 

@@ -86,10 +86,8 @@ def _lr_factor(progress: float, warmup: float, min_lr_frac: float = 0.0) -> floa
 
 def _param_groups(model: nn.Module, weight_decay: float) -> list:
     """Weight decay on matrices of the blocks/head only; not on embeddings, norms, biases."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        is_embedding = name.startswith(("tok.", "pos.", "head.tok."))
-        (decay if p.dim() >= 2 and not is_embedding else no_decay).append(p)
+    named = [(p, p.dim() >= 2 and not n.startswith(("tok.", "pos.", "head.tok."))) for n, p in model.named_parameters()]
+    decay, no_decay = [p for p, d in named if d], [p for p, d in named if not d]
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
@@ -116,9 +114,8 @@ def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
         raise TypeError(f"make_optimizers needs an nn.Module and a TrainConfig, got {model!r:.40}, {cfg!r:.40}")
     if cfg.optimizer == "adamw":
         return [make_adamw(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)]
-    hidden = [
-        p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith(("blocks.layers.", "rnn.", "proj."))
-    ]
+    inside = ("blocks.layers.", "rnn.", "proj.")  # the hidden matrices' names
+    hidden = [p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith(inside)]
     if not hidden:
         raise ValueError("Muon needs 2-D weights in blocks.layers.*, rnn.* or proj.*; this model has none")
     ids = {id(p) for p in hidden}

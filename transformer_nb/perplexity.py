@@ -57,9 +57,8 @@ def evaluate(model, ids: torch.Tensor, seq_len=128, batch_size=16, max_tokens=No
     """
     _stream("ids", ids, 2)
     seq_len, batch_size = as_int("seq_len", seq_len, 1), as_int("batch_size", batch_size, 1)
-    max_tokens, stride = (
-        None if v is None else as_int(n, v, 1) for n, v in (("max_tokens", max_tokens), ("stride", stride))
-    )
+    max_tokens = None if max_tokens is None else as_int("max_tokens", max_tokens, 1)
+    stride = None if stride is None else as_int("stride", stride, 1)
     raw = unwrap(model)
     device = next(raw.parameters()).device
     data = ids if max_tokens is None else ids[:max_tokens]

@@ -82,8 +82,7 @@ def beside_checkout() -> Path | None:
 
 def data_url() -> str:
     """Where downloads come from: env ``TNB_DATA_URL`` (a mirror of the three files), else ``BASE_URL``."""
-    url = os.environ.get("TNB_DATA_URL", "").strip() or BASE_URL
-    return url if url.endswith("/") else url + "/"
+    return (os.environ.get("TNB_DATA_URL", "").strip() or BASE_URL).rstrip("/") + "/"
 
 
 def _candidates(root: str | os.PathLike) -> list[Path]:
