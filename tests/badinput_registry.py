@@ -60,13 +60,13 @@ ELSEWHERE = {
     "transformer_nb.env.seed_everything": "tests/test_profile_setup_validates_environment.py::test_seed_everything_checks_its_seed",
     "transformer_nb.env.setup": "tests/test_profile_setup_validates_environment.py::test_cuda_without_cuda_says_so",
     "transformer_nb.widgets.lm.GenerateWidget": "tests/test_lm_widget.py::test_widget_needs_a_transformer",
-    "transformer_nb.wikitext.WikiText2": "tests/test_wikitext_bad_input.py::test_split_name_is_checked via load_wikitext2",
-    "transformer_nb.wikitext.batchify": "tests/test_wikitext_bad_input.py::test_batchify_bad_input[args7-ValueError-too short for batch_size=2]",
-    "transformer_nb.wikitext.get_batch": "tests/test_wikitext_bad_input.py::test_get_batch_refuses_a_negative_length",
-    "transformer_nb.wikitext.iter_batches": "tests/test_wikitext_bad_input.py::test_iter_batches_refuses_a_zero_length_at_the_call",
-    "transformer_nb.wikitext.load_wikitext2": "tests/test_wikitext_bad_input.py::test_load_refuses_a_non_bool_check",
-    "transformer_nb.wikitext.random_windows": "tests/test_wikitext_bad_input.py::test_random_windows_bad_input[args2-kwargs2-ValueError-seq_len must be >= 1, got 0]",
-    "transformer_nb.wikitext_files.find_data_dir": "tests/test_wikitext_bad_input.py::test_find_data_dir_bad_arguments[kwargs0-TypeError-download must be True or False, got 'no']",
+    "transformer_nb.wikitext.WikiText2": "tests/test_wikitext_bad_input.py::test_load_refuses_a_non_bool_check_and_a_bad_split_name via load_wikitext2",
+    "transformer_nb.wikitext.batchify": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
+    "transformer_nb.wikitext.get_batch": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
+    "transformer_nb.wikitext.iter_batches": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
+    "transformer_nb.wikitext.load_wikitext2": "tests/test_wikitext_bad_input.py::test_load_refuses_a_non_bool_check_and_a_bad_split_name",
+    "transformer_nb.wikitext.random_windows": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
+    "transformer_nb.wikitext_files.find_data_dir": "tests/test_wikitext_bad_input.py::test_bad_input_is_refused_by_name",
 }
 
 #: Callables that take no argument: nothing to feed them, so no bad input. Name -> what it does instead.

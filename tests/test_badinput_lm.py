@@ -1,5 +1,5 @@
-"""Bad input to the language-model entry points not covered elsewhere (data-parallel training, the results
-holder, the Exercise 8.x stand-in model): a usage error or a TypeError/ValueError naming the argument."""
+"""Bad input to data-parallel training (``lm_ddp``) and the recipe runs (``lm_recipe.run``): a usage error or an
+exception naming the argument."""
 
 import torch
 from badinput import Case, parametrize
@@ -19,11 +19,11 @@ CASES = {
         TypeError,
         "model must be an nn.Module, got int",
     ),
-    "CachedResults_takes_no_arguments": Case(
-        "transformer_nb.lm_recipe.CachedResults",
-        lambda: lm_recipe.CachedResults(3),
-        TypeError,
-        "takes 1 positional argument",
+    "run_refuses_an_unknown_kind": Case(
+        "transformer_nb.lm_recipe.run", lambda: lm_recipe.run("gru", None, 3), ValueError, "kind must be one of"
+    ),
+    "run_refuses_data_that_is_not_wikitext": Case(
+        "transformer_nb.lm_recipe.run", lambda: lm_recipe.run("transformer", None, 1), TypeError, "data must be"
     ),
 }
 

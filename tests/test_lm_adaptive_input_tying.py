@@ -14,29 +14,16 @@ V, D = 300, 32
 def tied():
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    return Transformer(
-        vocab=V,
-        d_model=D,
-        n_heads=4,
-        d_ff=64,
-        n_layers=1,
-        max_len=32,
-        adaptive=True,
-        ranks=ranks,
-        cutoffs=(40, 150),
-        positions="rope",
-    ).eval()
+    sizes = dict(d_model=D, n_heads=4, d_ff=64, n_layers=1, max_len=32)
+    return Transformer(vocab=V, **sizes, adaptive=True, ranks=ranks, cutoffs=(40, 150), positions="rope").eval()
 
 
-def test_a_frequent_word_embeds_as_its_head_row_times_sqrt_d():
+def test_a_word_embeds_as_its_head_row_or_through_its_cluster_projection_times_sqrt_d():
     m = tied()
     word = int((m.head.ranks == 3).nonzero())  # the word of frequency rank 3
     emb = m.embed_tokens(torch.tensor([[word]]))[0, 0]
     assert torch.allclose(emb, m.head.asm.head.weight[3] * math.sqrt(D))
-
-
-def test_a_rare_word_embeds_through_its_cluster_projection():
-    m = tied()
+    assert m.tok is None and not any(n.startswith("tok.") for n, _ in m.named_parameters())  # no second table
     word = int((m.head.ranks == 200).nonzero())  # third cluster: ranks 150..299
     proj, rows = m.head.asm.tail[1]
     expected = rows.weight[200 - 150] @ proj.weight * math.sqrt(D)
@@ -58,12 +45,6 @@ def test_the_generation_table_equals_the_training_path_and_follows_updates():
     frequent = m.head.ranks[ids] < 40
     assert torch.allclose(after[frequent], 2 * train_path[frequent])
     assert not hasattr(m.head, "_memos") and type(m.head).train is torch.nn.Module.train  # no memo, no train() override
-
-
-def test_no_separate_embedding_table_is_stored():
-    m = tied()
-    assert m.tok is None
-    assert not any(n.startswith("tok.") for n, _ in m.named_parameters())
 
 
 def test_an_open_lookup_table_serves_every_generation_inside_it():

@@ -52,15 +52,11 @@ def tiny_recipe(monkeypatch, tmp_path):
 
 @pytest.mark.parametrize("positions", ["learned", "sinusoidal", "rope"])  # ALiBi's mask check reads values
 def test_the_forward_paths_compute_where_the_model_lives(positions):
-    m = Transformer(
-        vocab=V, d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=32, positions=positions, output_bias=True
-    )
-    m = m.to(META).eval()
+    sizes = dict(d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=32)
+    m = Transformer(vocab=V, **sizes, positions=positions, output_bias=True).to(META).eval()
     ids = torch.zeros(2, 8, dtype=torch.long, device=META)
-    h, none = m.hidden(ids)
-    assert h.device == META and none is None
-    state = m.init_state()
-    h, state = m.hidden(ids, state)
+    assert m.hidden(ids)[0].device == META
+    h, state = m.hidden(ids, m.init_state())
     h, state = m.hidden(ids[:, :1], state)
     assert devices_of([h, [(c.k, c.v) for c in state]]) == {META} and state[0].length == 9
     _, loss = m(ids, ids)
@@ -69,11 +65,8 @@ def test_the_forward_paths_compute_where_the_model_lives(positions):
     state = lstm.init_state()
     _, loss = lstm(ids, ids, state=state)
     assert devices_of([loss, state]) == {META}
-
-
-def test_batches_are_made_on_the_requested_device():
-    ids = torch.randint(0, V, (500,))  # the stream starts on the CPU
-    for batches in (window_batches(ids, 4, 16, device=META), stream_batches(ids, 4, 16, device=META)):
+    stream = torch.randint(0, V, (500,))  # the batches are cut on the CPU and made on the requested device
+    for batches in (window_batches(stream, 4, 16, device=META), stream_batches(stream, 4, 16, device=META)):
         x, y, _ = next(batches)
         assert devices_of([x, y]) == {META} and x.shape == y.shape == (4, 16)
 
@@ -121,13 +114,7 @@ def test_load_or_train_returns_the_model_on_its_device_after_train_load_refusal_
     assert trained and devices_of(m) == {CPU}
 
 
-def test_cached_results_and_exercise_8_9_come_back_on_the_cpu(tiny_recipe, monkeypatch):
-    calls = []
-    compute = lambda: calls.append(1) or {"curve": torch.arange(3.0), "n": 3}
-    for now in (True, False):
-        res, fresh = lm_recipe.cached_results("lm_devices", {"a": 1}, compute)
-        assert fresh is now and devices_of(res) == {CPU} and res["n"] == 3
-    assert calls == [1]
+def test_exercise_8_9_comes_back_on_the_cpu(tiny_recipe, monkeypatch):
     monkeypatch.setattr(small_corpus, "EX89_TRANSFORMER", small_corpus.EX89_TRANSFORMER.with_(d_model=16))
     monkeypatch.setattr(small_corpus, "EX89_TRAIN", {"batch_size": 4, "seq_len": 32, "lr": 1e-3})
     out = small_corpus.exercise_8_9(fake_data(), n_tokens=400, epochs=1, device="cpu")

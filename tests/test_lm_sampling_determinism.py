@@ -4,7 +4,7 @@ import pytest
 import torch
 
 from transformer_nb import lm_recipe
-from transformer_nb.core.generation import generate, sample_next, top_k_filter
+from transformer_nb.core.generation import generate, sample_next
 from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.lstm import LSTMLM
@@ -13,58 +13,24 @@ V = 200
 
 
 def _small_adaptive_lm(**head):
-    """A one-block LM with an adaptive head whose clusters (cut at 20 and 60) fit the small vocabulary."""
+    """A one-block LM; an adaptive head's clusters (cut at 20 and 60) fit the small vocabulary."""
     torch.manual_seed(0)
     ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
-    return Transformer(
-        vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64, **head, ranks=ranks, cutoffs=(20, 60)
-    ).eval()
+    sizes = dict(d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64)
+    return Transformer(vocab=V, **sizes, **head, ranks=ranks, cutoffs=(20, 60)).eval()
 
 
-def tiny():
-    torch.manual_seed(0)
-    return Transformer(vocab=V, d_model=32, n_heads=4, d_ff=64, n_layers=2, max_len=64, output_bias=True).eval()
-
-
-def test_same_seed_same_text_different_seed_different_text():
-    m = tiny()
+@pytest.mark.parametrize("kind", ["transformer", "lstm"])
+def test_same_seed_same_text_different_seed_different_text_and_the_global_rng_untouched(kind):
+    m = _small_adaptive_lm(output_bias=True) if kind == "transformer" else LSTMLM(V, 16, 24, head="full")
     p = torch.tensor([1, 2, 3])
-    a = generate(m, p, 40, temperature=1.0, seed=7)
-    b = generate(m, p, 40, temperature=1.0, seed=7)
-    c = generate(m, p, 40, temperature=1.0, seed=8)
-    assert torch.equal(a, b)
-    assert not torch.equal(a, c)
-
-
-def test_sampling_does_not_touch_the_global_rng():
-    m = tiny()
     torch.manual_seed(123)
     expected = torch.rand(3)
     torch.manual_seed(123)
-    generate(m, torch.tensor([1, 2]), 10, temperature=1.0, seed=0)
+    a = generate(m, p, 40, temperature=0.9, top_k=10, seed=7)
     assert torch.equal(torch.rand(3), expected)
-
-
-def test_top_k_one_and_temperature_zero_are_greedy():
-    m = tiny()
-    p = torch.tensor([5, 6, 7])
-    greedy = generate(m, p, 20, temperature=0.0)
-    assert torch.equal(generate(m, p, 20, temperature=1.5, top_k=1, seed=3), greedy)
-
-
-def test_top_k_filter_keeps_exactly_k():
-    logits = torch.tensor([[0.1, 3.0, -1.0, 2.0, 0.5]])
-    out = top_k_filter(logits, 2)
-    assert torch.isfinite(out).sum() == 2
-    assert torch.equal(torch.isfinite(out), torch.tensor([[False, True, False, True, False]]))
-    assert torch.equal(top_k_filter(logits, None), logits)
-
-
-def test_top_k_samples_only_from_the_top_k():
-    g = torch.Generator().manual_seed(0)
-    logits = torch.randn(1, 50, generator=g).expand(2000, 50)
-    picks = sample_next(logits, temperature=1.0, top_k=5, generator=g)
-    assert set(picks.tolist()) <= set(torch.topk(logits[0], 5).indices.tolist())
+    assert torch.equal(a, generate(m, p, 40, temperature=0.9, top_k=10, seed=7)) and a.shape == (43,)
+    assert not torch.equal(a, generate(m, p, 40, temperature=0.9, top_k=10, seed=8))
 
 
 def test_low_temperature_concentrates_high_temperature_spreads():
@@ -74,14 +40,6 @@ def test_low_temperature_concentrates_high_temperature_spreads():
     hot = sample_next(logits, 10.0, generator=g)
     assert (cold == 9).float().mean() > 0.9  # p(top) = 0.965 at T = 0.1
     assert len(set(hot.tolist())) == 10
-
-
-def test_lstm_generation_is_seeded_too():
-    torch.manual_seed(0)
-    m = LSTMLM(V, 16, 24, head="full")
-    a = generate(m, torch.tensor([1, 2]), 15, temperature=0.9, top_k=10, seed=1)
-    b = generate(m, torch.tensor([1, 2]), 15, temperature=0.9, top_k=10, seed=1)
-    assert torch.equal(a, b) and a.shape == (17,)
 
 
 @pytest.mark.parametrize("head", ["full", "tied", "adaptive", "adaptive_tied"])

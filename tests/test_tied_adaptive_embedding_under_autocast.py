@@ -23,21 +23,15 @@ def model_and_ids():
     return model, ids
 
 
-def test_the_embedding_runs_under_cpu_autocast(model_and_ids):
+def test_the_embedding_runs_under_cpu_autocast_and_casts_a_bfloat16_tail_product(model_and_ids):
+    """Then the CUDA failure's exact dtype pair on the CPU: a float32 head lookup, a bfloat16 tail product."""
     model, ids = model_and_ids
     with torch.no_grad():
         ref = model.embed_tokens(ids)
         with torch.autocast("cpu", dtype=torch.bfloat16):
             got = model.embed_tokens(ids)
-    assert got.shape == (1, 8, lm_recipe.RECIPE_MODEL.d_model)
-    torch.testing.assert_close(got.float(), ref, rtol=2e-2, atol=2e-2)
-
-
-def test_a_bfloat16_tail_product_is_cast_to_the_lookups_dtype(model_and_ids):
-    """The CUDA failure's exact dtype pair on the CPU: a float32 head lookup, a bfloat16 tail product."""
-    model, ids = model_and_ids
-    with torch.no_grad():
-        ref = model.embed_tokens(ids)
+        assert got.shape == (1, 8, lm_recipe.RECIPE_MODEL.d_model)
+        torch.testing.assert_close(got.float(), ref, rtol=2e-2, atol=2e-2)
         tail = model.head.asm.tail
         tail.to(torch.bfloat16)
         try:

@@ -74,13 +74,13 @@ def test_download_is_checked_cached_and_shows_progress(mirror, capsys):
     assert "wikitext-2/train.txt" in capsys.readouterr().err  # the tqdm bar (plain text outside Jupyter)
     assert len(mirror.hits) == 3
     data = wt.load_wikitext2()  # found in the user cache now: no second download
-    assert len(mirror.hits) == 3 and data.folder == folder and data.valid.numel() == wt.N_TOKENS["valid"]
+    assert len(mirror.hits) == 3 and data.folder == folder and data.valid.numel() == 217_646
 
 
 @needs_data
 def test_a_failed_file_keeps_the_good_ones_and_the_next_run_fetches_only_what_is_missing(mirror):
     _serve_real(mirror, "train", "test")
-    mirror.routes["/wt2/valid.txt"] = (b"\0" * wt.N_BYTES["valid"], None)
+    mirror.routes["/wt2/valid.txt"] = (b"\0" * wikitext_files.N_BYTES["valid"], None)
     with pytest.raises(ValueError, match=r"valid\.txt is corrupt"):
         wt.find_data_dir(progress=False)
     assert _cache_files() == ["train.txt"]  # verified before it was kept
@@ -90,25 +90,24 @@ def test_a_failed_file_keeps_the_good_ones_and_the_next_run_fetches_only_what_is
     assert mirror.hits == ["/wt2/valid.txt", "/wt2/test.txt"]
 
 
+N_TRAIN, SAT = wikitext_files.N_BYTES["train"], b"the cat sat\n" * 100
+
+
 @pytest.mark.parametrize(
-    "body, length, match",
+    "body, length, err, match",
     [
-        (b"\0" * wt.N_BYTES["train"], None, r"train\.txt is corrupt: 10,797,148 bytes with sha256 "),
-        (b"the cat sat\n" * 100, None, r"train\.txt is partial: 1,200 bytes with sha256 .*expected 10,797,148 bytes"),
-        (b"the cat sat\n" * 100, wt.N_BYTES["train"], r"train\.txt (is partial|broke off after 1,200 of)"),
+        (b"\0" * N_TRAIN, None, ValueError, r"train\.txt is corrupt: 10,797,148 bytes with sha256 "),
+        (SAT, None, ValueError, r"train\.txt is partial: 1,200 bytes with sha256 .*expected 10,797,148 bytes"),
+        (SAT, N_TRAIN, ValueError, r"train\.txt (is partial|broke off after 1,200 of)"),  # the server hangs up early
+        (None, None, FileNotFoundError, r"download from http://127\.0\.0\.1:\d+/wt2/ failed \(HTTPError"),
     ],
-    ids=["corrupt", "short", "cut-off"],
+    ids=["corrupt", "short", "cut-off", "missing on the mirror"],
 )
-def test_a_bad_download_is_an_error_and_nothing_is_kept(mirror, body, length, match):
-    mirror.routes["/wt2/train.txt"] = (body, length)
-    with pytest.raises(ValueError, match=match):
+def test_a_bad_download_is_an_error_and_nothing_is_kept(mirror, body, length, err, match):
+    if body is not None:
+        mirror.routes["/wt2/train.txt"] = (body, length)
+    with pytest.raises(err, match=match):
         wt.find_data_dir(progress=False)
     assert _cache_files() == []
     with pytest.raises(FileNotFoundError, match="download"):  # and nothing looks complete afterwards
         wt.find_data_dir(progress=False, download=False)
-
-
-def test_a_file_missing_on_the_mirror_is_reported(mirror):
-    with pytest.raises(FileNotFoundError, match=r"download from http://127\.0\.0\.1:\d+/wt2/ failed \(HTTPError"):
-        wt.find_data_dir(progress=False)
-    assert _cache_files() == []

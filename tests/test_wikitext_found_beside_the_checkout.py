@@ -1,10 +1,7 @@
-"""Outside make, with TNB_DATA_DIR unset, the loader finds the WikiText-2 copy beside the checkout
-(../shared/data, where CI keeps it) by itself; an installed package (no pyproject.toml beside it) does not look
+"""With TNB_DATA_DIR unset, the loader finds the WikiText-2 copy beside the checkout (../shared/data, where CI
+keeps it) by itself; an installed package (no pyproject.toml beside it) does not look
 there; and when nothing is found, the message names that folder among the places looked at."""
 
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -36,13 +33,3 @@ def test_it_is_found_when_tnb_data_dir_is_unset_and_named_when_empty(tmp_path, m
     monkeypatch.setenv("TNB_DATA_DIR", str(tmp_path / "elsewhere"))  # a chosen TNB_DATA_DIR is not replaced
     with pytest.raises(FileNotFoundError):
         wikitext_files.find_data_dir(download=False)
-
-
-@pytest.mark.skipif(not (BESIDE / "wikitext-2").is_dir(), reason="no WikiText-2 copy in ../shared/data")
-def test_a_command_run_outside_make_finds_the_copy_beside_the_checkout(tmp_path):
-    env = {k: v for k, v in os.environ.items() if k != "TNB_DATA_DIR"}
-    env.update(XDG_CACHE_HOME=str(tmp_path), TNB_OFFLINE="1", PYTHONPATH=str(ROOT))
-    code = "from transformer_nb.wikitext_files import find_data_dir; print(find_data_dir())"
-    run = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    assert Path(run.stdout.strip()) == BESIDE / "wikitext-2"

@@ -32,49 +32,23 @@ def isolated(monkeypatch, tmp_path):
 
 
 @needs_data
-def test_token_counts_match_published(corpus):
-    assert corpus.train.numel() == 2_088_628
-    assert corpus.valid.numel() == 217_646
-    assert corpus.test.numel() == 245_569
-    assert corpus.train.dtype == torch.long
-
-
-@needs_data
-def test_vocabulary_size_and_specials(corpus):
-    assert len(corpus.vocab) == 33_278 == wt.VOCAB_SIZE
-    assert corpus.vocab.itos[corpus.vocab.eos] == "<eos>"
-    assert corpus.vocab.itos[corpus.vocab.unk] == "<unk>"
-    # every id used in valid/test is a real word (vocab from train covers them)
-    assert int(corpus.valid.max()) < len(corpus.vocab)
-    assert int(corpus.test.max()) < len(corpus.vocab)
-
-
-@needs_data
-def test_first_line_decodes_like_the_file(corpus):
+def test_counts_vocabulary_and_decoding_match_the_files(corpus):
+    counts = [corpus.split(s).numel() for s in wt.SPLITS]
+    assert counts == [2_088_628, 217_646, 245_569] and corpus.train.dtype == torch.long  # the published counts
+    v = corpus.vocab
+    assert len(v) == 33_278 == wt.VOCAB_SIZE and (v.itos[v.eos], v.itos[v.unk]) == ("<eos>", "<unk>")
+    assert max(int(corpus.valid.max()), int(corpus.test.max())) < len(v)  # train's vocabulary covers them
     with open(corpus.folder / "train.txt", encoding="utf-8") as f:
         f.readline()  # blank first line -> a lone <eos>
         second = f.readline().split()
-    assert corpus.vocab.decode(corpus.train[:1]) == "<eos>"
-    assert corpus.vocab.decode(corpus.train[1 : 1 + len(second)]) == " ".join(second)
+    assert v.decode(corpus.train[: 1 + len(second)]) == " ".join(["<eos>", *second])
+    assert v.decode(v.encode("the zzqxjunknownword history")) == "the <unk> history"
 
 
 @needs_data
-def test_unknown_word_maps_to_unk(corpus):
-    v = corpus.vocab
-    ids = v.encode("the zzqxjunknownword history")
-    assert ids.tolist() == [v.stoi["the"], v.unk, v.stoi["history"]]
-    assert v.decode(ids) == "the <unk> history"
-
-
-@needs_data
-def test_decode_rejects_out_of_range(corpus):
-    with pytest.raises(ValueError, match=r"\[0, 33278\)"):
-        corpus.vocab.decode([0, 33_278])
-
-
-@needs_data
-def test_env_var_accepts_parent_or_folder(monkeypatch):
-    for value in (DATA, DATA.parent):
+def test_tnb_data_dir_may_name_the_folder_or_its_parent_with_a_tilde_and_spaces_around(monkeypatch):
+    monkeypatch.setenv("HOME", str(DATA.parent.parent))
+    for value in (DATA, DATA.parent, f"  ~/{DATA.parent.name} \n"):
         monkeypatch.setenv("TNB_DATA_DIR", str(value))
         assert wt.find_data_dir(download=False) == DATA
 
@@ -87,7 +61,7 @@ def test_user_cache_is_used_after_env(isolated):
 
 
 @needs_data
-def test_checksum_mismatch_on_corrupted_copy(tmp_path):
+def test_a_corrupted_or_missing_file_at_an_explicit_path_is_named(tmp_path):
     copy = tmp_path / "wikitext-2"
     shutil.copytree(DATA, copy)
     raw = bytearray((copy / "valid.txt").read_bytes())
@@ -95,12 +69,6 @@ def test_checksum_mismatch_on_corrupted_copy(tmp_path):
     (copy / "valid.txt").write_bytes(bytes(raw))
     with pytest.raises(ValueError, match=r"checksum mismatch .*valid\.txt"):
         wt.load_wikitext2(copy)
-
-
-@needs_data
-def test_missing_file_at_explicit_path(tmp_path):
-    copy = tmp_path / "wikitext-2"
-    shutil.copytree(DATA, copy)
     (copy / "test.txt").unlink()
     with pytest.raises(FileNotFoundError, match=r"missing: \['test.txt'\]"):
         wt.load_wikitext2(copy)
@@ -113,71 +81,35 @@ def test_nothing_found_offline_says_where_it_looked(isolated):
     assert "TNB_DATA_DIR (not set)" in msg
     assert str(wt.user_cache_dir() / "wikitext-2") in msg
     assert "download (disabled" in msg
-    assert "How to get the data" in msg and wt.BASE_URL in msg
+    assert "How to get the data" in msg and wikitext_files.BASE_URL in msg
 
 
-def test_failed_download_is_reported(isolated, monkeypatch):
-    monkeypatch.setenv("TNB_OFFLINE", "0")
-    monkeypatch.setenv("TNB_DATA_URL", "http://127.0.0.1:9/")  # nothing listens on port 9
-    with pytest.raises(FileNotFoundError, match=r"download from http://127\.0\.0\.1:9/ failed"):
-        wt.find_data_dir(progress=False, timeout=2)
-    # no half-written file is left behind in the cache
-    cache = wt.user_cache_dir() / "wikitext-2"
-    assert not cache.exists() or list(cache.iterdir()) == []
+KINDS = ("a folder", "a device", "a symbolic link loop")
 
 
-def _replace(path, kind):
-    if kind == "a folder":
-        path.mkdir()
-    elif kind == "a device":
-        path.symlink_to("/dev/null")
-    else:
-        path.symlink_to(path)  # a symbolic link loop
-
-
-@pytest.mark.parametrize("kind", ["a folder", "a device", "a symbolic link loop"])
-def test_a_data_file_that_is_a_folder_a_device_or_a_link_loop_is_named_with_what_is_wrong(isolated, kind):
+@pytest.mark.parametrize("what, kind", [("train.txt", k) for k in KINDS] + [("the folder", k) for k in KINDS[1:]])
+def test_a_data_file_or_folder_that_is_a_folder_a_device_or_a_link_loop_is_named_with_what_is_wrong(
+    isolated, monkeypatch, kind, what
+):
     folder = isolated / "wikitext-2"
-    folder.mkdir()
-    for split in ("valid", "test"):
-        (folder / f"{split}.txt").write_text("x\n")
-    _replace(folder / "train.txt", kind)
-    with pytest.raises(FileNotFoundError, match="cannot be read") as err:
-        wt.find_data_dir(folder)
-    assert f"{folder / 'train.txt'} is {kind}" in str(err.value) and "not found" not in str(err.value)
+    path = folder / "train.txt" if what == "train.txt" else folder
+    if what == "train.txt":
+        folder.mkdir()
+        for split in ("valid", "test"):
+            (folder / f"{split}.txt").write_text("x\n")
+    path.mkdir() if kind == "a folder" else path.symlink_to("/dev/null" if kind == "a device" else path)
+    for env in [None] if what == "train.txt" else [None, str(folder)]:  # an explicit path, then TNB_DATA_DIR
+        if env:
+            monkeypatch.setenv("TNB_DATA_DIR", env)
+        with pytest.raises(FileNotFoundError) as err:
+            wt.find_data_dir(None if env else folder)
+        msg = str(err.value)
+        assert f"{path} is {kind}" in msg and ", not a " in msg and (env or "cannot be read" in msg)
 
 
-@pytest.mark.parametrize("kind", ["a device", "a symbolic link loop"])
-def test_a_data_folder_that_is_a_device_or_a_link_loop_is_named_with_what_is_wrong(isolated, monkeypatch, kind):
-    folder = isolated / "wikitext-2"
-    _replace(folder, kind)
-    with pytest.raises(FileNotFoundError) as err:
-        wt.find_data_dir(folder)
-    assert f"{folder} is {kind}" in str(err.value) and "not a folder" in str(err.value)
-    monkeypatch.setenv("TNB_DATA_DIR", str(folder))
-    with pytest.raises(FileNotFoundError) as err:
-        wt.find_data_dir()
-    assert f"{folder} is {kind}" in str(err.value) and "not a folder" in str(err.value)
-
-
-@pytest.mark.parametrize("value", ["1", "TRUE", "Yes", "on", " true "])
-def test_tnb_offline_is_read_as_people_write_it(isolated, monkeypatch, value):
+@pytest.mark.parametrize("value, err", [(" Yes ", FileNotFoundError), ("maybe", ValueError)])
+def test_tnb_offline_is_read_as_people_write_it_and_an_unreadable_value_is_named(isolated, monkeypatch, value, err):
     monkeypatch.setenv("TNB_OFFLINE", value)
     monkeypatch.setenv("TNB_DATA_URL", "http://127.0.0.1:9/")  # were it tried, the message would say it failed
-    with pytest.raises(FileNotFoundError, match=r"download \(disabled"):
+    with pytest.raises(err, match=r"download \(disabled|TNB_OFFLINE must be one of 1, true, yes, on .* got 'maybe'"):
         wt.find_data_dir(progress=False, timeout=2)
-
-
-def test_an_unreadable_tnb_offline_is_an_error_naming_it(isolated, monkeypatch):
-    monkeypatch.setenv("TNB_OFFLINE", "maybe")
-    with pytest.raises(ValueError, match=r"TNB_OFFLINE must be one of 1, true, yes, on .* got 'maybe'"):
-        wt.find_data_dir()
-
-
-def test_tnb_data_dir_with_a_tilde_and_spaces_around_is_found(isolated, monkeypatch):
-    monkeypatch.setenv("HOME", str(isolated))
-    (isolated / "data" / "wikitext-2").mkdir(parents=True)
-    for split in ("train", "valid", "test"):
-        (isolated / "data" / "wikitext-2" / f"{split}.txt").write_text("x\n")
-    monkeypatch.setenv("TNB_DATA_DIR", "  ~/data \n")
-    assert wt.find_data_dir() == isolated / "data" / "wikitext-2"

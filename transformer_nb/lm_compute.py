@@ -49,16 +49,11 @@ def cpu_profile():
             sys.stderr.write("".join(line for line in lines if not line.startswith(("USDT:", "STAGE:"))))
 
 
-def _device(model) -> torch.device:
-    """The device of a ``LanguageModel`` (anything else is a ``TypeError``)."""
-    check_language_model(model)
-    return next(model.parameters()).device
-
-
 def flops_per_token(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, bf16: bool = False) -> dict:
     """FLOPs of one training step (forward + backward) per target token of ``y (B, T)``, for matmuls
     and attention: ``{"total", "body", "head", "head_share"}`` (``body``: up to the hidden states)."""
-    device, was_training = _device(model), model.training
+    check_language_model(model)
+    device, was_training = next(model.parameters()).device, model.training
     model.train()
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=bf16):
         with FlopCounterMode(display=False) as fc:
@@ -73,21 +68,17 @@ def flops_per_token(model: LanguageModel, x: torch.Tensor, y: torch.Tensor, bf16
     return {"total": total / n, "body": body / n, "head": (total - body) / n, "head_share": (total - body) / total}
 
 
-def time_steps(
-    model: LanguageModel, train_ids: torch.Tensor, cfg: TrainConfig, steps: int = 8, warmup: int = 2
-) -> float:
+def time_steps(model: LanguageModel, train_ids: torch.Tensor, cfg: TrainConfig, steps=8, warmup=2) -> float:
     """Training throughput in tokens/s: ``batch_size * seq_len`` over the median time of ``steps``
     optimiser steps (after ``warmup`` untimed ones), at a tiny learning rate. On a GPU the steps are
     synchronised, so the time is the device's."""
-    device = _device(model)
+    check_language_model(model)
+    device = next(model.parameters()).device
     cfg = replace(cfg, lr=1e-4, adamw_lr=None if cfg.adamw_lr is None else 1e-4)
     batches = window_batches(train_ids, cfg.batch_size, cfg.seq_len, cfg.seed, device)
 
-    def clock():
-        if device.type == "cuda":
-            torch.cuda.synchronize(device)
-        return time.perf_counter()
-
+    sync = torch.cuda.synchronize if device.type == "cuda" else lambda _: None
+    clock = lambda: sync(device) or time.perf_counter()
     opts, n = make_optimizers(model, cfg), steps + warmup
     loss_fn = lambda m, b: m(b[0], b[1])[1]
     hist = train(model, loss_fn, batches, opts, steps=n, clip=cfg.clip or None, bf16=cfg.bf16, bar=False, clock=clock)
@@ -104,7 +95,7 @@ def matmul_peak_gflops(dtype=torch.float32, device="cpu", sizes=None, seconds: f
     as_real("seconds", seconds, positive=True)
     sizes = sizes or ((4096, 8192) if device.type == "cuda" else (1024, 2048))
     sync = (lambda: torch.cuda.synchronize(device)) if device.type == "cuda" else (lambda: None)
-    best = 0.0
+    best, reps = 0.0, 10 if device.type == "cuda" else 1
     for n in sizes:
         a, b = torch.randn(n, n, device=device).to(dtype), torch.randn(n, n, device=device).to(dtype)
         for _ in range(3):
@@ -113,17 +104,16 @@ def matmul_peak_gflops(dtype=torch.float32, device="cpu", sizes=None, seconds: f
         t_end = time.perf_counter() + seconds
         while time.perf_counter() < t_end:
             t = time.perf_counter()
-            for _ in range(10 if device.type == "cuda" else 1):
+            for _ in range(reps):
                 a @ b
             sync()
-            best = max(best, (10 if device.type == "cuda" else 1) * 2 * n**3 / (time.perf_counter() - t) / 1e9)
+            best = max(best, reps * 2 * n**3 / (time.perf_counter() - t) / 1e9)
     return best
 
 
 def mfu(flops_per_token: float, tokens_per_s: float, peak_gflops: float) -> float:
     """Model FLOPs utilisation: ``flops_per_token * tokens_per_s / peak``, a fraction of 1 (all three finite,
     the rates > 0)."""
-    as_real("flops_per_token", flops_per_token, positive=True)
-    as_real("tokens_per_s", tokens_per_s, positive=True)
-    as_real("peak_gflops", peak_gflops, positive=True)
+    for name, v in dict(flops_per_token=flops_per_token, tokens_per_s=tokens_per_s, peak_gflops=peak_gflops).items():
+        as_real(name, v, positive=True)
     return flops_per_token * tokens_per_s / (peak_gflops * 1e9)

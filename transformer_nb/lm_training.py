@@ -6,7 +6,7 @@
   seeded order: ``WindowSampler``), or for the LSTM consecutive windows of ``batch_size``
   parallel streams with the state carried across (``cfg.contiguous``);
 - ``make_optimizers``: AdamW, or ``torch.optim.Muon`` for the hidden weight matrices beside AdamW;
-- linear warm-up then cosine decay (``lr_factor`` in a ``LambdaLR``), following the step count or
+- linear warm-up then cosine decay (``_lr_factor`` in a ``LambdaLR``), following the step count or
   the wall-clock budget;
 - validation perplexity points (``perplexity.evaluate``) timed apart from training.
 
@@ -19,8 +19,7 @@ from __future__ import annotations
 import itertools
 import math
 import time
-from dataclasses import dataclass, fields
-from numbers import Integral, Real
+from dataclasses import dataclass
 
 import torch
 import torch.nn as nn
@@ -28,11 +27,10 @@ import torch.nn as nn
 from transformer_nb.core.checks import check_ids, check_language_model
 from transformer_nb.core.utils import as_int, as_real
 from transformer_nb.perplexity import evaluate
-from transformer_nb.train import Progress, rank_and_world, train
-from transformer_nb.wikitext import _ids_tensor, batchify
+from transformer_nb.train import Progress, rank_and_world, train, unwrap
+from transformer_nb.wikitext import batchify
 
 OPTIMIZERS = ("adamw", "muon")
-_LR_ARGS = ("progress", "warmup", "min_lr_frac")
 
 
 @dataclass
@@ -61,39 +59,24 @@ class TrainConfig:
 
     def __post_init__(self):
         if (self.steps is None) == (self.budget_s is None):
-            raise ValueError(
-                f"give exactly one of steps= or budget_s=, got steps={self.steps}, budget_s={self.budget_s}"
-            )
+            raise ValueError(f"give exactly one of steps= or budget_s=, got {self.steps}, {self.budget_s}")
         if self.optimizer not in OPTIMIZERS:
             raise ValueError(f"optimizer must be one of {OPTIMIZERS}, got {self.optimizer!r}")
         if self.adamw_lr is not None and self.optimizer != "muon":
             raise ValueError("adamw_lr sets the AdamW half of optimizer='muon'; with AdamW alone use lr")
         for name in ("batch_size", "seq_len", "eval_tokens", "eval_batch_size", "steps", "eval_every", "eval_stride"):
-            v = getattr(self, name)
-            if v is not None and (
-                isinstance(v, bool) or not isinstance(v, Integral) or v < (0 if name == "steps" else 1)
-            ):
-                raise ValueError(f"{name} must be a positive int, got {v!r}")
+            if getattr(self, name) is not None:
+                as_int(name, getattr(self, name), 0 if name == "steps" else 1)
         for name in ("budget_s", "lr", "adamw_lr", "weight_decay", "warmup", "min_lr_frac", "clip"):
-            v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, Real) or not 0 <= v < math.inf):
-                raise ValueError(f"{name} must be a finite number >= 0, got {v!r}")
-        if not self.lr > 0 or not self.warmup < 1:
-            raise ValueError(f"need lr > 0 and 0 <= warmup < 1, got lr={self.lr}, warmup={self.warmup}")
-
-    def as_dict(self) -> dict:
-        """The fields as a plain dict (what a cache key records)."""
-        return {f.name: getattr(self, f.name) for f in fields(self)}
+            if getattr(self, name) is not None and as_real(name, getattr(self, name)) < 0:
+                raise ValueError(f"{name} must be >= 0, got {getattr(self, name)!r}")
+        if not (self.lr > 0 and self.warmup < 1 and self.min_lr_frac <= 1):
+            raise ValueError(f"need lr > 0, warmup < 1, min_lr_frac <= 1: {self.lr}, {self.warmup}, {self.min_lr_frac}")
 
 
-def lr_factor(progress: float, warmup: float, min_lr_frac: float = 0.0) -> float:
-    """Linear warm-up over ``warmup`` of the run, then cosine decay to ``min_lr_frac``; progress in [0, 1]."""
-    progress, warmup, min_lr_frac = (as_real(n, v) for n, v in zip(_LR_ARGS, (progress, warmup, min_lr_frac)))
-    if not (0 <= progress <= 1 and 0 <= warmup < 1 and 0 <= min_lr_frac <= 1):
-        raise ValueError(
-            f"need progress in [0, 1] (the fraction of the run done), warmup in [0, 1) and min_lr_frac in [0, 1], "
-            f"got progress={progress}, warmup={warmup}, min_lr_frac={min_lr_frac}"
-        )
+def _lr_factor(progress: float, warmup: float, min_lr_frac: float = 0.0) -> float:
+    """Linear warm-up over ``warmup`` of the run, then cosine decay to ``min_lr_frac``; progress in [0, 1]
+    (``TrainConfig`` checked the other two)."""
     if progress < warmup:
         return max(progress / warmup, 1e-3)
     q = min(1.0, (progress - warmup) / max(1e-9, 1.0 - warmup))
@@ -102,10 +85,8 @@ def lr_factor(progress: float, warmup: float, min_lr_frac: float = 0.0) -> float
 
 def _param_groups(model: nn.Module, weight_decay: float) -> list:
     """Weight decay on matrices of the blocks/head only; not on embeddings, norms, biases."""
-    decay, no_decay = [], []
-    for name, p in model.named_parameters():
-        is_embedding = name.startswith(("tok.", "pos.", "head.tok."))
-        (decay if p.dim() >= 2 and not is_embedding else no_decay).append(p)
+    named = [(p, p.dim() >= 2 and not n.startswith(("tok.", "pos.", "head.tok."))) for n, p in model.named_parameters()]
+    decay, no_decay = [p for p, d in named if d], [p for p, d in named if not d]
     return [{"params": decay, "weight_decay": weight_decay}, {"params": no_decay, "weight_decay": 0.0}]
 
 
@@ -129,14 +110,11 @@ def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
     ``cfg.lr``; AdamW's is ``cfg.adamw_lr`` (``cfg.lr`` when None).
     """
     if not isinstance(model, nn.Module) or not isinstance(cfg, TrainConfig):
-        raise TypeError(
-            f"make_optimizers needs an nn.Module and a TrainConfig, got {type(model).__name__}, {type(cfg).__name__}"
-        )
+        raise TypeError(f"make_optimizers needs an nn.Module and a TrainConfig, got {model!r:.40}, {cfg!r:.40}")
     if cfg.optimizer == "adamw":
         return [make_adamw(_param_groups(model, cfg.weight_decay), lr=cfg.lr, betas=cfg.betas)]
-    hidden = [
-        p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith(("blocks.layers.", "rnn.", "proj."))
-    ]
+    inside = ("blocks.layers.", "rnn.", "proj.")  # the hidden matrices' names
+    hidden = [p for n, p in model.named_parameters() if p.dim() == 2 and n.startswith(inside)]
     if not hidden:
         raise ValueError("Muon needs 2-D weights in blocks.layers.*, rnn.* or proj.*; this model has none")
     ids = {id(p) for p in hidden}
@@ -149,32 +127,16 @@ def make_optimizers(model: nn.Module, cfg: TrainConfig) -> list:
     ]
 
 
-class WindowSampler:
-    """Start positions of training windows, shuffled once per epoch, this rank's share.
+def _window_starts(n: int, seed: int, epoch: int, rank: int = 0, world: int = 1) -> torch.Tensor:
+    """``(n // world,)`` int64: this rank's starts of windows for ``epoch``, of ``n`` possible ones.
 
     The contract of ``torch.utils.data.DistributedSampler(range(n), num_replicas=world, rank=rank,
-    shuffle=True, seed=seed, drop_last=True)`` (the same permutation, ``seed + epoch``, every rank
-    takes ``rank, rank + world, ...`` of it), kept as one tensor instead of a Python list of ``n``
-    ints. Call ``set_epoch(e)`` before each pass, as with the library's sampler.
+    shuffle=True, seed=seed, drop_last=True)`` after ``set_epoch(epoch)`` (the same permutation,
+    ``seed + epoch``, every rank takes ``rank, rank + world, ...`` of it), kept as one tensor instead of
+    a Python list of ``n`` ints.
     """
-
-    def __init__(self, n: int, seed: int = 0, rank: int = 0, world: int = 1):
-        n, seed, world = as_int("n", n, 1), as_int("seed", seed), as_int("world", world, 1)
-        if not 0 <= as_int("rank", rank) < world:
-            raise ValueError(f"rank must be in [0, world={world}), got {rank}")
-        self.n, self.seed, self.rank, self.world, self.epoch = n, seed, rank, world, 0
-
-    def set_epoch(self, epoch: int) -> None:
-        self.epoch = epoch
-
-    def starts(self) -> torch.Tensor:
-        """``(n // world,)`` int64: this rank's window starts for the current epoch."""
-        perm = torch.randperm(self.n, generator=torch.Generator().manual_seed(self.seed + self.epoch))
-        return perm[: self.n - self.n % self.world][self.rank :: self.world]
-
-
-def _describe(x) -> str:
-    return f"shape {tuple(x.shape)}" if isinstance(x, torch.Tensor) else type(x).__name__
+    perm = torch.randperm(n, generator=torch.Generator().manual_seed(seed + epoch))
+    return perm[: n - n % world][rank::world]
 
 
 def _share(batch_size: int, world: int) -> int:
@@ -191,23 +153,18 @@ def window_batches(ids: torch.Tensor, batch_size: int, seq_len: int, seed: int =
     of the epoch's order: together the ranks read what one process reads. ``ids`` must hold at least
     ``seq_len + batch_size`` tokens (one start per window of a batch); checked at the call.
     """
-    _ids_tensor("ids", ids, dim=1)
     batch_size, seq_len = as_int("batch_size", batch_size, 1), as_int("seq_len", seq_len, 1)
     rank, world = rank_and_world()
     b = _share(batch_size, world)
-    if ids.numel() - seq_len < batch_size:
-        raise ValueError(
-            f"ids holds {ids.numel()} tokens: windows of seq_len={seq_len} have {max(0, ids.numel() - seq_len)} "
-            f"starts, fewer than batch_size={batch_size}"
-        )
-    return _windows(ids, b, seq_len, WindowSampler(ids.numel() - seq_len, seed, rank, world), device)
+    if (starts := ids.numel() - seq_len) < batch_size:
+        raise ValueError(f"{max(0, starts)} starts of windows of seq_len={seq_len}: fewer than batch_size={batch_size}")
+    return _windows(ids, b, seq_len, seed, rank, world, device)
 
 
-def _windows(ids: torch.Tensor, b: int, seq_len: int, sampler: WindowSampler, device):
+def _windows(ids: torch.Tensor, b: int, seq_len: int, seed: int, rank: int, world: int, device):
     ids, offsets = ids.to(device), torch.arange(seq_len + 1, device=device)
     for epoch in itertools.count():
-        sampler.set_epoch(epoch)
-        starts = sampler.starts().to(device)
+        starts = _window_starts(ids.numel() - seq_len, seed, epoch, rank, world).to(device)
         for i in range(0, starts.numel() - b + 1, b):
             w = ids[starts[i : i + b, None] + offsets]  # (b, T + 1)
             yield w[:, :-1], w[:, 1:], True
@@ -219,9 +176,8 @@ def stream_batches(ids: torch.Tensor, batch_size: int, seq_len: int, device=None
     ``fresh`` is True where the streams start over (a carried state must be dropped). Under
     ``torch.distributed`` rank ``r`` reads its own ``batch_size / world`` of the streams. Checked at the call.
     """
-    seq_len = as_int("seq_len", seq_len, 1)
     rank, world = rank_and_world()
-    b = _share(as_int("batch_size", batch_size, 1), world)
+    b = _share(batch_size, world)
     streams = batchify(ids, batch_size)[rank * b : (rank + 1) * b].to(device)
     if streams.shape[1] <= seq_len:
         raise ValueError(f"{ids.numel()} tokens in {batch_size} streams do not fill one window of seq_len={seq_len}")
@@ -234,16 +190,8 @@ def _consecutive(streams: torch.Tensor, seq_len: int):
             yield streams[:, pos : pos + seq_len], streams[:, pos + 1 : pos + 1 + seq_len], pos == 0
 
 
-def train_lm(
-    model: nn.Module,
-    train_ids: torch.Tensor,
-    cfg: TrainConfig,
-    valid_ids: torch.Tensor | None = None,
-    live: bool = True,
-    title: str = "training",
-    bar: bool = True,
-    clock=time.perf_counter,
-) -> dict:
+def train_lm(model: nn.Module, train_ids: torch.Tensor, cfg: TrainConfig, valid_ids: torch.Tensor | None = None,
+             live=True, title="training", bar=True, clock=time.perf_counter) -> dict:  # fmt: skip
     """Train ``model`` (a ``LanguageModel``, or one wrapped in ``DistributedDataParallel``) on the flat
     ``(N,)`` stream ``train_ids``; return the history.
 
@@ -254,21 +202,19 @@ def train_lm(
     ``train_ppl`` (over the steps since the previous point) and ``val_ppl``; and ``tokens_seen``,
     ``tokens_per_s``. ``clock`` measures training time (``time.process_time`` counts CPU seconds).
     """
-    raw = model.module if isinstance(model, nn.parallel.DistributedDataParallel) else model
+    raw = unwrap(model)
     check_language_model(raw)
     if not isinstance(cfg, TrainConfig):
         raise TypeError(f"cfg must be a TrainConfig, got {type(cfg).__name__}")
     if not isinstance(train_ids, torch.Tensor) or train_ids.dim() != 1:
-        raise ValueError(f"train_ids must be a flat (N,) tensor of word ids, got {_describe(train_ids)}")
+        raise ValueError(f"train_ids must be a flat (N,) tensor of ids, got {getattr(train_ids, 'shape', train_ids)}")
     check_ids(train_ids[None], "train_ids", raw.vocab_size)
     torch.manual_seed(cfg.seed)
     device = next(raw.parameters()).device
     opts = make_optimizers(raw, cfg)
     progress = Progress()
-    scheds = [
-        torch.optim.lr_scheduler.LambdaLR(o, lambda _: lr_factor(progress.value, cfg.warmup, cfg.min_lr_frac))
-        for o in opts
-    ]
+    factor = lambda _: _lr_factor(progress.value, cfg.warmup, cfg.min_lr_frac)
+    scheds = [torch.optim.lr_scheduler.LambdaLR(o, factor) for o in opts]
     if cfg.contiguous:
         batches = stream_batches(train_ids, cfg.batch_size, cfg.seq_len, device)
     else:
@@ -289,32 +235,19 @@ def train_lm(
 
     every = cfg.eval_every or max(1, (cfg.steps or 10**9) // 20)
     h = train(
-        model,
-        loss_fn,
-        batches,
-        opts,
-        scheds,
-        steps=cfg.steps,
-        budget_s=cfg.budget_s,
-        clip=cfg.clip or None,
-        bf16=cfg.bf16,
-        log_every=min(every, 50),
-        evaluate=None if valid_ids is None else validate,
+        model, loss_fn, batches, opts, scheds, steps=cfg.steps, budget_s=cfg.budget_s, clip=cfg.clip or None,
+        bf16=cfg.bf16, log_every=min(every, 50), evaluate=None if valid_ids is None else validate,
         eval_every=every if cfg.steps is not None else None,
-        eval_every_s=None if cfg.budget_s is None else cfg.budget_s / 20,
-        progress=progress,
-        live=live,
-        bar=bar,
-        title=title,
-        clock=clock,
-    )
+        eval_every_s=None if cfg.budget_s is None else cfg.budget_s / 20, progress=progress, live=live, bar=bar,
+        title=title, clock=clock,
+    )  # fmt: skip
     points, per_step = h["eval_step"], cfg.batch_size * cfg.seq_len
-    ends = [0] + points
+    ends = [0, *points]  # the previous point of each
     h.update(
         step=points,
         tokens=[s * per_step for s in points],
         seconds=h["eval_train_seconds"],
-        train_ppl=[math.exp(sum(h["loss"][a:b]) / (b - a)) if b > a else math.nan for a, b in zip(ends, ends[1:])],
+        train_ppl=[math.exp(sum(h["loss"][a:b]) / (b - a)) if b > a else math.nan for a, b in zip(ends, points)],
         val_ppl=[math.exp(v) for v in h.get("val_loss", [])],
         tokens_seen=h["steps"] * per_step,
         tokens_per_s=h["steps"] * per_step / max(h["train_seconds"], 1e-9),

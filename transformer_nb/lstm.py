@@ -14,7 +14,7 @@ from __future__ import annotations
 import torch
 import torch.nn as nn
 
-from transformer_nb.core.checks import as_int, check_cutoffs, check_device, check_ids
+from transformer_nb.core.checks import as_int, check_cutoffs, check_ids
 from transformer_nb.core.output_head import OutputHead
 from transformer_nb.core.transformer import LanguageModel
 
@@ -26,18 +26,8 @@ class LSTMLM(LanguageModel):
     ``(n_layers, B, hidden_size)`` (see the module doc).
     """
 
-    def __init__(
-        self,
-        vocab_size: int,
-        d_model: int = 256,
-        hidden_size: int | None = None,
-        n_layers: int = 2,
-        dropout: float = 0.0,
-        head: str = "adaptive",
-        ranks: torch.Tensor | None = None,
-        cutoffs=(2000, 10000),
-        div_value: float = 4.0,
-    ):
+    def __init__(self, vocab_size: int, d_model=256, hidden_size=None, n_layers=2, dropout=0.0, head="adaptive",
+                 ranks: torch.Tensor | None = None, cutoffs=(2000, 10000), div_value=4.0):  # fmt: skip
         super().__init__()
         self.vocab_size, self.d_model = vocab_size, d_model
         if head in ("adaptive", "adaptive_tied"):
@@ -48,9 +38,7 @@ class LSTMLM(LanguageModel):
         if self.tok is not None:
             nn.init.uniform_(self.tok.weight, -0.1, 0.1)
         self.drop = nn.Dropout(dropout)
-        self.rnn = nn.LSTM(
-            d_model, self.hidden_size, n_layers, batch_first=True, dropout=dropout if n_layers > 1 else 0.0
-        )
+        self.rnn = nn.LSTM(d_model, self.hidden_size, n_layers, batch_first=True, dropout=dropout * (n_layers > 1))
         self.proj = nn.Linear(self.hidden_size, d_model) if self.hidden_size != d_model else nn.Identity()
 
     recurrent = True
@@ -61,8 +49,7 @@ class LSTMLM(LanguageModel):
 
     def hidden(self, ids: torch.Tensor, state: list | None = None):
         """``(B, T) -> ((B, T, d), state)``; ``state``: ``init_state()`` (updated in place) or None (a new one)."""
-        check_ids(ids, "ids", self.vocab_size)
-        check_device("ids", ids, next(self.parameters()).device)
+        check_ids(ids, "ids", self.vocab_size, device=next(self.parameters()).device)
         if state is not None and (not isinstance(state, list) or len(state) != 1):
             raise ValueError(f"state must be init_state(): a one-element list, got {type(state).__name__}")
         state = [None] if state is None else state

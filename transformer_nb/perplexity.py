@@ -10,31 +10,19 @@ dividing once by the number of tokens is what makes it exact (a mean of per-batc
 from __future__ import annotations
 
 import math
-from numbers import Integral
 
 import torch
 import torch.distributed as dist
 
-from transformer_nb.core.checks import check_ids
+from transformer_nb.core.checks import as_int, check_ids
 from transformer_nb.train import rank_and_world, unwrap
 from transformer_nb.wikitext import iter_batches
 
 
-def _check_stream(name: str, ids, least: int = 2) -> None:
-    if not isinstance(ids, torch.Tensor) or ids.dtype.is_floating_point or ids.dtype.is_complex:
-        got = f"a {ids.dtype} tensor" if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise TypeError(f"{name} must be an integer tensor of word ids, got {got}")
-    if ids.is_meta:
-        raise ValueError(f"{name} is on the meta device: it has shapes but no word ids")
-    if ids.dim() != 1 or ids.numel() < least:
-        raise ValueError(f"{name} must be a flat (N,) stream of at least {least} ids, got shape {tuple(ids.shape)}")
-
-
-def _check_positive(name: str, v, allow_none: bool = False) -> None:
-    if v is None and allow_none:
-        return
-    if isinstance(v, bool) or not isinstance(v, Integral) or v < 1:
-        raise ValueError(f"{name} must be a positive int{' or None' if allow_none else ''}, got {v!r}")
+def _stream(name: str, ids, least: int, vocab: int | None = None) -> None:
+    check_ids(ids[None] if isinstance(ids, torch.Tensor) and ids.dim() == 1 else ids, name, vocab)  # dtype, range
+    if ids.is_meta or ids.dim() != 1 or ids.numel() < least:
+        raise ValueError(f"{name} must be a flat (N,) stream of at least {least} ids with values, got {ids!r:.60}")
 
 
 def unigram_perplexity(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_size: int) -> float:
@@ -42,10 +30,8 @@ def unigram_perplexity(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_si
 
     Raises ``ValueError`` if an evaluated word never occurs in training (infinite perplexity).
     """
-    _check_stream("train_ids", train_ids, 1)
-    _check_stream("eval_ids", eval_ids, 1)
-    if min(train_ids.min(), eval_ids.min()) < 0 or max(train_ids.max(), eval_ids.max()) >= vocab_size:
-        raise ValueError(f"ids must lie in [0, vocab_size={vocab_size})")
+    _stream("train_ids", train_ids, 1, vocab_size)
+    _stream("eval_ids", eval_ids, 1, vocab_size)
     counts = torch.bincount(train_ids.cpu(), minlength=vocab_size).double()
     nll = -(counts / counts.sum()).log()[eval_ids.cpu()]
     if torch.isinf(nll).any():
@@ -54,15 +40,7 @@ def unigram_perplexity(train_ids: torch.Tensor, eval_ids: torch.Tensor, vocab_si
 
 
 @torch.no_grad()
-def evaluate(
-    model,
-    ids: torch.Tensor,
-    seq_len: int = 128,
-    batch_size: int = 16,
-    max_tokens: int | None = None,
-    bf16: bool = False,
-    stride: int | None = None,
-) -> dict:
+def evaluate(model, ids: torch.Tensor, seq_len=128, batch_size=16, max_tokens=None, bf16=False, stride=None) -> dict:
     """Perplexity of ``model`` on a flat ``(N,)`` split: ``exp(sum of NLL / number of targets)``.
 
     The split is cut into ``batch_size`` contiguous streams (fewer if the split has fewer targets),
@@ -77,11 +55,10 @@ def evaluate(
     Under ``torch.distributed`` each rank scores its own contiguous part and the sums are added up.
     Returns ``{"nll_sum", "tokens", "ppl"}``.
     """
-    _check_stream("ids", ids)
-    _check_positive("seq_len", seq_len)
-    _check_positive("batch_size", batch_size)
-    _check_positive("max_tokens", max_tokens, allow_none=True)
-    _check_positive("stride", stride, allow_none=True)
+    _stream("ids", ids, 2)
+    seq_len, batch_size = as_int("seq_len", seq_len, 1), as_int("batch_size", batch_size, 1)
+    max_tokens = None if max_tokens is None else as_int("max_tokens", max_tokens, 1)
+    stride = None if stride is None else as_int("stride", stride, 1)
     raw = unwrap(model)
     device = next(raw.parameters()).device
     data = ids if max_tokens is None else ids[:max_tokens]
@@ -108,14 +85,12 @@ def evaluate(
         both = torch.stack([total, torch.tensor(float(count), dtype=torch.float64, device=device)])
         dist.all_reduce(both)
         total, count = both[0], int(both[1])
-    total = float(total)
-    return {"nll_sum": total, "tokens": count, "ppl": math.exp(total / count)}
+    return {"nll_sum": float(total), "tokens": count, "ppl": math.exp(float(total) / count)}
 
 
 def _nll_sum(raw, streams: torch.Tensor, seq_len: int, stride: int | None) -> tuple[torch.Tensor, int]:
     """Summed NLL (float64) and count of every target ``streams[:, 1:]`` of ``(B, N)`` streams."""
-    total = torch.zeros((), dtype=torch.float64, device=streams.device)
-    count = 0
+    total, count = torch.zeros((), dtype=torch.float64, device=streams.device), 0
     if stride is None or stride >= seq_len:
         state = None
         for x, y in iter_batches(streams, seq_len):

@@ -11,6 +11,7 @@ a small WikiText-2 sample with AdamW at a constant learning rate, compared by pe
 from __future__ import annotations
 
 import math
+from itertools import count
 
 import torch
 
@@ -27,17 +28,9 @@ from transformer_nb.wikitext import check_wikitext
 #: The exercise's Transformer: 4 blocks of width 128 over windows of 256 tokens.
 #: A full softmax with its own bias (``tie_output=False, output_bias=True``).
 EX89_TRANSFORMER = TransformerConfig(
-    name="exercise 8.9",
-    d_model=128,
-    n_heads=4,
-    d_ff=512,
-    n_layers=4,
-    max_len=256,
-    positions="learned",
-    activation="gelu",
-    tie_output=False,
-    output_bias=True,
-)
+    name="exercise 8.9", d_model=128, n_heads=4, d_ff=512, n_layers=4, max_len=256, positions="learned",
+    activation="gelu", tie_output=False, output_bias=True
+)  # fmt: skip
 EX89_TRAIN = dict(batch_size=16, seq_len=256, lr=3e-4)
 
 
@@ -52,8 +45,7 @@ def sample_corpus(train_ids: torch.Tensor, itos: list[str], n_tokens: int = 50_0
     part = train_ids[:n_tokens]
     old = list(dict.fromkeys(part.tolist()))
     words = [itos[i] for i in old]
-    if unk not in words:
-        words.append(unk)
+    words += [unk] * (unk not in words)
     remap = {o: n for n, o in enumerate(old)}
     return torch.tensor([remap[i] for i in part.tolist()], dtype=torch.long), words
 
@@ -71,24 +63,8 @@ def lstm_matching(target_params: int, vocab_size: int, d_model: int, n_layers: i
     return LSTMLM(vocab_size, d_model, hidden, n_layers, **kw)
 
 
-def _epoch_batches(windows: torch.Tensor, batch_size: int, generator: torch.Generator):
-    """Forever: each epoch, the ``(n, T + 1)`` windows in a fresh shuffled order, ``batch_size`` at a time."""
-    while True:
-        for idx in torch.randperm(windows.shape[0], generator=generator).split(batch_size):
-            yield windows[idx.to(windows.device)]
-
-
-def train_epochs(
-    model: LanguageModel,
-    ids: torch.Tensor,
-    epochs: int = 5,
-    batch_size: int = 16,
-    seq_len: int = 256,
-    lr: float = 3e-4,
-    seed: int = 0,
-    live: bool = True,
-    title: str = "training",
-) -> dict:
+def train_epochs(model: LanguageModel, ids: torch.Tensor, epochs=5, batch_size=16, seq_len=256, lr=3e-4, seed=0,
+                 live=True, title="training") -> dict:  # fmt: skip
     """Exercise 8.9's recipe: AdamW at a constant ``lr`` for ``epochs`` passes over ``ids``.
 
     ``ids`` is cut into non-overlapping windows of ``seq_len + 1`` tokens (inputs and the targets
@@ -100,27 +76,20 @@ def train_epochs(
     n = (ids.numel() - 1) // seq_len
     if n < 1:
         raise ValueError(f"{ids.numel()} tokens do not fill one window of seq_len={seq_len}")
-    if isinstance(epochs, bool) or not isinstance(epochs, int) or epochs < 1:
-        raise ValueError(f"epochs must be a positive int, got {epochs!r}")
+    epochs = as_int("epochs", epochs, 1)
     device = next(model.parameters()).device
     windows = ids[: n * seq_len + 1].unfold(0, seq_len + 1, seq_len).to(device)  # (n, seq_len + 1), overlap 1
     torch.manual_seed(seed)
     per_epoch = math.ceil(n / batch_size)
     sizes = [min(batch_size, n - i * batch_size) for i in range(per_epoch)]  # windows in each batch of an epoch
-    hist = train(
-        model,
-        lambda m, w: m(w[:, :-1], w[:, 1:])[1],
-        _epoch_batches(windows, batch_size, torch.Generator().manual_seed(seed)),
-        torch.optim.AdamW(model.parameters(), lr=lr),
-        steps=epochs * per_epoch,
-        live=live,
-        bar=live,  # a worker process (live=False) draws nothing
-        title=title,
-    )
-    for e in range(epochs):
-        losses = hist["loss"][e * per_epoch : (e + 1) * per_epoch]
-        hist.setdefault("train_ppl", []).append(math.exp(sum(a * s for a, s in zip(losses, sizes)) / n))
-        hist.setdefault("seconds", []).append(sum(hist["step_seconds"][e * per_epoch : (e + 1) * per_epoch]))
+    g = torch.Generator().manual_seed(seed)  # each epoch, the windows in a fresh shuffled order
+    batches = (windows[i.to(device)] for _ in count() for i in torch.randperm(n, generator=g).split(batch_size))
+    opt = torch.optim.AdamW(model.parameters(), lr=lr)
+    loss_fn = lambda m, w: m(w[:, :-1], w[:, 1:])[1]
+    hist = train(model, loss_fn, batches, opt, steps=epochs * per_epoch, live=live, bar=live, title=title)
+    epoch = [slice(e * per_epoch, (e + 1) * per_epoch) for e in range(epochs)]
+    hist["train_ppl"] = [math.exp(sum(a * s for a, s in zip(hist["loss"][k], sizes)) / n) for k in epoch]
+    hist["seconds"] = [sum(hist["step_seconds"][k]) for k in epoch]
     model.train()
     return hist
 
@@ -130,7 +99,7 @@ def _run(name: str, ids: torch.Tensor, n_types: int, epochs: int, seed: int, dev
     torch.manual_seed(seed)
     tf = Transformer(EX89_TRANSFORMER, vocab=n_types)
     d = EX89_TRANSFORMER.d_model
-    model = tf if name == "Transformer" else lstm_matching(numel(tf), n_types, d_model=d, n_layers=2, head="full")
+    model = tf if name == "Transformer" else lstm_matching(numel(tf), n_types, d, 2, head="full")
     config = {"exercise": "8.9", "model": name, "params": numel(model), "n_tokens": ids.numel(), "epochs": epochs}
     config.update(seed=seed, **EX89_TRAIN)
 
@@ -141,9 +110,7 @@ def _run(name: str, ids: torch.Tensor, n_types: int, epochs: int, seed: int, dev
     return cache.cache_name(f"ex89_{name.lower()}", config), model.to(device), config, train_fn
 
 
-def exercise_8_9(
-    data, n_tokens: int = 50_000, epochs: int = 5, seed: int = 0, retrain: bool = False, device=None, workers: int = 1
-):
+def exercise_8_9(data, n_tokens=50_000, epochs=5, seed=0, retrain=False, device=None, workers=1):
     """Both models of the exercise trained on the first ``n_tokens`` of WikiText-2's training split
     (cached) and scored on that sample (once, when trained). With ``workers=2`` on the CPU the two
     train side by side, each in its own process on one thread (``cache.load_or_train_many``). Returns
@@ -152,12 +119,8 @@ def exercise_8_9(
     check_wikitext(data)
     ids, itos = sample_corpus(data.train, data.vocab.itos, n_tokens)
     device = torch.device(device or "cpu")
-    args = {
-        name: dict(name=name, ids=ids, n_types=len(itos), epochs=epochs, seed=seed, device=device)
-        for name in ("Transformer", "LSTM")
-    }
+    kw = dict(ids=ids, n_types=len(itos), epochs=epochs, seed=seed, device=device)
+    args = {n: dict(name=n, **kw) for n in ("Transformer", "LSTM")}
     done = cache.load_or_train_many(_run, args, workers, retrain, True)
-    out = {"vocab": itos, "ids": ids, "models": {}, "hist": {}, "ppl": {}}
-    for name, (model, hist, _) in done.items():
-        out["models"][name], out["hist"][name], out["ppl"][name] = model, hist, hist["ppl"]
-    return out
+    models, hists = {n: m for n, (m, _, _) in done.items()}, {n: h for n, (_, h, _) in done.items()}
+    return {"vocab": itos, "ids": ids, "models": models, "hist": hists, "ppl": {n: h["ppl"] for n, h in hists.items()}}

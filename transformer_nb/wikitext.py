@@ -1,7 +1,7 @@
 """WikiText-2 (tokenized, v1): load it, build the vocabulary, batch it (notebook 10).
 
 Where the files are found, downloaded and verified is ``transformer_nb.wikitext_files``
-(its functions are importable from here too); ``load_wikitext2`` does all of it.
+(``find_data_dir``, ``user_cache_dir``, ``verify`` are importable from here too); ``load_wikitext2`` does all of it.
 
 The vocabulary is built the way pytorch/examples' ``word_language_model`` builds it:
 each line becomes ``line.split() + ['<eos>']``. The dataset authors already replaced
@@ -18,24 +18,8 @@ import torch
 
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import as_path
-from transformer_nb.wikitext_files import (  # noqa: F401  (re-exported: wikitext.find_data_dir etc.)
-    BASE_URL,
-    HOW_TO_GET,
-    N_BYTES,
-    SHA256,
-    SPLITS,
-    _candidates,
-    _complete,
-    _flag,
-    data_url,
-    download_wikitext2,
-    find_data_dir,
-    sha256_of,
-    user_cache_dir,
-    verify,
-)
+from transformer_nb.wikitext_files import SPLITS, find_data_dir, user_cache_dir, verify  # noqa: F401  (wikitext.X)
 
-N_TOKENS = {"train": 2_088_628, "valid": 217_646, "test": 245_569}
 VOCAB_SIZE = 33_278
 EOS, UNK = "<eos>", "<unk>"
 
@@ -60,25 +44,18 @@ def check_wikitext(data) -> None:
 # --------------------------------------------------------------------------- vocabulary
 def read_words(path: str | os.PathLike) -> list[str]:
     """All tokens of a file, pytorch/examples style: ``line.split() + ['<eos>']`` per line."""
-    words: list[str] = []
     with open(as_path("path", path), encoding="utf-8") as f:
-        for line in f:
-            words.extend(line.split())
-            words.append(EOS)
-    return words
+        return [w for line in f for w in (*line.split(), EOS)]
 
 
 def _words(name: str, words) -> list[str]:
-    """A list of str tokens from an iterable of str (one str alone is refused: it is not a word list)."""
-    if isinstance(words, str):
-        raise TypeError(f"{name} must be a list of words, not one str (use {name}.split())")
-    try:
-        words = list(words)
-    except TypeError:
-        raise TypeError(f"{name} must be an iterable of str, got {type(words).__name__}") from None
-    bad = [w for w in words if not isinstance(w, str)][:1]
-    if bad:
-        raise TypeError(f"{name} must hold str words, got {type(bad[0]).__name__} {bad[0]!r}")
+    """A list of str words (one str alone is refused: it is not a word list)."""
+    if isinstance(words, str) or not hasattr(words, "__iter__"):
+        raise TypeError(f"{name} must be a list of str words (a text: {name}.split()), got {type(words).__name__}")
+    words = list(words)
+    for w in words:
+        if not isinstance(w, str):
+            raise TypeError(f"{name} must hold str words, got {type(w).__name__} {w!r}")
     return words
 
 
@@ -86,18 +63,9 @@ class Vocab:
     """Word <-> id mapping. Ids follow first appearance (as in pytorch/examples)."""
 
     def __init__(self, words):
-        self.itos: list[str] = []
-        self.stoi: dict[str, int] = {}
-        for w in _words("words", words):
-            if w not in self.stoi:
-                self.stoi[w] = len(self.itos)
-                self.itos.append(w)
-        for special in (EOS, UNK):
-            if special not in self.stoi:
-                self.stoi[special] = len(self.itos)
-                self.itos.append(special)
-        self.unk = self.stoi[UNK]
-        self.eos = self.stoi[EOS]
+        self.itos: list[str] = list(dict.fromkeys([*_words("words", words), EOS, UNK]))  # specials last, if new
+        self.stoi: dict[str, int] = {w: i for i, w in enumerate(self.itos)}
+        self.unk, self.eos = self.stoi[UNK], self.stoi[EOS]
 
     def __len__(self) -> int:
         return len(self.itos)
@@ -121,10 +89,8 @@ class Vocab:
         elif isinstance(ids, (str, bytes)) or not hasattr(ids, "__iter__"):
             raise TypeError(f"ids must be a 1-D tensor or a sequence of ints, got {type(ids).__name__}")
         ids = [as_int("ids", i) for i in ids]
-        n = len(self.itos)
-        bad = [i for i in ids if i >= n]
-        if bad:
-            raise ValueError(f"ids must lie in [0, {n}) (the vocabulary size); got {bad[:5]}")
+        if any(i >= len(self.itos) for i in ids):
+            raise ValueError(f"ids must lie in [0, {len(self.itos)}) (the vocabulary size); got {max(ids)}")
         return " ".join(self.itos[i] for i in ids)
 
 
@@ -144,9 +110,7 @@ class WikiText2:
         return getattr(self, name)
 
 
-def load_wikitext2(
-    path: str | os.PathLike | None = None, *, check: bool = True, download: bool | None = None, progress: bool = True
-) -> WikiText2:
+def load_wikitext2(path=None, *, check: bool = True, download: bool | None = None, progress=True) -> WikiText2:
     """Find (see the module docstring), verify and encode WikiText-2.
 
     The vocabulary is built from the training split; every valid/test word type also
@@ -154,15 +118,13 @@ def load_wikitext2(
     Takes about 1 s on 2 CPU cores.
     """
     folder = find_data_dir(path, download=download, progress=progress)
-    if _flag("check", check):
+    if not isinstance(check, bool):
+        raise TypeError(f"check must be True or False, got {check!r}")
+    if check:
         verify(folder)
     words = {s: read_words(folder / f"{s}.txt") for s in SPLITS}
     vocab = Vocab(words["train"])
-    for s in ("valid", "test"):
-        words[s] = vocab.encode(words[s])
-    return WikiText2(
-        train=vocab.encode(words["train"]), valid=words["valid"], test=words["test"], vocab=vocab, folder=folder
-    )
+    return WikiText2(*(vocab.encode(words[s]) for s in SPLITS), vocab=vocab, folder=folder)
 
 
 # --------------------------------------------------------------------------- batching
@@ -180,22 +142,14 @@ def batchify(data: torch.Tensor, batch_size: int) -> torch.Tensor:
     return data[: n * batch_size].view(batch_size, n)
 
 
-def _check_streams(streams: torch.Tensor) -> int:
-    """``streams`` must be ``(B, N)`` integer ids with ``B >= 1``, ``N >= 2``; returns N."""
-    _ids_tensor("streams", streams, dim=2)
-    if streams.size(0) < 1 or streams.size(1) < 2:
-        raise ValueError(f"streams must be (B, N) with B >= 1 and N >= 2, got shape {tuple(streams.shape)}")
-    return streams.size(1)
-
-
 def get_batch(streams: torch.Tensor, i: int, seq_len: int) -> tuple[torch.Tensor, torch.Tensor]:
     """Inputs ``x = streams[:, i:i+T]`` and targets ``y = streams[:, i+1:i+1+T]``, both ``(B, T)``.
 
     ``T = min(seq_len, N - 1 - i)``; target ``y[:, t]`` is the token right after ``x[:, t]``.
     """
-    n = _check_streams(streams)
-    i, seq_len = as_int("i", i), as_int("seq_len", seq_len, minimum=1)
-    if i >= n - 1:
+    _ids_tensor("streams", streams, dim=2)
+    n, i, seq_len = streams.size(1), as_int("i", i), as_int("seq_len", seq_len, minimum=1)
+    if i >= n - 1 or not streams.numel():
         raise ValueError(f"start i must be in [0, {n - 1}) (the last token has no target), got {i}")
     t = min(seq_len, n - 1 - i)
     return streams[:, i : i + t], streams[:, i + 1 : i + 1 + t]
@@ -206,21 +160,16 @@ def iter_batches(streams: torch.Tensor, seq_len: int):
 
     The arguments are checked at the call, not at the first ``next()``.
     """
-    n, seq_len = _check_streams(streams), as_int("seq_len", seq_len, minimum=1)
-    return (get_batch(streams, i, seq_len) for i in range(0, n - 1, seq_len))
+    get_batch(streams, 0, seq_len)  # checks the arguments now
+    return (get_batch(streams, i, seq_len) for i in range(0, streams.size(1) - 1, seq_len))
 
 
-def random_windows(
-    data: torch.Tensor, batch_size: int, seq_len: int, generator: torch.Generator | None = None
-) -> tuple[torch.Tensor, torch.Tensor]:
+def random_windows(data: torch.Tensor, batch_size: int, seq_len: int, generator=None) -> tuple[torch.Tensor, ...]:
     """``batch_size`` random windows of a flat ``(N,)`` stream: ``x, y`` of shape ``(B, T)``, y = x shifted by one."""
     _ids_tensor("data", data, dim=1)
     batch_size, seq_len = as_int("batch_size", batch_size, minimum=1), as_int("seq_len", seq_len, minimum=1)
     if data.numel() < seq_len + 1:
         raise ValueError(f"data must be longer than seq_len={seq_len}, got {data.numel()} tokens")
-    if generator is not None and not isinstance(generator, torch.Generator):
-        raise TypeError(f"generator must be a torch.Generator or None, got {type(generator).__name__}")
     starts = torch.randint(0, data.numel() - seq_len, (batch_size,), generator=generator)
-    idx = starts[:, None] + torch.arange(seq_len + 1)
-    w = data[idx]
+    w = data[starts[:, None] + torch.arange(seq_len + 1)]
     return w[:, :-1], w[:, 1:]

@@ -68,12 +68,6 @@ HOW_TO_GET = (
 )
 
 
-def _flag(name: str, value) -> bool:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
-    return value
-
-
 # --------------------------------------------------------------------------- finding
 def user_cache_dir() -> Path:
     """The per-user data cache: ``$XDG_CACHE_HOME/transformer_nb/data`` (default ``~/.cache/...``)."""
@@ -88,8 +82,7 @@ def beside_checkout() -> Path | None:
 
 def data_url() -> str:
     """Where downloads come from: env ``TNB_DATA_URL`` (a mirror of the three files), else ``BASE_URL``."""
-    url = os.environ.get("TNB_DATA_URL", "").strip() or BASE_URL
-    return url if url.endswith("/") else url + "/"
+    return (os.environ.get("TNB_DATA_URL", "").strip() or BASE_URL).rstrip("/") + "/"
 
 
 def _candidates(root: str | os.PathLike) -> list[Path]:
@@ -109,14 +102,10 @@ def _what_is(path: Path) -> str:
     try:
         mode = path.stat().st_mode
     except OSError as err:
-        if err.errno == errno.ELOOP:
-            return "a symbolic link loop"
-        if path.is_symlink():
-            return "a broken symbolic link"
+        if err.errno == errno.ELOOP or path.is_symlink():
+            return "a symbolic link loop" if err.errno == errno.ELOOP else "a broken symbolic link"
         return "missing" if isinstance(err, FileNotFoundError) else f"unreadable ({err.strerror})"
-    if stat.S_ISDIR(mode) or stat.S_ISREG(mode):
-        return "a folder" if stat.S_ISDIR(mode) else "a file"
-    return "a device, pipe or socket (such as /dev/null)"
+    return "a folder" if stat.S_ISDIR(mode) else "a file" if stat.S_ISREG(mode) else "a device (such as /dev/null)"
 
 
 def _wrong(folder: Path) -> str:
@@ -127,9 +116,11 @@ def _wrong(folder: Path) -> str:
     return "; ".join(f"{p} is {what}, not a regular file" for p, what in found if what not in ("a file", "missing"))
 
 
-def find_data_dir(
-    path: str | os.PathLike | None = None, *, download: bool | None = None, progress: bool = True, timeout: float = 30.0
-) -> Path:
+def _found(root) -> Path | None:
+    return next((c for c in _candidates(root) if _complete(c)), None) if root else None
+
+
+def find_data_dir(path=None, *, download: bool | None = None, progress=True, timeout=30.0) -> Path:
     """Return the ``wikitext-2`` folder, looking in the documented order.
 
     ``path``: explicit folder (``wikitext-2`` or its parent). If given and incomplete,
@@ -137,46 +128,31 @@ def find_data_dir(
     ``download``: allow the download step (default: yes unless ``TNB_OFFLINE`` is on).
     Raises ``FileNotFoundError`` listing every place looked at.
     """
-    if download is not None:
-        _flag("download", download)
+    if download is not None and not isinstance(download, bool):
+        raise TypeError(f"download must be True or False, got {download!r}")
     timeout = as_real("timeout", timeout, positive=True)
-    looked: list[str] = []
     if path is not None:
-        for c in _candidates(path):
-            if _complete(c):
-                return c
+        if found := _found(path):
+            return found
         folder = next((c for c in _candidates(path) if c.is_dir()), Path(path).expanduser())
-        if _wrong(folder):
-            raise FileNotFoundError(f"WikiText-2 cannot be read at the explicit path {str(path)!r}: {_wrong(folder)}")
+        if wrong := _wrong(folder):
+            raise FileNotFoundError(f"WikiText-2 cannot be read at the explicit path {str(path)!r}: {wrong}")
+        missing = [f"{s}.txt" for s in SPLITS if not (folder / f"{s}.txt").is_file()]
         raise FileNotFoundError(
-            f"WikiText-2 not found at the explicit path {str(path)!r}: expected a folder "
-            f"'wikitext-2' (or its parent) holding train.txt, valid.txt, test.txt; "
-            f"missing: {_missing(folder)}.\n" + HOW_TO_GET
+            f"WikiText-2 not found at the explicit path {str(path)!r}: expected a folder 'wikitext-2' (or its "
+            f"parent) holding train.txt, valid.txt, test.txt; missing: {missing}.\n" + HOW_TO_GET
         )
-    env = env_path("TNB_DATA_DIR")
+    env, cache = env_path("TNB_DATA_DIR"), user_cache_dir() / "wikitext-2"
+    beside = None if env else beside_checkout()
+    if found := _found(env) or _found(beside) or (cache if _complete(cache) else None):
+        return found
     if env:
-        for c in _candidates(env):
-            if _complete(c):
-                return c
         wrong = "; ".join(filter(None, map(_wrong, _candidates(env))))
-        looked.append(
-            f"TNB_DATA_DIR={env} (checked {', '.join(map(str, _candidates(env)))}{': ' * bool(wrong)}{wrong})"
-        )
+        looked = [f"TNB_DATA_DIR={env} (checked {', '.join(map(str, _candidates(env)))}{': ' * bool(wrong)}{wrong})"]
     else:
-        looked.append("TNB_DATA_DIR (not set)")
-        beside = beside_checkout()
-        for c in _candidates(beside) if beside else []:
-            if _complete(c):
-                return c
-        if beside:
-            looked.append(f"{beside} (beside the checkout)")
-    cache = user_cache_dir() / "wikitext-2"
-    if _complete(cache):
-        return cache
+        looked = ["TNB_DATA_DIR (not set)"] + [f"{beside} (beside the checkout)"] * bool(beside)
     looked.append(f"user cache {cache}" + (f" ({_wrong(cache)}: remove it to download again)" if _wrong(cache) else ""))
-    if download is None:
-        download = not env_flag("TNB_OFFLINE")
-    if not download:
+    if env_flag("TNB_OFFLINE") if download is None else not download:
         looked.append("download (disabled: download=False or TNB_OFFLINE on)")
     elif not _wrong(cache):  # else a download would not fit where the files should be
         try:
@@ -188,13 +164,7 @@ def find_data_dir(
     )
 
 
-def _missing(folder: Path) -> list[str]:
-    return [f"{s}.txt" for s in SPLITS if not (folder / f"{s}.txt").is_file()]
-
-
-def download_wikitext2(
-    dest: str | os.PathLike, *, base_url: str | None = None, progress: bool = True, timeout: float = 30.0
-) -> Path:
+def download_wikitext2(dest: str | os.PathLike, *, base_url: str | None = None, progress=True, timeout=30.0) -> Path:
     """Download the three files into ``dest`` with a ``tqdm.auto`` progress bar, checking sha256.
 
     ``base_url`` defaults to ``data_url()``. Each file is written to a temporary name and renamed
@@ -202,40 +172,33 @@ def download_wikitext2(
     leaves a file that looks complete: it raises ``ValueError`` saying what arrived.
     """
     from tqdm.auto import tqdm
+    from tqdm.utils import CallbackIOWrapper
 
     dest = as_path("dest", dest)
     if base_url is not None and not isinstance(base_url, str):
         raise TypeError(f"base_url must be a URL string, got {type(base_url).__name__} {base_url!r}")
-    base_url = data_url() if base_url is None else (base_url if base_url.endswith("/") else base_url + "/")
+    base_url = data_url() if base_url is None else base_url.rstrip("/") + "/"
     dest.mkdir(parents=True, exist_ok=True)
     for split in SPLITS:
-        target = dest / f"{split}.txt"
+        target, url, size = dest / f"{split}.txt", base_url + f"{split}.txt", N_BYTES[split]
         if target.is_file() and sha256_of(target) == SHA256[split]:
             continue
-        url, h, n = base_url + f"{split}.txt", hashlib.sha256(), 0
         fd, tmp = tempfile.mkstemp(dir=dest, prefix=f".{split}.", suffix=".part")
+        bar = tqdm(total=size, unit="B", unit_scale=True, desc=f"wikitext-2/{split}.txt", disable=not progress)
         try:
-            with os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
-                total = int(resp.headers.get("Content-Length") or N_BYTES[split])
-                with tqdm(
-                    total=total, unit="B", unit_scale=True, desc=f"wikitext-2/{split}.txt", disable=not progress
-                ) as bar:
-                    while chunk := resp.read(1 << 16):
-                        out.write(chunk)
-                        h.update(chunk)
-                        n += len(chunk)
-                        bar.update(len(chunk))
-            if h.hexdigest() != SHA256[split]:
+            with bar, os.fdopen(fd, "wb") as out, urllib.request.urlopen(url, timeout=timeout) as resp:
+                shutil.copyfileobj(CallbackIOWrapper(bar.update, resp, "read"), out)
+            n, got = os.path.getsize(tmp), sha256_of(tmp)
+            if got != SHA256[split]:
                 raise ValueError(
-                    f"the download of {url} is {'partial' if n < N_BYTES[split] else 'corrupt'}: {n:,} bytes with "
-                    f"sha256 {h.hexdigest()}, expected {N_BYTES[split]:,} bytes with sha256 {SHA256[split]}; "
-                    f"nothing was kept"
+                    f"the download of {url} is {'partial' if n < size else 'corrupt'}: {n:,} bytes with sha256 {got}, "
+                    f"expected {size:,} bytes with sha256 {SHA256[split]}; nothing was kept"
                 )
             shutil.move(tmp, target)
         except http.client.IncompleteRead:
             raise ValueError(
-                f"the download of {url} broke off after {n:,} of {N_BYTES[split]:,} bytes (a partial download); "
-                f"nothing was kept, try again"
+                f"the download of {url} broke off after {os.path.getsize(tmp):,} of {size:,} bytes (a partial "
+                f"download); nothing was kept, try again"
             ) from None
         finally:
             if os.path.exists(tmp):
