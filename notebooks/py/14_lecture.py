@@ -181,8 +181,8 @@ if capstone_model is not None:
 # ## Appendix · The texts, checked
 #
 # This notebook checks no statement of the texts: each widget's own notebook does, in its appendix, and the
-# claims ledger (notebook 13) lists them all. What it loaded from the cache (`lecture.cache_dir()` says where),
-# and a check that each loaded model is in eval mode on the notebook's device:
+# claims ledger (notebook 13) lists them all. What it loaded from the cache (`transformer_nb.cache.cache_dir()`
+# says where), and a check that each loaded model is in eval mode on the notebook's device:
 
 # %%
 for name, model in (("reversal", reversal_model), ("lm", lm_model), ("capstone", capstone_model)):
