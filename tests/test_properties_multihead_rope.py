@@ -86,13 +86,6 @@ def test_mha_constructor_refuses_what_does_not_divide(d_model, n_heads, n_kv_hea
     call(mh.MultiHeadAttention, {"d_model": d_model, "n_heads": n_heads, "n_kv_heads": n_kv_heads}, extra_bad=extra)
 
 
-@given(args=st.tuples(*(st.integers(0, 64) for _ in range(6))))
-def test_kv_cache_bytes_formula(args):
-    layers, kv, d_head, seq, batch, nbytes = args
-    expected = 2 * layers * kv * d_head * seq * batch * nbytes
-    assert params.kv_cache_bytes(layers, kv, d_head, seq, batch, nbytes) == expected
-
-
 @given(bad_value=st.one_of(NOT_INT, st.integers(-5, -1)), which=st.integers(0, 5))
 def test_kv_cache_bytes_refuses_bad_sizes(bad_value, which):
     names = ["n_layers", "n_kv_heads", "d_head", "seq_len", "batch", "bytes_per_value"]
@@ -130,21 +123,6 @@ def test_rope_frequencies_closed_form(d, base):
 )
 def test_rope_frequencies_refuses_bad_arguments(d, base):
     call(rp.rope_frequencies, {"d": d, "base": base}, {"d": ["d_head", "d_model", "dimension"]})
-
-
-@given(d=D_EVEN, t=st.integers(1, 6), pairing=st.sampled_from(["interleaved", "half"]), seed=st.integers(0, 999))
-def test_apply_rope_rotates_and_scores_depend_on_relative_position(d, t, pairing, seed):
-    g = torch.Generator().manual_seed(seed)
-    q, k = torch.randn(t, d, generator=g, dtype=torch.float64), torch.randn(t, d, generator=g, dtype=torch.float64)
-    rq = rp.apply_rope(q, pairing=pairing)
-    assert torch.allclose(rq.norm(dim=-1), q.norm(dim=-1))  # a rotation keeps lengths
-    shift = torch.arange(t, dtype=torch.float64) + 3.0
-    s1 = rp.apply_rope(q, pairing=pairing) @ rp.apply_rope(k, pairing=pairing).T
-    s2 = rp.apply_rope(q, shift, pairing=pairing) @ rp.apply_rope(k, shift, pairing=pairing).T
-    assert torch.allclose(s1, s2, atol=1e-9)  # the same shift everywhere: the same scores
-    m = reference.rope_matrix(2.0, d, pairing=pairing)
-    assert torch.allclose(m @ m.T, torch.eye(d, dtype=torch.float64), atol=1e-12)
-    assert torch.allclose(rp.apply_rope(q[None, :1], torch.tensor([2.0]), pairing=pairing)[0, 0], m @ q[0])
 
 
 @given(d=D_EVEN, seed=st.integers(0, 999))

@@ -25,16 +25,6 @@ def test_score_depends_only_on_the_offset():
         assert abs(a - b).item() < 1e-9 and abs(a - c).item() < 1e-9
 
 
-def test_exercise_8_10_pairs_give_equal_scores():
-    torch.manual_seed(1)
-    mha = MultiHeadAttention(16, 2)
-    x = torch.randn(1, 1, 16).expand(1, 32, 16).double()
-    mha = mha.double()
-    q, k = RoPE(8, max_len=32)(split_heads(mha.q_proj(x), 2), split_heads(mha.k_proj(x), 2))
-    s = (q @ k.transpose(-2, -1))[0]
-    assert torch.allclose(s[:, 5, 12], s[:, 10, 17], atol=1e-12)
-
-
 def test_norms_are_preserved_and_rotations_form_a_group():
     x = torch.randn(10, 1, 32, dtype=torch.float64)
     assert torch.allclose(apply_rope(x, [777]).norm(dim=-1), x.norm(dim=-1), atol=1e-12)
@@ -42,13 +32,6 @@ def test_norms_are_preserved_and_rotations_form_a_group():
         Rm, Rn = rope_matrix(m, 32), rope_matrix(n, 32)
         assert torch.allclose(Rm.T @ Rn, rope_matrix(n - m, 32), atol=1e-12)
         assert torch.allclose(Rm.T @ Rm, torch.eye(32, dtype=torch.float64), atol=1e-12)
-
-
-def test_half_pairing_is_interleaved_up_to_a_permutation():
-    for d in (2, 8, 64):
-        p = half_permutation(d)
-        x = torch.randn(3, 11, d, dtype=torch.float64)
-        assert torch.allclose(apply_rope(x[..., p], pairing="half"), apply_rope(x)[..., p], atol=1e-12)
 
 
 def test_matches_the_complex_number_form():
