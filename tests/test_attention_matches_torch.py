@@ -60,13 +60,6 @@ def test_matches_torch_sdpa(name):
         assert (w.masked_select(blocked.expand_as(w)) == 0).all()
 
 
-def test_is_causal_matches_causal_mask():
-    q, k, v = qkv((2, 3, 6, 8), (2, 3, 6, 8), 8, seed=7)
-    torch.testing.assert_close(
-        sdpa(q, k, v, causal_mask(6))[0], F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    )
-
-
 def test_weights_are_softmax_of_scaled_scores():
     q, k, v = qkv((2, 4, 8), (2, 6, 8), 3, seed=10)
     out, w = sdpa(q, k, v)

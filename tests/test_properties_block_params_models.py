@@ -1,8 +1,8 @@
 """Property-based tests of ``block``, ``stack``, ``params`` and ``transformer`` (modules of the ``stacks`` helper):
 generated widths, head counts, lengths, activations, norms and padding. Good input gives the defining
 property (the norms = torch's, shapes kept, the parameter formulas = numel on the meta device, causal
-models blind to the future, padded positions never read); bad input a ``ValueError``/``TypeError`` naming
-the argument."""
+layers blind to the future; the causal LM: tests/test_lm_causal_masking.py); bad input a
+``ValueError``/``TypeError`` naming the argument."""
 
 import pytest
 import torch
@@ -133,14 +133,6 @@ def test_causal_encoder_layer_never_reads_the_future(cfg, t, cut):
     assert sum(p.numel() for p in layer.parameters()) == params.encoder_layer_params(params.TransformerConfig(**cfg))
 
 
-@given(cfg=layer_config(), t=st.integers(1, 4), s=st.integers(1, 4))
-@heavy
-def test_decoder_layer_shapes(cfg, t, s):
-    layer = block.DecoderLayer(params.TransformerConfig(**cfg)).eval()
-    out = layer(torch.randn(2, t, cfg["d_model"]), torch.randn(2, s, cfg["d_model"]))
-    assert out.shape == (2, t, cfg["d_model"]) and torch.isfinite(out).all()
-
-
 @given(
     x=st.one_of(
         good(float_tensors((2, 3, 4))),
@@ -205,26 +197,6 @@ def test_transformer_config_refuses_bad_sizes(which, value):
 
 
 # --------------------------------------------------------------------------- models
-
-
-@given(
-    vocab=st.integers(3, 20),
-    t=st.integers(1, 6),
-    cut=st.integers(0, 5),
-    seed=st.integers(0, 99),
-    dims=st.sampled_from([(8, 2), (12, 3), (4, 1)]),
-)
-@heavy
-def test_decoder_only_logits_depend_only_on_the_past(vocab, t, cut, seed, dims):
-    torch.manual_seed(seed)
-    d, h = dims
-    m = Transformer(vocab=vocab, d_model=d, n_heads=h, n_layers=2, d_ff=2 * d, max_len=8).eval()
-    ids = torch.randint(0, vocab, (1, t))
-    other = ids.clone()
-    cut = min(cut, t - 1)
-    other[:, cut + 1 :] = (other[:, cut + 1 :] + 1) % vocab
-    (a, _), (b, _) = m(ids), m(other)
-    assert a.shape == (1, t, vocab) and torch.allclose(a[:, : cut + 1], b[:, : cut + 1], atol=1e-5)
 
 
 @given(

@@ -5,14 +5,12 @@ a rotation whose scores depend only on the relative position); bad input a ``Val
 that names the argument. (Five bad-argument properties failed here first; lm fixed them while this suite
 was being written.)"""
 
-import math
-
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from property_helpers import NOT_INT, NOT_REAL, bad, call, expect_refusal, float_tensors, good, size
 
-from transformer_nb import params, probes, reference
+from transformer_nb import params, reference
 from transformer_nb.core import multihead as mh
 from transformer_nb.core import rope as rp
 from transformer_nb.core.attention import scaled_dot_product_attention
@@ -92,16 +90,6 @@ def test_kv_cache_bytes_refuses_bad_sizes(bad_value, which):
     args = [2, 2, 8, 16, 1, 2]
     args[which] = bad_value
     expect_refusal(params.kv_cache_bytes, [names[which]], *args)
-
-
-@given(t=st.integers(1, 8), seed=st.integers(0, 1000))
-def test_head_stats_bounds_and_uniform_distance(t, seed):
-    w = torch.softmax(torch.randn(3, t, t, generator=torch.Generator().manual_seed(seed)), -1)
-    stats = probes.head_stats(w)
-    assert bool((stats["entropy"] >= -1e-6).all()) and bool((stats["entropy"] <= math.log(t) + 1e-6).all())
-    uniform = probes.head_stats(torch.full((1, t, t), 1 / t))
-    assert math.isclose(float(uniform["distance"][0]), probes.uniform_distance(t), rel_tol=1e-5, abs_tol=1e-6)
-    assert math.isclose(probes.uniform_distance(t), (t * t - 1) / (3 * t), rel_tol=1e-9)
 
 
 # --------------------------------------------------------------------------- rope

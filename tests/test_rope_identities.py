@@ -56,15 +56,6 @@ def test_matches_the_real_rotation_formula(dtype):
     assert torch.allclose(half.double(), ref[..., half_permutation(16)], atol={torch.bfloat16: 3e-2}.get(dtype, 1e-5))
 
 
-@pytest.mark.parametrize("pairing", ["interleaved", "half"])
-def test_module_matches_functional_in_float32_and_float64(pairing):
-    rope = RoPE(16, max_len=100, pairing=pairing)
-    x = torch.randn(2, 3, 10, 16)
-    assert torch.allclose(rope.rotate(x, offset=40), apply_rope(x, torch.arange(40, 50), pairing=pairing), atol=1e-5)
-    assert torch.allclose(rope.rotate(x.double(), 40), apply_rope(x.double(), torch.arange(40, 50), pairing=pairing))
-    assert sum(p.numel() for p in rope.parameters()) == 0
-
-
 def test_inside_attention_and_a_kv_cache_step():
     torch.manual_seed(2)
     mha = MultiHeadAttention(32, 4).eval()
@@ -93,5 +84,5 @@ def test_encoder_layer_with_rope_is_shift_invariant():
 def test_half_precision_is_rotated_in_float32_and_returned_in_its_dtype(dtype):
     rope, x = RoPE(8, 64), torch.randn(2, 3, 5, 8)
     out = rope.rotate(x.to(dtype), offset=7)
-    assert out.dtype == dtype
+    assert out.dtype == dtype and not list(rope.parameters())
     assert torch.allclose(out.float(), rope.rotate(x.to(dtype).float(), offset=7), atol=1e-2)
