@@ -11,16 +11,12 @@ from transformer_nb.lstm import LSTMLM
 V = 300
 
 
-def tiny(head, positions="learned"):
-    return model_helpers.lm(head, V, positions=positions)
-
-
 @pytest.mark.parametrize("head", HEADS)
 @pytest.mark.parametrize("positions", ["learned", "sinusoidal", "rope", "alibi", "lstm"])
 @pytest.mark.parametrize("t", [0, 7, 15])
 def test_future_token_does_not_change_earlier_logprobs(head, positions, t):
     torch.manual_seed(0)
-    m = LSTMLM(V, 16, 24, head="full").eval() if positions == "lstm" else tiny(head, positions)
+    m = LSTMLM(V, 16, 24, head="full").eval() if positions == "lstm" else model_helpers.lm(head, V, positions=positions)
     ids = torch.randint(0, V, (2, 16), generator=torch.Generator().manual_seed(2))
     changed = ids.clone()
     changed[:, t] = (changed[:, t] + 1) % V
@@ -32,7 +28,7 @@ def test_future_token_does_not_change_earlier_logprobs(head, positions, t):
 
 @pytest.mark.parametrize("head", HEADS)
 def test_log_probs_are_normalised_and_match_nll(head):
-    m = tiny(head)
+    m = model_helpers.lm(head, V)
     ids = torch.randint(0, V, (2, 10))
     y = torch.randint(0, V, (2, 10))
     with torch.no_grad():
@@ -44,7 +40,7 @@ def test_log_probs_are_normalised_and_match_nll(head):
 
 
 def test_tied_head_shares_the_embedding_matrix():
-    m = tiny("tied")
+    m = model_helpers.lm("tied", V)
     assert m.head.logits(torch.zeros(1, 32)).shape == (1, V)
     names = [n for n, _ in m.named_parameters()]
     assert m.tok is None and "head.tok.weight" in names  # one V x d matrix, the head's
