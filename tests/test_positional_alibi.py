@@ -45,5 +45,4 @@ def test_bias_as_attention_mask_matches_the_formula():
 def test_alibi_module_has_no_parameters():
     mod = ALiBi(8)
     assert sum(p.numel() for p in mod.parameters()) == 0
-    assert torch.allclose(mod(5), alibi_bias(5, 8))
     assert not torch.signbit(mod(6).diagonal(dim1=1, dim2=2)).any()  # zeros, not -0.0

@@ -14,6 +14,7 @@ from transformer_nb import params, reference
 from transformer_nb.core import multihead as mh
 from transformer_nb.core import rope as rp
 from transformer_nb.core.attention import scaled_dot_product_attention
+from transformer_nb.core.positional import sinusoid_frequencies
 
 
 @st.composite
@@ -97,20 +98,15 @@ def test_kv_cache_bytes_refuses_bad_sizes(bad_value, which):
 D_EVEN = st.integers(1, 4).map(lambda h: 2 * h)
 
 
-@given(d=D_EVEN, base=st.floats(2, 1e5))
-def test_rope_frequencies_closed_form(d, base):
-    f = rp.rope_frequencies(d, base)
-    assert f.shape == (d // 2,) and torch.allclose(
-        f, torch.tensor([base ** (-2 * i / d) for i in range(d // 2)], dtype=torch.float64)
-    )
-
-
 @given(
     d=st.one_of(good(D_EVEN), bad(st.sampled_from([3, 0, -2])), bad(NOT_INT)),
     base=st.one_of(good(st.floats(2, 1e5)), bad(NOT_REAL)),
 )
-def test_rope_frequencies_refuses_bad_arguments(d, base):
-    call(rp.rope_frequencies, {"d": d, "base": base}, {"d": ["d_head", "d_model", "dimension"]})
+def test_rope_frequencies_are_the_sinusoids_and_refuse_bad_arguments(d, base):
+    """(The sinusoids' closed form: tests/test_properties_positional.py.)"""
+    freqs = call(rp.rope_frequencies, {"d": d, "base": base}, {"d": ["d_head", "d_model", "dimension"]})
+    if freqs is not None:
+        assert torch.equal(freqs, sinusoid_frequencies(d.value, base.value))
 
 
 @given(d=D_EVEN, seed=st.integers(0, 999))
