@@ -36,10 +36,6 @@ KNOWN = {
 }
 
 
-def n(m):
-    return sum(p.numel() for p in m.parameters())
-
-
 @pytest.mark.parametrize("name", sorted(PRESETS))
 def test_every_named_model_formula_equals_meta_numel(name):
     cfg = PRESETS[name]
