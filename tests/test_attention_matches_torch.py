@@ -25,35 +25,9 @@ def random_keep(t_q, t_k, seed):
     return keep
 
 
-def alibi_like(t_q, t_k):
-    i, j = torch.arange(t_q)[:, None], torch.arange(t_k)[None, :]
-    return -(i - j).abs().double() * 0.25
-
-
+# Shapes the property test (test_properties_attention.py) does not draw: the package's own masks on 4-D heads,
+# and k, v broadcast over heads.
 CASES = {
-    "no mask, 3-D": (((2, 5, 8), (2, 5, 8), 8), lambda: None),
-    "no mask, T_q != T_k": (((2, 3, 8), (2, 7, 8), 8), lambda: None),
-    "no mask, d_v != d_k": (((2, 5, 8), (2, 5, 8), 3), lambda: None),
-    "no mask, 2-D (unbatched)": (((4, 6), (9, 6), 2), lambda: None),
-    "bool mask (T_q, T_k)": (((2, 4, 8), (2, 6, 8), 5), lambda: random_keep(4, 6, 1)),
-    "bool mask (B, T_q, T_k)": (
-        ((2, 4, 8), (2, 6, 8), 5),
-        lambda: torch.stack([random_keep(4, 6, 2), random_keep(4, 6, 3)]),
-    ),
-    "bool key mask (T_k,) broadcast": (
-        ((2, 4, 8), (2, 6, 8), 5),
-        lambda: torch.tensor([True, True, False, True, False, True]),
-    ),
-    "float additive mask 0/-inf": (((2, 4, 8), (2, 6, 8), 5), lambda: additive(random_keep(4, 6, 4), torch.float64)),
-    "float additive bias + -inf": (
-        ((2, 4, 8), (2, 6, 8), 5),
-        lambda: alibi_like(4, 6).masked_fill(~random_keep(4, 6, 5), -math.inf),
-    ),
-    "float finite bias only": (((2, 4, 8), (2, 6, 8), 5), lambda: alibi_like(4, 6)),
-    "causal bool (T, T)": (((3, 7, 16), (3, 7, 16), 16), lambda: causal_mask(7)),
-    "causal additive (T, T)": (((3, 7, 16), (3, 7, 16), 16), lambda: additive(causal_mask(7), torch.float64)),
-    "causal with T_q < T_k (KV cache)": (((1, 2, 8), (1, 5, 8), 4), lambda: causal_mask(2, 5)),
-    "4-D heads, no mask": (((2, 4, 5, 8), (2, 4, 5, 8), 8), lambda: None),
     "4-D heads, key padding (B,1,T_q,T_k)": (
         ((2, 4, 5, 8), (2, 4, 5, 8), 6),
         lambda: key_padding(padding_mask([5, 3]), 5),
@@ -86,26 +60,6 @@ def test_matches_torch_sdpa(name):
         assert (w.masked_select(blocked.expand_as(w)) == 0).all()
 
 
-def test_is_causal_matches_causal_mask():
-    q, k, v = qkv((2, 3, 6, 8), (2, 3, 6, 8), 8, seed=7)
-    torch.testing.assert_close(
-        sdpa(q, k, v, causal_mask(6))[0], F.scaled_dot_product_attention(q, k, v, is_causal=True)
-    )
-
-
-def test_custom_scale_matches_torch():
-    q, k, v = qkv((2, 5, 8), (2, 5, 8), 8, seed=8)
-    torch.testing.assert_close(sdpa(q, k, v, scale=0.1)[0], F.scaled_dot_product_attention(q, k, v, scale=0.1))
-
-
-def test_float32_matches_torch():
-    q, k, v = qkv((2, 4, 5, 16), (2, 4, 7, 16), 16, seed=9, dtype=torch.float32)
-    mask = random_keep(5, 7, 9)
-    torch.testing.assert_close(
-        sdpa(q, k, v, mask)[0], F.scaled_dot_product_attention(q, k, v, attn_mask=mask), atol=1e-5, rtol=1e-5
-    )
-
-
 def test_weights_are_softmax_of_scaled_scores():
     q, k, v = qkv((2, 4, 8), (2, 6, 8), 3, seed=10)
     out, w = sdpa(q, k, v)
@@ -132,15 +86,3 @@ def test_fully_masked_rows_give_zeros_not_nan(form):
     out.sum().backward()
     assert torch.isfinite(q.grad).all() and torch.isfinite(k.grad).all()
     assert torch.equal(q.grad[:, 1], torch.zeros(2, 8, dtype=q.dtype))
-
-
-def test_every_row_masked_gives_all_zero_output():
-    q, k, v = qkv((1, 3, 4), (1, 3, 4), 2, seed=12)
-    out, w = sdpa(q, k, v, torch.zeros(3, 3, dtype=torch.bool))
-    assert torch.equal(out, torch.zeros_like(out)) and torch.equal(w, torch.zeros_like(w))
-
-
-def test_naive_softmax_would_give_nan():
-    """The bug this guards against (d2l's masked_softmax): softmax of an all -inf row is NaN."""
-    row = torch.full((4,), -math.inf)
-    assert torch.isnan(torch.softmax(row, -1)).all()

@@ -2,20 +2,15 @@
 
 import math
 
+import model_helpers
 import pytest
 import torch
-
-from transformer_nb.core.output_head import frequency_ranks
-from transformer_nb.core.transformer import Transformer
 
 V, D = 300, 32
 
 
 def tied():
-    torch.manual_seed(0)
-    ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    sizes = dict(d_model=D, n_heads=4, d_ff=64, n_layers=1, max_len=32)
-    return Transformer(vocab=V, **sizes, adaptive=True, ranks=ranks, cutoffs=(40, 150), positions="rope").eval()
+    return model_helpers.lm("adaptive_tied", V, n_layers=1, positions="rope")
 
 
 def test_a_word_embeds_as_its_head_row_or_through_its_cluster_projection_times_sqrt_d():

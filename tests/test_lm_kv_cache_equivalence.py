@@ -1,17 +1,16 @@
 """Generation with a KV cache runs the same modules as without and computes the same hidden states
 and the same tokens; the cache lives in MultiHeadAttention.forward(..., cache=...)."""
 
+import model_helpers
 import pytest
 import torch
 
-from transformer_nb import lm_recipe
 from transformer_nb.core.block import EncoderLayer
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.generation import generate
 from transformer_nb.core.multihead import KVCache, MultiHeadAttention
-from transformer_nb.core.output_head import HEADS, frequency_ranks
+from transformer_nb.core.output_head import HEADS
 from transformer_nb.core.rope import RoPE
-from transformer_nb.core.transformer import Transformer
 from transformer_nb.exercises.lm import kv_step_ex
 from transformer_nb.lstm import LSTMLM
 
@@ -20,11 +19,7 @@ SMALL_BLOCK = TransformerConfig(d_model=32, n_heads=4, d_ff=64)
 
 
 def tiny(head="adaptive", positions="learned", activation="gelu", n_layers=3):
-    torch.manual_seed(0)
-    ranks = frequency_ranks(torch.randint(0, V, (3000,), generator=torch.Generator().manual_seed(1)), V)
-    sizes = dict(d_model=32, n_heads=4, d_ff=64, n_layers=n_layers, max_len=80)
-    fields = dict(ranks=ranks, cutoffs=(40, 150), positions=positions, activation=activation)
-    return Transformer(vocab=V, **sizes, **lm_recipe.HEAD_FIELDS[head], **fields).eval()
+    return model_helpers.lm(head, V, positions=positions, activation=activation, n_layers=n_layers, max_len=80)
 
 
 @pytest.mark.parametrize("positions", ["learned", "sinusoidal", "rope", "alibi"])

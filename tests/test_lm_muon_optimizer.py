@@ -37,14 +37,10 @@ def test_lstm_recurrent_and_projection_matrices_go_to_muon():
     assert names == ["proj.weight", "rnn.weight_hh_l0", "rnn.weight_hh_l1", "rnn.weight_ih_l0", "rnn.weight_ih_l1"]
 
 
-def test_adamw_alone_covers_every_parameter():
+def test_adamw_alone_covers_every_parameter_and_adamw_lr_sets_only_the_adamw_half_of_muon():
     m = lstm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=1, head="full")
     opts, (only,) = _split(m, "adamw")
     assert len(opts) == 1 and only == {id(p) for p in m.parameters()}
-
-
-def test_adamw_lr_sets_only_the_adamw_half_of_muon():
-    m = lstm.LSTMLM(40, d_model=8, hidden_size=12, n_layers=1, head="full")
     muon, adamw = lm_training.make_optimizers(
         m, lm_training.TrainConfig(steps=1, optimizer="muon", lr=2e-3, adamw_lr=8e-3)
     )

@@ -1,28 +1,24 @@
 """Sampling is reproducible under a seed; greedy, temperature and top-k do what they say."""
 
+import model_helpers
 import pytest
 import torch
 
-from transformer_nb import lm_recipe
 from transformer_nb.core.generation import generate, sample_next
-from transformer_nb.core.output_head import frequency_ranks
-from transformer_nb.core.transformer import Transformer
+from transformer_nb.core.output_head import HEADS
 from transformer_nb.lstm import LSTMLM
 
 V = 200
 
 
-def _small_adaptive_lm(**head):
+def _small_lm(head):
     """A one-block LM; an adaptive head's clusters (cut at 20 and 60) fit the small vocabulary."""
-    torch.manual_seed(0)
-    ranks = frequency_ranks(torch.randint(0, V, (2000,), generator=torch.Generator().manual_seed(1)), V)
-    sizes = dict(d_model=32, n_heads=4, d_ff=64, n_layers=1, max_len=64)
-    return Transformer(vocab=V, **sizes, **head, ranks=ranks, cutoffs=(20, 60)).eval()
+    return model_helpers.lm(head, V, cutoffs=(20, 60), n_layers=1, max_len=64)
 
 
 @pytest.mark.parametrize("kind", ["transformer", "lstm"])
 def test_same_seed_same_text_different_seed_different_text_and_the_global_rng_untouched(kind):
-    m = _small_adaptive_lm(output_bias=True) if kind == "transformer" else LSTMLM(V, 16, 24, head="full")
+    m = _small_lm("tied") if kind == "transformer" else LSTMLM(V, 16, 24, head="full")
     p = torch.tensor([1, 2, 3])
     torch.manual_seed(123)
     expected = torch.rand(3)
@@ -42,16 +38,16 @@ def test_low_temperature_concentrates_high_temperature_spreads():
     assert len(set(hot.tolist())) == 10
 
 
-@pytest.mark.parametrize("head", ["full", "tied", "adaptive", "adaptive_tied"])
+@pytest.mark.parametrize("head", HEADS)
 def test_the_greedy_shortcut_is_the_arg_max_of_the_full_distribution(head):
-    m = _small_adaptive_lm(**lm_recipe.HEAD_FIELDS[head])
+    m = _small_lm(head)
     h = torch.randn(500, 32) * 3  # many rows, some won by tail words
     with torch.no_grad():
         assert torch.equal(m.head.greedy(h), m.head.log_probs(h).argmax(-1))
 
 
 def test_the_greedy_shortcut_skips_clusters_that_cannot_win():
-    m = _small_adaptive_lm(adaptive=True, tie_output=False)
+    m = _small_lm("adaptive")
     calls = []
     for i, tail in enumerate(m.head.asm.tail):
         tail.register_forward_hook(lambda mod, inp, out, i=i: calls.append(i))

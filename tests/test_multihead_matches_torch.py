@@ -1,7 +1,7 @@
 """The package's MultiHeadAttention computes the same function as nn.MultiheadAttention with copied
 weights: self- and cross-attention, key padding and causal masks, float masks; outputs, per-head weights
-and gradients. Also: the one-reshape heads equal a per-head loop, GQA equals MHA with tied K/V heads,
-and the parameter / KV-cache formulas equal the module's numel() and tensor shapes."""
+and gradients; the KV-cache formula equals the module's tensor shapes. (Heads = a per-head reference, GQA
+included, and parameters = numel(): tests/test_properties_multihead_rope.py.)"""
 
 import math
 
@@ -10,7 +10,7 @@ import torch
 import torch.nn as nn
 
 from transformer_nb.core.masks import causal_mask, key_padding, padding_mask
-from transformer_nb.core.multihead import MultiHeadAttention, merge_heads, split_heads
+from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.interop import copy_from_torch, copy_to_torch, to_torch, to_torch_attn_mask
 from transformer_nb.params import TransformerConfig, attention_params, kv_cache_bytes
 from transformer_nb.probes import head_stats, record_attention, uniform_distance
@@ -54,23 +54,13 @@ def test_matches_nn_multiheadattention(t_q, t_k, cross, lengths, causal):
         y1 = ours(q, kv, kv, mask=our_mask)
     y2, w2 = theirs(q, kv, kv, average_attn_weights=False, **kw)
     assert torch.allclose(y1, y2, atol=1e-5)
+    assert torch.allclose(ours(q, kv, kv, mask=our_mask), y2, atol=1e-5)  # the fast path (F.sdpa) too
     assert torch.allclose(ours.last_weights, w2, atol=1e-6)
     inputs = (q, kv) if cross else (q,)
     g1 = torch.autograd.grad(y1.square().sum(), inputs)
     g2 = torch.autograd.grad(y2.square().sum(), inputs)
     for a, b in zip(g1, g2):
         assert torch.allclose(a, b, atol=1e-4)
-
-
-def test_sdpa_path_and_reference_path_agree_with_torch():
-    ours, theirs = _pair(3)
-    x = torch.randn(B, 6, D)
-    keep = padding_mask([6, 2], 6)
-    y_fast = ours(x, mask=key_padding(keep, 6), is_causal=True)
-    with record_attention(ours):
-        y_ref = ours(x, mask=key_padding(keep, 6), is_causal=True)
-    y_t = theirs(x, x, x, key_padding_mask=~keep, attn_mask=~causal_mask(6))[0]
-    assert torch.allclose(y_fast, y_ref, atol=1e-5) and torch.allclose(y_fast, y_t, atol=1e-5)
 
 
 def test_float_mask_and_mask_conversion():
@@ -107,60 +97,6 @@ def test_fully_masked_row_is_zero_not_nan():
     assert torch.isnan(theirs(x, x, x, key_padding_mask=~keep)[0][1]).all()  # torch's behaviour differs here
 
 
-def test_one_reshape_equals_per_head_loop():
-    ours, _ = _pair(7)
-    x = torch.randn(B, 7, D)
-    dk = D // H
-    heads = []
-    for i in range(H):
-        r = slice(i * dk, (i + 1) * dk)
-        q = x @ ours.q_proj.weight[r].T + ours.q_proj.bias[r]
-        k = x @ ours.k_proj.weight[r].T + ours.k_proj.bias[r]
-        v = x @ ours.v_proj.weight[r].T + ours.v_proj.bias[r]
-        heads.append(torch.softmax(q @ k.transpose(-2, -1) / math.sqrt(dk), -1) @ v)
-    assert torch.allclose(ours(x), ours.out_proj(torch.cat(heads, -1)), atol=1e-5)
-    assert torch.equal(merge_heads(split_heads(x, H)), x)
-    assert torch.equal(split_heads(x, H)[:, 2], x[..., 2 * dk : 3 * dk])
-
-
-@pytest.mark.parametrize("g", [8, 4, 2, 1])
-def test_gqa_equals_mha_with_tied_kv_heads(g):
-    torch.manual_seed(8)
-    gqa = MultiHeadAttention(64, 8, n_kv_heads=g)
-    mha = MultiHeadAttention(64, 8)
-    group, dk = 8 // g, 8
-    with torch.no_grad():
-        mha.q_proj.load_state_dict(gqa.q_proj.state_dict())
-        mha.out_proj.load_state_dict(gqa.out_proj.state_dict())
-        for name in ("k_proj", "v_proj"):
-            src, dst = getattr(gqa, name), getattr(mha, name)
-            dst.weight.copy_(src.weight.view(g, dk, 64).repeat_interleave(group, 0).reshape(64, 64))
-            dst.bias.copy_(src.bias.view(g, dk).repeat_interleave(group, 0).reshape(64))
-    x = torch.randn(2, 9, 64)
-    assert torch.allclose(gqa(x, is_causal=True), mha(x, is_causal=True), atol=1e-5)
-    with record_attention(gqa):
-        gqa(x)
-    assert gqa.last_weights.shape == (2, 8, 9, 9)
-
-
-def test_parameter_counts_match_numel():
-    with torch.device("meta"):
-        for d in (64, 256, 512, 768, 4096):
-            for h in (1, 2, 4, 8, 16, 32, 64):
-                if d % h:
-                    continue
-                for bias in (True, False):
-                    n = sum(p.numel() for p in MultiHeadAttention(d, h, bias=bias).parameters())
-                    cfg = TransformerConfig(d_model=d, n_heads=h, bias=bias)
-                    assert n == attention_params(cfg) == 4 * d * d + (4 * d if bias else 0)
-                for g in (1, 2, h):
-                    if h % g == 0:
-                        n = sum(p.numel() for p in MultiHeadAttention(d, h, g).parameters())
-                        assert n == attention_params(TransformerConfig(d_model=d, n_heads=h, n_kv_heads=g))
-        mha = nn.MultiheadAttention(512, 8)
-        assert sum(p.numel() for p in mha.parameters()) == attention_params(TransformerConfig(d_model=512, n_heads=8))
-
-
 def test_kv_cache_formula_matches_module_shapes():
     for d, h, g, L, n in [(8192, 64, 8, 80, 4096), (4096, 32, 8, 32, 4096), (8192, 64, 64, 80, 4096)]:
         with torch.device("meta"):
@@ -168,6 +104,8 @@ def test_kv_cache_formula_matches_module_shapes():
             k, v = layer.kv_heads(torch.empty(3, n, d, dtype=torch.float16))
         assert k.shape == (3, g, n, d // h) == v.shape
         assert L * (k.numel() * k.element_size() + v.numel() * v.element_size()) == kv_cache_bytes(L, g, d // h, n, 3)
+    mha = nn.MultiheadAttention(512, 8)  # the parameter formula (numel: test_properties_multihead_rope.py)
+    assert sum(p.numel() for p in mha.parameters()) == attention_params(TransformerConfig(d_model=512, n_heads=8))
     assert kv_cache_bytes(80, 64, 128, 4096) == 10_737_418_240  # 002's "about 40 GB" is 10.7 GB
     assert kv_cache_bytes(80, 8, 128, 4096) == 1_342_177_280
 

@@ -12,7 +12,6 @@ from hypothesis import strategies as st
 from property_helpers import NOT_REAL, bool_tensors, expect_refusal, float_tensors
 
 from transformer_nb.core.attention import scaled_dot_product_attention
-from transformer_nb.core.checks import check_mask, check_qkv
 
 QKV_NAMES = {"q": ["query", "q"], "k": ["key", "k"], "v": ["value", "v"]}
 TOL = {torch.float32: 1e-5, torch.float64: 1e-10, torch.bfloat16: 5e-3}
@@ -124,12 +123,3 @@ def spoiled(draw):
 def test_bad_arguments_are_refused_by_name(case):
     args, blame = case
     expect_refusal(scaled_dot_product_attention, blame, **args)
-
-
-@given(problems())
-def test_check_qkv_returns_the_batch_shape_and_check_mask_accepts_good_masks(problem):
-    q, k, v, mask, _ = problem
-    batch = check_qkv(q, k, v)
-    assert batch == torch.broadcast_shapes(q.shape[:-2], k.shape[:-2], v.shape[:-2])
-    if mask is not None:
-        check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)  # does not raise

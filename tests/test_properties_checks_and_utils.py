@@ -10,7 +10,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from property_helpers import NOT_INT, NOT_REAL, expect_refusal, float_tensors, int_tensors
+from property_helpers import NOT_REAL, expect_refusal, float_tensors, int_tensors
 
 from transformer_nb import checks, companion, env
 from transformer_nb.core import utils
@@ -103,29 +103,7 @@ def test_check_close_on_tensors_agrees_with_the_max_error(x, y):
             checks.check_close("t", x, y, atol=0.5)
 
 
-# --------------------------------------------------------------------------- utils
-
-
-@given(v=st.one_of(st.integers(-5, 10**6), NOT_INT), minimum=st.integers(-2, 3))
-def test_as_int(v, minimum):
-    if isinstance(v, int) and not isinstance(v, bool):
-        if v >= minimum:
-            assert utils.as_int("n", v, minimum) == v
-        else:
-            expect_refusal(utils.as_int, ["n"], "n", v, minimum)
-    else:
-        expect_refusal(utils.as_int, ["n"], "n", v, minimum)
-
-
-@given(
-    v=st.one_of(st.floats(allow_nan=True, allow_infinity=True), st.integers(-10, 10), NOT_REAL), positive=st.booleans()
-)
-def test_as_real(v, positive):
-    real = isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
-    if real and (not positive or v > 0):
-        assert utils.as_real("x", v, positive) == float(v)
-    else:
-        expect_refusal(utils.as_real, ["x"], "x", v, positive)
+# --------------------------------------------------------------------------- utils (as_int, as_real: their own test)
 
 
 @given(

@@ -5,17 +5,16 @@ a rotation whose scores depend only on the relative position); bad input a ``Val
 that names the argument. (Five bad-argument properties failed here first; lm fixed them while this suite
 was being written.)"""
 
-import math
-
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
 from property_helpers import NOT_INT, NOT_REAL, bad, call, expect_refusal, float_tensors, good, size
 
-from transformer_nb import params, probes, reference
+from transformer_nb import params, reference
 from transformer_nb.core import multihead as mh
 from transformer_nb.core import rope as rp
 from transformer_nb.core.attention import scaled_dot_product_attention
+from transformer_nb.core.positional import sinusoid_frequencies
 
 
 @st.composite
@@ -86,13 +85,6 @@ def test_mha_constructor_refuses_what_does_not_divide(d_model, n_heads, n_kv_hea
     call(mh.MultiHeadAttention, {"d_model": d_model, "n_heads": n_heads, "n_kv_heads": n_kv_heads}, extra_bad=extra)
 
 
-@given(args=st.tuples(*(st.integers(0, 64) for _ in range(6))))
-def test_kv_cache_bytes_formula(args):
-    layers, kv, d_head, seq, batch, nbytes = args
-    expected = 2 * layers * kv * d_head * seq * batch * nbytes
-    assert params.kv_cache_bytes(layers, kv, d_head, seq, batch, nbytes) == expected
-
-
 @given(bad_value=st.one_of(NOT_INT, st.integers(-5, -1)), which=st.integers(0, 5))
 def test_kv_cache_bytes_refuses_bad_sizes(bad_value, which):
     names = ["n_layers", "n_kv_heads", "d_head", "seq_len", "batch", "bytes_per_value"]
@@ -101,50 +93,20 @@ def test_kv_cache_bytes_refuses_bad_sizes(bad_value, which):
     expect_refusal(params.kv_cache_bytes, [names[which]], *args)
 
 
-@given(t=st.integers(1, 8), seed=st.integers(0, 1000))
-def test_head_stats_bounds_and_uniform_distance(t, seed):
-    w = torch.softmax(torch.randn(3, t, t, generator=torch.Generator().manual_seed(seed)), -1)
-    stats = probes.head_stats(w)
-    assert bool((stats["entropy"] >= -1e-6).all()) and bool((stats["entropy"] <= math.log(t) + 1e-6).all())
-    uniform = probes.head_stats(torch.full((1, t, t), 1 / t))
-    assert math.isclose(float(uniform["distance"][0]), probes.uniform_distance(t), rel_tol=1e-5, abs_tol=1e-6)
-    assert math.isclose(probes.uniform_distance(t), (t * t - 1) / (3 * t), rel_tol=1e-9)
-
-
 # --------------------------------------------------------------------------- rope
 
 D_EVEN = st.integers(1, 4).map(lambda h: 2 * h)
-
-
-@given(d=D_EVEN, base=st.floats(2, 1e5))
-def test_rope_frequencies_closed_form(d, base):
-    f = rp.rope_frequencies(d, base)
-    assert f.shape == (d // 2,) and torch.allclose(
-        f, torch.tensor([base ** (-2 * i / d) for i in range(d // 2)], dtype=torch.float64)
-    )
 
 
 @given(
     d=st.one_of(good(D_EVEN), bad(st.sampled_from([3, 0, -2])), bad(NOT_INT)),
     base=st.one_of(good(st.floats(2, 1e5)), bad(NOT_REAL)),
 )
-def test_rope_frequencies_refuses_bad_arguments(d, base):
-    call(rp.rope_frequencies, {"d": d, "base": base}, {"d": ["d_head", "d_model", "dimension"]})
-
-
-@given(d=D_EVEN, t=st.integers(1, 6), pairing=st.sampled_from(["interleaved", "half"]), seed=st.integers(0, 999))
-def test_apply_rope_rotates_and_scores_depend_on_relative_position(d, t, pairing, seed):
-    g = torch.Generator().manual_seed(seed)
-    q, k = torch.randn(t, d, generator=g, dtype=torch.float64), torch.randn(t, d, generator=g, dtype=torch.float64)
-    rq = rp.apply_rope(q, pairing=pairing)
-    assert torch.allclose(rq.norm(dim=-1), q.norm(dim=-1))  # a rotation keeps lengths
-    shift = torch.arange(t, dtype=torch.float64) + 3.0
-    s1 = rp.apply_rope(q, pairing=pairing) @ rp.apply_rope(k, pairing=pairing).T
-    s2 = rp.apply_rope(q, shift, pairing=pairing) @ rp.apply_rope(k, shift, pairing=pairing).T
-    assert torch.allclose(s1, s2, atol=1e-9)  # the same shift everywhere: the same scores
-    m = reference.rope_matrix(2.0, d, pairing=pairing)
-    assert torch.allclose(m @ m.T, torch.eye(d, dtype=torch.float64), atol=1e-12)
-    assert torch.allclose(rp.apply_rope(q[None, :1], torch.tensor([2.0]), pairing=pairing)[0, 0], m @ q[0])
+def test_rope_frequencies_are_the_sinusoids_and_refuse_bad_arguments(d, base):
+    """(The sinusoids' closed form: tests/test_properties_positional.py.)"""
+    freqs = call(rp.rope_frequencies, {"d": d, "base": base}, {"d": ["d_head", "d_model", "dimension"]})
+    if freqs is not None:
+        assert torch.equal(freqs, sinusoid_frequencies(d.value, base.value))
 
 
 @given(d=D_EVEN, seed=st.integers(0, 999))

@@ -9,7 +9,7 @@ import pytest
 import torch
 from hypothesis import given
 from hypothesis import strategies as st
-from property_helpers import NOT_INT, NOT_REAL, Arg, bad, call, expect_refusal, float_tensors, good, size
+from property_helpers import NOT_INT, NOT_REAL, bad, call, expect_refusal, float_tensors, good, size
 
 from transformer_nb.core import positional as P
 
@@ -154,7 +154,3 @@ def test_alibi_bias_and_module(t_q, n_heads, t_k, dtype):
 @given(t_q=st.one_of(bad(NOT_INT), bad(st.integers(-3, -1))))
 def test_alibi_module_forward_refuses_bad_lengths(t_q):
     expect_refusal(P.ALiBi(2), ["T_q"], t_q.value)
-
-
-def test_arg_repr_is_readable():
-    assert repr(Arg(3, True)) == "ok(3)" and repr(Arg("x", False)) == "BAD('x')"

@@ -45,6 +45,7 @@ def test_one_class_gives_the_three_variants_from_the_same_blocks():
         assert {type(b) for b in m.blocks.layers} == {EncoderLayer} and m.decoder is None
         moved = (m(ids)[0] - m(changed)[0]).abs().amax(-1)[0] > 1e-5
         assert moved[:4].any().item() is not causal  # earlier positions see position 4 only without the causal mask
+    assert numel(Transformer(**SMALL, arch="decoder")) == numel(Transformer(**SMALL, arch="encoder"))  # mask is free
     ed = Transformer(**SMALL, arch="encoder-decoder").eval()
     assert {type(b) for b in ed.decoder.layers} == {DecoderLayer}
     assert ed(ids, tgt=ids[:, :3])[0].shape == (1, 3, V)
