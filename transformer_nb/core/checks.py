@@ -49,12 +49,8 @@ def boundary(check):
 
 def available_devices() -> list[str]:
     """The device names that work here: ``cpu``, then ``cuda`` and ``cuda:N`` per GPU, then ``mps``."""
-    names = ["cpu"]
-    if torch.cuda.is_available():
-        names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        names.append("mps")
-    return names
+    cuda = ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    return ["cpu", *cuda] + ["mps"] * torch.backends.mps.is_available()
 
 
 # --------------------------------------------------------------------------- arguments (shared with the companion)
@@ -151,9 +147,7 @@ def as_device(name: str, device) -> torch.device | None:
     except RuntimeError:
         raise ValueError(f"{name} must be one of {', '.join([*available_devices(), 'meta'])}, got {device!r}") from None
     if dev.type not in ("cpu", "meta") and str(dev) not in available_devices():
-        raise ValueError(
-            f"{name}={str(dev)!r} is not on this machine; the devices here: {', '.join(available_devices())}"
-        )
+        raise ValueError(f"{name}={str(dev)!r} is not on this machine, which has {', '.join(available_devices())}")
     return dev
 
 
@@ -162,22 +156,17 @@ def memory_of(device=None) -> int | None:
     dev = as_device("device", device) or torch.device("cpu")
     if dev.type == "cuda":
         return torch.cuda.get_device_properties(dev).total_memory
-    if dev.type == "cpu" and hasattr(os, "sysconf"):
-        try:
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError):
-            return None
-    return None
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if dev.type == "cpu" else None
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def check_memory(what: str, n_bytes: int, device=None) -> None:
     """``ValueError`` naming ``what`` when a tensor of ``n_bytes`` cannot fit in ``device``'s memory."""
     limit = memory_of(device)
     if limit is not None and n_bytes > limit:
-        raise ValueError(
-            f"{what} would need {n_bytes / 2**30:.3g} GiB, more than the {limit / 2**30:.3g} GiB of memory "
-            f"of {torch.device(device or 'cpu')}; use smaller sizes"
-        )
+        raise ValueError(f"{what} would need {n_bytes / 2**30:.3g} GiB, more than the {limit / 2**30:.3g} GiB here")
 
 
 # --------------------------------------------------------------------------- tensors
@@ -188,10 +177,7 @@ def plain_tensor(name: str, x) -> None:
     every comparison, ``==``, ``allclose``, ``isfinite``, ..., with whatever it likes, so a result that rests on
     comparing it proves nothing. ``x.as_subclass(torch.Tensor)`` is the plain tensor underneath."""
     if isinstance(x, torch.Tensor) and type(x) not in (torch.Tensor, torch.nn.Parameter):
-        raise TypeError(
-            f"{name} is a {type(x).__name__}, a subclass of torch.Tensor that may redefine comparisons; "
-            f"pass a plain tensor ({name}.as_subclass(torch.Tensor))"
-        )
+        raise TypeError(f"{name} is a {type(x).__name__}, a subclass of torch.Tensor; use .as_subclass(torch.Tensor)")
 
 
 def is_int_tensor(x) -> bool:
@@ -221,10 +207,7 @@ def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Ten
     if like is not None:
         check_device(name, x, like.device)
         if x.dtype != like.dtype and not torch.is_autocast_enabled(x.device.type):
-            raise TypeError(
-                f"{name} has dtype {x.dtype} but the model's weights are {like.dtype}; convert one of them "
-                f"(x.to({like.dtype}) or model.to({x.dtype})) or run under torch.autocast"
-            )
+            raise TypeError(f"{name} has dtype {x.dtype}, the weights {like.dtype}: convert one or use torch.autocast")
 
 
 def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
@@ -232,10 +215,7 @@ def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0
     (checked on the CPU only: elsewhere reading it back would wait for the device); given ``device``, on it."""
     if not is_int_tensor(ids):
         got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise TypeError(
-            f"{name} must be an integer tensor of word ids, got {got} "
-            "(integer token ids: a torch.Tensor of dtype torch.long)"
-        )
+        raise TypeError(f"{name} must be an integer tensor of word ids, got {got} (integer token ids: a torch.Tensor)")
     if ids.dim() != 2 or ids.shape[1] < min_len:
         at_least = f" with T >= {min_len}" if min_len else ""
         raise ValueError(f"{name} must have shape (B, T){at_least}, got {tuple(ids.shape)}")
@@ -252,14 +232,9 @@ def check_keep(keep, b: int, t: int, name: str) -> None:
     if keep is None:
         return
     if _tensor(name, keep, " (a (B, T) bool mask, True = real token)").dtype != torch.bool:
-        raise TypeError(
-            f"{name} must be a bool mask (True = real token, False = padding), got dtype {keep.dtype}; "
-            f"for 0/1 values use {name}.bool()"
-        )
+        raise TypeError(f"{name} must be a bool mask (True = real token), got {keep.dtype}; use {name}.bool()")
     if tuple(keep.shape) != (b, t):
-        raise ValueError(
-            f"{name} must have the shape (B, T) = ({b}, {t}) of the sequence it describes, got {tuple(keep.shape)}"
-        )
+        raise ValueError(f"{name} must have the shape (B, T) = ({b}, {t}) of its sequence, got {tuple(keep.shape)}")
 
 
 def _past_table(what: str, offset, t: int, max_len: int, fix: str) -> None:
@@ -296,29 +271,20 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
 def check_mask(mask: torch.Tensor, scores_shape: tuple, dtype: torch.dtype | None = None) -> None:
     """A bool or additive float ``mask`` that broadcasts to scores ``(..., T_q, T_k)`` (a float one: of ``dtype``)."""
     if _tensor("mask", mask).dtype != torch.bool and not mask.is_floating_point():
-        raise TypeError(
-            f"mask must be bool (True = may attend) or an additive float mask, got dtype "
-            f"{mask.dtype}; for a 0/1 integer mask use mask.bool()"
-        )
+        raise TypeError(f"mask must be bool or float (added), got {mask.dtype}; for a 0/1 integer mask use mask.bool()")
     try:
         ok = torch.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
     except RuntimeError:
         ok = False
     if not ok:
-        raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
-            f"of shape {tuple(scores_shape)} (..., T_q, T_k)"
-        )
+        raise ValueError(f"mask of shape {tuple(mask.shape)} does not broadcast to the scores {tuple(scores_shape)}")
     if mask.is_floating_point():
         if dtype is not None and mask.dtype != dtype:
             raise TypeError(f"a float mask must have the dtype of the query ({dtype}), got {mask.dtype}")
         if torch.isnan(mask).any() or torch.isposinf(mask).any():
             raise ValueError("a float mask is added to the scores and must not contain NaN or +inf")
         if mask.numel() and (mask == 1).any() and ((mask == 0) | (mask == 1)).all():
-            raise ValueError(
-                "this float mask holds only 0s and 1s, so it looks multiplicative; float masks are "
-                "additive (0 = attend, -inf = blocked). Pass mask.bool() instead"
-            )
+            raise ValueError("a float mask of 0s and 1s looks multiplicative; it is added: pass mask.bool()")
 
 
 def _attention(q, k, v, mask=None, scale=None) -> None:
@@ -334,10 +300,7 @@ def _attention(q, k, v, mask=None, scale=None) -> None:
 def finite_scores(scores: torch.Tensor, dtype: torch.dtype) -> None:
     """The attention scores must not overflow their dtype (e.g. float16 past 65504): a NaN never comes out."""
     if scores.device.type != "meta" and not torch.isfinite(scores).all():
-        raise ValueError(
-            f"the scores q·kᵀ·scale overflow {dtype} (largest {torch.finfo(dtype).max:.3g}); "
-            f"use smaller query/key values, a smaller scale or a wider dtype"
-        )
+        raise ValueError(f"the scores q·kᵀ·scale overflow {dtype}: use smaller values or a wider dtype")
 
 
 def _causal_mask(t_q, t_k=None, device=None) -> None:
@@ -394,14 +357,9 @@ def check_heads(d_model, n_heads, n_kv_heads=None, bias: bool = True) -> tuple[i
     if 4 * d_model * d_model > MAX_WEIGHTS:
         raise ValueError(f"d_model={d_model} would need 4·d_model² = {4 * d_model * d_model:.2e} weights")
     if d_model % n_heads:
-        raise ValueError(
-            f"n_heads={n_heads} must divide d_model={d_model} (each head gets d_model / n_heads dimensions)"
-        )
+        raise ValueError(f"n_heads={n_heads} must divide d_model={d_model} (each head gets d_model / n_heads)")
     if n_heads % n_kv_heads:
-        raise ValueError(
-            f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
-            f"(each key/value head is shared by a whole group of query heads)"
-        )
+        raise ValueError(f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} (a group shares a k/v head)")
     _bool("bias", bias)
     return d_model, n_heads, n_kv_heads
 
@@ -430,10 +388,7 @@ def _attention_mask(attn, mask, b: int, t_q: int, t_k: int) -> None:
         check_mask(mask, (b, attn.n_heads, t_q, t_k))
     except ValueError as err:
         if isinstance(mask, torch.Tensor) and tuple(mask.shape) == (b, t_k):
-            raise ValueError(
-                f"{err}. This looks like a (B, T_k) key-padding mask: turn it into an attention "
-                f"mask with masks.key_padding(keep, T_q), shape (B, 1, T_q, T_k)"
-            ) from None
+            raise ValueError(f"{err}; this looks like a (B, T_k) key-padding mask: use masks.key_padding") from None
         raise
 
 
@@ -444,10 +399,7 @@ def _cache(attn, cache, b: int, t_new: int) -> int:
     if not isinstance(cache, KVCache):
         raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
     if cache.owner is not None and cache.owner() is not attn:
-        raise ValueError(
-            "this KVCache holds the keys and values of another attention layer: a cache belongs to one "
-            "layer; give every layer its own (model.init_state())"
-        )
+        raise ValueError("this KVCache is another attention layer's: each needs its own (model.init_state())")
     if cache.length + t_new > cache.capacity:
         raise ValueError(f"the KV cache holds {cache.capacity} positions; {cache.length + t_new} were asked for")
     if cache.k is not None and cache.k.shape[0] != b:
@@ -523,15 +475,9 @@ def check_cutoffs(cutoffs, div_value, d_model: int, vocab: int) -> None:
     div = as_real("div_value", div_value, positive=True)
     widest = max(d_model / div, d_model / div ** len(cuts)) if div ** len(cuts) > 0 else math.inf
     if widest * (d_model + vocab) > MAX_WEIGHTS:
-        raise ValueError(
-            f"div_value={div_value} makes a tail cluster project d_model={d_model} to {widest:.3g} dimensions, "
-            f"about {widest * (d_model + vocab):.3g} weights, more than any machine holds; use div_value >= 1"
-        )
+        raise ValueError(f"div_value={div_value} makes a tail cluster project d_model={d_model} to {widest:.3g}")
     if d_model // div ** len(cuts) < 1:
-        raise ValueError(
-            f"the last tail cluster would project d_model={d_model} to d_model // div_value**{len(cuts)} = 0 "
-            f"dimensions; use a smaller div_value or fewer cutoffs"
-        )
+        raise ValueError(f"the last cluster maps d_model={d_model} to d_model // div_value**{len(cuts)} = 0 dimensions")
 
 
 def validate(cfg):
@@ -550,30 +496,20 @@ def validate(cfg):
     for name, choices in (("arch", ARCHS), ("activation", ACTIVATIONS), ("norm", NORMS), ("positions", POSITIONS)):
         _one_of(name, getattr(cfg, name), choices)
     check_heads(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
-    for name in ("n_layers", "vocab", "max_len"):
-        as_int(name, getattr(cfg, name), 1)
+    for name, low in (("n_layers", 1), ("vocab", 1), ("max_len", 1), ("token_types", 0)):
+        as_int(name, getattr(cfg, name), low)
     if cfg.d_ff is not None and (isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0):
-        raise ValueError(
-            f"d_ff (the FFN hidden width) must be a positive integer (usually 4·d_model), got {cfg.d_ff!r}"
-        )
+        raise ValueError(f"d_ff (the FFN hidden width) must be a positive integer (e.g. 4·d_model), got {cfg.d_ff!r}")
     check_eps(cfg.eps)
     if cfg.positions == "rope" and (cfg.d_model // cfg.n_heads) % 2:
-        raise ValueError(
-            f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
-        )
+        raise ValueError(f"RoPE turns pairs: d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}")
     check_dropout(cfg.dropout)
-    if cfg.arch != "encoder-decoder":
-        if cfg.n_dec_layers is not None or cfg.tgt_vocab is not None:
-            raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
-    else:
-        as_int("n_dec_layers", cfg.dec_layers, 1)
-        as_int("tgt_vocab", cfg.target_vocab, 1)
+    if cfg.arch != "encoder-decoder" and (cfg.n_dec_layers is not None or cfg.tgt_vocab is not None):
+        raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
+    if cfg.arch == "encoder-decoder":
+        as_int("n_dec_layers", cfg.dec_layers, 1), as_int("tgt_vocab", cfg.target_vocab, 1)
         if cfg.share_embeddings and cfg.target_vocab != cfg.vocab:
-            raise ValueError(
-                f"share_embeddings needs one vocabulary for source and target, but vocab={cfg.vocab} "
-                f"and tgt_vocab={cfg.target_vocab}; set share_embeddings=False or use a joint "
-                f"vocabulary (the original Transformer shared a 37k BPE vocabulary)"
-            )
+            raise ValueError(f"share_embeddings needs one vocabulary, not {cfg.vocab} and {cfg.target_vocab} words")
     if cfg.adaptive:
         check_cutoffs(cfg.cutoffs, cfg.div_value, cfg.d_model, cfg.target_vocab)
     if cfg.scale_embeddings and cfg.adaptive and cfg.tie_output:
@@ -581,16 +517,10 @@ def validate(cfg):
     for name in ("tie_output", "output_bias", "adaptive"):
         if getattr(cfg, name) and not cfg.lm_head:
             raise ValueError(f"{name}=True needs an output projection, but lm_head=False")
-    as_int("token_types", cfg.token_types, 0)
-    if cfg.pad_id is not None:
-        n = min(cfg.vocab, cfg.target_vocab)
-        if as_int("pad_id", cfg.pad_id, 0) >= n:
-            raise ValueError(f"pad_id must be an id of the vocabulary, in [0, {n}), got {cfg.pad_id}")
-        if cfg.tie_output:
-            raise ValueError(
-                "pad_id needs the model's own token tables, but tie_output=True makes the output layer's "
-                "weights the table (the padding row would be a word's output row); set tie_output=False"
-            )
+    if cfg.pad_id is not None and as_int("pad_id", cfg.pad_id, 0) >= (n := min(cfg.vocab, cfg.target_vocab)):
+        raise ValueError(f"pad_id must be an id of the vocabulary, in [0, {n}), got {cfg.pad_id}")
+    if cfg.pad_id is not None and cfg.tie_output:
+        raise ValueError("pad_id needs own token tables, not the tied output layer's: set tie_output=False")
     return cfg
 
 
@@ -667,10 +597,7 @@ def _transformer_init(self, cfg=None, ranks=None, **fields) -> None:
 
 def _runnable(model) -> None:
     if model.cfg.positions == "t5-bias":
-        raise NotImplementedError(
-            "T5's bucketed relative-position bias is counted here, not implemented; "
-            "this model can be built and counted but not run"
-        )
+        raise NotImplementedError("T5's bucketed relative-position bias is counted here, not implemented")
 
 
 def _hidden(self, ids, state=None, keep=None) -> None:
@@ -751,12 +678,10 @@ def _decode(self, tgt, memory, src_keep=None, tgt_keep=None) -> None:
 def _transformer_forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=None) -> None:
     enc_dec = self.cfg.arch == "encoder-decoder"
     _runnable(self)
-    if enc_dec != (tgt is not None):
-        raise ValueError(
-            "an encoder-decoder needs forward(src, tgt=...)"
-            if enc_dec
-            else f"arch={self.cfg.arch!r} takes one sequence of ids; tgt is for an encoder-decoder"
-        )
+    if enc_dec and tgt is None:
+        raise ValueError("an encoder-decoder needs forward(src, tgt=...)")
+    if tgt is not None and not enc_dec:
+        raise ValueError(f"arch={self.cfg.arch!r} takes one sequence of ids; tgt is for an encoder-decoder")
     _hidden(self, ids, keep=keep)
     if enc_dec:
         _tgt(self, tgt, tgt_keep)
@@ -786,20 +711,14 @@ def _generate(model, prompt, n_new, temperature=0.0, top_k=None, seed=0, use_cac
     if t < 0:
         raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {t}")
     if 0 < t < 1e-30:  # below, logits / temperature overflow
-        raise ValueError(
-            f"temperature={t:g} is so small that logits / temperature overflow float32: use temperature=0 "
-            f"(greedy) for the most likely word, or a temperature >= 1e-30"
-        )
+        raise ValueError(f"temperature={t:g} is so small that logits / temperature overflow: use 0 or >= 1e-30")
     if top_k is not None:
         as_int("top_k", top_k, 0)
     if seed is not None and as_int("seed", seed, 0) >= 2**63:
         raise ValueError(f"seed must be None or an int below 2**63 (a torch.Generator's range), got {seed}")
     _bool("use_cache", use_cache)
     if use_cache and model.max_len is not None and prompt.numel() + n_new > model.max_len:
-        raise ValueError(
-            f"prompt ({prompt.numel()}) + n_new ({n_new}) exceeds max_len={model.max_len}: "
-            f"the KV cache cannot slide its positions; generate fewer tokens or use_cache=False"
-        )
+        raise ValueError(f"prompt + n_new = {prompt.numel() + n_new} exceeds max_len={model.max_len}: use_cache=False")
     device = next(model.parameters()).device
     if use_cache and isinstance(model, Transformer):
         cfg = model.cfg
@@ -904,9 +823,7 @@ def _rotated(rope, x, offset, name: str) -> None:
     _float(name, x, " (RoPE rotates real vectors)")
     check_device(name, x, rope.cos.device)
     if x.dim() < 2 or x.shape[-1] != rope.d_head:
-        raise ValueError(
-            f"RoPE(d_head={rope.d_head}) expects {name} of shape (..., T, {rope.d_head}), got {tuple(x.shape)}"
-        )
+        raise ValueError(f"RoPE(d_head={rope.d_head}) expects {name} of shape (..., T, d_head), got {tuple(x.shape)}")
     fix = f"build RoPE(d_head, max_len=...) with max_len >= {as_int('offset', offset) + x.shape[-2]}"
     _past_table("RoPE's table", offset, x.shape[-2], rope.max_len, fix)
 
@@ -940,10 +857,7 @@ def _output_head_init(self, kind, d_model, vocab_size, ranks=None, cutoffs=(2000
     check_memory(f"an output layer of vocab_size={vocab_size} x d_model={d_model}", 4 * vocab_size * d_model)
     if kind in ("adaptive", "adaptive_tied"):
         if ranks is None:
-            raise ValueError(
-                f"the {kind} head needs ranks = frequency_ranks(train_ids, V): "
-                "its clusters only save work if frequent words come first"
-            )
+            raise ValueError(f"the {kind} head needs ranks = frequency_ranks(train_ids, V): frequent words first")
         if not isinstance(ranks, torch.Tensor) or ranks.shape != (vocab_size,):
             raise ValueError(f"ranks must be a tensor of shape ({vocab_size},), got {_what(ranks)}")
         if not torch.equal(torch.sort(ranks.long().cpu()).values, torch.arange(vocab_size)):
