@@ -492,7 +492,8 @@ def validate(cfg):
     if cfg.arch != "encoder-decoder" and (cfg.n_dec_layers is not None or cfg.tgt_vocab is not None):
         raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
     if cfg.arch == "encoder-decoder":
-        as_int("n_dec_layers", cfg.dec_layers, 1), as_int("tgt_vocab", cfg.target_vocab, 1)
+        as_int("n_dec_layers", cfg.dec_layers, 1)
+        as_int("tgt_vocab", cfg.target_vocab, 1)
         if cfg.share_embeddings and cfg.target_vocab != cfg.vocab:
             raise ValueError(f"share_embeddings needs one vocabulary, not {cfg.vocab} and {cfg.target_vocab} words")
     if cfg.adaptive:
@@ -600,7 +601,8 @@ def _hidden(self, ids, state=None, keep=None) -> None:
 
 def _targets(targets, ids, vocab: int) -> None:
     check_ids(targets, "targets", vocab)
-    _refuse(targets.shape != ids.shape, f"targets must have the shape of ids, {tuple(ids.shape)}, not {targets.shape}")
+    if targets.shape != ids.shape:
+        raise ValueError(f"targets must have the shape of ids, got {tuple(targets.shape)} and {tuple(ids.shape)}")
     _refuse(not targets.numel(), f"a loss needs at least one target, got targets of shape {tuple(targets.shape)}")
 
 
