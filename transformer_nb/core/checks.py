@@ -49,12 +49,8 @@ def boundary(check):
 
 def available_devices() -> list[str]:
     """The device names that work here: ``cpu``, then ``cuda`` and ``cuda:N`` per GPU, then ``mps``."""
-    names = ["cpu"]
-    if torch.cuda.is_available():
-        names += ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())]
-    if getattr(torch.backends, "mps", None) is not None and torch.backends.mps.is_available():
-        names.append("mps")
-    return names
+    cuda = ["cuda"] + [f"cuda:{i}" for i in range(torch.cuda.device_count())] if torch.cuda.is_available() else []
+    return ["cpu", *cuda] + ["mps"] * torch.backends.mps.is_available()
 
 
 # --------------------------------------------------------------------------- arguments (shared with the companion)
@@ -71,8 +67,7 @@ def as_int(name: str, value, minimum: int = 0) -> int:
         n = operator.index(value)
     except TypeError:
         raise TypeError(f"{name} must be an int, got {type(value).__name__} {value!r}") from None
-    if n < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {n}")
+    _refuse(n < minimum, f"{name} must be >= {minimum}, got {n}")
     return n
 
 
@@ -88,19 +83,22 @@ def as_real(name: str, value, positive: bool = False) -> float:
     return x
 
 
+def _refuse(bad, message: str, error=ValueError) -> None:
+    """Raise ``error(message)`` if ``bad``: one line per check."""
+    if bad:
+        raise error(message)
+
+
 def _bool(name: str, value) -> None:
-    if not isinstance(value, bool):
-        raise TypeError(f"{name} must be True or False, got {value!r}")
+    _refuse(not isinstance(value, bool), f"{name} must be True or False, got {value!r}", TypeError)
 
 
 def _one_of(name: str, value, choices) -> None:
-    if value not in choices:
-        raise ValueError(f"{name} must be one of {choices}, got {value!r}")
+    _refuse(value not in choices, f"{name} must be one of {choices}, got {value!r}")
 
 
 def _tensor(name: str, x, what: str = "") -> torch.Tensor:
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor{what}, got {type(x).__name__}")
+    _refuse(not isinstance(x, torch.Tensor), f"{name} must be a torch.Tensor{what}, got {type(x).__name__}", TypeError)
     return x
 
 
@@ -109,8 +107,7 @@ def _what(x) -> str:
 
 
 def _same_batch(memory: torch.Tensor, b: int) -> None:
-    if memory.shape[0] != b:
-        raise ValueError(f"memory has batch size {memory.shape[0]} but the decoder input has {b}")
+    _refuse(memory.shape[0] != b, f"memory has batch size {memory.shape[0]} but the decoder input has {b}")
 
 
 def _float(name: str, x, what: str = "") -> None:
@@ -151,9 +148,7 @@ def as_device(name: str, device) -> torch.device | None:
     except RuntimeError:
         raise ValueError(f"{name} must be one of {', '.join([*available_devices(), 'meta'])}, got {device!r}") from None
     if dev.type not in ("cpu", "meta") and str(dev) not in available_devices():
-        raise ValueError(
-            f"{name}={str(dev)!r} is not on this machine; the devices here: {', '.join(available_devices())}"
-        )
+        raise ValueError(f"{name}={str(dev)!r} is not on this machine, which has {', '.join(available_devices())}")
     return dev
 
 
@@ -162,22 +157,17 @@ def memory_of(device=None) -> int | None:
     dev = as_device("device", device) or torch.device("cpu")
     if dev.type == "cuda":
         return torch.cuda.get_device_properties(dev).total_memory
-    if dev.type == "cpu" and hasattr(os, "sysconf"):
-        try:
-            return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
-        except (ValueError, OSError):
-            return None
-    return None
+    try:
+        return os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES") if dev.type == "cpu" else None
+    except (AttributeError, ValueError, OSError):
+        return None
 
 
 def check_memory(what: str, n_bytes: int, device=None) -> None:
     """``ValueError`` naming ``what`` when a tensor of ``n_bytes`` cannot fit in ``device``'s memory."""
     limit = memory_of(device)
     if limit is not None and n_bytes > limit:
-        raise ValueError(
-            f"{what} would need {n_bytes / 2**30:.3g} GiB, more than the {limit / 2**30:.3g} GiB of memory "
-            f"of {torch.device(device or 'cpu')}; use smaller sizes"
-        )
+        raise ValueError(f"{what} would need {n_bytes / 2**30:.3g} GiB, more than the {limit / 2**30:.3g} GiB here")
 
 
 # --------------------------------------------------------------------------- tensors
@@ -188,10 +178,7 @@ def plain_tensor(name: str, x) -> None:
     every comparison, ``==``, ``allclose``, ``isfinite``, ..., with whatever it likes, so a result that rests on
     comparing it proves nothing. ``x.as_subclass(torch.Tensor)`` is the plain tensor underneath."""
     if isinstance(x, torch.Tensor) and type(x) not in (torch.Tensor, torch.nn.Parameter):
-        raise TypeError(
-            f"{name} is a {type(x).__name__}, a subclass of torch.Tensor that may redefine comparisons; "
-            f"pass a plain tensor ({name}.as_subclass(torch.Tensor))"
-        )
+        raise TypeError(f"{name} is a {type(x).__name__}, a subclass of torch.Tensor; use .as_subclass(torch.Tensor)")
 
 
 def is_int_tensor(x) -> bool:
@@ -221,10 +208,7 @@ def check_hidden(x, d_model: int, name: str, dims: str = "B, T", like: torch.Ten
     if like is not None:
         check_device(name, x, like.device)
         if x.dtype != like.dtype and not torch.is_autocast_enabled(x.device.type):
-            raise TypeError(
-                f"{name} has dtype {x.dtype} but the model's weights are {like.dtype}; convert one of them "
-                f"(x.to({like.dtype}) or model.to({x.dtype})) or run under torch.autocast"
-            )
+            raise TypeError(f"{name} has dtype {x.dtype}, the weights {like.dtype}: convert one or use torch.autocast")
 
 
 def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0, device=None) -> None:
@@ -232,10 +216,7 @@ def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0
     (checked on the CPU only: elsewhere reading it back would wait for the device); given ``device``, on it."""
     if not is_int_tensor(ids):
         got = ids.dtype if isinstance(ids, torch.Tensor) else type(ids).__name__
-        raise TypeError(
-            f"{name} must be an integer tensor of word ids, got {got} "
-            "(integer token ids: a torch.Tensor of dtype torch.long)"
-        )
+        raise TypeError(f"{name} must be an integer tensor of word ids, got {got} (integer token ids: a torch.Tensor)")
     if ids.dim() != 2 or ids.shape[1] < min_len:
         at_least = f" with T >= {min_len}" if min_len else ""
         raise ValueError(f"{name} must have shape (B, T){at_least}, got {tuple(ids.shape)}")
@@ -243,8 +224,7 @@ def check_ids(ids, name: str = "ids", vocab: int | None = None, min_len: int = 0
         check_device(name, ids, device)
     if vocab is not None and ids.device.type == "cpu" and ids.numel():
         lo, hi = torch.aminmax(ids)
-        if lo < 0 or hi >= vocab:
-            raise ValueError(f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
+        _refuse(lo < 0 or hi >= vocab, f"{name} must lie in [0, {vocab}), got range [{int(lo)}, {int(hi)}]")
 
 
 def check_keep(keep, b: int, t: int, name: str) -> None:
@@ -252,21 +232,14 @@ def check_keep(keep, b: int, t: int, name: str) -> None:
     if keep is None:
         return
     if _tensor(name, keep, " (a (B, T) bool mask, True = real token)").dtype != torch.bool:
-        raise TypeError(
-            f"{name} must be a bool mask (True = real token, False = padding), got dtype {keep.dtype}; "
-            f"for 0/1 values use {name}.bool()"
-        )
-    if tuple(keep.shape) != (b, t):
-        raise ValueError(
-            f"{name} must have the shape (B, T) = ({b}, {t}) of the sequence it describes, got {tuple(keep.shape)}"
-        )
+        raise TypeError(f"{name} must be a bool mask (True = real token), got {keep.dtype}; use {name}.bool()")
+    _refuse(tuple(keep.shape) != (b, t), f"{name} must have the shape (B, T) = ({b}, {t}), got {tuple(keep.shape)}")
 
 
 def _past_table(what: str, offset, t: int, max_len: int, fix: str) -> None:
     """Positions ``offset .. offset + t - 1`` must have rows in a table of ``max_len``."""
     offset = as_int("offset", offset)  # the position of the first token
-    if offset + t > max_len:
-        raise ValueError(f"positions {offset}..{offset + t - 1} exceed {what} of max_len={max_len}; {fix}")
+    _refuse(offset + t > max_len, f"positions {offset}..{offset + t - 1} exceed {what} of max_len={max_len}; {fix}")
 
 
 # --------------------------------------------------------------------------- attention and masks
@@ -276,15 +249,12 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
     """Shapes ``q: (..., T_q, d_k)``, ``k: (..., T_k, d_k)``, ``v: (..., T_k, d_v)``; returns the batch shape."""
     for name, t in (("query", q), ("key", k), ("value", v)):
         _float(name, t)
-        if t.dim() < 2:
-            raise ValueError(f"{name} must have shape (..., T, d), got {tuple(t.shape)}")
+        _refuse(t.dim() < 2, f"{name} must have shape (..., T, d), got {tuple(t.shape)}")
         if t.device.type != "meta" and not torch.isfinite(t).all():
             raise ValueError(f"{name} contains NaN or inf; attention of such values is NaN")
     shapes = f"query {tuple(q.shape)}, key {tuple(k.shape)}, value {tuple(v.shape)}"
-    if q.shape[-1] == 0 or q.shape[-1] != k.shape[-1]:
-        raise ValueError(f"query and key must share the last dimension d_k >= 1: {shapes}")
-    if k.shape[-2] != v.shape[-2]:
-        raise ValueError(f"key and value must have the same length T_k: {shapes}")
+    _refuse(not 0 < q.shape[-1] == k.shape[-1], f"query and key must share the last dimension d_k >= 1: {shapes}")
+    _refuse(k.shape[-2] != v.shape[-2], f"key and value must have the same length T_k: {shapes}")
     if not q.device == k.device == v.device or not q.dtype == k.dtype == v.dtype:
         raise TypeError(f"query, key and value must share one device and dtype, got {q.dtype}, {k.dtype}, {v.dtype}")
     try:
@@ -296,37 +266,26 @@ def check_qkv(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor) -> tuple:
 def check_mask(mask: torch.Tensor, scores_shape: tuple, dtype: torch.dtype | None = None) -> None:
     """A bool or additive float ``mask`` that broadcasts to scores ``(..., T_q, T_k)`` (a float one: of ``dtype``)."""
     if _tensor("mask", mask).dtype != torch.bool and not mask.is_floating_point():
-        raise TypeError(
-            f"mask must be bool (True = may attend) or an additive float mask, got dtype "
-            f"{mask.dtype}; for a 0/1 integer mask use mask.bool()"
-        )
+        raise TypeError(f"mask must be bool or float (added), got {mask.dtype}; for a 0/1 integer mask use mask.bool()")
     try:
         ok = torch.broadcast_shapes(mask.shape, scores_shape) == tuple(scores_shape)
     except RuntimeError:
         ok = False
-    if not ok:
-        raise ValueError(
-            f"mask of shape {tuple(mask.shape)} does not broadcast to the attention scores "
-            f"of shape {tuple(scores_shape)} (..., T_q, T_k)"
-        )
+    _refuse(not ok, f"mask of shape {tuple(mask.shape)} does not broadcast to the scores {tuple(scores_shape)}")
     if mask.is_floating_point():
         if dtype is not None and mask.dtype != dtype:
             raise TypeError(f"a float mask must have the dtype of the query ({dtype}), got {mask.dtype}")
         if torch.isnan(mask).any() or torch.isposinf(mask).any():
             raise ValueError("a float mask is added to the scores and must not contain NaN or +inf")
         if mask.numel() and (mask == 1).any() and ((mask == 0) | (mask == 1)).all():
-            raise ValueError(
-                "this float mask holds only 0s and 1s, so it looks multiplicative; float masks are "
-                "additive (0 = attend, -inf = blocked). Pass mask.bool() instead"
-            )
+            raise ValueError("a float mask of 0s and 1s looks multiplicative; it is added: pass mask.bool()")
 
 
 def _attention(q, k, v, mask=None, scale=None) -> None:
     batch = check_qkv(q, k, v)
     if mask is not None:
         check_mask(mask, (*batch, q.shape[-2], k.shape[-2]), dtype=q.dtype)
-        if mask.device != q.device:
-            raise ValueError(f"mask is on {mask.device}, the query on {q.device}; move the mask with .to()")
+        _refuse(mask.device != q.device, f"mask is on {mask.device}, the query on {q.device}; move the mask with .to()")
     if scale is not None:
         as_real("scale", scale)
 
@@ -334,25 +293,20 @@ def _attention(q, k, v, mask=None, scale=None) -> None:
 def finite_scores(scores: torch.Tensor, dtype: torch.dtype) -> None:
     """The attention scores must not overflow their dtype (e.g. float16 past 65504): a NaN never comes out."""
     if scores.device.type != "meta" and not torch.isfinite(scores).all():
-        raise ValueError(
-            f"the scores q·kᵀ·scale overflow {dtype} (largest {torch.finfo(dtype).max:.3g}); "
-            f"use smaller query/key values, a smaller scale or a wider dtype"
-        )
+        raise ValueError(f"the scores q·kᵀ·scale overflow {dtype}: use smaller values or a wider dtype")
 
 
 def _causal_mask(t_q, t_k=None, device=None) -> None:
     t_q = as_int("T_q", t_q)
     t_k = t_q if t_k is None else as_int("T_k", t_k)
-    if t_k < t_q:
-        raise ValueError(f"causal mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
+    _refuse(t_k < t_q, f"causal mask needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
     check_memory(f"a causal mask of T_q={t_q} x T_k={t_k}", t_q * t_k, as_device("device", device))
 
 
 def _padding_mask(lengths, max_len=None, device=None) -> None:
     device = as_device("device", device)
     bad = f"lengths must be a non-empty 1-D sequence of integers >= 0, got {lengths!r}"
-    if isinstance(lengths, (list, tuple)) and any(isinstance(v, bool) for v in lengths):
-        raise ValueError(bad)
+    _refuse(isinstance(lengths, (list, tuple)) and any(isinstance(v, bool) for v in lengths), bad)
     try:
         lengths = torch.as_tensor(lengths, device=device)
     except (TypeError, ValueError, RuntimeError):
@@ -360,8 +314,7 @@ def _padding_mask(lengths, max_len=None, device=None) -> None:
     if lengths.is_meta or lengths.dim() != 1 or not lengths.numel() or not is_int_tensor(lengths) or lengths.min() < 0:
         raise ValueError(bad)
     t = int(lengths.max()) if max_len is None else as_int("max_len", max_len)
-    if (lengths > t).any():
-        raise ValueError(f"a length exceeds max_len={t}: lengths {lengths.tolist()}")
+    _refuse((lengths > t).any(), f"a length exceeds max_len={t}: lengths {lengths.tolist()}")
     check_memory(f"a padding mask of B={len(lengths)} x T={t}", len(lengths) * t, lengths.device)
 
 
@@ -393,15 +346,8 @@ def check_heads(d_model, n_heads, n_kv_heads=None, bias: bool = True) -> tuple[i
     n_kv_heads = n_heads if n_kv_heads is None else as_int("n_kv_heads", n_kv_heads, 1)
     if 4 * d_model * d_model > MAX_WEIGHTS:
         raise ValueError(f"d_model={d_model} would need 4·d_model² = {4 * d_model * d_model:.2e} weights")
-    if d_model % n_heads:
-        raise ValueError(
-            f"n_heads={n_heads} must divide d_model={d_model} (each head gets d_model / n_heads dimensions)"
-        )
-    if n_heads % n_kv_heads:
-        raise ValueError(
-            f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} "
-            f"(each key/value head is shared by a whole group of query heads)"
-        )
+    _refuse(d_model % n_heads, f"n_heads={n_heads} must divide d_model={d_model} (each head gets d_model / n_heads)")
+    _refuse(n_heads % n_kv_heads, f"n_kv_heads={n_kv_heads} must divide n_heads={n_heads} (a group shares a k/v head)")
     _bool("bias", bias)
     return d_model, n_heads, n_kv_heads
 
@@ -430,10 +376,7 @@ def _attention_mask(attn, mask, b: int, t_q: int, t_k: int) -> None:
         check_mask(mask, (b, attn.n_heads, t_q, t_k))
     except ValueError as err:
         if isinstance(mask, torch.Tensor) and tuple(mask.shape) == (b, t_k):
-            raise ValueError(
-                f"{err}. This looks like a (B, T_k) key-padding mask: turn it into an attention "
-                f"mask with masks.key_padding(keep, T_q), shape (B, 1, T_q, T_k)"
-            ) from None
+            raise ValueError(f"{err}; this looks like a (B, T_k) key-padding mask: use masks.key_padding") from None
         raise
 
 
@@ -441,13 +384,9 @@ def _cache(attn, cache, b: int, t_new: int) -> int:
     """A ``KVCache`` that belongs to ``attn`` (or to no layer yet) with room for ``t_new`` positions; its length."""
     from transformer_nb.core.multihead import KVCache
 
-    if not isinstance(cache, KVCache):
-        raise TypeError(f"cache must be a KVCache, got {type(cache).__name__}")
+    _refuse(not isinstance(cache, KVCache), f"cache must be a KVCache, got {type(cache).__name__}", TypeError)
     if cache.owner is not None and cache.owner() is not attn:
-        raise ValueError(
-            "this KVCache holds the keys and values of another attention layer: a cache belongs to one "
-            "layer; give every layer its own (model.init_state())"
-        )
+        raise ValueError("this KVCache is another attention layer's: each needs its own (model.init_state())")
     if cache.length + t_new > cache.capacity:
         raise ValueError(f"the KV cache holds {cache.capacity} positions; {cache.length + t_new} were asked for")
     if cache.k is not None and cache.k.shape[0] != b:
@@ -484,8 +423,7 @@ def _multihead(self, query, key=None, value=None, mask=None, is_causal=False, ro
         raise ValueError(f"query, key and value must share B, key and value T_k: got {query.shape}, {key.shape}")
     if key is query and value is query:
         return _self_attention(self, query, mask, rope, cache)
-    if cache is not None:
-        raise ValueError("cache= is for self-attention: call forward(x, cache=...) without key and value")
+    _refuse(cache is not None, "cache= is for self-attention: call forward(x, cache=...) without key and value")
     if is_causal:
         _causal_mask(query.shape[1], key.shape[1])
     _rope_fits(rope, self, query.shape[1], key.shape[1], 0)
@@ -523,15 +461,9 @@ def check_cutoffs(cutoffs, div_value, d_model: int, vocab: int) -> None:
     div = as_real("div_value", div_value, positive=True)
     widest = max(d_model / div, d_model / div ** len(cuts)) if div ** len(cuts) > 0 else math.inf
     if widest * (d_model + vocab) > MAX_WEIGHTS:
-        raise ValueError(
-            f"div_value={div_value} makes a tail cluster project d_model={d_model} to {widest:.3g} dimensions, "
-            f"about {widest * (d_model + vocab):.3g} weights, more than any machine holds; use div_value >= 1"
-        )
+        raise ValueError(f"div_value={div_value} makes a tail cluster project d_model={d_model} to {widest:.3g}")
     if d_model // div ** len(cuts) < 1:
-        raise ValueError(
-            f"the last tail cluster would project d_model={d_model} to d_model // div_value**{len(cuts)} = 0 "
-            f"dimensions; use a smaller div_value or fewer cutoffs"
-        )
+        raise ValueError(f"the last cluster maps d_model={d_model} to d_model // div_value**{len(cuts)} = 0 dimensions")
 
 
 def validate(cfg):
@@ -541,8 +473,7 @@ def validate(cfg):
     from transformer_nb.core.config import ACTIVATIONS, ARCHS, FLAGS, NORMS, POSITIONS
 
     for name in ("name", "source"):
-        if not isinstance(getattr(cfg, name), str):
-            raise TypeError(f"{name} must be a string, got {getattr(cfg, name)!r}")
+        _refuse(not isinstance(v := getattr(cfg, name), str), f"{name} must be a string, got {v!r}", TypeError)
     for name in FLAGS + ("final_norm",) * (cfg.final_norm is not None):
         _bool(name, getattr(cfg, name))
     if cfg.published is not None:
@@ -550,47 +481,31 @@ def validate(cfg):
     for name, choices in (("arch", ARCHS), ("activation", ACTIVATIONS), ("norm", NORMS), ("positions", POSITIONS)):
         _one_of(name, getattr(cfg, name), choices)
     check_heads(cfg.d_model, cfg.n_heads, cfg.n_kv_heads, cfg.bias)
-    for name in ("n_layers", "vocab", "max_len"):
-        as_int(name, getattr(cfg, name), 1)
+    for name, low in (("n_layers", 1), ("vocab", 1), ("max_len", 1), ("token_types", 0)):
+        as_int(name, getattr(cfg, name), low)
     if cfg.d_ff is not None and (isinstance(cfg.d_ff, bool) or not isinstance(cfg.d_ff, int) or cfg.d_ff <= 0):
-        raise ValueError(
-            f"d_ff (the FFN hidden width) must be a positive integer (usually 4·d_model), got {cfg.d_ff!r}"
-        )
+        raise ValueError(f"d_ff (the FFN hidden width) must be a positive integer (e.g. 4·d_model), got {cfg.d_ff!r}")
     check_eps(cfg.eps)
     if cfg.positions == "rope" and (cfg.d_model // cfg.n_heads) % 2:
-        raise ValueError(
-            f"RoPE rotates pairs, so d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}"
-        )
+        raise ValueError(f"RoPE turns pairs: d_head = d_model / n_heads must be even, got {cfg.d_model // cfg.n_heads}")
     check_dropout(cfg.dropout)
-    if cfg.arch != "encoder-decoder":
-        if cfg.n_dec_layers is not None or cfg.tgt_vocab is not None:
-            raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
-    else:
+    if cfg.arch != "encoder-decoder" and (cfg.n_dec_layers is not None or cfg.tgt_vocab is not None):
+        raise ValueError(f"n_dec_layers and tgt_vocab belong to an encoder-decoder; arch={cfg.arch!r}")
+    if cfg.arch == "encoder-decoder":
         as_int("n_dec_layers", cfg.dec_layers, 1)
         as_int("tgt_vocab", cfg.target_vocab, 1)
         if cfg.share_embeddings and cfg.target_vocab != cfg.vocab:
-            raise ValueError(
-                f"share_embeddings needs one vocabulary for source and target, but vocab={cfg.vocab} "
-                f"and tgt_vocab={cfg.target_vocab}; set share_embeddings=False or use a joint "
-                f"vocabulary (the original Transformer shared a 37k BPE vocabulary)"
-            )
+            raise ValueError(f"share_embeddings needs one vocabulary, not {cfg.vocab} and {cfg.target_vocab} words")
     if cfg.adaptive:
         check_cutoffs(cfg.cutoffs, cfg.div_value, cfg.d_model, cfg.target_vocab)
     if cfg.scale_embeddings and cfg.adaptive and cfg.tie_output:
         raise ValueError("scale_embeddings: a tied adaptive head's embeddings are already scaled by sqrt(d_model)")
     for name in ("tie_output", "output_bias", "adaptive"):
-        if getattr(cfg, name) and not cfg.lm_head:
-            raise ValueError(f"{name}=True needs an output projection, but lm_head=False")
-    as_int("token_types", cfg.token_types, 0)
-    if cfg.pad_id is not None:
-        n = min(cfg.vocab, cfg.target_vocab)
-        if as_int("pad_id", cfg.pad_id, 0) >= n:
-            raise ValueError(f"pad_id must be an id of the vocabulary, in [0, {n}), got {cfg.pad_id}")
-        if cfg.tie_output:
-            raise ValueError(
-                "pad_id needs the model's own token tables, but tie_output=True makes the output layer's "
-                "weights the table (the padding row would be a word's output row); set tie_output=False"
-            )
+        _refuse(getattr(cfg, name) and not cfg.lm_head, f"{name}=True needs an output projection, but lm_head=False")
+    if cfg.pad_id is not None and as_int("pad_id", cfg.pad_id, 0) >= (n := min(cfg.vocab, cfg.target_vocab)):
+        raise ValueError(f"pad_id must be an id of the vocabulary, in [0, {n}), got {cfg.pad_id}")
+    if cfg.pad_id is not None and cfg.tie_output:
+        raise ValueError("pad_id needs own token tables, not the tied output layer's: set tie_output=False")
     return cfg
 
 
@@ -622,8 +537,7 @@ def _decoder_layer(self, x, memory, self_mask=None, memory_mask=None) -> None:
 
 
 def _encoder(self, x, keep=None, mask=None, rope=None, caches=None) -> None:
-    if caches is not None:
-        raise ValueError("caches= is for Transformer.hidden(ids, state); call the stack without it")
+    _refuse(caches is not None, "caches= is for Transformer.hidden(ids, state); call the stack without it")
     attn = self.layers[0].self_attn
     check_hidden(x, self.d_model, "the encoder input x", like=attn.q_proj.weight)
     check_keep(keep, x.shape[0], x.shape[1], "keep")
@@ -667,10 +581,7 @@ def _transformer_init(self, cfg=None, ranks=None, **fields) -> None:
 
 def _runnable(model) -> None:
     if model.cfg.positions == "t5-bias":
-        raise NotImplementedError(
-            "T5's bucketed relative-position bias is counted here, not implemented; "
-            "this model can be built and counted but not run"
-        )
+        raise NotImplementedError("T5's bucketed relative-position bias is counted here, not implemented")
 
 
 def _hidden(self, ids, state=None, keep=None) -> None:
@@ -678,17 +589,13 @@ def _hidden(self, ids, state=None, keep=None) -> None:
     check_ids(ids, "ids", self.vocab_size, device=next(self.parameters()).device)
     n = len(self.blocks.layers)
     if state is not None:
-        if not isinstance(state, list) or len(state) != n:
-            raise ValueError(f"state must be init_state(): a list of {n} KVCache")
-        if len({id(c) for c in state}) != n:
-            raise ValueError("state holds one KVCache twice: a cache belongs to one layer (use init_state())")
+        _refuse(not isinstance(state, list) or len(state) != n, f"state must be init_state(): a list of {n} KVCache")
+        _refuse(len({id(c) for c in state}) != n, "state holds one KVCache twice: a cache belongs to one layer")
         for layer, cache in zip(self.blocks.layers, state):
             _cache(layer.self_attn, cache, ids.shape[0], 0)
-        if keep is not None:
-            raise ValueError("keep (padding) does not combine with a KV cache: generate one sequence at a time")
+        _refuse(keep is not None, "keep (padding) does not combine with a KV cache: generate one sequence at a time")
     past, t = (0 if state is None else state[0].length), ids.shape[1]
-    if past + t > self.max_len:
-        raise ValueError(f"positions {past}..{past + t - 1} exceed max_len={self.max_len}")
+    _refuse(past + t > self.max_len, f"positions {past}..{past + t - 1} exceed max_len={self.max_len}")
     check_keep(keep, ids.shape[0], t, "keep")
 
 
@@ -696,8 +603,7 @@ def _targets(targets, ids, vocab: int) -> None:
     check_ids(targets, "targets", vocab)
     if targets.shape != ids.shape:
         raise ValueError(f"targets must have the shape of ids, got {tuple(targets.shape)} and {tuple(ids.shape)}")
-    if not targets.numel():
-        raise ValueError(f"a loss needs at least one target, got targets of shape {tuple(targets.shape)}")
+    _refuse(not targets.numel(), f"a loss needs at least one target, got targets of shape {tuple(targets.shape)}")
 
 
 def _model_inputs(self, ids, state=None) -> None:
@@ -722,8 +628,7 @@ def _nll(self, ids, targets, state=None, reduction="mean") -> None:
 
 
 def _encoder_decoder(self, name: str) -> None:
-    if self.decoder is None:
-        raise ValueError(f"{name} belongs to an encoder-decoder; this model has arch={self.cfg.arch!r}")
+    _refuse(self.decoder is None, f"{name} belongs to an encoder-decoder; this model has arch={self.cfg.arch!r}")
 
 
 def _encode(self, src, src_keep=None) -> None:
@@ -733,8 +638,7 @@ def _encode(self, src, src_keep=None) -> None:
 
 def _tgt(self, tgt, tgt_keep) -> None:
     check_ids(tgt, "tgt", self.cfg.target_vocab, device=next(self.parameters()).device)
-    if tgt.shape[1] > self.max_len:
-        raise ValueError(f"positions 0..{tgt.shape[1] - 1} exceed max_len={self.max_len}")
+    _refuse(tgt.shape[1] > self.max_len, f"positions 0..{tgt.shape[1] - 1} exceed max_len={self.max_len}")
     check_keep(tgt_keep, tgt.shape[0], tgt.shape[1], "tgt_keep")
 
 
@@ -751,12 +655,9 @@ def _decode(self, tgt, memory, src_keep=None, tgt_keep=None) -> None:
 def _transformer_forward(self, ids, targets=None, keep=None, tgt=None, tgt_keep=None) -> None:
     enc_dec = self.cfg.arch == "encoder-decoder"
     _runnable(self)
-    if enc_dec != (tgt is not None):
-        raise ValueError(
-            "an encoder-decoder needs forward(src, tgt=...)"
-            if enc_dec
-            else f"arch={self.cfg.arch!r} takes one sequence of ids; tgt is for an encoder-decoder"
-        )
+    _refuse(enc_dec and tgt is None, "an encoder-decoder needs forward(src, tgt=...)")
+    if tgt is not None and not enc_dec:
+        raise ValueError(f"arch={self.cfg.arch!r} takes one sequence of ids; tgt is for an encoder-decoder")
     _hidden(self, ids, keep=keep)
     if enc_dec:
         _tgt(self, tgt, tgt_keep)
@@ -775,31 +676,23 @@ def _generate(model, prompt, n_new, temperature=0.0, top_k=None, seed=0, use_cac
     from transformer_nb.core.transformer import Transformer
 
     check_language_model(model)
-    if model.head is None:
-        raise ValueError("model has no output layer (lm_head=False): there are no next-word scores to generate from")
+    _refuse(model.head is None, "model has no output layer (lm_head=False): no next-word scores to generate from")
     if isinstance(model, Transformer):
         _runnable(model)
     if not is_int_tensor(prompt) or prompt.dim() != 1 or not prompt.numel():
         raise TypeError(f"prompt must be a non-empty 1-D integer tensor of word ids, got {_what(prompt)}")
     as_int("n_new", n_new, 0)
     t = as_real("temperature", temperature)
-    if t < 0:
-        raise ValueError(f"temperature must be a finite number >= 0 (0 = greedy), got {t}")
+    _refuse(t < 0, f"temperature must be a finite number >= 0 (0 = greedy), got {t}")
     if 0 < t < 1e-30:  # below, logits / temperature overflow
-        raise ValueError(
-            f"temperature={t:g} is so small that logits / temperature overflow float32: use temperature=0 "
-            f"(greedy) for the most likely word, or a temperature >= 1e-30"
-        )
+        raise ValueError(f"temperature={t:g} is so small that logits / temperature overflow: use 0 or >= 1e-30")
     if top_k is not None:
         as_int("top_k", top_k, 0)
     if seed is not None and as_int("seed", seed, 0) >= 2**63:
         raise ValueError(f"seed must be None or an int below 2**63 (a torch.Generator's range), got {seed}")
     _bool("use_cache", use_cache)
     if use_cache and model.max_len is not None and prompt.numel() + n_new > model.max_len:
-        raise ValueError(
-            f"prompt ({prompt.numel()}) + n_new ({n_new}) exceeds max_len={model.max_len}: "
-            f"the KV cache cannot slide its positions; generate fewer tokens or use_cache=False"
-        )
+        raise ValueError(f"prompt + n_new = {prompt.numel() + n_new} exceeds max_len={model.max_len}: use_cache=False")
     device = next(model.parameters()).device
     if use_cache and isinstance(model, Transformer):
         cfg = model.cfg
@@ -853,8 +746,7 @@ def _alibi_bias(t_q, n_heads, t_k=None, dtype=torch.float32, device=None) -> Non
     t_k = t_q if t_k is None else as_int("T_k", t_k)
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"dtype must be a floating torch.dtype (the bias is fractional), got {dtype!r}")
-    if t_k < t_q:
-        raise ValueError(f"alibi_bias needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
+    _refuse(t_k < t_q, f"alibi_bias needs 0 <= T_q <= T_k, got T_q={t_q}, T_k={t_k}")
     n_bytes = 16 * n_heads * t_q * t_k + 8 * (t_q + t_k)  # the float64 bias and the positions it is built from
     check_memory(f"an ALiBi bias of n_heads={n_heads} x T_q={t_q} x T_k={t_k}", n_bytes, as_device("device", device))
 
@@ -880,8 +772,7 @@ def _rope_frequencies(d, base=10000.0) -> None:
 def _apply_rope(x, positions=None, base=10000.0, pairing="interleaved") -> None:
     _one_of("pairing", pairing, ROPE_PAIRINGS)
     _float("x", x, " of shape (..., T, d) (RoPE rotates real vectors)")
-    if x.dim() < 2:
-        raise ValueError(f"x must be a tensor of shape (..., T, d), got {tuple(x.shape)}")
+    _refuse(x.dim() < 2, f"x must be a tensor of shape (..., T, d), got {tuple(x.shape)}")
     rope_dim(x.shape[-1], "the last dimension of x")
     as_real("base", base, positive=True)
     t = x.shape[-2]
@@ -904,9 +795,7 @@ def _rotated(rope, x, offset, name: str) -> None:
     _float(name, x, " (RoPE rotates real vectors)")
     check_device(name, x, rope.cos.device)
     if x.dim() < 2 or x.shape[-1] != rope.d_head:
-        raise ValueError(
-            f"RoPE(d_head={rope.d_head}) expects {name} of shape (..., T, {rope.d_head}), got {tuple(x.shape)}"
-        )
+        raise ValueError(f"RoPE(d_head={rope.d_head}) expects {name} of shape (..., T, d_head), got {tuple(x.shape)}")
     fix = f"build RoPE(d_head, max_len=...) with max_len >= {as_int('offset', offset) + x.shape[-2]}"
     _past_table("RoPE's table", offset, x.shape[-2], rope.max_len, fix)
 
@@ -926,8 +815,7 @@ def _rope(self, q, k, q_offset=0, k_offset=0, in_place=False) -> None:
 
 def _frequency_ranks(train_ids, vocab_size) -> None:
     vocab_size = as_int("vocab_size", vocab_size, 1)
-    if not is_int_tensor(train_ids):
-        raise TypeError(f"train_ids must be an integer tensor of word ids, got {_what(train_ids)}")
+    _refuse(not is_int_tensor(train_ids), f"train_ids must be an integer tensor, got {_what(train_ids)}", TypeError)
     if train_ids.numel() and (train_ids.min() < 0 or train_ids.max() >= vocab_size):
         raise ValueError(f"train_ids must lie in [0, vocab_size={vocab_size})")
 
@@ -939,11 +827,7 @@ def _output_head_init(self, kind, d_model, vocab_size, ranks=None, cutoffs=(2000
     d_model, vocab_size = as_int("d_model", d_model, 1), as_int("vocab_size", vocab_size, 1)
     check_memory(f"an output layer of vocab_size={vocab_size} x d_model={d_model}", 4 * vocab_size * d_model)
     if kind in ("adaptive", "adaptive_tied"):
-        if ranks is None:
-            raise ValueError(
-                f"the {kind} head needs ranks = frequency_ranks(train_ids, V): "
-                "its clusters only save work if frequent words come first"
-            )
+        _refuse(ranks is None, f"the {kind} head needs ranks = frequency_ranks(train_ids, V): frequent words first")
         if not isinstance(ranks, torch.Tensor) or ranks.shape != (vocab_size,):
             raise ValueError(f"ranks must be a tensor of shape ({vocab_size},), got {_what(ranks)}")
         if not torch.equal(torch.sort(ranks.long().cpu()).values, torch.arange(vocab_size)):
