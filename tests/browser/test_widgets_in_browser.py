@@ -45,8 +45,6 @@ SHOTS = ROOT / "build" / "screenshots"
 RUN_S = float(os.environ.get("TNB_BROWSER_TIMEOUT", "300"))  # for the notebook's cells to run
 RENDER_S = 30.0  # for a widget to show its first figure once the cells have run
 CHANGE_S = 20.0  # per control tried: how long a redraw may take
-TIMES: dict[str, float] = {}  # what took how long, reported when the server stops
-KERNEL: dict[str, str] = {}  # what the kernel runs, reported with TIMES
 INSTALL_CHROMIUM = (
     "install Debian's Chromium: `sudo apt-get install chromium` (or set TNB_CHROMIUM to a "
     "Chromium/Chrome binary); Playwright's own browser download is not needed"
@@ -108,8 +106,6 @@ class Lab:
             (spec / "kernel.json").write_text(
                 json.dumps({"argv": argv, "display_name": "Python 3 (ipykernel)", "language": "python"})
             )
-        probe = [kernel_python or sys.executable, "-c", "import ipywidgets; print(ipywidgets.__version__)"]
-        KERNEL["ipywidgets"] = subprocess.run(probe, capture_output=True, text=True).stdout.strip() or "?"
         bin_dir = Path(sys.executable).parent
         env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JUPYTER_PATH")}
         env.update(
@@ -282,11 +278,8 @@ ARM = """([id, idx]) => {
 }"""
 WATCHED = "() => window.__tnb_watch.end !== null && window.__tnb_watch.start !== null"
 REDRAW_LIMIT_MS = float(os.environ.get("TNB_REDRAW_MS", "250"))  # else the widget must update on release
-#: key press (or change) to new image, per widget: the fastest and the median of ``REDRAW_PRESSES`` presses. The
-#: limit applies to the fastest: ``make test`` runs this file beside notebooks that train on the same cores, and a
-#: press that waits for them measures the load, not the widget (CI of 2026-11-26: AlibiExplorer's median 255 ms
-#: under load, its CPU time per redraw 82 ms)
-REDRAW_MS: dict[str, dict] = {}
+#: the limit applies to the fastest of ``REDRAW_PRESSES`` presses: ``make test`` runs this file beside notebooks that
+#: train on the same cores, and a press that waits for them measures the load, not the widget
 REDRAW_PRESSES = 5
 ON_RELEASE = "when you release"  # what the note of a widget that updates on release says (widgets.base.Widget.layout)
 
@@ -296,33 +289,14 @@ def lab(browser_tools, tmp_path_factory, request):
     """One JupyterLab server serving the catalog's notebook, stopped at the end whatever happens."""
     import nbformat
 
-    t0 = time.monotonic()
     root = tmp_path_factory.mktemp("browser") / "repo"
     (root / "notebooks").mkdir(parents=True)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nbformat.write(nb, root / "notebooks" / "widgets.ipynb")
     server = Lab(root)
-
-    def stop_and_report():
-        server.stop()
-        parts = ", ".join(f"{k} {v:.1f} s" for k, v in TIMES.items())
-        rows = [
-            f"browser test: {time.monotonic() - t0:.1f} s in all: {parts}; kernel ipywidgets {KERNEL.get('ipywidgets')}"
-        ]
-        rows.append(f"{'notebook, widget':<36}{'redraw (key press to new image)':>40}  updates")
-        for name, r in REDRAW_MS.items():
-            when = "on release (says so)" if r["on_release"] else "while dragging"
-            rows.append(f"{name:<36}{r['ms']:>9.0f} ms fastest, {r['median']:.0f} median of {r['presses']}  {when}")
-        tr = request.config.pluginmanager.get_plugin("terminalreporter")
-        capman = request.config.pluginmanager.get_plugin("capturemanager")
-        if tr is not None and capman is not None:
-            with capman.global_and_fixture_disabled():
-                tr.write_line("\n" + "\n".join(rows))
-
-    request.addfinalizer(stop_and_report)
+    request.addfinalizer(server.stop)
     server.wait_ready()
-    TIMES["server start"] = time.monotonic() - t0
     return server
 
 
@@ -330,7 +304,6 @@ def lab(browser_tools, tmp_path_factory, request):
 def page(browser_tools, lab, request):
     """One headless Chromium page with JupyterLab loaded and the catalog's notebook run, closed at the end."""
     sync_playwright, chromium = browser_tools
-    t0 = time.monotonic()
     pw = sync_playwright().start()
     request.addfinalizer(pw.stop)
     browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
@@ -341,9 +314,7 @@ def page(browser_tools, lab, request):
     pg.goto(f"{lab.url}/lab?token={lab.token}", wait_until="domcontentloaded", timeout=90_000)
     pg.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined", timeout=90_000)
     pg.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
-    TIMES["browser start"] = time.monotonic() - t0
     pg.nb_id, state = pg.evaluate(OPEN_AND_RUN, ["notebooks/widgets.ipynb", RUN_S * 1000])
-    TIMES["cells run"] = time.monotonic() - t0 - TIMES["browser start"]
     request.addfinalizer(lambda: pg.evaluate(CLOSE))
     errors = pg.evaluate(CELL_ERRORS)
     assert not errors, "a cell raised:\n" + "\n".join(errors)
@@ -469,10 +440,9 @@ def _stopwatch(page) -> float | None:
 
 
 def _redraw_time(page, nb_id: str, idx: int, cell, label: str, act, times: list) -> list[str]:
-    """Press the control that redrew until ``REDRAW_PRESSES`` redraws are timed; record the fastest and the
-    median in ``REDRAW_MS``. A problem when even the fastest is over ``REDRAW_LIMIT_MS`` and the widget does
-    not say that it updates on release; a widget that says so is held to no limit, so one timed redraw is
-    enough for its row in the report."""
+    """Press the control that redrew until ``REDRAW_PRESSES`` redraws are timed. A problem when even the fastest
+    is over ``REDRAW_LIMIT_MS`` and the widget does not say that it updates on release (then one timed redraw is
+    enough)."""
     on_release = ON_RELEASE in cell.inner_text()
     for _ in range(REDRAW_PRESSES - len(times)):
         if on_release and any(t is not None for t in times):
@@ -491,7 +461,6 @@ def _redraw_time(page, nb_id: str, idx: int, cell, label: str, act, times: list)
     if not timed:
         return [f"{label}: the redraw could not be timed"]
     ms, median = timed[0], timed[len(timed) // 2]
-    REDRAW_MS[label] = {"ms": ms, "median": median, "presses": len(timed), "on_release": on_release}
     if ms > REDRAW_LIMIT_MS and not on_release:
         return [
             f"{label}: a redraw takes {ms:.0f} ms (the fastest of {len(timed)} presses; median {median:.0f} ms), "
