@@ -19,9 +19,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 import colab  # noqa: E402
 
 URL = "https://github.com/transformer-nb/transformer-nb"
-# Notebooks that may still lack the Colab cells (none today). A notebook listed here that has them fails the test
-# below (take it off the list); every other notebook must have them.
-NOT_YET: set[str] = set()
 
 
 @pytest.fixture
@@ -165,16 +162,11 @@ def test_apply_to_a_stored_copy_matches_check():
 def test_every_notebook_has_the_colab_cells():
     names = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     names += sorted(p.stem for p in (ROOT / "notebooks" / "py").glob("[0-9][0-9]_*.py") if p.stem not in names)
-    url = colab.repo_url()
-    wrong, early = [], []
+    url, wrong = colab.repo_url(), []
     for name in names:
         twin, stored = ROOT / "notebooks" / "py" / f"{name}.py", ROOT / "notebooks" / f"{name}.ipynb"
         problems = (colab.check_twin(twin.read_text(), name, url) if twin.exists() else []) + (
             colab.check_ipynb(json.loads(stored.read_text()), name, url) if stored.exists() else []
         )
-        if problems and name not in NOT_YET:
-            wrong.append(f"{name}: {problems}")
-        if not problems and name in NOT_YET:
-            early.append(name)
+        wrong += [f"{name}: {problems}"] if problems else []
     assert not wrong, "run `tools/colab.py --apply NAME`, then `make refresh NB=NAME`:\n" + "\n".join(wrong)
-    assert not early, f"these notebooks have the Colab cells now: remove them from NOT_YET in this test: {early}"
