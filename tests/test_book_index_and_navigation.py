@@ -112,6 +112,7 @@ def test_the_index_says_what_each_notebook_is(built):
     assert "<b>Serves:</b> 000 §8.2, Exercise 8.1" in index
     assert '<span class="tnb-ex">Ex. 8.1</span>' in index
     assert "quick 3 s<br>full 2 min" in index and "quick –<br>full –" in index  # 00 and 02 have no runtime
+    assert WIDGET_STATE in _page(built, "00_alpha")  # the widgets' state stays embedded
 
 
 def test_pages_link_to_their_neighbours_and_the_contents(built):
@@ -153,10 +154,6 @@ def test_the_appendix_and_the_solutions_are_folded(built):
     assert "audit" in appendix and "Audit detail" in appendix  # folded up to the end of the notebook
     assert "Exercises" not in appendix
     assert page.index("Exercise 8.1: do it") < page.index('<details class="tnb-solution">')
-
-
-def test_widget_state_stays_embedded(built):
-    assert WIDGET_STATE in _page(built, "00_alpha")
 
 
 def test_the_summary_skips_a_paragraph_that_only_introduces_a_list():
