@@ -55,13 +55,6 @@ def test_tnb_data_dir_may_name_the_folder_or_its_parent_with_a_tilde_and_spaces_
 
 
 @needs_data
-def test_user_cache_is_used_after_env(isolated):
-    cache = wt.user_cache_dir() / "wikitext-2"
-    shutil.copytree(DATA, cache)
-    assert wt.find_data_dir() == cache
-
-
-@needs_data
 def test_a_corrupted_or_missing_file_at_an_explicit_path_is_named(tmp_path):
     copy = tmp_path / "wikitext-2"
     shutil.copytree(DATA, copy)

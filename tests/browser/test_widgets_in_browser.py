@@ -65,13 +65,9 @@ FIRST_WIDGET_CELL = 2
 
 
 def _chromium() -> str | None:
-    if os.environ.get("TNB_CHROMIUM"):  # chosen: that one or none
-        cand = os.environ["TNB_CHROMIUM"]
-        return cand if os.access(cand, os.X_OK) else None
-    for cand in ("/usr/bin/chromium", *map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))):
-        if cand and os.access(cand, os.X_OK):
-            return cand
-    return None
+    chosen = os.environ.get("TNB_CHROMIUM")  # chosen: that one or none
+    found = ["/usr/bin/chromium", *map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))]
+    return next((c for c in ([chosen] if chosen else found) if c and os.access(c, os.X_OK)), None)
 
 
 def _free_port() -> int:
@@ -109,31 +105,19 @@ class Lab:
         bin_dir = Path(sys.executable).parent
         env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JUPYTER_PATH")}
         env.update(
-            PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-            JUPYTER_CONFIG_DIR=str(dirs["config"]),
-            JUPYTER_DATA_DIR=str(dirs["data"]),
-            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-            IPYTHONDIR=str(dirs["ipython"]),
-            PYDEVD_DISABLE_FILE_VALIDATION="1",
+            PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", IPYTHONDIR=str(dirs["ipython"]),
+            JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), PYDEVD_DISABLE_FILE_VALIDATION="1",
             PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),  # the checkout under test
-        )
+        )  # fmt: skip
         jupyter = bin_dir / "jupyter"
         cmd = [
-            str(jupyter) if jupyter.exists() else "jupyter",
-            "lab",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={root}",
-            "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.user_settings_dir={dirs['settings']}",
-            f"--LabApp.workspaces_dir={dirs['workspaces']}",
-            "--LabApp.news_url=",
-            "--ServerApp.shutdown_no_activity_timeout=900",
-            "--MappingKernelManager.cull_idle_timeout=0",
-        ]
+            str(jupyter) if jupyter.exists() else "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+            f"--LabApp.user_settings_dir={dirs['settings']}", f"--LabApp.workspaces_dir={dirs['workspaces']}",
+            "--ServerApp.shutdown_no_activity_timeout=900", "--MappingKernelManager.cull_idle_timeout=0",
+        ]  # fmt: skip
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
         self.log_path = root.parent / "jupyterlab.log"
@@ -143,10 +127,7 @@ class Lab:
         )
 
     def log_tail(self, n: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
     def wait_ready(self, timeout: float = 90.0):
         t0 = time.monotonic()
