@@ -52,9 +52,7 @@ def test_a_version_bump_stales_the_setup_cells_until_apply(copies):
     pyproject.write_text(pyproject.read_text().replace('version = "', 'version = "9.', 1))
     assert colab.release(pyproject).startswith("v9.")
     result = tool("--check", "05_rope", "--notebooks", nbdir, "--pyproject", pyproject)
-    assert (
-        result.returncode == 1 and "py/05_rope.py: the first code cell is not the generated setup cell" in result.stdout
-    )
+    assert result.returncode == 1 and "py/05_rope.py: the first code cell is not the generated setup" in result.stdout
     tool("--apply", "05_rope", "--notebooks", nbdir, "--pyproject", pyproject)
     assert f"git+{URL}@{colab.release(pyproject)}" in (nbdir / "py" / "05_rope.py").read_text()
 

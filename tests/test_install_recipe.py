@@ -40,13 +40,9 @@ def make_install(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.Com
     python.chmod(0o755)
     log = tmp_path / "log"
     log.touch()
-    run = subprocess.run(
-        ["make", "--no-print-directory", "install", f"VENV={venv}", f"UV_DIR={tmp_path / 'uv'}", *args],
-        cwd=ROOT,
-        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "FAKE_LOG": str(log), **env},
-        capture_output=True,
-        text=True,
-    )
+    cmd = ["make", "--no-print-directory", "install", f"VENV={venv}", f"UV_DIR={tmp_path / 'uv'}", *args]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "FAKE_LOG": str(log), **env}
+    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     return run, log.read_text().splitlines(), venv / ".installed"
 
 
