@@ -19,18 +19,7 @@ def _last_json(capsys, *argv) -> dict:
 
 def test_bench_reversal_last_line_is_json(capsys):
     # a tiny run: 20 improved steps, 1 epoch of the text recipe, 100 held-out sequences, 3 throughput steps
-    argv = [
-        "--max-steps",
-        "20",
-        "--eval-every",
-        "10",
-        "--text-epochs",
-        "1",
-        "--n-eval",
-        "100",
-        "--throughput-steps",
-        "3",
-    ]
+    argv = "--max-steps 20 --eval-every 10 --text-epochs 1 --n-eval 100 --throughput-steps 3".split()  # noqa: SIM905
     r = _last_json(capsys, "reversal", *argv)
     assert r["steps"] == 20 and r["text_recipe_steps"] == 32 and 0.0 <= r["exact_match"] <= 1.0
     assert r["device"] == "cpu" and r["throughput_steps"] == 3 and "mfu" not in r  # MFU: GPUs only

@@ -35,30 +35,20 @@ def test_a_check_fails_when_a_number_of_the_text_changes(claim):
 def test_structure_size_and_coverage():
     assert L.problems() == {} and len({c.id for c in L.LEDGER}) == len(L.LEDGER) == 270
     assert min(len(L.claims(text=t)) for t in L.TEXTS) >= 15 and {c.status for c in L.LEDGER} == set(L.STATUSES)
-    assert {s: sum(n[s] for n in L.counts().values()) for s in L.STATUSES} == {
-        L.CONFIRMED: 158,
-        L.WRONG: 38,
-        L.IMPRECISE: 59,
-        L.NOT_CHECKABLE: 14,
-        L.ARTEFACT: 1,
-    }
+    counts = {s: sum(n[s] for n in L.counts().values()) for s in L.STATUSES}
+    assert counts == {L.CONFIRMED: 158, L.WRONG: 38, L.IMPRECISE: 59, L.NOT_CHECKABLE: 14, L.ARTEFACT: 1}
 
 
 def test_each_structural_rule_is_enforced():
     assert L.Claim(status=L.CONFIRMED, source="s", **BASE).problems() == []
-    for status, need in (
-        (L.WRONG, "correct"),
-        (L.IMPRECISE, "correct"),
-        (L.ARTEFACT, "correct"),
-        (L.NOT_CHECKABLE, "why"),
-    ):
+    needs = {L.WRONG: "correct", L.IMPRECISE: "correct", L.ARTEFACT: "correct", L.NOT_CHECKABLE: "why"}
+    for status, need in needs.items():
         assert f"needs '{need}'" in " ".join(L.Claim(status=status, source="s", **BASE).problems())
     assert L.Claim(status=L.CONFIRMED, **BASE).problems() == ["needs a check function or a cited source"]
     bad = L.Claim(status="true", **{**BASE, "text": "007", "notebook": "99", "id": "x"}).problems()
     assert len(bad) == 5, bad  # id, text, status, notebook, and no check or source
-    assert L.Claim(status=L.CONFIRMED, check="no_such", **BASE).problems() == [
-        "check 'no_such' is not a function of claims.checks"
-    ]
+    no_such = L.Claim(status=L.CONFIRMED, check="no_such", **BASE).problems()
+    assert no_such == ["check 'no_such' is not a function of claims.checks"]
     fig = L.Claim(status=L.CONFIRMED, source="s", **{**BASE, "value": "{10:no_such_figure}"}).problems()
     assert fig == ["figure {10:no_such_figure} is not one of figures.FIGURES"]
 
@@ -132,9 +122,8 @@ def test_report_is_deterministic_and_complete(capsys):
     L.report(notebook="01")
     first = capsys.readouterr().out
     L.report(notebook="01")
-    assert (
-        capsys.readouterr().out == first and first.startswith("Claims ledger (notebook 01): ") and "all pass" in first
-    )
+    assert capsys.readouterr().out == first and first.startswith("Claims ledger (notebook 01): ")
+    assert "all pass" in first
     assert all(c.id in first for c in L.claims(notebook="01")) and "0x" not in first  # nothing run-dependent
 
 

@@ -19,9 +19,6 @@ sys.path.insert(0, str(ROOT / "tools"))
 import colab  # noqa: E402
 
 URL = "https://github.com/transformer-nb/transformer-nb"
-# Notebooks that may still lack the Colab cells (none today). A notebook listed here that has them fails the test
-# below (take it off the list); every other notebook must have them.
-NOT_YET: set[str] = set()
 
 
 @pytest.fixture
@@ -55,9 +52,7 @@ def test_a_version_bump_stales_the_setup_cells_until_apply(copies):
     pyproject.write_text(pyproject.read_text().replace('version = "', 'version = "9.', 1))
     assert colab.release(pyproject).startswith("v9.")
     result = tool("--check", "05_rope", "--notebooks", nbdir, "--pyproject", pyproject)
-    assert (
-        result.returncode == 1 and "py/05_rope.py: the first code cell is not the generated setup cell" in result.stdout
-    )
+    assert result.returncode == 1 and "py/05_rope.py: the first code cell is not the generated setup" in result.stdout
     tool("--apply", "05_rope", "--notebooks", nbdir, "--pyproject", pyproject)
     assert f"git+{URL}@{colab.release(pyproject)}" in (nbdir / "py" / "05_rope.py").read_text()
 
@@ -165,16 +160,11 @@ def test_apply_to_a_stored_copy_matches_check():
 def test_every_notebook_has_the_colab_cells():
     names = sorted(p.stem for p in (ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
     names += sorted(p.stem for p in (ROOT / "notebooks" / "py").glob("[0-9][0-9]_*.py") if p.stem not in names)
-    url = colab.repo_url()
-    wrong, early = [], []
+    url, wrong = colab.repo_url(), []
     for name in names:
         twin, stored = ROOT / "notebooks" / "py" / f"{name}.py", ROOT / "notebooks" / f"{name}.ipynb"
         problems = (colab.check_twin(twin.read_text(), name, url) if twin.exists() else []) + (
             colab.check_ipynb(json.loads(stored.read_text()), name, url) if stored.exists() else []
         )
-        if problems and name not in NOT_YET:
-            wrong.append(f"{name}: {problems}")
-        if not problems and name in NOT_YET:
-            early.append(name)
+        wrong += [f"{name}: {problems}"] if problems else []
     assert not wrong, "run `tools/colab.py --apply NAME`, then `make refresh NB=NAME`:\n" + "\n".join(wrong)
-    assert not early, f"these notebooks have the Colab cells now: remove them from NOT_YET in this test: {early}"

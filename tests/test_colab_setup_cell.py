@@ -60,15 +60,9 @@ def run_setup_cell(tmp_path, monkeypatch, stub: str | None):
     monkeypatch.setenv("TNB_INSTALL_FROM", str(tmp_path / "no-such.whl"))  # were pip to run, it would fail
     cells = [TRIPWIRE, colab.setup_cell(colab.repo_url()), AFTER]
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
-    client = NotebookClient(
-        nb,
-        kernel_name="python3",
-        kernel_manager_class=CurrentEnvKernelManager,
-        timeout=120,
-        allow_errors=True,
-        resources={"metadata": {"path": str(tmp_path)}},
-    )
-    client.execute()
+    where = {"metadata": {"path": str(tmp_path)}}
+    kernel = dict(kernel_name="python3", kernel_manager_class=CurrentEnvKernelManager)
+    NotebookClient(nb, **kernel, timeout=120, allow_errors=True, resources=where).execute()
     return nb
 
 

@@ -185,14 +185,9 @@ def test_a_figure_printed_from_another_notebook_is_stale_when_that_notebook_chan
     other = project / "notebooks" / "02_other.ipynb"
 
     def store(percent):  # notebook 02 prints the figure "02:unmasked_rule_kept"
-        cell = {"cell_type": "code", "metadata": {}, "source": "", "execution_count": 1, "outputs": []}
-        cell["outputs"] = [
-            {
-                "output_type": "stream",
-                "name": "stdout",
-                "text": f"without mask: x\n rule kept: ✗ ({percent}% of 7 tokens)\n",
-            }
-        ]
+        text = f"without mask: x\n rule kept: ✗ ({percent}% of 7 tokens)\n"
+        out = {"output_type": "stream", "name": "stdout", "text": text}
+        cell = {"cell_type": "code", "metadata": {}, "source": "", "execution_count": 1, "outputs": [out]}
         other.write_text(json.dumps({"cells": [cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}))
         os.utime(other, (0, len(percent)))  # a new modification time: the reader caches by it
 

@@ -40,13 +40,9 @@ def make_install(tmp_path: Path, *args: str, **env: str) -> tuple[subprocess.Com
     python.chmod(0o755)
     log = tmp_path / "log"
     log.touch()
-    run = subprocess.run(
-        ["make", "--no-print-directory", "install", f"VENV={venv}", f"UV_DIR={tmp_path / 'uv'}", *args],
-        cwd=ROOT,
-        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "FAKE_LOG": str(log), **env},
-        capture_output=True,
-        text=True,
-    )
+    cmd = ["make", "--no-print-directory", "install", f"VENV={venv}", f"UV_DIR={tmp_path / 'uv'}", *args]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "FAKE_LOG": str(log), **env}
+    run = subprocess.run(cmd, cwd=ROOT, env=env, capture_output=True, text=True)
     return run, log.read_text().splitlines(), venv / ".installed"
 
 
@@ -56,8 +52,7 @@ def installs(calls: list[str]) -> list[str]:
 
 def test_uv_installs_torch_from_its_index_then_the_package(tmp_path):
     run, calls, marker = make_install(tmp_path, f"TORCH_INDEX_URL={CUDA}", "TORCH_SPEC=torch")
-    assert run.returncode == 0, run.stderr
-    assert "install: with uv" in run.stdout
+    assert run.returncode == 0 and "install: with uv" in run.stdout, run.stderr
     assert any(c.endswith(" --target " + str(tmp_path / "uv") + " uv==0.13.9") for c in calls)  # a pinned uv
     torch, lock, package = installs(calls)
     assert lock.startswith("uv pip install") and lock.endswith(" --require-hashes -r requirements.lock")
@@ -77,15 +72,12 @@ def test_install_latest_skips_the_lock(tmp_path):
 
 def test_failed_uv_install_leaves_no_marker(tmp_path):
     run, calls, marker = make_install(tmp_path, FAKE_UV_RC="1")
-    assert run.returncode != 0
-    assert len(installs(calls)) == 1  # stopped after torch
-    assert not marker.exists()
+    assert run.returncode != 0 and len(installs(calls)) == 1 and not marker.exists()  # stopped after torch
 
 
 def test_without_a_uv_wheel_pip_installs_and_says_so(tmp_path):
     run, calls, marker = make_install(tmp_path, FAKE_NO_UV="1")
-    assert run.returncode == 0, run.stderr
-    assert "install: with pip (`pip install uv` failed)" in run.stdout
+    assert run.returncode == 0 and "install: with pip (`pip install uv` failed)" in run.stdout, run.stderr
     torch, lock, package = installs(calls)
     assert torch.startswith("python -m pip install") and torch.endswith(" torch==2.13.0")
     assert lock.endswith(" --require-hashes -r requirements.lock") and package.endswith("--no-deps -e .[test]")
@@ -94,9 +86,7 @@ def test_without_a_uv_wheel_pip_installs_and_says_so(tmp_path):
 
 def test_installer_pip_forces_pip_with_the_torch_index(tmp_path):
     run, calls, marker = make_install(tmp_path, "INSTALLER=pip", f"TORCH_INDEX_URL={CUDA}")
-    assert run.returncode == 0, run.stderr
-    assert "install: with pip\n" in run.stdout
-    assert not any("--target" in c for c in calls)
+    assert run.returncode == 0 and "install: with pip\n" in run.stdout and not any("--target" in c for c in calls)
     torch, lock, package = installs(calls)
     assert torch.startswith("python -m pip install") and f"--index-url {CUDA}" in torch
     assert CUDA not in lock and package.startswith("python -m pip install") and CUDA not in package
@@ -105,8 +95,7 @@ def test_installer_pip_forces_pip_with_the_torch_index(tmp_path):
 
 def test_unknown_installer_is_refused_before_installing(tmp_path):
     run, calls, marker = make_install(tmp_path, "INSTALLER=conda")
-    assert run.returncode != 0
-    assert "INSTALLER=conda: auto (uv when it installs, else pip) or pip" in run.stderr
+    assert run.returncode != 0 and "INSTALLER=conda: auto (uv when it installs, else pip) or pip" in run.stderr
     assert calls == [] and not marker.exists()
 
 

@@ -1,3 +1,4 @@
+# ruff: noqa: E501  (a table: one configuration per line)
 """tools/uv_args.py: pip's index configuration (`pip config list`, PIP_* variables) as `uv pip install` arguments."""
 
 import sys
@@ -16,65 +17,27 @@ def args_for(config_text: str, environ: dict[str, str] | None = None, index_url:
     return uv_args.uv_args(uv_args.settings(config_text, environ or {}), index_url)
 
 
-def test_no_configuration_gives_only_the_index_strategy():
-    assert args_for("") == STRATEGY
+XIU, FL, IU = "global.extra-index-url=", "global.find-links=", "global.index-url="
+#: name: (`pip config list`, PIP_* variables, --index-url, the arguments after the index strategy)
+CASES = {
+    "nothing": ("", {}, "", []),
+    "each find-links entry a flag": (FL + "'/a /b'", {}, "", ["--find-links", "/a", "--find-links", "/b"]),
+    "each extra index a flag": (XIU + "'file:///a file:///b'", {}, "", ["--extra-index-url", "file:///a", "--extra-index-url", "file:///b"]),
+    "other settings left out": ("global.cert='/etc/ca.crt'\n:env:.default-timeout='180'", {}, "", []),
+    "variables override the files": (FL + "'/a'\n" + IU + "'https://m/s'", {"PIP_FIND_LINKS": "/e", "PIP_INDEX_URL": "https://e/s"}, "", ["--index-url", "https://e/s", "--find-links", "/e"]),
+    "the extra-index variable replaces the list": (XIU + "'file:///a file:///b'", {"PIP_EXTRA_INDEX_URL": "file:///c"}, "", ["--extra-index-url", "file:///c"]),
+    "install section over global": ("install.index-url='https://i/s'\n" + IU + "'https://g/s'", {}, "", ["--index-url", "https://i/s"]),
+    "env section over both": (":env:.index-url='https://e/s'\ninstall.index-url='https://i/s'\n" + IU + "'https://g/s'", {}, "", ["--index-url", "https://e/s"]),
+    "the given index replaces pip's, keeps its extras": (IU + "'https://m/s'\n" + XIU + "'file:///x'", {}, "https://t/s", ["--index-url", "https://t/s", "--extra-index-url", "file:///x"]),
+    "no-index passed on": ("global.no-index='true'\n" + FL + "'/w'", {}, "", ["--find-links", "/w", "--no-index"]),
+    "no-index false": ("global.no-index='false'", {}, "", []),
+}  # fmt: skip
 
 
-def test_each_find_links_entry_becomes_one_flag():
-    text = "global.find-links='/opt/wheels /srv/more-wheels'\n"
-    assert args_for(text) == STRATEGY + ["--find-links", "/opt/wheels", "--find-links", "/srv/more-wheels"]
-
-
-def test_space_separated_extra_index_urls_become_one_flag_each():
-    text = "global.extra-index-url='file:///opt/pypi/simple file:///opt/pypi-more/simple'\n"
-    assert args_for(text) == STRATEGY + [
-        "--extra-index-url",
-        "file:///opt/pypi/simple",
-        "--extra-index-url",
-        "file:///opt/pypi-more/simple",
-    ]
-
-
-def test_settings_other_than_indexes_are_left_out():
-    text = "global.cert='/etc/ssl/certs/ca-certificates.crt'\n:env:.default-timeout='180'\n"
-    assert args_for(text) == STRATEGY
-
-
-def test_environment_variables_override_the_config_files():
-    text = "global.find-links='/opt/wheels'\nglobal.index-url='https://mirror.example/simple'\n"
-    environ = {"PIP_FIND_LINKS": "/env/wheels", "PIP_INDEX_URL": "https://env.example/simple"}
-    assert args_for(text, environ) == STRATEGY + [
-        "--index-url",
-        "https://env.example/simple",
-        "--find-links",
-        "/env/wheels",
-    ]
-
-
-def test_extra_index_url_variable_replaces_the_configured_list():
-    text = "global.extra-index-url='file:///a file:///b'\n"
-    assert args_for(text, {"PIP_EXTRA_INDEX_URL": "file:///c"}) == STRATEGY + ["--extra-index-url", "file:///c"]
-
-
-def test_install_section_overrides_global_and_env_section_overrides_both():
-    text = "install.index-url='https://install/simple'\nglobal.index-url='https://global/simple'\n"
-    assert args_for(text) == STRATEGY + ["--index-url", "https://install/simple"]
-    assert args_for(":env:.index-url='https://env/simple'\n" + text)[-1] == "https://env/simple"
-
-
-def test_given_index_url_replaces_pips_but_keeps_its_extras():
-    text = "global.index-url='https://mirror/simple'\nglobal.extra-index-url='file:///opt/pypi/simple'\n"
-    assert args_for(text, index_url="https://download.pytorch.org/whl/cu126") == STRATEGY + [
-        "--index-url",
-        "https://download.pytorch.org/whl/cu126",
-        "--extra-index-url",
-        "file:///opt/pypi/simple",
-    ]
-
-
-def test_no_index_is_passed_on():
-    assert args_for("global.no-index='true'\nglobal.find-links='/w'\n")[-1] == "--no-index"
-    assert "--no-index" not in args_for("global.no-index='false'\n")
+@pytest.mark.parametrize("name", CASES)
+def test_pip_configuration_becomes_uv_arguments(name):
+    config, environ, index_url, expected = CASES[name]
+    assert args_for(config + "\n", environ, index_url) == STRATEGY + expected
 
 
 @pytest.mark.parametrize("line", ["global.find-links=/opt/wheels", "find-links='/opt/wheels'", "garbage", "a.b='x"])

@@ -26,18 +26,15 @@ def _calls(path: Path):
     return sorted(calls, key=lambda c: (c[1].lineno, c[1].col_offset))
 
 
-def test_the_lecture_shows_every_widget_in_book_order():
-    shown = [ast.unparse(n.func.value.func) for name, n in _calls(TWIN) if name.endswith(".show")]
+def test_the_lecture_shows_every_widget_in_book_order_and_never_trains():
+    calls = _calls(TWIN)
+    shown = [ast.unparse(n.func.value.func) for name, n in calls if name.endswith(".show")]
     assert shown == [e.name for e in WIDGETS] + ["GenerateWidget"]  # and the capstone's model in 10's widget
     headings = re.findall(r"^# ## (\d\d) ·", TWIN.read_text(encoding="utf-8"), flags=re.M)
     assert headings == sorted(headings) and set(headings) >= {e.notebook[:2] for e in WIDGETS}
-
-
-def test_the_lecture_never_trains():
-    names = [name for name, _ in _calls(TWIN)]
+    names = [name for name, _ in calls]
     assert not [n for n in names if re.search(r"train|prepare|fit|backward|step", n)], names
-    loads = [n for n in names if n.startswith("lecture.")]
-    assert loads == ["lecture.cached"] * 3
+    assert [n for n in names if n.startswith("lecture.")] == ["lecture.cached"] * 3
 
 
 @pytest.fixture
@@ -146,10 +143,8 @@ def test_the_lecture_prefers_the_full_model_and_make_lecture_keeps_it(empty_cach
     assert lecture.best("lm", "cpu") == (("full model", "vocab"), "full")
     lecture.prepare("cpu", names=("lm",))
     assert trained == [] and "already cached (full profile)" in capsys.readouterr().out
-    assert (
-        lecture.describe("lm", ("m", "v"), "full")
-        == "showing notebook 10's language model, trained in the full profile"
-    )
+    said = "showing notebook 10's language model, trained in the full profile"
+    assert lecture.describe("lm", ("m", "v"), "full") == said
 
 
 def test_the_capstone_widget_shows_the_students_model_when_notebook_12_trained_one(empty_cache, monkeypatch, capsys):

@@ -8,24 +8,7 @@ from transformer_nb.core.transformer import Transformer
 from transformer_nb.widgets.lm import GenerateWidget
 from transformer_nb.wikitext import Vocab
 
-WORDS = [
-    "<eos>",
-    "the",
-    "history",
-    "of",
-    "learning",
-    "a",
-    "an",
-    "is",
-    "was",
-    "in",
-    "on",
-    "at",
-    "to",
-    "and",
-    "cat",
-    "dog",
-]
+WORDS = "<eos> the history of learning a an is was in on at to and cat dog".split()  # noqa: SIM905
 
 
 def tiny_lm(**kw):

@@ -23,14 +23,9 @@ def make(tmp_path: Path, target: str, nb: str | None) -> tuple[subprocess.Comple
     (venv / ".installed").touch()
     log = tmp_path / "log"
     log.touch()
-    run = subprocess.run(
-        ["make", "--no-print-directory", "-C", str(ROOT), target, f"VENV={venv}"]
-        + ([f"NB={nb}"] if nb is not None else []),
-        cwd=tmp_path,
-        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "FAKE_LOG": str(log)},
-        capture_output=True,
-        text=True,
-    )
+    cmd = ["make", "--no-print-directory", "-C", str(ROOT), target, f"VENV={venv}", *([f"NB={nb}"] * (nb is not None))]
+    env = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "FAKE_LOG": str(log)}
+    run = subprocess.run(cmd, cwd=tmp_path, env=env, capture_output=True, text=True)
     return run, log.read_text()
 
 

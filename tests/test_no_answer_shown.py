@@ -55,12 +55,6 @@ def test_a_run_that_shows_an_answer_fails_the_cell_under_nbval(tmp_path):
     nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
     args = ["--nbval-lax", "--nbval-current-env", "-p", "answer_scan_plugin", "-p", "no:cacheprovider"]
-    run = subprocess.run(
-        [sys.executable, "-m", "pytest", *args, "-o", "addopts=", "--rootdir", str(tmp_path), str(path)],
-        capture_output=True,
-        text=True,
-        env=env,
-        cwd=tmp_path,
-        timeout=300,
-    )
+    cmd = [sys.executable, "-m", "pytest", *args, "-o", "addopts=", "--rootdir", str(tmp_path), str(path)]
+    run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
     assert run.returncode != 0 and "the answer of Exercise 8.2" in run.stdout, run.stdout + run.stderr

@@ -41,10 +41,8 @@ def test_the_rounding_always_passes_the_check(seconds):
 
 def test_stated_runtimes_reads_the_usual_forms():
     assert stated_runtimes("**Runtime on 2 CPU cores:** quick ~10 s, full ~2.5 min.") == {"quick": 10, "full": 150}
-    assert stated_runtimes("**Runtime on 2 CPU cores:** quick profile ≈ 18 s, full profile ≈ 30 s") == {
-        "quick": 18,
-        "full": 30,
-    }
+    both = {"quick": 18, "full": 30}
+    assert stated_runtimes("**Runtime on 2 CPU cores:** quick profile ≈ 18 s, full profile ≈ 30 s") == both
     assert stated_runtimes("**Runtime on 2 CPU cores:** about 25 s in either profile") == {}
     assert stated_runtimes("no runtime here") == {}
 

@@ -35,14 +35,8 @@ def test_the_student_part_covers_what_a_student_and_an_instructor_need():
 
 def test_maintainer_material_lives_in_contributing():
     part, contributing = _student_part(), (ROOT / "CONTRIBUTING.md").read_text(encoding="utf-8")
-    for topic in (
-        "torchrun --standalone",
-        "Where the suite was verified",
-        "Known problems",
-        "Versions tested",
-        ".ci/run",
-        "make refresh",
-    ):
+    topics = ["torchrun --standalone", "Where the suite was verified", "Known problems", "Versions tested"]
+    for topic in [*topics, ".ci/run", "make refresh"]:
         assert topic not in part, f"{topic!r} is maintainer material: it belongs after {MAINTAINERS!r}"
         assert topic in contributing, f"{topic!r} is missing from CONTRIBUTING.md"
     assert "CONTRIBUTING.md" in (ROOT / "README.md").read_text(encoding="utf-8").split(MAINTAINERS)[1]

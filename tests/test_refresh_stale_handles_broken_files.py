@@ -48,30 +48,21 @@ def listing(root, capsys) -> tuple[int, str]:
     return status, out.out + out.err
 
 
-def metadata_list(nb):
-    nb["metadata"] = []
+DAMAGE = {
+    "truncated": lambda p: p.write_text(p.read_text()[:200]),
+    "empty": lambda p: p.write_text(""),
+    "not-utf8": lambda p: p.write_bytes(b"\xff\xfe" + p.read_bytes()),
+    "metadata-list": lambda p: p.write_text(json.dumps(json.loads(p.read_text()) | {"metadata": []})),
+    "stamp-string": lambda p: p.write_text(
+        json.dumps(json.loads(p.read_text()) | {"metadata": {harness.STAMP_KEY: "x"}})
+    ),
+    "twin-not-utf8": lambda p: (p.parent / "py" / "03_broken.py").write_bytes(b"# %%\nx = '\xff'\n"),
+}
 
 
-def stamp_string(nb):
-    nb["metadata"]["transformer_nb"] = "x"
-
-
-@pytest.mark.parametrize(
-    "damage",
-    [
-        lambda p: p.write_text(p.read_text()[:200]),  # truncated
-        lambda p: p.write_text(""),  # empty
-        lambda p: p.write_bytes(b"\xff\xfe" + p.read_bytes()),  # not UTF-8
-        lambda p: p.write_text(json.dumps(json.loads(p.read_text()) | {"metadata": []})),  # malformed metadata
-        lambda p: p.write_text(
-            json.dumps({**json.loads(p.read_text()), "metadata": {harness.STAMP_KEY: "a string"}})
-        ),  # a malformed stamp
-        lambda p: (p.parent / "py" / "03_broken.py").write_bytes(b"# %%\nx = '\xff'\n"),  # a twin not UTF-8
-    ],
-    ids=["truncated", "empty", "not-utf8", "metadata-list", "stamp-string", "twin-not-utf8"],
-)
+@pytest.mark.parametrize("damage", DAMAGE)
 def test_a_damaged_notebook_is_named_with_its_fix_and_the_others_are_still_handled(tree, capsys, damage, request):
-    damage(tree / "notebooks" / "03_broken.ipynb")
+    DAMAGE[damage](tree / "notebooks" / "03_broken.ipynb")
     status, text = listing(tree, capsys)
     assert status == 0, text
     bad = "notebooks/py/03_broken.py" if "twin" in request.node.name else "notebooks/03_broken.ipynb"

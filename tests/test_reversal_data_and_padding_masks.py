@@ -26,10 +26,7 @@ def test_collate_pads_right_and_masks_are_true_at_real_tokens():
 
 
 def test_sequence_codes_ignore_padding_width_and_separate_sequences():
-    a = rv.sequence_codes(torch.tensor([[3, 4, 0, 0]]))
-    b = rv.sequence_codes(torch.tensor([[3, 4]]))
-    c = rv.sequence_codes(torch.tensor([[4, 3]]))
-    d = rv.sequence_codes(torch.tensor([[3, 4, 3]]))
+    a, b, c, d = (rv.sequence_codes(torch.tensor([s])) for s in ([3, 4, 0, 0], [3, 4], [4, 3], [3, 4, 3]))
     assert a == b and a != c and a != d
 
 

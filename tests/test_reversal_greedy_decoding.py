@@ -50,12 +50,7 @@ def test_greedy_on_the_hand_built_reverser_is_exact():
 
 def test_score_exact_first_wrong_and_token_accuracy():
     tgt_out = torch.tensor([[5, 4, 3, 2, 0], [9, 8, 7, 6, 2]])
-    pred = torch.tensor(
-        [
-            [5, 4, 3, 2, 0],  # right
-            [9, 8, 6, 6, 2],
-        ]
-    )  # wrong at position 2
+    pred = torch.tensor([[5, 4, 3, 2, 0], [9, 8, 6, 6, 2]])  # right; wrong at position 2
     s = rv.score(pred, tgt_out)
     assert s["exact"].tolist() == [True, False]
     assert s["first_wrong"].tolist() == [-1, 2]
@@ -74,9 +69,7 @@ def test_failure_table_counts():
         "first_wrong": torch.tensor([-1, 1, -1, 4]),
     }
     t = rv.failure_table(res)
-    assert t["by_length"] == {3: (2, 1), 5: (1, 0), 8: (1, 1)}
-    assert t["by_first_wrong"] == {1: 1, 4: 1}
-    assert t["n_wrong"] == 2
+    assert (t["by_length"], t["by_first_wrong"], t["n_wrong"]) == ({3: (2, 1), 5: (1, 0), 8: (1, 1)}, {1: 1, 4: 1}, 2)
 
 
 def test_forced_match_gives_greedy_decodings_exact_match():

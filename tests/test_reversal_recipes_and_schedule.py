@@ -11,13 +11,11 @@ from transformer_nb import reversal as rv
 
 def test_text_recipe_is_the_text_as_written_and_the_ladder_leads_to_the_improved_one():
     r, m = rv.TEXT_RECIPE, rv.TEXT_RECIPE.model
-    assert (r.lr, r.schedule, r.batch_size, r.data, r.n_train, r.label_smoothing, r.clip, r.init) == (
-        (1e-4, "constant", 64, "fixed", 2000, 0.0, 1.0, "xavier")
-    )
+    recipe = (r.lr, r.schedule, r.batch_size, r.data, r.n_train, r.label_smoothing, r.clip, r.init)
+    assert recipe == (1e-4, "constant", 64, "fixed", 2000, 0.0, 1.0, "xavier")
     assert r.steps_per_epoch() == 32 and r.steps == 30 * 32
-    assert (m.d_model, m.n_heads, m.d_ff, m.n_layers, m.dropout, m.activation, m.norm_first) == (
-        (64, 4, 256, 2, 0.1, "gelu", True)
-    )
+    model = (m.d_model, m.n_heads, m.d_ff, m.n_layers, m.dropout, m.activation, m.norm_first)
+    assert model == (64, 4, 256, 2, 0.1, "gelu", True)
     assert rv.LADDER[0][1] is rv.TEXT_RECIPE and rv.LADDER[-1][1] is rv.IMPROVED
     names = [r.name for _, r in rv.LADDER] + [r.name for _, r in rv.ABLATIONS]
     assert len(set(names)) == len(names)  # one cache file each

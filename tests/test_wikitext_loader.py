@@ -1,10 +1,11 @@
 """The WikiText-2 loader on the real shared files: counts, vocabulary, checksums, errors.
 
-Data is found via TNB_DATA_DIR, else ../shared/data relative to the repo root; the
-tests skip (saying so) when neither exists.
+Data is found via TNB_DATA_DIR, else ../shared/data relative to the repo root (beside the checkout, where CI keeps
+it; an installed package does not look there); the tests that need it skip (saying so) when neither exists.
 """
 
 import shutil
+from pathlib import Path
 
 import pytest
 import torch
@@ -54,13 +55,6 @@ def test_tnb_data_dir_may_name_the_folder_or_its_parent_with_a_tilde_and_spaces_
 
 
 @needs_data
-def test_user_cache_is_used_after_env(isolated):
-    cache = wt.user_cache_dir() / "wikitext-2"
-    shutil.copytree(DATA, cache)
-    assert wt.find_data_dir() == cache
-
-
-@needs_data
 def test_a_corrupted_or_missing_file_at_an_explicit_path_is_named(tmp_path):
     copy = tmp_path / "wikitext-2"
     shutil.copytree(DATA, copy)
@@ -72,6 +66,27 @@ def test_a_corrupted_or_missing_file_at_an_explicit_path_is_named(tmp_path):
     (copy / "test.txt").unlink()
     with pytest.raises(FileNotFoundError, match=r"missing: \['test.txt'\]"):
         wt.load_wikitext2(copy)
+
+
+def test_the_folder_beside_a_checkout_is_shared_data_and_an_install_has_none(tmp_path, monkeypatch):
+    assert wikitext_files.beside_checkout() == Path(__file__).resolve().parents[2] / "shared" / "data"  # CI keeps it
+    installed = tmp_path / "site-packages" / "transformer_nb" / "wikitext_files.py"  # no pyproject.toml beside it
+    monkeypatch.setattr(wikitext_files, "__file__", str(installed))
+    assert wikitext_files.beside_checkout() is None
+
+
+def test_with_tnb_data_dir_unset_the_copy_beside_the_checkout_is_found_and_named_when_empty(isolated, monkeypatch):
+    beside = isolated / "shared" / "data"
+    monkeypatch.setattr(wikitext_files, "beside_checkout", lambda: beside)
+    with pytest.raises(FileNotFoundError, match=rf"{beside} \(beside the checkout\)"):
+        wt.find_data_dir(download=False)
+    (beside / "wikitext-2").mkdir(parents=True)
+    for split in wt.SPLITS:
+        (beside / "wikitext-2" / f"{split}.txt").write_text("")
+    assert wt.find_data_dir(download=False) == beside / "wikitext-2"
+    monkeypatch.setenv("TNB_DATA_DIR", str(isolated / "elsewhere"))  # a chosen TNB_DATA_DIR is not replaced
+    with pytest.raises(FileNotFoundError):
+        wt.find_data_dir(download=False)
 
 
 def test_nothing_found_offline_says_where_it_looked(isolated):

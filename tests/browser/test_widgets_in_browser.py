@@ -45,8 +45,6 @@ SHOTS = ROOT / "build" / "screenshots"
 RUN_S = float(os.environ.get("TNB_BROWSER_TIMEOUT", "300"))  # for the notebook's cells to run
 RENDER_S = 30.0  # for a widget to show its first figure once the cells have run
 CHANGE_S = 20.0  # per control tried: how long a redraw may take
-TIMES: dict[str, float] = {}  # what took how long, reported when the server stops
-KERNEL: dict[str, str] = {}  # what the kernel runs, reported with TIMES
 INSTALL_CHROMIUM = (
     "install Debian's Chromium: `sudo apt-get install chromium` (or set TNB_CHROMIUM to a "
     "Chromium/Chrome binary); Playwright's own browser download is not needed"
@@ -67,13 +65,9 @@ FIRST_WIDGET_CELL = 2
 
 
 def _chromium() -> str | None:
-    if os.environ.get("TNB_CHROMIUM"):  # chosen: that one or none
-        cand = os.environ["TNB_CHROMIUM"]
-        return cand if os.access(cand, os.X_OK) else None
-    for cand in ("/usr/bin/chromium", *map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))):
-        if cand and os.access(cand, os.X_OK):
-            return cand
-    return None
+    chosen = os.environ.get("TNB_CHROMIUM")  # chosen: that one or none
+    found = ["/usr/bin/chromium", *map(shutil.which, ("chromium", "chromium-browser", "google-chrome"))]
+    return next((c for c in ([chosen] if chosen else found) if c and os.access(c, os.X_OK)), None)
 
 
 def _free_port() -> int:
@@ -108,36 +102,22 @@ class Lab:
             (spec / "kernel.json").write_text(
                 json.dumps({"argv": argv, "display_name": "Python 3 (ipykernel)", "language": "python"})
             )
-        probe = [kernel_python or sys.executable, "-c", "import ipywidgets; print(ipywidgets.__version__)"]
-        KERNEL["ipywidgets"] = subprocess.run(probe, capture_output=True, text=True).stdout.strip() or "?"
         bin_dir = Path(sys.executable).parent
         env = {k: v for k, v in os.environ.items() if k not in ("MPLBACKEND", "JUPYTER_PATH")}
         env.update(
-            PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}",
-            JUPYTER_CONFIG_DIR=str(dirs["config"]),
-            JUPYTER_DATA_DIR=str(dirs["data"]),
-            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]),
-            IPYTHONDIR=str(dirs["ipython"]),
-            PYDEVD_DISABLE_FILE_VALIDATION="1",
+            PATH=f"{bin_dir}{os.pathsep}{env.get('PATH', '')}", IPYTHONDIR=str(dirs["ipython"]),
+            JUPYTER_CONFIG_DIR=str(dirs["config"]), JUPYTER_DATA_DIR=str(dirs["data"]),
+            JUPYTER_RUNTIME_DIR=str(dirs["runtime"]), PYDEVD_DISABLE_FILE_VALIDATION="1",
             PYTHONPATH=os.pathsep.join(filter(None, [str(ROOT), env.get("PYTHONPATH")])),  # the checkout under test
-        )
+        )  # fmt: skip
         jupyter = bin_dir / "jupyter"
         cmd = [
-            str(jupyter) if jupyter.exists() else "jupyter",
-            "lab",
-            "--no-browser",
-            "--ServerApp.ip=127.0.0.1",
-            f"--ServerApp.port={self.port}",
-            "--ServerApp.port_retries=0",
-            f"--IdentityProvider.token={self.token}",
-            f"--ServerApp.root_dir={root}",
-            "--LabApp.expose_app_in_browser=True",
-            f"--LabApp.user_settings_dir={dirs['settings']}",
-            f"--LabApp.workspaces_dir={dirs['workspaces']}",
-            "--LabApp.news_url=",
-            "--ServerApp.shutdown_no_activity_timeout=900",
-            "--MappingKernelManager.cull_idle_timeout=0",
-        ]
+            str(jupyter) if jupyter.exists() else "jupyter", "lab", "--no-browser", "--ServerApp.ip=127.0.0.1",
+            f"--ServerApp.port={self.port}", "--ServerApp.port_retries=0", f"--IdentityProvider.token={self.token}",
+            f"--ServerApp.root_dir={root}", "--LabApp.expose_app_in_browser=True", "--LabApp.news_url=",
+            f"--LabApp.user_settings_dir={dirs['settings']}", f"--LabApp.workspaces_dir={dirs['workspaces']}",
+            "--ServerApp.shutdown_no_activity_timeout=900", "--MappingKernelManager.cull_idle_timeout=0",
+        ]  # fmt: skip
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             cmd.append("--allow-root")
         self.log_path = root.parent / "jupyterlab.log"
@@ -147,10 +127,7 @@ class Lab:
         )
 
     def log_tail(self, n: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
-        except OSError:
-            return ""
+        return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-n:])
 
     def wait_ready(self, timeout: float = 90.0):
         t0 = time.monotonic()
@@ -209,7 +186,7 @@ async ([path, timeoutMs]) => {
     window.__tnb_nb = nb;
     await nb.context.ready;
     await nb.sessionContext.ready;
-    // what the kernel reports outside cell outputs (e.g. a widget callback that raised)
+    // what the kernel reports: a cell that raised, or a widget callback that raised outside cell outputs
     nb.sessionContext.session.kernel.iopubMessage.connect((_, msg) => {
       const t = msg.header.msg_type, c = msg.content;
       if (t === 'error')
@@ -225,37 +202,6 @@ async ([path, timeoutMs]) => {
   };
   const late = new Promise(r => setTimeout(() => r([window.__tnb_nb?.id ?? null, 'timeout']), timeoutMs));
   return await Promise.race([openAndRun(), late]);
-}
-"""
-
-CELL_ERRORS = """
-() => {
-  if (!window.__tnb_nb) return [];
-  const errs = [], cells = window.__tnb_nb.content.model.cells;
-  for (let i = 0; i < cells.length; i++) {
-    const c = cells.get(i);
-    if (c.type !== 'code') continue;
-    for (const o of c.outputs.toJSON()) {
-      if (o.output_type === 'error')
-        errs.push(`cell ${i}: ${o.ename}: ${o.evalue}\\n` +
-                  (o.traceback || []).join('\\n').replace(/\\x1b\\[[0-9;]*m/g, ''));
-      else if (o.output_type === 'stream' && o.name === 'stderr' && /Traceback|Error/.test(o.text))
-        errs.push(`cell ${i} (stderr): ${o.text}`);
-    }
-  }
-  return errs;
-}
-"""
-
-CLOSE = """
-() => {
-  const nb = window.__tnb_nb;
-  window.__tnb_nb = null;
-  if (!nb || nb.isDisposed) return null;
-  const id = nb.sessionContext.session ? nb.sessionContext.session.id : null;
-  nb.context.model.dirty = false;
-  nb.dispose();
-  return id;
 }
 """
 
@@ -282,11 +228,8 @@ ARM = """([id, idx]) => {
 }"""
 WATCHED = "() => window.__tnb_watch.end !== null && window.__tnb_watch.start !== null"
 REDRAW_LIMIT_MS = float(os.environ.get("TNB_REDRAW_MS", "250"))  # else the widget must update on release
-#: key press (or change) to new image, per widget: the fastest and the median of ``REDRAW_PRESSES`` presses. The
-#: limit applies to the fastest: ``make test`` runs this file beside notebooks that train on the same cores, and a
-#: press that waits for them measures the load, not the widget (CI of 2026-11-26: AlibiExplorer's median 255 ms
-#: under load, its CPU time per redraw 82 ms)
-REDRAW_MS: dict[str, dict] = {}
+#: the limit applies to the fastest of ``REDRAW_PRESSES`` presses: ``make test`` runs this file beside notebooks that
+#: train on the same cores, and a press that waits for them measures the load, not the widget
 REDRAW_PRESSES = 5
 ON_RELEASE = "when you release"  # what the note of a widget that updates on release says (widgets.base.Widget.layout)
 
@@ -296,33 +239,14 @@ def lab(browser_tools, tmp_path_factory, request):
     """One JupyterLab server serving the catalog's notebook, stopped at the end whatever happens."""
     import nbformat
 
-    t0 = time.monotonic()
     root = tmp_path_factory.mktemp("browser") / "repo"
     (root / "notebooks").mkdir(parents=True)
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in CELLS])
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "Python 3 (ipykernel)", "language": "python"}
     nbformat.write(nb, root / "notebooks" / "widgets.ipynb")
     server = Lab(root)
-
-    def stop_and_report():
-        server.stop()
-        parts = ", ".join(f"{k} {v:.1f} s" for k, v in TIMES.items())
-        rows = [
-            f"browser test: {time.monotonic() - t0:.1f} s in all: {parts}; kernel ipywidgets {KERNEL.get('ipywidgets')}"
-        ]
-        rows.append(f"{'notebook, widget':<36}{'redraw (key press to new image)':>40}  updates")
-        for name, r in REDRAW_MS.items():
-            when = "on release (says so)" if r["on_release"] else "while dragging"
-            rows.append(f"{name:<36}{r['ms']:>9.0f} ms fastest, {r['median']:.0f} median of {r['presses']}  {when}")
-        tr = request.config.pluginmanager.get_plugin("terminalreporter")
-        capman = request.config.pluginmanager.get_plugin("capturemanager")
-        if tr is not None and capman is not None:
-            with capman.global_and_fixture_disabled():
-                tr.write_line("\n" + "\n".join(rows))
-
-    request.addfinalizer(stop_and_report)
+    request.addfinalizer(server.stop)
     server.wait_ready()
-    TIMES["server start"] = time.monotonic() - t0
     return server
 
 
@@ -330,7 +254,6 @@ def lab(browser_tools, tmp_path_factory, request):
 def page(browser_tools, lab, request):
     """One headless Chromium page with JupyterLab loaded and the catalog's notebook run, closed at the end."""
     sync_playwright, chromium = browser_tools
-    t0 = time.monotonic()
     pw = sync_playwright().start()
     request.addfinalizer(pw.stop)
     browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
@@ -341,11 +264,8 @@ def page(browser_tools, lab, request):
     pg.goto(f"{lab.url}/lab?token={lab.token}", wait_until="domcontentloaded", timeout=90_000)
     pg.wait_for_function("() => window.jupyterapp && window.jupyterapp.started !== undefined", timeout=90_000)
     pg.evaluate("async () => { await window.jupyterapp.started; await window.jupyterapp.restored; }")
-    TIMES["browser start"] = time.monotonic() - t0
     pg.nb_id, state = pg.evaluate(OPEN_AND_RUN, ["notebooks/widgets.ipynb", RUN_S * 1000])
-    TIMES["cells run"] = time.monotonic() - t0 - TIMES["browser start"]
-    request.addfinalizer(lambda: pg.evaluate(CLOSE))
-    errors = pg.evaluate(CELL_ERRORS)
+    errors = pg.evaluate("() => window.__tnb_kernel_errors.splice(0)")  # a cell's error is on iopub too
     assert not errors, "a cell raised:\n" + "\n".join(errors)
     assert state == "done", f"the notebook did not open, start its kernel and run within {RUN_S:.0f} s"
     return pg
@@ -361,7 +281,7 @@ def test_widget_renders_and_reacts(page, k):
         cell.locator(IMG).first.wait_for(state="visible", timeout=RENDER_S * 1000)
     except Exception:
         _shot(cell, SHOTS / f"{stem}-before.png")
-        pytest.fail(f"{where}: no figure in the widget. The cell shows:\n{_output_text(cell)}")
+        pytest.fail(f"{where}: no figure in the widget. The cell shows:\n{cell.inner_text()[:800]}")
     page.wait_for_function(IDLE, timeout=RENDER_S * 1000)
     problems = [f"{where}: error in the widget:\n{e}" for e in _errors(page, cell)]
     before = cell.locator(IMG).first.get_attribute("src")
@@ -392,24 +312,15 @@ def test_widget_renders_and_reacts(page, k):
     assert not problems, "\n".join(problems)
 
 
-def _widget_errors(cell) -> list[str]:
+def _errors(page, cell) -> list[str]:
+    """Error lines in the widget's cell, and what the kernel reported outside cell outputs since the last call."""
     sel = (
         ".widget-output [data-mime-type='application/vnd.jupyter.error'], "
         ".widget-output [data-mime-type='application/vnd.jupyter.stderr'], "
         ".jupyter-widgets .tnb-widget-error"
     )
-    return [t for t in cell.locator(sel).all_inner_texts() if t.strip()]
-
-
-def _errors(page, cell) -> list[str]:
-    """Error lines in the widget's cell, and what the kernel reported outside cell outputs since the last call."""
-    return _widget_errors(cell) + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
-
-
-def _output_text(cell, limit: int = 800) -> str:
-    texts = cell.locator(".jp-Cell-outputArea").all_inner_texts()
-    text = "\n".join(t.strip() for t in texts if t.strip())
-    return text[:limit] or "(empty)"
+    errors = [t for t in cell.locator(sel).all_inner_texts() if t.strip()]
+    return errors + page.evaluate("() => window.__tnb_kernel_errors.splice(0)")
 
 
 def _interactions(cell):
@@ -469,10 +380,9 @@ def _stopwatch(page) -> float | None:
 
 
 def _redraw_time(page, nb_id: str, idx: int, cell, label: str, act, times: list) -> list[str]:
-    """Press the control that redrew until ``REDRAW_PRESSES`` redraws are timed; record the fastest and the
-    median in ``REDRAW_MS``. A problem when even the fastest is over ``REDRAW_LIMIT_MS`` and the widget does
-    not say that it updates on release; a widget that says so is held to no limit, so one timed redraw is
-    enough for its row in the report."""
+    """Press the control that redrew until ``REDRAW_PRESSES`` redraws are timed. A problem when even the fastest
+    is over ``REDRAW_LIMIT_MS`` and the widget does not say that it updates on release (then one timed redraw is
+    enough)."""
     on_release = ON_RELEASE in cell.inner_text()
     for _ in range(REDRAW_PRESSES - len(times)):
         if on_release and any(t is not None for t in times):
@@ -491,7 +401,6 @@ def _redraw_time(page, nb_id: str, idx: int, cell, label: str, act, times: list)
     if not timed:
         return [f"{label}: the redraw could not be timed"]
     ms, median = timed[0], timed[len(timed) // 2]
-    REDRAW_MS[label] = {"ms": ms, "median": median, "presses": len(timed), "on_release": on_release}
     if ms > REDRAW_LIMIT_MS and not on_release:
         return [
             f"{label}: a redraw takes {ms:.0f} ms (the fastest of {len(timed)} presses; median {median:.0f} ms), "
