@@ -10,7 +10,6 @@ ELSEWHERE = {
     "transformer_nb.checks.check_equal": "tests/test_checks_bad_input.py::test_an_object_with_a_strange_eq_is_refused",
     "transformer_nb.checks.check_raises": "tests/test_checks_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-fn must be callable]",
     "transformer_nb.checks.check_true": "tests/test_checks_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-condition must be True/False0]",
-    "transformer_nb.checks.isclose": "tests/test_checks_bad_input.py::test_bad_arguments_are_named[<lambda>-ValueError-atol must be >= 0]",
     "transformer_nb.companion.exercise_map": "tests/test_companion_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-index must be the list]",
     "transformer_nb.companion.info": "tests/test_companion_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-path must be the path of an .ipynb]",
     "transformer_nb.companion.notebook_index": "tests/test_companion_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-folder must be a path]",

@@ -5,8 +5,6 @@ count and profile: the *expected* value (never the float torch computed), shapes
 booleans or exact integers. A failing check raises ``AssertionError`` with both values.
 """
 
-import math
-import numbers
 
 import numpy as np
 import torch
@@ -159,12 +157,3 @@ def check_raises(exc_type, must_contain: str, fn, *args, **kwargs) -> str:
         raise AssertionError(f"expected {exc_type.__name__}, but {type(err).__name__} was raised: {err}") from err
     raise AssertionError(f"expected {exc_type.__name__} mentioning {must_contain!r}, but nothing was raised")
 
-
-def isclose(a: float, b: float, atol: float = 1e-6) -> bool:
-    """Plain float comparison for use inside asserts (``a``, ``b``: real numbers; ``atol`` >= 0)."""
-    for arg, x in (("a", a), ("b", b)):
-        if isinstance(x, bool) or not isinstance(x, numbers.Real):
-            raise TypeError(f"{arg} must be a real number, got {type(x).__name__}")
-    if as_real("atol", atol) < 0:
-        raise ValueError(f"atol must be >= 0, got {atol}")
-    return math.isclose(a, b, abs_tol=atol, rel_tol=0.0)

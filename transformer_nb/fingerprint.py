@@ -20,9 +20,8 @@ import hashlib
 import io
 import textwrap
 import tokenize
-from pathlib import Path
 
-__all__ = ["file_digest", "source_digest"]
+__all__ = ["source_digest"]
 
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
 _DOC = {tokenize.STRING, tokenize.NEWLINE}  # a docstring and the end of its statement
@@ -81,7 +80,3 @@ def _digest(src: str) -> str:
         text = src
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-
-def file_digest(path: str | Path) -> str:
-    """:func:`source_digest` of a Python file (UTF-8)."""
-    return source_digest(Path(path).read_text(encoding="utf-8"))
