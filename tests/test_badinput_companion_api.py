@@ -70,8 +70,6 @@ CASES = {
     "torch_masks_refuses_an_integer_keep": Case(torch_masks, lambda: torch_masks(torch.ones(2, 3, dtype=torch.long)), TypeError, "src_keep must be a (B, T) bool tensor"),
     # probes, objectives, reference formulas
     "head_stats_refuses_weights_that_are_not_square": Case(probes.head_stats, lambda: probes.head_stats(torch.rand(4, 3, 5)), ValueError, "head_stats expects self-attention weights of shape (..., T, T)"),
-    "mask_kind_refuses_a_float_mask": Case(probes.mask_kind, lambda: probes.mask_kind(torch.ones(3, 3)), ValueError, "bool (B, T_q, T_k)"),
-    "mask_kind_refuses_an_unknown_kind": Case(probes.mask_kind, lambda: probes.mask_kind(torch.ones(1, 2, 2, dtype=torch.bool), "selff"), ValueError, "kind must be 'self' or 'cross'"),
     "capture_masks_refuses_a_non_module": Case(probes.capture_masks, lambda: probes.capture_masks("model"), TypeError, "nn.Module"),
     "trace_shapes_refuses_a_function": Case(probes.trace_shapes, lambda: probes.trace_shapes(lambda x: x, 1), TypeError, "must be an nn.Module"),
     "record_attention_refuses_a_non_module": Case(probes.record_attention, lambda: probes.record_attention("model"), TypeError, "model must be an nn.Module"),

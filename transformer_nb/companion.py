@@ -19,7 +19,7 @@ from pathlib import Path
 from transformer_nb.core.utils import as_real
 from transformer_nb.env import as_path, env_path
 
-__all__ = ["TEXTS", "exercise_map", "format_runtime", "info", "notebook_index", "serves"]  # what notebooks/tools call
+__all__ = ["TEXTS", "exercise_map", "format_runtime", "info", "notebook_index"]  # what notebooks/tools call
 TEXTS = {
     "000": "Ch. 8 The Transformer Architecture (textbook draft, §8.1–8.6, Ex. 8.1–8.10)",
     "001": "Ch. 19 The Transformer Architecture (PyTorch from scratch)",
@@ -46,14 +46,8 @@ def _markdown_text(nb: dict) -> str:
     return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
 
 
-def _check_nb(nb) -> None:
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise TypeError(f"nb must be a notebook dict with a list of cells, got {type(nb).__name__}")
-
-
 def serves(nb: dict) -> str:
     """The "**Serves:**" paragraph of a notebook's opening, as one line."""
-    _check_nb(nb)
     for cell in nb["cells"][:6]:
         text = "".join(cell["source"])
         m = re.search(r"\*\*Serves:\*\*(.*?)(?:\n\s*\n|\n\*\*|\Z)", text, flags=re.S)

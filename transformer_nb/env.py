@@ -6,13 +6,13 @@ The profile is chosen by the environment variable ``TNB_PROFILE``:
 (``as_path``, ``check_module``). Companion code: no core module imports it.
 """
 
-import contextlib
 import os
 import platform
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
 from transformer_nb.core.utils import available_devices
@@ -100,14 +100,11 @@ def check_module(name: str, value) -> None:
 
 
 def seed_everything(seed: int = 0) -> None:
-    """Seed Python, torch (CPU and CUDA) and numpy if present. ``seed``: an int in ``0 .. 2**32 - 1``."""
+    """Seed Python, torch (CPU and CUDA) and numpy. ``seed``: an int in ``0 .. 2**32 - 1``."""
     _check_seed(seed)
     random.seed(seed)
     torch.manual_seed(seed)
-    with contextlib.suppress(ImportError):  # numpy is optional for the package itself
-        import numpy as np
-
-        np.random.seed(seed)
+    np.random.seed(seed)
 
 
 @dataclass(frozen=True)
