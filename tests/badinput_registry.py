@@ -11,7 +11,7 @@ ELSEWHERE = {
     "transformer_nb.checks.check_raises": "tests/test_checks_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-fn must be callable]",
     "transformer_nb.checks.check_true": "tests/test_checks_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-condition must be True/False0]",
     "transformer_nb.companion.exercise_map": "tests/test_companion_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-index must be the list]",
-    "transformer_nb.companion.info": "tests/test_companion_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-path must be the path of an .ipynb]",
+    "transformer_nb.companion.info": "tests/test_companion_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-path must be a path]",
     "transformer_nb.companion.notebook_index": "tests/test_companion_bad_input.py::test_bad_arguments_are_named[<lambda>-TypeError-folder must be a path]",
     "transformer_nb.params.formulas.ffn_params": "tests/test_params_bad_input.py::test_formula_argument_errors[ffn_params]",
     "transformer_nb.params.formulas.norm_params": "tests/test_params_bad_input.py::test_formula_argument_errors[norm_params]",

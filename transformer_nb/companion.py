@@ -12,7 +12,6 @@ also shipped inside the package as ``notebook_index.json``: ``tools/refresh.py``
 """
 
 import json
-import os
 import re
 from pathlib import Path
 
@@ -58,9 +57,7 @@ def serves(nb: dict) -> str:
 
 def info(path: Path, runtimes: dict | None = None) -> dict:
     """Facts about one stored notebook ``path`` (an ``.ipynb``)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be the path of an .ipynb, got {type(path).__name__}")
-    path = Path(path)
+    path = as_path("path", path)
     nb = json.loads(path.read_text(encoding="utf-8"))
     md = _markdown_text(nb)
     title = next((line[2:].strip() for line in md.splitlines() if line.startswith("# ")), path.stem)
@@ -93,11 +90,9 @@ def notebook_index(folder: Path | None = None) -> list:
     ``folder``: a ``notebooks/`` folder; default: the checkout's, else (an installed copy, e.g. in Colab) the
     map shipped in the package, ``notebook_index.json``.
     """
-    if folder is not None:
-        as_path("folder", folder)
-    if folder is None and notebooks_dir() is None:
+    folder = as_path("folder", folder) if folder is not None else notebooks_dir()
+    if folder is None:
         return json.loads(INDEX_FILE.read_text(encoding="utf-8"))
-    folder = Path(folder or notebooks_dir())
     rt = folder / "runtimes.json"
     runtimes = json.loads(rt.read_text()) if rt.exists() else {}
     stems = sorted(
