@@ -262,10 +262,9 @@ def to_torch(ours):
 
 def additive(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
     """Bool mask -> float mask of ``dtype`` (a floating dtype): 0 where True (attend), -inf where False (blocked)."""
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"additive() expects a bool torch.Tensor mask, got {type(mask).__name__}")
-    if mask.dtype != torch.bool:
-        raise TypeError(f"additive() expects a bool mask (True = may attend), got dtype {mask.dtype}")
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        what = f"dtype {mask.dtype}" if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise TypeError(f"additive() expects a bool mask (True = may attend), got {what}")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"additive(): dtype must be a floating torch.dtype (it holds -inf), got {dtype!r}")
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))

@@ -19,14 +19,6 @@ def _np(x):
     return x.detach().float().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
-def _matrices(name: str, x) -> np.ndarray:
-    """``x`` (a tensor, an array or nested lists of numbers) as a float array; else a TypeError naming ``name``."""
-    try:
-        return np.asarray(_np(x), dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a tensor or an array of numbers, got {type(x).__name__}") from None
-
-
 def luminance(rgba) -> float:
     """Relative luminance (WCAG 2) of an sRGB colour ``(r, g, b[, a])`` in [0, 1]: 0 black, 1 white."""
     lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
@@ -54,7 +46,10 @@ def heatmap(
     ylabel=None,
 ):
     """Draw a 2-D ``matrix`` (T_q, T_k) as a heatmap; rows are queries, columns keys."""
-    m = _matrices("matrix", matrix)
+    try:
+        m = np.asarray(_np(matrix), dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"matrix must be a tensor or an array of numbers, got {type(matrix).__name__}") from None
     if m.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {tuple(m.shape)}")
     ax = ax or plt.subplots(figsize=(4, 3.4))[1]
