@@ -35,14 +35,8 @@ INDEX_FILE = Path(__file__).with_name("notebook_index.json")  # the map, shipped
 
 def notebooks_dir() -> Path | None:
     """``notebooks/`` of the checkout (env ``TNB_NOTEBOOKS`` overrides), or None in an installed copy."""
-    if env_path("TNB_NOTEBOOKS"):
-        return env_path("TNB_NOTEBOOKS")
     here = Path(__file__).resolve().parents[1] / "notebooks"
-    return here if here.is_dir() else None
-
-
-def _markdown_text(nb: dict) -> str:
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
+    return env_path("TNB_NOTEBOOKS") or (here if here.is_dir() else None)
 
 
 def serves(nb: dict) -> str:
@@ -59,7 +53,7 @@ def info(path: Path, runtimes: dict | None = None) -> dict:
     """Facts about one stored notebook ``path`` (an ``.ipynb``)."""
     path = as_path("path", path)
     nb = json.loads(path.read_text(encoding="utf-8"))
-    md = _markdown_text(nb)
+    md = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     title = next((line[2:].strip() for line in md.splitlines() if line.startswith("# ")), path.stem)
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     outputs = [o for c in code for o in c.get("outputs", [])]
