@@ -12,22 +12,18 @@ import torch
 
 from transformer_nb.core.utils import as_int
 
-__all__ = ["LiveLoss", "heatmap", "heatmaps", "plot_curves"]  # luminance and text_color serve heatmap
+__all__ = ["LiveLoss", "heatmap", "heatmaps", "plot_curves"]  # text_color serves heatmap
 
 
 def _np(x):
     return x.detach().float().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
-def luminance(rgba) -> float:
-    """Relative luminance (WCAG 2) of an sRGB colour ``(r, g, b[, a])`` in [0, 1]: 0 black, 1 white."""
-    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
 def text_color(rgba) -> str:
-    """``"k"`` or ``"w"``: whichever contrasts more with a cell of colour ``rgba`` (WCAG contrast)."""
-    lum = luminance(rgba)
+    """``"k"`` or ``"w"``: whichever contrasts more with a cell of sRGB colour ``(r, g, b[, a])`` (WCAG 2 contrast of
+    relative luminances: 0 black, 1 white)."""
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
+    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
     return "k" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "w"
 
 
