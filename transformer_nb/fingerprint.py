@@ -18,6 +18,7 @@ import ast
 import functools
 import hashlib
 import io
+import itertools
 import textwrap
 import tokenize
 
@@ -41,9 +42,7 @@ def _docstring_lines(tree: ast.AST) -> set[int]:
 def _tokens(src: str):
     """The behaviour-carrying token strings of ``src``; an f-string is one token on every Python."""
     skip_lines = _docstring_lines(ast.parse(src))
-    starts = [0]
-    for line in src.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    starts = [0, *itertools.accumulate(map(len, src.splitlines(keepends=True)))]  # where each line begins
     fstring_start, fstring_end = getattr(tokenize, "FSTRING_START", -1), getattr(tokenize, "FSTRING_END", -1)
     depth, begin = 0, 0
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
