@@ -36,7 +36,7 @@ def _fingerprint():
     return module
 
 
-file_digest = _fingerprint().file_digest
+source_digest = _fingerprint().source_digest
 STAMP_KEY = "transformer_nb"  # nb.metadata[STAMP_KEY] = {"code_digest", "modules", "profile"}
 PACKAGE = "transformer_nb"
 RAISES = "raises-exception"
@@ -110,7 +110,7 @@ def module_hashes(files, root: Path) -> dict[str, str]:
                 f"{PACKAGE} was imported from {path}, not from this checkout ({root}); "
                 f"install the checkout in editable mode: make install (pip install -e .)"
             )
-        out[path.relative_to(root).as_posix()] = file_digest(path)
+        out[path.relative_to(root).as_posix()] = source_digest(path.read_text(encoding="utf-8"))
     return dict(sorted(out.items()))
 
 
@@ -298,7 +298,7 @@ def stamp_problems(ipynb: Path) -> list[str]:
             problems.append(
                 f"notebooks/{name}.ipynb: its outputs were computed with {rel}, which no longer exists. {fix(name)}"
             )
-        elif file_digest(path) != digest:
+        elif source_digest(path.read_text(encoding="utf-8")) != digest:
             problems.append(
                 f"notebooks/{name}.ipynb: stale outputs, the code of {rel} changed since they were stored. {fix(name)}"
             )

@@ -9,9 +9,6 @@ F = "transformer_nb.fingerprint."
 C = "transformer_nb.cache."
 
 CASES = {
-    "file_digest_names_a_missing_file": Case(
-        F + "file_digest", lambda: fingerprint.file_digest("/nonexistent-module.py"), FileNotFoundError, "nonexistent"
-    ),
     "source_digest_refuses_a_number": Case(
         F + "source_digest", lambda: fingerprint.source_digest(3), TypeError, "src must be Python source text"
     ),

@@ -24,9 +24,6 @@ CASES = {
     "LiveLoss_refuses_every_0": Case(
         P + "LiveLoss", lambda: plotting.LiveLoss(total=10, every=0), ValueError, "every must be >= 1"
     ),
-    "LiveLoss_refuses_an_unknown_x": Case(
-        P + "LiveLoss", lambda: plotting.LiveLoss(total=10, x="epoch"), ValueError, "x must be"
-    ),
 }
 
 

@@ -58,7 +58,7 @@ def test_an_unknown_profile_is_refused_at_setup_with_the_choices(monkeypatch, ca
         ({"seed": 1.5}, TypeError, "seed"),
         ({"seed": True}, TypeError, "seed"),
         ({"threads": 0}, ValueError, "threads"),
-        ({"threads": 2.0}, ValueError, "threads"),
+        ({"threads": 2.0}, TypeError, "threads"),
     ],
 )
 def test_bad_setup_arguments_are_named(kwargs, exc, words):

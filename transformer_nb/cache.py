@@ -265,7 +265,6 @@ def load_or_train(name: str, model: torch.nn.Module, config: dict, train_fn, ret
     """Load ``model`` from the cache, or train and save it (``train_and_save``). Returns ``(extra, trained_now)``,
     the model in eval mode. A damaged or mismatched file is reported in one line and the model retrained.
     ``retrain=True`` or ``TNB_RETRAIN=1`` (or ``true``, ``yes``, ``on``) forces training."""
-    _check(model, config, train_fn)
     extra = _cached(name, model, config, train_fn, retrain)
     out = (extra, False) if extra is not None else (train_and_save(name, model, config, train_fn), True)
     model.eval()

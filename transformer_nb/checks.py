@@ -5,9 +5,6 @@ count and profile: the *expected* value (never the float torch computed), shapes
 booleans or exact integers. A failing check raises ``AssertionError`` with both values.
 """
 
-import math
-import numbers
-
 import numpy as np
 import torch
 
@@ -74,10 +71,7 @@ def check_close(name: str, actual, expected, atol: float = 1e-6, rtol: float = 0
 
 def check_equal(name: str, actual, expected) -> None:
     """Assert exact equality (ints, bools, shapes, strings, integer tensors) and print the value."""
-    if isinstance(actual, torch.Size):
-        actual = tuple(actual)
-    if isinstance(expected, torch.Size):
-        expected = tuple(expected)
+    actual, expected = (tuple(x) if isinstance(x, torch.Size) else x for x in (actual, expected))
     arrays = (torch.Tensor, np.ndarray)
     if isinstance(actual, arrays) or isinstance(expected, arrays):
         for arg, x in (("actual", actual), ("expected", expected)):
@@ -158,13 +152,3 @@ def check_raises(exc_type, must_contain: str, fn, *args, **kwargs) -> str:
     except Exception as err:
         raise AssertionError(f"expected {exc_type.__name__}, but {type(err).__name__} was raised: {err}") from err
     raise AssertionError(f"expected {exc_type.__name__} mentioning {must_contain!r}, but nothing was raised")
-
-
-def isclose(a: float, b: float, atol: float = 1e-6) -> bool:
-    """Plain float comparison for use inside asserts (``a``, ``b``: real numbers; ``atol`` >= 0)."""
-    for arg, x in (("a", a), ("b", b)):
-        if isinstance(x, bool) or not isinstance(x, numbers.Real):
-            raise TypeError(f"{arg} must be a real number, got {type(x).__name__}")
-    if as_real("atol", atol) < 0:
-        raise ValueError(f"atol must be >= 0, got {atol}")
-    return math.isclose(a, b, abs_tol=atol, rel_tol=0.0)

@@ -12,14 +12,13 @@ also shipped inside the package as ``notebook_index.json``: ``tools/refresh.py``
 """
 
 import json
-import os
 import re
 from pathlib import Path
 
 from transformer_nb.core.utils import as_real
 from transformer_nb.env import as_path, env_path
 
-__all__ = ["TEXTS", "exercise_map", "format_runtime", "info", "notebook_index", "serves"]  # what notebooks/tools call
+__all__ = ["TEXTS", "exercise_map", "format_runtime", "info", "notebook_index"]  # what notebooks/tools call
 TEXTS = {
     "000": "Ch. 8 The Transformer Architecture (textbook draft, §8.1–8.6, Ex. 8.1–8.10)",
     "001": "Ch. 19 The Transformer Architecture (PyTorch from scratch)",
@@ -36,24 +35,12 @@ INDEX_FILE = Path(__file__).with_name("notebook_index.json")  # the map, shipped
 
 def notebooks_dir() -> Path | None:
     """``notebooks/`` of the checkout (env ``TNB_NOTEBOOKS`` overrides), or None in an installed copy."""
-    if env_path("TNB_NOTEBOOKS"):
-        return env_path("TNB_NOTEBOOKS")
     here = Path(__file__).resolve().parents[1] / "notebooks"
-    return here if here.is_dir() else None
-
-
-def _markdown_text(nb: dict) -> str:
-    return "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
-
-
-def _check_nb(nb) -> None:
-    if not isinstance(nb, dict) or not isinstance(nb.get("cells"), list):
-        raise TypeError(f"nb must be a notebook dict with a list of cells, got {type(nb).__name__}")
+    return env_path("TNB_NOTEBOOKS") or (here if here.is_dir() else None)
 
 
 def serves(nb: dict) -> str:
     """The "**Serves:**" paragraph of a notebook's opening, as one line."""
-    _check_nb(nb)
     for cell in nb["cells"][:6]:
         text = "".join(cell["source"])
         m = re.search(r"\*\*Serves:\*\*(.*?)(?:\n\s*\n|\n\*\*|\Z)", text, flags=re.S)
@@ -64,11 +51,9 @@ def serves(nb: dict) -> str:
 
 def info(path: Path, runtimes: dict | None = None) -> dict:
     """Facts about one stored notebook ``path`` (an ``.ipynb``)."""
-    if not isinstance(path, (str, os.PathLike)):
-        raise TypeError(f"path must be the path of an .ipynb, got {type(path).__name__}")
-    path = Path(path)
+    path = as_path("path", path)
     nb = json.loads(path.read_text(encoding="utf-8"))
-    md = _markdown_text(nb)
+    md = "\n".join("".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "markdown")
     title = next((line[2:].strip() for line in md.splitlines() if line.startswith("# ")), path.stem)
     code = [c for c in nb["cells"] if c["cell_type"] == "code"]
     outputs = [o for c in code for o in c.get("outputs", [])]
@@ -99,11 +84,9 @@ def notebook_index(folder: Path | None = None) -> list:
     ``folder``: a ``notebooks/`` folder; default: the checkout's, else (an installed copy, e.g. in Colab) the
     map shipped in the package, ``notebook_index.json``.
     """
-    if folder is not None:
-        as_path("folder", folder)
-    if folder is None and notebooks_dir() is None:
+    folder = as_path("folder", folder) if folder is not None else notebooks_dir()
+    if folder is None:
         return json.loads(INDEX_FILE.read_text(encoding="utf-8"))
-    folder = Path(folder or notebooks_dir())
     rt = folder / "runtimes.json"
     runtimes = json.loads(rt.read_text()) if rt.exists() else {}
     stems = sorted(
@@ -134,8 +117,6 @@ def exercise_map(index: list) -> dict:
 
 # --------------------------------------------------------------------------- runtimes in the headers
 
-RUNTIME_LABEL = "**Runtime on 2 CPU cores:**"
-
 
 def format_runtime(seconds: float) -> str:
     """Round a runtime for a header: ``~35 s`` (nearest 5 s below 1 min), ``~90 s`` (nearest 10 s
@@ -150,69 +131,6 @@ def format_runtime(seconds: float) -> str:
     if seconds < 585:
         return f"~{round(seconds / 30) / 2:g} min"
     return f"~{round(seconds / 60)} min"
-
-
-def _rounding_step(seconds: float) -> float:
-    """The grid ``format_runtime`` rounds ``seconds`` to."""
-    return 5.0 if seconds < 57.5 else 10.0 if seconds < 115 else 30.0 if seconds < 585 else 60.0
-
-
-def runtime_line(name: str, runtimes: dict | None = None) -> str:
-    """The header sentence for notebook ``name`` from ``notebooks/runtimes.json``:
-    ``**Runtime on 2 CPU cores:** quick ~10 s, full ~35 s.``"""
-    if runtimes is None:
-        path = notebooks_dir() / "runtimes.json"
-        runtimes = json.loads(path.read_text()) if path.exists() else {}
-    times = runtimes.get(name, {})
-    missing = [p for p in ("quick", "full") if times.get(f"{p}_s") is None]
-    if missing:
-        raise ValueError(
-            f"notebooks/runtimes.json has no {' and no '.join(missing)} runtime for {name!r}: run "
-            f"make refresh NB={name} (full) and make runtimes (quick)"
-        )
-    return f"{RUNTIME_LABEL} quick {format_runtime(times['quick_s'])}, full {format_runtime(times['full_s'])}."
-
-
-def stated_runtimes(text: str) -> dict:
-    """``{"quick": seconds, "full": seconds}`` stated after the runtime label in ``text`` (missing ones left out).
-
-    Reads ``quick ~N s`` / ``full ~N min`` (also ``≈``, ``about``, ``under``, or no sign).
-    """
-    i = text.find(RUNTIME_LABEL)
-    if i < 0:
-        return {}
-    sentence = " ".join(text[i + len(RUNTIME_LABEL) :].split())
-    out = {}
-    for profile in ("quick", "full"):
-        m = re.search(rf"\b{profile}(?: profile)?\s*(?:~|≈|about|under)?\s*(\d+(?:\.\d+)?)\s*(s|sec|min)\b", sentence)
-        if m:
-            out[profile] = float(m.group(1)) * (60 if m.group(2) == "min" else 1)
-    return out
-
-
-def runtime_problems(name: str, header: str, runtimes: dict) -> list:
-    """Why the header's stated runtimes disagree with ``runtimes.json`` (empty: they agree).
-
-    A stated value must lie within max(5 s, half a rounding step of ``format_runtime`` + 10 %) of the recorded one:
-    the rounding always does, and so does the usual noise between two runs on shared cores; "~6 min" for 312 s
-    does not (``format_runtime`` says "~5 min").
-    """
-    stated, times = stated_runtimes(header), runtimes.get(name, {})
-    fix = f"state them as `{runtime_line(name, runtimes)}`" if times.get("quick_s") and times.get("full_s") else ""
-    if RUNTIME_LABEL not in header:
-        return [f"{name}: the first markdown cell has no {RUNTIME_LABEL} sentence; {fix or 'add one'}"]
-    problems = []
-    for profile in ("quick", "full"):
-        recorded = times.get(f"{profile}_s")
-        if recorded is None:
-            problems.append(f"{name}: notebooks/runtimes.json has no {profile} runtime (make runtimes / make refresh)")
-        elif profile not in stated:
-            problems.append(f"{name}: the header states no {profile} runtime; {fix}")
-        elif abs(stated[profile] - recorded) > max(5.0, _rounding_step(recorded) / 2 + 0.1 * recorded):
-            problems.append(
-                f"{name}: the header says {profile} {stated[profile]:g} s, runtimes.json records {recorded:g} s; {fix}"
-            )
-    return problems
 
 
 def write_index(folder: Path | None = None, path: Path = INDEX_FILE) -> Path:

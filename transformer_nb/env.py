@@ -6,16 +6,16 @@ The profile is chosen by the environment variable ``TNB_PROFILE``:
 (``as_path``, ``check_module``). Companion code: no core module imports it.
 """
 
-import contextlib
 import os
 import platform
 import random
 from dataclasses import dataclass
 from pathlib import Path
 
+import numpy as np
 import torch
 
-from transformer_nb.core.utils import available_devices
+from transformer_nb.core.utils import as_int, available_devices
 
 PROFILES = ("quick", "full")
 ON, OFF = ("1", "true", "yes", "on"), ("0", "false", "no", "off")
@@ -73,9 +73,7 @@ def get_device(prefer: str | None = None) -> torch.device:
 
 
 def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__} {seed!r}")
-    if not 0 <= seed < 2**32:
+    if (seed := as_int("seed", seed)) >= 2**32:
         raise ValueError(f"seed must be in 0 .. 2**32 - 1 (numpy's range), got {seed}")
     return seed
 
@@ -100,14 +98,11 @@ def check_module(name: str, value) -> None:
 
 
 def seed_everything(seed: int = 0) -> None:
-    """Seed Python, torch (CPU and CUDA) and numpy if present. ``seed``: an int in ``0 .. 2**32 - 1``."""
-    _check_seed(seed)
+    """Seed Python, torch (CPU and CUDA) and numpy. ``seed``: an int in ``0 .. 2**32 - 1``."""
+    seed = _check_seed(seed)
     random.seed(seed)
     torch.manual_seed(seed)
-    with contextlib.suppress(ImportError):  # numpy is optional for the package itself
-        import numpy as np
-
-        np.random.seed(seed)
+    np.random.seed(seed)
 
 
 @dataclass(frozen=True)
@@ -133,9 +128,7 @@ def setup(seed: int = 0, threads: int | None = None, quiet: bool = False) -> _En
     threads (default: leave torch's choice). The environment is checked first: ``TNB_PROFILE``
     must be a known profile and ``TNB_DEVICE`` a device that exists here (the error lists both).
     """
-    _check_seed(seed)
-    if threads is not None and (isinstance(threads, bool) or not isinstance(threads, int) or threads < 1):
-        raise ValueError(f"threads must be a positive int (or None), got {threads!r}")
+    seed, threads = _check_seed(seed), threads if threads is None else as_int("threads", threads, 1)
     env_profile, device = profile(), get_device()  # both raise with the choices before anything changes
     if threads is not None:
         torch.set_num_threads(threads)

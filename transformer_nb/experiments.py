@@ -20,19 +20,9 @@ import torch.nn.functional as F
 from transformer_nb.core.config import TransformerConfig
 from transformer_nb.core.stack import Encoder
 from transformer_nb.core.utils import as_device, as_int, as_real
-from transformer_nb.env import check_module
 from transformer_nb.train import train
 
-
-def init_xavier_(module: nn.Module) -> nn.Module:
-    """Xavier-uniform weights for every matrix, zero biases (the original paper's init); norms keep γ=1, β=0."""
-    check_module("module", module)
-    for m in module.modules():
-        if isinstance(m, nn.Linear):
-            nn.init.xavier_uniform_(m.weight)
-            if m.bias is not None:
-                nn.init.zeros_(m.bias)
-    return module
+__all__ = ["layer_grad_norms", "markov_batches", "stream_stats", "train_toy_lm"]  # what notebook 06 and its widget call
 
 
 def build_stack(
@@ -46,20 +36,25 @@ def build_stack(
     seed: int | None = 0,
     causal: bool = False,
 ) -> nn.Sequential:
-    """A seeded, Xavier-initialised ``Encoder`` of ``depth`` blocks followed by a linear read-out to ``n_out``.
+    """A seeded ``Encoder`` of ``depth`` blocks followed by a linear read-out to ``n_out``, Xavier-uniform matrices
+    and zero biases (the original paper's init; norms keep γ=1, β=0).
 
     ``model = build_stack(...)``: ``model(x)`` maps ``(B, T, d_model) -> (B, T, n_out)``;
     ``model[0]`` is the ``Encoder`` (its ``layers`` and final ``norm``), ``model[1]`` the read-out.
     Same seed -> same weights (``seed=None``: the global generator as it stands).
     """
-    as_int("depth", depth, 1)
     if seed is not None:
         torch.manual_seed(seed)
     cfg = TransformerConfig(
         d_model=d_model, n_heads=n_heads, n_layers=depth, d_ff=d_ff, activation="relu", norm_first=norm_first
     )
-    encoder = Encoder(cfg, causal=causal, residual=residual)
-    return init_xavier_(nn.Sequential(encoder, nn.Linear(d_model, n_out)))
+    model = nn.Sequential(Encoder(cfg, causal=causal, residual=residual), nn.Linear(d_model, n_out))
+    for m in model.modules():
+        if isinstance(m, nn.Linear):
+            nn.init.xavier_uniform_(m.weight)
+            if m.bias is not None:
+                nn.init.zeros_(m.bias)
+    return model
 
 
 def layer_grad_norms(
@@ -114,11 +109,6 @@ def token_diversity(h: torch.Tensor) -> float:
     1 = the tokens share nothing (their mean is 0); 0 = every position holds the same vector
     (the "rank collapse" of deep attention stacks without skip connections).
     """
-    if not isinstance(h, torch.Tensor) or h.dim() != 3 or not h.is_floating_point():
-        what = f"{h.dtype} {tuple(h.shape)}" if isinstance(h, torch.Tensor) else type(h).__name__
-        raise ValueError(f"token_diversity expects a floating-point (B, T, d) tensor, got {what}")
-    if not torch.isfinite(h).all():
-        raise ValueError("token_diversity got NaN or inf values")
     h = h.double()
     return float((h - h.mean(dim=1, keepdim=True)).norm() / h.norm().clamp_min(1e-300))
 
@@ -138,6 +128,7 @@ def stream_stats(
     Entry 0 is the input ``x ~ N(0, 1)``; entry l is measured after layer l: ``rms`` =
     ``sqrt(mean(x_l²))``, ``diversity`` = ``token_diversity(x_l)``.
     """
+    as_int("depth", depth, 1)
     as_int("seq_len", seq_len, 1)
     as_int("batch", batch, 1)
     encoder, _ = build_stack(depth, norm_first, residual, d_model, n_heads, seed=seed)
@@ -178,16 +169,6 @@ def markov_batches(
     return x[..., :-1], x[..., 1:], entropy
 
 
-def toy_lm(vocab: int, depth: int, norm_first: bool, d_model: int = 64, n_heads: int = 4) -> nn.Sequential:
-    """Token embedding -> ``depth`` causal blocks (+ final norm if Pre-LN) -> logits: ``(B, T) ids -> (B, T, vocab)``.
-
-    The blocks and the read-out are Xavier-initialised; the embedding keeps ``nn.Embedding``'s N(0, 1).
-    """
-    as_int("vocab", vocab, 1)
-    embedding = nn.Embedding(vocab, d_model)
-    return nn.Sequential(embedding, *build_stack(depth, norm_first, True, d_model, n_heads, None, vocab, None, True))
-
-
 def _check_data(data):
     ok = isinstance(data, (tuple, list)) and len(data) == 3 and all(isinstance(t, torch.Tensor) for t in data[:2])
     if not ok or data[0].dim() != 3 or data[0].shape != data[1].shape or data[0].is_floating_point():
@@ -198,7 +179,8 @@ def _check_data(data):
 def train_toy_lm(
     depth: int, norm_first: bool, lr: float, warmup: int, steps: int, seed: int = 0, data=None, device=None
 ) -> list:
-    """Train a ``toy_lm`` with Adam (β = 0.9, 0.98, as in the original paper) and return the loss per step.
+    """Train a toy causal LM (token embedding -> ``depth`` blocks of width 64, 4 heads -> logits) with Adam
+    (β = 0.9, 0.98, as in the original paper) and return the loss per step.
 
     It runs the package's one training loop (``train.train``), one batch of ``data`` per step.
 
@@ -217,7 +199,8 @@ def train_toy_lm(
     vocab = int(max(inputs.max(), targets.max())) + 1
     torch.manual_seed(seed)
     device = as_device("device", device) or torch.device("cpu")
-    model = toy_lm(vocab, depth, norm_first).to(device)
+    embedding = nn.Embedding(vocab, 64)  # N(0, 1), drawn first; the blocks and read-out Xavier
+    model = nn.Sequential(embedding, *build_stack(depth, norm_first, True, 64, 4, None, vocab, None, True)).to(device)
     inputs, targets = inputs.to(device), targets.to(device)
     opt = torch.optim.Adam(model.parameters(), lr=lr, betas=(0.9, 0.98))
     sched = torch.optim.lr_scheduler.LambdaLR(opt, lambda s: min(1.0, (s + 1) / warmup) if warmup else 1.0)

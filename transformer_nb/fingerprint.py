@@ -18,11 +18,11 @@ import ast
 import functools
 import hashlib
 import io
+import itertools
 import textwrap
 import tokenize
-from pathlib import Path
 
-__all__ = ["file_digest", "source_digest"]
+__all__ = ["source_digest"]
 
 _SKIP = {tokenize.COMMENT, tokenize.NL, tokenize.ENCODING, tokenize.ENDMARKER}
 _DOC = {tokenize.STRING, tokenize.NEWLINE}  # a docstring and the end of its statement
@@ -42,9 +42,7 @@ def _docstring_lines(tree: ast.AST) -> set[int]:
 def _tokens(src: str):
     """The behaviour-carrying token strings of ``src``; an f-string is one token on every Python."""
     skip_lines = _docstring_lines(ast.parse(src))
-    starts = [0]
-    for line in src.splitlines(keepends=True):
-        starts.append(starts[-1] + len(line))
+    starts = [0, *itertools.accumulate(map(len, src.splitlines(keepends=True)))]  # where each line begins
     fstring_start, fstring_end = getattr(tokenize, "FSTRING_START", -1), getattr(tokenize, "FSTRING_END", -1)
     depth, begin = 0, 0
     for tok in tokenize.generate_tokens(io.StringIO(src).readline):
@@ -81,7 +79,3 @@ def _digest(src: str) -> str:
         text = src
     return hashlib.sha256(text.encode()).hexdigest()[:16]
 
-
-def file_digest(path: str | Path) -> str:
-    """:func:`source_digest` of a Python file (UTF-8)."""
-    return source_digest(Path(path).read_text(encoding="utf-8"))

@@ -50,17 +50,20 @@ def _their_class(ours) -> type:
 
 
 def _check_pair(ours, theirs) -> None:
+    """``ours`` and ``theirs`` compute the same function once the weights are copied; else a clear error."""
     want = _their_class(ours)
     if not isinstance(theirs, want):
         raise TypeError(f"a {type(ours).__name__} pairs with an nn.{want.__name__}, got {type(theirs).__name__}")
     if want is nn.MultiheadAttention:
         _check_attention(ours, theirs)
     elif want is nn.Transformer:
-        _check_whole(ours, theirs)
+        _check_whole(ours)
     elif want in (nn.TransformerEncoder, nn.TransformerDecoder):
         _check_stack(ours, theirs)
     else:
         _check_layer(ours, theirs)
+    for mine, other in _pairs(ours, theirs)[1]:  # the layers of a stack, the attention of a layer, ...
+        _check_pair(mine, other)
 
 
 # --------------------------------------------------------------------------- compatibility checks
@@ -120,9 +123,6 @@ def _check_layer(ours, theirs) -> None:
         )
     if (ours.ff.linear1.bias is None) != (theirs.linear1.bias is None):
         raise ValueError("bias settings differ between the two layers")
-    _check_attention(ours.self_attn, theirs.self_attn)
-    if isinstance(theirs, nn.TransformerDecoderLayer):
-        _check_attention(ours.cross_attn, theirs.multihead_attn)
 
 
 def _check_stack(ours, theirs) -> None:
@@ -137,20 +137,15 @@ def _check_stack(ours, theirs) -> None:
         )
     if has_norm and not isinstance(ours.norm, nn.LayerNorm):
         raise ValueError("torch's stacks end with a LayerNorm; this stack ends with an RMSNorm")
-    for mine, other in zip(ours.layers, theirs.layers):
-        _check_pair(mine, other)
 
 
-def _check_whole(ours, theirs: nn.Transformer | None) -> None:
+def _check_whole(ours) -> None:
     if isinstance(ours.blocks.norm, nn.Identity) or isinstance(ours.decoder.norm, nn.Identity):
         raise ValueError(
             "nn.Transformer always applies a final LayerNorm after each stack; this Post-LN model "
             "(norm_first=False) has none, so no nn.Transformer computes the same function. "
             "Compare the stacks with to_torch(model.blocks) / to_torch(model.decoder) instead"
         )
-    if theirs is not None:
-        _check_stack(ours.blocks, theirs.encoder)
-        _check_stack(ours.decoder, theirs.decoder)
 
 
 # --------------------------------------------------------------------------- copying
@@ -244,22 +239,10 @@ def _build(ours):
             theirs = nn.TransformerDecoder(layers[0], len(layers), norm=norm)
         theirs.layers = nn.ModuleList(layers)  # one module per layer, not torch's deep copies of layers[0]
         return theirs
-    _check_whole(ours, None)
+    _check_whole(ours)
     enc, dec = _build(ours.blocks), _build(ours.decoder)
-    l0 = enc.layers[0]
-    d, h, ff = l0.self_attn.embed_dim, l0.self_attn.num_heads, l0.linear1.out_features
-    return nn.Transformer(
-        d,
-        h,
-        len(enc.layers),
-        len(dec.layers),
-        ff,
-        dropout=0.0,
-        batch_first=True,
-        norm_first=True,
-        custom_encoder=enc,
-        custom_decoder=dec,
-    )  # nn.Transformer re-initialises every matrix, custom stacks included: to_torch copies afterwards
+    attn = enc.layers[0].self_attn  # nn.Transformer re-initialises the custom stacks: to_torch copies afterwards
+    return nn.Transformer(attn.embed_dim, attn.num_heads, custom_encoder=enc, custom_decoder=dec, batch_first=True)
 
 
 def to_torch(ours):
@@ -279,10 +262,9 @@ def to_torch(ours):
 
 def additive(mask: torch.Tensor, dtype=torch.float32) -> torch.Tensor:
     """Bool mask -> float mask of ``dtype`` (a floating dtype): 0 where True (attend), -inf where False (blocked)."""
-    if not isinstance(mask, torch.Tensor):
-        raise TypeError(f"additive() expects a bool torch.Tensor mask, got {type(mask).__name__}")
-    if mask.dtype != torch.bool:
-        raise TypeError(f"additive() expects a bool mask (True = may attend), got dtype {mask.dtype}")
+    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+        what = f"dtype {mask.dtype}" if isinstance(mask, torch.Tensor) else type(mask).__name__
+        raise TypeError(f"additive() expects a bool mask (True = may attend), got {what}")
     if not isinstance(dtype, torch.dtype) or not dtype.is_floating_point:
         raise TypeError(f"additive(): dtype must be a floating torch.dtype (it holds -inf), got {dtype!r}")
     return torch.zeros(mask.shape, dtype=dtype, device=mask.device).masked_fill(~mask, float("-inf"))

@@ -12,30 +12,18 @@ import torch
 
 from transformer_nb.core.utils import as_int
 
-__all__ = ["LiveLoss", "heatmap", "heatmaps", "plot_curves"]  # luminance and text_color serve heatmap
+__all__ = ["LiveLoss", "heatmap", "heatmaps", "plot_curves"]  # text_color serves heatmap
 
 
 def _np(x):
     return x.detach().float().cpu().numpy() if isinstance(x, torch.Tensor) else x
 
 
-def _matrices(name: str, x) -> np.ndarray:
-    """``x`` (a tensor, an array or nested lists of numbers) as a float array; else a TypeError naming ``name``."""
-    try:
-        return np.asarray(_np(x), dtype=float)
-    except (TypeError, ValueError):
-        raise TypeError(f"{name} must be a tensor or an array of numbers, got {type(x).__name__}") from None
-
-
-def luminance(rgba) -> float:
-    """Relative luminance (WCAG 2) of an sRGB colour ``(r, g, b[, a])`` in [0, 1]: 0 black, 1 white."""
-    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
-    return 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
-
-
 def text_color(rgba) -> str:
-    """``"k"`` or ``"w"``: whichever contrasts more with a cell of colour ``rgba`` (WCAG contrast)."""
-    lum = luminance(rgba)
+    """``"k"`` or ``"w"``: whichever contrasts more with a cell of sRGB colour ``(r, g, b[, a])`` (WCAG 2 contrast of
+    relative luminances: 0 black, 1 white)."""
+    lin = [c / 12.92 if c <= 0.04045 else ((c + 0.055) / 1.055) ** 2.4 for c in rgba[:3]]
+    lum = 0.2126 * lin[0] + 0.7152 * lin[1] + 0.0722 * lin[2]
     return "k" if (lum + 0.05) / 0.05 >= 1.05 / (lum + 0.05) else "w"
 
 
@@ -54,7 +42,10 @@ def heatmap(
     ylabel=None,
 ):
     """Draw a 2-D ``matrix`` (T_q, T_k) as a heatmap; rows are queries, columns keys."""
-    m = _matrices("matrix", matrix)
+    try:
+        m = np.asarray(_np(matrix), dtype=float)
+    except (TypeError, ValueError):
+        raise TypeError(f"matrix must be a tensor or an array of numbers, got {type(matrix).__name__}") from None
     if m.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {tuple(m.shape)}")
     ax = ax or plt.subplots(figsize=(4, 3.4))[1]
@@ -137,8 +128,8 @@ def _in_notebook() -> bool:
         return False
 
 
-#: Which panel a logged quantity goes to when ``LiveLoss(panels=...)`` does not say: by its name.
-AUTO_PANELS = (("acc", "accuracy"), ("match", "accuracy"), ("ppl", "perplexity"), ("perplexity", "perplexity"))
+#: The panel of a logged quantity, by its name: accuracies (0 to 1) and perplexities (log scale) get their own.
+PANELS = (("acc", "accuracy"), ("match", "accuracy"), ("ppl", "perplexity"), ("perplexity", "perplexity"))
 
 
 class LiveLoss:
@@ -153,10 +144,9 @@ class LiveLoss:
             live.log(val_loss=v, exact_match=acc)    # extra series, any time
         live.close()                                  # final figure stays in the cell
 
-    Each quantity is drawn in the panel of its unit, side by side, each with its own y label:
-    ``panels`` maps a name to its panel's label; other names containing "acc" or "match" go to an
-    "accuracy" panel (0 to 1), "ppl" or "perplexity" to a "perplexity" panel (log scale), and the
-    rest to the main panel (``ylabel``, ``logy``). So a loss and an exact match never share an axis.
+    Each quantity is drawn in the panel of its unit, side by side: names containing "acc" or "match" in an
+    "accuracy" panel (0 to 1), "ppl" or "perplexity" in a "perplexity" panel (log scale), the rest in the
+    "loss" panel. So a loss and an exact match never share an axis.
     ``history`` keeps one dict per logged point: ``{"step", "seconds", name: value}``.
     Outside Jupyter (benchmarks, tests) no figure is drawn.
     """
@@ -166,22 +156,13 @@ class LiveLoss:
         total: int,
         title: str = "training",
         every: int | None = None,
-        ylabel: str = "loss",
-        logy: bool = False,
-        x: str = "step",
         disable: bool = False,
         plot: bool | None = None,
-        panels: dict | None = None,
     ):
         from tqdm.auto import tqdm
 
-        total = as_int("total", total)
-        every = every if every is None else as_int("every", every, minimum=1)
-        if x not in ("step", "seconds"):
-            raise ValueError(f"x must be 'step' or 'seconds', got {x!r}")
-        self.total, self.title, self.ylabel, self.logy, self.x = total, title, ylabel, logy, x
-        self.panels = dict(panels or {})
-        self.every = every or max(1, total // 20)
+        self.total, self.title = as_int("total", total), title
+        self.every = max(1, total // 20) if every is None else as_int("every", every, minimum=1)
         self.bar = tqdm(total=total, desc=title, disable=disable)
         self.step, self.t0, self.history = 0, time.perf_counter(), []
         self.plot = _in_notebook() and not disable if plot is None else plot
@@ -201,28 +182,13 @@ class LiveLoss:
         if self.plot and (self.step % self.every < n or self.step >= self.total):
             self.draw()
 
-    def series(self, name: str, x: str | None = None):
-        """The logged values of ``name`` as ``(xs, ys)``; ``x`` is ``"step"`` or ``"seconds"``."""
-        x = x or self.x
-        pts = [(h[x], h[name]) for h in self.history if name in h]
-        return [p[0] for p in pts], [p[1] for p in pts]
-
-    def names(self):
-        return [k for k in dict.fromkeys(k for h in self.history for k in h) if k not in ("step", "seconds")]
-
-    def panel_of(self, name: str) -> str:
-        """The y label of the panel that ``name`` is drawn in."""
-        if name in self.panels:
-            return self.panels[name]
-        low = name.lower()
-        return next((label for key, label in AUTO_PANELS if key in low), self.ylabel)
-
     def layout(self) -> dict:
-        """``{panel label: [names]}`` in drawing order: the main panel first, then as first logged."""
+        """``{panel label: [names]}`` in drawing order: the loss panel first, then as first logged."""
+        names = [k for k in dict.fromkeys(k for h in self.history for k in h) if k not in ("step", "seconds")]
         out = {}
-        for name in sorted(self.names(), key=lambda n: self.panel_of(n) != self.ylabel):
-            out.setdefault(self.panel_of(name), []).append(name)
-        return out
+        for name in names:
+            out.setdefault(next((lab for key, lab in PANELS if key in name.lower()), "loss"), []).append(name)
+        return dict(sorted(out.items(), key=lambda kv: kv[0] != "loss"))
 
     def draw(self) -> None:
         """Redraw the figure in place (a display handle update in Jupyter)."""
@@ -236,13 +202,8 @@ class LiveLoss:
             plt.close(self.fig)  # we display it ourselves; stop inline from showing a copy
         for ax, (label, names) in zip(self.axes, panels.items()):
             ax.clear()
-            plot_curves(
-                {n: self.series(n) for n in names},
-                xlabel=self.x,
-                ylabel=label,
-                ax=ax,
-                logy=self.logy if label == self.ylabel else label == "perplexity",
-            )
+            curves = {n: tuple(map(list, zip(*[(h["step"], h[n]) for h in self.history if n in h]))) for n in names}
+            plot_curves(curves, xlabel="step", ylabel=label, ax=ax, logy=label == "perplexity")
             if label == "accuracy":
                 ax.set_ylim(0, 1.02)
             if len(names) == 1 and label != names[0]:

@@ -22,6 +22,14 @@ from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.core.utils import as_int
 from transformer_nb.env import check_module
 
+__all__ = [
+    "capture_masks",
+    "head_stats",
+    "record_attention",
+    "trace_shapes",
+    "uniform_distance",
+]  # mask_kind serves capture_masks
+
 
 def record_attention(model: nn.Module):
     """Within the block, every ``MultiHeadAttention`` in ``model`` keeps its weights in ``last_weights``."""
@@ -157,13 +165,6 @@ def mask_kind(mask: torch.Tensor, kind: str = "self") -> str:
       (a whole padded column);
     - ``"none"``: nothing is blocked.
     """
-    if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool or mask.dim() != 3:
-        raise ValueError(
-            f"mask_kind expects a bool (B, T_q, T_k) mask, got "
-            f"{tuple(mask.shape) if isinstance(mask, torch.Tensor) else type(mask).__name__}"
-        )
-    if kind not in ("self", "cross"):
-        raise ValueError(f"kind must be 'self' or 'cross', got {kind!r}")
     t_q, t_k = mask.shape[-2:]
     future = (
         ~causal_mask(t_q, t_k, device=mask.device)

@@ -120,7 +120,7 @@ def train(
     total = steps if steps is not None else max(1, int(budget_s))
     own_live = not isinstance(live, LiveLoss)
     if own_live:
-        live = LiveLoss(total=total, title=title, x="step", plot=None if live else False, disable=not bar or rank > 0)
+        live = LiveLoss(total=total, title=title, plot=None if live else False, disable=not bar or rank > 0)
     hist = {"loss": [], "lr": [], "grad_norm": [], "step_seconds": [], "eval_step": [], "eval_train_seconds": []}
     hist.update(steps=0, train_seconds=0.0, eval_seconds=0.0, stopped=False)
     losses = torch.zeros(log_every, device=device)  # this log period's losses and norms, on the device

@@ -209,11 +209,8 @@ def download_wikitext2(dest: str | os.PathLike, *, base_url: str | None = None, 
 # --------------------------------------------------------------------------- verifying
 def sha256_of(path: str | os.PathLike) -> str:
     """The sha256 (hex) of the file at ``path``."""
-    h = hashlib.sha256()
     with open(as_path("path", path), "rb") as f:
-        while chunk := f.read(1 << 20):
-            h.update(chunk)
-    return h.hexdigest()
+        return hashlib.file_digest(f, "sha256").hexdigest()
 
 
 def verify(folder: str | os.PathLike) -> None:
