@@ -78,4 +78,3 @@ def _digest(src: str) -> str:
     except (SyntaxError, tokenize.TokenError):
         text = src
     return hashlib.sha256(text.encode()).hexdigest()[:16]
-
