@@ -25,8 +25,11 @@ def _with(fn_key, patch):
 
 WRONG = {
     "variant_masks": [
-        (exm._masks_gpt_cross, "no cross-attention sublayer"),
-        (exm._masks_cross_target_padding, "(B, 1, T, S)"),
+        (_with("cross", lambda v, s, t, ref: exm._pad(t, t.shape[1])), "no cross-attention sublayer"),  # GPT's
+        (
+            _with("cross", lambda v, s, t, ref: ref["cross"] if ref["cross"] is None else exm._pad(t, t.shape[1])),
+            "(B, 1, T, S)",
+        ),
         (lambda v, s, t: {k: m for k, m in sol.variant_masks(v, s, t).items() if m is not None}, "exactly the keys"),
         (
             _with("encoder_self", lambda v, s, t, ref: None if v == "encoder-decoder" else ref["encoder_self"]),

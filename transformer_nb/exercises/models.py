@@ -27,55 +27,17 @@ def _pad(keep, t_q):  # (B, T_k) -> (B, 1, T_q, T_k): block padded keys
     return keep[:, None, None, :].expand(-1, 1, t_q, -1)
 
 
-def _masks_bert_causal(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if variant == "encoder-only":
-        out["encoder_self"] = out["encoder_self"] & tril(src_keep.shape[1])
-    return out
+def _altered(key, change, variant=None):
+    """A typical mistake: the reference's masks with ``key``'s mask (where there is one, for ``variant`` or every
+    variant) replaced by ``change(mask, src_keep, tgt_keep)``."""
 
+    def fn(v, src_keep, tgt_keep):
+        out = sol.variant_masks(v, src_keep, tgt_keep)
+        if out[key] is not None and variant in (None, v):
+            out[key] = change(out[key], src_keep, tgt_keep)
+        return out
 
-def _masks_encdec_encoder_causal(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if variant == "encoder-decoder":
-        out["encoder_self"] = out["encoder_self"] & tril(src_keep.shape[1])
-    return out
-
-
-def _masks_gpt_cross(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if variant == "decoder-only":
-        out["cross"] = _pad(tgt_keep, tgt_keep.shape[1])
-    return out
-
-
-def _masks_gpt_not_causal(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if out["decoder_self"] is not None:
-        out["decoder_self"] = _pad(tgt_keep, tgt_keep.shape[1])
-    return out
-
-
-def _masks_cross_causal(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if out["cross"] is not None:
-        s, t = src_keep.shape[1], tgt_keep.shape[1]
-        out["cross"] = out["cross"] & torch.ones(t, s, dtype=torch.bool).tril()
-    return out
-
-
-def _masks_cross_target_padding(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if out["cross"] is not None:
-        out["cross"] = _pad(tgt_keep, tgt_keep.shape[1])
-    return out
-
-
-def _masks_decoder_no_padding(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if out["decoder_self"] is not None:
-        t = tgt_keep.shape[1]
-        out["decoder_self"] = tril(t).expand(tgt_keep.shape[0], 1, t, t)
-    return out
+    return fn
 
 
 def _same_mask(a, b) -> bool:
@@ -145,11 +107,11 @@ variant_masks_ex = _VariantMasksExercise(
     ],
     compare=_dict_equal,
     mistakes=[
-        _masks_bert_causal,
-        _masks_encdec_encoder_causal,
-        _masks_gpt_not_causal,
-        _masks_cross_causal,
-        _masks_decoder_no_padding,
+        _altered("encoder_self", lambda m, s, t: m & tril(s.shape[1]), "encoder-only"),  # BERT made causal
+        _altered("encoder_self", lambda m, s, t: m & tril(s.shape[1]), "encoder-decoder"),  # its encoder causal
+        _altered("decoder_self", lambda m, s, t: _pad(t, t.shape[1])),  # GPT not causal
+        _altered("cross", lambda m, s, t: m & torch.ones(t.shape[1], s.shape[1], dtype=torch.bool).tril()),
+        _altered("decoder_self", lambda m, s, t: tril(t.shape[1]).expand(t.shape[0], 1, -1, -1)),  # no padding
     ],
     properties=[
         lambda args, out: all(
