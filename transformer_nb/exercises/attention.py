@@ -97,7 +97,7 @@ attention_ex = _AttentionExercise(
             "a query whose keys are ALL masked is beyond what the chapter asks. With the -inf fill its softmax is "
             "0/0 = NaN (a large negative fill such as d2l's -1e6 gives uniform weights over the masked keys "
             "instead). A common convention, PyTorch's included, is zero weights and a zero output for such a query.",
-        ),
+        )
     ],
     mistakes=[
         lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: 1.0),

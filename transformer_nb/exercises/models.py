@@ -117,7 +117,7 @@ variant_masks_ex = _VariantMasksExercise(
         lambda args, out: all(
             out[k] is None or bool(out[k].diagonal(dim1=-2, dim2=-1)[_keep_for(args, k)].all())
             for k in ("encoder_self", "decoder_self")
-        ),
+        )
     ],
 )
 
