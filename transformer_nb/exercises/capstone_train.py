@@ -82,12 +82,6 @@ def _check(who: str | None = None, vocab_size: int | None = None, profile_name: 
         raise ValueError(f"profile_name must be one of {tuple(CAPSTONE_RUN)} or None, got {profile_name!r}")
 
 
-def _check_data(data) -> None:
-    """``data`` must have what training reads: ``train`` and ``valid`` ids and a ``vocab`` (``load_wikitext2()``)."""
-    if not all(hasattr(data, a) for a in ("train", "valid", "vocab")):
-        raise TypeError(f"data must be load_wikitext2()'s WikiText2 (train, valid, vocab), got {type(data).__name__}")
-
-
 def _entry(who: str, vocab_size: int, profile_name: str | None = None) -> tuple:
     """``(name, config)``: the cache name (``transformer_nb.cache``) under which notebook 12 keeps ``who``'s trained
     model (the student's own classes, once steps 1-5 pass, or the reference's), and its configuration."""
@@ -155,7 +149,8 @@ def training_run(model_cls, data, who: str, live: bool = True, device=None):
     ``CAPSTONE_MODEL``, to be trained for the profile's ``CAPSTONE_RUN`` (or loaded from the cache, which also
     checks that the model's code is unchanged). ``who`` (``"reference"`` or ``"student"``) keeps the two models'
     caches apart."""
-    _check_data(data)
+    if not all(hasattr(data, a) for a in ("train", "valid", "vocab")):
+        raise TypeError(f"data must be load_wikitext2()'s WikiText2 (train, valid, vocab), got {type(data).__name__}")
     _check(who)
     name, config = _entry(who, len(data.vocab))
     title = f"the {who} model on WikiText-2"
