@@ -28,8 +28,8 @@ CASES = {
     "build_refuses_an_empty_vocabulary": Case(
         TR + "build", lambda: capstone_train.build(sol.LanguageModel, 0), ValueError, "vocab_size must be >= 1"
     ),
-    "cache_entry_refuses_an_unknown_owner": Case(
-        TR + "cache_entry", lambda: capstone_train.cache_entry("teacher"), ValueError, "who must be one of"
+    "training_run_refuses_an_unknown_owner": Case(
+        TR + "training_run", lambda: capstone_train.training_run(sol.LanguageModel, DATA, "teacher"), ValueError, "who"
     ),
     "training_run_refuses_data_without_splits": Case(
         TR + "training_run",

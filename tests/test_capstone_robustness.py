@@ -40,12 +40,9 @@ class PositionsDefault(DefaultLinear):
         nn.init.normal_(self.pos.weight, std=1.0)
 
 
-def test_pytorchs_default_linear_initialisation_passes_step_5():
+def test_step_5_passes_pytorchs_default_linears_and_names_positions_that_swamp_the_words():
     r = lm_ex.check(DefaultLinear, quiet=True)
     assert r.passed, r.message
-
-
-def test_position_embeddings_that_swamp_the_words_are_named_at_step_5():
     r = lm_ex.check(PositionsDefault, quiet=True)
     assert not r.passed and "position embeddings start" in r.message, r.message
 

@@ -39,6 +39,8 @@ def _load_or_train(model_cls, data, who):
 
 
 def test_train_check_cache_and_reload(tiny):
+    nothing, message = ct.load_trained(V)
+    assert nothing is None and "is not cached" in message
     model, hist, trained = _load_or_train(sol.LanguageModel, tiny, "reference")
     assert trained and hist["steps"] == 60 and hist["eval_step"][0] == 0 and len(hist["val_loss"]) >= 3
     assert ct.training_check(hist, V, threshold=2.5, quiet=True).passed
@@ -47,11 +49,6 @@ def test_train_check_cache_and_reload(tiny):
     assert all(torch.equal(a, b) for a, b in zip(model.state_dict().values(), again.state_dict().values()))
     loaded, hist3 = ct.load_trained(V)
     assert loaded is not None and torch.equal(loaded.bias, model.bias)
-
-
-def test_no_cache_is_reported(tiny):
-    model, message = ct.load_trained(V)
-    assert model is None and "is not cached" in message
 
 
 @pytest.mark.parametrize(
@@ -77,15 +74,6 @@ def test_a_run_worse_than_the_unigram_model_gets_no_tick():
     result = ct.training_check(hist, 33_278, threshold=7.65, baseline=1_157, quiet=True)
     assert not result.message.startswith("✓") and "unigram model's 1,157" in result.message
     assert ct.training_check(hist, 33_278, threshold=7.65, baseline=2_000, quiet=True).message.startswith("✓")
-
-
-def test_the_loss_check_hints_escalate(capsys):
-    check = ct.LossCheck()
-    for _ in range(len(check.hints) + 1):
-        check.hint()
-    out = capsys.readouterr().out
-    assert all(f"Hint {i}/{len(check.hints)}" in out for i in range(1, len(check.hints) + 1))
-    assert "No more hints" in out
 
 
 def test_the_package_model_holds_the_same_weights_and_logits():

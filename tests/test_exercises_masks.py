@@ -2,6 +2,7 @@
 answers pass; a float mask, a wrong shape, padding to max(lengths), a missing head axis and an unknown slip get
 their own hints."""
 
+import pytest
 import torch
 
 from transformer_nb.exercises import masks as M
@@ -14,52 +15,29 @@ def test_other_correct_answers_pass():
     assert M.padding_ex.check(lambda lengths, m: torch.stack([torch.arange(m) < n for n in lengths]), quiet=True).passed
 
 
-# --- causal mask -----------------------------------------------------------------------------
+def _leaks_one_future_key(keep):
+    out = sol.my_decoder_mask(keep).clone()
+    out[:, :, 0, 1] = keep[:, 1:2]
+    return out
 
 
-def test_causal_float_mask_is_refused_with_its_own_hint():
-    r = M.causal_ex.check(lambda T: torch.tril(torch.ones(T, T)), quiet=True)
-    assert not r.passed and "bool tensor" in r.message and "ADDED" in r.message
-    r = M.causal_ex.check(lambda T: torch.triu(torch.ones(T, T)), quiet=True)  # float AND transposed
-    assert "bool tensor" in r.message and "transpose" in r.message
-
-
-def test_causal_wrong_shape_and_type():
-    r = M.causal_ex.check(lambda T: torch.ones(T, T + 1, dtype=torch.bool).tril(), quiet=True)
-    assert not r.passed and "expected (4, 4)" in r.message
-    r = M.causal_ex.check(lambda T: [[True]], quiet=True)
-    assert not r.passed and "torch.Tensor" in r.message
-
-
-# --- padding from lengths ----------------------------------------------------------------------
-
-
-def test_padding_shape_mistakes():
-    r = M.padding_ex.check(lambda lengths, m: (torch.arange(m)[None] < torch.tensor(lengths)[:, None]).T, quiet=True)
-    assert not r.passed and "swapped" in r.message
-    r = M.padding_ex.check(
-        lambda lengths, m: torch.arange(max(lengths))[None] < torch.tensor(lengths)[:, None], quiet=True
-    )
-    assert not r.passed and "max(lengths)" in r.message
-
-
-# --- padding + causal ---------------------------------------------------------------------------
-
-
-def _tril(T):
-    return torch.ones(T, T, dtype=torch.bool).tril()
-
-
-def test_combined_missing_head_axis():
-    r = M.combined_ex.check(lambda keep: keep[:, None, :] & _tril(keep.shape[1]), quiet=True)
-    assert not r.passed and "head axis" in r.message
-
-
-def test_combined_unknown_mistake_falls_back_to_a_property_hint():
-    def leaks_one_future_key(keep):
-        out = sol.my_decoder_mask(keep).clone()
-        out[:, :, 0, 1] = keep[:, 1:2]
-        return out
-
-    r = M.combined_ex.check(leaks_one_future_key, quiet=True)
-    assert not r.passed and "future keys" in r.message
+@pytest.mark.parametrize(
+    "ex, wrong, words",
+    [
+        (M.causal_ex, lambda T: torch.tril(torch.ones(T, T)), ("bool tensor", "ADDED")),
+        (M.causal_ex, lambda T: torch.triu(torch.ones(T, T)), ("bool tensor", "transpose")),  # float AND transposed
+        (M.causal_ex, lambda T: torch.ones(T, T + 1, dtype=torch.bool).tril(), ("expected (4, 4)",)),
+        (M.causal_ex, lambda T: [[True]], ("torch.Tensor",)),
+        (M.padding_ex, lambda lengths, m: sol.my_padding_mask(lengths, m).T, ("swapped",)),
+        (M.padding_ex, lambda lengths, m: sol.my_padding_mask(lengths, max(lengths)), ("max(lengths)",)),
+        (
+            M.combined_ex,
+            lambda keep: keep[:, None, :] & torch.ones(keep.shape[1], keep.shape[1]).bool().tril(),
+            ("head axis",),
+        ),
+        (M.combined_ex, _leaks_one_future_key, ("future keys",)),  # no declared mistake: a property's hint
+    ],
+)
+def test_mistakes_beyond_the_declared_ones_get_their_hint(ex, wrong, words):
+    r = ex.check(wrong, quiet=True)
+    assert not r.passed and all(w in r.message for w in words), r.message

@@ -12,12 +12,12 @@ from transformer_nb.exercises.solutions import models as sol
 EXERCISES = {"variant_masks": exm.variant_masks_ex, "lm_shift": exo.lm_shift_ex}
 
 
-def _with(fn_key, patch):
-    """The reference answer with one entry replaced by ``patch(variant, src_keep, tgt_keep, ref)``."""
+def _with(key, patch):
+    """The reference answer with the mask ``key`` replaced by ``patch(variant, src_keep, tgt_keep, mask)``."""
 
     def fn(variant, src_keep, tgt_keep):
         out = sol.variant_masks(variant, src_keep, tgt_keep)
-        out[fn_key] = patch(variant, src_keep, tgt_keep, out)
+        out[key] = patch(variant, src_keep, tgt_keep, out[key])
         return out
 
     return fn
@@ -25,26 +25,12 @@ def _with(fn_key, patch):
 
 WRONG = {
     "variant_masks": [
-        (exm._masks_gpt_cross, "no cross-attention sublayer"),
-        (exm._masks_cross_target_padding, "(B, 1, T, S)"),
+        (_with("cross", lambda v, s, t, m: exm._pad(t, t.shape[1])), "no cross-attention sublayer"),  # GPT's
+        (_with("cross", lambda v, s, t, m: m if m is None else exm._pad(t, t.shape[1])), "(B, 1, T, S)"),
         (lambda v, s, t: {k: m for k, m in sol.variant_masks(v, s, t).items() if m is not None}, "exactly the keys"),
-        (
-            _with("encoder_self", lambda v, s, t, ref: None if v == "encoder-decoder" else ref["encoder_self"]),
-            "is missing",
-        ),
-        (
-            _with(
-                "decoder_self", lambda v, s, t, ref: ~ref["decoder_self"] if ref["decoder_self"] is not None else None
-            ),
-            "attend to itself",
-        ),
-        (
-            _with(
-                "encoder_self",
-                lambda v, s, t, ref: ref["encoder_self"].float() if ref["encoder_self"] is not None else None,
-            ),
-            "bool tensor",
-        ),
+        (_with("encoder_self", lambda v, s, t, m: None if v == "encoder-decoder" else m), "is missing"),
+        (_with("decoder_self", lambda v, s, t, m: m if m is None else ~m), "attend to itself"),
+        (_with("encoder_self", lambda v, s, t, m: m if m is None else m.float()), "bool tensor"),
     ],
     "lm_shift": [
         (lambda ids, keep: tuple(t.float() for t in sol.lm_shift(ids, keep)), "integers"),  # float ids

@@ -164,8 +164,8 @@ def test_the_capstone_widget_shows_the_students_model_when_notebook_12_trained_o
     with torch.no_grad():
         for p in student.parameters():
             p.add_(0.01 * torch.randn(p.shape, generator=torch.Generator().manual_seed(1)))
-    config = ct._config(V, ct.CAPSTONE_RUN["quick"], "student")
-    cache.save(cache.cache_name("capstone_student", config), student, config, {"steps": 2})
+    name, config = ct._entry("student", V, "quick")
+    cache.save(name, student, config, {"steps": 2})
     assert lecture.cached("capstone", "cpu") is not None
     out = capsys.readouterr().out
     assert out.startswith("showing your capstone model (notebook 12), lecture-sized")
@@ -180,6 +180,5 @@ def test_a_damaged_student_file_falls_back_to_the_reference_message(empty_cache,
     from transformer_nb import cache
     from transformer_nb.exercises import capstone_train as ct
 
-    config = ct._config(50, ct.CAPSTONE_RUN["quick"], "student")
-    cache.cache_path(cache.cache_name("capstone_student", config)).write_bytes(b"not a torch file")
+    cache.cache_path(ct._entry("student", 50, "quick")[0]).write_bytes(b"not a torch file")
     assert lecture.student_capstone(50, "quick", "cpu") is None

@@ -110,8 +110,8 @@ def student_capstone(vocab_size: int, prof: str, device=None):
     from transformer_nb.exercises.capstone import student_names
     from transformer_nb.exercises.capstone_lm import package_lm
 
-    config = ct._config(vocab_size, ct.CAPSTONE_RUN[prof], "student")
-    blob, _ = cache.read(cache.cache_name("capstone_student", config), config)
+    name, config = ct._entry("student", vocab_size, prof)
+    blob, _ = cache.read(name, config)
     if blob is None:
         return None
     state = blob["state_dict"]

@@ -97,7 +97,7 @@ attention_ex = _AttentionExercise(
             "a query whose keys are ALL masked is beyond what the chapter asks. With the -inf fill its softmax is "
             "0/0 = NaN (a large negative fill such as d2l's -1e6 gives uniform weights over the masked keys "
             "instead). A common convention, PyTorch's included, is zero weights and a zero output for such a query.",
-        ),
+        )
     ],
     mistakes=[
         lambda q, k, v, mask=None: _attend(q, k, v, mask, scale=lambda q, k, v: 1.0),
@@ -119,15 +119,11 @@ attention_ex = _AttentionExercise(
 
 def _causal_with(diagonal=0, upper=False, after_softmax=False, no_scale=False):
     def fn(q, k, v):
-        t = q.shape[-2]
-        ones = torch.ones(t, t, dtype=torch.bool)
+        ones = torch.ones(q.shape[-2], q.shape[-2], dtype=torch.bool)
         allowed = ones.triu(diagonal) if upper else ones.tril(diagonal)
-        scores = q @ k.transpose(-2, -1) / (1.0 if no_scale else math.sqrt(q.shape[-1]))
         if after_softmax:
-            w = torch.softmax(scores, dim=-1) * allowed
-        else:
-            w = torch.softmax(scores.masked_fill(~allowed, float("-inf")), dim=-1).nan_to_num(0.0)
-        return w @ v, w
+            return _mask_after_softmax(q, k, v, allowed)
+        return _attend(q, k, v, allowed, scale=(lambda q, k, v: 1.0) if no_scale else None)
 
     return fn
 

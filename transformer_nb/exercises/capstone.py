@@ -185,23 +185,10 @@ mha_ex = PackageExercise(
         ("d_model 8, 1 head, 3 tokens", lambda: _case((8, 1), 3, 4)),
     ],
     mistakes=[
-        slip(
-            _MHASlip,
-            split_ok=False,
-        ),
-        slip(
-            _MHASlip,
-            merge_ok=False,
-        ),
-        slip(
-            _MHASlip,
-            split_ok=False,
-            merge_ok=False,
-        ),
-        slip(
-            _MHASlip,
-            one_head=True,
-        ),
+        slip(_MHASlip, split_ok=False),
+        slip(_MHASlip, merge_ok=False),
+        slip(_MHASlip, split_ok=False, merge_ok=False),
+        slip(_MHASlip, one_head=True),
         slip(_MHASlip, project_out=False),
         slip(_MHASlip, pass_mask=False),
     ],
@@ -257,14 +244,8 @@ block_ex = PackageExercise(
         ("d_model 12, 3 heads, d_ff 24, large inputs, causal mask", lambda: _case((12, 3, 24), 4, 13, True, 5.0)),
     ],
     mistakes=[
-        slip(
-            _BlockSlip,
-            post_ln=True,
-        ),
-        slip(
-            _BlockSlip,
-            norm_stream=True,
-        ),
+        slip(_BlockSlip, post_ln=True),
+        slip(_BlockSlip, norm_stream=True),
         slip(_BlockSlip, attn_residual=False),
         slip(_BlockSlip, ffn_residual=False),
         slip(_BlockSlip, shared_norm=True),

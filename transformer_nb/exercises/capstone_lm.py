@@ -230,21 +230,15 @@ params_ex = PackageExercise(
         ("vocab 7, d 8, 1 head, d_ff 24, 6 blocks, 5 positions", lambda: (7, 8, 1, 24, 6, 5)),
     ],
     mistakes=[
-        _off(
-            lambda V, d, h, f, N, T: -N * (4 * d + f + d) - V,
-        ),
+        _off(lambda V, d, h, f, N, T: -N * (4 * d + f + d) - V),
         _off(lambda V, d, h, f, N, T: -N * 4 * d - 2 * d),
         _off(lambda V, d, h, f, N, T: -2 * d),
         _off(lambda V, d, h, f, N, T: -N * 4 * d),
-        _off(
-            lambda V, d, h, f, N, T: V * d,
-        ),
+        _off(lambda V, d, h, f, N, T: V * d),
         _off(lambda V, d, h, f, N, T: -V),
         _off(lambda V, d, h, f, N, T: -T * d),
         _off(lambda V, d, h, f, N, T: -N * (d * d + d)),
-        _off(
-            lambda V, d, h, f, N, T: (h - 1) * N * (4 * d * d + 4 * d),
-        ),
+        _off(lambda V, d, h, f, N, T: (h - 1) * N * (4 * d * d + 4 * d)),
         _off(lambda V, d, h, f, N, T: -N * d * f),
     ],
 )

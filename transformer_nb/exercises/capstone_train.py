@@ -20,7 +20,6 @@ __all__ = [  # what notebook 12 (and lecture mode) uses
     "CAPSTONE_RUN",
     "attention_maps",
     "build",
-    "cache_entry",
     "load_trained",
     "sizes",
     "to_package",
@@ -83,15 +82,13 @@ def _check(who: str | None = None, vocab_size: int | None = None, profile_name: 
         raise ValueError(f"profile_name must be one of {tuple(CAPSTONE_RUN)} or None, got {profile_name!r}")
 
 
-def _check_data(data) -> None:
-    """``data`` must have what training reads: ``train`` and ``valid`` ids and a ``vocab`` (``load_wikitext2()``)."""
-    if not all(hasattr(data, a) for a in ("train", "valid", "vocab")):
-        raise TypeError(f"data must be load_wikitext2()'s WikiText2 (train, valid, vocab), got {type(data).__name__}")
-
-
-def _config(vocab_size: int, run: dict, who: str) -> dict:
+def _entry(who: str, vocab_size: int, profile_name: str | None = None) -> tuple:
+    """``(name, config)``: the cache name (``transformer_nb.cache``) under which notebook 12 keeps ``who``'s trained
+    model (the student's own classes, once steps 1-5 pass, or the reference's), and its configuration."""
+    run = CAPSTONE_RUN[profile_name or profile()]
     model = dict(zip(SIZES, sizes(CAPSTONE_MODEL)))
-    return {"model": model, "train": CAPSTONE_TRAIN, "run": run, "vocab_size": vocab_size, "who": who}
+    config = {"model": model, "train": CAPSTONE_TRAIN, "run": run, "vocab_size": vocab_size, "who": who}
+    return cache.cache_name(f"capstone_{who}", config), config
 
 
 def build(model_cls, vocab_size: int, device=None) -> nn.Module:
@@ -147,27 +144,21 @@ def train_model(model: nn.Module, data, run: dict, live: bool = True, title: str
     )
 
 
-def cache_entry(who: str, vocab_size: int = 33_278, profile_name: str | None = None) -> str:
-    """The cache name (``transformer_nb.cache``) under which notebook 12 keeps ``who``'s trained model: ``"student"``
-    (the student's own classes, once steps 1-5 pass) or ``"reference"``. ``profile_name``: default the active one."""
-    _check(who, vocab_size, profile_name)
-    return cache.cache_name(f"capstone_{who}", _config(vocab_size, CAPSTONE_RUN[profile_name or profile()], who))
-
-
 def training_run(model_cls, data, who: str, live: bool = True, device=None):
     """``(name, model, config, train_fn)`` for ``transformer_nb.cache.load_or_train``: ``model_cls`` built with
     ``CAPSTONE_MODEL``, to be trained for the profile's ``CAPSTONE_RUN`` (or loaded from the cache, which also
     checks that the model's code is unchanged). ``who`` (``"reference"`` or ``"student"``) keeps the two models'
     caches apart."""
-    _check_data(data)
+    if not all(hasattr(data, a) for a in ("train", "valid", "vocab")):
+        raise TypeError(f"data must be load_wikitext2()'s WikiText2 (train, valid, vocab), got {type(data).__name__}")
     _check(who)
-    vocab_size, run = len(data.vocab), CAPSTONE_RUN[profile()]
+    name, config = _entry(who, len(data.vocab))
     title = f"the {who} model on WikiText-2"
     return (
-        cache_entry(who, vocab_size),
-        build(model_cls, vocab_size, device),
-        _config(vocab_size, run, who),
-        lambda m: train_model(m, data, run, live, title),
+        name,
+        build(model_cls, len(data.vocab), device),
+        config,
+        lambda m: train_model(m, data, config["run"], live, title),
     )
 
 
@@ -175,9 +166,8 @@ def load_trained(vocab_size: int = 33_278, profile_name: str | None = None):
     """The reference model notebook 12 trained (``solutions.capstone.LanguageModel``) from the cache:
     ``(model, history)``, or ``(None, message)`` if there is none. ``profile_name``: default the active one."""
     _check(vocab_size=vocab_size, profile_name=profile_name)
-    model = build(sol.LanguageModel, vocab_size)
-    config = _config(vocab_size, CAPSTONE_RUN[profile_name or profile()], "reference")
-    ok, message, hist = cache.load(cache_entry("reference", vocab_size, profile_name), model, config)
+    model, (name, config) = build(sol.LanguageModel, vocab_size), _entry("reference", vocab_size, profile_name)
+    ok, message, hist = cache.load(name, model, config)
     return (model.eval(), hist) if ok else (None, message)
 
 
@@ -194,14 +184,7 @@ class LossCheck(Hinted):
     def __init__(self):
         self.hints = _texts()[self.title]["hints"]
 
-    def __call__(
-        self,
-        history: dict,
-        vocab_size: int,
-        threshold: float | None = None,
-        baseline: float | None = None,
-        quiet: bool = False,
-    ) -> Result:
+    def __call__(self, history: dict, vocab_size: int, threshold=None, baseline=None, quiet: bool = False) -> Result:
         """``baseline``: the unigram model's perplexity on the same validation words; a run that learns but does
         not beat it passes the profile's bar without a ✓, and says so."""
         threshold = LOSS_THRESHOLD[profile()] if threshold is None else threshold

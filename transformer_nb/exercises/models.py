@@ -12,6 +12,7 @@ import torch
 
 from transformer_nb.exercises import Exercise, keep_mask, say, tril
 from transformer_nb.exercises.compare import tensor_problem
+from transformer_nb.exercises.masks import _mask_equal
 from transformer_nb.exercises.solutions import models as sol
 
 NOTEBOOK = "08_architecture_variants"  # the notebook whose exercise cells use this module
@@ -27,61 +28,21 @@ def _pad(keep, t_q):  # (B, T_k) -> (B, 1, T_q, T_k): block padded keys
     return keep[:, None, None, :].expand(-1, 1, t_q, -1)
 
 
-def _masks_bert_causal(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if variant == "encoder-only":
-        out["encoder_self"] = out["encoder_self"] & tril(src_keep.shape[1])
-    return out
+def _altered(key, change, variant=None):
+    """A typical mistake: the reference's masks with ``key``'s mask (where there is one, for ``variant`` or every
+    variant) replaced by ``change(mask, src_keep, tgt_keep)``."""
 
+    def fn(v, src_keep, tgt_keep):
+        out = sol.variant_masks(v, src_keep, tgt_keep)
+        if out[key] is not None and variant in (None, v):
+            out[key] = change(out[key], src_keep, tgt_keep)
+        return out
 
-def _masks_encdec_encoder_causal(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if variant == "encoder-decoder":
-        out["encoder_self"] = out["encoder_self"] & tril(src_keep.shape[1])
-    return out
-
-
-def _masks_gpt_cross(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if variant == "decoder-only":
-        out["cross"] = _pad(tgt_keep, tgt_keep.shape[1])
-    return out
-
-
-def _masks_gpt_not_causal(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if out["decoder_self"] is not None:
-        out["decoder_self"] = _pad(tgt_keep, tgt_keep.shape[1])
-    return out
-
-
-def _masks_cross_causal(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if out["cross"] is not None:
-        s, t = src_keep.shape[1], tgt_keep.shape[1]
-        out["cross"] = out["cross"] & torch.ones(t, s, dtype=torch.bool).tril()
-    return out
-
-
-def _masks_cross_target_padding(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if out["cross"] is not None:
-        out["cross"] = _pad(tgt_keep, tgt_keep.shape[1])
-    return out
-
-
-def _masks_decoder_no_padding(variant, src_keep, tgt_keep):
-    out = sol.variant_masks(variant, src_keep, tgt_keep)
-    if out["decoder_self"] is not None:
-        t = tgt_keep.shape[1]
-        out["decoder_self"] = tril(t).expand(tgt_keep.shape[0], 1, t, t)
-    return out
+    return fn
 
 
 def _same_mask(a, b) -> bool:
-    if a is None or b is None:
-        return a is None and b is None
-    return isinstance(a, torch.Tensor) and a.dtype == torch.bool and a.shape == b.shape and torch.equal(a.cpu(), b)
+    return (a is None and b is None) or (b is not None and _mask_equal(a, b))
 
 
 def _dict_equal(out, ref) -> bool:
@@ -145,17 +106,17 @@ variant_masks_ex = _VariantMasksExercise(
     ],
     compare=_dict_equal,
     mistakes=[
-        _masks_bert_causal,
-        _masks_encdec_encoder_causal,
-        _masks_gpt_not_causal,
-        _masks_cross_causal,
-        _masks_decoder_no_padding,
+        _altered("encoder_self", lambda m, s, t: m & tril(s.shape[1]), "encoder-only"),  # BERT made causal
+        _altered("encoder_self", lambda m, s, t: m & tril(s.shape[1]), "encoder-decoder"),  # its encoder causal
+        _altered("decoder_self", lambda m, s, t: _pad(t, t.shape[1])),  # GPT not causal
+        _altered("cross", lambda m, s, t: m & torch.ones(t.shape[1], s.shape[1], dtype=torch.bool).tril()),
+        _altered("decoder_self", lambda m, s, t: tril(t.shape[1]).expand(t.shape[0], 1, -1, -1)),  # no padding
     ],
     properties=[
         lambda args, out: all(
             out[k] is None or bool(out[k].diagonal(dim1=-2, dim2=-1)[_keep_for(args, k)].all())
             for k in ("encoder_self", "decoder_self")
-        ),
+        )
     ],
 )
 

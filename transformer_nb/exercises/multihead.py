@@ -124,10 +124,7 @@ attention_distance_ex = Exercise(
 
 def _kinds(log=math.log, entropy_reduce="mean", signed=False, half=True, nan_safe=True):
     def fn(w):
-        t = w.shape[-1]
-        pos = torch.arange(t, dtype=w.dtype)
-        gap = pos[:, None] - pos[None, :]
-        distance = (w * (gap if signed else gap.abs())).sum(-1).mean(-1)
+        t, distance = w.shape[-1], _distance(signed=signed)(w)
         logs = (w.clamp_min(1e-12) if nan_safe else w).log() / math.log(math.e if log is math.log else 2)
         per_query = -(w * logs).sum(-1)
         entropy = per_query.mean(-1) if entropy_reduce == "mean" else per_query.sum(-1)

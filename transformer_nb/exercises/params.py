@@ -52,12 +52,6 @@ def _vary(**changes):
     return fn
 
 
-def _untied_total(d_model, n_heads, d_ff, n_layers, vocab):
-    out = sol.count_82(d_model, n_heads, d_ff, n_layers, vocab)
-    out["total"] += vocab * d_model
-    return out
-
-
 def _part_property(key, hint):
     def holds(args, out):
         return out.get(key) == sol.count_82(*args)[key]
@@ -75,7 +69,7 @@ breakdown_ex = DictExercise(
         ("tiny: d 64, h 4, d_ff 96, N 3, |V| 100", lambda: (64, 4, 96, 3, 100)),
     ],
     mistakes=[
-        _untied_total,
+        _vary(total=lambda d, h, f, n, v: sol.count_82(d, h, f, n, v)["total"] + v * d),  # an untied output layer
         _vary(embedding=lambda d, v, **_: 2 * v * d),
         _vary(attention_per_layer=lambda d, h, **_: h * 4 * d * d),
         _vary(attention_per_layer=lambda d, **_: 3 * d * d),
@@ -88,8 +82,7 @@ breakdown_ex = DictExercise(
     properties=[
         _part_property(
             "embedding",
-            "(a) embedding: one vector of size d_model per vocabulary entry; tying "
-            "means the output layer adds nothing.",
+            "(a) embedding: one vector of size d_model per vocabulary entry; tied, the output layer adds nothing.",
         ),
         _part_property(
             "attention_per_layer", "(b) attention: four d_model × d_model matrices (Q, K, V, O), whatever h is."

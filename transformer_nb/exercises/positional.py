@@ -55,19 +55,11 @@ def _sinusoids(T, d):
 # ----------------------------------------------------------------------------------------
 
 
-def _om_inverse(k, omega):  # the rotation the other way: maps PE(p) to PE(p - k)
-    c, s = math.cos(k * omega), math.sin(k * omega)
-    return torch.tensor([[c, -s], [s, c]], dtype=torch.float64)
-
-
-def _om_no_omega(k, omega):
-    c, s = math.cos(k), math.sin(k)
-    return torch.tensor([[c, s], [-s, c]], dtype=torch.float64)
-
-
-def _om_reflection(k, omega):  # second row sign slip: det = -1
-    c, s = math.cos(k * omega), math.sin(k * omega)
-    return torch.tensor([[c, s], [s, -c]], dtype=torch.float64)
+def _om(entries, angle=lambda k, omega: k * omega):
+    """A wrong offset matrix: ``entries(cos, sin)`` (rows) of the angle ``angle(k, omega)``."""
+    return lambda k, omega: torch.tensor(
+        entries(math.cos(angle(k, omega)), math.sin(angle(k, omega))), dtype=torch.float64
+    )
 
 
 def _maps_pe(args, out):
@@ -94,7 +86,11 @@ offset_matrix_ex = _TableExercise(
         ("k=-3, ω=10000^(-6/16)", lambda: (-3, 10000.0 ** (-6 / 16))),
         ("k=40, ω=10000^(-2/8)", lambda: (40, 10000.0 ** (-2 / 8))),
     ],
-    mistakes=[_om_inverse, _om_no_omega, _om_reflection],
+    mistakes=[
+        _om(lambda c, s: [[c, -s], [s, c]]),  # the rotation the other way: maps PE(p) to PE(p - k)
+        _om(lambda c, s: [[c, s], [-s, c]], angle=lambda k, omega: k),  # ω forgotten
+        _om(lambda c, s: [[c, s], [s, -c]]),  # a sign slip in the second row: det = -1
+    ],
     properties=[_orthogonal, _maps_pe],
     compare=_compare,
 )
@@ -156,28 +152,8 @@ offset_similarity_ex = _TableExercise(
 # ----------------------------------------------------------------------------------------
 
 
-def _as_halves(n_heads):  # the 8-head slopes 1/2, 1/4, ... for every n
-    return torch.tensor([2.0**-h for h in range(1, n_heads + 1)], dtype=torch.float64)
-
-
-def _as_reversed(n_heads):  # what 000 §8.4.5 states: head n uses 0.5
-    return sol.my_alibi_slopes(n_heads).flip(0)
-
-
-def _as_naive_geometric(n_heads):  # 2^(-8h/n) also for n not a power of 2
-    return torch.tensor([2.0 ** (-8.0 * h / n_heads) for h in range(1, n_heads + 1)], dtype=torch.float64)
-
-
-def _as_sorted(n_heads):  # the paper's set, sorted instead of appended
-    return sol.my_alibi_slopes(n_heads).sort(descending=True).values
-
-
-def _as_exponents(n_heads):  # returned log2 of the slopes
-    return torch.log2(sol.my_alibi_slopes(n_heads))
-
-
-def _as_from_zero(n_heads):  # h = 0 .. n-1: starts at slope 1
-    return sol.my_alibi_slopes(n_heads) * 2.0 ** (8.0 / 2 ** math.floor(math.log2(n_heads)))
+def _slopes(make):  # a list of numbers -> (n_heads,) float64
+    return lambda n_heads: torch.tensor(make(n_heads), dtype=torch.float64)
 
 
 alibi_slopes_ex = _TableExercise(
@@ -192,7 +168,14 @@ alibi_slopes_ex = _TableExercise(
         ("n_heads=12 (not a power of 2)", lambda: (12,)),
         ("n_heads=6 (not a power of 2)", lambda: (6,)),
     ],
-    mistakes=[_as_halves, _as_reversed, _as_from_zero, _as_exponents, _as_naive_geometric, _as_sorted],
+    mistakes=[
+        _slopes(lambda n: [2.0**-h for h in range(1, n + 1)]),  # the 8-head slopes 1/2, 1/4, ... for every n
+        lambda n: sol.my_alibi_slopes(n).flip(0),  # what 000 §8.4.5 states: head n uses 0.5
+        lambda n: sol.my_alibi_slopes(n) * 2.0 ** (8.0 / 2 ** math.floor(math.log2(n))),  # h = 0 .. n-1: slope 1
+        lambda n: torch.log2(sol.my_alibi_slopes(n)),  # returned log2 of the slopes
+        _slopes(lambda n: [2.0 ** (-8.0 * h / n) for h in range(1, n + 1)]),  # 2^(-8h/n) for n not a power of 2
+        lambda n: sol.my_alibi_slopes(n).sort(descending=True).values,  # the paper's set, sorted, not appended
+    ],
     properties=[
         lambda a, o: tuple(_as_tensor(o).shape) == (a[0],),
         lambda a, o: bool((_as_tensor(o) > 0).all() and (_as_tensor(o) < 1).all()),

@@ -29,25 +29,22 @@ NOTEBOOK = "09_reversal_translation"  # the notebook whose exercise cells use th
 # ----------------------------------------------------------------------------------------
 
 
-def _shift_eos_in_last_column(tgt):
-    B, L = tgt.shape
-    full = torch.full((B, L + 2), PAD, dtype=torch.long)
-    full[:, 0], full[:, 1 : L + 1], full[:, -1] = BOS, tgt, EOS
-    return full[:, :-1], full[:, 1:]
+def _shift_eos_at(eos_column):
+    """The shift built in one ``(B, L + 2)`` row: BOS, ``tgt``, and EOS at ``eos_column(tgt)`` (per row)."""
+
+    def fn(tgt):
+        B, L = tgt.shape
+        full = torch.full((B, L + 2), PAD, dtype=torch.long)
+        full[:, 0], full[:, 1 : L + 1] = BOS, tgt
+        full[torch.arange(B), eos_column(tgt)] = EOS
+        return full[:, :-1], full[:, 1:]
+
+    return fn
 
 
 def _shift_no_eos(tgt):
     tgt_in, tgt_out = sol.shift(tgt)
     return tgt_in, tgt_out.masked_fill(tgt_out == EOS, PAD)
-
-
-def _shift_eos_kept_in_input(tgt):  # the text's collate_batch: harmless, but not what is asked
-    B, L = tgt.shape
-    lengths = (tgt != PAD).sum(1)
-    full = torch.full((B, L + 2), PAD, dtype=torch.long)
-    full[:, 0], full[:, 1 : L + 1] = BOS, tgt
-    full[torch.arange(B), lengths + 1] = EOS
-    return full[:, :-1], full[:, 1:]
 
 
 def _tgt(rows):
@@ -68,9 +65,9 @@ shift_ex = Exercise(
     mistakes=[
         lambda tgt: sol.shift(tgt)[::-1],
         lambda tgt: (sol.shift(tgt)[1].clone(), sol.shift(tgt)[1]),
-        _shift_eos_in_last_column,
+        _shift_eos_at(lambda tgt: tgt.shape[1] + 1),  # EOS in the last column
         _shift_no_eos,
-        _shift_eos_kept_in_input,
+        _shift_eos_at(lambda tgt: (tgt != PAD).sum(1) + 1),  # the text's collate_batch: EOS kept in the input
     ],
     properties=[
         lambda args, out: bool((out[0][:, 0] == BOS).all()),

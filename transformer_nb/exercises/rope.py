@@ -43,31 +43,21 @@ def _rotate(x, thetas, sign=1.0, half=False):
 # ----------------------------------------------------------------------------------------
 
 
-def _scores_with(
-    *,
-    d_freq_model=False,
-    scale=True,
-    rotate_k=True,
-    sign=1.0,
-    half=False,
-    one_based=False,
-    transpose=False,
-    rotate_before_split=False,
-):
+def _scores_with(freq_d=False, scale=True, rotate_k=True, sign=1.0, half=False, one_based=False, kq=False, whole=False):
     def fn(x, w_q, w_k, n_heads):
         t, d_model = x.shape
         d_k = d_model // n_heads
         q, k = x @ w_q, x @ w_k  # (T, d_model)
-        if rotate_before_split:  # RoPE over the whole d_model vector
+        if whole:  # RoPE over the whole d_model vector, before the split into heads
             th = _thetas(d_model, one_based=one_based)
             q, k = _rotate(q, th, sign, half), (_rotate(k, th, sign, half) if rotate_k else k)
         q = q.view(t, n_heads, d_k).transpose(0, 1)
         k = k.view(t, n_heads, d_k).transpose(0, 1)
-        if not rotate_before_split:
-            th = _thetas(d_model if d_freq_model else d_k, one_based=one_based)[: d_k // 2]
+        if not whole:
+            th = _thetas(d_model if freq_d else d_k, one_based=one_based)[: d_k // 2]
             q = _rotate(q, th, sign, half)
             k = _rotate(k, th, sign, half) if rotate_k else k
-        s = (k @ q.transpose(-2, -1)) if transpose else (q @ k.transpose(-2, -1))
+        s = (k @ q.transpose(-2, -1)) if kq else (q @ k.transpose(-2, -1))
         return s / math.sqrt(d_k) if scale else s
 
     return fn
@@ -105,14 +95,14 @@ rope_scores_ex = Exercise(
         ("T=12, d_model=24, 3 heads (d_k=8)", lambda: _scores_case(812, 12, 24, 3, 5)),
     ],
     mistakes=[
-        _scores_with(rotate_before_split=True),
-        _scores_with(d_freq_model=True),
+        _scores_with(whole=True),
+        _scores_with(freq_d=True),  # frequencies of d_model, not d_k
         _scores_with(scale=False),
         _scores_with(rotate_k=False),
         _scores_with(sign=-1.0),
         _scores_with(half=True),
         _scores_with(one_based=True),
-        _scores_with(transpose=True),
+        _scores_with(kq=True),  # k @ qᵀ
     ],
     properties=[
         lambda a, o: tuple(torch.as_tensor(o).shape) == (a[3], a[0].shape[0], a[0].shape[0]),
