@@ -13,7 +13,6 @@ import torch.nn.functional as F
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..core.positional import alibi_slopes, sinusoid_frequencies
-from ..core.rope import apply_rope
 from ..params import formulas, memory
 from ..params.presets import PRESETS
 from . import figures
@@ -51,7 +50,10 @@ def sinusoidal(n: int, d: int) -> torch.Tensor:
 
 
 def rope(x: torch.Tensor, m: float) -> torch.Tensor:
-    """``x: (d,)`` rotated to position ``m`` by the package's RoPE (RoFormer's interleaved pairs)."""
+    """``x: (d,)`` rotated to position ``m`` by the package's RoPE (RoFormer's interleaved pairs). RoPE is imported
+    here, not above: the notebooks before 04 load this module for their own entries and teach no RoPE."""
+    from ..core.rope import apply_rope
+
     return apply_rope(x[None], positions=[m])[0]
 
 
