@@ -1,7 +1,8 @@
 """The ledger's checks: each data entry names one of these functions (``check = "name"``) and may give it
 arguments (``args = {...}``: the text's numbers). Every check is cheap, seeded and runs on the CPU; it recomputes
 what the text claims, with the package where the package computes it, and raises ``AssertionError`` when the
-entry's verdict stops being true."""
+entry's verdict stops being true. A claim that a notebook's check cell already asserts is not checked twice: its
+entry names that cell (``nb_check``)."""
 
 import contextlib
 import math
@@ -26,13 +27,9 @@ def close(a, b, tol: float = 0.0) -> None:
     assert abs(float(a) - float(b)) <= tol, f"{a} is not within {tol} of {b}"
 
 
-def gen(seed: int = 0) -> torch.Generator:
-    return torch.Generator().manual_seed(seed)
-
-
 def rand(*shape, seed: int = 0, dtype=F64) -> torch.Tensor:
     """Seeded standard-normal numbers (float64 unless asked), the same everywhere."""
-    return torch.randn(*shape, generator=gen(seed), dtype=dtype)
+    return torch.randn(*shape, generator=torch.Generator().manual_seed(seed), dtype=dtype)
 
 
 def sm(scores: torch.Tensor) -> torch.Tensor:
@@ -49,9 +46,10 @@ def layer_flops(t: int, d: int, h: int = 2, d_ff: int = 64) -> tuple[int, int]:
     """FLOPs of one self-attention + FFN layer on ``t`` tokens, counted by PyTorch's FLOP counter on the meta
     device: (the linear part: Q, K, V, O and the FFN, the quadratic part: Q Kᵀ and A V)."""
     with torch.device("meta"):
-        proj = [nn.Linear(d, d, bias=False) for _ in range(4)]
-        up, down = nn.Linear(d, d_ff, bias=False), nn.Linear(d_ff, d, bias=False)
-        x = torch.empty(t, d)
+        (*proj, up, down), x = (
+            [nn.Linear(*io, bias=False) for io in [(d, d)] * 4 + [(d, d_ff), (d_ff, d)]],
+            torch.empty(t, d),
+        )
     with FlopCounterMode(display=False) as counter:
         q, k, v = (p(x).view(t, h, d // h).transpose(0, 1) for p in proj[:3])
         down(torch.relu(up(proj[3]((torch.softmax(q @ k.mT, -1) @ v).transpose(0, 1).reshape(t, d)))))
@@ -64,12 +62,11 @@ def mha(d: int = 16, h: int = 4) -> nn.MultiheadAttention:
     return nn.MultiheadAttention(d, h, bias=False, batch_first=True).eval()
 
 
-def layer_params(cfg, kind: str) -> int:
-    """An encoder layer's parameters, or a decoder layer's: one more attention (cross-attention) and norm."""
-    extra = (
-        formulas.attention_params(cfg.with_(n_kv_heads=None)) + formulas.norm_params(cfg) if kind == "decoder" else 0
-    )
-    return formulas.encoder_layer_params(cfg) + extra
+def layers(preset_name: str, kind: str, n: int = 6) -> int:
+    """``n`` encoder layers' parameters, or decoder layers': one more attention (cross-attention) and norm each."""
+    cfg = PRESETS[preset_name]
+    cross = formulas.attention_params(cfg.with_(n_kv_heads=None)) + formulas.norm_params(cfg)
+    return n * (formulas.encoder_layer_params(cfg) + (cross if kind == "decoder" else 0))
 
 
 # What `values` can recompute: the package's counts, and the few formulas of the texts' arithmetic.
@@ -77,7 +74,7 @@ QUANTITIES = {
     "params": lambda preset_name, **change: formulas.param_breakdown(PRESETS[preset_name].with_(**change))["total"],
     "attention": lambda preset_name, **change: formulas.attention_params(PRESETS[preset_name].with_(**change)),
     "ffn": lambda preset_name, **change: formulas.ffn_params(PRESETS[preset_name].with_(**change)),
-    "layers": lambda preset_name, kind, n=6: layer_params(PRESETS[preset_name], kind) * n,
+    "layers": layers,
     "embedding": formulas.embedding_params,
     "block_rule": lambda d_model, layers=1: formulas.block_rule(d_model) * layers,
     "swiglu_hidden_size": formulas.swiglu_hidden_size,
@@ -100,9 +97,10 @@ def values(cases: list[dict]) -> None:
         close(f(**kw) / unit, expect, tol)
 
 
-# --- the worked example of 000 §8.2.5 and 004 §5.2
-Q3 = torch.tensor([[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]], dtype=F64)
-K3 = torch.tensor([[1.0, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]], dtype=F64)
+# --- the worked examples of 000 §8.2.5 and 004 §5.2
+Q3, K3 = torch.tensor(
+    [[[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]], [[1.0, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]]], dtype=F64
+)
 TEXT_SCORES = torch.tensor([[1.0, 1, 2], [1, 1, 0], [1, 2, 2]], dtype=F64)
 
 
@@ -120,8 +118,8 @@ def weights_004():
     w, e = sm(Q3 @ K3.T / 2), math.exp(0.5)
     ref = torch.tensor([[1 / 3] * 3, [1 / 3] * 3, [1 / (2 + e), 1 / (2 + e), e / (2 + e)]], dtype=F64)
     text = torch.tensor([[0.27, 0.27, 0.46], [0.33, 0.33, 0.33], [0.21, 0.39, 0.39]], dtype=F64)
-    assert torch.allclose(w, ref, atol=1e-12) and (text - w).abs().max() > 0.05
     own = torch.tensor([[0.27, 0.27, 0.45], [0.38, 0.38, 0.23], [0.23, 0.38, 0.38]], dtype=F64)
+    assert torch.allclose(w, ref, atol=1e-12) and (text - w).abs().max() > 0.05
     assert torch.allclose(sm(TEXT_SCORES / 2), own, atol=5e-3)  # even the softmax of its own scores differs
 
 
@@ -149,9 +147,8 @@ def weights_vs_scores():
 
 def causal_same():
     s, m = rand(6, 6), torch.zeros(6, 6, dtype=F64).masked_fill(torch.ones(6, 6).triu(1).bool(), -math.inf)
-    assert torch.equal(sm((s + m) / 4), sm(s / 4 + m))
     b = -torch.arange(6.0, dtype=F64)  # a finite bias (ALiBi-like) is NOT unchanged by the division
-    assert not torch.allclose(sm((s + b) / 4), sm(s / 4 + b))
+    assert torch.equal(sm((s + m) / 4), sm(s / 4 + m)) and not torch.allclose(sm((s + b) / 4), sm(s / 4 + b))
 
 
 def leak_generates_badly():
@@ -168,12 +165,10 @@ def temperature():
 def rank_collapse():
     def spread(residual: bool, norm: bool, depth: int = 12) -> float:
         torch.manual_seed(0)
-        layers = [nn.MultiheadAttention(32, 4, bias=False, batch_first=True).eval() for _ in range(depth)]
         x = rand(1, 10, 32, dtype=torch.float32)
         with torch.no_grad():
-            for attn in layers:
-                y = attn(x, x, x, need_weights=False)[0]
-                x = x + y if residual else y
+            for attn in [nn.MultiheadAttention(32, 4, bias=False, batch_first=True).eval() for _ in range(depth)]:
+                x = attn(x, x, x, need_weights=False)[0] + (x if residual else 0)
                 x = F.layer_norm(x, (32,)) if norm else x
         x = x / x.norm(dim=-1, keepdim=True)
         return float((x - x.mean(1, keepdim=True)).norm())  # 0 when every position is the same direction
@@ -198,10 +193,6 @@ def shapes():
         assert full(torch.randn(2, 10, 64), torch.randn(2, 7, 64)).shape == (2, 7, 64)  # (B, tgt_len, d_model)
         assert enc(torch.randn(2, 10, 64)).shape == (2, 10, 64)
         assert mha()(torch.randn(1, 4, 16), torch.randn(1, 9, 16), torch.randn(1, 9, 16))[1].shape == (1, 4, 9)
-        cross = nn.MultiheadAttention(768, 12, batch_first=True).eval()
-        out, w = cross(*(torch.randn(1, t, 768) for t in (1, 3, 3)), average_attn_weights=False)
-    assert out.shape == (1, 1, 768) and w.shape == (1, 12, 1, 3)
-    assert nn.Embedding(1000, 768)(torch.tensor([[2, 47, 193]])).shape == (1, 3, 768)
 
 
 def head_rank():
@@ -213,9 +204,8 @@ def head_rank():
 
 def heads():
     a, x = mha(32), rand(1, 5, 32, dtype=torch.float32)
-    wq = a.in_proj_weight.detach()[:32].double().view(4, 8, 32)  # head i reads the row space of its 8 rows
-    bases = torch.linalg.qr(wq.transpose(1, 2))[0]
-    assert torch.linalg.svdvals(bases[0].T @ bases[1]).max() > 0.3  # far from orthogonal (0)
+    bases = torch.linalg.qr(a.in_proj_weight.detach()[:32].double().view(4, 8, 32).transpose(1, 2))[0]
+    assert torch.linalg.svdvals(bases[0].T @ bases[1]).max() > 0.3  # head i reads its 8 rows' space: not orthogonal
     with torch.no_grad():
         before = a(x, x, x, average_attn_weights=False)[1]
         a.in_proj_weight[8:16] += 1.0  # change head 2's W_Q only
@@ -239,23 +229,20 @@ def four_d():
 
 
 def recompute_flops():
-    def generation(n):  # one layer generating n tokens: (no cache: re-run every prefix, cache: one token each)
-        a, b = layer_flops(1, 16)  # a t-token pass costs a·t + b·t²
-        assert layer_flops(8, 16) == (8 * a, 64 * b)
-        s1, s2 = n * (n + 1) // 2, n * (n + 1) * (2 * n + 1) // 6
-        return a * s1 + b * s2, a * n + b * s1
-
-    (slow, fast), (slow2, fast2) = generation(2048), generation(4096)
-    assert slow2 / slow > 6 and 2 < fast2 / fast < 4.01  # ×8 without a cache, at most ×4 with one
+    a, b = layer_flops(1, 16)  # one layer: a t-token pass costs a·t + b·t²
+    assert layer_flops(8, 16) == (8 * a, 64 * b)
+    sums = lambda n: (n * (n + 1) // 2, n * (n + 1) * (2 * n + 1) // 6)  # Σ t and Σ t² over the n steps
+    slow, fast = zip(
+        *[(a * s1 + b * s2, a * n + b * s1) for n in (2048, 4096) for s1, s2 in [sums(n)]]
+    )  # no cache, cache
+    assert slow[1] / slow[0] > 6 and 2 < fast[1] / fast[0] < 4.01  # ×8 without a cache, at most ×4 with one
 
 
 def gqa_quadratic_unchanged():
-    with torch.device("meta"):
-        q = torch.empty(1, 8, 256, 16)
     flops = []
     for g in (8, 2, 1):  # h = 8 query heads sharing g key heads
         with FlopCounterMode(display=False) as counter, torch.device("meta"):
-            q @ torch.empty(1, g, 256, 16).repeat_interleave(8 // g, dim=1).mT
+            torch.empty(1, 8, 256, 16) @ torch.empty(1, g, 256, 16).repeat_interleave(8 // g, dim=1).mT
         flops.append(counter.get_total_flops())
     assert flops == [2 * 8 * 256 * 256 * 16] * 3  # every query head still scores all T² pairs
     assert memory.kv_cache_bytes(1, 8, 16, 256) == 4 * memory.kv_cache_bytes(1, 2, 16, 256)  # the cache shrinks
@@ -263,14 +250,12 @@ def gqa_quadratic_unchanged():
 
 def kv_step():
     torch.manual_seed(0)
-    d, t = 16, 10
-    wq, wk, wv = (torch.randn(d, d, dtype=F64) / 4 for _ in range(3))
-    x = rand(t, d)
+    (wq, wk, wv), x, t = (torch.randn(16, 16, dtype=F64) / 4 for _ in range(3)), rand(10, 16), 10
     full = sm((x @ wq) @ (x @ wk).T / 4 + torch.ones(t, t).triu(1) * -1e30) @ (x @ wv)
     k_cache, v_cache, new = x[:-1] @ wk, x[:-1] @ wv, x[-1:]  # this step projects only the new token
     k, v = torch.cat([k_cache, new @ wk]), torch.cat([v_cache, new @ wv])
     assert torch.allclose(sm((new @ wq) @ k.T / 4) @ v, full[-1:], atol=1e-12)  # no earlier query recomputed
-    assert layer_flops(t, d)[0] == t * layer_flops(1, d)[0]  # re-projecting the prefix costs n times O(d²)
+    assert layer_flops(t, 16)[0] == t * layer_flops(1, 16)[0]  # re-projecting the prefix costs n times O(d²)
     assert not torch.allclose(sm((new @ wq) @ k_cache.T / 4) @ v_cache, full[-1:], atol=1e-3)  # the cache alone
 
 
@@ -296,8 +281,7 @@ def rotation():
     c, s = torch.cos(k * sinusoid_frequencies(64)), torch.sin(k * sinusoid_frequencies(64))
     sin, cos = pe[:-k, 0::2], pe[:-k, 1::2]  # [sin, cos] @ [[c, -s], [s, c]], every pair at once
     assert torch.allclose(pe[k:, 0::2], sin * c + cos * s, atol=1e-9)
-    assert torch.allclose(pe[k:, 1::2], -sin * s + cos * c, atol=1e-9)
-    assert sinusoidal(200, 32).abs().max() <= 1
+    assert torch.allclose(pe[k:, 1::2], -sin * s + cos * c, atol=1e-9) and sinusoidal(200, 32).abs().max() <= 1
 
 
 def pe_code():
@@ -357,17 +341,16 @@ def residual_grad():
 def norms():
     """RMSNorm computes what the texts write."""
     x = rand(3, 8)
-    rms = x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + 1e-6)
-    assert torch.allclose(nn.RMSNorm(8, eps=1e-6, dtype=F64)(x), rms, atol=1e-12)
+    assert torch.allclose(nn.RMSNorm(8, eps=1e-6, dtype=F64)(x), x / (x.pow(2).mean(-1, keepdim=True) + 1e-6).sqrt())
 
 
 def batchnorm_one():
     bn, x = nn.BatchNorm1d(8).train(), rand(1, 8, 16, dtype=torch.float32)  # (B, C, T) with B = 1
-    y = bn(x)  # runs: each channel's mean and variance come from the 16 positions of the one sequence
-    assert torch.allclose(y.mean(dim=(0, 2)), torch.zeros(8), atol=1e-6)
-    later = x.clone()
+    y, later = bn(x), x.clone()  # runs: each channel's mean and variance come from the one sequence's 16 positions
     later[..., -1] += 1.0  # change only the last position: the first position's output changes
-    assert not torch.allclose(bn(later)[..., 0], y[..., 0])
+    assert torch.allclose(y.mean(dim=(0, 2)), torch.zeros(8), atol=1e-6) and not torch.allclose(
+        bn(later)[..., 0], y[..., 0]
+    )
     with contextlib.suppress(ValueError):  # B·T = 1: one value per channel
         raise AssertionError(f"BatchNorm1d normalised one value per channel: {bn(torch.randn(1, 8, 1))}")
 
@@ -375,11 +358,10 @@ def batchnorm_one():
 def preln_stream_grows():
     def rms_after(norm_first: bool) -> float:
         torch.manual_seed(0)
-        blocks = [nn.TransformerEncoderLayer(32, 4, 64, 0, batch_first=True, norm_first=norm_first) for _ in range(24)]
         x = rand(2, 8, 32, dtype=torch.float32)
         with torch.no_grad():
-            for block in blocks:
-                x = block.eval()(x)
+            for _ in range(24):
+                x = nn.TransformerEncoderLayer(32, 4, 64, 0, batch_first=True, norm_first=norm_first).eval()(x)
         return float(x.pow(2).mean().sqrt())
 
     assert rms_after(norm_first=True) > 1.5  # Pre-LN: the residual stream grows with depth
@@ -408,10 +390,10 @@ def ffn_keys_values():
 def ffn_position_wise():
     torch.manual_seed(0)
     ffn, x = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 16)), rand(2, 5, 16, dtype=torch.float32)
+    x2 = x.clone()
+    x2[:, 3] += 1.0  # change one token: no other position's output moves
     with torch.no_grad():
         y, alone = ffn(x), torch.stack([ffn(x[:, t]) for t in range(5)], 1)  # one weight set for every position
-        x2 = x.clone()
-        x2[:, 3] += 1.0  # change one token: no other position's output moves
         moved = (ffn(x2) - y).abs().amax(dim=(0, 2))
     assert torch.allclose(y, alone, atol=1e-6) and moved[3] > 1e-3 and moved[[0, 1, 2, 4]].max() == 0
 
@@ -437,27 +419,18 @@ def toy_sizes():
     assert 10 + 3 == 13 and math.ceil(2000 / 64) * 30 == 960  # the toy task's vocabulary and steps
 
 
-def schedule():
-    d, w = 512, 4000
-    lr = lambda s: d**-0.5 * min(s**-0.5, s * w**-1.5)
-    close(lr(w), (d * w) ** -0.5, 1e-15)
-    close(lr(2000), lr(w) * 2000 / w, 1e-15)
-    assert lr(1) < lr(2000) < lr(w) and lr(4 * w) == lr(w) / 2  # linear up, then ∝ 1/√step
-
-
 def next_token_loss():
-    logits, x = rand(1, 6, 11, seed=3), torch.randint(11, (1, 7), generator=gen(4))  # position t predicts t + 1
-    by_hand = -sum(torch.log_softmax(logits[0, t], -1)[x[0, t + 1]] for t in range(6))
-    close(F.cross_entropy(logits[0], x[0, 1:], reduction="sum"), by_hand, 1e-9)
-    assert abs(float(F.cross_entropy(logits[0], x[0, :-1], reduction="sum") - by_hand)) > 1e-3  # unshifted
+    logits, x = rand(1, 6, 11, seed=3)[0], torch.randint(11, (7,), generator=torch.Generator().manual_seed(4))
+    by_hand = -sum(torch.log_softmax(logits[t], -1)[x[t + 1]] for t in range(6))  # position t predicts t + 1
+    close(F.cross_entropy(logits, x[1:], reduction="sum"), by_hand, 1e-9)
+    assert abs(float(F.cross_entropy(logits, x[:-1], reduction="sum") - by_hand)) > 1e-3  # unshifted
 
 
 def grad_accumulation():
     torch.manual_seed(0)
-    w, x, y = nn.Linear(8, 3), rand(32, 8, seed=5, dtype=torch.float32), torch.randint(3, (32,), generator=gen(6))
-    F.cross_entropy(w(x), y).backward()
-    full = w.weight.grad.clone()
-    w.zero_grad()
+    w, x = nn.Linear(8, 3), rand(32, 8, seed=5, dtype=torch.float32)
+    y = torch.randint(3, (32,), generator=torch.Generator().manual_seed(6))
+    full = torch.autograd.grad(F.cross_entropy(w(x), y), w.weight)[0]
     for xb, yb in zip(x.split(4), y.split(4)):  # 8 micro-batches, each loss divided by 8
         (F.cross_entropy(w(xb), yb) / 8).backward()
     assert torch.allclose(w.weight.grad, full, atol=1e-6)
@@ -471,25 +444,21 @@ def amp_deprecated():
 
 
 def tensor_parallel_ffn():
-    torch.manual_seed(0)
-    w1, w2, x = torch.randn(64, 16, dtype=F64), torch.randn(16, 64, dtype=F64), torch.randn(5, 16).double()
-    cols = torch.arange(64).chunk(4)  # W1 split by its output columns, W2 by its input rows: local GELUs
+    w1, w2, x = rand(64, 16, seed=11), rand(16, 64, seed=12), rand(5, 16, seed=13)
+    cols, ins = torch.arange(64).chunk(4), torch.arange(16).chunk(4)  # W1 split by output columns, W2 by input rows
     assert torch.allclose(sum(F.gelu(x @ w1[c].T) @ w2[:, c].T for c in cols), F.gelu(x @ w1.T) @ w2.T, atol=1e-9)
-    ins = torch.arange(16).chunk(4)  # W1 split along its input instead: the GELU needs the sum first
-    assert not torch.allclose(sum(F.gelu(x[:, c] @ w1[:, c].T) for c in ins), F.gelu(x @ w1.T))
+    assert not torch.allclose(sum(F.gelu(x[:, c] @ w1[:, c].T) for c in ins), F.gelu(x @ w1.T))  # split by input
 
 
 def tensor_parallel_heads():
     a, x = mha(), rand(1, 6, 16, seed=7, dtype=torch.float32)
-    wq, wk, wv = a.in_proj_weight.chunk(3)
     with torch.no_grad():
         partial = []
         for cols in (torch.arange(0, 8), torch.arange(8, 16)):  # two devices, two heads of 4 columns each
-            q, k, v = (x @ w[cols].T for w in (wq, wk, wv))
-            heads = (
-                torch.softmax(q[..., i : i + 4] @ k[..., i : i + 4].mT / 2, -1) @ v[..., i : i + 4] for i in (0, 4)
+            q, k, v = (x @ w[cols].T for w in a.in_proj_weight.chunk(3))
+            o = torch.cat(
+                [sm(q[..., i : i + 4] @ k[..., i : i + 4].mT / 2).float() @ v[..., i : i + 4] for i in (0, 4)], -1
             )
-            o = torch.cat(list(heads), -1)
             partial.append(o @ a.out_proj.weight[:, cols].T)
         assert torch.allclose(sum(partial), a(x, x, x, need_weights=False)[0], atol=1e-5)
 
