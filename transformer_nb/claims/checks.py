@@ -85,6 +85,12 @@ QUANTITIES = {
     "frequency": lambda d_model, i: sinusoid_frequencies(d_model)[i],
     "wavelength": lambda d_model: 2 * math.pi / sinusoid_frequencies(d_model)[-1],
     "power": lambda x, n: x**n,
+    "sum": lambda terms: sum(terms),
+    "alibi_slope": lambda n_heads, i: alibi_slopes(n_heads)[i],
+    "softmax_top": lambda top, others: sm(torch.tensor([top] + [0.0] * others))[0],  # the weight of one score
+    "score_rank": lambda t, d, width: torch.linalg.matrix_rank(  # a head of this width, t random tokens
+        (rand(t, d) @ rand(d, d, seed=1)[:, :width]) @ (rand(t, d) @ rand(d, d, seed=2)[:, :width]).T
+    ),
     "gauss_outside": lambda k, n=1: n * math.erfc(k / math.sqrt(2)),  # expected count of |Z| > k among n
 }
 
@@ -102,11 +108,6 @@ Q3, K3 = torch.tensor(
     [[[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]], [[1.0, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]]], dtype=F64
 )
 TEXT_SCORES = torch.tensor([[1.0, 1, 2], [1, 1, 0], [1, 2, 2]], dtype=F64)
-
-
-def sum999():
-    close(0.230 + 0.129 + 0.410 + 0.230, 0.999, 1e-12)
-    close(sm(torch.tensor([1.0, 0, 2, 1], dtype=F64) / math.sqrt(3)).sum(), 1.0, 1e-12)  # query 1's weights
 
 
 def scores():
@@ -132,12 +133,6 @@ def dot_variance(d: int, n: int, seeds: list, tol: float, mean_tol: float = 0.0,
     close((s / d**0.5).var(), 1.0, tol)
     assert not mean_tol or abs(float(s.mean())) <= mean_tol
     assert not aligned or abs(float(((q * q).sum(-1) / d**0.5).mean()) - d**0.5) <= 0.05  # k = q: near √d
-
-
-def saturate():
-    w = sm(torch.cat([torch.tensor([24.0]), torch.zeros(511)]))[0]
-    close(w, 1 - 511 * math.exp(-24), 1e-12)
-    assert w > 1 - 2e-8
 
 
 def weights_vs_scores():
@@ -193,13 +188,6 @@ def shapes():
         assert full(torch.randn(2, 10, 64), torch.randn(2, 7, 64)).shape == (2, 7, 64)  # (B, tgt_len, d_model)
         assert enc(torch.randn(2, 10, 64)).shape == (2, 10, 64)
         assert mha()(torch.randn(1, 4, 16), torch.randn(1, 9, 16), torch.randn(1, 9, 16))[1].shape == (1, 4, 9)
-
-
-def head_rank():
-    t, d, h = 128, 512, 8
-    x, wq, wk = rand(t, d), rand(d, d, seed=1), rand(d, d, seed=2)
-    assert torch.linalg.matrix_rank((x @ wq[:, : d // h]) @ (x @ wk[:, : d // h]).T) == d // h == 64  # one head
-    assert torch.linalg.matrix_rank((x @ wq) @ (x @ wk).T) == t  # one full-width head: full rank
 
 
 def heads():
@@ -304,14 +292,6 @@ def rope_theta():
     text = [10000 ** (-2 * j / 8) for j in range(1, 5)]  # 002 read literally, d = 8
     assert sinusoid_frequencies(8)[0] == 1.0 and text[0] == 10000 ** (-2 / 8) and text[-1] == 1e-4
     assert all(abs(t - 10000 ** (-2 / 8) * r) < 1e-15 for t, r in zip(text, sinusoid_frequencies(8)))  # scaled
-
-
-def alibi_last():
-    for n in (4, 8, 16):
-        s = alibi_slopes(n).tolist()
-        assert abs(s[0] - 2 ** (-8 / n)) < 1e-15 and s[-1] == 2**-8 != 0.5  # a geometric sequence down to 1/256
-        assert all(abs(b / a - s[1] / s[0]) < 1e-12 for a, b in zip(s, s[1:]))
-    assert alibi_slopes(8)[0] == 0.5
 
 
 def table_params():
