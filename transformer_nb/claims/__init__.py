@@ -178,9 +178,7 @@ def report(notebook=None, text=None, status=None, run: bool = True, file=None, r
     say = lambda *lines: print(*lines, sep="\n", file=file or sys.stdout)
     scope = ", ".join(f"{k} {v}" for k, v in (("notebook", notebook), ("text", text), ("status", status)) if v)
     ran = f"{sum(bool(c.check) for c in entries)} checks {'run' if run else 'not run'}"
-    say(
-        f"Claims ledger ({scope or 'all'}): {_summary(entries)}; {ran}" + (", all pass" if run and not failures else "")
-    )
+    say(f"Claims ledger ({scope or 'all'}): {_summary(entries)}; {ran}{', all pass' if run and not failures else ''}")
     for c in (c.resolved(here=notebook) for c in entries):  # a notebook's own figures are above it
         mark = " ✗ check FAILS" if c.id in failures else " ✓ checked" if c.check and run else ""
         mark = " (check needs the stored notebooks)" if c.id in skipped else mark
@@ -201,9 +199,8 @@ def table(entries=None, width: int = 60) -> str:
     """A plain-text table: id, text §, status, the claim (cut to ``width`` characters)."""
     entries, width = _entries(entries), as_int("width", width, minimum=2)
     cut = lambda s: s if len(s) <= width else s[: width - 1] + "…"
-    rows = [("id", "where", "status", "claim")] + [
-        (c.id, f"{c.text} {c.section}"[:24], c.status, cut(c.claim)) for c in entries
-    ]
+    rows = [("id", "where", "status", "claim")]
+    rows += [(c.id, f"{c.text} {c.section}"[:24], c.status, cut(c.claim)) for c in entries]
     w = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}" for r in rows]
     return "\n".join([lines[0], "-" * (sum(w) + 6), *lines[1:], "", _summary(entries)])
