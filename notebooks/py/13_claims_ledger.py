@@ -57,7 +57,8 @@ env = setup()  # seeds everything, picks the device, prints both
 # their symbols. A correction must itself be right, so every verdict against a text was checked against the
 # primary source first: the paper, the original code (tensor2tensor), the authors' repositories, the model papers and their
 # released configurations. Where code can settle a statement, the entry carries a small **check function**; the
-# test suite runs every one of them, and so does the appendix of this notebook.
+# test suite runs every one of them, and so does the appendix of this notebook. Where a notebook's own check cell
+# already asserts it, the entry names that cell instead (`nb_check`), so nothing is checked twice.
 #
 # Figures that a notebook measures (perplexities, timings, accuracies) are never copied into the ledger: an
 # entry names the figure, and the ledger reads it from that notebook's stored outputs each time it prints, so
