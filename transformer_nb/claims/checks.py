@@ -86,6 +86,7 @@ QUANTITIES = {
     "wavelength": lambda d_model: 2 * math.pi / sinusoid_frequencies(d_model)[-1],
     "power": lambda x, n: x**n,
     "sum": lambda terms: sum(terms),
+    "steps": lambda examples, batch, epochs: math.ceil(examples / batch) * epochs,
     "alibi_slope": lambda n_heads, i: alibi_slopes(n_heads)[i],
     "softmax_top": lambda top, others: sm(torch.tensor([top] + [0.0] * others))[0],  # the weight of one score
     "score_rank": lambda t, d, width: torch.linalg.matrix_rank(  # a head of this width, t random tokens
@@ -273,8 +274,6 @@ def rotation():
 
 
 def pe_code():
-    pe = sinusoidal(128, 64)
-    assert pe.shape == (128, 64) and abs(pe[0].norm() - math.sqrt(32)) < 1e-12 and abs(pe[127].norm() - 32**0.5) < 1e-12
     pos, div = torch.arange(100).unsqueeze(1), torch.exp(torch.arange(0, 64, 2) * (-torch.log(torch.tensor(1e4)) / 64))
     text = torch.zeros(100, 64)  # 003's listing
     text[:, 0::2], text[:, 1::2] = torch.sin(pos * div), torch.cos(pos * div)
@@ -395,8 +394,6 @@ def jacobian_product():
 
 
 # --- training
-def toy_sizes():
-    assert 10 + 3 == 13 and math.ceil(2000 / 64) * 30 == 960  # the toy task's vocabulary and steps
 
 
 def next_token_loss():
