@@ -158,20 +158,6 @@ def temperature():
 
 
 # --- attention's structure and cost
-def rank_collapse():
-    def spread(residual: bool, norm: bool, depth: int = 12) -> float:
-        torch.manual_seed(0)
-        x = rand(1, 10, 32, dtype=torch.float32)
-        with torch.no_grad():
-            for attn in [nn.MultiheadAttention(32, 4, bias=False, batch_first=True).eval() for _ in range(depth)]:
-                x = attn(x, x, x, need_weights=False)[0] + (x if residual else 0)
-                x = F.layer_norm(x, (32,)) if norm else x
-        x = x / x.norm(dim=-1, keepdim=True)
-        return float((x - x.mean(1, keepdim=True)).norm())  # 0 when every position is the same direction
-
-    assert spread(residual=False, norm=False) < 1e-4 and spread(residual=False, norm=True) < 1e-4  # collapse
-    assert spread(residual=True, norm=False) > 0.5 and spread(residual=True, norm=True) > 0.5  # kept apart
-    assert spread(residual=True, norm=True, depth=96) < spread(residual=True, norm=True) / 10  # slowed, not stopped
 
 
 def shapes():
@@ -332,19 +318,6 @@ def batchnorm_one():
     )
     with contextlib.suppress(ValueError):  # B·T = 1: one value per channel
         raise AssertionError(f"BatchNorm1d normalised one value per channel: {bn(torch.randn(1, 8, 1))}")
-
-
-def preln_stream_grows():
-    def rms_after(norm_first: bool) -> float:
-        torch.manual_seed(0)
-        x = rand(2, 8, 32, dtype=torch.float32)
-        with torch.no_grad():
-            for _ in range(24):
-                x = nn.TransformerEncoderLayer(32, 4, 64, 0, batch_first=True, norm_first=norm_first).eval()(x)
-        return float(x.pow(2).mean().sqrt())
-
-    assert rms_after(norm_first=True) > 1.5  # Pre-LN: the residual stream grows with depth
-    close(rms_after(norm_first=False), 1.0, 1e-3)  # Post-LN: renormalised after every block
 
 
 def gelu():
