@@ -71,7 +71,6 @@ ELSEWHERE = {
 NO_ARGUMENTS = {
     "transformer_nb.cache.cache_dir": "reads TNB_CACHE_DIR, whose bad values the environment tests cover",
     "transformer_nb.lm_compute.cpu_profile": "a context manager with no argument: it only starts the CPU profiler",
-    "transformer_nb.claims.problems": "checks the ledger as it is stored in the package",
     "transformer_nb.wikitext_files.beside_checkout": "../shared/data from the checkout the package lies in",
     "transformer_nb.exercises.all_exercises": "lists the exercises the package defines",
     "transformer_nb.core.generation.no_onednn": "a context manager with no options",

@@ -1,6 +1,6 @@
 """Bad input to the claims ledger's functions: a clear error naming the argument (``tests/badinput.py``)."""
 
-from badinput import Case, Gives, parametrize
+from badinput import Case, parametrize
 
 from transformer_nb import claims
 from transformer_nb.claims import figures
@@ -8,11 +8,6 @@ from transformer_nb.claims import figures
 L, F = "transformer_nb.claims.", "transformer_nb.claims.figures."
 
 CASES = {
-    "Claim_with_an_unknown_status_is_a_problem_of_the_entry": Gives(
-        L + "Claim",
-        lambda: claims.Claim("000-x", "000", "§1", "c", "true", "v", "h", "01", source="s").problems(),
-        [f"status 'true' is not one of {claims.STATUSES}"],
-    ),
     "get_suggests_close_ids_for_an_unknown_id": Case(L + "get", lambda: claims.get("000-1"), KeyError, "no claim"),
     "get_refuses_an_id_that_is_not_a_str": Case(L + "get", lambda: claims.get(["000-01"]), TypeError, "claim_id"),
     "claims_refuses_an_unknown_status": Case(

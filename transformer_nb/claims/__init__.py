@@ -22,18 +22,17 @@ from __future__ import annotations
 
 import difflib
 import json
-import re
 import sys
 import textwrap
 from collections import Counter
 from dataclasses import asdict, dataclass, field, replace
-from importlib import import_module
 from pathlib import Path
 
 from ..core.utils import as_int
 from . import figures
 from .figures import tomllib
 
+__all__ = ["cite", "claims", "counts", "get", "markdown", "report", "run_checks", "table", "to_json"]
 CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE = "confirmed", "wrong", "imprecise", "not checkable here"
 ARTEFACT = "extraction artefact"  # the extracted text lost symbols; the author's statement, restored, holds
 STATUSES = (CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE, ARTEFACT)
@@ -57,7 +56,8 @@ class Claim:
     checkable here``. A notebook's figure is never typed in: the text names it ``{NN:key}`` and :meth:`resolved`
     fills it in. ``reveals`` names the chapter exercise whose answer the verdict gives away (the printed views then
     withhold it); ``check`` names a function of :mod:`.checks`, called with ``args``, that raises
-    ``AssertionError`` when the verdict stops holding."""
+    ``AssertionError`` when the verdict stops holding; ``nb_check`` names the notebook cell that checks it.
+    ``tests/test_claims_ledger.py`` holds the rules every entry's structure follows."""
 
     id: str
     text: str
@@ -75,41 +75,10 @@ class Claim:
     check: str = ""
     args: dict = field(default_factory=dict)
 
-    def problems(self) -> list[str]:
-        """Everything wrong with this entry's structure (an empty list when it is well formed)."""
-        needs = {WRONG: "correct", IMPRECISE: "correct", ARTEFACT: "correct", NOT_CHECKABLE: "why"}.get(self.status)
-        figs = sorted({k for n in PROSE for k in figures.PLACEHOLDER.findall(getattr(self, n))} - set(figures.FIGURES))
-        checks = import_module(f"{__package__}.checks") if self.check else None  # torch loads only if needed
-        found = self.status == NOT_CHECKABLE or self.value.strip()
-        rules = {
-            f"id {self.id!r} must look like '{self.text}-<section>-<slug>'": re.match(
-                rf"{self.text}-[\w.\-]+$", self.id
-            ),
-            f"text {self.text!r} is not one of {TEXTS}": self.text in TEXTS,
-            f"status {self.status!r} is not one of {STATUSES}": self.status in STATUSES,
-            f"notebook {self.notebook!r} is not one of 00..11": self.notebook in NOTEBOOKS,
-            **{f"{n} is empty": getattr(self, n).strip() for n in ("section", "claim", "how")},
-            f"a {self.status!r} entry needs '{needs}'": not needs or getattr(self, needs).strip(),
-            f"reveals {self.reveals!r} must name a chapter exercise, 8.1 .. 8.10": not self.reveals
-            or re.fullmatch(r"8\.(?:[1-9]|10)", self.reveals),
-            **{f"figure {{{k}}} is not one of figures.FIGURES": False for k in figs},
-            "needs 'value' (what we computed or found)": found,
-            "needs a check function or a cited source": self.status == NOT_CHECKABLE
-            or self.check
-            or self.source.strip(),
-            f"check {self.check!r} is not a function of claims.checks": not checks
-            or callable(getattr(checks, self.check, None)),
-        }
-        return [message for message, ok in rules.items() if not ok]
-
     def resolved(self, root=None, here: str | None = None) -> Claim:
         """This entry with every ``{NN:key}`` figure filled in from the stored notebooks (see :mod:`.figures`);
         notebook ``here``'s own figures are pointed to instead."""
         return replace(self, **{n: figures.fill(getattr(self, n), root, here) for n in PROSE})
-
-    def as_dict(self) -> dict:
-        """The fields as JSON-ready values (``check``: the check's name or null; its ``args`` left out)."""
-        return {k: v for k, v in asdict(self).items() if k != "args"} | {"check": self.check or None}
 
 
 def _load(text: str) -> list[Claim]:
@@ -131,22 +100,19 @@ def get(claim_id: str) -> Claim:
     return found[0]
 
 
-def _entries(entries) -> list[Claim]:
-    """``entries`` as a list of ledger entries (None: the whole ledger); a ``TypeError`` for anything else."""
+def _entries(entries, reveal: bool = False) -> list[Claim]:
+    """``entries`` as a list of ledger entries (None: the whole ledger); a ``TypeError`` for anything else, and for
+    a ``reveal`` that is not a bool (``reveal="no"`` would reveal)."""
+    if not isinstance(reveal, bool):
+        raise TypeError(f"reveal must be True or False, got {reveal!r}")
     if entries is None:
         return list(LEDGER)
     if isinstance(entries, (str, bytes, Claim)) or not hasattr(entries, "__iter__"):
         raise TypeError(f"entries must be a list of claims (from claims()), got {type(entries).__name__}")
-    entries = list(entries)
-    for e in entries:
+    for e in (entries := list(entries)):
         if not isinstance(e, Claim):
             raise TypeError(f"entries must hold claims (from claims()), got a {type(e).__name__}: {e!r:.40}")
     return entries
-
-
-def _flag(reveal) -> None:
-    if not isinstance(reveal, bool):  # reveal="no" would reveal
-        raise TypeError(f"reveal must be True or False, got {reveal!r}")
 
 
 def claims(text: str | None = None, notebook: str | None = None, status: str | None = None) -> list[Claim]:
@@ -173,18 +139,8 @@ def _detail(c: Claim, reveal: bool) -> str:
 def cite(claim_id: str, reveal: bool = False) -> str:
     """One line for prose: id, text and section, verdict, and the correct value or exact statement
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
-    _flag(reveal)
-    c = get(claim_id).resolved()
+    c = _entries([get(claim_id)], reveal)[0].resolved()
     return f"[{c.id}] {c.text} {c.section}: {c.status} — {_detail(c, reveal)}"
-
-
-def problems() -> dict[str, list[str]]:
-    """Structural problems per entry id (empty when the ledger is well formed), duplicate ids included."""
-    out = {c.id: c.problems() for c in LEDGER if c.problems()}
-    for cid, n in Counter(c.id for c in LEDGER).items():
-        if n > 1:
-            out.setdefault(cid, []).append("duplicate id")
-    return out
 
 
 def run_checks(entries=None, skipped: list | None = None) -> dict[str, str]:
@@ -214,8 +170,7 @@ def report(notebook=None, text=None, status=None, run: bool = True, file=None, r
     """Print the selected entries (and run their checks): text that is the same on every device and profile,
     for an nbval-checked cell. Raises ``AssertionError`` naming every entry whose check fails. An entry that
     gives away an exercise's answer shows its verdict only with ``reveal=True`` (a solution cell)."""
-    _flag(reveal)
-    entries = claims(text=text, notebook=notebook, status=status)
+    entries = _entries(claims(text=text, notebook=notebook, status=status), reveal)
     if not entries:
         raise ValueError(f"no claims for notebook={notebook!r}, text={text!r}, status={status!r}")
     skipped = []
@@ -223,8 +178,7 @@ def report(notebook=None, text=None, status=None, run: bool = True, file=None, r
     say = lambda *lines: print(*lines, sep="\n", file=file or sys.stdout)
     scope = ", ".join(f"{k} {v}" for k, v in (("notebook", notebook), ("text", text), ("status", status)) if v)
     ran = f"{sum(bool(c.check) for c in entries)} checks {'run' if run else 'not run'}"
-    ran += ", all pass" if run and not failures else ""
-    say(f"Claims ledger ({scope or 'all'}): {_summary(entries)}; {ran}")
+    say(f"Claims ledger ({scope or 'all'}): {_summary(entries)}; {ran}{', all pass' if run and not failures else ''}")
     for c in (c.resolved(here=notebook) for c in entries):  # a notebook's own figures are above it
         mark = " ✗ check FAILS" if c.id in failures else " ✓ checked" if c.check and run else ""
         mark = " (check needs the stored notebooks)" if c.id in skipped else mark
@@ -244,33 +198,32 @@ def report(notebook=None, text=None, status=None, run: bool = True, file=None, r
 def table(entries=None, width: int = 60) -> str:
     """A plain-text table: id, text §, status, the claim (cut to ``width`` characters)."""
     entries, width = _entries(entries), as_int("width", width, minimum=2)
-    rows = [("id", "where", "status", "claim")]
     cut = lambda s: s if len(s) <= width else s[: width - 1] + "…"
+    rows = [("id", "where", "status", "claim")]
     rows += [(c.id, f"{c.text} {c.section}"[:24], c.status, cut(c.claim)) for c in entries]
     w = [max(len(r[i]) for r in rows) for i in range(4)]
     lines = [f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}" for r in rows]
-    lines.insert(1, "-" * (sum(w) + 6))
-    return "\n".join([*lines, "", _summary(entries)])
+    return "\n".join([lines[0], "-" * (sum(w) + 6), *lines[1:], "", _summary(entries)])
 
 
 def markdown(entries=None, reveal: bool = False) -> str:
     """A Markdown table for a notebook: id, section, verdict, the claim, and what is correct or found
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
-    _flag(reveal)
     esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
     out = ["| id | § | verdict | the text says | correct / exactly / why / found |", "|---|---|---|---|---|"]
-    for c in (c.resolved() for c in _entries(entries)):
+    for c in (c.resolved() for c in _entries(entries, reveal)):
         out.append(f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(_detail(c, reveal))} |")
     return "\n".join(out)
 
 
 def to_json(entries=None, reveal: bool = False) -> str:
-    """The entries as a JSON list of objects with every field (``check``: the check function's name or null),
-    figures filled in. An entry that gives away an exercise's answer has its findings withheld unless ``reveal``."""
-    _flag(reveal)
-    entries = _entries(entries)
-    out = [c.resolved().as_dict() for c in entries]
-    for d, c in zip(out, entries):
+    """The entries as a JSON list of objects with every field (``check``: the check function's name or null; its
+    ``args`` left out), figures filled in. An entry that gives away an exercise's answer has its findings withheld
+    unless ``reveal``."""
+    out = []
+    for c in _entries(entries, reveal):
+        d = {k: v for k, v in asdict(c.resolved()).items() if k != "args"} | {"check": c.check or None}
         if c.reveals and not reveal:
             d.update(dict.fromkeys(("value", "how", "correct", "why", "source"), _detail(c, False)), check=None)
+        out.append(d)
     return json.dumps(out, ensure_ascii=False, indent=1)

@@ -27,11 +27,9 @@ def main(argv=None) -> int:
     p.add_argument("--reveal", action="store_true", help="show the findings that give away exercises' answers")
     args = p.parse_args(argv)
     entries = claims(text=args.text, notebook=args.notebook, status=args.status)
-    try:
-        "§—²".encode(sys.stdout.encoding or "utf-8")
-        plain = False
-    except (UnicodeEncodeError, LookupError):  # e.g. PYTHONIOENCODING=ascii: escape what it cannot print
-        plain = sys.stdout.reconfigure(errors="backslashreplace") or True
+    enc = sys.stdout.encoding or "utf-8"
+    if plain := "§—²".encode(enc, errors="replace").decode(enc) != "§—²":  # e.g. PYTHONIOENCODING=ascii
+        sys.stdout.reconfigure(errors="backslashreplace")  # escape what it cannot print
     if args.json:
         text = to_json(entries, reveal=args.reveal)
         print(json.dumps(json.loads(text), indent=1) if plain else text)  # \u escapes keep the JSON valid
@@ -41,8 +39,7 @@ def main(argv=None) -> int:
         except AssertionError as exc:
             return print(exc, file=sys.stderr) or 1
     elif args.check:
-        skipped = []
-        failures = run_checks(entries, skipped)
+        failures = run_checks(entries, skipped := [])
         print(*(f"FAIL {cid}: {err}" for cid, err in failures.items()), sep="\n", end="\n" if failures else "")
         n_pass = sum(bool(c.check) for c in entries) - len(failures) - len(skipped)
         need = f", {len(skipped)} need the stored notebooks" if skipped else ""
