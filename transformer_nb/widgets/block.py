@@ -32,6 +32,8 @@ class DepthWidget(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "a few seconds: it differentiates a fresh stack of blocks"
 
+    FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
+
     def __init__(self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64):
         super().__init__(
             dict(depth=depth, placement=placement, residual=residual, d_model=d_model),

@@ -54,6 +54,8 @@ class VariantWidget(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "a second"
 
+    FRAMES = (("variant", None), ("layer", None), ("head", None))  # the book's grid
+
     def __init__(self, variant: str = "encoder-decoder"):
         self.models = {v: _build_variant(v) for v in VARIANTS}
         slider, narrow = dict(style=STYLE, layout=W.Layout(width="230px")), W.Layout(width="150px")

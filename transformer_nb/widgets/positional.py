@@ -22,6 +22,8 @@ class SinusoidFingerprint(Widget):
     ``fingerprint`` (PE[position], a (d_model,) tensor), ``pair_values`` (sin, cos of position·ω_i).
     """
 
+    FRAMES = (("position", (*range(0, 128, 10), 127)), ("pair", (4, 12)))  # the book's grid
+
     def __init__(self, position: int = 10, pair: int = 4):
         self.n_positions, self.d_model = 128, 64
         self.pe, self.omega = sinusoidal_encoding(128, 64), sinusoid_frequencies(64)
@@ -93,6 +95,8 @@ class AlibiExplorer(Widget):
     ``last``: ``n_heads``, ``slopes`` ((n,) float64), ``interpolated`` (bool per head: not one of the
     ``n0`` base slopes), ``weights`` ((n, query+1) attention of the query over keys 0..query).
     """
+
+    FRAMES = (("n_heads", None), ("query", (24, 63)))  # the book's grid
 
     def __init__(self, n_heads: int = 8, query: int = 24):
         self._legend_for = None  # the number of heads the legend shows

@@ -16,6 +16,8 @@ class SoftmaxTemperature(Widget):
     ``last``: ``{"scale", "n", "weights", "entropy", "max_weight", "max_entropy"}``.
     """
 
+    FRAMES = (("scale", (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)), ("n", (2, 4, 8, 16, 32)))
+
     def __init__(self):
         self.scores = torch.randn(32, generator=torch.Generator().manual_seed(0))
         super().__init__(
