@@ -204,14 +204,13 @@ def _entry_of(source: str, notebook: str):
 
 def make_live(nb, notebook: str, out_dir: Path, static: str = "_static") -> int:
     """Replace, in ``nb``, the stored output of each widget the catalog lists by its live form (frames
-    written under ``out_dir/static``); the widget state goes when no stored widget is left. Returns how
-    many widgets were made live. A model widget (09, 10) is live only through ``live_models``."""
-    live, seen, frozen = 0, set(), False
+    written under ``out_dir/static``); the stored state keeps only the widgets still shown (progress bars).
+    Returns how many widgets were made live. A model widget (09, 10) is live only through ``live_models``."""
+    live, seen = 0, set()
     for cell in nb.cells:
         views = [o for o in cell.get("outputs", []) if VIEW in o.get("data", {})]
         entry = _entry_of(cell.source, notebook) if cell.cell_type == "code" and views else None
-        if entry is None or entry.name in seen:
-            frozen |= bool(views)
+        if entry is None or entry.name in seen or (entry.needs and live_models is None):
             continue
         seen.add(entry.name)
         if entry.needs is None:
@@ -223,14 +222,26 @@ def make_live(nb, notebook: str, out_dir: Path, static: str = "_static") -> int:
                 if f["png"] and not (dest / f["png"]).is_file():
                     shutil.copyfile(Path(manifest["dir"]) / f["png"], dest / f["png"])
             shutil.copyfile(JS, out_dir / static / "live.js")
-        elif live_models is not None:
-            page = live_models.widget_html(entry, out_dir / static)
         else:
-            frozen = True
-            continue
+            page = live_models.widget_html(entry, out_dir / static)
         keep = [o for o in cell.outputs if VIEW not in o.get("data", {})]
         cell.outputs = [*keep, {"output_type": "display_data", "metadata": {}, "data": {"text/html": page}}]
         live += 1
-    if live and not frozen:
-        nb.metadata.pop("widgets", None)
+    _prune_state(nb)
     return live
+
+
+def _prune_state(nb) -> None:
+    """Drop from the notebook's widget state the models no output shows any more (nor refers to)."""
+    state = nb.metadata.get("widgets", {}).get("application/vnd.jupyter.widget-state+json", {}).get("state", {})
+    todo = [o["data"][VIEW]["model_id"] for c in nb.cells for o in c.get("outputs", []) if VIEW in o.get("data", {})]
+    keep = set()
+    while todo:
+        m = todo.pop()
+        if m in state and m not in keep:
+            keep.add(m)
+            todo += re.findall(r"IPY_MODEL_(\w+)", json.dumps(state[m]))
+    for m in set(state) - keep:
+        del state[m]
+    if not keep:
+        nb.metadata.pop("widgets", None)

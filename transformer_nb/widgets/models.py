@@ -54,7 +54,7 @@ class VariantWidget(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "a second"
 
-    FRAMES = (("variant", None), ("layer", None), ("head", None))  # the book's grid
+    FRAMES = (("variant", None), ("layer", None), ("head", ("mean", 0, 1)))  # the book's grid
 
     def __init__(self, variant: str = "encoder-decoder"):
         self.models = {v: _build_variant(v) for v in VARIANTS}

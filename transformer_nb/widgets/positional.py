@@ -22,7 +22,7 @@ class SinusoidFingerprint(Widget):
     ``fingerprint`` (PE[position], a (d_model,) tensor), ``pair_values`` (sin, cos of position·ω_i).
     """
 
-    FRAMES = (("position", (*range(0, 128, 10), 127)), ("pair", (4, 12)))  # the book's grid
+    FRAMES = (("position", (0, 10, 20, 40, 60, 80, 100, 127)), ("pair", (4, 12)))  # the book's grid
 
     def __init__(self, position: int = 10, pair: int = 4):
         self.n_positions, self.d_model = 128, 64
@@ -96,7 +96,7 @@ class AlibiExplorer(Widget):
     ``n0`` base slopes), ``weights`` ((n, query+1) attention of the query over keys 0..query).
     """
 
-    FRAMES = (("n_heads", None), ("query", (24, 63)))  # the book's grid
+    FRAMES = (("n_heads", (1, 2, 4, 8, 12, 16)), ("query", (24, 63)))  # the book's grid
 
     def __init__(self, n_heads: int = 8, query: int = 24):
         self._legend_for = None  # the number of heads the legend shows

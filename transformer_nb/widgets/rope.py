@@ -22,7 +22,7 @@ class RotatePair(Widget):
     (qᵀ R_(n-m) k, positions 0 and n-m) and ``grid`` (the score at every pair of positions 0..2·max_pos).
     """
 
-    FRAMES = (("m", range(0, 41, 5)), ("shift", (0, 10, 20)))  # the book's grid
+    FRAMES = (("m", (0, 5, 10, 20, 30, 40)), ("shift", (0, 10, 20)))  # the book's grid
 
     def __init__(self, m: int = 5, n: int = 12):
         self.q, self.k = torch.tensor([1.0, 0.3], dtype=torch.float64), torch.tensor([0.6, 0.8], dtype=torch.float64)
