@@ -243,5 +243,3 @@ def _prune_state(nb) -> None:
             todo += re.findall(r"IPY_MODEL_(\w+)", json.dumps(state[m]))
     for m in set(state) - keep:
         del state[m]
-    if not keep:
-        nb.metadata.pop("widgets", None)
