@@ -10,11 +10,12 @@ becomes a choice of the widget's presets), and the page says so.
 
 A widget class declares its grid next to its controls, ``FRAMES = ((control, values or None), ...)`` (``None``:
 the control's own choices, or up to ``MOST`` evenly spaced slider values); without it the first control is
-varied. The frames are cached in ``build/frames`` under a digest of the package's sources.
+varied. The frames are cached in ``build/frames`` under a digest of the sources the widget runs.
 """
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import html
 import io
@@ -78,9 +79,30 @@ def label(c, value) -> str:
     return f"{value:.3g}" if isinstance(value, float) else str(value)
 
 
+def _sources(module: str, seen: set) -> set:
+    """The files of ``module`` and of every ``transformer_nb`` module (and package) it imports, transitively."""
+    parts = module.split(".")
+    for k in range(1, len(parts) + 1):
+        base = ROOT.joinpath(*parts[:k])
+        path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
+        if path.is_file() and path not in seen:
+            seen.add(path)
+            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
+                names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
+                for name in names:
+                    if name.startswith("transformer_nb"):
+                        _sources(name, seen)
+    return seen
+
+
 def _digest(entry, g) -> str:
-    h = hashlib.sha256(repr((entry, g)).encode())
-    for path in sorted((ROOT / "transformer_nb").rglob("*.py")):
+    """Of the entry, its grid, the versions that draw it and the sources its widget runs."""
+    import matplotlib
+    import torch
+
+    h = hashlib.sha256(repr((entry, g, matplotlib.__version__, torch.__version__)).encode())
+    for path in sorted(_sources(f"transformer_nb.widgets.{entry.module}", set())):
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
 
