@@ -92,10 +92,8 @@ class VariantWidget(Widget):
             key_keep = src_keep[0] if (r["kind"] == "cross" or not r["name"].startswith("decoder")) else tgt_keep[0]
             worst = max(worst, float(weights[r["name"]][0][..., ~key_keep].abs().max()) if (~key_keep).any() else 0.0)
             data["sublayers"].append(r["name"])
-            data["labels"][r["name"]] = r["label"]
-            data["kinds"][r["name"]] = r["kind"]
-            data["masks"][r["name"]] = r["mask"][0]
-            data["weights"][r["name"]] = w
+            for key, value in (("labels", r["label"]), ("kinds", r["kind"]), ("masks", r["mask"][0]), ("weights", w)):
+                data[key][r["name"]] = value
         data["max_weight_on_padding"] = worst
         return data
 

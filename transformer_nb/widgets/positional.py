@@ -53,12 +53,10 @@ class SinusoidFingerprint(Widget):
             ax.plot(xs, np.zeros_like(xs), label=" ")
         ax.plot([0, 0], [0, 0], "ko")
         ax.axvline(0, color="k", lw=0.8, ls=":")
-        ax.set_ylim(-1.15, 1.6)
-        ax.set(xlabel="position p", title=" ")
+        ax.set(ylim=(-1.15, 1.6), xlabel="position p", title=" ")
         ax = axes[2]
         ax.bar(range(self.d_model), np.zeros(self.d_model), width=1.0)
-        ax.set_ylim(-1.1, 1.1)
-        ax.set(xlabel="dimension (blue sin, orange cos)", title=" ")
+        ax.set(ylim=(-1.1, 1.1), xlabel="dimension (blue sin, orange cos)", title=" ")
         fig.tight_layout()
         self.update(fig, data)
         return fig
@@ -119,8 +117,7 @@ class AlibiExplorer(Widget):
         ax = axes[0]
         ax.bar(range(1, 17), np.zeros(16))
         ax.set(xlabel="head (blue: geometric base, orange: interpolated)", ylabel="log2(slope)")
-        ax.set_ylim(-8.5, 0)
-        ax.set_title(" ")
+        ax.set(ylim=(-8.5, 0), title=" ")
         ax = axes[1]
         for _ in range(16):
             ax.plot([0], [0])
@@ -140,8 +137,7 @@ class AlibiExplorer(Widget):
             if h < n:
                 bar.set_height(s[h])
                 bar.set_color("tab:orange" if data["interpolated"][h] else "tab:blue")
-        ax0.set_xlim(0.4, n + 0.6)
-        ax0.set_title(f"ALiBi slopes, {n} heads")
+        ax0.set(xlim=(0.4, n + 0.6), title=f"ALiBi slopes, {n} heads")
         cmap, keys = plt.get_cmap("viridis"), np.arange(data["query"] + 1)
         for h, line in enumerate(ax1.lines):
             line.set_visible(h < n)
@@ -149,8 +145,7 @@ class AlibiExplorer(Widget):
                 line.set_data(keys, data["weights"][h].numpy())
                 line.set_color(cmap(h / max(n - 1, 1)))
                 line.set_label(f"head {h + 1}")
-        ax1.set_xlim(0, data["query"])
-        ax1.set_ylim(0, 1.05 * float(data["weights"].max()))
+        ax1.set(xlim=(0, data["query"]), ylim=(0, 1.05 * float(data["weights"].max())))
         ax1.set_title(f"query at {data['query']}, equal content scores")
         if n != self._legend_for:  # the legend depends on the number of heads only
             self._legend_for = n
