@@ -18,6 +18,7 @@ not fit together; what is still taller than the slide (one long code cell, a
 long table) scrolls inside it, with a shadow at the edge that has more. Solutions (cells tagged
 ``solution``) and the collapsed appendix (a heading with ``jp-MarkdownHeadingCollapsed``, up to the
 next heading of its level) are left out; the Colab badge (an image from the network) becomes a link.
+Each widget is live with no kernel, as in the book (``tools/live.py``).
 """
 
 from __future__ import annotations
