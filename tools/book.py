@@ -13,8 +13,8 @@ versions, each tarball checked against npm's ``dist.integrity`` sha512 before us
 The index lists every notebook in book order with its one-line summary, the texts, sections and
 exercises it serves, and its runtime (read with ``transformer_nb.companion`` from the notebooks and
 ``notebooks/runtimes.json``). Every page has previous / next links, a table of contents of its
-sections and the list of all pages. Pages are nbconvert's JupyterLab HTML with the widget state
-embedded (a widget shows its stored figure and controls; moving them needs a kernel). The audit
+sections and the list of all pages. Pages are nbconvert's JupyterLab HTML; each widget is live with no
+kernel (``tools/live.py``: its frames precomputed over a small grid of control values). The audit
 appendix (a heading cell with ``jp-MarkdownHeadingCollapsed``, up to the next heading of its level)
 and each solution cell (tagged ``solution``) render collapsed, as ``<details>``.
 """
@@ -42,6 +42,9 @@ sys.path.insert(0, str(ROOT))
 import nbformat  # noqa: E402
 
 from transformer_nb import companion  # noqa: E402
+
+sys.path.insert(0, str(ROOT / "tools"))
+import live  # noqa: E402
 
 BOOK_TITLE = "transformer-nb"
 TOC_MARK = "<!--tnb-toc-->"
@@ -164,7 +167,7 @@ HTML_MANAGER = Package(
     "@jupyter-widgets/html-manager",
     "1.0.15",
     "sha512-5thBIV6ymNgmPVOHvzx+gGy8ZSKmSazhtGw4/c4xJDVzRhG9PTeQsRjF3FUTopvFi//SABeNz1yp47bCrJ3CQA==",
-    ("dist/embed-amd.js", "dist/*.woff", "dist/*.woff2", "dist/*.ttf", "dist/*.eot", "dist/*.svg"),
+    ("dist/embed-amd.js", "dist/*.woff2"),  # the fonts in the one format every browser the book serves reads
 )
 REQUIREJS = Package(
     "requirejs",
@@ -439,10 +442,11 @@ def toc(body: str) -> str:
     return f"<ul>{''.join(items)}</ul>" if items else "<ul><li>(no sections)</li></ul>"
 
 
-def render_page(path: Path, pages: list, k: int, exporter) -> str:
-    """One notebook's HTML page: nbconvert's lab template with the book's navigation and folds."""
+def render_page(path: Path, pages: list, k: int, exporter, out_dir: Path) -> str:
+    """One notebook's HTML page: nbconvert's lab template with the book's navigation, folds and live widgets."""
     nb = nbformat.read(path, as_version=4)
     fold_cells(nb)
+    live.make_live(nb, path.stem, out_dir)
     prev, nxt = (pages[k - 1] if k else None), (pages[k + 1] if k + 1 < len(pages) else None)
     resources = {
         "metadata": {"name": pages[k]["title"]},
@@ -483,8 +487,9 @@ def render_index(pages: list) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1.0">'
         f"<title>{BOOK_TITLE}: contents</title><style>{INDEX_CSS}</style></head><body>"
         f'<h1>{BOOK_TITLE}</h1><p class="tnb-lead">A Jupyter companion to the Transformer chapter: '
-        f"{len(pages)} notebooks in book order, rendered with their full-profile outputs. Widgets show "
-        "their stored state; open a notebook in Jupyter (or Colab) to drive them. Runtimes: 2 CPU cores.</p>"
+        f"{len(pages)} notebooks in book order, rendered with their full-profile outputs. The widgets work "
+        "here with no kernel, over the control values drawn when the book was built; open a notebook in "
+        "Jupyter (or Colab) to set any value. Runtimes: 2 CPU cores.</p>"
         "<table><thead><tr><th>#</th><th>notebook</th><th>runtime</th><th></th></tr></thead><tbody>"
         + "".join(rows)
         + "</tbody></table></body></html>\n"
@@ -508,7 +513,7 @@ def build(notebooks: list[Path], out_dir: Path, runtimes: dict) -> list[Path]:
         if path.parent.resolve() != out_dir.resolve():
             shutil.copyfile(path, out_dir / path.name)
         written.append(out_dir / f"{path.stem}.html")
-        written[-1].write_text(render_page(path, pages, k, html_exporter), encoding="utf-8")
+        written[-1].write_text(render_page(path, pages, k, html_exporter, out_dir), encoding="utf-8")
     (out_dir / "index.html").write_text(render_index(pages), encoding="utf-8")
     return written
 

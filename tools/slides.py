@@ -18,6 +18,7 @@ not fit together; what is still taller than the slide (one long code cell, a
 long table) scrolls inside it, with a shadow at the edge that has more. Solutions (cells tagged
 ``solution``) and the collapsed appendix (a heading with ``jp-MarkdownHeadingCollapsed``, up to the
 next heading of its level) are left out; the Colab badge (an image from the network) becomes a link.
+Each widget is live with no kernel, as in the book (``tools/live.py``).
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ CSS = f"""
     radial-gradient(farthest-side at 50% 100%, #0007, #0000) bottom / 100% 20px scroll no-repeat;
 }}
 .reveal section img {{ max-height: {FIGURE_PX}px; max-width: 100%; width: auto; height: auto; object-fit: contain; }}
-.reveal .widget-image, .reveal .jupyter-widgets img {{ max-height: {WIDGET_PX - 120}px; }}
+.reveal .widget-image, .reveal .jupyter-widgets img, .reveal .tnb-live img {{ max-height: {WIDGET_PX - 120}px; }}
 .reveal pre {{ white-space: pre-wrap; overflow-wrap: anywhere; }}
 """
 TEMPLATE = (
@@ -227,6 +228,7 @@ def render(paths: list[Path], out_dir: Path) -> list[Path]:
     targets = []
     for path in paths:
         nb = with_slides(nbformat.read(path, as_version=4))
+        book.live.make_live(nb, path.stem, out_dir)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
         targets.append(out_dir / f"{path.stem}.slides.html")
         targets[-1].write_text(body, encoding="utf-8")

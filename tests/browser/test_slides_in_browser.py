@@ -23,9 +23,11 @@ NOTEBOOK = ROOT / "notebooks" / "01_scaled_attention.ipynb"
 SCROLLING_AT_MOST = 0.15  # of all slides: more means the splitting has stopped working
 SLIDES = """() => Reveal.getSlides().map(s => ({
   text: s.textContent,
-  widget: !!s.querySelector("script[type='application/vnd.jupyter.widget-view+json']"),
+  widget: !!s.querySelector(".tnb-live"),
   exercises: [...s.querySelectorAll('h1, h2, h3, h4')].filter(h => /^Exercise/.test(h.textContent.trim())).length,
 }))"""
+LIVE_MOVE = """() => { const el = document.querySelector('section.present .tnb-live [data-c="0"]');
+  el.value = String((Number(el.value) + 1) % (Number(el.max) + 1)); el.dispatchEvent(new Event('input')); }"""
 #: Each slide shown in turn (as a reader steps through), then measured: its box, what it holds, and
 #: whether what does not fit scrolls. In the slide's own pixels (reveal.js scales the whole deck).
 FIT = """() => Reveal.getSlides().map((s, k) => {
@@ -101,14 +103,18 @@ def test_setup_solutions_and_appendix_are_left_out(deck):
         assert hidden not in whole, f"{hidden!r} is on a slide"
 
 
-def test_each_exercise_has_its_own_slide_and_the_widget_draws(deck):
+def test_each_exercise_has_its_own_slide_and_the_widget_is_live(deck):
     slides = deck.evaluate(SLIDES)
     exercises = [s["exercises"] for s in slides if s["exercises"]]
     assert len(exercises) >= 3 and set(exercises) == {1}, f"exercise headings per slide: {exercises}"
     with_widget = [k for k, s in enumerate(slides) if s["widget"]]
     assert with_widget, "no slide holds the widget"
     deck.evaluate(f"() => Reveal.slide({with_widget[0]})")
-    deck.locator("section.present img.widget-image").first.wait_for(timeout=30_000)
+    img = deck.locator("section.present .tnb-live img").first
+    img.wait_for(timeout=30_000)
+    before = img.get_attribute("src")
+    deck.evaluate(LIVE_MOVE)
+    assert img.get_attribute("src") != before, "moving the widget's first control left its figure as it was"
     formulas = deck.evaluate("() => document.querySelectorAll('.MathJax_CHTML').length")
     assert formulas > 0, "MathJax drew no formula"
 

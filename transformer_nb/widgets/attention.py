@@ -40,6 +40,8 @@ class ScalingWidget(Widget):
     entropy, max_entropy, max_weight, jacobian_norm``.
     """
 
+    FRAMES = (("d_k", None), ("scaled", None))  # the book's grid
+
     def __init__(self, d_k: int = 64, scaled: bool = True, n_keys: int = 10):
         self._frame = None  # (n_keys, score limit) the axes were last drawn for
         scores = [("scaled: QKᵀ/√d_k", True), ("unscaled: QKᵀ", False)]

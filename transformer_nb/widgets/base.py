@@ -15,6 +15,9 @@ keeps ``CONTINUOUS = True``: its sliders redraw while dragged. A slower one redr
 and says so under its controls. ``update(fig, data)`` may redraw into the last figure instead of building one;
 the artists it lists in ``animated`` are then the only ones painted again (``png``).
 
+**The book.** ``FRAMES = ((control, values or None), ...)`` names the grid of control values over which the
+book and the slides precompute the widget's frames (``tools/live.py``; ``None``: the control's own choices).
+
 **Errors.** An exception raised while computing or drawing never escapes the observer (where Jupyter would
 swallow it and the widget would look frozen): the widget shows one red line (``message``) in place of its
 figure (``image``), ``error`` keeps it, and the next change of a control tries again.

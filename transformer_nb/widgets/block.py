@@ -32,6 +32,8 @@ class DepthWidget(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "a few seconds: it differentiates a fresh stack of blocks"
 
+    FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
+
     def __init__(self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64):
         super().__init__(
             dict(depth=depth, placement=placement, residual=residual, d_model=d_model),
@@ -62,12 +64,10 @@ class DepthWidget(Widget):
         steps = list(range(0, data["depth"] + 1))
         diversity = [max(v, 1e-9) for v in data["diversity"]]
         ax2.semilogy(steps, diversity, marker="o", ms=3, color="C2", label="token diversity (left axis)")
-        ax2.set_ylim(1e-8, 2.0)
-        ax2.set(xlabel="after layer", ylabel="token diversity (log)")
+        ax2.set(ylim=(1e-8, 2.0), xlabel="after layer", ylabel="token diversity (log)")
         ax3 = ax2.twinx()
         ax3.plot(steps, data["rms"], marker=".", ms=3, color="C1", label="stream RMS (right axis)")
-        ax3.set_ylabel("stream RMS")
-        ax3.set_ylim(0, 1.15 * max(data["rms"]))
+        ax3.set(ylabel="stream RMS", ylim=(0, 1.15 * max(data["rms"])))
         lines = ax2.get_lines() + ax3.get_lines()
         ax2.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="lower left")
         ax2.set_title("the residual stream", fontsize=10)

@@ -48,6 +48,8 @@ class MaskExplorer(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "half a second"
 
+    FRAMES = (("len_1", (0, 2, 5, 8)), ("pad_side", None), ("causal", None))  # the book's grid
+
     def __init__(self, lengths=(5, 3, 7), pad_side: str = "right", causal: bool = True):
         if isinstance(lengths, (str, bytes)) or not hasattr(lengths, "__len__") or not len(lengths):
             raise ValueError(f"lengths must be a non-empty list of sequence lengths, got {lengths!r}")

@@ -54,6 +54,8 @@ class VariantWidget(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "a second"
 
+    FRAMES = (("variant", None), ("layer", None), ("head", ("mean", 0, 1)))  # the book's grid
+
     def __init__(self, variant: str = "encoder-decoder"):
         self.models = {v: _build_variant(v) for v in VARIANTS}
         slider, narrow = dict(style=STYLE, layout=W.Layout(width="230px")), W.Layout(width="150px")
@@ -90,10 +92,8 @@ class VariantWidget(Widget):
             key_keep = src_keep[0] if (r["kind"] == "cross" or not r["name"].startswith("decoder")) else tgt_keep[0]
             worst = max(worst, float(weights[r["name"]][0][..., ~key_keep].abs().max()) if (~key_keep).any() else 0.0)
             data["sublayers"].append(r["name"])
-            data["labels"][r["name"]] = r["label"]
-            data["kinds"][r["name"]] = r["kind"]
-            data["masks"][r["name"]] = r["mask"][0]
-            data["weights"][r["name"]] = w
+            for key, value in (("labels", r["label"]), ("kinds", r["kind"]), ("masks", r["mask"][0]), ("weights", w)):
+                data[key][r["name"]] = value
         data["max_weight_on_padding"] = worst
         return data
 

@@ -75,6 +75,8 @@ class HeadsWidget(Widget):
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
     REDRAW = "half a second"
 
+    FRAMES = (("sentence", None), ("n_heads", None), ("layer", None))  # the book's grid
+
     def __init__(self, sentence: str = SENTENCES[0], n_heads: int = 4, layer: int = 1):
         buttons = {**STYLE, "button_width": "40px"}
         super().__init__(

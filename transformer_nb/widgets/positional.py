@@ -22,6 +22,8 @@ class SinusoidFingerprint(Widget):
     ``fingerprint`` (PE[position], a (d_model,) tensor), ``pair_values`` (sin, cos of position·ω_i).
     """
 
+    FRAMES = (("position", (0, 10, 20, 40, 60, 80, 100, 127)), ("pair", (4, 12)))  # the book's grid
+
     def __init__(self, position: int = 10, pair: int = 4):
         self.n_positions, self.d_model = 128, 64
         self.pe, self.omega = sinusoidal_encoding(128, 64), sinusoid_frequencies(64)
@@ -51,12 +53,10 @@ class SinusoidFingerprint(Widget):
             ax.plot(xs, np.zeros_like(xs), label=" ")
         ax.plot([0, 0], [0, 0], "ko")
         ax.axvline(0, color="k", lw=0.8, ls=":")
-        ax.set_ylim(-1.15, 1.6)
-        ax.set(xlabel="position p", title=" ")
+        ax.set(ylim=(-1.15, 1.6), xlabel="position p", title=" ")
         ax = axes[2]
         ax.bar(range(self.d_model), np.zeros(self.d_model), width=1.0)
-        ax.set_ylim(-1.1, 1.1)
-        ax.set(xlabel="dimension (blue sin, orange cos)", title=" ")
+        ax.set(ylim=(-1.1, 1.1), xlabel="dimension (blue sin, orange cos)", title=" ")
         fig.tight_layout()
         self.update(fig, data)
         return fig
@@ -94,6 +94,8 @@ class AlibiExplorer(Widget):
     ``n0`` base slopes), ``weights`` ((n, query+1) attention of the query over keys 0..query).
     """
 
+    FRAMES = (("n_heads", (1, 2, 4, 8, 12, 16)), ("query", (24, 63)))  # the book's grid
+
     def __init__(self, n_heads: int = 8, query: int = 24):
         self._legend_for = None  # the number of heads the legend shows
         super().__init__(
@@ -115,8 +117,7 @@ class AlibiExplorer(Widget):
         ax = axes[0]
         ax.bar(range(1, 17), np.zeros(16))
         ax.set(xlabel="head (blue: geometric base, orange: interpolated)", ylabel="log2(slope)")
-        ax.set_ylim(-8.5, 0)
-        ax.set_title(" ")
+        ax.set(ylim=(-8.5, 0), title=" ")
         ax = axes[1]
         for _ in range(16):
             ax.plot([0], [0])
@@ -136,8 +137,7 @@ class AlibiExplorer(Widget):
             if h < n:
                 bar.set_height(s[h])
                 bar.set_color("tab:orange" if data["interpolated"][h] else "tab:blue")
-        ax0.set_xlim(0.4, n + 0.6)
-        ax0.set_title(f"ALiBi slopes, {n} heads")
+        ax0.set(xlim=(0.4, n + 0.6), title=f"ALiBi slopes, {n} heads")
         cmap, keys = plt.get_cmap("viridis"), np.arange(data["query"] + 1)
         for h, line in enumerate(ax1.lines):
             line.set_visible(h < n)
@@ -145,8 +145,7 @@ class AlibiExplorer(Widget):
                 line.set_data(keys, data["weights"][h].numpy())
                 line.set_color(cmap(h / max(n - 1, 1)))
                 line.set_label(f"head {h + 1}")
-        ax1.set_xlim(0, data["query"])
-        ax1.set_ylim(0, 1.05 * float(data["weights"].max()))
+        ax1.set(xlim=(0, data["query"]), ylim=(0, 1.05 * float(data["weights"].max())))
         ax1.set_title(f"query at {data['query']}, equal content scores")
         if n != self._legend_for:  # the legend depends on the number of heads only
             self._legend_for = n

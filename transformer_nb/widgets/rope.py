@@ -22,6 +22,8 @@ class RotatePair(Widget):
     (qᵀ R_(n-m) k, positions 0 and n-m) and ``grid`` (the score at every pair of positions 0..2·max_pos).
     """
 
+    FRAMES = (("m", (0, 5, 10, 20, 30, 40)), ("shift", (0, 10, 20)))  # the book's grid
+
     def __init__(self, m: int = 5, n: int = 12):
         self.q, self.k = torch.tensor([1.0, 0.3], dtype=torch.float64), torch.tensor([0.6, 0.8], dtype=torch.float64)
         self.thetas, self.max_pos = rope_frequencies(8), 40
@@ -66,8 +68,7 @@ class RotatePair(Widget):
             self._labels.append(ax.text(0, 0, f"R_({'m+s' if name == 'q' else 'n+s'}) {name}", color=c, ha="center"))
         t = np.linspace(0, 2 * np.pi, 200)
         ax.plot(np.cos(t), np.sin(t), color="0.85", lw=0.8)
-        ax.set_xlim(-1.4, 1.4)
-        ax.set_ylim(-1.4, 1.4)
+        ax.set(xlim=(-1.4, 1.4), ylim=(-1.4, 1.4))
         ax.set_aspect("equal")
         ax.axhline(0, color="0.8", lw=0.5)
         ax.axvline(0, color="0.8", lw=0.5)

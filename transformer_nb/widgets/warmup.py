@@ -16,6 +16,8 @@ class SoftmaxTemperature(Widget):
     ``last``: ``{"scale", "n", "weights", "entropy", "max_weight", "max_entropy"}``.
     """
 
+    FRAMES = (("scale", (0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0)), ("n", (2, 4, 8, 16, 32)))
+
     def __init__(self):
         self.scores = torch.randn(32, generator=torch.Generator().manual_seed(0))
         super().__init__(
@@ -31,11 +33,9 @@ class SoftmaxTemperature(Widget):
     def draw(self, d: dict):
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(9, 3.2), gridspec_kw={"width_ratios": [2, 1]})
         ax1.bar(range(len(self.scores)), [0.0] * len(self.scores), color="tab:blue")
-        ax1.set_ylim(0, 1)
-        ax1.set(xlabel="key j", ylabel="weight", title=" ")
+        ax1.set(ylim=(0, 1), xlabel="key j", ylabel="weight", title=" ")
         ax2.barh(["entropy", "uniform"], [0, 0], color=["tab:orange", "0.7"])
-        ax2.set_xlim(0, math.log(32))
-        ax2.set_title("entropy (nats)")
+        ax2.set(xlim=(0, math.log(32)), title="entropy (nats)")
         fig.tight_layout()
         self.update(fig, d)
         return fig
