@@ -32,12 +32,17 @@ NOTEBOOK = "12_capstone"
 #: How the package's parameter names become the names each step asks for (applied in this order).
 RENAMES = (("blocks.norm.", "norm."), ("blocks.layers.", "layers."), ("layers.", "blocks."), ("self_attn.", "attn."))
 RENAMES += (("ff.linear1.", "ff1."), ("ff.linear2.", "ff2."), ("pos.emb.", "pos."), ("head.tok.", "tok."))
-RENAMES += (("head.bias", "bias"),)
+RENAMES += (("head.proj.weight", "tok.weight"), ("head.proj.bias", "bias"))  # the tied output layer: tok.weight
+
+
+def student_name(name: str) -> str:
+    """A package parameter's name as the student's modules call it (``RENAMES``, in order)."""
+    return functools.reduce(lambda n, r: n.replace(*r), RENAMES, name)
 
 
 def student_names(state_dict: dict) -> dict:
-    """A package module's ``state_dict`` under the names of the student's modules (``RENAMES``, in order)."""
-    return {functools.reduce(lambda n, r: n.replace(*r), RENAMES, k): v for k, v in state_dict.items()}
+    """A package module's ``state_dict`` under the names of the student's modules (a tied weight once)."""
+    return {student_name(k): v for k, v in state_dict.items()}
 
 
 def randomise_(module: nn.Module, seed: int) -> nn.Module:
