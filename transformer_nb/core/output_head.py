@@ -64,8 +64,7 @@ class OutputHead(nn.Module):
             self.tok = nn.Embedding(vocab_size, d_model)
             self.proj = nn.Linear(d_model, vocab_size, bias=bias, device="meta")
             self.proj.weight = self.tok.weight
-            if bias:
-                self.proj.bias = nn.Parameter(torch.zeros(vocab_size))
+            self.proj.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         else:
             self.register_buffer("ranks", ranks.clone().long())
             self.register_buffer("order", torch.argsort(self.ranks))  # rank -> word id

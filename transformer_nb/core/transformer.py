@@ -126,8 +126,7 @@ class Transformer(LanguageModel):
         self.blocks = Encoder(cfg, causal=cfg.arch == "decoder")
         self.decoder = Decoder(cfg) if enc_dec else None
         self.pooler = nn.Linear(d, d) if cfg.pooler else None
-        drawn = set()  # a tied weight is the token table's: drawn once
-        self.apply(lambda m: self._init(m, drawn))
+        self.apply(partial(self._init, drawn=set()))  # a tied weight (the token table's) is drawn once
 
     def _positions(self):
         cfg = self.cfg

@@ -2,7 +2,7 @@
 
 Steps 1 and 2 reuse notebooks 01 and 02's ``attention_ex`` and ``causal_ex``. From step 3 on, each class is
 compared with the package's module *given the same weights*: random weights, copied into the student's module
-by name (``student_names``), the same input, the same output (``PackageExercise``).
+by name (``student_name``), the same input, the same output (``PackageExercise``).
 
 - ``mha_ex``: ``MultiHeadAttention(d_model, n_heads)``, ``forward(x, mask=None)``, weights kept in ``.weights``.
 - ``block_ex``: ``Block(d_model, n_heads, d_ff)``, ``forward(x, mask=None)``: ``EncoderLayer(cfg)``, Pre-LN, relu.
@@ -40,11 +40,6 @@ def student_name(name: str) -> str:
     return functools.reduce(lambda n, r: n.replace(*r), RENAMES, name)
 
 
-def student_names(state_dict: dict) -> dict:
-    """A package module's ``state_dict`` under the names of the student's modules (a tied weight once)."""
-    return {student_name(k): v for k, v in state_dict.items()}
-
-
 def randomise_(module: nn.Module, seed: int) -> nn.Module:
     """Overwrite every parameter with seeded random values (LayerNorm scales near 1), so that no part is trivial."""
     g = gen(seed)
@@ -72,10 +67,10 @@ def _naming(what: str, missing: list, unexpected: list) -> str:
 
 
 def load_package_weights(module: nn.Module, package: nn.Module, what: str) -> str | None:
-    """Copy ``package``'s parameters into ``module`` (``student_names``); a message if they do not fit, else None."""
+    """Copy ``package``'s parameters into ``module`` (``student_name``); a message if they do not fit, else None."""
     if not isinstance(module, nn.Module):
         return f"your {what} should be an nn.Module (a class deriving from nn.Module), not a {type(module).__name__}."
-    want, have = student_names(package.state_dict()), module.state_dict()
+    want, have = {student_name(k): v for k, v in package.state_dict().items()}, module.state_dict()  # tied: once
     missing, unexpected = sorted(set(want) - set(have)), sorted(set(have) - set(want))
     if missing or unexpected:
         return _naming(what, missing, unexpected)
