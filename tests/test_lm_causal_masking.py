@@ -43,7 +43,8 @@ def test_tied_head_shares_the_embedding_matrix():
     m = model_helpers.lm("tied", V)
     assert m.head.logits(torch.zeros(1, 32)).shape == (1, V)
     names = [n for n, _ in m.named_parameters()]
-    assert m.tok is None and "head.tok.weight" in names  # one V x d matrix, the head's
+    assert m.tok is None and "head.tok.weight" in names and "head.proj.weight" not in names  # one V x d matrix
+    assert m.head.proj.weight is m.head.tok.weight  # the output layer is a plain Linear on the embedding's weight
     assert torch.equal(m.embed_tokens(torch.tensor([[3]]))[0, 0], m.head.tok.weight[3])
 
 

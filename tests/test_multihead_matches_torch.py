@@ -101,7 +101,8 @@ def test_kv_cache_formula_matches_module_shapes():
     for d, h, g, L, n in [(8192, 64, 8, 80, 4096), (4096, 32, 8, 32, 4096), (8192, 64, 64, 80, 4096)]:
         with torch.device("meta"):
             layer = MultiHeadAttention(d, h, g, bias=False).to(torch.float16)
-            k, v = layer.kv_heads(torch.empty(3, n, d, dtype=torch.float16))
+            x = torch.empty(3, n, d, dtype=torch.float16)
+            k, v = layer.kv_heads(x, x)
         assert k.shape == (3, g, n, d // h) == v.shape
         assert L * (k.numel() * k.element_size() + v.numel() * v.element_size()) == kv_cache_bytes(L, g, d // h, n, 3)
     mha = nn.MultiheadAttention(512, 8)  # the parameter formula (numel: test_properties_multihead_rope.py)

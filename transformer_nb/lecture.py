@@ -107,7 +107,7 @@ def student_capstone(vocab_size: int, prof: str, device=None):
     computes the same logits), so its weights are read without the student's class: the cache file's checksum,
     configuration and torch release are verified as ``cache.load`` does, not the digest of the student's code."""
     from transformer_nb.exercises import capstone_train as ct
-    from transformer_nb.exercises.capstone import student_names
+    from transformer_nb.exercises.capstone import student_name
     from transformer_nb.exercises.capstone_lm import package_lm
 
     name, config = ct._entry("student", vocab_size, prof)
@@ -117,7 +117,7 @@ def student_capstone(vocab_size: int, prof: str, device=None):
     state = blob["state_dict"]
     pkg = package_lm(vocab_size, *ct.sizes(ct.CAPSTONE_MODEL), device=device)
     try:
-        pkg.load_state_dict({k: state[s] for k, s in zip(pkg.state_dict(), student_names(pkg.state_dict()))})
+        pkg.load_state_dict({k: state[student_name(k)] for k in pkg.state_dict()})
     except (KeyError, RuntimeError):  # weights that do not fit: the reference model is shown instead
         return None
     pkg.shows = "your capstone model (notebook 12)"

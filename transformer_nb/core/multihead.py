@@ -63,12 +63,11 @@ class MultiHeadAttention(nn.Module):
     def extra_repr(self) -> str:
         return f"d_model={self.d_model}, n_heads={self.n_heads}, n_kv_heads={self.n_kv_heads}, d_head={self.d_head}"
 
-    def kv_heads(self, key: torch.Tensor, value: torch.Tensor | None = None):
+    def kv_heads(self, key: torch.Tensor, value: torch.Tensor):
         """Project and split keys and values: ``(B, T_k, d_model) -> (B, n_kv_heads, T_k, d_head)`` each.
 
         These two tensors are exactly what a KV cache stores for one layer.
         """
-        value = key if value is None else value
         return split_heads(self.k_proj(key), self.n_kv_heads), split_heads(self.v_proj(value), self.n_kv_heads)
 
     @checks.boundary(checks._multihead)

@@ -4,8 +4,8 @@
 ``OutputHead(kind, d_model, vocab_size, ranks=None, bias=True)`` with ``kind``:
 
 - ``"full"``: a ``Linear(d, V)`` (with bias) and a softmax over all ``V`` words;
-- ``"tied"``: the same, with the logits ``h @ E^T + b`` read from the token embedding ``E``,
-  which the head owns (``embed`` looks words up in it; Press & Wolf 2017);
+- ``"tied"``: the same ``Linear``, whose weight is the token embedding ``E`` that the head owns
+  (``embed`` looks words up in it): the logits are ``h @ E^T + b`` (Press & Wolf 2017);
 - ``"adaptive"``: ``nn.AdaptiveLogSoftmaxWithLoss``. Words sorted by frequency are split by
   ``cutoffs`` into a head of frequent words (full width) and tail clusters whose words go
   through a narrower projection (``d / div_value^i``). It needs ``ranks = frequency_ranks(...)``;
@@ -60,9 +60,11 @@ class OutputHead(nn.Module):
         self._table = None  # the (V, d) embeddings while ``lookup_table()`` is active
         if kind == "full":
             self.proj = nn.Linear(d_model, vocab_size, bias=bias)
-        elif kind == "tied":
+        elif kind == "tied":  # one matrix, two uses: the Linear's weight is the embedding's (built on meta: no draw)
             self.tok = nn.Embedding(vocab_size, d_model)
-            self.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
+            self.proj = nn.Linear(d_model, vocab_size, bias=bias, device="meta")
+            self.proj.weight = self.tok.weight
+            self.proj.bias = nn.Parameter(torch.zeros(vocab_size)) if bias else None
         else:
             self.register_buffer("ranks", ranks.clone().long())
             self.register_buffer("order", torch.argsort(self.ranks))  # rank -> word id
@@ -129,9 +131,7 @@ class OutputHead(nn.Module):
     # ----- output side --------------------------------------------------------------------
     def logits(self, h: torch.Tensor) -> torch.Tensor:
         """``(N, d) -> (N, V)`` logits (full and tied heads)."""
-        if self.kind == "full":
-            return self.proj(h)
-        return F.linear(h, self.tok.weight, self.bias)
+        return self.proj(h)
 
     def nll(self, h: torch.Tensor, y: torch.Tensor) -> torch.Tensor:
         """Per-token negative log-likelihood: ``h (N, d)``, ``y (N,)`` -> ``(N,)`` float32."""

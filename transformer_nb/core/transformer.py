@@ -126,7 +126,7 @@ class Transformer(LanguageModel):
         self.blocks = Encoder(cfg, causal=cfg.arch == "decoder")
         self.decoder = Decoder(cfg) if enc_dec else None
         self.pooler = nn.Linear(d, d) if cfg.pooler else None
-        self.apply(self._init)
+        self.apply(partial(self._init, drawn=set()))  # a tied weight (the token table's) is drawn once
 
     def _positions(self):
         cfg = self.cfg
@@ -139,9 +139,10 @@ class Transformer(LanguageModel):
         return None
 
     @staticmethod
-    def _init(m):
-        """GPT-2 style: N(0, 0.02) weights, zero biases and padding rows (norms keep 1/0)."""
-        if isinstance(m, (nn.Linear, nn.Embedding)):
+    def _init(m, drawn: set):
+        """GPT-2 style: N(0, 0.02) weights (a shared one once), zero biases and padding rows (norms keep 1/0)."""
+        if isinstance(m, (nn.Linear, nn.Embedding)) and m.weight not in drawn:
+            drawn.add(m.weight)
             nn.init.normal_(m.weight, std=0.02)
             if getattr(m, "bias", None) is not None:
                 nn.init.zeros_(m.bias)

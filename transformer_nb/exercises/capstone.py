@@ -2,7 +2,7 @@
 
 Steps 1 and 2 reuse notebooks 01 and 02's ``attention_ex`` and ``causal_ex``. From step 3 on, each class is
 compared with the package's module *given the same weights*: random weights, copied into the student's module
-by name (``student_names``), the same input, the same output (``PackageExercise``).
+by name (``student_name``), the same input, the same output (``PackageExercise``).
 
 - ``mha_ex``: ``MultiHeadAttention(d_model, n_heads)``, ``forward(x, mask=None)``, weights kept in ``.weights``.
 - ``block_ex``: ``Block(d_model, n_heads, d_ff)``, ``forward(x, mask=None)``: ``EncoderLayer(cfg)``, Pre-LN, relu.
@@ -32,12 +32,12 @@ NOTEBOOK = "12_capstone"
 #: How the package's parameter names become the names each step asks for (applied in this order).
 RENAMES = (("blocks.norm.", "norm."), ("blocks.layers.", "layers."), ("layers.", "blocks."), ("self_attn.", "attn."))
 RENAMES += (("ff.linear1.", "ff1."), ("ff.linear2.", "ff2."), ("pos.emb.", "pos."), ("head.tok.", "tok."))
-RENAMES += (("head.bias", "bias"),)
+RENAMES += (("head.proj.weight", "tok.weight"), ("head.proj.bias", "bias"))  # the tied output layer: tok.weight
 
 
-def student_names(state_dict: dict) -> dict:
-    """A package module's ``state_dict`` under the names of the student's modules (``RENAMES``, in order)."""
-    return {functools.reduce(lambda n, r: n.replace(*r), RENAMES, k): v for k, v in state_dict.items()}
+def student_name(name: str) -> str:
+    """A package parameter's name as the student's modules call it (``RENAMES``, in order)."""
+    return functools.reduce(lambda n, r: n.replace(*r), RENAMES, name)
 
 
 def randomise_(module: nn.Module, seed: int) -> nn.Module:
@@ -67,10 +67,10 @@ def _naming(what: str, missing: list, unexpected: list) -> str:
 
 
 def load_package_weights(module: nn.Module, package: nn.Module, what: str) -> str | None:
-    """Copy ``package``'s parameters into ``module`` (``student_names``); a message if they do not fit, else None."""
+    """Copy ``package``'s parameters into ``module`` (``student_name``); a message if they do not fit, else None."""
     if not isinstance(module, nn.Module):
         return f"your {what} should be an nn.Module (a class deriving from nn.Module), not a {type(module).__name__}."
-    want, have = student_names(package.state_dict()), module.state_dict()
+    want, have = {student_name(k): v for k, v in package.state_dict().items()}, module.state_dict()  # tied: once
     missing, unexpected = sorted(set(want) - set(have)), sorted(set(have) - set(want))
     if missing or unexpected:
         return _naming(what, missing, unexpected)

@@ -37,7 +37,7 @@ from transformer_nb import cache, wikitext
 from transformer_nb.core.utils import as_device, as_int
 from transformer_nb.env import check_module, profile
 from transformer_nb.exercises import Hinted, Result, _texts, say
-from transformer_nb.exercises.capstone import student_names
+from transformer_nb.exercises.capstone import student_name
 from transformer_nb.exercises.capstone_lm import CAPSTONE_MODEL, SIZES, package_lm, sizes
 from transformer_nb.exercises.solutions import capstone as sol
 from transformer_nb.lm_training import _param_groups
@@ -245,5 +245,5 @@ def to_package(model: nn.Module, vocab_size: int, cfg=None):
     _check(vocab_size=vocab_size)
     pkg = package_lm(vocab_size, *sizes(cfg or CAPSTONE_MODEL), device=next(model.parameters()).device)
     theirs = model.state_dict()
-    pkg.load_state_dict({name: theirs[new] for name, new in zip(pkg.state_dict(), student_names(pkg.state_dict()))})
+    pkg.load_state_dict({name: theirs[student_name(name)] for name in pkg.state_dict()})
     return pkg.eval()
