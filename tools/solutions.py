@@ -25,10 +25,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+from refresh import CurrentEnvKernelManager  # noqa: E402, I001  (one copy of the current-env kernel; first: see refresh)
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError  # noqa: E402
-from refresh import CurrentEnvKernelManager  # noqa: E402  (one copy of the current-env kernel)
 
 PREFIX = "transformer_nb.exercises."
 LOCKED = "(The worked solution of "  # what a worked-solution cell prints while it stays closed (unlocked())
