@@ -20,10 +20,14 @@ import hashlib
 import json
 import os
 import re
+import sys
 from importlib.util import module_from_spec, spec_from_file_location
 from itertools import zip_longest
 from pathlib import Path
 
+# jsonschema (under nbformat) imports rfc3987_syntax, which builds 38 parsers on import (2 s of CPU in every process
+# that reads a notebook; python-jsonschema/jsonschema#1428) for the "iri" formats no notebook schema uses.
+sys.modules.setdefault("rfc3987_syntax", None)
 ROOT = Path(__file__).resolve().parents[1]
 
 

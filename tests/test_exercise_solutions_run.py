@@ -8,8 +8,9 @@ from pathlib import Path
 import nbformat
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tools"))
-import solutions
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import solutions  # noqa: E402
 
 STUB = """def my_softmax(x):
     # your code here
@@ -23,6 +24,7 @@ REBIND = "q, k, v = torch.randn(3, 2, 2)  # a later section reuses the name k fo
 FOLLOW_UP = """fn = softmax_ex.use(my_softmax)
 if fn is my_softmax:  # runs only with a correct answer: nbval, which runs the stub, never gets here
     print(fn(torch.zeros(int(k))))"""
+THIS_CHECKOUT = f"import transformer_nb as t\nassert t.__file__.startswith({str(ROOT)!r}), t.__file__"  # not another
 
 
 def _notebook(tmp_path, cells, name="demo.ipynb"):
@@ -56,14 +58,15 @@ def test_a_cell_that_checks_nothing_is_refused():
         solutions.solve_cell("def f(x):\n    raise NotImplementedError\n", {})
 
 
-def test_fails_when_a_follow_up_breaks_on_a_correct_answer_and_passes_once_fixed(tmp_path):
+def test_fails_when_a_follow_up_breaks_on_a_correct_answer_and_passes_once_fixed_with_this_checkout(tmp_path):
     broken = _notebook(tmp_path, [(SETUP, []), (REBIND, []), (STUB, ["exercise"]), (FOLLOW_UP, [])])
     with pytest.raises(solutions.SolutionsError) as err:
         solutions.run(broken, timeout=120)
     message = str(err.value)
     assert "cell 3" in message and "a cell after Warm-up 1" in message
     assert "only one element tensors can be converted to Python scalars" in message
-    fixed = _notebook(tmp_path, [(SETUP, []), (STUB, ["exercise"]), (FOLLOW_UP, [])], "fixed.ipynb")
+    cells = [(SETUP, []), (STUB, ["exercise"]), (FOLLOW_UP, []), (THIS_CHECKOUT, [])]
+    fixed = _notebook(tmp_path, cells, "fixed.ipynb")
     report = solutions.run(fixed, timeout=120)
     assert report["exercises"] == 1 and not report.get("skipped")
 

@@ -41,9 +41,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
+import notebook_harness as harness  # noqa: E402, I001  (the stamp and the checks; first: it spares nbformat 2 s)
 import jupytext  # noqa: E402
 import nbformat  # noqa: E402
-import notebook_harness as harness  # noqa: E402  (the stamp and the checks live there)
 from ipykernel.kernelspec import RESOURCES, get_kernel_dict  # noqa: E402
 from jupyter_client.kernelspec import KernelSpecManager  # noqa: E402
 from jupyter_client.manager import AsyncKernelManager  # noqa: E402

@@ -25,10 +25,10 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
+from refresh import CurrentEnvKernelManager  # noqa: E402, I001  (one copy of the current-env kernel; first: see refresh)
 import nbformat  # noqa: E402
 from nbclient import NotebookClient  # noqa: E402
 from nbclient.exceptions import CellExecutionError, CellTimeoutError, DeadKernelError  # noqa: E402
-from refresh import CurrentEnvKernelManager  # noqa: E402  (one copy of the current-env kernel)
 
 PREFIX = "transformer_nb.exercises."
 LOCKED = "(The worked solution of "  # what a worked-solution cell prints while it stays closed (unlocked())
@@ -144,7 +144,6 @@ def run(path: Path, out_dir: Path | None = None, timeout: int = 600, solve: bool
     report = {"notebook": path.stem, "exercises": sum(len(t) for _, t in solved), "cells": len(nb.cells)}
     if not solved:
         return {**report, "skipped": True}
-    os.environ["TNB_PROFILE"] = "quick"  # inherited by the kernel
     client = NotebookClient(
         nb,
         kernel_name="python3",
@@ -156,7 +155,9 @@ def run(path: Path, out_dir: Path | None = None, timeout: int = 600, solve: bool
     )
     start = time.perf_counter()
     try:
-        client.execute()
+        # the quick profile, and this checkout's package (not another one installed or on the path)
+        pythonpath = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        client.execute(env={**os.environ, "TNB_PROFILE": "quick", "PYTHONPATH": pythonpath})
     except (CellExecutionError, CellTimeoutError, DeadKernelError) as err:
         message = _failure(nb, solved) if not isinstance(err, (CellTimeoutError, DeadKernelError)) else str(err)
         raise SolutionsError(f"{path.stem}: {message}") from None

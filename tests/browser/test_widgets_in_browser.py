@@ -56,8 +56,9 @@ CHROMIUM_ARGS += ["--disable-component-update", "--disable-sync", "--no-first-ru
 CELLS = [
     "%matplotlib inline\nimport torch\nfrom transformer_nb.widgets.catalog import WIDGETS, build",
     "from transformer_nb import reversal as rv\nfrom transformer_nb.core.transformer import Transformer\n"
-    "from transformer_nb.wikitext import Vocab\n\ntorch.manual_seed(0)\nvocab = Vocab(['<eos>', 'the', 'cat', 'sat'])\n"
-    "lm = Transformer(vocab=len(vocab), d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64)\n"
+    "from transformer_nb.wikitext import Vocab\n\ntorch.manual_seed(0)\nvocab = Vocab(['the', 'cat', 'sat'] + "
+    "[f'w{i}' for i in range(60)])\nlm = Transformer(vocab=len(vocab), d_model=16, n_heads=2, d_ff=32, n_layers=2, "
+    "max_len=64)\nlm.head.tok.weight.data *= 10  # peaked like a trained model's: temperature, top-k matter\n"
     "models = {'reversal': rv.build_model(rv.MODEL, 'xavier_embeddings', seed=0).eval(), 'lm': (lm.eval(), vocab)}",
     *(f"build(WIDGETS[{i}], models).show()  # {e.notebook}: {e.name}" for i, e in enumerate(WIDGETS)),
 ]
