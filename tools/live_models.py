@@ -1,0 +1,171 @@
+"""Notebook 09's reversal model and notebook 10's language model, run in the book's pages with no kernel.
+
+``export(name, model, folder)`` writes ``folder/<name>.onnx`` (``torch.onnx.export``) and ``<name>.json`` (the
+vocabulary, the sizes); ``widget_html(entry, static_dir)`` copies them, onnxruntime-web's wasm build (npm,
+pinned and integrity-checked: ``book.ORT_WEB``) and ``live.mjs`` under ``static_dir/live/`` and returns the
+HTML that replaces the widget's frozen output. The page decodes greedily as PyTorch does
+(tests/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex numbers, which
+ONNX lacks: the exported copy turns them with cos/sin, and is checked against the model before export.
+
+    python tools/live_models.py [folder]    # export the lecture's models (`make lecture` trains them)
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import book
+
+# The legacy exporter lacks isneginf (the attention that keeps its weights uses it): ONNX's IsInf, negative side.
+OPSET = 17
+torch.onnx.register_custom_op_symbolic("aten::isneginf", lambda g, x: g.op("IsInf", x, detect_positive_i=0), OPSET)
+HERE = Path(__file__).resolve().parent
+LIVE = "live"  # static_dir/live/: the models, the vocabulary, live.mjs and onnxruntime-web
+MODELS = Path(book.ROOT) / "build" / "live_models"  # where main() exports to
+
+
+class RealRoPE(nn.Module):
+    """``RoPE``'s rotation (interleaved pairs) written with cos/sin: the same numbers, no complex tensors."""
+
+    def __init__(self, rope):
+        super().__init__()
+        assert rope.pairing == "interleaved", rope.pairing
+        self.cos, self.sin = rope.cos, rope.sin
+
+    def turn(self, x, offset: int = 0):
+        c, s = self.cos[offset : offset + x.shape[-2]], self.sin[offset : offset + x.shape[-2]]
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), -1).flatten(-2)
+
+    def forward(self, q, k, q_offset=0, k_offset=0, in_place=False):
+        return self.turn(q, q_offset), self.turn(k, k_offset)
+
+
+def _adaptive_embed(head):
+    """``head.embed`` of an ``adaptive_tied`` head with a fixed graph: every cluster's rows looked up, the
+    right one chosen per token (the head's own ``embed`` gathers only the tokens of each cluster)."""
+    asm, bounds = head.asm, [0, *head.asm.cutoffs]
+
+    def embed(ids):
+        r = head.ranks[ids]
+        out = F.embedding(r.clamp(max=bounds[1] - 1), asm.head.weight)
+        for (proj, rows), lo, hi in zip(asm.tail, bounds[1:-1], bounds[2:]):
+            low = F.embedding((r - lo).clamp(0, hi - lo - 1), rows.weight) @ proj.weight
+            out = torch.where(((r >= lo) & (r < hi))[..., None], low, out)
+        return out * head.d_model**0.5
+
+    return embed
+
+
+class NextWord(nn.Module):
+    """The language model for the page: ``ids (1, T)`` -> the next word's log-probabilities ``(V,)`` in id order."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.m = copy.deepcopy(model).float().eval()
+        if self.m.rope is not None:
+            self.m.rope = RealRoPE(self.m.rope)
+        if self.m.head.kind == "adaptive_tied":
+            self.m.head.embed = _adaptive_embed(self.m.head)
+
+    def forward(self, ids):
+        h, _ = self.m.hidden(ids)
+        return self.m.head.log_probs(h[:, -1])[0]
+
+
+class NextSymbol(nn.Module):
+    """The reversal model for the page: ``src (1, S)``, decoder input ``ys (1, T)`` -> the next token's logits
+    ``(V,)`` and the cross-attention weights ``(layers, heads, T, S)`` (what the widget draws)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.m = copy.deepcopy(model).float().eval()
+        self.cross = [layer.cross_attn for layer in self.m.decoder.layers]
+
+    def forward(self, src, ys):
+        for a in self.cross:
+            a.keep_weights = True
+        memory = self.m.encode(src, src != 0)
+        logits = self.m.decode(ys, memory, src != 0, ys != 0)[0, -1]
+        return logits, torch.cat([a.last_weights for a in self.cross])
+
+
+NOTES = {
+    "reversal": "notebook 09's trained model, run in this page by ONNX Runtime Web (float32 weights, exported from "
+    "PyTorch): greedy decoding gives PyTorch's tokens.",
+    "lm": "notebook 10's trained model, run in this page by ONNX Runtime Web (float32 weights, exported from PyTorch): "
+    "at temperature 0 (greedy) it writes PyTorch's words. Samples come from the page's own seeded generator, so they "
+    "differ from the notebook's for the same seed; the attention figure is drawn only in the notebook.",
+}
+
+
+def export(name: str, model, folder: Path, vocab=None) -> Path:
+    """Write ``folder/<name>.onnx`` and ``<name>.json`` (what the page needs to know) for ``name`` ``"reversal"`` or
+    ``"lm"`` (with its ``vocab``), after checking that the exported wrapper computes what ``model`` computes."""
+    from transformer_nb.widgets.reversal import _max_source_len
+
+    folder.mkdir(parents=True, exist_ok=True)
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on the package's Python-side checks
+        if name == "lm":
+            wrap, args, names = NextWord(model), (torch.tensor([[5, 17, 3, 250, 9]]),), ["ids"]
+            torch.testing.assert_close(wrap(*args), model.log_probs(args[0])[0, -1])
+            axes = {"ids": {1: "T"}}
+            meta = {"itos": vocab.itos, "unk": vocab.unk, "max_len": model.max_len}
+        else:
+            args, names = (torch.tensor([[3, 5, 7, 9]]), torch.tensor([[1, 9, 7]])), ["src", "ys"]
+            wrap = NextSymbol(model)
+            torch.testing.assert_close(wrap(*args)[0], model.decode(args[1], model.encode(args[0]))[0, -1])
+            axes = {"src": {1: "S"}, "ys": {1: "T"}}
+            layers = model.decoder.layers
+            meta = {"maxSrc": _max_source_len(model), "layers": len(layers), "heads": layers[0].cross_attn.n_heads}
+        (folder / f"{name}.json").write_text(json.dumps(meta, separators=(",", ":")))
+        out = folder / f"{name}.onnx"
+        # TorchScript's exporter; no constant folding, which would store a transposed copy of every tied matrix
+        kw = dict(dynamo=False, opset_version=OPSET, do_constant_folding=False)
+        torch.onnx.export(wrap, args, out, input_names=names, dynamic_axes=axes, **kw)
+    return out
+
+
+def widget_html(entry, static_dir: Path, models: Path = MODELS) -> str:
+    """The controls and output that run ``entry``'s model (``entry.needs``: ``"reversal"`` or ``"lm"``) in the page;
+    copies what they load under ``static_dir/live/`` (``models``: where ``export`` wrote). The page sits in
+    ``static_dir``'s parent folder."""
+    if entry.needs not in NOTES:
+        raise ValueError(f"{entry.name} runs no trained model in the page (needs={entry.needs!r})")
+    live = static_dir / LIVE
+    live.mkdir(parents=True, exist_ok=True)
+    ort = book.fetch(book.ORT_WEB, book.VENDOR_CACHE)
+    files = [ort / g for g in book.ORT_WEB.files] + [HERE / "live.mjs"]
+    for f in files + [models / f"{entry.needs}{ext}" for ext in (".onnx", ".json")]:
+        shutil.copyfile(f, live / f.name)
+    el = f"tnb-live-{entry.needs}"
+    return (
+        f'<div class="tnb-live" id="{el}" data-model="{entry.needs}"><p class="tnb-serves">Live: {NOTES[entry.needs]}'
+        f'</p></div>\n<script type="module">import {{ mount }} from "./{static_dir.name}/{LIVE}/live.mjs"; '
+        f'mount(document.getElementById("{el}"));</script>'
+    )
+
+
+def main(argv=None) -> int:
+    from transformer_nb import lecture
+
+    folder = Path(argv[0]) if argv else MODELS
+    print(export("reversal", lecture.best("reversal")[0], folder))
+    (model, vocab), prof = lecture.best("lm")
+    print(export("lm", model, folder, vocab), f"({prof} profile)")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
