@@ -4,10 +4,10 @@
 vocabulary, the sizes); ``widget_html(entry, static_dir)`` copies them, onnxruntime-web's wasm build (npm,
 pinned and integrity-checked: ``book.ORT_WEB``) and ``live.mjs`` under ``static_dir/live/`` and returns the
 HTML that replaces the widget's frozen output. The page decodes greedily as PyTorch does
-(tests/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex numbers, which
+(tests/browser/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex numbers, which
 ONNX lacks: the exported copy turns them with cos/sin, and is checked against the model before export.
 
-    python tools/live_models.py [folder]    # export the lecture's models (`make lecture` trains them)
+    python tools/live_models.py [folder]    # the lecture's models (`make lecture`) -> folder (build/live_models)
 """
 
 from __future__ import annotations
@@ -139,10 +139,12 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
 
 def widget_html(entry, static_dir: Path, models: Path = MODELS) -> str:
     """The controls and output that run ``entry``'s model (``entry.needs``: ``"reversal"`` or ``"lm"``) in the page;
-    copies what they load under ``static_dir/live/`` (``models``: where ``export`` wrote). The page sits in
-    ``static_dir``'s parent folder."""
+    copies what they load under ``static_dir/live/`` (``models``: where ``export`` wrote; the lecture's model is
+    exported there when missing). The page sits in ``static_dir``'s parent folder."""
     if entry.needs not in NOTES:
         raise ValueError(f"{entry.name} runs no trained model in the page (needs={entry.needs!r})")
+    if not (models / f"{entry.needs}.onnx").is_file():
+        export_lecture(entry.needs, models)
     live = static_dir / LIVE
     live.mkdir(parents=True, exist_ok=True)
     ort = book.fetch(book.ORT_WEB, book.VENDOR_CACHE)
@@ -157,13 +159,22 @@ def widget_html(entry, static_dir: Path, models: Path = MODELS) -> str:
     )
 
 
-def main(argv=None) -> int:
+def export_lecture(name: str, folder: Path = MODELS) -> Path:
+    """Export the lecture's model ``name`` (``lecture.best``: the cached model the notebook trained; ``make lecture``
+    trains what is missing) into ``folder``."""
     from transformer_nb import lecture
 
+    model, prof = lecture.best(name)
+    model, vocab = model if name == "lm" else (model, None)
+    path = export(name, model, folder, vocab)
+    print(f"live: {path} ({prof} profile)")
+    return path
+
+
+def main(argv=None) -> int:
     folder = Path(argv[0]) if argv else MODELS
-    print(export("reversal", lecture.best("reversal")[0], folder))
-    (model, vocab), prof = lecture.best("lm")
-    print(export("lm", model, folder, vocab), f"({prof} profile)")
+    for name in NOTES:
+        export_lecture(name, folder)
     return 0
 
 
