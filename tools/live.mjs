@@ -95,11 +95,14 @@ async function reversalWidget(el) {
       pre.textContent = `type 1 to ${maxSrc} symbols, the integers 3..12 (0, 1, 2 are PAD, BOS, EOS)`;
       return;
     }
-    const { out, cross } = await reverse(src, src.length + 4);
+    const { out, cross } = await reverse(src, src.length + 4), k = +head.value;
     const ended = out.at(-1) === EOS, pred = ended ? out.slice(0, -1) : out;
     const ok = ended && pred.join() === src.toReversed().join();
-    pre.textContent = `output [${pred}]${ended ? "" : " (no EOS)"}  ${ok ? "✓ correct" : `✗ expected [${src.toReversed()}]`}`;
-    const [, h, T, S] = cross.dims, l = +layer.value, k = +head.value, w = new Float32Array(T * S);
+    const where = `cross-attention, decoder layer ${+layer.value + 1}, ${k < 0 ? "mean of heads" : `head ${k + 1}`}`;
+    pre.textContent = `output [${pred}]${ended ? "" : " (no EOS)"}  ${ok ? "✓ correct" : `✗ expected [${src.toReversed()}]`}` +
+      (src.length < 3 || src.length > 8 ? "\n(length outside the training range 3–8)" : "") +
+      `\n${where}: rows the output tokens (queries), columns the source tokens (keys)`;
+    const [, h, T, S] = cross.dims, l = +layer.value, w = new Float32Array(T * S);
     for (let q = 0; q < h; q++) if (k < 0 || q === k)
       for (let i = 0; i < T * S; i++) w[i] += cross.data[(l * h + q) * T * S + i] / (k < 0 ? h : 1);
     heatmap(el.querySelector("canvas"), w, out.map(label), src);

@@ -89,3 +89,8 @@ def test_widgets_mount_and_decode_offline(decoded):
     reversal, lm = decoded["shown"]
     assert reversal.startswith("output [") and ("✗ expected" in reversal or "✓ correct" in reversal)
     assert "▶" in lm and "not in the vocabulary (-> <unk>): The, history" in lm
+
+
+def test_widget_html_refuses_a_widget_without_a_model(tmp_path):
+    with pytest.raises(ValueError, match="runs no trained model in the page"):
+        live_models.widget_html(WIDGETS[0], tmp_path)
