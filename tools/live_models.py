@@ -137,14 +137,15 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
     return out
 
 
-def widget_html(entry, static_dir: Path, models: Path = MODELS) -> str:
+def widget_html(entry, static_dir: Path, models: Path | None = None) -> str:
     """The controls and output that run ``entry``'s model (``entry.needs``: ``"reversal"`` or ``"lm"``) in the page;
-    copies what they load under ``static_dir/live/`` (``models``: where ``export`` wrote; the lecture's model is
-    exported there when missing). The page sits in ``static_dir``'s parent folder."""
+    copies what they load under ``static_dir/live/``. ``models``: where ``export`` wrote them; by default the
+    lecture's cached model is exported now (``lecture.NotPrepared`` before `make lecture`). The page sits in
+    ``static_dir``'s parent folder."""
     if entry.needs not in NOTES:
         raise ValueError(f"{entry.name} runs no trained model in the page (needs={entry.needs!r})")
-    if not (models / f"{entry.needs}.onnx").is_file():
-        export_lecture(entry.needs, models)
+    if models is None:
+        models = export_lecture(entry.needs).parent
     live = static_dir / LIVE
     live.mkdir(parents=True, exist_ok=True)
     ort = book.fetch(book.ORT_WEB, book.VENDOR_CACHE)
