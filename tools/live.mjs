@@ -35,13 +35,16 @@ function random(seed) {
   };
 }
 
+// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower ids), drawn in id order.
 function sample(logp, temperature, topK, rand) {
-  let order = Array.from(logp.keys()).sort((i, j) => logp[j] - logp[i] || i - j);
-  if (topK > 0) order = order.slice(0, topK);
-  const w = order.map((i) => Math.exp((logp[i] - logp[order[0]]) / temperature));
+  const k = topK > 0 ? Math.min(topK, logp.length) : logp.length, best = logp[argmax(logp)];
+  const kth = logp.slice().sort()[logp.length - k], keep = [];
+  let ties = k - logp.filter((v) => v > kth).length;
+  logp.forEach((v, i) => (v > kth || (v === kth && ties-- > 0)) && keep.push(i));
+  const w = keep.map((i) => Math.exp((logp[i] - best) / temperature));
   let u = rand() * w.reduce((a, b) => a + b, 0);
-  for (let n = 0; n < order.length; n++) if ((u -= w[n]) <= 0) return order[n];
-  return order.at(-1);
+  for (let n = 0; n < keep.length; n++) if ((u -= w[n]) <= 0) return keep[n];
+  return keep.at(-1);
 }
 
 // generate(model, prompt, nNew, temperature, top_k, seed): greedy when temperature is 0 (PyTorch's tokens).
