@@ -72,7 +72,7 @@ class NextWord(nn.Module):
 
     def __init__(self, model):
         super().__init__()
-        self.m = copy.deepcopy(model).float().eval()
+        self.m = copy.deepcopy(model)
         if self.m.rope is not None:
             self.m.rope = RealRoPE(self.m.rope)
         if self.m.head.kind == "adaptive_tied":
@@ -89,12 +89,12 @@ class NextSymbol(nn.Module):
 
     def __init__(self, model):
         super().__init__()
-        self.m = copy.deepcopy(model).float().eval()
+        self.m = copy.deepcopy(model)
         self.cross = [layer.cross_attn for layer in self.m.decoder.layers]
+        for a in self.cross:
+            a.keep_weights = True  # the reference attention, which keeps its weights in last_weights
 
     def forward(self, src, ys):
-        for a in self.cross:
-            a.keep_weights = True
         memory = self.m.encode(src, src != 0)
         logits = self.m.decode(ys, memory, src != 0, ys != 0)[0, -1]
         return logits, torch.cat([a.last_weights for a in self.cross])
@@ -115,6 +115,7 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
     from transformer_nb.widgets.reversal import _max_source_len
 
     folder.mkdir(parents=True, exist_ok=True)
+    model = copy.deepcopy(model).cpu().float().eval()  # a model trained on a GPU is exported from the CPU
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on the package's Python-side checks
         if name == "lm":
