@@ -13,6 +13,7 @@ ONNX lacks: the exported copy turns them with cos/sin, and is checked against th
 from __future__ import annotations
 
 import copy
+import html
 import json
 import shutil
 import sys
@@ -145,8 +146,10 @@ def widget_html(entry, static_dir: Path, models: Path | None = None) -> str:
     ``static_dir``'s parent folder."""
     if entry.needs not in NOTES:
         raise ValueError(f"{entry.name} runs no trained model in the page (needs={entry.needs!r})")
+    shows = ""
     if models is None:
-        models = export_lecture(entry.needs).parent
+        path, shows = export_lecture(entry.needs)
+        models, shows = path.parent, f" ({html.escape(shows)})"
     live = static_dir / LIVE
     live.mkdir(parents=True, exist_ok=True)
     ort = book.fetch(book.ORT_WEB, book.VENDOR_CACHE)
@@ -156,21 +159,22 @@ def widget_html(entry, static_dir: Path, models: Path | None = None) -> str:
     el = f"tnb-live-{entry.needs}"
     return (
         f'<div class="tnb-live" id="{el}" data-model="{entry.needs}"><p class="tnb-serves">Live: {NOTES[entry.needs]}'
-        f'</p></div>\n<script type="module">import {{ mount }} from "./{static_dir.name}/{LIVE}/live.mjs"; '
+        f'{shows}</p></div>\n<script type="module">import {{ mount }} from "./{static_dir.name}/{LIVE}/live.mjs"; '
         f'mount(document.getElementById("{el}"));</script>'
     )
 
 
-def export_lecture(name: str, folder: Path = MODELS) -> Path:
+def export_lecture(name: str, folder: Path = MODELS) -> tuple[Path, str]:
     """Export the lecture's model ``name`` (``lecture.best``: the cached model the notebook trained; ``make lecture``
-    trains what is missing) into ``folder``."""
+    trains what is missing) into ``folder``: the path, and which model it is (``lecture.describe``)."""
     from transformer_nb import lecture
 
     model, prof = lecture.best(name)
+    shows = lecture.describe(name, model, prof)
     model, vocab = model if name == "lm" else (model, None)
     path = export(name, model, folder, vocab)
-    print(f"live: {path} ({prof} profile)")
-    return path
+    print(f"live: {path}, {shows}")
+    return path, shows
 
 
 def main(argv=None) -> int:
