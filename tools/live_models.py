@@ -121,7 +121,7 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on the package's Python-side checks
         if name == "lm":
-            wrap, args, names = NextWord(model), (torch.tensor([[5, 17, 3, 250, 9]]),), ["ids"]
+            wrap, args, names = NextWord(model), (torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size,), ["ids"]
             torch.testing.assert_close(wrap(*args), model.log_probs(args[0])[0, -1])
             axes = {"ids": {1: "T"}}
             meta = {"itos": vocab.itos, "unk": vocab.unk, "max_len": model.max_len}
