@@ -16,6 +16,8 @@ const session = (name) =>
   (sessions[name] ??= (unpacked ??= unpackWasm()).then(() => ort.InferenceSession.create(here + name + ".onnx")));
 const ids64 = (a) => new ort.Tensor("int64", BigInt64Array.from(a, BigInt), [1, a.length]);
 const argmax = (x) => x.reduce((j, v, i) => (v > x[j] ? i : j), 0); // ties: the lower id, as torch.argmax
+const metas = {};
+const meta = (name) => (metas[name] ??= fetch(here + name + ".json").then((r) => r.json()));
 export const PAD = 0, BOS = 1, EOS = 2;
 
 // rv.greedy_decode for one source: the arg-max at the last position until EOS or maxNew tokens. Returns the
@@ -54,13 +56,16 @@ function sample(logp, temperature, topK, rand) {
   return keep.at(-1);
 }
 
-// generate(model, prompt, nNew, temperature, top_k, seed): greedy when temperature is 0 (PyTorch's tokens).
+// generate(model, prompt, nNew, temperature, top_k, seed): greedy when temperature is 0 (PyTorch's tokens). With a KV
+// cache, as PyTorch's: the prompt in one step (no past), then one word a step, its past the step before's present.
 export async function generate(ids, nNew, temperature = 0, topK = 0, seed = 0) {
-  const s = await session("lm"), rand = random(seed);
+  const s = await session("lm"), rand = random(seed), shape = (await meta("lm")).past;
+  let feed = { ids: ids64(ids), past: new ort.Tensor("float32", new Float32Array(0), shape) };
   ids = [...ids];
   for (let i = 0; i < nNew; i++) {
-    const logp = (await s.run({ ids: ids64(ids) }))[s.outputNames[0]].data;
-    ids.push(temperature === 0 ? argmax(logp) : sample(logp, temperature, topK, rand));
+    const { logp, present } = await s.run(feed);
+    ids.push(temperature === 0 ? argmax(logp.data) : sample(logp.data, temperature, topK, rand));
+    feed = { ids: ids64(ids.slice(-1)), past: present };
   }
   return ids;
 }
@@ -86,8 +91,6 @@ function heatmap(canvas, w, rows, cols) {
   ctx.fillStyle = "#000";
   cols.forEach((c, j) => ctx.fillText(c, left + cell * j + 10, top + cell * rows.length + 16));
 }
-
-const meta = async (name) => (await fetch(here + name + ".json")).json();
 
 async function reversalWidget(el) {
   const { maxSrc, layers, heads } = await meta("reversal");

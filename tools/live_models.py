@@ -28,6 +28,8 @@ import torch.nn.functional as F
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 import book
 
+from transformer_nb.core.multihead import KVCache
+
 # The legacy exporter lacks isneginf (the attention that keeps its weights uses it): ONNX's IsInf, negative side.
 OPSET = 17
 torch.onnx.register_custom_op_symbolic("aten::isneginf", lambda g, x: g.op("IsInf", x, detect_positive_i=0), OPSET)
@@ -69,8 +71,22 @@ def _adaptive_embed(head):
     return embed
 
 
+class _Past(KVCache):
+    """One layer's keys and values so far as graph tensors, ``(1, kv_heads, P, d_head)`` each: ``append`` joins the
+    new ones (``torch.cat``: the page keeps the result, ``present``, for the next step)."""
+
+    def __init__(self, k, v, capacity):
+        self.k, self.v, self.length, self.capacity, self.owner = k, v, k.shape[2], capacity, None
+
+    def append(self, k, v, owner=None):
+        self.k, self.v = torch.cat((self.k, k), 2), torch.cat((self.v, v), 2)
+        return self.k, self.v
+
+
 class NextWord(nn.Module):
-    """The language model for the page: ``ids (1, T)`` -> the next word's log-probabilities ``(V,)`` in id order."""
+    """The language model for the page, with a KV cache: ``ids (1, T)`` at positions ``P .. P + T - 1`` and the keys
+    and values of the ``P`` words before, ``past (layers, 2, 1, kv_heads, P, d_head)`` (``P = 0`` for the prompt), ->
+    the next word's log-probabilities ``(V,)`` in id order and ``present``: ``past`` and the ``T`` words'."""
 
     def __init__(self, model):
         super().__init__()
@@ -80,9 +96,9 @@ class NextWord(nn.Module):
         if self.m.head.kind == "adaptive_tied":
             self.m.head.embed = _adaptive_embed(self.m.head)
 
-    def forward(self, ids):
-        h, _ = self.m.hidden(ids)
-        return self.m.head.log_probs(h[:, -1])[0]
+    def forward(self, ids, past):
+        h, state = self.m.hidden(ids, [_Past(*layer, self.m.max_len) for layer in past])
+        return self.m.head.log_probs(h[:, -1])[0], torch.stack([torch.stack((c.k, c.v)) for c in state])
 
 
 class NextSymbol(nn.Module):
@@ -120,11 +136,13 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
     model = copy.deepcopy(model).cpu().float().eval()  # a model trained on a GPU is exported from the CPU
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on the package's Python-side checks
-        if name == "lm":
-            wrap, args, names = NextWord(model), (torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size,), ["ids"]
-            torch.testing.assert_close(wrap(*args), model.log_probs(args[0])[0, -1])
-            axes = {"ids": {1: "T"}}
-            meta = {"itos": vocab.itos, "unk": vocab.unk, "max_len": model.max_len}
+        if name == "lm":  # traced on 2 words after 3: the causal mask and the cache both in the graph
+            ids, wrap, attn = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(model), model.blocks.layers
+            empty = torch.zeros(len(attn), 2, 1, attn[0].self_attn.n_kv_heads, 0, attn[0].self_attn.d_head)
+            args, names = (ids[:, 3:], wrap(ids[:, :3], empty)[1]), ["ids", "past"]
+            torch.testing.assert_close(wrap(*args)[0], model.log_probs(ids)[0, -1])
+            axes = {"ids": {1: "T"}, "past": {4: "P"}, "present": {4: "P + T"}}
+            meta = {"itos": vocab.itos, "unk": vocab.unk, "max_len": model.max_len, "past": list(empty.shape)}
         else:
             args, names = (torch.tensor([[3, 5, 7, 9]]), torch.tensor([[1, 9, 7]])), ["src", "ys"]
             wrap = NextSymbol(model)
@@ -136,7 +154,8 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
         out = folder / f"{name}.onnx"
         # TorchScript's exporter; no constant folding, which would store a transposed copy of every tied matrix
         kw = dict(dynamo=False, opset_version=OPSET, do_constant_folding=False)
-        torch.onnx.export(wrap, args, out, input_names=names, dynamic_axes=axes, **kw)
+        outs = ["logp", "present"] if name == "lm" else None
+        torch.onnx.export(wrap, args, out, input_names=names, output_names=outs, dynamic_axes=axes, **kw)
     return out
 
 
