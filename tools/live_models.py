@@ -137,8 +137,9 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on the package's Python-side checks
         if name == "lm":  # traced on 2 words after 3: the causal mask and the cache both in the graph
-            ids, wrap, attn = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(model), model.blocks.layers
-            empty = torch.zeros(len(attn), 2, 1, attn[0].self_attn.n_kv_heads, 0, attn[0].self_attn.d_head)
+            ids, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(model)
+            a, n = model.blocks.layers[0].self_attn, len(model.blocks.layers)
+            empty = torch.zeros(n, 2, 1, a.n_kv_heads, 0, a.d_head)
             args, names = (ids[:, 3:], wrap(ids[:, :3], empty)[1]), ["ids", "past"]
             torch.testing.assert_close(wrap(*args)[0], model.log_probs(ids)[0, -1])
             axes = {"ids": {1: "T"}, "past": {4: "P"}, "present": {4: "P + T"}}
