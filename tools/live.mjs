@@ -44,15 +44,37 @@ function random(seed) {
   };
 }
 
-// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower ids), drawn in id order.
+// The k-th largest of x (quickselect on a copy: no sort of the whole vocabulary at every word).
+function kthLargest(x, k) {
+  const a = x.slice();
+  let lo = 0, hi = a.length - 1;
+  while (lo < hi) {
+    const p = a[(lo + hi) >> 1];
+    let i = lo, j = hi;
+    while (i <= j) {
+      while (a[i] > p) i++;
+      while (a[j] < p) j--;
+      if (i <= j) { const t = a[i]; a[i++] = a[j]; a[j--] = t; }
+    }
+    if (k - 1 <= j) hi = j; else if (k - 1 >= i) lo = i; else break;
+  }
+  return a[k - 1];
+}
+
+// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower ids), drawn in id order. Words more
+// than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32 step.
 function sample(logp, temperature, topK, rand) {
-  const k = topK > 0 ? Math.min(topK, logp.length) : logp.length, best = logp[argmax(logp)];
-  const kth = logp.slice().sort()[logp.length - k], keep = [];
-  let ties = k - logp.filter((v) => v > kth).length;
-  logp.forEach((v, i) => (v > kth || (v === kth && ties-- > 0)) && keep.push(i));
-  const w = keep.map((i) => Math.exp((logp[i] - best) / temperature));
-  let u = rand() * w.reduce((a, b) => a + b, 0);
-  for (let n = 0; n < keep.length; n++) if ((u -= w[n]) <= 0) return keep[n];
+  const n = logp.length, best = logp[argmax(logp)], kth = topK > 0 && topK < n ? kthLargest(logp, topK) : -Infinity;
+  const low = Math.max(kth, best - 40 * temperature), keep = [], w = [];
+  let ties = topK > 0 && topK < n ? topK - logp.filter((v) => v > kth).length : n, sum = 0;
+  for (let i = 0; i < n; i++) {
+    const v = logp[i];
+    if (v < low || (v === kth && ties-- <= 0)) continue;
+    keep.push(i);
+    sum += w[w.push(Math.exp((v - best) / temperature)) - 1];
+  }
+  let u = rand() * sum;
+  for (let j = 0; j < keep.length; j++) if ((u -= w[j]) <= 0) return keep[j];
   return keep.at(-1);
 }
 
