@@ -71,6 +71,20 @@ def _adaptive_embed(head):
     return embed
 
 
+def _adaptive_log_probs(head):
+    """``head.log_probs`` of an adaptive head with its clusters concatenated: the same numbers as the library's
+    ``log_prob``, whose slice assignments export as scatters with index tensors built over the vocabulary at every
+    step (most of a step's time in the page)."""
+    asm = head.asm
+
+    def log_probs(h):
+        lp = F.log_softmax(asm.head(h), -1)
+        tails = [F.log_softmax(t(h), -1) + lp[:, asm.shortlist_size + i, None] for i, t in enumerate(asm.tail)]
+        return torch.cat([lp[:, : asm.shortlist_size], *tails], 1).index_select(1, head.ranks)
+
+    return log_probs
+
+
 class _Past(KVCache):
     """One layer's keys and values so far as graph tensors, ``(1, kv_heads, P, d_head)`` each: ``append`` joins the
     new ones (``torch.cat``: the page keeps the result, ``present``, for the next step)."""
@@ -95,6 +109,8 @@ class NextWord(nn.Module):
             self.m.rope = RealRoPE(self.m.rope)
         if self.m.head.kind == "adaptive_tied":
             self.m.head.embed = _adaptive_embed(self.m.head)
+        if self.m.head.adaptive:
+            self.m.head.log_probs = _adaptive_log_probs(self.m.head)
 
     def forward(self, ids, past):
         h, state = self.m.hidden(ids, [_Past(*layer, self.m.max_len) for layer in past])
