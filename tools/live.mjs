@@ -15,7 +15,11 @@ const sessions = {};
 const session = (name) =>
   (sessions[name] ??= (unpacked ??= unpackWasm()).then(() => ort.InferenceSession.create(here + name + ".onnx")));
 const ids64 = (a) => new ort.Tensor("int64", BigInt64Array.from(a, BigInt), [1, a.length]);
-const argmax = (x) => x.reduce((j, v, i) => (v > x[j] ? i : j), 0); // ties: the lower id, as torch.argmax
+const argmax = (x) => { // ties: the lower index, as torch.argmax
+  let j = 0;
+  for (let i = 1; i < x.length; i++) if (x[i] > x[j]) j = i;
+  return j;
+};
 const metas = {};
 const meta = (name) => (metas[name] ??= fetch(here + name + ".json").then((r) => r.json()));
 export const PAD = 0, BOS = 1, EOS = 2;
@@ -61,7 +65,7 @@ function kthLargest(x, k) {
   return a[k - 1];
 }
 
-// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower ids), drawn in id order. Words more
+// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower indices), drawn in index order. Words more
 // than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32 step.
 function sample(logp, temperature, topK, rand) {
   const n = logp.length, best = logp[argmax(logp)], kth = topK > 0 && topK < n ? kthLargest(logp, topK) : -Infinity;
@@ -78,16 +82,17 @@ function sample(logp, temperature, topK, rand) {
   return keep.at(-1);
 }
 
-// generate(model, prompt, nNew, temperature, top_k, seed): greedy when temperature is 0 (PyTorch's tokens). With a KV
-// cache, as PyTorch's: the prompt in one step (no past), then one word a step, its past the step before's present.
+// generate(model, prompt, nNew, temperature, top_k, seed): greedy when temperature is 0 (PyTorch's tokens). Words are
+// numbered as lm.json's itos lists them (the head's order: an adaptive head's frequency ranks, as PyTorch picks them).
+// With a KV cache, as PyTorch's: the prompt in one step (no past), then one word a step, its past the step before's.
 export async function generate(ids, nNew, temperature = 0, topK = 0, seed = 0) {
   const s = await session("lm"), rand = random(seed), shape = (await meta("lm")).past;
-  let feed = { ids: ids64(ids), past: new ort.Tensor("float32", new Float32Array(0), shape) };
+  let feed = { w: ids64(ids), past: new ort.Tensor("float32", new Float32Array(0), shape) };
   ids = [...ids];
   for (let i = 0; i < nNew; i++) {
     const { logp, present } = await s.run(feed);
     ids.push(temperature === 0 ? argmax(logp.data) : sample(logp.data, temperature, topK, rand));
-    feed = { ids: ids64(ids.slice(-1)), past: present };
+    feed = { w: ids64(ids.slice(-1)), past: present };
   }
   return ids;
 }

@@ -55,34 +55,26 @@ class RealRoPE(nn.Module):
         return self.turn(q, q_offset), self.turn(k, k_offset)
 
 
-def _adaptive_embed(head):
-    """``head.embed`` of an ``adaptive_tied`` head with a fixed graph: every cluster's rows looked up, the
-    right one chosen per token (the head's own ``embed`` gathers only the tokens of each cluster)."""
+def _adaptive_tied(head):
+    """An ``adaptive_tied`` head's ``embed`` and ``log_probs`` in frequency-rank order (the order the head computes in,
+    ``next_token_scores``), as the graph can hold them: every cluster's rows looked up and the right one chosen per
+    word (the head's ``embed`` gathers each cluster's words), and the clusters' log-probabilities concatenated (the
+    library's ``log_prob`` assigns slices, which export as scatters whose indices are rebuilt at every step)."""
     asm, bounds = head.asm, [0, *head.asm.cutoffs]
 
-    def embed(ids):
-        r = head.ranks[ids]
+    def embed(r):
         out = F.embedding(r.clamp(max=bounds[1] - 1), asm.head.weight)
         for (proj, rows), lo, hi in zip(asm.tail, bounds[1:-1], bounds[2:]):
             low = F.embedding((r - lo).clamp(0, hi - lo - 1), rows.weight) @ proj.weight
             out = torch.where(((r >= lo) & (r < hi))[..., None], low, out)
         return out * head.d_model**0.5
 
-    return embed
-
-
-def _adaptive_log_probs(head):
-    """``head.log_probs`` of an adaptive head with its clusters concatenated: the same numbers as the library's
-    ``log_prob``, whose slice assignments export as scatters with index tensors built over the vocabulary at every
-    step (most of a step's time in the page)."""
-    asm = head.asm
-
     def log_probs(h):
         lp = F.log_softmax(asm.head(h), -1)
         tails = [F.log_softmax(t(h), -1) + lp[:, asm.shortlist_size + i, None] for i, t in enumerate(asm.tail)]
-        return torch.cat([lp[:, : asm.shortlist_size], *tails], 1).index_select(1, head.ranks)
+        return torch.cat([lp[:, : asm.shortlist_size], *tails], 1)
 
-    return log_probs
+    return embed, log_probs
 
 
 class _Past(KVCache):
@@ -98,9 +90,11 @@ class _Past(KVCache):
 
 
 class NextWord(nn.Module):
-    """The language model for the page, with a KV cache: ``ids (1, T)`` at positions ``P .. P + T - 1`` and the keys
-    and values of the ``P`` words before, ``past (layers, 2, 1, kv_heads, P, d_head)`` (``P = 0`` for the prompt), ->
-    the next word's log-probabilities ``(V,)`` in id order and ``present``: ``past`` and the ``T`` words'."""
+    """The language model for the page, with a KV cache: words ``w (1, T)`` at positions ``P .. P + T - 1`` and the
+    keys and values of the ``P`` words before, ``past (layers, 2, 1, kv_heads, P, d_head)`` (``P = 0`` for the
+    prompt), -> the next word's log-probabilities ``(V,)`` and ``present``: ``past`` and the ``T`` words'. An
+    ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's ``generate`` picks them in (its
+    greedy ties, its sampling): no reordering of the vocabulary at every step. Other heads: word ids."""
 
     def __init__(self, model):
         super().__init__()
@@ -108,12 +102,10 @@ class NextWord(nn.Module):
         if self.m.rope is not None:
             self.m.rope = RealRoPE(self.m.rope)
         if self.m.head.kind == "adaptive_tied":
-            self.m.head.embed = _adaptive_embed(self.m.head)
-        if self.m.head.adaptive:
-            self.m.head.log_probs = _adaptive_log_probs(self.m.head)
+            self.m.head.embed, self.m.head.log_probs = _adaptive_tied(self.m.head)
 
-    def forward(self, ids, past):
-        h, state = self.m.hidden(ids, [_Past(*layer, self.m.max_len) for layer in past])
+    def forward(self, w, past):
+        h, state = self.m.hidden(w, [_Past(*layer, self.m.max_len) for layer in past])
         return self.m.head.log_probs(h[:, -1])[0], torch.stack([torch.stack((c.k, c.v)) for c in state])
 
 
@@ -153,13 +145,15 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on the package's Python-side checks
         if name == "lm":  # traced on 2 words after 3: the causal mask and the cache both in the graph
-            ids, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(model)
+            w, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(model)
+            order = model.head.order if model.head.kind == "adaptive_tied" else torch.arange(model.vocab_size)
             a, n = model.blocks.layers[0].self_attn, len(model.blocks.layers)
             empty = torch.zeros(n, 2, 1, a.n_kv_heads, 0, a.d_head)
-            args, names = (ids[:, 3:], wrap(ids[:, :3], empty)[1]), ["ids", "past"]
-            torch.testing.assert_close(wrap(*args)[0], model.log_probs(ids)[0, -1])
-            axes = {"ids": {1: "T"}, "past": {4: "P"}, "present": {4: "P + T"}}
-            meta = {"itos": vocab.itos, "unk": vocab.unk, "max_len": model.max_len, "past": list(empty.shape)}
+            args, names = (w[:, 3:], wrap(w[:, :3], empty)[1]), ["w", "past"]
+            torch.testing.assert_close(wrap(*args)[0], model.log_probs(order[w])[0, -1, order])
+            axes = {"w": {1: "T"}, "past": {4: "P"}, "present": {4: "P + T"}}
+            itos, unk = [vocab.itos[i] for i in order], order.tolist().index(vocab.unk)  # in the graph's order
+            meta = {"itos": itos, "unk": unk, "max_len": model.max_len, "past": list(empty.shape)}
         else:
             args, names = (torch.tensor([[3, 5, 7, 9]]), torch.tensor([[1, 9, 7]])), ["src", "ys"]
             wrap = NextSymbol(model)
