@@ -48,34 +48,31 @@ function random(seed) {
   };
 }
 
-// The k-th largest of x (quickselect on a copy: no sort of the whole vocabulary at every word).
+// The k-th largest of x and how many of the k equal it: one pass, the k largest so far in a min-heap.
 function kthLargest(x, k) {
-  const a = x.slice();
-  let lo = 0, hi = a.length - 1;
-  while (lo < hi) {
-    const p = a[(lo + hi) >> 1];
-    let i = lo, j = hi;
-    while (i <= j) {
-      while (a[i] > p) i++;
-      while (a[j] < p) j--;
-      if (i <= j) { const t = a[i]; a[i++] = a[j]; a[j--] = t; }
+  const h = x.slice(0, k).sort(); // sorted: a min-heap
+  for (let i = k; i < x.length; i++) {
+    if (x[i] <= h[0]) continue;
+    h[0] = x[i];
+    for (let j = 0, c = 1; c < k; j = c, c = 2 * c + 1) {
+      if (c + 1 < k && h[c + 1] < h[c]) c++;
+      if (h[c] >= h[j]) break;
+      [h[c], h[j]] = [h[j], h[c]];
     }
-    if (k - 1 <= j) hi = j; else if (k - 1 >= i) lo = i; else break;
   }
-  return a[k - 1];
+  return [h[0], h.filter((v) => v === h[0]).length];
 }
 
 // softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower indices), drawn in index order. Words more
 // than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32 step.
 function sample(logp, temperature, topK, rand) {
-  const n = logp.length, best = logp[argmax(logp)], kth = topK > 0 && topK < n ? kthLargest(logp, topK) : -Infinity;
+  const n = logp.length, best = logp[argmax(logp)];
+  let [kth, ties] = topK > 0 && topK < n ? kthLargest(logp, topK) : [-Infinity, n], sum = 0;
   const low = Math.max(kth, best - 40 * temperature), keep = [], w = [];
-  let ties = topK > 0 && topK < n ? topK - logp.filter((v) => v > kth).length : n, sum = 0;
   for (let i = 0; i < n; i++) {
-    const v = logp[i];
-    if (v < low || (v === kth && ties-- <= 0)) continue;
+    if (logp[i] < low || (logp[i] === kth && ties-- <= 0)) continue;
     keep.push(i);
-    sum += w[w.push(Math.exp((v - best) / temperature)) - 1];
+    sum += w[w.push(Math.exp((logp[i] - best) / temperature)) - 1];
   }
   let u = rand() * sum;
   for (let j = 0; j < keep.length; j++) if ((u -= w[j]) <= 0) return keep[j];
