@@ -15,13 +15,9 @@ const sessions = {};
 const session = (name) =>
   (sessions[name] ??= (unpacked ??= unpackWasm()).then(() => ort.InferenceSession.create(here + name + ".onnx")));
 const ids64 = (a) => new ort.Tensor("int64", BigInt64Array.from(a, BigInt), [1, a.length]);
-const argmax = (x) => { // ties: the lower index, as torch.argmax
-  let j = 0;
-  for (let i = 1; i < x.length; i++) if (x[i] > x[j]) j = i;
-  return j;
-};
-const metas = {};
-const meta = (name) => (metas[name] ??= fetch(here + name + ".json").then((r) => r.json()));
+// The arg-max, ties to the lower index as torch.argmax.
+const argmax = (x) => { let j = 0; for (let i = 1; i < x.length; i++) if (x[i] > x[j]) j = i; return j; };
+const meta = (name) => (sessions[name + ".json"] ??= fetch(here + name + ".json").then((r) => r.json()));
 export const PAD = 0, BOS = 1, EOS = 2;
 
 // rv.greedy_decode for one source: the arg-max at the last position until EOS or maxNew tokens. Returns the
@@ -63,8 +59,9 @@ function kthLargest(x, k) {
   return [h[0], h.filter((v) => v === h[0]).length];
 }
 
-// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower indices), drawn in index order. Words more
-// than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32 step.
+// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower indices), drawn in index order. Words
+// more than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32
+// step.
 function sample(logp, temperature, topK, rand) {
   const n = logp.length, best = logp[argmax(logp)];
   let [kth, ties] = topK > 0 && topK < n ? kthLargest(logp, topK) : [-Infinity, n], sum = 0;

@@ -36,8 +36,7 @@ def test_pages_decode_pytorchs_tokens(tmp_path):
     gen = torch.Generator().manual_seed(0)
     lm = build_model("transformer", 300, torch.randperm(300, generator=gen), d_model=32, cutoffs=(50, 200), max_len=64)
     with torch.no_grad():  # larger weights than a fresh model's: words that vary
-        for p in (p for p in lm.parameters() if p.dim() > 1):
-            p.normal_(0, 0.3, generator=gen)
+        [p.normal_(0, 0.3, generator=gen) for p in lm.parameters() if p.dim() > 1]
     live_models.export("reversal", rev, tmp_path / "m")
     live_models.export("lm", lm, tmp_path / "m", SimpleNamespace(itos=[f"w{i}" for i in range(300)], unk=299))
     html = lambda: "".join(live_models.widget_html(e, tmp_path / "_static", tmp_path / "m") for e in WIDGETS if e.needs)
