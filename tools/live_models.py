@@ -3,7 +3,8 @@
 ``export(name, model, folder)`` writes ``folder/<name>.onnx`` (``torch.onnx.export``) and ``<name>.json`` (the
 vocabulary, the sizes); ``widget_html(entry, static_dir)`` copies them, onnxruntime-web's wasm build (npm,
 pinned and integrity-checked: ``book.ORT_WEB``) and ``live.mjs`` under ``static_dir/live/`` and returns the
-HTML that replaces the widget's frozen output. The page decodes greedily as PyTorch does
+HTML that replaces the widget's frozen output. The page decodes greedily as PyTorch does, the language model with a
+KV cache (one graph takes the prompt, then each new word with the keys and values before it)
 (tests/browser/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex numbers, which
 ONNX lacks: the exported copy turns them with cos/sin, and is checked against the model before export.
 
