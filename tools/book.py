@@ -206,6 +206,13 @@ REVEAL = Package(
     ),
 )
 SLIDE_PACKAGES = (REVEAL,)
+# tools/live_models.py's: ONNX Runtime's wasm build (one thread, no WebGPU), which runs notebooks 09's and 10's models
+ORT_WEB = Package(
+    "onnxruntime-web",
+    "1.24.3",
+    "sha512-41dDq7fxtTm0XzGE7N0d6m8FcOY8EWtUA65GkOixJPB/G7DGzBmiDAnVVXHznRw9bgUZpb+4/1lQK/PNxGpbrQ==",
+    ("dist/ort.wasm.min.mjs", "dist/ort-wasm-simd-threaded.mjs", "dist/ort-wasm-simd-threaded.wasm"),
+)
 
 
 def _integrity(path: Path) -> str:

@@ -1,0 +1,172 @@
+// Notebooks 09's and 10's trained models in the book's pages, with no kernel (tools/live_models.py exports them).
+// onnxruntime-web's wasm build on one thread; the models and this file sit in one folder.
+import * as ort from "./ort.wasm.min.mjs";
+
+const here = new URL(".", import.meta.url).href;
+ort.env.wasm.numThreads = 1;
+ort.env.wasm.wasmPaths = here;
+// The wasm ships gzipped (3.1 MB instead of 12.4): unpacked here, once, before the first session.
+async function unpackWasm() {
+  const gz = await fetch(here + "ort-wasm-simd-threaded.wasm.gz");
+  ort.env.wasm.wasmBinary = await new Response(gz.body.pipeThrough(new DecompressionStream("gzip"))).arrayBuffer();
+}
+let unpacked;
+const sessions = {};
+const session = (name) =>
+  (sessions[name] ??= (unpacked ??= unpackWasm()).then(() => ort.InferenceSession.create(here + name + ".onnx")));
+const ids64 = (a) => new ort.Tensor("int64", BigInt64Array.from(a, BigInt), [1, a.length]);
+// The arg-max, ties to the lower index as torch.argmax.
+const argmax = (x) => { let j = 0; for (let i = 1; i < x.length; i++) if (x[i] > x[j]) j = i; return j; };
+const meta = (name) => (sessions[name + ".json"] ??= fetch(here + name + ".json").then((r) => r.json()));
+export const PAD = 0, BOS = 1, EOS = 2;
+
+// rv.greedy_decode for one source: the arg-max at the last position until EOS or maxNew tokens. Returns the
+// tokens (EOS included) and the cross-attention weights (layers, heads, T, S) of the last step.
+export async function reverse(src, maxNew) {
+  const s = await session("reversal"), ys = [BOS];
+  let cross;
+  for (let t = 0; t < maxNew && ys.at(-1) !== EOS; t++) {
+    const out = await s.run({ src: ids64(src), ys: ids64(ys) });
+    cross = out[s.outputNames[1]];
+    ys.push(argmax(out[s.outputNames[0]].data));
+  }
+  return { out: ys.slice(1), cross };
+}
+
+// A seeded generator (mulberry32): the page's samples are its own, not PyTorch's.
+function random(seed) {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = Math.imul(a ^ (a >>> 15), 1 | a);
+    t = (t + Math.imul(t ^ (t >>> 7), 61 | t)) ^ t;
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+// The k-th largest of x and how many of the k equal it: one pass, the k largest so far in a min-heap.
+function kthLargest(x, k) {
+  const h = x.slice(0, k).sort(); // sorted: a min-heap
+  for (let i = k; i < x.length; i++) {
+    if (x[i] <= h[0]) continue;
+    h[0] = x[i];
+    for (let j = 0, c = 1; c < k; j = c, c = 2 * c + 1) {
+      if (c + 1 < k && h[c + 1] < h[c]) c++;
+      if (h[c] >= h[j]) break;
+      [h[c], h[j]] = [h[j], h[c]];
+    }
+  }
+  return [h[0], h.filter((v) => v === h[0]).length];
+}
+
+// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower indices), drawn in index order. Words
+// more than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32
+// step.
+function sample(logp, temperature, topK, rand) {
+  const n = logp.length, best = logp[argmax(logp)];
+  let [kth, ties] = topK > 0 && topK < n ? kthLargest(logp, topK) : [-Infinity, n], sum = 0;
+  const low = Math.max(kth, best - 40 * temperature), keep = [], w = [];
+  for (let i = 0; i < n; i++) {
+    if (logp[i] < low || (logp[i] === kth && ties-- <= 0)) continue;
+    keep.push(i);
+    sum += w[w.push(Math.exp((logp[i] - best) / temperature)) - 1];
+  }
+  let u = rand() * sum;
+  for (let j = 0; j < keep.length; j++) if ((u -= w[j]) <= 0) return keep[j];
+  return keep.at(-1);
+}
+
+// generate(model, prompt, nNew, temperature, top_k, seed): greedy when temperature is 0 (PyTorch's tokens). Words are
+// numbered as lm.json's itos lists them (the head's order: an adaptive head's frequency ranks, as PyTorch picks them).
+// With a KV cache, as PyTorch's: the prompt in one step (no past), then one word a step, its past the step before's.
+export async function generate(ids, nNew, temperature = 0, topK = 0, seed = 0) {
+  const s = await session("lm"), rand = random(seed), shape = (await meta("lm")).past;
+  let feed = { w: ids64(ids), past: new ort.Tensor("float32", new Float32Array(0), shape) };
+  ids = [...ids];
+  for (let i = 0; i < nNew; i++) {
+    const { logp, present } = await s.run(feed);
+    ids.push(temperature === 0 ? argmax(logp.data) : sample(logp.data, temperature, topK, rand));
+    feed = { w: ids64(ids.slice(-1)), past: present };
+  }
+  return ids;
+}
+
+// ----------------------------------------------------------------------------- the widgets
+const html = (s) => Object.assign(document.createElement("template"), { innerHTML: s.trim() }).content.firstChild;
+const field = (label, input) => `<label style="margin-right:1em">${label} ${input}</label>`;
+
+function heatmap(canvas, w, rows, cols) {
+  const [cell, left, top] = [34, 40, 8], ctx = canvas.getContext("2d");
+  canvas.width = left + cell * cols.length;
+  canvas.height = top + cell * rows.length + 24;
+  ctx.font = "12px sans-serif";
+  rows.forEach((r, i) => {
+    ctx.fillStyle = "#000";
+    ctx.fillText(r, 2, top + cell * i + 20);
+    cols.forEach((c, j) => {
+      const v = w[i * cols.length + j], g = Math.round(255 * (1 - v));
+      ctx.fillStyle = `rgb(${g},${g},255)`;
+      ctx.fillRect(left + cell * j, top + cell * i, cell - 1, cell - 1);
+    });
+  });
+  ctx.fillStyle = "#000";
+  cols.forEach((c, j) => ctx.fillText(c, left + cell * j + 10, top + cell * rows.length + 16));
+}
+
+async function reversalWidget(el) {
+  const { maxSrc, layers, heads } = await meta("reversal");
+  const heads_ = [`<option value="-1">mean of heads</option>`];
+  for (let h = 0; h < heads; h++) heads_.push(`<option value="${h}">head ${h + 1}</option>`);
+  const layers_ = Array.from({ length: layers }, (_, i) => `<option value="${i}">decoder layer ${i + 1}</option>`);
+  el.append(html(`<div>${field("source", '<input value="3 5 7 9 4">')}${field("layer", `<select>${layers_}</select>`)}
+    ${field("head", `<select>${heads_}</select>`)}</div>`), html("<pre></pre>"), html("<canvas></canvas>"));
+  const [text, layer, head] = el.querySelectorAll("input, select"), pre = el.querySelector("pre");
+  layer.value = layers - 1;
+  const label = (t) => ({ [PAD]: "PAD", [BOS]: "BOS", [EOS]: "EOS" })[t] ?? String(t);
+  async function redraw() {
+    const src = text.value.replace(/[,[\]]/g, " ").split(/\s+/).filter(Boolean).map(Number);
+    if (!src.length || src.some((t) => !Number.isInteger(t) || t < 3 || t > 12) || src.length > maxSrc) {
+      pre.textContent = `type 1 to ${maxSrc} symbols, the integers 3..12 (0, 1, 2 are PAD, BOS, EOS)`;
+      return;
+    }
+    const { out, cross } = await reverse(src, src.length + 4), k = +head.value;
+    const ended = out.at(-1) === EOS, pred = ended ? out.slice(0, -1) : out;
+    const ok = ended && pred.join() === src.toReversed().join();
+    const where = `cross-attention, decoder layer ${+layer.value + 1}, ${k < 0 ? "mean of heads" : `head ${k + 1}`}`;
+    pre.textContent = `output [${pred}]${ended ? "" : " (no EOS)"}  ${ok ? "✓ correct" : `✗ expected [${src.toReversed()}]`}` +
+      (src.length < 3 || src.length > 8 ? "\n(length outside the training range 3–8)" : "") +
+      `\n${where}: rows the output tokens (queries), columns the source tokens (keys)`;
+    const [, h, T, S] = cross.dims, l = +layer.value, w = new Float32Array(T * S);
+    for (let q = 0; q < h; q++) if (k < 0 || q === k)
+      for (let i = 0; i < T * S; i++) w[i] += cross.data[(l * h + q) * T * S + i] / (k < 0 ? h : 1);
+    heatmap(el.querySelector("canvas"), w, out.map(label), src);
+  }
+  for (const c of [text, layer, head]) c.addEventListener("change", redraw);
+  await redraw();
+}
+
+async function lmWidget(el) {
+  const vocab = await meta("lm"), stoi = new Map(vocab.itos.map((w, i) => [w, i]));
+  const maxNew = Math.max(1, Math.min(100, vocab.max_len - 32));
+  const range = (min, max, step, value) => `<input type="range" min="${min}" max="${max}" step="${step}" value="${value}"><output></output>`;
+  el.append(html(`<div>${field("prompt", '<input size="50" value="The history of machine learning">')}<br>
+    ${field("temperature", range(0, 2, 0.1, 0.8))}${field("top-k (0 = off)", range(0, 200, 5, 40))}
+    ${field("new words", range(1, maxNew, 1, Math.min(30, maxNew)))}${field("seed", '<input type="number" min="0" value="0" style="width:6em">')}</div>`),
+    html("<pre style='white-space:pre-wrap'></pre>"));
+  const [prompt, temperature, topK, length, seed] = el.querySelectorAll("input"), pre = el.querySelector("pre");
+  async function redraw() {
+    for (const r of el.querySelectorAll("input[type=range]")) r.nextSibling.value = r.value;
+    const words = prompt.value.split(/\s+/).filter(Boolean), n = +length.value;
+    const ids = (words.length ? words : ["<eos>"]).map((w) => stoi.get(w) ?? vocab.unk).slice(-(vocab.max_len - n));
+    const out = await generate(ids, n, +temperature.value, +topK.value, +seed.value);
+    const unknown = words.filter((w) => !stoi.has(w));
+    pre.textContent = `${ids.map((i) => vocab.itos[i]).join(" ")} ▶ ${out.slice(ids.length).map((i) => vocab.itos[i]).join(" ")}` +
+      (unknown.length ? `\nnot in the vocabulary (-> <unk>): ${unknown.join(", ")}` : "");
+  }
+  for (const c of [prompt, temperature, topK, length, seed]) c.addEventListener("change", redraw);
+  await redraw();
+}
+
+export function mount(el) {
+  return el.dataset.model === "lm" ? lmWidget(el) : reversalWidget(el);
+}

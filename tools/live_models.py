@@ -1,0 +1,223 @@
+"""Notebook 09's reversal model and notebook 10's language model, run in the book's pages with no kernel.
+
+``export(name, model, folder)`` writes ``folder/<name>.onnx`` (``torch.onnx.export``) and ``<name>.json`` (the
+vocabulary, the sizes); ``widget_html(entry, static_dir)`` copies them, onnxruntime-web's wasm build (npm,
+pinned and integrity-checked: ``book.ORT_WEB``) and ``live.mjs`` under ``static_dir/live/`` and returns the
+HTML that replaces the widget's frozen output. The page decodes greedily as PyTorch does, the language model with a
+KV cache (one graph takes the prompt, then each new word with the keys and values before it)
+(tests/browser/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex numbers, which
+ONNX lacks: the exported copy turns them with cos/sin, and is checked against the model before export.
+
+    python tools/live_models.py [folder]    # the lecture's models (`make lecture`) -> folder (build/live_models)
+"""
+
+from __future__ import annotations
+
+import copy
+import gzip
+import html
+import json
+import shutil
+import sys
+import warnings
+from pathlib import Path
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import book
+
+from transformer_nb.core.multihead import KVCache
+
+# The legacy exporter lacks isneginf (the attention that keeps its weights uses it): ONNX's IsInf, negative side.
+OPSET = 17
+torch.onnx.register_custom_op_symbolic("aten::isneginf", lambda g, x: g.op("IsInf", x, detect_positive_i=0), OPSET)
+HERE = Path(__file__).resolve().parent
+LIVE = "live"  # static_dir/live/: the models, the vocabulary, live.mjs and onnxruntime-web
+MODELS = Path(book.ROOT) / "build" / "live_models"  # where main() exports to
+
+
+class RealRoPE(nn.Module):
+    """``RoPE``'s rotation (interleaved pairs) written with cos/sin: the same numbers, no complex tensors."""
+
+    def __init__(self, rope):
+        super().__init__()
+        assert rope.pairing == "interleaved", rope.pairing
+        self.cos, self.sin = rope.cos, rope.sin
+
+    def turn(self, x, offset: int = 0):
+        c, s = self.cos[offset : offset + x.shape[-2]], self.sin[offset : offset + x.shape[-2]]
+        x1, x2 = x[..., 0::2], x[..., 1::2]
+        return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), -1).flatten(-2)
+
+    def forward(self, q, k, q_offset=0, k_offset=0, in_place=False):
+        return self.turn(q, q_offset), self.turn(k, k_offset)
+
+
+def _adaptive_tied(head):
+    """An ``adaptive_tied`` head's ``embed`` and ``log_probs`` in frequency-rank order (the order the head computes in,
+    ``next_token_scores``), as the graph can hold them: every cluster's rows looked up and the right one chosen per
+    word (the head's ``embed`` gathers each cluster's words), and the clusters' log-probabilities concatenated (the
+    library's ``log_prob`` assigns slices, which export as scatters whose indices are rebuilt at every step)."""
+    asm, bounds = head.asm, [0, *head.asm.cutoffs]
+
+    def embed(r):
+        out = F.embedding(r.clamp(max=bounds[1] - 1), asm.head.weight)
+        for (proj, rows), lo, hi in zip(asm.tail, bounds[1:-1], bounds[2:]):
+            low = F.embedding((r - lo).clamp(0, hi - lo - 1), rows.weight) @ proj.weight
+            out = torch.where(((r >= lo) & (r < hi))[..., None], low, out)
+        return out * head.d_model**0.5
+
+    def log_probs(h):
+        lp = F.log_softmax(asm.head(h), -1)
+        tails = [F.log_softmax(t(h), -1) + lp[:, asm.shortlist_size + i, None] for i, t in enumerate(asm.tail)]
+        return torch.cat([lp[:, : asm.shortlist_size], *tails], 1)
+
+    return embed, log_probs
+
+
+class _Past(KVCache):
+    """One layer's keys and values so far as graph tensors, ``(1, kv_heads, P, d_head)`` each: ``append`` joins the
+    new ones (``torch.cat``: the page keeps the result, ``present``, for the next step)."""
+
+    def __init__(self, k, v, capacity):
+        self.k, self.v, self.length, self.capacity, self.owner = k, v, k.shape[2], capacity, None
+
+    def append(self, k, v, owner=None):
+        self.k, self.v = torch.cat((self.k, k), 2), torch.cat((self.v, v), 2)
+        return self.k, self.v
+
+
+class NextWord(nn.Module):
+    """The language model for the page, with a KV cache: words ``w (1, T)`` at positions ``P .. P + T - 1`` and the
+    keys and values of the ``P`` words before, ``past (layers, 2, 1, kv_heads, P, d_head)`` (``P = 0`` for the
+    prompt), -> the next word's log-probabilities ``(V,)`` and ``present``: ``past`` and the ``T`` words'. An
+    ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's ``generate`` picks them in (its
+    greedy ties, its sampling): no reordering of the vocabulary at every step. Other heads: word ids."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.m = copy.deepcopy(model)
+        if self.m.rope is not None:
+            self.m.rope = RealRoPE(self.m.rope)
+        if self.m.head.kind == "adaptive_tied":
+            self.m.head.embed, self.m.head.log_probs = _adaptive_tied(self.m.head)
+
+    def forward(self, w, past):
+        h, state = self.m.hidden(w, [_Past(*layer, self.m.max_len) for layer in past])
+        return self.m.head.log_probs(h[:, -1])[0], torch.stack([torch.stack((c.k, c.v)) for c in state])
+
+
+class NextSymbol(nn.Module):
+    """The reversal model for the page: ``src (1, S)``, decoder input ``ys (1, T)`` -> the next token's logits
+    ``(V,)`` and the cross-attention weights ``(layers, heads, T, S)`` (what the widget draws)."""
+
+    def __init__(self, model):
+        super().__init__()
+        self.m = copy.deepcopy(model)
+        self.cross = [layer.cross_attn for layer in self.m.decoder.layers]
+        for a in self.cross:
+            a.keep_weights = True  # the reference attention, which keeps its weights in last_weights
+
+    def forward(self, src, ys):
+        memory = self.m.encode(src, src != 0)
+        logits = self.m.decode(ys, memory, src != 0, ys != 0)[0, -1]
+        return logits, torch.cat([a.last_weights for a in self.cross])
+
+
+NOTES = {
+    "reversal": "notebook 09's trained model, run in this page by ONNX Runtime Web (float32 weights, exported from "
+    "PyTorch): greedy decoding gives PyTorch's tokens.",
+    "lm": "notebook 10's trained model, run in this page by ONNX Runtime Web (float32 weights, exported from PyTorch): "
+    "at temperature 0 (greedy) it writes PyTorch's words. Samples come from the page's own seeded generator, so they "
+    "differ from the notebook's for the same seed; the attention figure is drawn only in the notebook.",
+}
+
+
+def export(name: str, model, folder: Path, vocab=None) -> Path:
+    """Write ``folder/<name>.onnx`` and ``<name>.json`` (what the page needs to know) for ``name`` ``"reversal"`` or
+    ``"lm"`` (with its ``vocab``), after checking that the exported wrapper computes what ``model`` computes."""
+    from transformer_nb.widgets.reversal import _max_source_len
+
+    folder.mkdir(parents=True, exist_ok=True)
+    model = copy.deepcopy(model).cpu().float().eval()  # a model trained on a GPU is exported from the CPU
+    with torch.no_grad(), warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # the tracer's notes on the package's Python-side checks
+        if name == "lm":  # traced on 2 words after 3: the causal mask and the cache both in the graph
+            w, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(model)
+            order = model.head.order if model.head.kind == "adaptive_tied" else torch.arange(model.vocab_size)
+            a, n = model.blocks.layers[0].self_attn, len(model.blocks.layers)
+            empty = torch.zeros(n, 2, 1, a.n_kv_heads, 0, a.d_head)
+            args, names = (w[:, 3:], wrap(w[:, :3], empty)[1]), ["w", "past"]
+            torch.testing.assert_close(wrap(*args)[0], model.log_probs(order[w])[0, -1, order])
+            axes = {"w": {1: "T"}, "past": {4: "P"}, "present": {4: "P + T"}}
+            itos, unk = [vocab.itos[i] for i in order], order.tolist().index(vocab.unk)  # in the graph's order
+            meta = {"itos": itos, "unk": unk, "max_len": model.max_len, "past": list(empty.shape)}
+        else:
+            args, names = (torch.tensor([[3, 5, 7, 9]]), torch.tensor([[1, 9, 7]])), ["src", "ys"]
+            wrap = NextSymbol(model)
+            torch.testing.assert_close(wrap(*args)[0], model.decode(args[1], model.encode(args[0]))[0, -1])
+            axes = {"src": {1: "S"}, "ys": {1: "T"}}
+            layers = model.decoder.layers
+            meta = {"maxSrc": _max_source_len(model), "layers": len(layers), "heads": layers[0].cross_attn.n_heads}
+        (folder / f"{name}.json").write_text(json.dumps(meta, separators=(",", ":")))
+        out = folder / f"{name}.onnx"
+        # TorchScript's exporter; no constant folding, which would store a transposed copy of every tied matrix
+        kw = dict(dynamo=False, opset_version=OPSET, do_constant_folding=False)
+        outs = ["logp", "present"] if name == "lm" else None
+        torch.onnx.export(wrap, args, out, input_names=names, output_names=outs, dynamic_axes=axes, **kw)
+    return out
+
+
+def widget_html(entry, static_dir: Path, models: Path | None = None) -> str:
+    """The controls and output that run ``entry``'s model (``entry.needs``: ``"reversal"`` or ``"lm"``) in the page;
+    copies what they load under ``static_dir/live/``. ``models``: where ``export`` wrote them; by default the
+    lecture's cached model is exported now (``lecture.NotPrepared`` before `make lecture`). The page sits in
+    ``static_dir``'s parent folder."""
+    if entry.needs not in NOTES:
+        raise ValueError(f"{entry.name} runs no trained model in the page (needs={entry.needs!r})")
+    shows = ""
+    if models is None:
+        path, shows = export_lecture(entry.needs)
+        models, shows = path.parent, f" ({html.escape(shows)})"
+    live = static_dir / LIVE
+    live.mkdir(parents=True, exist_ok=True)
+    ort = book.fetch(book.ORT_WEB, book.VENDOR_CACHE)
+    files = [ort / g for g in book.ORT_WEB.files] + [HERE / "live.mjs"]
+    for f in files + [models / f"{entry.needs}{ext}" for ext in (".onnx", ".json")]:
+        if f.suffix != ".wasm":
+            shutil.copyfile(f, live / f.name)
+        elif not (live / f"{f.name}.gz").is_file():  # a quarter of the size; live.mjs unpacks it
+            (live / f"{f.name}.gz").write_bytes(gzip.compress(f.read_bytes(), 9, mtime=0))
+    el = f"tnb-live-{entry.needs}"
+    return (
+        f'<div class="tnb-live" id="{el}" data-model="{entry.needs}"><p class="tnb-serves">Live: {NOTES[entry.needs]}'
+        f'{shows}</p></div>\n<script type="module">import {{ mount }} from "./{static_dir.name}/{LIVE}/live.mjs"; '
+        f'mount(document.getElementById("{el}"));</script>'
+    )
+
+
+def export_lecture(name: str, folder: Path = MODELS) -> tuple[Path, str]:
+    """Export the lecture's model ``name`` (``lecture.best``: the cached model the notebook trained; ``make lecture``
+    trains what is missing) into ``folder``: the path, and which model it is (``lecture.describe``)."""
+    from transformer_nb import lecture
+
+    model, prof = lecture.best(name)
+    shows = lecture.describe(name, model, prof)
+    model, vocab = model if name == "lm" else (model, None)
+    path = export(name, model, folder, vocab)
+    print(f"live: {path}, {shows}")
+    return path, shows
+
+
+def main(argv=None) -> int:
+    folder = Path(argv[0]) if argv else MODELS
+    for name in NOTES:
+        export_lecture(name, folder)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
