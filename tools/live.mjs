@@ -113,6 +113,16 @@ function heatmap(canvas, w, rows, cols) {
   cols.forEach((c, j) => ctx.fillText(c, left + cell * j + 10, top + cell * rows.length + 16));
 }
 
+// One redraw at a time (a session runs one call at a time), the last change always drawn: a change made during a
+// redraw is drawn once that one ends, and the changes in between are skipped.
+function serial(redraw) {
+  let busy = null, again = false;
+  return function draw() {
+    if (busy) return (again = true), busy;
+    return (busy = (async () => { do { again = false; await redraw(); } while (again); })().finally(() => (busy = null)));
+  };
+}
+
 async function reversalWidget(el) {
   const { maxSrc, layers, heads } = await meta("reversal");
   const heads_ = [`<option value="-1">mean of heads</option>`];
@@ -141,8 +151,9 @@ async function reversalWidget(el) {
       for (let i = 0; i < T * S; i++) w[i] += cross.data[(l * h + q) * T * S + i] / (k < 0 ? h : 1);
     heatmap(el.querySelector("canvas"), w, out.map(label), src);
   }
-  for (const c of [text, layer, head]) c.addEventListener("change", redraw);
-  await redraw();
+  const draw = serial(redraw);
+  for (const c of [text, layer, head]) c.addEventListener("change", draw);
+  await draw();
 }
 
 async function lmWidget(el) {
@@ -163,8 +174,9 @@ async function lmWidget(el) {
     pre.textContent = `${ids.map((i) => vocab.itos[i]).join(" ")} ▶ ${out.slice(ids.length).map((i) => vocab.itos[i]).join(" ")}` +
       (unknown.length ? `\nnot in the vocabulary (-> <unk>): ${unknown.join(", ")}` : "");
   }
-  for (const c of [prompt, temperature, topK, length, seed]) c.addEventListener("change", redraw);
-  await redraw();
+  const draw = serial(redraw);
+  for (const c of [prompt, temperature, topK, length, seed]) c.addEventListener("change", draw);
+  await draw();
 }
 
 export function mount(el) {
