@@ -23,6 +23,7 @@ import itertools
 import json
 import re
 import shutil
+import sys
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -245,7 +246,13 @@ def make_live(nb, notebook: str, out_dir: Path, static: str = "_static") -> int:
                     shutil.copyfile(Path(manifest["dir"]) / f["png"], dest / f["png"])
             shutil.copyfile(JS, out_dir / static / "live.js")
         else:
-            page = live_models.widget_html(entry, out_dir / static)
+            from transformer_nb.lecture import NotPrepared
+
+            try:
+                page = live_models.widget_html(entry, out_dir / static)
+            except NotPrepared as err:  # no trained model here: the stored figure stays
+                print(f"live: {entry.name} stays as stored: {err}", file=sys.stderr)
+                continue
         keep = [o for o in cell.outputs if VIEW not in o.get("data", {})]
         cell.outputs = [*keep, {"output_type": "display_data", "metadata": {}, "data": {"text/html": page}}]
         live += 1
