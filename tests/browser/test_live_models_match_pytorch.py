@@ -20,7 +20,11 @@ from transformer_nb.lm_recipe import build_model
 from transformer_nb.widgets.catalog import WIDGETS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import live
 import live_models
+from nbformat.v4 import new_code_cell, new_notebook
+
+from transformer_nb.lecture import NotPrepared
 
 SHOWN = "() => [...document.querySelectorAll('.tnb-live pre')].filter((p) => p.textContent).length === 3"
 DECODE = """async ([sources, prompts]) => {
@@ -33,7 +37,7 @@ DECODE = """async ([sources, prompts]) => {
 }"""
 
 
-def test_pages_decode_pytorchs_tokens(tmp_path):
+def test_pages_decode_pytorchs_tokens(tmp_path, monkeypatch):
     rev = rv.build_model(rv.IMPROVED.model, rv.IMPROVED.init, device="cpu")
     rv.train(rev, replace(rv.IMPROVED, steps=40, batch_size=32), device="cpu")  # half-way: varied outputs, close calls
     gen = torch.Generator().manual_seed(0)
@@ -44,9 +48,16 @@ def test_pages_decode_pytorchs_tokens(tmp_path):
     live_models.export("reversal", rev, tmp_path / "m")
     for name, model in (("lm", lm), ("capstone", cap)):
         live_models.export(name, model, tmp_path / "m", SimpleNamespace(itos=[f"w{i}" for i in range(300)], unk=299))
-    html = lambda: "".join(live_models.widget_html(e, tmp_path / "_static", tmp_path / "m") for e in WIDGETS if e.needs)
-    cap_html = lambda: live_models.widget_html(WIDGETS[-1], tmp_path / "_static", tmp_path / "m", "capstone", "w3 x")
-    (tmp_path / "index.html").write_text(f"<!doctype html><meta charset=utf-8><body>{bundled(html)}{cap_html()}</body>")
+    src, args = 'm = lecture.cached("{}")\nGenerateWidget(*m{}).show()', [("lm", ""), ("capstone", ', prompt="w3 x"')]
+    cells = ["ReversalWidget(m).show()", *(src.format(*a) for a in [*args, ("lm", "")])]  # as notebook 14; "lm" twice
+    view = {"output_type": "display_data", "metadata": {}, "data": {live.VIEW: {"model_id": "x"}}}
+    nb = new_notebook(cells=[new_code_cell(c, outputs=[view]) for c in cells])
+    monkeypatch.setattr(live_models, "export_lecture", lambda k: (_ for _ in ()).throw(NotPrepared(k)))
+    assert live.make_live(nb, "14_lecture", tmp_path) == 0 and all(c.outputs == [view] for c in nb.cells)  # as stored
+    monkeypatch.setattr(live_models, "export_lecture", lambda k: (tmp_path / "m" / f"{k}.onnx", "a test model"))
+    assert bundled(lambda: live.make_live(nb, "14_lecture", tmp_path)) == 3 and nb.cells[-1].outputs == [view]
+    html = "".join(c.outputs[-1]["data"].get("text/html", "") for c in nb.cells)
+    (tmp_path / "index.html").write_text(f"<!doctype html><meta charset=utf-8><body>{html}</body>")
     draw = lambda lo, hi, n: torch.randint(lo, hi, (int(n),), generator=gen).tolist()
     sources = [draw(3, 13, n) for n in torch.randint(3, 10, (20,), generator=gen)]
     prompts = [draw(0, 300, n) for n in torch.randint(1, 12, (20,), generator=gen)]
