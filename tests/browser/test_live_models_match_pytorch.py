@@ -1,8 +1,7 @@
-"""Notebooks 09's, 10's and 12's models run in the book's pages with no kernel (tools/live_models.py, tools/live.mjs):
-in headless Chromium, every request but the local server's blocked, the three widgets mount and decode, and the page's
-greedy decoding gives PyTorch's tokens for 20 inputs each (and the reversal's cross-attention, PyTorch's weights).
-Small seeded models (10's: an adaptive tied head, RoPE; 12's: learned positions, a tied head with a bias): the point
-is PyTorch against ONNX Runtime Web on the same weights."""
+"""Notebooks 09's, 10's and 12's models run in the book's pages with no kernel (tools/live.py's make_live, live_models):
+in headless Chromium, all requests but the local server's blocked, the three widgets mount and decode, and greedy
+decoding gives PyTorch's tokens for 20 inputs each (the reversal's cross-attention: PyTorch's weights); a cell whose
+model is missing keeps its stored output. Small seeded models: PyTorch against ONNX Runtime Web on the same weights."""
 
 import sys
 from dataclasses import replace
@@ -11,20 +10,19 @@ from types import SimpleNamespace
 
 import pytest
 import torch
+from nbformat.v4 import new_code_cell, new_notebook
 from static_site import bundled, offline_page, serve
 
 from transformer_nb import reversal as rv
 from transformer_nb.core.generation import generate
 from transformer_nb.exercises.capstone_lm import package_lm
+from transformer_nb.lecture import NotPrepared
 from transformer_nb.lm_recipe import build_model
 from transformer_nb.widgets.catalog import WIDGETS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
 import live
 import live_models
-from nbformat.v4 import new_code_cell, new_notebook
-
-from transformer_nb.lecture import NotPrepared
 
 SHOWN = "() => [...document.querySelectorAll('.tnb-live pre')].filter((p) => p.textContent).length === 3"
 DECODE = """async ([sources, prompts]) => {
@@ -45,8 +43,7 @@ def test_pages_decode_pytorchs_tokens(tmp_path, monkeypatch):
     cap = package_lm(300, 32, 2, 64, 2, 64)  # d_model, heads, d_ff, layers, max_len
     with torch.no_grad():  # larger weights than a fresh model's: words that vary
         [p.normal_(0, 0.3, generator=gen) for p in [*lm.parameters(), *cap.parameters()] if p.dim() > 1]
-    live_models.export("reversal", rev, tmp_path / "m")
-    for name, model in (("lm", lm), ("capstone", cap)):
+    for name, model in (("reversal", rev), ("lm", lm), ("capstone", cap)):
         live_models.export(name, model, tmp_path / "m", SimpleNamespace(itos=[f"w{i}" for i in range(300)], unk=299))
     src, args = 'm = lecture.cached("{}")\nGenerateWidget(*m{}).show()', [("lm", ""), ("capstone", ', prompt="w3 x"')]
     cells = ["ReversalWidget(m).show()", *(src.format(*a) for a in [*args, ("lm", "")])]  # as notebook 14; "lm" twice
@@ -79,7 +76,6 @@ def test_pages_decode_pytorchs_tokens(tmp_path, monkeypatch):
     want = [lm.head.ranks[generate(lm, lm.head.order[p], 12)].tolist()[len(p) :] for p in prompts]  # the page's: ranks
     assert got["lm"] == want and len({t for r in want for t in r}) >= 10
     assert got["top1"] == want[:3]  # sampling from the top 1 is greedy
-    want = [generate(cap, torch.tensor(p), 12).tolist()[len(p) :] for p in prompts]  # word ids: a tied head
-    assert got["cap"] == want and len({t for r in want for t in r}) >= 10
+    assert got["cap"] == [generate(cap, torch.tensor(p), 12).tolist()[len(p) :] for p in prompts]  # word ids: tied head
     with pytest.raises(ValueError, match="runs no trained model in the page"):
         live_models.widget_html(WIDGETS[0], tmp_path)
