@@ -76,8 +76,9 @@ function sample(logp, temperature, topK, rand) {
   return keep.at(-1);
 }
 
-// generate(model, prompt, nNew, temperature, top_k, seed): greedy when temperature is 0 (PyTorch's tokens); name: the
-// language model ("lm": notebook 10's, "capstone": 12's). Words are numbered as <name>.json's itos lists them (the head's order: an adaptive head's frequency ranks, as PyTorch picks them).
+// generate(prompt, nNew, temperature, top_k, seed, name): greedy when temperature is 0 (PyTorch's tokens); name: the
+// model ("lm": notebook 10's, "capstone": 12's). Words are numbered as <name>.json's itos lists them (the head's
+// order: an adaptive head's frequency ranks, as PyTorch picks them).
 // With a KV cache, as PyTorch's: the prompt in one step (no past), then one word a step, its past the step before's.
 export async function generate(ids, nNew, temperature = 0, topK = 0, seed = 0, name = "lm") {
   const s = await session(name), rand = random(seed), shape = (await meta(name)).past;
