@@ -1,4 +1,4 @@
-// Notebooks 09's and 10's trained models in the book's pages, with no kernel (tools/live_models.py exports them).
+// Notebooks 09's, 10's and 12's trained models in the book's pages, with no kernel (tools/live_models.py exports them).
 // onnxruntime-web's wasm build on one thread; the models and this file sit in one folder.
 import * as ort from "./ort.wasm.min.mjs";
 
@@ -76,11 +76,12 @@ function sample(logp, temperature, topK, rand) {
   return keep.at(-1);
 }
 
-// generate(model, prompt, nNew, temperature, top_k, seed): greedy when temperature is 0 (PyTorch's tokens). Words are
-// numbered as lm.json's itos lists them (the head's order: an adaptive head's frequency ranks, as PyTorch picks them).
+// generate(prompt, nNew, temperature, top_k, seed, name): greedy when temperature is 0 (PyTorch's tokens); name: the
+// model ("lm": notebook 10's, "capstone": 12's). Words are numbered as <name>.json's itos lists them (the head's
+// order: an adaptive head's frequency ranks, as PyTorch picks them).
 // With a KV cache, as PyTorch's: the prompt in one step (no past), then one word a step, its past the step before's.
-export async function generate(ids, nNew, temperature = 0, topK = 0, seed = 0) {
-  const s = await session("lm"), rand = random(seed), shape = (await meta("lm")).past;
+export async function generate(ids, nNew, temperature = 0, topK = 0, seed = 0, name = "lm") {
+  const s = await session(name), rand = random(seed), shape = (await meta(name)).past;
   let feed = { w: ids64(ids), past: new ort.Tensor("float32", new Float32Array(0), shape) };
   ids = [...ids];
   for (let i = 0; i < nNew; i++) {
@@ -156,20 +157,21 @@ async function reversalWidget(el) {
   await draw();
 }
 
-async function lmWidget(el) {
-  const vocab = await meta("lm"), stoi = new Map(vocab.itos.map((w, i) => [w, i]));
+async function lmWidget(el, name) {
+  const vocab = await meta(name), stoi = new Map(vocab.itos.map((w, i) => [w, i]));
   const maxNew = Math.max(1, Math.min(100, vocab.max_len - 32));
   const range = (min, max, step, value) => `<input type="range" min="${min}" max="${max}" step="${step}" value="${value}"><output></output>`;
-  el.append(html(`<div>${field("prompt", '<input size="50" value="The history of machine learning">')}<br>
+  el.append(html(`<div>${field("prompt", '<input size="50">')}<br>
     ${field("temperature", range(0, 2, 0.1, 0.8))}${field("top-k (0 = off)", range(0, 200, 5, 40))}
     ${field("new words", range(1, maxNew, 1, Math.min(30, maxNew)))}${field("seed", '<input type="number" min="0" value="0" style="width:6em">')}</div>`),
     html("<pre style='white-space:pre-wrap'></pre>"));
   const [prompt, temperature, topK, length, seed] = el.querySelectorAll("input"), pre = el.querySelector("pre");
+  prompt.value = el.dataset.prompt ?? "The history of machine learning";
   async function redraw() {
     for (const r of el.querySelectorAll("input[type=range]")) r.nextSibling.value = r.value;
     const words = prompt.value.split(/\s+/).filter(Boolean), n = +length.value;
     const ids = (words.length ? words : ["<eos>"]).map((w) => stoi.get(w) ?? vocab.unk).slice(-(vocab.max_len - n));
-    const out = await generate(ids, n, +temperature.value, +topK.value, +seed.value);
+    const out = await generate(ids, n, +temperature.value, +topK.value, +seed.value, name);
     const unknown = words.filter((w) => !stoi.has(w));
     pre.textContent = `${ids.map((i) => vocab.itos[i]).join(" ")} ▶ ${out.slice(ids.length).map((i) => vocab.itos[i]).join(" ")}` +
       (unknown.length ? `\nnot in the vocabulary (-> <unk>): ${unknown.join(", ")}` : "");
@@ -180,5 +182,5 @@ async function lmWidget(el) {
 }
 
 export function mount(el) {
-  return el.dataset.model === "lm" ? lmWidget(el) : reversalWidget(el);
+  return el.dataset.model === "reversal" ? reversalWidget(el) : lmWidget(el, el.dataset.model);
 }

@@ -228,14 +228,14 @@ def _entry_of(source: str, notebook: str):
 def make_live(nb, notebook: str, out_dir: Path, static: str = "_static") -> int:
     """Replace, in ``nb``, the stored output of each widget the catalog lists by its live form (frames
     written under ``out_dir/static``); the stored state keeps only the widgets still shown (progress bars).
-    Returns how many widgets were made live. A model widget (09, 10) is live only through ``live_models``."""
+    Returns how many widgets were made live. A model widget (09, 10, 14) is live only through ``live_models``, with the
+    model its cell loads (``lecture.cached("capstone")``: notebook 12's), each model once a page."""
     live, seen = 0, set()
     for cell in nb.cells:
         views = [o for o in cell.get("outputs", []) if VIEW in o.get("data", {})]
         entry = _entry_of(cell.source, notebook) if cell.cell_type == "code" and views else None
-        if entry is None or entry.name in seen or (entry.needs and live_models is None):
+        if entry is None or (entry.needs and live_models is None):
             continue
-        seen.add(entry.name)
         if entry.needs is None:
             manifest = frames(entry)
             dest = out_dir / static / "frames"
@@ -248,8 +248,13 @@ def make_live(nb, notebook: str, out_dir: Path, static: str = "_static") -> int:
         else:
             from transformer_nb.lecture import NotPrepared
 
+            name = next(iter(re.findall(r'lecture\.cached\("(\w+)"', cell.source)), entry.needs)
+            prompt = re.search(r'prompt="([^"]*)"', cell.source)
+            if name in seen:
+                continue
+            seen.add(name)
             try:
-                page = live_models.widget_html(entry, out_dir / static)
+                page = live_models.widget_html(entry, out_dir / static, name=name, prompt=prompt and prompt[1])
             except NotPrepared as err:  # no trained model here: the stored figure stays
                 print(f"live: {entry.name} stays as stored: {err}", file=sys.stderr)
                 continue

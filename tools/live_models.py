@@ -1,9 +1,9 @@
-"""Notebook 09's reversal model and notebook 10's language model, run in the book's pages with no kernel.
+"""Notebook 09's reversal model and the language models of notebooks 10 and 12, run in the book's pages with no kernel.
 
 ``export(name, model, folder)`` writes ``folder/<name>.onnx`` (``torch.onnx.export``) and ``<name>.json`` (the
 vocabulary, the sizes); ``widget_html(entry, static_dir)`` copies them, onnxruntime-web's wasm build (npm,
 pinned and integrity-checked: ``book.ORT_WEB``) and ``live.mjs`` under ``static_dir/live/`` and returns the
-HTML that replaces the widget's frozen output. The page decodes greedily as PyTorch does, the language model with a
+HTML that replaces the widget's frozen output. The page decodes greedily as PyTorch does, a language model with a
 KV cache (one graph takes the prompt, then each new word with the keys and values before it)
 (tests/browser/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex numbers, which
 ONNX lacks: the exported copy turns them with cos/sin, and is checked against the model before export.
@@ -134,18 +134,20 @@ NOTES = {
     "at temperature 0 (greedy) it writes PyTorch's words. Samples come from the page's own seeded generator, so they "
     "differ from the notebook's for the same seed; the attention figure is drawn only in the notebook.",
 }
+NOTES["capstone"] = NOTES["lm"].replace("notebook 10's trained model", "notebook 12's trained model")
 
 
 def export(name: str, model, folder: Path, vocab=None) -> Path:
     """Write ``folder/<name>.onnx`` and ``<name>.json`` (what the page needs to know) for ``name`` ``"reversal"`` or
-    ``"lm"`` (with its ``vocab``), after checking that the exported wrapper computes what ``model`` computes."""
+    a language model, ``"lm"`` or ``"capstone"`` (with its ``vocab``), after checking that the exported wrapper
+    computes what ``model`` computes."""
     from transformer_nb.widgets.reversal import _max_source_len
 
     folder.mkdir(parents=True, exist_ok=True)
     model = copy.deepcopy(model).cpu().float().eval()  # a model trained on a GPU is exported from the CPU
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on the package's Python-side checks
-        if name == "lm":  # traced on 2 words after 3: the causal mask and the cache both in the graph
+        if name != "reversal":  # traced on 2 words after 3: the causal mask and the cache both in the graph
             w, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(model)
             order = model.head.order if model.head.kind == "adaptive_tied" else torch.arange(model.vocab_size)
             a, n = model.blocks.layers[0].self_attn, len(model.blocks.layers)
@@ -166,34 +168,36 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
         out = folder / f"{name}.onnx"
         # TorchScript's exporter; no constant folding, which would store a transposed copy of every tied matrix
         kw = dict(dynamo=False, opset_version=OPSET, do_constant_folding=False)
-        outs = ["logp", "present"] if name == "lm" else None
+        outs = None if name == "reversal" else ["logp", "present"]
         torch.onnx.export(wrap, args, out, input_names=names, output_names=outs, dynamic_axes=axes, **kw)
     return out
 
 
-def widget_html(entry, static_dir: Path, models: Path | None = None) -> str:
-    """The controls and output that run ``entry``'s model (``entry.needs``: ``"reversal"`` or ``"lm"``) in the page;
+def widget_html(entry, static_dir: Path, models: Path | None = None, name: str | None = None, prompt=None) -> str:
+    """The controls and output that run ``entry``'s model in the page: ``name`` (``NOTES``; default ``entry.needs``,
+    ``"reversal"`` or ``"lm"``; ``"capstone"``: notebook 12's in the language model's widget, with ``prompt``);
     copies what they load under ``static_dir/live/``. ``models``: where ``export`` wrote them; by default the
     lecture's cached model is exported now (``lecture.NotPrepared`` before `make lecture`). The page sits in
     ``static_dir``'s parent folder."""
-    if entry.needs not in NOTES:
-        raise ValueError(f"{entry.name} runs no trained model in the page (needs={entry.needs!r})")
+    name = name or entry.needs
+    if entry.needs not in NOTES or name not in NOTES or (name == "reversal") != (entry.needs == "reversal"):
+        raise ValueError(f"{entry.name} runs no trained model in the page (needs={entry.needs!r}, name={name!r})")
     shows = ""
     if models is None:
-        path, shows = export_lecture(entry.needs)
+        path, shows = export_lecture(name)
         models, shows = path.parent, f" ({html.escape(shows)})"
     live = static_dir / LIVE
     live.mkdir(parents=True, exist_ok=True)
     ort = book.fetch(book.ORT_WEB, book.VENDOR_CACHE)
     files = [ort / g for g in book.ORT_WEB.files] + [HERE / "live.mjs"]
-    for f in files + [models / f"{entry.needs}{ext}" for ext in (".onnx", ".json")]:
+    for f in files + [models / f"{name}{ext}" for ext in (".onnx", ".json")]:
         if f.suffix != ".wasm":
             shutil.copyfile(f, live / f.name)
         elif not (live / f"{f.name}.gz").is_file():  # a quarter of the size; live.mjs unpacks it
             (live / f"{f.name}.gz").write_bytes(gzip.compress(f.read_bytes(), 9, mtime=0))
-    el = f"tnb-live-{entry.needs}"
+    el, said = f"tnb-live-{name}", "" if prompt is None else f' data-prompt="{html.escape(prompt)}"'
     return (
-        f'<div class="tnb-live" id="{el}" data-model="{entry.needs}"><p class="tnb-serves">Live: {NOTES[entry.needs]}'
+        f'<div class="tnb-live" id="{el}" data-model="{name}"{said}><p class="tnb-serves">Live: {NOTES[name]}'
         f'{shows}</p></div>\n<script type="module">import {{ mount }} from "./{static_dir.name}/{LIVE}/live.mjs"; '
         f'mount(document.getElementById("{el}"));</script>'
     )
@@ -206,7 +210,7 @@ def export_lecture(name: str, folder: Path = MODELS) -> tuple[Path, str]:
 
     model, prof = lecture.best(name)
     shows = lecture.describe(name, model, prof)
-    model, vocab = model if name == "lm" else (model, None)
+    model, vocab = (model, None) if name == "reversal" else model
     path = export(name, model, folder, vocab)
     print(f"live: {path}, {shows}")
     return path, shows
