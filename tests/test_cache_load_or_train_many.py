@@ -43,10 +43,16 @@ def _flags(runs: dict) -> dict:
     return {k: trained for k, (_, _, trained) in runs.items()}
 
 
-def test_runs_in_workers_give_the_serial_results(tmp_path, monkeypatch):
-    parallel = _runs(tmp_path / "par", monkeypatch, workers=2)
-    serial = _runs(tmp_path / "ser", monkeypatch, workers=1)
+def test_runs_retrained_in_workers_that_print_nothing_give_the_serial_results(tmp_path, monkeypatch, capfd):
+    serial = {k: (m, dict(h), t) for k, (m, h, t) in _runs(tmp_path, monkeypatch, workers=1).items()}  # trained here
+    files = {k: cache.cache_path(_make(**a, live=None)[0]) for k, a in ARGS.items()}
+    before = {k: f.stat().st_mtime_ns for k, f in files.items()}
+    capfd.readouterr()
+    parallel = _runs(tmp_path, monkeypatch, workers=2, retrain=True)
+    out = capfd.readouterr().out
     assert _flags(parallel) == {"a": True, "b": True} == _flags(serial)
+    assert out.count("(retraining asked for)") == 2, out  # the parent's line per run; none from the workers
+    assert all(f.stat().st_mtime_ns > before[k] for k, f in files.items()), "a run was not saved again"
     for (m_p, h_p, _), (m_s, h_s, _) in zip(parallel.values(), serial.values()):
         assert h_p["loss"] == h_s["loss"] and h_p["loss"][-1] < h_p["loss"][0]
         assert torch.equal(m_p.weight, m_s.weight) and torch.equal(m_p.bias, m_s.bias) and not m_p.training
@@ -72,17 +78,6 @@ def test_cached_runs_load_and_only_the_missing_ones_train(tmp_path, monkeypatch)
     assert len(jobs) == 2, "a worker was given a cached run"
 
 
-def test_retrain_trains_every_run_in_workers_that_print_nothing(tmp_path, monkeypatch, capfd):
-    _runs(tmp_path, monkeypatch, workers=1)
-    files = {k: cache.cache_path(_make(**a, live=None)[0]) for k, a in ARGS.items()}
-    before = {k: f.stat().st_mtime_ns for k, f in files.items()}
-    capfd.readouterr()
-    assert _flags(_runs(tmp_path, monkeypatch, retrain=True)) == {"a": True, "b": True}
-    out = capfd.readouterr().out
-    assert out.count("(retraining asked for)") == 2, out  # the parent's line per run; none from the workers
-    assert all(f.stat().st_mtime_ns > before[k] for k, f in files.items()), "a run was not saved again"
-
-
 def test_an_error_in_a_worker_is_raised_here_naming_the_run(tmp_path, monkeypatch):
     args = {"a": ARGS["a"], "bad": dict(name="bad", lr=-1.0)}
     with pytest.raises(ValueError, match="a negative learning rate") as info:
@@ -92,6 +87,9 @@ def test_an_error_in_a_worker_is_raised_here_naming_the_run(tmp_path, monkeypatc
     assert cache.cache_path(_make(**ARGS["a"], live=None)[0]).is_file(), "the run that finished was lost"
 
 
+def _factorial_and_threads(n):
+    return math.factorial(n), torch.get_num_threads()
+
+
 def test_in_workers_returns_the_results_in_order_each_worker_on_one_thread():
-    assert cache.in_workers(math.factorial, [(3,), (4,), (5,)]) == [6, 24, 120]
-    assert cache.in_workers(torch.get_num_threads, [(), ()]) == [1, 1]
+    assert cache.in_workers(_factorial_and_threads, [(3,), (4,), (5,)]) == [(6, 1), (24, 1), (120, 1)]

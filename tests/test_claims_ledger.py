@@ -185,14 +185,14 @@ def test_no_view_shows_an_exercise_answer_unless_revealed(capsys):
         assert secret in L.cite(c.id, reveal=True) and secret.replace("|", "\\|") in L.markdown([c], reveal=True)
 
 
-@pytest.mark.parametrize("view", [[], ["--report"], ["--json"]])
-def test_a_terminal_that_cannot_print_unicode_gets_escapes_not_a_crash(view, monkeypatch):
-    """PYTHONIOENCODING=ascii: '§' and '²' are escaped, and the JSON stays valid JSON with the same content."""
+def test_a_terminal_that_cannot_print_unicode_gets_escapes_not_a_crash(monkeypatch):
+    """PYTHONIOENCODING=ascii: '§' and '²' are escaped, and the JSON stays valid JSON with the same content.
+    One process prints the three views (table, report, JSON), an END line after each."""
     monkeypatch.setenv("PYTHONIOENCODING", "ascii")
-    cmd = [sys.executable, "-m", "transformer_nb.claims", "--text", "000", *view]
-    out = subprocess.run(cmd, capture_output=True, text=True, encoding="ascii", check=True).stdout
-    assert "000-8.2.2-262144" in out
-    if view == ["--json"]:
-        assert json.loads(out) == json.loads(L.to_json(L.claims(text="000")))
-    else:
-        assert "\\xa7" in out  # '§'
+    views = [[], ["--report"], ["--json"]]
+    code = f"from transformer_nb.claims.__main__ import main\nfor v in {views!r}:\n    main(['--text', '000', *v])\n"
+    code += "    print('END', flush=True)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, encoding="ascii", check=True)
+    *plain, as_json, _ = out.stdout.split("\nEND\n")
+    assert len(plain) == 2 and all("000-8.2.2-262144" in v and "\\xa7" in v for v in plain)  # '§'
+    assert json.loads(as_json) == json.loads(L.to_json(L.claims(text="000")))

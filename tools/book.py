@@ -80,9 +80,14 @@ nav.tnb-side ul.tnb-pages { list-style: none; padding-left: 0; }
 """
 
 #: Blocks of nbconvert's templates that the book and the slides replace: no mermaid import from a CDN (no
-#: notebook draws one), and code input as Pygments renders it (already escaped) without nbconvert's
-#: ``clean_html`` (bleach) over it, which took a third of the build.
+#: notebook draws one), MathJax typesetting with no pause between sections (50 ms each by default), and code
+#: input as Pygments renders it (already escaped) without nbconvert's ``clean_html`` (bleach) over it, which took
+#: a third of the build.
 OFFLINE_BLOCKS = """{%- block html_head_js_mermaidjs -%}{%- endblock html_head_js_mermaidjs -%}
+{%- block html_head_js_mathjax -%}
+{{ super() }}
+<script type="text/x-mathjax-config">MathJax.Hub.processSectionDelay = 0;</script>
+{%- endblock html_head_js_mathjax -%}
 {% block input %}
 <div class="jp-CodeMirrorEditor jp-Editor jp-InputArea-editor" data-type="inline">
      <div class="cm-editor cm-s-jupyter">

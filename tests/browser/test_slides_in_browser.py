@@ -51,9 +51,8 @@ def open_deck(page, url: str, target: Path) -> None:
     page.evaluate(f"() => {{ window.Reveal = require('{module}'); }}")  # the template keeps it local
     page.evaluate("() => Reveal.configure({transition: 'none', backgroundTransition: 'none'})")  # no half-way
     page.wait_for_function("() => window.MathJax && MathJax.isReady", timeout=30_000)
-    # MathJax pauses 50 ms before each queued typeset; the widget manager queues one per widget label (a deck with
-    # 14 widgets waits 12 s, idle). Without the pauses the same typesetting ends in under a second.
-    page.evaluate("() => { MathJax.Hub.processSectionDelay = 0; }")
+    # the pages set MathJax.Hub.processSectionDelay = 0 (tools/book.py): by default MathJax pauses 50 ms before each
+    # queued typeset, and the widget manager queues one per widget label (a deck with 14 widgets waited 12 s, idle)
     page.evaluate("() => new Promise(done => MathJax.Hub.Queue(done))")
 
 
