@@ -133,22 +133,13 @@ def test_causal_encoder_layer_never_reads_the_future(cfg, t, cut):
     assert sum(p.numel() for p in layer.parameters()) == params.encoder_layer_params(params.TransformerConfig(**cfg))
 
 
-@given(
-    x=st.one_of(
-        good(float_tensors((2, 3, 4))),
-        bad(
-            st.sampled_from(
-                [torch.zeros(2, 3, 4, dtype=torch.long), torch.zeros(2, 3, 5), torch.zeros(3, 4), [[0.0] * 4]]
-            )
-        ),
-    )
-)
+BAD_X = [torch.zeros(2, 3, 4, dtype=torch.long), torch.zeros(2, 3, 5), torch.zeros(3, 4), [[0.0] * 4]]
+
+
+@given(x=st.one_of(good(float_tensors((2, 3, 4))), bad(st.sampled_from(BAD_X))))
 def test_encoder_layer_refuses_bad_hidden_states(x):
-    call(
-        block.EncoderLayer(params.TransformerConfig(d_model=4, n_heads=2, d_ff=8)),
-        {"x": x},
-        {"x": ["d_model", "input"]},
-    )
+    layer = block.EncoderLayer(params.TransformerConfig(d_model=4, n_heads=2, d_ff=8))
+    call(layer, {"x": x}, {"x": ["d_model", "input"]})
 
 
 # --------------------------------------------------------------------------- params: formulas = numel
@@ -214,29 +205,13 @@ def test_models_refuse_bad_ids(ids):
         assert out[0].shape == (2, 3, 10)
 
 
-@given(
-    src_len=st.integers(1, 5),
-    tgt_len=st.integers(1, 5),
-    tie=st.booleans(),
-    share=st.booleans(),
-)
+@given(src_len=st.integers(1, 5), tgt_len=st.integers(1, 5), tie=st.booleans(), share=st.booleans())
 @heavy
 def test_encoder_decoder_shapes(src_len, tgt_len, tie, share):
-    m = Transformer(
-        arch="encoder-decoder",
-        vocab=9,
-        d_model=8,
-        n_heads=2,
-        n_layers=1,
-        n_dec_layers=1,
-        d_ff=16,
-        max_len=8,
-        tie_output=tie,
-        share_embeddings=share,
-        pad_id=None if tie else 0,  # a tied output layer refuses a padding row
-        scale_embeddings=True,
-        output_bias=True,
-    ).eval()
+    shape = dict(vocab=9, d_model=8, n_heads=2, n_layers=1, n_dec_layers=1, d_ff=16, max_len=8)
+    options = dict(tie_output=tie, share_embeddings=share, scale_embeddings=True, output_bias=True)
+    pad = None if tie else 0  # a tied output layer refuses a padding row
+    m = Transformer(arch="encoder-decoder", **shape, **options, pad_id=pad).eval()
     src, tgt = torch.randint(1, 9, (2, src_len)), torch.randint(1, 9, (2, tgt_len))
     out, loss = m(src, tgt=tgt)
     assert out.shape == (2, tgt_len, 9) and torch.isfinite(out).all() and loss is None

@@ -22,6 +22,12 @@ def regression(seed=0, n_batches=64):
     return model, (lambda m, b: F.mse_loss(m(b[0]), b[1])), itertools.cycle(data)
 
 
+def sgd_train(loss_fn=None, **kw):
+    """``train`` on ``regression()`` with SGD at lr 0.01, no bar: (model, history)."""
+    model, mse, batches = regression()
+    return model, train(model, loss_fn or mse, batches, torch.optim.SGD(model.parameters(), lr=0.01), bar=False, **kw)
+
+
 class FakeClock:
     """Each call advances one second: a step (timed by two calls) lasts exactly 1 s."""
 
@@ -70,24 +76,13 @@ def test_clipping_records_the_norm_before_clipping_and_clips():
 
 
 def test_a_wall_clock_budget_counts_training_only():
-    model, loss_fn, batches = regression()
     clock = FakeClock()
 
     def slow_eval(m, hist):
         clock.t += 100.0  # evaluating takes long; it must not count towards the budget
         return {"metric": len(hist["loss"])}
 
-    hist = train(
-        model,
-        loss_fn,
-        batches,
-        torch.optim.SGD(model.parameters(), lr=0.01),
-        budget_s=5,
-        clock=clock,
-        evaluate=slow_eval,
-        eval_every_s=2,
-        bar=False,
-    )
+    _, hist = sgd_train(budget_s=5, clock=clock, evaluate=slow_eval, eval_every_s=2)
     assert hist["steps"] == 5 and hist["train_seconds"] == 5.0
     assert hist["eval_step"] == [2, 4, 5] and hist["metric"] == [2.0, 4.0, 5.0]
     assert hist["eval_seconds"] >= 300
@@ -104,7 +99,6 @@ def test_progress_follows_the_budget_for_a_lambda_schedule():
 
 
 def test_evaluation_points_early_stop_and_skips():
-    model, loss_fn, batches = regression()
     calls = []
 
     def ev(m, hist):
@@ -113,26 +107,15 @@ def test_evaluation_points_early_stop_and_skips():
             return None  # skipped: not recorded
         return {"steps_seen": hist["steps"]}
 
-    hist = train(
-        model,
-        loss_fn,
-        batches,
-        torch.optim.SGD(model.parameters(), lr=0.01),
-        steps=20,
-        evaluate=ev,
-        eval_every=3,
-        eval_at=[0, 5],
-        stop=lambda metrics: metrics["steps_seen"] >= 12,
-        bar=False,
-    )
+    stop = lambda metrics: metrics["steps_seen"] >= 12
+    _, hist = sgd_train(steps=20, evaluate=ev, eval_every=3, eval_at=[0, 5], stop=stop)
     assert calls == [0, 3, 5, 6, 9, 12]
     assert hist["eval_step"] == [0, 3, 5, 9, 12] and hist["stopped"] and hist["steps"] == 12
-    hist = train(model, loss_fn, batches, torch.optim.SGD(model.parameters(), lr=0.01), steps=7, evaluate=ev, bar=False)
+    _, hist = sgd_train(steps=7, evaluate=ev)
     assert hist["eval_step"] == [7]  # always once at the end
 
 
 def test_bf16_autocast_on_cpu():
-    model, loss_fn, batches = regression()
     seen = []
 
     def loss_bf16(m, b):
@@ -140,7 +123,7 @@ def test_bf16_autocast_on_cpu():
         seen.append(out.dtype)
         return F.mse_loss(out.float(), b[1])
 
-    train(model, loss_bf16, batches, torch.optim.SGD(model.parameters(), lr=0.01), steps=2, bf16=True, bar=False)
+    model, _ = sgd_train(loss_bf16, steps=2, bf16=True)
     assert seen == [torch.bfloat16] * 2 and model.weight.dtype == torch.float32
 
 
@@ -155,15 +138,13 @@ def test_bf16_autocast_on_cpu():
     ],
 )
 def test_bad_arguments_name_themselves(kwargs, words):
-    model, loss_fn, batches = regression()
     with pytest.raises(ValueError, match=words):
-        train(model, loss_fn, batches, torch.optim.SGD(model.parameters(), lr=0.01), **kwargs)
+        sgd_train(**kwargs)
     with pytest.raises(ValueError, match="optimizers"):
-        train(model, loss_fn, batches, [], steps=3)
+        train(*regression(), [], steps=3)
 
 
 def test_zero_steps_and_unwrap():
-    model, loss_fn, batches = regression()
-    hist = train(model, loss_fn, batches, torch.optim.SGD(model.parameters(), lr=0.01), steps=0, bar=False)
+    model, hist = sgd_train(steps=0)
     assert hist["steps"] == 0 and hist["loss"] == []
     assert unwrap(model) is model
