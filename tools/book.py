@@ -147,7 +147,8 @@ class IntegrityError(RuntimeError):
 @dataclass(frozen=True)
 class Package:
     """An npm package the pages load: its pinned ``version``, npm's ``dist.integrity`` of that tarball
-    (``sha512-`` + base64) and the ``files`` (globs under the tarball's ``package/``) the pages need."""
+    (``sha512-`` + base64) and the ``files`` (globs under the tarball's ``package/``; ``!glob``: not these) the
+    pages need."""
 
     name: str
     version: str
@@ -185,6 +186,7 @@ MATHJAX = Package(  # version 2: nbconvert's pages configure MathJax 2
         "config/TeX-AMS_CHTML-full.js",
         "config/Safe.js",
         "extensions/*.js",
+        "!extensions/a11y/mathmaps/mathmaps_ie.js",  # 1.4 MB the accessibility explorer reads only in Internet Explorer
         "extensions/TeX/*",
         "jax/input/TeX/*",
         "jax/output/CommonHTML/*",
@@ -261,6 +263,12 @@ def fetch(pkg: Package, cache: Path) -> Path:
     return where / "package"
 
 
+def _wanted(rel: str, globs) -> bool:
+    """Whether ``rel`` matches one of ``globs`` and none of the ``!globs`` among them."""
+    hits = {g[:1] == "!" for g in globs if fnmatch.fnmatchcase(rel, g.removeprefix("!"))}
+    return hits == {False}
+
+
 def vendor(out_dir: Path, packages, cache: Path) -> dict[str, str]:
     """Copy each package's ``files`` into ``out_dir/_static/<folder>/``; returns {name: relative folder}."""
     urls = {}
@@ -268,7 +276,7 @@ def vendor(out_dir: Path, packages, cache: Path) -> dict[str, str]:
         src, dest = fetch(pkg, cache), out_dir / STATIC / pkg.folder
         for path in src.rglob("*"):
             rel = path.relative_to(src).as_posix()
-            if path.is_file() and any(fnmatch.fnmatchcase(rel, g) for g in pkg.files):
+            if path.is_file() and _wanted(rel, pkg.files):
                 target = dest / rel
                 if not target.is_file() or target.stat().st_size != path.stat().st_size:
                     target.parent.mkdir(parents=True, exist_ok=True)

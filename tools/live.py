@@ -136,7 +136,7 @@ def frames(entry) -> dict:
         frame = {"png": None, "error": w.error, "fixed": [label(w.controls[n], w.controls[n].value) for n in fixed]}
         if w.error is None:  # lossless WebP (exact: transparent pixels kept too): the PNG's pixels, a third the size
             buf = io.BytesIO()
-            Image.open(io.BytesIO(w.png())).save(buf, format="webp", lossless=True, quality=100, method=6, exact=True)
+            Image.open(io.BytesIO(w.png())).save(buf, format="webp", lossless=True, quality=100, method=4, exact=True)
             data = buf.getvalue()
             frame["png"] = hashlib.sha1(data).hexdigest()[:16] + ".webp"
             (tmp / frame["png"]).write_bytes(data)
