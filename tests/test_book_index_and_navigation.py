@@ -16,7 +16,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 import book  # noqa: E402
 
-WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+WIDGET_STATE, VIEW = "application/vnd.jupyter.widget-state+json", "application/vnd.jupyter.widget-view+json"
 
 
 def _notebook(num: str, name: str, exercise: str | None = None) -> nbformat.NotebookNode:
@@ -29,7 +29,7 @@ def _notebook(num: str, name: str, exercise: str | None = None) -> nbformat.Note
     )
     cells = [
         md(opening),
-        code("x = 1"),
+        code("x = 1", outputs=[nbformat.v4.new_output("display_data", {VIEW: {"model_id": "bar"}})]),
         md("## 1 · First section\n\nText."),
         md("### A smaller part"),
         code("print(x)"),
@@ -43,7 +43,7 @@ def _notebook(num: str, name: str, exercise: str | None = None) -> nbformat.Note
         md("### Audit detail"),
     ]
     nb = nbformat.v4.new_notebook(cells=cells)
-    nb.metadata["widgets"] = {WIDGET_STATE: {"state": {}, "version_major": 2, "version_minor": 0}}
+    nb.metadata["widgets"] = {WIDGET_STATE: {"state": {"bar": {"model_name": "IntProgressModel", "state": {"max": 9}}}}}
     return nb
 
 
@@ -72,8 +72,7 @@ def registry(tmp_path_factory):
         pkg.name: _publish(folder, pkg, files)
         for pkg, files in (
             (book.REQUIREJS, ["require.js"]),
-            (book.MATHJAX, ["MathJax.js", "config/Safe.js", "unpacked/MathJax.js"]),
-            (book.HTML_MANAGER, ["dist/embed-amd.js", "dist/embed-amd.js.map"]),
+            (book.MATHJAX, ["MathJax.js", "unpacked/MathJax.js", "extensions/a11y/mathmaps/mathmaps_ie.js"]),
         )
     }
     with pytest.MonkeyPatch.context() as mp:
@@ -109,7 +108,8 @@ def test_the_index_says_what_each_notebook_is(built):
     assert "<b>Serves:</b> 000 §8.2, Exercise 8.1" in index
     assert '<span class="tnb-ex">Ex. 8.1</span>' in index
     assert "quick 3 s<br>full 2 min" in index and "quick –<br>full –" in index  # 00 and 02 have no runtime
-    assert WIDGET_STATE in _page(built, "00_alpha")  # the widgets' state stays embedded
+    page = _page(built, "00_alpha")  # a stored widget (a progress bar) is drawn from its state, with no widget manager
+    assert '<span> <progress value="0" max="9"></progress></span>' in page and WIDGET_STATE not in page
 
 
 def test_pages_link_to_their_neighbours_and_the_contents(built):
@@ -158,12 +158,12 @@ def test_the_summary_skips_a_paragraph_that_only_introduces_a_list():
 
 def test_pages_load_their_javascript_from_static_only(built):
     page = _page(built, "01_beta")
-    for url in ("_static/requirejs/require.js", "_static/mathjax/MathJax.js", "_static/html-manager/dist/embed-amd.js"):
+    for url in ("_static/requirejs/require.js", "_static/mathjax/MathJax.js"):
         assert url in page, f"{url} is not loaded"
         assert (built / url).is_file(), f"{url} is not bundled"
     assert not re.search(r"(src=|Src = )['\"]https?://(?!colab)", page), "a script still comes from the network"
-    assert not (built / "_static/mathjax/unpacked").exists(), "files the pages do not need were copied"
-    assert not (built / "_static/html-manager/dist/embed-amd.js.map").exists()
+    assert [p.name for p in (built / "_static/mathjax").iterdir()] == ["MathJax.js"], "files the pages do not need"
+    assert "embed-amd" not in page and not (built / "_static/html-manager").exists(), "a widget manager is loaded"
 
 
 def test_a_second_build_downloads_nothing(built, registry, tmp_path):

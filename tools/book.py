@@ -5,7 +5,7 @@
     python tools/book.py --execute        # run every notebook again first (tools/refresh.py --all --out)
     python tools/book.py --out DIR        # somewhere else than build/book
 
-The pages work offline: require.js, MathJax and the widget manager come from the npm registry (pinned
+The pages work offline: require.js and MathJax (and the slides' widget manager) come from the npm registry (pinned
 versions, each tarball checked against npm's ``dist.integrity`` sha512 before use), are cached in
 ``build/vendor`` (a second build downloads nothing) and are copied into ``_static/`` next to the pages.
 ``python tools/book.py --fetch-only`` fills the cache (``make book-cdn``); ``NPM_REGISTRY`` names a mirror.
@@ -14,7 +14,8 @@ The index lists every notebook in book order with its one-line summary, the text
 exercises it serves, and its runtime (read with ``transformer_nb.companion`` from the notebooks and
 ``notebooks/runtimes.json``). Every page has previous / next links, a table of contents of its
 sections and the list of all pages. Pages are nbconvert's JupyterLab HTML; each widget is live with no
-kernel (``tools/live.py``: its frames precomputed over a small grid of control values). The audit
+kernel (``tools/live.py``: its frames precomputed over a small grid of control values); a widget the book does
+not run (a progress bar) is drawn from its stored state as plain HTML (``static_widgets``). The audit
 appendix (a heading cell with ``jp-MarkdownHeadingCollapsed``, up to the next heading of its level)
 and each solution cell (tagged ``solution``) render collapsed, as ``<details>``.
 """
@@ -151,7 +152,8 @@ class IntegrityError(RuntimeError):
 @dataclass(frozen=True)
 class Package:
     """An npm package the pages load: its pinned ``version``, npm's ``dist.integrity`` of that tarball
-    (``sha512-`` + base64) and the ``files`` (globs under the tarball's ``package/``) the pages need."""
+    (``sha512-`` + base64) and the ``files`` (globs under the tarball's ``package/``; ``!glob``: not these) the
+    pages need."""
 
     name: str
     version: str
@@ -189,6 +191,7 @@ MATHJAX = Package(  # version 2: nbconvert's pages configure MathJax 2
         "config/TeX-AMS_CHTML-full.js",
         "config/Safe.js",
         "extensions/*.js",
+        "!extensions/a11y/mathmaps/mathmaps_ie.js",  # 1.4 MB the accessibility explorer reads only in Internet Explorer
         "extensions/TeX/*",
         "jax/input/TeX/*",
         "jax/output/CommonHTML/*",
@@ -196,7 +199,7 @@ MATHJAX = Package(  # version 2: nbconvert's pages configure MathJax 2
         "fonts/HTML-CSS/TeX/woff/*",
     ),
 )
-BOOK_PACKAGES = (REQUIREJS, MATHJAX, HTML_MANAGER)
+BOOK_PACKAGES = (REQUIREJS, MATHJAX)
 # tools/slides.py's: reveal.js
 REVEAL = Package(
     "reveal.js",
@@ -210,7 +213,7 @@ REVEAL = Package(
         "plugin/notes/notes.js",
     ),
 )
-SLIDE_PACKAGES = (REVEAL,)
+SLIDE_PACKAGES = (REVEAL, HTML_MANAGER)
 # tools/live_models.py's: ONNX Runtime's wasm build (one thread, no WebGPU), which runs notebooks 09's and 10's models
 ORT_WEB = Package(
     "onnxruntime-web",
@@ -265,6 +268,12 @@ def fetch(pkg: Package, cache: Path) -> Path:
     return where / "package"
 
 
+def _wanted(rel: str, globs) -> bool:
+    """Whether ``rel`` matches one of ``globs`` and none of the ``!globs`` among them."""
+    hits = {g[:1] == "!" for g in globs if fnmatch.fnmatchcase(rel, g.removeprefix("!"))}
+    return hits == {False}
+
+
 def vendor(out_dir: Path, packages, cache: Path) -> dict[str, str]:
     """Copy each package's ``files`` into ``out_dir/_static/<folder>/``; returns {name: relative folder}."""
     urls = {}
@@ -272,7 +281,7 @@ def vendor(out_dir: Path, packages, cache: Path) -> dict[str, str]:
         src, dest = fetch(pkg, cache), out_dir / STATIC / pkg.folder
         for path in src.rglob("*"):
             rel = path.relative_to(src).as_posix()
-            if path.is_file() and any(fnmatch.fnmatchcase(rel, g) for g in pkg.files):
+            if path.is_file() and _wanted(rel, pkg.files):
                 target = dest / rel
                 if not target.is_file() or target.stat().st_size != path.stat().st_size:
                     target.parent.mkdir(parents=True, exist_ok=True)
@@ -282,12 +291,14 @@ def vendor(out_dir: Path, packages, cache: Path) -> dict[str, str]:
 
 
 def offline_urls(urls: dict[str, str]) -> dict:
-    """nbconvert's HTMLExporter settings that load require.js, MathJax and the widget manager from ``urls``."""
-    return {
+    """nbconvert's HTMLExporter settings that load require.js, MathJax and the slides' widget manager from ``urls``."""
+    found = {
         "require_js_url": f"{urls[REQUIREJS.name]}/require.js",
         "mathjax_url": f"{urls[MATHJAX.name]}/MathJax.js?config=TeX-AMS_CHTML-full,Safe",
-        "widget_renderer_url": f"{urls[HTML_MANAGER.name]}/dist/embed-amd.js",
     }
+    if HTML_MANAGER.name in urls:
+        found["widget_renderer_url"] = f"{urls[HTML_MANAGER.name]}/dist/embed-amd.js"
+    return found
 
 
 # --------------------------------------------------------------------------- rendering
@@ -454,11 +465,87 @@ def toc(body: str) -> str:
     return f"<ul>{''.join(items)}</ul>" if items else "<ul><li>(no sections)</li></ul>"
 
 
+STYLE = re.compile(r'<style type="text/css">\n(.*?)</style>', flags=re.S)
+SHARED_CSS = 8_000  # characters: a longer style block (JupyterLab's CSS, the same on every page) becomes a file
+
+
+def shared_styles(page: str, out_dir: Path) -> str:
+    """``page`` with each long ``<style>`` block moved to ``_static/css/<digest>.css`` and linked: a reader's
+    browser loads JupyterLab's 250 kB of CSS once for the whole book instead of once per page."""
+
+    def link(m):
+        if len(m.group(1)) < SHARED_CSS:
+            return m.group(0)
+        name = f"{STATIC}/css/{hashlib.sha1(m.group(1).encode()).hexdigest()[:16]}.css"
+        (out_dir / name).parent.mkdir(parents=True, exist_ok=True)
+        (out_dir / name).write_text(m.group(1), encoding="utf-8")
+        return f'<link rel="stylesheet" href="{name}">'
+
+    return STYLE.sub(link, page)
+
+
+WIDGET_STATE = "application/vnd.jupyter.widget-state+json"
+BOX = {"HBoxModel": "row", "VBoxModel": "column"}
+
+
+def _output_html(out: dict) -> str:
+    """An output an Output widget stored, as HTML (its richest kind the book shows)."""
+    from nbconvert.filters.markdown import markdown2html
+
+    data = out.get("data", {})
+    if "text/html" in data:
+        return "".join(data["text/html"])
+    if "text/markdown" in data:
+        return markdown2html("".join(data["text/markdown"]))
+    if "image/png" in data:
+        return f'<img alt="" src="data:image/png;base64,{data["image/png"]}">'
+    text = out.get("text", data.get("text/plain", ""))
+    return f"<pre>{html.escape(''.join(text))}</pre>"
+
+
+def _widget_html(state: dict, ref: str) -> str:
+    """The widget ``ref`` as its stored state shows it, in plain HTML: boxes as flex rows or columns, progress bars
+    as ``<progress>``, images inline, an Output widget's outputs, text as it is, any other control as its value."""
+    m = state.get(ref.removeprefix("IPY_MODEL_"))
+    if m is None:
+        return ""
+    kind, s = m["model_name"], m["state"]
+    desc = html.escape(s.get("description", ""))
+    if kind in BOX:
+        inner = "".join(_widget_html(state, c) for c in s.get("children", []))
+        return f'<div style="display:flex;flex-direction:{BOX[kind]};gap:0.2rem 0.8rem;flex-wrap:wrap">{inner}</div>'
+    if kind in ("HTMLModel", "HTMLMathModel", "LabelModel"):
+        text = s.get("value", "") if kind != "LabelModel" else html.escape(s.get("value", ""))
+        return f"<span>{desc} {text}</span>" if desc else f"<span>{text}</span>"
+    if kind.endswith("ProgressModel"):
+        return f'<span>{desc} <progress value="{s.get("value", 0)}" max="{s.get("max", 100)}"></progress></span>'
+    if kind == "ImageModel":
+        data = next((b["data"] for b in m.get("buffers", []) if b["path"] == ["value"]), "")
+        return f'<img alt="{desc or "figure"}" src="data:image/{s.get("format", "png")};base64,{data}">'
+    if kind == "OutputModel":
+        return "<div>" + "".join(_output_html(o) for o in s.get("outputs", [])) + "</div>"
+    labels, value = s.get("_options_labels"), s.get("value", "")
+    shown = labels[s["index"]] if labels and isinstance(s.get("index"), int) else value
+    return f"<span>{desc + ': ' if desc else ''}<output>{html.escape(str(shown))}</output></span>"
+
+
+def static_widgets(nb) -> None:
+    """Each widget the page still shows from the notebook (a progress bar, a widget the book cannot run) as
+    plain HTML of its stored state, and the state dropped: the pages need no widget manager."""
+    state = nb.metadata.pop("widgets", {}).get(WIDGET_STATE, {}).get("state", {})
+    for cell in nb.cells:
+        for out in cell.get("outputs", []):
+            view = out.get("data", {}).pop(live.VIEW, None)
+            if view and view["model_id"] in state:
+                out["data"]["text/html"] = _widget_html(state, view["model_id"])
+
+
 def render_page(path: Path, pages: list, k: int, exporter, out_dir: Path) -> str:
     """One notebook's HTML page: nbconvert's lab template with the book's navigation, folds and live widgets."""
     nb = nbformat.read(path, as_version=4)
     fold_cells(nb)
     live.make_live(nb, path.stem, out_dir)
+    static_widgets(nb)
     prev, nxt = (pages[k - 1] if k else None), (pages[k + 1] if k + 1 < len(pages) else None)
     resources = {
         "metadata": {"name": pages[k]["title"]},
@@ -469,7 +556,7 @@ def render_page(path: Path, pages: list, k: int, exporter, out_dir: Path) -> str
         },
     }
     body, _ = exporter.from_notebook_node(nb, resources=resources)
-    return body.replace(TOC_MARK, toc(body), 1)
+    return shared_styles(body.replace(TOC_MARK, toc(body), 1), out_dir)
 
 
 def _seconds(s) -> str:

@@ -2,8 +2,8 @@
 
 At build time each widget shown on a page is built from its catalog entry and, for every point of a small
 grid of its control values (``grid``), its controls are set and its PNG taken (``Widget.png``, the same
-code JupyterLab runs). The frames go under ``_static/frames/`` (one file per distinct image, losslessly
-recompressed) and the widget's output on the page becomes plain HTML controls restricted to the grid
+code JupyterLab runs). The frames go under ``_static/frames/`` (one file per distinct image, as lossless
+WebP: the same pixels) and the widget's output on the page becomes plain HTML controls restricted to the grid
 (range inputs, selects, checkboxes) plus an ``<img>``; ``live.js`` swaps to the preloaded frame of the
 chosen values. A control outside the grid stays at its value (free text among them: a typed sentence
 becomes a choice of the widget's presets), and the page says so.
@@ -102,7 +102,7 @@ def _digest(entry, g) -> str:
     import matplotlib
     import torch
 
-    h = hashlib.sha256(repr((entry, g, matplotlib.__version__, torch.__version__)).encode())
+    h = hashlib.sha256(repr((entry, g, "webp", matplotlib.__version__, torch.__version__)).encode())
     for path in sorted(_sources(f"transformer_nb.widgets.{entry.module}", set())):
         h.update(path.read_bytes())
     return h.hexdigest()[:16]
@@ -134,11 +134,11 @@ def frames(entry) -> dict:
         for name, v in zip(g, point):
             w.controls[name].value = v  # fires a redraw when it changes (product order: mostly one per frame)
         frame = {"png": None, "error": w.error, "fixed": [label(w.controls[n], w.controls[n].value) for n in fixed]}
-        if w.error is None:
+        if w.error is None:  # lossless WebP (exact: transparent pixels kept too): the PNG's pixels, a third the size
             buf = io.BytesIO()
-            Image.open(io.BytesIO(w.png())).save(buf, format="png", optimize=True)  # lossless: same pixels
+            Image.open(io.BytesIO(w.png())).save(buf, format="webp", lossless=True, quality=100, method=4, exact=True)
             data = buf.getvalue()
-            frame["png"] = hashlib.sha1(data).hexdigest()[:16] + ".png"
+            frame["png"] = hashlib.sha1(data).hexdigest()[:16] + ".webp"
             (tmp / frame["png"]).write_bytes(data)
         out.append(frame)
     controls = [

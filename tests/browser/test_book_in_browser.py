@@ -6,7 +6,7 @@ The pages that show a widget, the lecture page and the first and last stored not
 a temporary folder (the widgets' frames from the cache in ``build/frames``, computed when missing), served on
 localhost and opened in headless Chromium that may reach nothing else.
 
-require.js, MathJax and the widget manager are the pinned npm packages of ``book.BOOK_PACKAGES``,
+require.js and MathJax are the pinned npm packages of ``book.BOOK_PACKAGES``, the frames lossless WebP,
 fetched once into ``build/vendor`` (``make book-cdn``); where they are not there and cannot be
 downloaded, the test skips and says so.
 """
