@@ -165,7 +165,7 @@ refresh-all: $(INSTALLED)
 refresh-stale: $(INSTALLED)  ## only the notebooks whose outputs are stale, in book order
 	$(RUN) $(BIN)/python tools/refresh.py --stale
 
-# Works offline: require.js, MathJax and the widget manager (npm, pinned, integrity-checked) are cached in build/vendor.
+# Works offline: require.js, MathJax and ONNX Runtime Web (npm, pinned, integrity-checked) are cached in build/vendor.
 book: $(INSTALLED) lecture  ## HTML of the stored notebooks (full-profile outputs; 09's and 10's widgets run the lecture's models); EXECUTE=1 runs them all again first
 	rm -rf build/book
 	@start=$$(date +%s); $(RUN) $(BIN)/python tools/book.py --out build/book $(if $(EXECUTE),--execute); \

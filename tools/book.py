@@ -633,7 +633,7 @@ def main(argv=None) -> int:
     )
     args = parser.parse_args(argv)
     if args.fetch_only:
-        for pkg in (*BOOK_PACKAGES, *SLIDE_PACKAGES):
+        for pkg in (*BOOK_PACKAGES, *SLIDE_PACKAGES, ORT_WEB):
             print(f"book: {pkg.name}@{pkg.version} {pkg.integrity[:24]}… -> {fetch(pkg, VENDOR_CACHE)}")
         return 0
     out = args.out.resolve()

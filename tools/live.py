@@ -225,11 +225,20 @@ def _entry_of(source: str, notebook: str):
     return next((e for e in named if e.notebook == notebook), named[0] if named else None)
 
 
-def make_live(nb, notebook: str, out_dir: Path, static: str = "_static") -> int:
+#: The models the book's pages carry. Notebook 12's capstone model is 20.6 MB in float32 (its 33k x 128 tied word
+#: table), more than half the book's 40 MB: the lecture page shows its stored figure, with a note.
+IN_BOOK = ("reversal", "lm")
+NOT_IN_BOOK = (
+    "This widget's model ({}) is too large for the book: here its stored figure; run the notebook to drive it."
+)
+
+
+def make_live(nb, notebook: str, out_dir: Path, static: str = "_static", models=IN_BOOK) -> int:
     """Replace, in ``nb``, the stored output of each widget the catalog lists by its live form (frames
     written under ``out_dir/static``); the stored state keeps only the widgets still shown (progress bars).
     Returns how many widgets were made live. A model widget (09, 10, 14) is live only through ``live_models``, with the
-    model its cell loads (``lecture.cached("capstone")``: notebook 12's), each model once a page."""
+    model its cell loads (``lecture.cached("capstone")``: notebook 12's), each model once a page, if it is one of
+    ``models``."""
     live, seen = 0, set()
     for cell in nb.cells:
         views = [o for o in cell.get("outputs", []) if VIEW in o.get("data", {})]
@@ -253,6 +262,10 @@ def make_live(nb, notebook: str, out_dir: Path, static: str = "_static") -> int:
             if name in seen:
                 continue
             seen.add(name)
+            if name not in models:
+                note = f'<p class="tnb-serves">{html.escape(NOT_IN_BOOK.format(name))}</p>'
+                cell.outputs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": note}})
+                continue
             try:
                 page = live_models.widget_html(entry, out_dir / static, name=name, prompt=prompt and prompt[1])
             except NotPrepared as err:  # no trained model here: the stored figure stays
