@@ -85,28 +85,51 @@ class MaskExplorer(Widget):
         return data
 
     def draw(self, data):
-        B, T = data["ids"].shape
-        fig, axes = plt.subplots(2, B, figsize=(3.3 * B, 6.4), squeeze=False)
+        B = len(data["lengths"])
+        margins = dict(left=0.8 / (3.3 * B), right=1 - 0.15 / (3.3 * B), bottom=0.83 / 6.4, top=1 - 0.64 / 6.4)
+        fig, axes = plt.subplots(
+            2, B, figsize=(3.3 * B, 6.4), squeeze=False, gridspec_kw=dict(margins, wspace=0.25, hspace=0.42)
+        )
         mask_cmap = ListedColormap(["#d9d9d9", "#2b8cbe"])
         for b in range(B):
-            labels = [WORDS[i] for i in data["ids"][b].tolist()]
-            for row, (mat, cmap, vmax, title) in enumerate(
+            for row, cmap in enumerate((mask_cmap, "viridis")):
+                ax = axes[row, b]
+                ax.imshow([[0.0]], cmap=cmap, vmin=0, vmax=1, aspect="equal")
+                ax.set_title("", fontsize=9)
+                ax.set_xlabel("key" if row else "", fontsize=8)
+                ax.set_ylabel("" if b else "query", fontsize=8)
+                for i in range(MAX_LEN):  # red frames of the rows with no visible key, shown as needed
+                    ax.add_patch(plt.Rectangle((-0.5, i - 0.5), 1, 1, fill=False, ec="C3", lw=2, visible=False))
+        fig.suptitle("", fontsize=10)
+        self._shown = None
+        self.update(fig, data)
+        return fig
+
+    def update(self, fig, data) -> bool:
+        """Redraw ``data`` into the figure ``draw`` made (a fixed layout); only the columns whose tokens changed
+        are drawn again, over a kept background (``Widget.png``), or only the images when no token moved."""
+        B, T = data["ids"].shape
+        if len(fig.axes) != 2 * B:
+            return False
+        shown = [data["ids"][b].tolist() for b in range(B)]
+        changed = [b for b in range(B) if self._shown is None or shown[b] != self._shown[b]]
+        for b in range(B):
+            labels = [WORDS[i] for i in shown[b]]
+            for row, (mat, title) in enumerate(
                 (
-                    (data["mask"][b].float(), mask_cmap, 1, f"seq {b + 1} (length {data['lengths'][b]}): mask"),
-                    (data["weights"][b], "viridis", 1, "attention weights"),
+                    (data["mask"][b].float(), f"seq {b + 1} (length {data['lengths'][b]}): mask"),
+                    (data["weights"][b], "attention weights"),
                 )
             ):
-                ax = axes[row, b]
-                ax.imshow(mat.numpy(), cmap=cmap, vmin=0, vmax=vmax, aspect="equal")
-                ax.set_xticks(range(T), labels, rotation=70, fontsize=8)
-                ax.set_yticks(range(T), labels, fontsize=8)
+                ax = fig.axes[row * B + b]
+                ax.images[0].set_data(mat.numpy())
+                ax.images[0].set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
                 ax.set_title(title, fontsize=9)
-                if row == 1:
-                    ax.set_xlabel("key", fontsize=8)
-                if b == 0:
-                    ax.set_ylabel("query", fontsize=8)
-                for i in torch.nonzero(data["empty_rows"][b]).flatten().tolist():
-                    ax.add_patch(plt.Rectangle((-0.5, i - 0.5), T, 1, fill=False, ec="C3", lw=2))
+                if b in changed:
+                    ax.set_xticks(range(T), labels, rotation=70, fontsize=8)
+                    ax.set_yticks(range(T), labels, fontsize=8)
+                for i, patch in enumerate(ax.patches):
+                    patch.set(width=T, visible=i < T and bool(data["empty_rows"][b, i]))
         how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
         extra = (
             f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
@@ -114,5 +137,11 @@ class MaskExplorer(Widget):
             else ""
         )
         fig.suptitle(f"blue = may attend  ·  {how}{extra}", fontsize=10)
-        fig.tight_layout()
-        return fig
+        if self._shown is None or len(changed) == B:
+            self.invalidate()
+        cols = [ax for ax in fig.axes if fig.axes.index(ax) % B in changed]
+        still = [ax for ax in fig.axes if ax not in cols]
+        self.animated = [*cols, *(a for ax in still for a in (*ax.images, *ax.patches, *ax.spines.values()))]
+        self.animated.append(fig._suptitle)
+        self._shown = shown
+        return True
