@@ -101,69 +101,69 @@ class VariantWidget(Widget):
     def _ticks(keep, prefix):
         return [f"{prefix}{i}" if k else "pad" for i, k in enumerate(keep.tolist())]
 
-    @staticmethod
-    def _shape(data):
-        return (
-            data["variant"],
-            data["src_keep"].tolist(),
-            None if data["tgt_keep"] is None else data["tgt_keep"].tolist(),
-        )
+    def _labels(self, data, name):
+        """The (key, query) tick labels of sublayer ``name``."""
+        on_decoder = data["variant"] == "encoder-decoder" and name.startswith("decoder")
+        q_keep = data["tgt_keep"] if on_decoder else data["src_keep"]
+        k_keep = data["src_keep"] if (data["kinds"][name] == "cross" or not on_decoder) else data["tgt_keep"]
+        if data["variant"] == "decoder-only":
+            qp = kp = "t"
+        elif on_decoder:
+            qp, kp = "y", ("x" if data["kinds"][name] == "cross" else "y")
+        else:
+            qp = kp = "x"
+        return self._ticks(k_keep, kp), self._ticks(q_keep, qp)
 
     def draw(self, data):
-        """The figure for these sequences, laid out once with placeholder weights (so that the layout never
-        depends on them), then filled in by ``update``."""
-        names = data["sublayers"]
-        n = len(names)
-        fig, axes = plt.subplots(2, n, figsize=(max(3.6 * n + 0.6, 5.0), 6.8), squeeze=False)
-        two = data["variant"] == "encoder-decoder"
-        self._cells = []
-        for c, name in enumerate(names):
-            on_decoder = two and name.startswith("decoder")
-            q_keep = data["tgt_keep"] if on_decoder else data["src_keep"]
-            k_keep = data["src_keep"] if (data["kinds"][name] == "cross" or not on_decoder) else data["tgt_keep"]
-            if data["variant"] == "decoder-only":
-                qp = kp = "t"
-            elif on_decoder:
-                qp, kp = "y", ("x" if data["kinds"][name] == "cross" else "y")
-            else:
-                qp = kp = "x"
-            xt, yt = self._ticks(k_keep, kp), self._ticks(q_keep, qp)
-            blank = torch.zeros(len(yt), len(xt)).numpy()
-            axes[0, c].imshow(blank, cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
-            im = axes[1, c].imshow(blank, cmap="viridis", vmin=0, vmax=0.35, aspect="auto")
+        """The figure for this variant, in a fixed layout (so that it never depends on the values shown), filled
+        in by ``update``."""
+        n = len(data["sublayers"])
+        width = max(3.6 * n + 0.6, 5.0)
+        margins = dict(left=0.65 / width, right=1 - 0.56 / width, bottom=0.66 / 6.8, top=1 - 1.02 / 6.8)
+        fig, axes = plt.subplots(
+            2, n, figsize=(width, 6.8), squeeze=False, gridspec_kw=dict(margins, wspace=0.31, hspace=0.51)
+        )
+        self._cells, self._shown = [], [None] * n
+        for c in range(n):
+            axes[0, c].imshow([[0]], cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
+            im = axes[1, c].imshow([[0.0]], cmap="viridis", vmin=0, vmax=1, aspect="auto")
             self._cells.append((axes[0, c], axes[1, c], fig.colorbar(im, ax=axes[1, c], fraction=0.046, pad=0.04)))
             for ax in axes[:, c]:
-                ax.set_title("mask\nmask", fontsize=10)
-                ax.set_xticks(range(len(xt)), xt, rotation=90, fontsize=8)
-                ax.set_yticks(range(len(yt)), yt, fontsize=8)
                 ax.set_xlabel("keys", fontsize=9)
             axes[0, c].set_ylabel("queries", fontsize=9)
-        fig.suptitle("variant\nlargest", fontsize=10)
-        fig.tight_layout()
-        self._shown = self._shape(data)
+        fig.suptitle("", fontsize=10)
+        self._variant = data["variant"]
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
-        """The masks, weights and titles of ``data`` into the figure ``draw`` made for the same sequences
-        (else False); only those and the colour bars are painted again (``Widget.png``)."""
-        if self._shape(data) != self._shown:
+        """``data`` into the figure ``draw`` made for the same variant (else False); only the columns whose
+        sequences changed are painted again whole, else only the heatmaps, titles and colour bars (``Widget.png``)."""
+        if data["variant"] != self._variant:
             return False
         head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
-        for (ax0, ax1, _bar), name in zip(self._cells, data["sublayers"]):
+        self.animated = [fig._suptitle]
+        for c, ((ax0, ax1, bar), name) in enumerate(zip(self._cells, data["sublayers"])):
             weights = data["weights"][name].detach().numpy()
             ax0.images[0].set_data(data["masks"][name].int().numpy())
             ax1.images[0].set(data=weights, clim=(0, weights.max()))
             short = name.replace("layers.", "L").replace("_attn", "")
             ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
             ax1.set_title(f"weights ({head})", fontsize=10)
+            xt, yt = ticks = self._labels(data, name)
+            if ticks != self._shown[c]:
+                for ax in (ax0, ax1):
+                    ax.images[0].set_extent((-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
+                    ax.set_xticks(range(len(xt)), xt, rotation=90, fontsize=8)
+                    ax.set_yticks(range(len(yt)), yt, fontsize=8)
+                self.animated += [ax0, ax1, bar.ax]
+                self._shown[c] = ticks
+            else:
+                self.animated += [a for ax in (ax0, ax1) for a in (*ax.images, ax.title, *ax.spines.values())]
+                self.animated.append(bar.ax)
         fig.suptitle(
             f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
             f"largest weight on a padded key: {data['max_weight_on_padding']:.1g}",
             fontsize=10,
         )
-        cells = [
-            a for ax0, ax1, bar in self._cells for ax in (ax0, ax1) for a in (*ax.images, ax.title, *ax.spines.values())
-        ]
-        self.animated = [*cells, *(bar.ax for *_, bar in self._cells), fig._suptitle]
         return True
