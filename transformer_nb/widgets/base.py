@@ -88,6 +88,11 @@ def text_figure(text: str, color: str = "k", size=(6, 1.4)):
     return fig
 
 
+def painted(ax) -> list:
+    """What a redraw of ``ax`` that keeps its ticks paints again: images, patches, title and the spines over them."""
+    return [*ax.images, *ax.patches, ax.title, *ax.spines.values()]
+
+
 class Widget:
     """Controls (a dict of ipywidgets) plus an Image widget that shows ``draw(compute(...))``."""
 

@@ -91,5 +91,4 @@ class DepthWidget(Widget):
             f"d_model {data['d_model']}, at initialisation",
             fontsize=11,
         )
-        self.invalidate()
         return True

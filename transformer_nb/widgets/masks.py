@@ -15,7 +15,7 @@ from matplotlib.colors import ListedColormap
 
 from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.masks import padding_mask_from_ids, self_attention_mask
-from transformer_nb.widgets.base import STYLE, Widget
+from transformer_nb.widgets.base import STYLE, Widget, painted
 
 PAD = 0
 MAX_LEN = 8
@@ -107,41 +107,26 @@ class MaskExplorer(Widget):
 
     def update(self, fig, data) -> bool:
         """Redraw ``data`` into the figure ``draw`` made (a fixed layout); only the columns whose tokens changed
-        are drawn again, over a kept background (``Widget.png``), or only the images when no token moved."""
+        are drawn again whole, over a kept background (``Widget.png``), or only the images when no token moved."""
         B, T = data["ids"].shape
-        if len(fig.axes) != 2 * B:
-            return False
         shown = [data["ids"][b].tolist() for b in range(B)]
         changed = [b for b in range(B) if self._shown is None or shown[b] != self._shown[b]]
-        for b in range(B):
-            labels = [WORDS[i] for i in shown[b]]
-            for row, (mat, title) in enumerate(
-                (
-                    (data["mask"][b].float(), f"seq {b + 1} (length {data['lengths'][b]}): mask"),
-                    (data["weights"][b], "attention weights"),
-                )
-            ):
-                ax = fig.axes[row * B + b]
-                ax.images[0].set_data(mat.numpy())
-                ax.images[0].set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
-                ax.set_title(title, fontsize=9)
-                if b in changed:
-                    ax.set_xticks(range(T), labels, rotation=70, fontsize=8)
-                    ax.set_yticks(range(T), labels, fontsize=8)
-                for i, patch in enumerate(ax.patches):
-                    patch.set(width=T, visible=i < T and bool(data["empty_rows"][b, i]))
+        for i, ax in enumerate(fig.axes):
+            b, mask = i % B, i < B
+            ax.images[0].set(data=(data["mask"][b].float() if mask else data["weights"][b]).numpy())
+            ax.images[0].set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+            ax.set_title(
+                f"seq {b + 1} (length {data['lengths'][b]}): mask" if mask else "attention weights", fontsize=9
+            )
+            if b in changed:
+                ax.set_xticks(range(T), [WORDS[i] for i in shown[b]], rotation=70, fontsize=8)
+                ax.set_yticks(range(T), [WORDS[i] for i in shown[b]], fontsize=8)
+            for r, patch in enumerate(ax.patches):
+                patch.set(width=T, visible=r < T and bool(data["empty_rows"][b, r]))
         how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
-        extra = (
-            f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
-            if data["n_empty_rows"]
-            else ""
-        )
-        fig.suptitle(f"blue = may attend  ·  {how}{extra}", fontsize=10)
-        if self._shown is None or len(changed) == B:
-            self.invalidate()
-        cols = [ax for ax in fig.axes if fig.axes.index(ax) % B in changed]
-        still = [ax for ax in fig.axes if ax not in cols]
-        self.animated = [*cols, *(a for ax in still for a in (*ax.images, *ax.patches, *ax.spines.values()))]
-        self.animated.append(fig._suptitle)
+        extra = f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
+        fig.suptitle(f"blue = may attend  ·  {how}{extra if data['n_empty_rows'] else ''}", fontsize=10)
+        whole = [ax for i, ax in enumerate(fig.axes) if i % B in changed]
+        self.animated = [*whole, *(a for ax in fig.axes if ax not in whole for a in painted(ax)), fig._suptitle]
         self._shown = shown
         return True

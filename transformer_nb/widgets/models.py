@@ -17,7 +17,7 @@ from matplotlib.colors import ListedColormap
 from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import capture_masks, record_attention
-from transformer_nb.widgets.base import STYLE, Widget
+from transformer_nb.widgets.base import STYLE, Widget, painted
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 VOCAB, PAD = 20, 0
@@ -98,21 +98,13 @@ class VariantWidget(Widget):
         return data
 
     @staticmethod
-    def _ticks(keep, prefix):
-        return [f"{prefix}{i}" if k else "pad" for i, k in enumerate(keep.tolist())]
-
-    def _labels(self, data, name):
-        """The (key, query) tick labels of sublayer ``name``."""
-        on_decoder = data["variant"] == "encoder-decoder" and name.startswith("decoder")
-        q_keep = data["tgt_keep"] if on_decoder else data["src_keep"]
-        k_keep = data["src_keep"] if (data["kinds"][name] == "cross" or not on_decoder) else data["tgt_keep"]
-        if data["variant"] == "decoder-only":
-            qp = kp = "t"
-        elif on_decoder:
-            qp, kp = "y", ("x" if data["kinds"][name] == "cross" else "y")
-        else:
-            qp = kp = "x"
-        return self._ticks(k_keep, kp), self._ticks(q_keep, qp)
+    def _labels(data, name) -> tuple:
+        """The (key, query) tick labels of sublayer ``name``: x (source), y (target) or t, and the position; or pad."""
+        dec, cross = data["variant"] == "encoder-decoder" and name.startswith("decoder"), data["kinds"][name] == "cross"
+        k_keep = data["src_keep"] if (cross or not dec) else data["tgt_keep"]
+        qp = "t" if data["variant"] == "decoder-only" else "y" if dec else "x"
+        sides = ((k_keep, "x" if cross else qp), (data["tgt_keep"] if dec else data["src_keep"], qp))
+        return tuple([f"{p}{i}" if k else "pad" for i, k in enumerate(keep.tolist())] for keep, p in sides)
 
     def draw(self, data):
         """The figure for this variant, in a fixed layout (so that it never depends on the values shown), filled
@@ -151,16 +143,12 @@ class VariantWidget(Widget):
             ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
             ax1.set_title(f"weights ({head})", fontsize=10)
             xt, yt = ticks = self._labels(data, name)
-            if ticks != self._shown[c]:
-                for ax in (ax0, ax1):
-                    ax.images[0].set_extent((-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
-                    ax.set_xticks(range(len(xt)), xt, rotation=90, fontsize=8)
-                    ax.set_yticks(range(len(yt)), yt, fontsize=8)
-                self.animated += [ax0, ax1, bar.ax]
-                self._shown[c] = ticks
-            else:
-                self.animated += [a for ax in (ax0, ax1) for a in (*ax.images, ax.title, *ax.spines.values())]
-                self.animated.append(bar.ax)
+            for ax in (ax0, ax1) if ticks != self._shown[c] else ():
+                ax.images[0].set_extent((-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
+                ax.set_xticks(range(len(xt)), xt, rotation=90, fontsize=8)
+                ax.set_yticks(range(len(yt)), yt, fontsize=8)
+            self.animated += [ax0, ax1, bar.ax] if ticks != self._shown[c] else [*painted(ax0), *painted(ax1), bar.ax]
+            self._shown[c] = ticks
         fig.suptitle(
             f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
             f"largest weight on a padded key: {data['max_weight_on_padding']:.1g}",

@@ -18,7 +18,7 @@ import torch.nn as nn
 
 from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.probes import head_stats, record_attention, uniform_distance
-from transformer_nb.widgets.base import STYLE, Widget, text_figure
+from transformer_nb.widgets.base import STYLE, Widget, painted, text_figure
 
 SENTENCES = [
     "The cat sat on the comfortable mat",
@@ -126,13 +126,11 @@ class HeadsWidget(Widget):
         fig, axes = plt.subplots(
             nrows, ncols, figsize=(size * ncols + 1.2, size * nrows + 0.9), squeeze=False, layout="constrained"
         )
-        for i, ax in enumerate(axes.flat):
-            if i >= h:
-                ax.axis("off")
-                continue
-            im = ax.imshow(torch.zeros(len(toks), len(toks)).numpy(), vmin=0, vmax=0.35, cmap="viridis")
-            ax.set_xticks(range(len(toks)), toks, rotation=60, ha="right", fontsize=8)
-            ax.set_yticks(range(len(toks)), toks if i % ncols == 0 else [""] * len(toks), fontsize=8)
+        n = len(toks)
+        for i, ax in enumerate(axes.flat):  # h = nrows * ncols: 1, 2, 4 or 8 heads
+            im = ax.imshow(torch.zeros(n, n).numpy(), vmin=0, vmax=0.35, cmap="viridis")
+            ax.set_xticks(range(n), toks, rotation=60, ha="right", fontsize=8)
+            ax.set_yticks(range(n), toks if i % ncols == 0 else [""] * n, fontsize=8)
             ax.set_title("head 1: dist 0.00, H 0.00", fontsize=9)
         fig.colorbar(im, ax=axes, fraction=0.03, pad=0.02, label="attention weight")
         fig.suptitle("layer 1", fontsize=9)
@@ -148,8 +146,7 @@ class HeadsWidget(Widget):
         if not data["tokens"] or (data["n_heads"], data["tokens"]) != self._shown:
             return False
         w, h = data["weights"], data["n_heads"]
-        axes = fig.axes[:h]
-        for i, ax in enumerate(axes):
+        for i, ax in enumerate(fig.axes[:h]):
             ax.images[0].set(data=w[i].numpy(), clim=(0, float(w.max())))
             ax.set_title(f"head {i + 1}: dist {data['distance'][i]:.2f}, H {data['entropy'][i]:.2f}", fontsize=9)
         note = " (first 16 words)" if data["truncated"] else ""
@@ -158,6 +155,5 @@ class HeadsWidget(Widget):
             f"uniform attention: dist {data['uniform_distance']:.2f}, H = ln T = {data['uniform_entropy']:.2f}",
             fontsize=9,
         )
-        spines = [s for ax in axes for s in ax.spines.values()]
-        self.animated = [*(a for ax in axes for a in (*ax.images, ax.title)), *spines, fig.axes[-1], fig._suptitle]
+        self.animated = [*(a for ax in fig.axes[:h] for a in painted(ax)), fig.axes[-1], fig._suptitle]
         return True
