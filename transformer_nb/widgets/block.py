@@ -56,8 +56,8 @@ class DepthWidget(Widget):
 
     def draw(self, data):
         """The figure, in a fixed layout (so that it never depends on the values shown), filled in by ``update``."""
-        grid = dict(left=0.1, right=0.94, bottom=0.132, top=0.868, wspace=0.22)
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), gridspec_kw=grid)
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+        fig.subplots_adjust(left=0.1, right=0.94, bottom=0.132, top=0.868, wspace=0.22)
         ax1.semilogy([1], [1], marker="o", ms=3)
         ax1.set(xlabel="layer (1 = next to the input)", ylabel="‖∂loss/∂θ_layer‖")
         ax1.grid(alpha=0.3, which="both")
@@ -66,8 +66,7 @@ class DepthWidget(Widget):
         ax3 = ax2.twinx()
         ax3.plot([0], [1], marker=".", ms=3, color="C1", label="stream RMS (right axis)")
         ax3.set(ylabel="stream RMS")
-        lines = ax2.get_lines() + ax3.get_lines()
-        ax2.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="lower left")
+        ax2.legend(handles=ax2.lines + ax3.lines, fontsize=8, loc="lower left")
         ax2.set_title("the residual stream", fontsize=10)
         ax2.grid(alpha=0.3)
         self.update(fig, data)

@@ -21,6 +21,7 @@ PAD = 0
 MAX_LEN = 8
 D_K = 8  # width of the random queries and keys
 PAD_SIDES = (("pad right", "right"), ("pad left", "left"))
+MASK_CMAP = ListedColormap(["#d9d9d9", "#2b8cbe"])  # blocked = grey, may attend = blue
 WORDS = ["<pad>", "the", "cat", "sat", "on", "a", "warm", "mat", "today"]
 
 
@@ -86,20 +87,14 @@ class MaskExplorer(Widget):
 
     def draw(self, data):
         B = len(data["lengths"])
-        margins = dict(left=0.8 / (3.3 * B), right=1 - 0.15 / (3.3 * B), bottom=0.83 / 6.4, top=1 - 0.64 / 6.4)
-        fig, axes = plt.subplots(
-            2, B, figsize=(3.3 * B, 6.4), squeeze=False, gridspec_kw=dict(margins, wspace=0.25, hspace=0.42)
-        )
-        mask_cmap = ListedColormap(["#d9d9d9", "#2b8cbe"])
-        for b in range(B):
-            for row, cmap in enumerate((mask_cmap, "viridis")):
-                ax = axes[row, b]
-                ax.imshow([[0.0]], cmap=cmap, vmin=0, vmax=1, aspect="equal")
-                ax.set_title("", fontsize=9)
-                ax.set_xlabel("key" if row else "", fontsize=8)
-                ax.set_ylabel("" if b else "query", fontsize=8)
-                for i in range(MAX_LEN):  # red frames of the rows with no visible key, shown as needed
-                    ax.add_patch(plt.Rectangle((-0.5, i - 0.5), 1, 1, fill=False, ec="C3", lw=2, visible=False))
+        fig, axes = plt.subplots(2, B, figsize=(3.3 * B, 6.4), squeeze=False)
+        fig.subplots_adjust(0.8 / (3.3 * B), 0.83 / 6.4, 1 - 0.15 / (3.3 * B), 1 - 0.64 / 6.4, 0.25, 0.42)  # fixed
+        for i, ax in enumerate(axes.flat):  # the masks (row 0), then the weights (row 1)
+            ax.imshow([[0.0]], cmap=MASK_CMAP if i < B else "viridis", vmin=0, vmax=1, aspect="equal")
+            ax.set_xlabel("key" if i >= B else "", fontsize=8)
+            ax.set_ylabel("" if i % B else "query", fontsize=8)
+            for r in range(MAX_LEN):  # red frames of the rows with no visible key, shown as needed
+                ax.add_patch(plt.Rectangle((-0.5, r - 0.5), 1, 1, fill=False, ec="C3", lw=2, visible=False))
         fig.suptitle("", fontsize=10)
         self._shown = None
         self.update(fig, data)

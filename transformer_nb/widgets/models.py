@@ -12,16 +12,15 @@ which keys each query may see, which does not depend on training.
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
-from matplotlib.colors import ListedColormap
 
 from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import capture_masks, record_attention
 from transformer_nb.widgets.base import STYLE, Widget, painted
+from transformer_nb.widgets.masks import MASK_CMAP
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 VOCAB, PAD = 20, 0
-MASK_CMAP = ListedColormap(["#d9d9d9", "#2b8cbe"])  # blocked = grey, may attend = blue
 
 
 def _build_variant(variant: str):
@@ -111,10 +110,8 @@ class VariantWidget(Widget):
         in by ``update``."""
         n = len(data["sublayers"])
         width = max(3.6 * n + 0.6, 5.0)
-        margins = dict(left=0.65 / width, right=1 - 0.56 / width, bottom=0.66 / 6.8, top=1 - 1.02 / 6.8)
-        fig, axes = plt.subplots(
-            2, n, figsize=(width, 6.8), squeeze=False, gridspec_kw=dict(margins, wspace=0.31, hspace=0.51)
-        )
+        fig, axes = plt.subplots(2, n, figsize=(width, 6.8), squeeze=False)
+        fig.subplots_adjust(0.65 / width, 0.66 / 6.8, 1 - 0.56 / width, 1 - 1.02 / 6.8, 0.31, 0.51)  # fixed
         self._cells, self._shown = [], [None] * n
         for c in range(n):
             axes[0, c].imshow([[0]], cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")

@@ -120,8 +120,7 @@ class HeadsWidget(Widget):
         if not data["tokens"]:
             return text_figure(data["message"], size=(5, 1))
         toks, h = data["tokens"], data["n_heads"]
-        ncols = min(h, 4)
-        nrows = (h + ncols - 1) // ncols
+        ncols, nrows = min(h, 4), max(h // 4, 1)  # 1, 2, 4 or 8 heads
         size = 2.6 if len(toks) <= 8 else 3.4
         fig, axes = plt.subplots(
             nrows, ncols, figsize=(size * ncols + 1.2, size * nrows + 0.9), squeeze=False, layout="constrained"
