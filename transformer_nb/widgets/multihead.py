@@ -117,6 +117,7 @@ class HeadsWidget(Widget):
     def draw(self, data):
         """The figure for these tokens and heads, laid out once with placeholder values (so that the layout
         never depends on the weights), then filled in by ``update``."""
+        self._shown = None  # until the heads are drawn
         if not data["tokens"]:
             return text_figure(data["message"], size=(5, 1))
         toks, h = data["tokens"], data["n_heads"]
