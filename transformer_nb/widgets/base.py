@@ -162,14 +162,15 @@ class Widget:
 
         fig, art = self.fig, [a for a in self.animated if a.figure is self.fig]
         canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-        if self._background is not None and self._background[0] is fig and self._background[2] == art:
+        whole = [a for a in art if hasattr(a, "xaxis")]  # Axes painted whole: a new set needs a new background
+        if self._background is not None and self._background[0] is fig and self._background[2] == whole:
             canvas.restore_region(self._background[1])
         else:
             fig.patch.set_facecolor("white")  # opaque in dark themes too
             for a in fig.findobj(lambda a: a.get_animated() != (a in art)):
                 a.set_animated(a in art)  # left out of the background
             canvas.draw()
-            self._background = (fig, canvas.copy_from_bbox(fig.bbox), art) if art else None
+            self._background = (fig, canvas.copy_from_bbox(fig.bbox), whole) if art else None
         for a in art:
             fig.draw_artist(a)
         rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
