@@ -47,7 +47,7 @@ class MaskExplorer(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "half a second"
+    REDRAW = "a fifth of a second"
 
     FRAMES = (("len_1", (0, 2, 5, 8)), ("pad_side", None), ("causal", None))  # the book's grid
 

@@ -51,7 +51,7 @@ class VariantWidget(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a second"
+    REDRAW = "a fifth of a second"
 
     FRAMES = (("variant", None), ("layer", None), ("head", ("mean", 0, 1)))  # the book's grid
 

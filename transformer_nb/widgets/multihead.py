@@ -73,7 +73,7 @@ class HeadsWidget(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "half a second"
+    REDRAW = "a fifth of a second"
 
     FRAMES = (("sentence", None), ("n_heads", None), ("layer", None))  # the book's grid
 
