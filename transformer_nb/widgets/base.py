@@ -13,7 +13,7 @@ silently clamps it), and implements ``compute(**values) -> dict`` (pure, testabl
 **Animation.** A widget whose redraw takes at most ``CHEAP_MS`` (``python -m transformer_nb.widgets.timing``)
 keeps ``CONTINUOUS = True``: its sliders redraw while dragged. A slower one redraws when a slider is released
 and says so under its controls. ``update(fig, data)`` may redraw into the last figure instead of building one;
-the artists it lists in ``animated`` are then the only ones painted again (``png``).
+the artists it lists in ``animated`` (whole Axes too) are then the only ones painted again (``png``).
 
 **The book.** ``FRAMES = ((control, values or None), ...)`` names the grid of control values over which the
 book and the slides precompute the widget's frames (``tools/live.py``; ``None``: the control's own choices).
@@ -88,6 +88,11 @@ def text_figure(text: str, color: str = "k", size=(6, 1.4)):
     return fig
 
 
+def painted(ax) -> list:
+    """What a redraw of ``ax`` that keeps its ticks paints again: images, patches, title and the spines over them."""
+    return [*ax.images, *ax.patches, ax.title, *ax.spines.values()]
+
+
 class Widget:
     """Controls (a dict of ipywidgets) plus an Image widget that shows ``draw(compute(...))``."""
 
@@ -157,19 +162,20 @@ class Widget:
 
         fig, art = self.fig, [a for a in self.animated if a.figure is self.fig]
         canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-        if self._background is not None and self._background[0] is fig and art:
+        whole = [a for a in art if hasattr(a, "xaxis")]  # Axes painted whole: a new set needs a new background
+        if self._background is not None and self._background[0] is fig and self._background[2] == whole:
             canvas.restore_region(self._background[1])
         else:
             fig.patch.set_facecolor("white")  # opaque in dark themes too
-            for a in art:
-                a.set_animated(True)  # left out of the background
+            for a in fig.findobj(lambda a: a.get_animated() != (a in art)):
+                a.set_animated(a in art)  # left out of the background
             canvas.draw()
-            self._background = (fig, canvas.copy_from_bbox(fig.bbox)) if art else None
+            self._background = (fig, canvas.copy_from_bbox(fig.bbox), whole) if art else None
         for a in art:
             fig.draw_artist(a)
         rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)
         buf = io.BytesIO()
-        rgba.save(buf, format="png", compress_level=3)
+        rgba.save(buf, format="png", compress_level=1)
         return buf.getvalue()
 
     def invalidate(self) -> None:

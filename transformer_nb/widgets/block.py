@@ -30,7 +30,7 @@ class DepthWidget(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a few seconds: it differentiates a fresh stack of blocks"
+    REDRAW = "a third of a second: it differentiates a fresh stack of blocks"
 
     FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
 
@@ -55,27 +55,39 @@ class DepthWidget(Widget):
         return data
 
     def draw(self, data):
-        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6), layout="constrained")
-        layers = list(range(1, data["depth"] + 1))
-        ax1.semilogy(layers, data["grad"], marker="o", ms=3, color="C0" if data["norm_first"] else "C3")
+        """The figure, in a fixed layout (so that it never depends on the values shown), filled in by ``update``."""
+        fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
+        fig.subplots_adjust(left=0.1, right=0.94, bottom=0.132, top=0.868, wspace=0.22)
+        ax1.semilogy([1], [1], marker="o", ms=3)
         ax1.set(xlabel="layer (1 = next to the input)", ylabel="‖∂loss/∂θ_layer‖")
-        ax1.set_title(f"gradient per layer: last/first = {data['ratio']:.2f}", fontsize=10)
         ax1.grid(alpha=0.3, which="both")
-        steps = list(range(0, data["depth"] + 1))
-        diversity = [max(v, 1e-9) for v in data["diversity"]]
-        ax2.semilogy(steps, diversity, marker="o", ms=3, color="C2", label="token diversity (left axis)")
+        ax2.semilogy([0], [1], marker="o", ms=3, color="C2", label="token diversity (left axis)")
         ax2.set(ylim=(1e-8, 2.0), xlabel="after layer", ylabel="token diversity (log)")
         ax3 = ax2.twinx()
-        ax3.plot(steps, data["rms"], marker=".", ms=3, color="C1", label="stream RMS (right axis)")
-        ax3.set(ylabel="stream RMS", ylim=(0, 1.15 * max(data["rms"])))
-        lines = ax2.get_lines() + ax3.get_lines()
-        ax2.legend(lines, [ln.get_label() for ln in lines], fontsize=8, loc="lower left")
+        ax3.plot([0], [1], marker=".", ms=3, color="C1", label="stream RMS (right axis)")
+        ax3.set(ylabel="stream RMS")
+        ax2.legend(handles=ax2.lines + ax3.lines, fontsize=8, loc="lower left")
         ax2.set_title("the residual stream", fontsize=10)
         ax2.grid(alpha=0.3)
+        self.update(fig, data)
+        return fig
+
+    def update(self, fig, data) -> bool:
+        """The curves and titles of ``data`` into the figure ``draw`` made; its axes change, so all is painted."""
+        ax1, ax2, ax3 = fig.axes
+        layers, steps = list(range(1, data["depth"] + 1)), list(range(0, data["depth"] + 1))
+        ax1.lines[0].set(data=(layers, data["grad"]), color="C0" if data["norm_first"] else "C3")
+        ax2.lines[0].set_data(steps, [max(v, 1e-9) for v in data["diversity"]])
+        ax3.lines[0].set_data(steps, data["rms"])
+        for ax in (ax1, ax2):
+            ax.relim()
+            ax.autoscale_view()
+        ax3.set_ylim(0, 1.15 * max(data["rms"]))
+        ax1.set_title(f"gradient per layer: last/first = {data['ratio']:.2f}", fontsize=10)
         res = "with" if data["residual"] else "WITHOUT"
         fig.suptitle(
             f"{data['depth']} {data['placement']} blocks {res} residual connections, "
             f"d_model {data['d_model']}, at initialisation",
             fontsize=11,
         )
-        return fig
+        return True

@@ -15,12 +15,13 @@ from matplotlib.colors import ListedColormap
 
 from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.masks import padding_mask_from_ids, self_attention_mask
-from transformer_nb.widgets.base import STYLE, Widget
+from transformer_nb.widgets.base import STYLE, Widget, painted
 
 PAD = 0
 MAX_LEN = 8
 D_K = 8  # width of the random queries and keys
 PAD_SIDES = (("pad right", "right"), ("pad left", "left"))
+MASK_CMAP = ListedColormap(["#d9d9d9", "#2b8cbe"])  # blocked = grey, may attend = blue
 WORDS = ["<pad>", "the", "cat", "sat", "on", "a", "warm", "mat", "today"]
 
 
@@ -46,7 +47,7 @@ class MaskExplorer(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "half a second"
+    REDRAW = "a fifth of a second"
 
     FRAMES = (("len_1", (0, 2, 5, 8)), ("pad_side", None), ("causal", None))  # the book's grid
 
@@ -85,34 +86,42 @@ class MaskExplorer(Widget):
         return data
 
     def draw(self, data):
-        B, T = data["ids"].shape
+        B = len(data["lengths"])
         fig, axes = plt.subplots(2, B, figsize=(3.3 * B, 6.4), squeeze=False)
-        mask_cmap = ListedColormap(["#d9d9d9", "#2b8cbe"])
-        for b in range(B):
-            labels = [WORDS[i] for i in data["ids"][b].tolist()]
-            for row, (mat, cmap, vmax, title) in enumerate(
-                (
-                    (data["mask"][b].float(), mask_cmap, 1, f"seq {b + 1} (length {data['lengths'][b]}): mask"),
-                    (data["weights"][b], "viridis", 1, "attention weights"),
-                )
-            ):
-                ax = axes[row, b]
-                ax.imshow(mat.numpy(), cmap=cmap, vmin=0, vmax=vmax, aspect="equal")
-                ax.set_xticks(range(T), labels, rotation=70, fontsize=8)
-                ax.set_yticks(range(T), labels, fontsize=8)
-                ax.set_title(title, fontsize=9)
-                if row == 1:
-                    ax.set_xlabel("key", fontsize=8)
-                if b == 0:
-                    ax.set_ylabel("query", fontsize=8)
-                for i in torch.nonzero(data["empty_rows"][b]).flatten().tolist():
-                    ax.add_patch(plt.Rectangle((-0.5, i - 0.5), T, 1, fill=False, ec="C3", lw=2))
-        how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
-        extra = (
-            f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
-            if data["n_empty_rows"]
-            else ""
-        )
-        fig.suptitle(f"blue = may attend  ·  {how}{extra}", fontsize=10)
-        fig.tight_layout()
+        fig.subplots_adjust(0.8 / (3.3 * B), 0.83 / 6.4, 1 - 0.15 / (3.3 * B), 1 - 0.64 / 6.4, 0.25, 0.42)  # fixed
+        for i, ax in enumerate(axes.flat):  # the masks (row 0), then the weights (row 1)
+            ax.imshow([[0.0]], cmap=MASK_CMAP if i < B else "viridis", vmin=0, vmax=1, aspect="equal")
+            ax.set_xlabel("key" if i >= B else "", fontsize=8)
+            ax.set_ylabel("" if i % B else "query", fontsize=8)
+            for r in range(MAX_LEN):  # red frames of the rows with no visible key, shown as needed
+                ax.add_patch(plt.Rectangle((-0.5, r - 0.5), 1, 1, fill=False, ec="C3", lw=2, visible=False))
+        fig.suptitle("", fontsize=10)
+        self._shown = None
+        self.update(fig, data)
         return fig
+
+    def update(self, fig, data) -> bool:
+        """Redraw ``data`` into the figure ``draw`` made (a fixed layout); only the columns whose tokens changed
+        are drawn again whole, over a kept background (``Widget.png``), or only the images when no token moved."""
+        B, T = data["ids"].shape
+        shown = [data["ids"][b].tolist() for b in range(B)]
+        changed = [b for b in range(B) if self._shown is None or shown[b] != self._shown[b]]
+        for i, ax in enumerate(fig.axes):
+            b, mask = i % B, i < B
+            ax.images[0].set(data=(data["mask"][b].float() if mask else data["weights"][b]).numpy())
+            ax.images[0].set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
+            ax.set_title(
+                f"seq {b + 1} (length {data['lengths'][b]}): mask" if mask else "attention weights", fontsize=9
+            )
+            if b in changed:
+                ax.set_xticks(range(T), [WORDS[i] for i in shown[b]], rotation=70, fontsize=8)
+                ax.set_yticks(range(T), [WORDS[i] for i in shown[b]], fontsize=8)
+            for r, patch in enumerate(ax.patches):
+                patch.set(width=T, visible=r < T and bool(data["empty_rows"][b, r]))
+        how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
+        extra = f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
+        fig.suptitle(f"blue = may attend  ·  {how}{extra if data['n_empty_rows'] else ''}", fontsize=10)
+        whole = [ax for i, ax in enumerate(fig.axes) if i % B in changed]
+        self.animated = [*whole, *(a for ax in fig.axes if ax not in whole for a in painted(ax)), fig._suptitle]
+        self._shown = shown
+        return True

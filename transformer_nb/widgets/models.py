@@ -12,16 +12,15 @@ which keys each query may see, which does not depend on training.
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
-from matplotlib.colors import ListedColormap
 
 from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import capture_masks, record_attention
-from transformer_nb.widgets.base import STYLE, Widget
+from transformer_nb.widgets.base import STYLE, Widget, painted
+from transformer_nb.widgets.masks import MASK_CMAP
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 VOCAB, PAD = 20, 0
-MASK_CMAP = ListedColormap(["#d9d9d9", "#2b8cbe"])  # blocked = grey, may attend = blue
 
 
 def _build_variant(variant: str):
@@ -52,7 +51,7 @@ class VariantWidget(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a second"
+    REDRAW = "a fifth of a second"
 
     FRAMES = (("variant", None), ("layer", None), ("head", ("mean", 0, 1)))  # the book's grid
 
@@ -98,43 +97,58 @@ class VariantWidget(Widget):
         return data
 
     @staticmethod
-    def _ticks(keep, prefix):
-        return [f"{prefix}{i}" if k else "pad" for i, k in enumerate(keep.tolist())]
+    def _labels(data, name) -> tuple:
+        """The (key, query) tick labels of sublayer ``name``: x (source), y (target) or t, and the position; or pad."""
+        dec, cross = data["variant"] == "encoder-decoder" and name.startswith("decoder"), data["kinds"][name] == "cross"
+        k_keep = data["src_keep"] if (cross or not dec) else data["tgt_keep"]
+        qp = "t" if data["variant"] == "decoder-only" else "y" if dec else "x"
+        sides = ((k_keep, "x" if cross else qp), (data["tgt_keep"] if dec else data["src_keep"], qp))
+        return tuple([f"{p}{i}" if k else "pad" for i, k in enumerate(keep.tolist())] for keep, p in sides)
 
     def draw(self, data):
-        names = data["sublayers"]
-        n = len(names)
-        fig, axes = plt.subplots(2, n, figsize=(max(3.6 * n + 0.6, 5.0), 6.8), squeeze=False)
-        two = data["variant"] == "encoder-decoder"
-        for c, name in enumerate(names):
-            on_decoder = two and name.startswith("decoder")
-            q_keep = data["tgt_keep"] if on_decoder else data["src_keep"]
-            k_keep = data["src_keep"] if (data["kinds"][name] == "cross" or not on_decoder) else data["tgt_keep"]
-            if data["variant"] == "decoder-only":
-                qp = kp = "t"
-            elif on_decoder:
-                qp, kp = "y", ("x" if data["kinds"][name] == "cross" else "y")
-            else:
-                qp = kp = "x"
-            xt, yt = self._ticks(k_keep, kp), self._ticks(q_keep, qp)
-            short = name.replace("layers.", "L").replace("_attn", "")
-            ax = axes[0, c]
-            ax.imshow(data["masks"][name].int().numpy(), cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
-            ax.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
-            ax = axes[1, c]
-            im = ax.imshow(data["weights"][name].detach().numpy(), cmap="viridis", vmin=0, aspect="auto")
-            head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
-            ax.set_title(f"weights ({head})", fontsize=10)
-            fig.colorbar(im, ax=ax, fraction=0.046, pad=0.04)
+        """The figure for this variant, in a fixed layout (so that it never depends on the values shown), filled
+        in by ``update``."""
+        n = len(data["sublayers"])
+        width = max(3.6 * n + 0.6, 5.0)
+        fig, axes = plt.subplots(2, n, figsize=(width, 6.8), squeeze=False)
+        fig.subplots_adjust(0.65 / width, 0.66 / 6.8, 1 - 0.56 / width, 1 - 1.02 / 6.8, 0.31, 0.51)  # fixed
+        self._cells, self._shown = [], [None] * n
+        for c in range(n):
+            axes[0, c].imshow([[0]], cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
+            im = axes[1, c].imshow([[0.0]], cmap="viridis", vmin=0, vmax=1, aspect="auto")
+            self._cells.append((axes[0, c], axes[1, c], fig.colorbar(im, ax=axes[1, c], fraction=0.046, pad=0.04)))
             for ax in axes[:, c]:
-                ax.set_xticks(range(len(xt)), xt, rotation=90, fontsize=8)
-                ax.set_yticks(range(len(yt)), yt, fontsize=8)
                 ax.set_xlabel("keys", fontsize=9)
             axes[0, c].set_ylabel("queries", fontsize=9)
+        fig.suptitle("", fontsize=10)
+        self._variant = data["variant"]
+        self.update(fig, data)
+        return fig
+
+    def update(self, fig, data) -> bool:
+        """``data`` into the figure ``draw`` made for the same variant (else False); only the columns whose
+        sequences changed are painted again whole, else only the heatmaps, titles and colour bars (``Widget.png``)."""
+        if data["variant"] != self._variant:
+            return False
+        head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
+        self.animated = [fig._suptitle]
+        for c, ((ax0, ax1, bar), name) in enumerate(zip(self._cells, data["sublayers"])):
+            weights = data["weights"][name].detach().numpy()
+            ax0.images[0].set_data(data["masks"][name].int().numpy())
+            ax1.images[0].set(data=weights, clim=(0, weights.max()))
+            short = name.replace("layers.", "L").replace("_attn", "")
+            ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
+            ax1.set_title(f"weights ({head})", fontsize=10)
+            xt, yt = ticks = self._labels(data, name)
+            for ax in (ax0, ax1) if ticks != self._shown[c] else ():
+                ax.images[0].set_extent((-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
+                ax.set_xticks(range(len(xt)), xt, rotation=90, fontsize=8)
+                ax.set_yticks(range(len(yt)), yt, fontsize=8)
+            self.animated += [ax0, ax1, bar.ax] if ticks != self._shown[c] else [*painted(ax0), *painted(ax1), bar.ax]
+            self._shown[c] = ticks
         fig.suptitle(
             f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
             f"largest weight on a padded key: {data['max_weight_on_padding']:.1g}",
             fontsize=10,
         )
-        fig.tight_layout()
-        return fig
+        return True

@@ -18,7 +18,7 @@ import torch.nn as nn
 
 from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.probes import head_stats, record_attention, uniform_distance
-from transformer_nb.widgets.base import STYLE, Widget, text_figure
+from transformer_nb.widgets.base import STYLE, Widget, painted, text_figure
 
 SENTENCES = [
     "The cat sat on the comfortable mat",
@@ -73,7 +73,7 @@ class HeadsWidget(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "half a second"
+    REDRAW = "a fifth of a second"
 
     FRAMES = (("sentence", None), ("n_heads", None), ("layer", None))  # the book's grid
 
@@ -115,29 +115,45 @@ class HeadsWidget(Widget):
         return data
 
     def draw(self, data):
+        """The figure for these tokens and heads, laid out once with placeholder values (so that the layout
+        never depends on the weights), then filled in by ``update``."""
+        self._shown = None  # until the heads are drawn
         if not data["tokens"]:
             return text_figure(data["message"], size=(5, 1))
-        w, toks, h = data["weights"], data["tokens"], data["n_heads"]
-        ncols = min(h, 4)
-        nrows = (h + ncols - 1) // ncols
+        toks, h = data["tokens"], data["n_heads"]
+        ncols, nrows = min(h, 4), max(h // 4, 1)  # 1, 2, 4 or 8 heads
         size = 2.6 if len(toks) <= 8 else 3.4
         fig, axes = plt.subplots(
             nrows, ncols, figsize=(size * ncols + 1.2, size * nrows + 0.9), squeeze=False, layout="constrained"
         )
-        vmax = float(w.max())
-        for i, ax in enumerate(axes.flat):
-            if i >= h:
-                ax.axis("off")
-                continue
-            im = ax.imshow(w[i].numpy(), vmin=0, vmax=vmax, cmap="viridis")
-            ax.set_xticks(range(len(toks)), toks, rotation=60, ha="right", fontsize=8)
-            ax.set_yticks(range(len(toks)), toks if i % ncols == 0 else [""] * len(toks), fontsize=8)
-            ax.set_title(f"head {i + 1}: dist {data['distance'][i]:.2f}, H {data['entropy'][i]:.2f}", fontsize=9)
+        n = len(toks)
+        for i, ax in enumerate(axes.flat):  # h = nrows * ncols: 1, 2, 4 or 8 heads
+            im = ax.imshow(torch.zeros(n, n).numpy(), vmin=0, vmax=0.35, cmap="viridis")
+            ax.set_xticks(range(n), toks, rotation=60, ha="right", fontsize=8)
+            ax.set_yticks(range(n), toks if i % ncols == 0 else [""] * n, fontsize=8)
+            ax.set_title("head 1: dist 0.00, H 0.00", fontsize=9)
         fig.colorbar(im, ax=axes, fraction=0.03, pad=0.02, label="attention weight")
+        fig.suptitle("layer 1", fontsize=9)
+        fig.get_layout_engine().execute(fig)
+        fig.set_layout_engine("none")
+        self._shown = (h, toks)
+        self.update(fig, data)
+        return fig
+
+    def update(self, fig, data) -> bool:
+        """The weights, titles and colour scale of ``data`` into the figure ``draw`` made for the same tokens
+        and heads (else False); only those are painted again (``Widget.png``)."""
+        if not data["tokens"] or (data["n_heads"], data["tokens"]) != self._shown:
+            return False
+        w, h = data["weights"], data["n_heads"]
+        for i, ax in enumerate(fig.axes[:h]):
+            ax.images[0].set(data=w[i].numpy(), clim=(0, float(w.max())))
+            ax.set_title(f"head {i + 1}: dist {data['distance'][i]:.2f}, H {data['entropy'][i]:.2f}", fontsize=9)
         note = " (first 16 words)" if data["truncated"] else ""
         fig.suptitle(
             f"layer {data['layer']} of {N_LAYERS}, {h} head(s), W_Q × {data['sharpness']:g}{note}; "
             f"uniform attention: dist {data['uniform_distance']:.2f}, H = ln T = {data['uniform_entropy']:.2f}",
             fontsize=9,
         )
-        return fig
+        self.animated = [*(a for ax in fig.axes[:h] for a in painted(ax)), fig.axes[-1], fig._suptitle]
+        return True
