@@ -7,13 +7,13 @@ have residual connections; see, for a freshly initialised stack,
 - right: the residual stream after every layer: its size (RMS) and how different the
   positions still are (token diversity, 0 = every position holds the same vector).
 
-Everything is computed by ``block.layer_grad_norms`` and ``block.stream_stats``.
+Everything comes from one pass of ``experiments.layer_grad_norms``.
 """
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
-from transformer_nb.experiments import layer_grad_norms, stream_stats
+from transformer_nb.experiments import layer_grad_norms
 from transformer_nb.widgets.base import STYLE, Widget
 
 PLACEMENTS = ("Pre-LN", "Post-LN")
@@ -46,8 +46,7 @@ class DepthWidget(Widget):
     def compute(self, depth, placement, residual, d_model):
         norm_first = placement == "Pre-LN"
         heads = 4 if d_model >= 64 else 2
-        g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(0,))
-        s = stream_stats(depth, norm_first, residual, d_model=d_model, n_heads=heads, seed=0)
+        s = g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(0,))
         grad = g["param"].tolist()
         data = dict(depth=depth, placement=placement, norm_first=norm_first, residual=residual, d_model=d_model)
         data.update(grad=grad, input_grad=g["input"].tolist(), rms=s["rms"].tolist(), diversity=s["diversity"].tolist())
