@@ -30,7 +30,7 @@ class DepthWidget(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a third of a second: it differentiates a fresh stack of blocks"
+    REDRAW = "an eighth of a second: it differentiates a fresh stack of blocks"
 
     FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
 
