@@ -76,7 +76,8 @@ def layer_grad_norms(
     - ``"param"``: ``(depth,)`` the L2 norm of all of layer l's parameter gradients
       (what an optimizer step scales with);
     - ``"input"``: ``(depth,)`` the L2 norm of ∂loss/∂(input of layer l), the signal that
-      reaches layer l from above.
+      reaches layer l from above;
+    - ``"rms"``, ``"diversity"``: ``(depth + 1,)`` the same pass's residual stream (``stream_stats``).
     """
     as_int("depth", depth, 1)
     as_int("seq_len", seq_len, 1)
@@ -84,6 +85,7 @@ def layer_grad_norms(
     if not (seeds := tuple(seeds)):
         raise ValueError("seeds must name at least one seed")
     param, inp = torch.zeros(depth, dtype=torch.float64), torch.zeros(depth, dtype=torch.float64)
+    rms, div = torch.zeros(depth + 1, dtype=torch.float64), torch.zeros(depth + 1, dtype=torch.float64)
     for seed in seeds:
         encoder, head = build_stack(depth, norm_first, residual, d_model, n_heads, None, n_out, seed)
         g = torch.Generator().manual_seed(10_000 + seed)
@@ -100,7 +102,11 @@ def layer_grad_norms(
         for i, layer in enumerate(encoder.layers):
             param[i] += math.sqrt(sum(float((p.grad.double() ** 2).sum()) for p in layer.parameters()))
             inp[i] += float(inputs[i].grad.double().norm())
-    return {"param": param / len(seeds), "input": inp / len(seeds)}
+        for i, s in enumerate([*inputs, h]):
+            rms[i] += float(s.detach().double().pow(2).mean().sqrt())
+            div[i] += token_diversity(s.detach())
+    n = len(seeds)
+    return {"param": param / n, "input": inp / n, "rms": rms / n, "diversity": div / n}
 
 
 def token_diversity(h: torch.Tensor) -> float:
@@ -128,19 +134,8 @@ def stream_stats(
     Entry 0 is the input ``x ~ N(0, 1)``; entry l is measured after layer l: ``rms`` =
     ``sqrt(mean(x_l²))``, ``diversity`` = ``token_diversity(x_l)``.
     """
-    as_int("depth", depth, 1)
-    as_int("seq_len", seq_len, 1)
-    as_int("batch", batch, 1)
-    encoder, _ = build_stack(depth, norm_first, residual, d_model, n_heads, seed=seed)
-    g = torch.Generator().manual_seed(10_000 + seed)
-    h = torch.randn(batch, seq_len, d_model, generator=g)
-    rms, div = [float(h.double().pow(2).mean().sqrt())], [token_diversity(h)]
-    with torch.no_grad():
-        for layer in encoder.layers:
-            h = layer(h)
-            rms.append(float(h.double().pow(2).mean().sqrt()))
-            div.append(token_diversity(h))
-    return {"rms": torch.tensor(rms, dtype=torch.float64), "diversity": torch.tensor(div, dtype=torch.float64)}
+    out = layer_grad_norms(depth, norm_first, residual, d_model, n_heads, seq_len, batch, seeds=(seed,))
+    return {"rms": out["rms"], "diversity": out["diversity"]}
 
 
 # --------------------------------------------------------------------------- does Post-LN need warm-up?

@@ -7,13 +7,13 @@ have residual connections; see, for a freshly initialised stack,
 - right: the residual stream after every layer: its size (RMS) and how different the
   positions still are (token diversity, 0 = every position holds the same vector).
 
-Everything is computed by ``block.layer_grad_norms`` and ``block.stream_stats``.
+Everything comes from one pass of ``experiments.layer_grad_norms``.
 """
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
-from transformer_nb.experiments import layer_grad_norms, stream_stats
+from transformer_nb.experiments import layer_grad_norms
 from transformer_nb.widgets.base import STYLE, Widget
 
 PLACEMENTS = ("Pre-LN", "Post-LN")
@@ -30,7 +30,7 @@ class DepthWidget(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a third of a second: it differentiates a fresh stack of blocks"
+    REDRAW = "an eighth of a second: it differentiates a fresh stack of blocks"
 
     FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
 
@@ -46,8 +46,7 @@ class DepthWidget(Widget):
     def compute(self, depth, placement, residual, d_model):
         norm_first = placement == "Pre-LN"
         heads = 4 if d_model >= 64 else 2
-        g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(0,))
-        s = stream_stats(depth, norm_first, residual, d_model=d_model, n_heads=heads, seed=0)
+        s = g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(0,))
         grad = g["param"].tolist()
         data = dict(depth=depth, placement=placement, norm_first=norm_first, residual=residual, d_model=d_model)
         data.update(grad=grad, input_grad=g["input"].tolist(), rms=s["rms"].tolist(), diversity=s["diversity"].tolist())
@@ -73,7 +72,8 @@ class DepthWidget(Widget):
         return fig
 
     def update(self, fig, data) -> bool:
-        """The curves and titles of ``data`` into the figure ``draw`` made; its axes change, so all is painted."""
+        """The curves and titles of ``data`` into the figure ``draw`` made; all is painted but the right plot's
+        axes while the depth (its x axis) stays (``Widget.png``)."""
         ax1, ax2, ax3 = fig.axes
         layers, steps = list(range(1, data["depth"] + 1)), list(range(0, data["depth"] + 1))
         ax1.lines[0].set(data=(layers, data["grad"]), color="C0" if data["norm_first"] else "C3")
@@ -90,4 +90,11 @@ class DepthWidget(Widget):
             f"d_model {data['d_model']}, at initialisation",
             fontsize=11,
         )
+        same = self.last is not None and self.last["depth"] == data["depth"]
+        self.animated = [
+            ax1,
+            *([ax2.lines[0], *ax2.spines.values(), ax2.legend_] if same else [ax2]),
+            ax3,
+            fig._suptitle,
+        ]
         return True

@@ -72,13 +72,12 @@ class HeadsWidget(Widget):
     ``entropy`` lists, and the uniform-attention baselines ``uniform_distance`` and ``uniform_entropy``.
     """
 
-    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a fifth of a second"
+    CONTINUOUS = True  # its slider redraws in about 50 ms (python -m transformer_nb.widgets.timing)
 
     FRAMES = (("sentence", None), ("n_heads", None), ("layer", None))  # the book's grid
 
     def __init__(self, sentence: str = SENTENCES[0], n_heads: int = 4, layer: int = 1):
-        buttons = {**STYLE, "button_width": "40px"}
+        buttons, self._figs = {**STYLE, "button_width": "40px"}, {}  # the last 8 figures, by heads and tokens
         super().__init__(
             dict(sentence=sentence, n_heads=n_heads, layer=layer),
             sentence=W.Combobox(
@@ -116,11 +115,12 @@ class HeadsWidget(Widget):
 
     def draw(self, data):
         """The figure for these tokens and heads, laid out once with placeholder values (so that the layout
-        never depends on the weights), then filled in by ``update``."""
-        self._shown = None  # until the heads are drawn
+        never depends on the weights), then filled in by ``update``; the last few are kept for a move back."""
         if not data["tokens"]:
             return text_figure(data["message"], size=(5, 1))
         toks, h = data["tokens"], data["n_heads"]
+        if (fig := self._figs.get((h, *toks))) is not None and self.update(fig, data):
+            return fig
         ncols, nrows = min(h, 4), max(h // 4, 1)  # 1, 2, 4 or 8 heads
         size = 2.6 if len(toks) <= 8 else 3.4
         fig, axes = plt.subplots(
@@ -136,14 +136,14 @@ class HeadsWidget(Widget):
         fig.suptitle("layer 1", fontsize=9)
         fig.get_layout_engine().execute(fig)
         fig.set_layout_engine("none")
-        self._shown = (h, toks)
+        self._figs = {(h, *toks): fig, **dict(list(self._figs.items())[:7])}
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
         """The weights, titles and colour scale of ``data`` into the figure ``draw`` made for the same tokens
         and heads (else False); only those are painted again (``Widget.png``)."""
-        if not data["tokens"] or (data["n_heads"], data["tokens"]) != self._shown:
+        if not data["tokens"] or self._figs.get((data["n_heads"], *data["tokens"])) is not fig:
             return False
         w, h = data["weights"], data["n_heads"]
         for i, ax in enumerate(fig.axes[:h]):
