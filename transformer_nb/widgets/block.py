@@ -72,8 +72,7 @@ class DepthWidget(Widget):
         return fig
 
     def update(self, fig, data) -> bool:
-        """The curves and titles of ``data`` into the figure ``draw`` made; all is painted but the right plot's
-        axes while the depth (its x axis) stays (``Widget.png``)."""
+        """The curves and titles of ``data`` into the figure ``draw`` made (no new figure, no layout pass)."""
         ax1, ax2, ax3 = fig.axes
         layers, steps = list(range(1, data["depth"] + 1)), list(range(0, data["depth"] + 1))
         ax1.lines[0].set(data=(layers, data["grad"]), color="C0" if data["norm_first"] else "C3")
@@ -90,11 +89,5 @@ class DepthWidget(Widget):
             f"d_model {data['d_model']}, at initialisation",
             fontsize=11,
         )
-        same = self.last is not None and self.last["depth"] == data["depth"]
-        self.animated = [
-            ax1,
-            *([ax2.lines[0], *ax2.spines.values(), ax2.legend_] if same else [ax2]),
-            ax3,
-            fig._suptitle,
-        ]
+        self.animated = []  # painted whole: repainting parts over a kept background drifted from a fresh figure
         return True
