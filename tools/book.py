@@ -223,6 +223,11 @@ ORT_WEB = Package(
 )
 
 
+def ort_files() -> list[Path]:
+    """onnxruntime-web's files that the pages load (fetched once, checked)."""
+    return [fetch(ORT_WEB, VENDOR_CACHE) / g for g in ORT_WEB.files]
+
+
 def _integrity(path: Path) -> str:
     digest = hashlib.sha512()
     with open(path, "rb") as f:
@@ -544,7 +549,7 @@ def render_page(path: Path, pages: list, k: int, exporter, out_dir: Path) -> str
     """One notebook's HTML page: nbconvert's lab template with the book's navigation, folds and live widgets."""
     nb = nbformat.read(path, as_version=4)
     fold_cells(nb)
-    live.make_live(nb, path.stem, out_dir)
+    live.make_live(nb, path.stem, out_dir, ort=ort_files)
     static_widgets(nb)
     prev, nxt = (pages[k - 1] if k else None), (pages[k + 1] if k + 1 < len(pages) else None)
     resources = {

@@ -233,12 +233,12 @@ NOT_IN_BOOK = (
 )
 
 
-def make_live(nb, notebook: str, out_dir: Path, static: str = "_static", models=IN_BOOK) -> int:
+def make_live(nb, notebook: str, out_dir: Path, static: str = "_static", models=IN_BOOK, ort=list) -> int:
     """Replace, in ``nb``, the stored output of each widget the catalog lists by its live form (frames
     written under ``out_dir/static``); the stored state keeps only the widgets still shown (progress bars).
     Returns how many widgets were made live. A model widget (09, 10, 14) is live only through ``live_models``, with the
     model its cell loads (``lecture.cached("capstone")``: notebook 12's), each model once a page, if it is one of
-    ``models``."""
+    ``models``; ``ort()`` gives onnxruntime-web's files for them (``book.ort_files``)."""
     live, seen = 0, set()
     for cell in nb.cells:
         views = [o for o in cell.get("outputs", []) if VIEW in o.get("data", {})]
@@ -267,7 +267,7 @@ def make_live(nb, notebook: str, out_dir: Path, static: str = "_static", models=
                 cell.outputs.append({"output_type": "display_data", "metadata": {}, "data": {"text/html": note}})
                 continue
             try:
-                page = live_models.widget_html(entry, out_dir / static, name=name, prompt=prompt and prompt[1])
+                page = live_models.widget_html(entry, out_dir / static, ort(), name=name, prompt=prompt and prompt[1])
             except NotPrepared as err:  # no trained model here: the stored figure stays
                 print(f"live: {entry.name} stays as stored: {err}", file=sys.stderr)
                 continue

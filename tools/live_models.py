@@ -1,12 +1,12 @@
 """Notebook 09's reversal model and the language models of notebooks 10 and 12, run in the book's pages with no kernel.
 
 ``export(name, model, folder)`` writes ``folder/<name>.onnx`` (``torch.onnx.export``) and ``<name>.json`` (the
-vocabulary, the sizes); ``widget_html(entry, static_dir)`` copies them, onnxruntime-web's wasm build (npm,
-pinned and integrity-checked: ``book.ORT_WEB``) and ``live.mjs`` under ``static_dir/live/`` and returns the
-HTML that replaces the widget's frozen output. The page decodes greedily as PyTorch does, a language model with a
-KV cache (one graph takes the prompt, then each new word with the keys and values before it)
-(tests/browser/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex numbers, which
-ONNX lacks: the exported copy turns them with cos/sin, and is checked against the model before export.
+vocabulary, the sizes); ``widget_html(entry, static_dir, ort)`` copies them, onnxruntime-web's wasm build
+(``ort``: its files, from ``book.ort_files()``: npm, pinned and integrity-checked) and ``live.mjs`` under
+``static_dir/live/`` and returns the HTML that replaces the widget's frozen output. The page decodes greedily as
+PyTorch does, a language model with a KV cache (one graph takes the prompt, then each new word with the keys and
+values before it) (tests/browser/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex
+numbers, which ONNX lacks: the exported copy turns them with cos/sin, and is checked against the model before export.
 
     python tools/live_models.py [folder]    # the lecture's models (`make lecture`) -> folder (build/live_models)
 """
@@ -26,8 +26,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import book
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package
 
 from transformer_nb.core.multihead import KVCache
 
@@ -36,7 +35,7 @@ OPSET = 17
 torch.onnx.register_custom_op_symbolic("aten::isneginf", lambda g, x: g.op("IsInf", x, detect_positive_i=0), OPSET)
 HERE = Path(__file__).resolve().parent
 LIVE = "live"  # static_dir/live/: the models, the vocabulary, live.mjs and onnxruntime-web
-MODELS = Path(book.ROOT) / "build" / "live_models"  # where main() exports to
+MODELS = HERE.parent / "build" / "live_models"  # where main() exports to
 
 
 class RealRoPE(nn.Module):
@@ -173,12 +172,14 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
     return out
 
 
-def widget_html(entry, static_dir: Path, models: Path | None = None, name: str | None = None, prompt=None) -> str:
+def widget_html(
+    entry, static_dir: Path, ort=(), models: Path | None = None, name: str | None = None, prompt=None
+) -> str:
     """The controls and output that run ``entry``'s model in the page: ``name`` (``NOTES``; default ``entry.needs``,
     ``"reversal"`` or ``"lm"``; ``"capstone"``: notebook 12's in the language model's widget, with ``prompt``);
-    copies what they load under ``static_dir/live/``. ``models``: where ``export`` wrote them; by default the
-    lecture's cached model is exported now (``lecture.NotPrepared`` before `make lecture`). The page sits in
-    ``static_dir``'s parent folder."""
+    copies what they load (``ort``: onnxruntime-web's files) under ``static_dir/live/``. ``models``: where
+    ``export`` wrote them; by default the lecture's cached model is exported now (``lecture.NotPrepared`` before
+    `make lecture`). The page sits in ``static_dir``'s parent folder."""
     name = name or entry.needs
     if entry.needs not in NOTES or name not in NOTES or (name == "reversal") != (entry.needs == "reversal"):
         raise ValueError(f"{entry.name} runs no trained model in the page (needs={entry.needs!r}, name={name!r})")
@@ -188,8 +189,7 @@ def widget_html(entry, static_dir: Path, models: Path | None = None, name: str |
         models, shows = path.parent, f" ({html.escape(shows)})"
     live = static_dir / LIVE
     live.mkdir(parents=True, exist_ok=True)
-    ort = book.fetch(book.ORT_WEB, book.VENDOR_CACHE)
-    files = [ort / g for g in book.ORT_WEB.files] + [HERE / "live.mjs"]
+    files = [*ort, HERE / "live.mjs"]
     for f in files + [models / f"{name}{ext}" for ext in (".onnx", ".json")]:
         if f.suffix != ".wasm":
             shutil.copyfile(f, live / f.name)

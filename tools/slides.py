@@ -228,7 +228,7 @@ def render(paths: list[Path], out_dir: Path) -> list[Path]:
     targets = []
     for path in paths:
         nb = with_slides(nbformat.read(path, as_version=4))
-        book.live.make_live(nb, path.stem, out_dir)
+        book.live.make_live(nb, path.stem, out_dir, ort=book.ort_files)
         body, _ = exporter.from_notebook_node(nb, resources={"metadata": {"name": path.stem}})
         targets.append(out_dir / f"{path.stem}.slides.html")
         targets[-1].write_text(body, encoding="utf-8")

@@ -21,6 +21,7 @@ from transformer_nb.lm_recipe import build_model
 from transformer_nb.widgets.catalog import WIDGETS
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "tools"))
+import book
 import live
 import live_models
 
@@ -51,13 +52,13 @@ def test_pages_decode_pytorchs_tokens(tmp_path, monkeypatch):
     view = {"output_type": "display_data", "metadata": {}, "data": {live.VIEW: {"model_id": "x"}}}
     nb = new_notebook(cells=[new_code_cell(c, outputs=[view]) for c in cells])
     monkeypatch.setattr(live_models, "export_lecture", lambda k: (_ for _ in ()).throw(NotPrepared(k)))
-    assert live.make_live(nb, "14_lecture", tmp_path, models=names) == 0 and all(
+    assert live.make_live(nb, "14_lecture", tmp_path, models=names, ort=book.ort_files) == 0 and all(
         c.outputs == [view] for c in nb.cells
     )  # as stored
     monkeypatch.setattr(live_models, "export_lecture", lambda k: (tmp_path / "m" / f"{k}.onnx", "a test model"))
-    assert bundled(lambda: live.make_live(nb, "14_lecture", tmp_path, models=names)) == 3 and nb.cells[-1].outputs == [
-        view
-    ]
+    assert bundled(
+        lambda: live.make_live(nb, "14_lecture", tmp_path, models=names, ort=book.ort_files)
+    ) == 3 and nb.cells[-1].outputs == [view]
     html = "".join(c.outputs[-1]["data"].get("text/html", "") for c in nb.cells)
     (tmp_path / "index.html").write_text(f"<!doctype html><meta charset=utf-8><body>{html}</body>")
     draw = lambda lo, hi, n: torch.randint(lo, hi, (int(n),), generator=gen).tolist()
