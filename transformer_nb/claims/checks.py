@@ -90,37 +90,23 @@ QUANTITIES = {
 }
 
 
-NAMES = QUANTITIES | {"figure": figures.value, "printed": figures.read}  # a notebook's figure, as a number or text
+NAMES = QUANTITIES | {  # a notebook's figure, as a number or as text; the softmax and entropy of scores
+    "figure": figures.value,
+    "printed": figures.read,
+    "softmax": sm,
+    "entropy": lambda p: -(p * p.log()).sum(),
+}
 
 
-def values(cases: list[dict]) -> None:
-    """Each case recomputes ``of(**its numbers) / unit`` and compares it with the text's ``is`` (within ``tol``)."""
+def values(cases: list[dict], **given) -> None:
+    """Each case recomputes ``of(**its numbers) / unit`` and compares it with the text's ``is`` (within ``tol``);
+    ``given``: numbers every case uses. Lists are float64 tensors."""
     for case in cases:
-        kw = dict(case)
+        kw = {k: torch.tensor(v, dtype=F64) if isinstance(v, list) else v for k, v in (given | case).items()}
         of, expect, tol, unit = kw.pop("of"), kw.pop("is"), kw.pop("tol", 0), kw.pop("unit", 1)
         got = QUANTITIES[of](**kw) if of in QUANTITIES else eval(of, {"__builtins__": {}}, vars(math) | NAMES | kw)
-        assert abs(float(got) / unit - float(expect)) <= tol, f"{of} = {got / unit}, not within {tol} of {expect}"
-
-
-# --- the worked examples of 000 §8.2.5 and 004 §5.2
-Q3, K3 = torch.tensor(
-    [[[1.0, 0, 1, 0], [0, 1, 0, 1], [1, 1, 0, 0]], [[1.0, 0, 0, 1], [0, 1, 1, 0], [1, 1, 0, 0]]], dtype=F64
-)
-TEXT_SCORES = torch.tensor([[1.0, 1, 2], [1, 1, 0], [1, 2, 2]], dtype=F64)
-
-
-def scores():
-    assert torch.equal(Q3 @ K3.T, torch.tensor([[1.0, 1, 1], [1, 1, 1], [1, 1, 2]], dtype=F64))
-    assert int((Q3 @ K3.T != TEXT_SCORES).sum()) == 3
-
-
-def weights_004():
-    w, e = sm(Q3 @ K3.T / 2), math.exp(0.5)
-    ref = torch.tensor([[1 / 3] * 3, [1 / 3] * 3, [1 / (2 + e), 1 / (2 + e), e / (2 + e)]], dtype=F64)
-    text = torch.tensor([[0.27, 0.27, 0.46], [0.33, 0.33, 0.33], [0.21, 0.39, 0.39]], dtype=F64)
-    own = torch.tensor([[0.27, 0.27, 0.45], [0.38, 0.38, 0.23], [0.23, 0.38, 0.38]], dtype=F64)
-    assert torch.allclose(w, ref, atol=1e-12) and (text - w).abs().max() > 0.05
-    assert torch.allclose(sm(TEXT_SCORES / 2), own, atol=5e-3)  # even the softmax of its own scores differs
+        gap = (torch.as_tensor(got, dtype=F64) / unit - torch.as_tensor(expect, dtype=F64)).abs().max()
+        assert gap <= tol, f"{of} = {got / unit}, not within {tol} of {expect}"
 
 
 # --- scaling, softmax, masks
@@ -143,12 +129,6 @@ def causal_same():
     s, m = rand(6, 6), torch.zeros(6, 6, dtype=F64).masked_fill(torch.ones(6, 6).triu(1).bool(), -math.inf)
     b = -torch.arange(6.0, dtype=F64)  # a finite bias (ALiBi-like) is NOT unchanged by the division
     assert torch.equal(sm((s + m) / 4), sm(s / 4 + m)) and not torch.allclose(sm((s + b) / 4), sm(s / 4 + b))
-
-
-def temperature():
-    z = torch.tensor([2.0, 1.0, 0.5, -1.0], dtype=F64)
-    ent = [-(p * p.log()).sum() for p in (torch.softmax(z / t, -1) for t in (0.5, 1.0, 2.0))]
-    assert ent[0] < ent[1] < ent[2]
 
 
 # --- attention's structure and cost
