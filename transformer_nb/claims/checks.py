@@ -120,17 +120,6 @@ def dot_variance(d: int, n: int, seeds: list, tol: float, mean_tol: float = 0.0,
     assert not aligned or abs(float(((q * q).sum(-1) / d**0.5).mean()) - d**0.5) <= 0.05  # k = q: near √d
 
 
-def weights_vs_scores():
-    after = sm(rand(6, 6)) * torch.ones(6, 6, dtype=F64).tril()  # masking the weights instead
-    assert not torch.allclose(after.sum(-1), torch.ones(6, dtype=F64))
-
-
-def causal_same():
-    s, m = rand(6, 6), torch.zeros(6, 6, dtype=F64).masked_fill(torch.ones(6, 6).triu(1).bool(), -math.inf)
-    b = -torch.arange(6.0, dtype=F64)  # a finite bias (ALiBi-like) is NOT unchanged by the division
-    assert torch.equal(sm((s + m) / 4), sm(s / 4 + m)) and not torch.allclose(sm((s + b) / 4), sm(s / 4 + b))
-
-
 # --- attention's structure and cost
 
 
