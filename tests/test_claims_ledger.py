@@ -2,7 +2,6 @@
 the audited verdicts stand, and the interfaces (report, cite, the command line) behave and withhold exercise
 answers unless asked."""
 
-import io
 import json
 import re
 import subprocess
@@ -21,7 +20,7 @@ TWIN = (Path(__file__).parents[1] / "notebooks" / "py" / "13_claims_ledger.py").
 
 
 def test_every_check_passes():
-    assert len(CHECKED) == 96 and L.run_checks(CHECKED) == {}
+    assert len(CHECKED) == 96 and L.run_checks(CHECKED) == ({}, [])
 
 
 @pytest.mark.parametrize("claim", [c for c in CHECKED if c.check == "values"], ids=lambda c: c.id)
@@ -56,7 +55,7 @@ def test_a_failing_check_is_reported_by_id(monkeypatch, capsys):
     fake = L.Claim(
         "001-test-fail", "001", "§0", "1 + 1 is 3", L.CONFIRMED, "3", "h", "09", check="broken", args={"n": 2}
     )
-    assert L.run_checks([fake])["001-test-fail"] == "AssertionError: 2 is not within 0.0 of 3"
+    assert L.run_checks([fake])[0]["001-test-fail"] == "AssertionError: 2 is not within 0.0 of 3"
     monkeypatch.setattr(L, "LEDGER", (*L.LEDGER, fake))
     with pytest.raises(AssertionError, match="001-test-fail"):
         L.report(notebook="09")
@@ -163,11 +162,10 @@ def _secrets():
 def test_no_view_shows_an_exercise_answer_unless_revealed(capsys):
     """Notebooks print reports, cites and Markdown tables before their exercises are attempted (notebook 13 all of
     them, and it never asks to reveal), the command line JSON: none may show an answer; ``reveal=True`` shows it."""
-    out = io.StringIO()
     for text in L.TEXTS:
-        L.report(text=text, file=out, run=False)
-    assert main(["--json"]) == 0
-    hidden = out.getvalue() + L.markdown() + L.table() + capsys.readouterr().out
+        L.report(text=text)
+    assert main(["--json"]) == 0 and main([]) == 0
+    hidden = L.markdown() + capsys.readouterr().out
     assert main(["--json", "--reveal"]) == 0
     shown, secrets = capsys.readouterr().out, _secrets()
     assert {c.split("-")[1] for c in secrets} >= {"ex8.2", "ex8.4", "ex8.9"}
@@ -180,12 +178,12 @@ def test_no_view_shows_an_exercise_answer_unless_revealed(capsys):
     revealing = [c for c in L.LEDGER if c.reveals]
     assert {c.reveals for c in revealing} >= {"8.2", "8.4", "8.7", "8.9"}
     for c in revealing:
-        secret = L._detail(c.resolved(), reveal=True)
+        secret = L.detail(c.resolved(), reveal=True)
         assert all(secret not in view and f"Exercise {c.reveals}" in view for view in (L.cite(c.id), L.markdown([c])))
         assert secret in L.cite(c.id, reveal=True) and secret.replace("|", "\\|") in L.markdown([c], reveal=True)
 
 
-def test_a_terminal_that_cannot_print_unicode_gets_escapes_not_a_crash(monkeypatch):
+def test_a_terminal_that_cannot_print_unicode_gets_escapes_not_a_crash(monkeypatch, capsys):
     """PYTHONIOENCODING=ascii: '§' and '²' are escaped, and the JSON stays valid JSON with the same content.
     One process prints the three views (table, report, JSON), an END line after each."""
     monkeypatch.setenv("PYTHONIOENCODING", "ascii")
@@ -195,4 +193,5 @@ def test_a_terminal_that_cannot_print_unicode_gets_escapes_not_a_crash(monkeypat
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, encoding="ascii", check=True)
     *plain, as_json, _ = out.stdout.split("\nEND\n")
     assert len(plain) == 2 and all("000-8.2.2-262144" in v and "\\xa7" in v for v in plain)  # '§'
-    assert json.loads(as_json) == json.loads(L.to_json(L.claims(text="000")))
+    main(["--text", "000", "--json"])
+    assert json.loads(as_json) == json.loads(capsys.readouterr().out)

@@ -91,7 +91,7 @@ QUANTITIES = {
 
 
 NAMES = QUANTITIES | {  # a notebook's figure, as a number or as text; the softmax and entropy of scores
-    "figure": figures.value,
+    "figure": lambda key: float(figures.read(key)),
     "printed": figures.read,
     "softmax": sm,
     "entropy": lambda p: -(p * p.log()).sum(),
