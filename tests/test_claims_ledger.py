@@ -16,7 +16,8 @@ from transformer_nb.claims import checks, figures
 from transformer_nb.claims.__main__ import main
 
 CHECKED = [c for c in L.LEDGER if c.check]
-TWIN = (Path(__file__).parents[1] / "notebooks" / "py" / "13_claims_ledger.py").read_text(encoding="utf-8")
+ROOT = Path(__file__).parents[1]
+TWIN = (ROOT / "notebooks" / "py" / "13_claims_ledger.py").read_text(encoding="utf-8")
 
 
 def test_every_check_passes():
@@ -48,6 +49,21 @@ def test_structure_size_and_coverage():
     assert min(len(L.claims(text=t)) for t in L.TEXTS) >= 15 and {c.status for c in L.LEDGER} == set(L.STATUSES)
     counts = {s: sum(n[s] for n in L.counts().values()) for s in L.STATUSES}
     assert counts == {L.CONFIRMED: 158, L.WRONG: 38, L.IMPRECISE: 59, L.NOT_CHECKABLE: 14, L.ARTEFACT: 1}
+
+
+def test_each_nb_check_names_notebook_sections_that_check_and_the_labels_it_quotes():
+    """An entry's ``nb_check`` ("NN §k", "NN §k, §m" or "NN appendix", "; " between notebooks) names sections of the
+    notebook's twin that hold check calls, and every check label it quotes is in those sections."""
+    for c in (c for c in L.LEDGER if c.nb_check):
+        for part in c.nb_check.split("; "):
+            nb, where = re.match(r"(\d\d) (§[\d, §]+|appendix)", part).groups()
+            twin = next((ROOT / "notebooks" / "py").glob(f"{nb}_*.py")).read_text(encoding="utf-8")
+            found = [
+                re.search(rf"^# ## {h} ·.*?(?=^# ## |\Z)", twin, re.M | re.S) for h in re.findall(r"§(\d+)", where)
+            ]
+            cells = "".join(m[0] for m in found if m) if found else twin.partition("# ## Appendix ·")[2]
+            quoted = re.findall(r"'(.+?)'(?=[,;)]|$| and)", part)
+            assert None not in found and re.search(r"check_\w+\(|assert ", cells) and all(q in cells for q in quoted), (c.id, part)
 
 
 def test_a_failing_check_is_reported_by_id(monkeypatch, capsys):
