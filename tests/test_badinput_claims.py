@@ -14,7 +14,7 @@ CASES = {
         L + "claims", lambda: claims.claims(status="false"), ValueError, "status='false' is not one of"
     ),
     "counts_refuses_ids_instead_of_entries": Case(
-        L + "counts", lambda: claims.counts(["000-01"]), TypeError, "entries must hold claims"
+        L + "counts", lambda: claims.counts(["000-01"]), TypeError, "entries must be a list of claims"
     ),
     "cite_refuses_a_truthy_str_for_reveal": Case(
         L + "cite", lambda: claims.cite(claims.LEDGER[0].id, reveal="no"), TypeError, "reveal must be True or False"

@@ -63,7 +63,10 @@ def test_each_nb_check_names_notebook_sections_that_check_and_the_labels_it_quot
             ]
             cells = "".join(m[0] for m in found if m) if found else twin.partition("# ## Appendix ·")[2]
             quoted = re.findall(r"'(.+?)'(?=[,;)]|$| and)", part)
-            assert None not in found and re.search(r"check_\w+\(|assert ", cells) and all(q in cells for q in quoted), (c.id, part)
+            assert None not in found and re.search(r"check_\w+\(|assert ", cells) and all(q in cells for q in quoted), (
+                c.id,
+                part,
+            )
 
 
 def test_a_failing_check_is_reported_by_id(monkeypatch, capsys):

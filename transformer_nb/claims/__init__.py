@@ -105,16 +105,14 @@ def get(claim_id: str) -> Claim:
 
 
 def _entries(entries, reveal: bool = False) -> list[Claim]:
-    """``entries`` as a list of ledger entries (None: the whole ledger); a ``TypeError`` for anything else, and for
-    a ``reveal`` that is not a bool (``reveal="no"`` would reveal)."""
+    """``entries`` (a list or tuple of ledger entries; None: the whole ledger) as a list; a ``TypeError`` for anything
+    else, and for a ``reveal`` that is not a bool (``reveal="no"`` would reveal)."""
     if not isinstance(reveal, bool):
         raise TypeError(f"reveal must be True or False, got {reveal!r}")
-    if isinstance(entries, (str, bytes, Claim)) or (not hasattr(entries, "__iter__") and entries is not None):
-        raise TypeError(f"entries must be a list of claims (from claims()), got {type(entries).__name__}")
-    for e in (entries := list(LEDGER if entries is None else entries)):
-        if not isinstance(e, Claim):
-            raise TypeError(f"entries must hold claims (from claims()), got a {type(e).__name__}: {e!r:.40}")
-    return entries
+    entries = list(LEDGER) if entries is None else entries
+    if not isinstance(entries, (list, tuple)) or not all(isinstance(e, Claim) for e in entries):
+        raise TypeError(f"entries must be a list of claims (from claims()), got {entries!r:.60}")
+    return list(entries)
 
 
 def claims(text: str | None = None, notebook: str | None = None, status: str | None = None) -> list[Claim]:

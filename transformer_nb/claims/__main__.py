@@ -48,10 +48,9 @@ def main(argv=None) -> int:
     elif args.check:
         failures, skipped = run_checks(entries)
         print(*(f"FAIL {cid}: {err}" for cid, err in failures.items()), sep="\n", end="\n" if failures else "")
+        n_pass = sum(bool(c.check) for c in entries) - len(failures) - len(skipped)
         need = f", {len(skipped)} need the stored notebooks" if skipped else ""
-        print(
-            f"{sum(bool(c.check) for c in entries) - len(failures) - len(skipped)} checks pass, {len(failures)} fail{need}"
-        )
+        print(f"{n_pass} checks pass, {len(failures)} fail{need}")
         return 1 if failures else 0
     else:  # a table: id, text §, status, the claim cut to 60 characters; then the counts
         rows = [("id", "where", "status", "claim")]
