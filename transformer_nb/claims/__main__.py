@@ -34,11 +34,9 @@ def main(argv=None) -> int:
     if plain := "§—²".encode(enc, errors="replace").decode(enc) != "§—²":  # e.g. PYTHONIOENCODING=ascii
         sys.stdout.reconfigure(errors="backslashreplace")  # escape what it cannot print
     if args.json:  # every field but the check's args; figures filled in; answers withheld unless --reveal
-        rows = [{**asdict(c.resolved()), "check": c.check or None} for c in entries]
-        for c, row in zip(entries, rows):
-            del row["args"]
-            if c.reveals and not args.reveal:
-                row.update(dict.fromkeys(WITHHELD, detail(c)), check=None)
+        hide = lambda c: dict.fromkeys(WITHHELD, detail(c)) | {"check": None} if c.reveals and not args.reveal else {}
+        rows = [{**asdict(c.resolved()), "check": c.check or None, **hide(c)} for c in entries]
+        rows = [{k: v for k, v in row.items() if k != "args"} for row in rows]
         print(json.dumps(rows, ensure_ascii=plain, indent=1))  # \u escapes keep the JSON valid
     elif args.report:
         try:
@@ -54,10 +52,8 @@ def main(argv=None) -> int:
         return 1 if failures else 0
     else:  # a table: id, text §, status, the claim cut to 60 characters; then the counts
         rows = [("id", "where", "status", "claim")]
-        rows += [
-            (c.id, f"{c.text} {c.section}"[:24], c.status, c.claim[:59] + "…" if len(c.claim) > 60 else c.claim)
-            for c in entries
-        ]
+        cut = lambda s: s if len(s) <= 60 else s[:59] + "…"
+        rows += [(c.id, f"{c.text} {c.section}"[:24], c.status, cut(c.claim)) for c in entries]
         w = [max(len(r[i]) for r in rows) for i in range(4)]
         lines = [f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}" for r in rows]
         print(lines[0], "-" * (sum(w) + 6), *lines[1:], "", summary(entries), sep="\n")
