@@ -1,8 +1,8 @@
 """The ledger's checks: each data entry names one of these functions (``check = "name"``) and may give it
 arguments (``args = {...}``: the text's numbers). Every check is cheap, seeded and runs on the CPU; it recomputes
 what the text claims, with the package where the package computes it, and raises ``AssertionError`` when the
-entry's verdict stops being true. A claim that a notebook's check cell already asserts is not checked twice: its
-entry names that cell (``nb_check``)."""
+entry's verdict stops being true. Where a notebook's check cell asserts the claim too, the entry names that cell
+(``nb_check``)."""
 
 import contextlib
 import math
