@@ -14,7 +14,7 @@ CASES = {
         L + "claims", lambda: claims.claims(status="false"), ValueError, "status='false' is not one of"
     ),
     "counts_refuses_ids_instead_of_entries": Case(
-        L + "counts", lambda: claims.counts(["000-01"]), TypeError, "entries must hold claims"
+        L + "counts", lambda: claims.counts(["000-01"]), TypeError, "entries must be a list of claims"
     ),
     "cite_refuses_a_truthy_str_for_reveal": Case(
         L + "cite", lambda: claims.cite(claims.LEDGER[0].id, reveal="no"), TypeError, "reveal must be True or False"
@@ -22,24 +22,16 @@ CASES = {
     "run_checks_refuses_a_str_for_entries": Case(
         L + "run_checks", lambda: claims.run_checks("000-01"), TypeError, "entries must be a list of claims"
     ),
-    "run_checks_refuses_a_skipped_that_is_not_a_list": Case(
-        L + "run_checks", lambda: claims.run_checks([], skipped=()), TypeError, "skipped must be a list"
-    ),
     "report_refuses_an_unknown_notebook": Case(
-        L + "report", lambda: claims.report(notebook="99", run=False), ValueError, "notebook='99' is not one of"
+        L + "report", lambda: claims.report(notebook="99"), ValueError, "notebook='99' is not one of"
     ),
-    "table_refuses_width_0": Case(L + "table", lambda: claims.table(width=0), ValueError, "width must be >= 2"),
+    "markdown_refuses_one_claim_instead_of_a_list": Case(
+        L + "markdown", lambda: claims.markdown(claims.LEDGER[0]), TypeError, "entries must be a list of claims"
+    ),
     "markdown_refuses_a_truthy_str_for_reveal": Case(
         L + "markdown", lambda: claims.markdown(reveal="False"), TypeError, "reveal must be True or False"
     ),
-    "to_json_refuses_one_claim_instead_of_a_list": Case(
-        L + "to_json", lambda: claims.to_json(claims.LEDGER[0]), TypeError, "entries must be a list of claims"
-    ),
     "read_names_an_unknown_figure": Case(F + "read", lambda: figures.read("99:nope"), KeyError, "no figure '99:nope'"),
-    "value_names_an_unknown_figure": Case(F + "value", lambda: figures.value("nope"), KeyError, "no figure 'nope'"),
-    "fill_refuses_text_that_is_not_a_str": Case(
-        F + "fill", lambda: figures.fill(None), TypeError, "text must be a str"
-    ),
 }
 
 

@@ -2,7 +2,6 @@
 the audited verdicts stand, and the interfaces (report, cite, the command line) behave and withhold exercise
 answers unless asked."""
 
-import io
 import json
 import re
 import subprocess
@@ -10,26 +9,27 @@ import sys
 from pathlib import Path
 
 import pytest
+import torch
 
 from transformer_nb import claims as L
 from transformer_nb.claims import checks, figures
 from transformer_nb.claims.__main__ import main
 
 CHECKED = [c for c in L.LEDGER if c.check]
-TWIN = (Path(__file__).parents[1] / "notebooks" / "py" / "13_claims_ledger.py").read_text(encoding="utf-8")
+ROOT = Path(__file__).parents[1]
+TWIN = (ROOT / "notebooks" / "py" / "13_claims_ledger.py").read_text(encoding="utf-8")
 
 
 def test_every_check_passes():
-    assert len(CHECKED) == 96 and L.run_checks(CHECKED) == {}
+    assert len(CHECKED) == 96 and L.run_checks(CHECKED) == ({}, [])
 
 
 @pytest.mark.parametrize("claim", [c for c in CHECKED if c.check == "values"], ids=lambda c: c.id)
 def test_a_check_fails_when_a_number_of_the_text_changes(claim):
     """The checks recompute what the text claims: change any one of its numbers and the check fails."""
-    cases = claim.args["cases"]
-    for i in range(len(cases)):
+    for case in claim.args["cases"]:
         with pytest.raises(AssertionError):
-            checks.values([{**c, "is": c["is"] * 1.01 + 1} if j == i else c for j, c in enumerate(cases)])
+            checks.values(**{**claim.args, "cases": [{**case, "is": torch.tensor(case["is"]) * 1.01 + 1}]})
 
 
 def test_structure_size_and_coverage():
@@ -51,12 +51,30 @@ def test_structure_size_and_coverage():
     assert counts == {L.CONFIRMED: 158, L.WRONG: 38, L.IMPRECISE: 59, L.NOT_CHECKABLE: 14, L.ARTEFACT: 1}
 
 
+def test_each_nb_check_names_notebook_sections_that_check_and_the_labels_it_quotes():
+    """An entry's ``nb_check`` ("NN §k", "NN §k, §m" or "NN appendix", "; " between notebooks) names sections of the
+    notebook's twin that hold check calls, and every check label it quotes is in those sections."""
+    for c in (c for c in L.LEDGER if c.nb_check):
+        for part in c.nb_check.split("; "):
+            nb, where = re.match(r"(\d\d) (§[\d, §]+|appendix)", part).groups()
+            twin = next((ROOT / "notebooks" / "py").glob(f"{nb}_*.py")).read_text(encoding="utf-8")
+            found = [
+                re.search(rf"^# ## {h} ·.*?(?=^# ## |\Z)", twin, re.M | re.S) for h in re.findall(r"§(\d+)", where)
+            ]
+            cells = "".join(m[0] for m in found if m) if found else twin.partition("# ## Appendix ·")[2]
+            quoted = re.findall(r"'(.+?)'(?=[,;)]|$| and)", part)
+            assert None not in found and re.search(r"check_\w+\(|assert ", cells) and all(q in cells for q in quoted), (
+                c.id,
+                part,
+            )
+
+
 def test_a_failing_check_is_reported_by_id(monkeypatch, capsys):
     monkeypatch.setattr(checks, "broken", lambda n: checks.close(n, 3), raising=False)
     fake = L.Claim(
         "001-test-fail", "001", "§0", "1 + 1 is 3", L.CONFIRMED, "3", "h", "09", check="broken", args={"n": 2}
     )
-    assert L.run_checks([fake])["001-test-fail"] == "AssertionError: 2 is not within 0.0 of 3"
+    assert L.run_checks([fake])[0]["001-test-fail"] == "AssertionError: 2 is not within 0.0 of 3"
     monkeypatch.setattr(L, "LEDGER", (*L.LEDGER, fake))
     with pytest.raises(AssertionError, match="001-test-fail"):
         L.report(notebook="09")
@@ -163,11 +181,10 @@ def _secrets():
 def test_no_view_shows_an_exercise_answer_unless_revealed(capsys):
     """Notebooks print reports, cites and Markdown tables before their exercises are attempted (notebook 13 all of
     them, and it never asks to reveal), the command line JSON: none may show an answer; ``reveal=True`` shows it."""
-    out = io.StringIO()
     for text in L.TEXTS:
-        L.report(text=text, file=out, run=False)
-    assert main(["--json"]) == 0
-    hidden = out.getvalue() + L.markdown() + L.table() + capsys.readouterr().out
+        L.report(text=text)
+    assert main(["--json"]) == 0 and main([]) == 0
+    hidden = L.markdown() + capsys.readouterr().out
     assert main(["--json", "--reveal"]) == 0
     shown, secrets = capsys.readouterr().out, _secrets()
     assert {c.split("-")[1] for c in secrets} >= {"ex8.2", "ex8.4", "ex8.9"}
@@ -180,12 +197,12 @@ def test_no_view_shows_an_exercise_answer_unless_revealed(capsys):
     revealing = [c for c in L.LEDGER if c.reveals]
     assert {c.reveals for c in revealing} >= {"8.2", "8.4", "8.7", "8.9"}
     for c in revealing:
-        secret = L._detail(c.resolved(), reveal=True)
+        secret = L.detail(c.resolved(), reveal=True)
         assert all(secret not in view and f"Exercise {c.reveals}" in view for view in (L.cite(c.id), L.markdown([c])))
         assert secret in L.cite(c.id, reveal=True) and secret.replace("|", "\\|") in L.markdown([c], reveal=True)
 
 
-def test_a_terminal_that_cannot_print_unicode_gets_escapes_not_a_crash(monkeypatch):
+def test_a_terminal_that_cannot_print_unicode_gets_escapes_not_a_crash(monkeypatch, capsys):
     """PYTHONIOENCODING=ascii: '§' and '²' are escaped, and the JSON stays valid JSON with the same content.
     One process prints the three views (table, report, JSON), an END line after each."""
     monkeypatch.setenv("PYTHONIOENCODING", "ascii")
@@ -195,4 +212,5 @@ def test_a_terminal_that_cannot_print_unicode_gets_escapes_not_a_crash(monkeypat
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, encoding="ascii", check=True)
     *plain, as_json, _ = out.stdout.split("\nEND\n")
     assert len(plain) == 2 and all("000-8.2.2-262144" in v and "\\xa7" in v for v in plain)  # '§'
-    assert json.loads(as_json) == json.loads(L.to_json(L.claims(text="000")))
+    main(["--text", "000", "--json"])
+    assert json.loads(as_json) == json.loads(capsys.readouterr().out)

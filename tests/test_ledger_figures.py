@@ -2,8 +2,6 @@
 each notebook printed, never a typed copy; a stored figure that contradicts an entry's verdict fails its check;
 and without stored notebooks the ledger says where the figure lives."""
 
-import io
-import json
 import re
 import shutil
 from pathlib import Path
@@ -45,7 +43,7 @@ def test_each_ledger_figure_matches_its_notebooks_printed_line_and_the_entries_q
     lines = [x for x in _printed_lines(nb) if start in x and (has is None or has in x)]
     assert any(re.search(rf"(?<![\d.]){re.escape(figure)}(?![\d])", x) for x in lines), (key, figure, lines)
     for c in (L.get(cid) for cid, keys in KEYS.items() if key in keys):
-        shown = json.dumps(json.loads(L.to_json([c], reveal=True)), ensure_ascii=False)
+        shown = " ".join(getattr(c.resolved(), n) for n in L.PROSE)
         assert figure in shown and "{" + key + "}" not in shown, c.id
 
 
@@ -89,7 +87,7 @@ def test_the_ledger_reads_each_figure_by_its_own_label_from_the_stored_notebooks
     assert higher in L.get("000-ex8.9-ppl").resolved().value  # the ledger follows the notebook, and the verdict fails
     assert main(["--check", "--text", "000"]) == 1 and "FAIL 000-ex8.9-ppl" in capsys.readouterr().out
     _edit(notebooks_copy, "02", "rule kept:", "rule held:")
-    assert "does not print it" in L.run_checks([L.get("000-8.2.4-leak")])["000-8.2.4-leak"]
+    assert "does not print it" in L.run_checks([L.get("000-8.2.4-leak")])[0]["000-8.2.4-leak"]
     assert "(the figure in notebook 02 §4)" in L.cite("000-8.2.4-leak")
     exact = figures.read("09:text_exact")
     lines = [x for x in _printed_lines("09") if "exact match" in x]
@@ -108,11 +106,11 @@ def test_where_no_stored_figure_is_quoted_the_ledger_says_where_it_lives(tmp_pat
     """Without stored notebooks (a wheel, Colab) the checks that need them are skipped, not failed. Notebook 09's
     appendix runs while 09 is re-executed, before its new outputs are stored: it points to its own figures instead
     of quoting the previous run's; other views quote them."""
-    own, other = io.StringIO(), io.StringIO()
-    L.report(notebook="09", file=own, run=False)
-    L.report(text="001", file=other, run=False)
-    assert "(the figure in notebook 09 §9, above)" in re.sub(r"\s+", " ", own.getvalue())
-    assert f"exact match at step {figures.read('09:improved_steps')}" in re.sub(r"\s+", " ", other.getvalue())
+    L.report(notebook="09")
+    own = capsys.readouterr().out
+    L.report(text="001")
+    assert "(the figure in notebook 09 §9, above)" in re.sub(r"\s+", " ", own)
+    assert f"exact match at step {figures.read('09:improved_steps')}" in re.sub(r"\s+", " ", capsys.readouterr().out)
     monkeypatch.setattr(figures, "NOTEBOOKS_DIR", tmp_path / "absent")
     line = L.cite("000-ex8.9-speed", reveal=True)
     assert "(the figure in notebook 10 §3)" in line and "{10:" not in line

@@ -56,9 +56,9 @@ env = setup()  # seeds everything, picks the device, prints both
 # artefact is neither: 000 §8.2.5 reads "q₁ᵀk₁ = 1 + 0 + 1 = 1" only because the products 1·1 + 0·0 + 1·0 lost
 # their symbols. A correction must itself be right, so every verdict against a text was checked against the
 # primary source first: the paper, the original code (tensor2tensor), the authors' repositories, the model papers and their
-# released configurations. Where code can settle a statement, the entry carries a small **check function**; the
-# test suite runs every one of them, and so does the appendix of this notebook. Where a notebook's own check cell
-# already asserts it, the entry names that cell instead (`nb_check`), so nothing is checked twice.
+# released configurations. Where code can settle a statement, the entry carries a small **check**: a function, or
+# formulas over the text's numbers (`values`); the test suite runs every one of them, and so does the appendix of
+# this notebook. Where a notebook's own check cell already asserts it, the entry names that cell (`nb_check`).
 #
 # Figures that a notebook measures (perplexities, timings, accuracies) are never copied into the ledger: an
 # entry names the figure, and the ledger reads it from that notebook's stored outputs each time it prints, so
@@ -243,7 +243,7 @@ ledger.report(notebook="01", status=ledger.WRONG)
 #
 # 1. **Reproduce a verdict.** Pick one *wrong* entry of 004 (for example `004-5.2-scores`) and recompute its
 #    value in a new cell with plain `torch`, without looking at its check. Then compare with
-#    `ledger.get("004-5.2-scores").check`.
+#    `ledger.get("004-5.2-scores").args`: the text's Q and K, and the formulas its check evaluates.
 # 2. **Wrong or imprecise?** 000 §8.2.3 says the scaled scores "stay in [−3, +3]"; 004 §5.3 says the standard
 #    deviation for head_dim 768 is 27. Decide for each whether it is wrong or imprecise, and write the exact
 #    statement. Then read `ledger.get("000-8.2.3-range3")` and `ledger.get("004-5.3-std768")`.

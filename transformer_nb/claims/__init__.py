@@ -20,19 +20,17 @@ an exercise's answer withhold it everywhere unless asked (``reveal=True``, ``--r
 
 from __future__ import annotations
 
+import contextlib
 import difflib
-import json
-import sys
 import textwrap
 from collections import Counter
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-from ..core.utils import as_int
 from . import figures
 from .figures import tomllib
 
-__all__ = ["cite", "claims", "counts", "get", "markdown", "report", "run_checks", "table", "to_json"]
+__all__ = ["cite", "claims", "counts", "get", "markdown", "report", "run_checks"]
 CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE = "confirmed", "wrong", "imprecise", "not checkable here"
 ARTEFACT = "extraction artefact"  # the extracted text lost symbols; the author's statement, restored, holds
 STATUSES = (CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE, ARTEFACT)
@@ -47,6 +45,7 @@ SCALE = {  # the verdict scale, stated once (notebook 13 prints it)
 TEXTS = ("000", "001", "002", "003", "004")
 NOTEBOOKS = tuple(f"{i:02d}" for i in range(12))  # 00..11: the notebooks whose appendices cite the ledger
 PROSE = ("claim", "value", "correct", "why", "source")  # the fields that may quote a notebook's figure {NN:key}
+LABELS = {WRONG: "correct:", IMPRECISE: "exactly:", ARTEFACT: "restored:"}  # what a report calls ``correct``
 
 
 @dataclass(frozen=True)
@@ -75,44 +74,45 @@ class Claim:
     check: str = ""
     args: dict = field(default_factory=dict)
 
-    def resolved(self, root=None, here: str | None = None) -> Claim:
-        """This entry with every ``{NN:key}`` figure filled in from the stored notebooks (see :mod:`.figures`);
-        notebook ``here``'s own figures are pointed to instead."""
-        return replace(self, **{n: figures.fill(getattr(self, n), root, here) for n in PROSE})
+    def resolved(self, here: str | None = None) -> Claim:
+        """This entry with every ``{NN:key}`` replaced by the figure notebook NN stored (see :mod:`.figures`), or by
+        where to find it; in notebook ``here`` its own figures are pointed to, not quoted: the reader sees them
+        above, and the stored copy may be a run older."""
+
+        def fill(m) -> str:
+            key, where = m.group(1), f"(the figure in {figures.FIGURES[m.group(1)][0]}"
+            with contextlib.suppress(figures.Unavailable, figures.NotPrinted):
+                return where + ", above)" if key[:2] == here else figures.read(key)
+            return where + ")"
+
+        return replace(self, **{n: figures.PLACEHOLDER.sub(fill, getattr(self, n)) for n in PROSE})
 
 
-def _load(text: str) -> list[Claim]:
-    with open(Path(__file__).parent / "data" / f"{text}.toml", "rb") as f:
-        return [Claim(text=text, **entry) for entry in tomllib.load(f)["claim"]]
-
-
-LEDGER: tuple[Claim, ...] = tuple(c for t in TEXTS for c in _load(t))
+DATA = Path(__file__).parent / "data"
+LEDGER = tuple(
+    Claim(text=t, **e) for t in TEXTS for e in tomllib.loads((DATA / f"{t}.toml").read_text("utf-8"))["claim"]
+)
 
 
 def get(claim_id: str) -> Claim:
     """The entry with this id; a ``KeyError`` that suggests close ids otherwise."""
     if not isinstance(claim_id, str):
         raise TypeError(f"claim_id must be an id such as '000-01', got {type(claim_id).__name__}")
-    found = [c for c in LEDGER if c.id == claim_id]
-    if not found:
-        near = difflib.get_close_matches(claim_id, [c.id for c in LEDGER], n=3)
-        raise KeyError(f"no claim {claim_id!r} in the ledger" + (f"; did you mean {', '.join(near)}?" if near else ""))
-    return found[0]
+    if found := [c for c in LEDGER if c.id == claim_id]:
+        return found[0]
+    near = difflib.get_close_matches(claim_id, [c.id for c in LEDGER], n=3)
+    raise KeyError(f"no claim {claim_id!r} in the ledger" + (f"; did you mean {', '.join(near)}?" if near else ""))
 
 
 def _entries(entries, reveal: bool = False) -> list[Claim]:
-    """``entries`` as a list of ledger entries (None: the whole ledger); a ``TypeError`` for anything else, and for
-    a ``reveal`` that is not a bool (``reveal="no"`` would reveal)."""
+    """``entries`` (a list or tuple of ledger entries; None: the whole ledger) as a list; a ``TypeError`` for anything
+    else, and for a ``reveal`` that is not a bool (``reveal="no"`` would reveal)."""
     if not isinstance(reveal, bool):
         raise TypeError(f"reveal must be True or False, got {reveal!r}")
-    if entries is None:
-        return list(LEDGER)
-    if isinstance(entries, (str, bytes, Claim)) or not hasattr(entries, "__iter__"):
-        raise TypeError(f"entries must be a list of claims (from claims()), got {type(entries).__name__}")
-    for e in (entries := list(entries)):
-        if not isinstance(e, Claim):
-            raise TypeError(f"entries must hold claims (from claims()), got a {type(e).__name__}: {e!r:.40}")
-    return entries
+    entries = list(LEDGER) if entries is None else entries
+    if not isinstance(entries, (list, tuple)) or not all(isinstance(e, Claim) for e in entries):
+        raise TypeError(f"entries must be a list of claims (from claims()), got {entries!r:.60}")
+    return list(entries)
 
 
 def claims(text: str | None = None, notebook: str | None = None, status: str | None = None) -> list[Claim]:
@@ -130,7 +130,9 @@ def counts(entries=None) -> dict[str, dict[str, int]]:
     return {t: {s: n[t, s] for s in STATUSES} for t in TEXTS}
 
 
-def _detail(c: Claim, reveal: bool) -> str:
+def detail(c: Claim, reveal: bool = False) -> str:
+    """What an entry found: the correct value, the exact statement, why it cannot be checked, or the confirmed
+    value; withheld for an entry that gives away an exercise's answer, unless ``reveal``."""
     if c.reveals and not reveal:
         return f"(withheld: it gives away Exercise {c.reveals}'s answer; the exercise's solution shows it)"
     return c.why if c.status == NOT_CHECKABLE else c.value if c.status == CONFIRMED else c.correct
@@ -140,70 +142,59 @@ def cite(claim_id: str, reveal: bool = False) -> str:
     """One line for prose: id, text and section, verdict, and the correct value or exact statement
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
     c = _entries([get(claim_id)], reveal)[0].resolved()
-    return f"[{c.id}] {c.text} {c.section}: {c.status} — {_detail(c, reveal)}"
+    return f"[{c.id}] {c.text} {c.section}: {c.status} — {detail(c, reveal)}"
 
 
-def run_checks(entries=None, skipped: list | None = None) -> dict[str, str]:
-    """Run the check of every entry that has one; returns ``{id: error}`` for those that fail. A check that needs
-    a notebook figure this installation does not store is not a failure: its id goes into ``skipped``."""
-    if skipped is not None and not isinstance(skipped, list):
-        raise TypeError(f"skipped must be a list (the skipped ids go into it), got {type(skipped).__name__}")
+def run_checks(entries=None) -> tuple[dict[str, str], list[str]]:
+    """Run the check of every entry that has one; returns ``({id: error} for those that fail, [skipped ids])``. A
+    check that needs a notebook figure this installation does not store is not a failure: it is skipped."""
     from . import checks  # torch and the checks load only when a check runs
 
-    failures = {}
+    failures, skipped = {}, []
     for c in (c for c in _entries(entries) if c.check):
         try:
             getattr(checks, c.check)(**c.args)
         except figures.Unavailable:
-            (skipped if skipped is not None else []).append(c.id)
+            skipped.append(c.id)
         except Exception as exc:  # a check that crashes is a failing check, reported by id
             failures[c.id] = f"{type(exc).__name__}: {exc}"
-    return failures
+    return failures, skipped
 
 
-def _summary(entries) -> str:
+def summary(entries) -> str:
+    """``"n claims (a confirmed, b wrong, …)"``."""
     n = Counter(c.status for c in entries)
     return f"{len(entries)} claims (" + ", ".join(f"{n[s]} {s}" for s in STATUSES) + ")"
 
 
-def report(notebook=None, text=None, status=None, run: bool = True, file=None, reveal: bool = False) -> None:
-    """Print the selected entries (and run their checks): text that is the same on every device and profile,
-    for an nbval-checked cell. Raises ``AssertionError`` naming every entry whose check fails. An entry that
-    gives away an exercise's answer shows its verdict only with ``reveal=True`` (a solution cell)."""
+def report(notebook=None, text=None, status=None, reveal: bool = False) -> None:
+    """Print the selected entries and run their checks: text that is the same on every device and profile, for an
+    nbval-checked cell. Raises ``AssertionError`` naming every entry whose check fails. An entry that gives away an
+    exercise's answer shows its verdict only with ``reveal=True`` (a solution cell)."""
     entries = _entries(claims(text=text, notebook=notebook, status=status), reveal)
     if not entries:
         raise ValueError(f"no claims for notebook={notebook!r}, text={text!r}, status={status!r}")
-    skipped = []
-    failures = run_checks(entries, skipped) if run else {}
-    say = lambda *lines: print(*lines, sep="\n", file=file or sys.stdout)
+    failures, skipped = run_checks(entries)
     scope = ", ".join(f"{k} {v}" for k, v in (("notebook", notebook), ("text", text), ("status", status)) if v)
-    ran = f"{sum(bool(c.check) for c in entries)} checks {'run' if run else 'not run'}"
-    say(f"Claims ledger ({scope or 'all'}): {_summary(entries)}; {ran}{', all pass' if run and not failures else ''}")
+    ran = f"{sum(bool(c.check) for c in entries)} checks run{'' if failures else ', all pass'}"
+    print(f"Claims ledger ({scope or 'all'}): {summary(entries)}; {ran}")
     for c in (c.resolved(here=notebook) for c in entries):  # a notebook's own figures are above it
-        mark = " ✗ check FAILS" if c.id in failures else " ✓ checked" if c.check and run else ""
+        mark = " ✗ check FAILS" if c.id in failures else " ✓ checked" if c.check else ""
         mark = " (check needs the stored notebooks)" if c.id in skipped else mark
-        body = [("claim:", c.claim)]
-        if c.reveals and not reveal:
-            body.append(("verdict:", _detail(c, reveal)))
-        else:
-            label = {WRONG: "correct:", IMPRECISE: "exactly:", ARTEFACT: "restored:"}.get(c.status)
+        body = [("claim:", c.claim), ("verdict:", detail(c))]
+        if not c.reveals or reveal:
             found = c.value if c.status == CONFIRMED else ""
-            body += [(label, c.correct if label else ""), ("why:", c.why), ("found:", found), ("source:", c.source)]
+            body[1:] = [
+                (LABELS.get(c.status, ""), c.correct),
+                ("why:", c.why),
+                ("found:", found),
+                ("source:", c.source),
+            ]
         wrap = lambda label, s: textwrap.fill(s, 100, initial_indent=f"  {label:<8} ", subsequent_indent=" " * 11)
-        say(f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}", *(wrap(k, s) for k, s in body if s))
+        head = f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}"
+        print(head, *(wrap(k, s) for k, s in body if k and s), sep="\n")
     if failures:
         raise AssertionError("ledger checks failed: " + "; ".join(f"{k}: {v}" for k, v in failures.items()))
-
-
-def table(entries=None, width: int = 60) -> str:
-    """A plain-text table: id, text §, status, the claim (cut to ``width`` characters)."""
-    entries, width = _entries(entries), as_int("width", width, minimum=2)
-    cut = lambda s: s if len(s) <= width else s[: width - 1] + "…"
-    rows = [("id", "where", "status", "claim")]
-    rows += [(c.id, f"{c.text} {c.section}"[:24], c.status, cut(c.claim)) for c in entries]
-    w = [max(len(r[i]) for r in rows) for i in range(4)]
-    lines = [f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}" for r in rows]
-    return "\n".join([lines[0], "-" * (sum(w) + 6), *lines[1:], "", _summary(entries)])
 
 
 def markdown(entries=None, reveal: bool = False) -> str:
@@ -212,18 +203,5 @@ def markdown(entries=None, reveal: bool = False) -> str:
     esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
     out = ["| id | § | verdict | the text says | correct / exactly / why / found |", "|---|---|---|---|---|"]
     for c in (c.resolved() for c in _entries(entries, reveal)):
-        out.append(f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(_detail(c, reveal))} |")
+        out.append(f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(detail(c, reveal))} |")
     return "\n".join(out)
-
-
-def to_json(entries=None, reveal: bool = False) -> str:
-    """The entries as a JSON list of objects with every field (``check``: the check function's name or null; its
-    ``args`` left out), figures filled in. An entry that gives away an exercise's answer has its findings withheld
-    unless ``reveal``."""
-    out = []
-    for c in _entries(entries, reveal):
-        d = {k: v for k, v in asdict(c.resolved()).items() if k != "args"} | {"check": c.check or None}
-        if c.reveals and not reveal:
-            d.update(dict.fromkeys(("value", "how", "correct", "why", "source"), _detail(c, False)), check=None)
-        out.append(d)
-    return json.dumps(out, ensure_ascii=False, indent=1)

@@ -11,8 +11,11 @@ python -m transformer_nb.claims --json --reveal          # include what gives aw
 import argparse
 import json
 import sys
+from dataclasses import asdict
 
-from . import NOTEBOOKS, STATUSES, TEXTS, claims, report, run_checks, table, to_json
+from . import NOTEBOOKS, STATUSES, TEXTS, claims, detail, report, run_checks, summary
+
+WITHHELD = ("value", "how", "correct", "why", "source")  # what --json leaves out of an entry that gives away an answer
 
 
 def main(argv=None) -> int:
@@ -30,23 +33,30 @@ def main(argv=None) -> int:
     enc = sys.stdout.encoding or "utf-8"
     if plain := "§—²".encode(enc, errors="replace").decode(enc) != "§—²":  # e.g. PYTHONIOENCODING=ascii
         sys.stdout.reconfigure(errors="backslashreplace")  # escape what it cannot print
-    if args.json:
-        text = to_json(entries, reveal=args.reveal)
-        print(json.dumps(json.loads(text), indent=1) if plain else text)  # \u escapes keep the JSON valid
+    if args.json:  # every field but the check's args; figures filled in; answers withheld unless --reveal
+        hide = lambda c: dict.fromkeys(WITHHELD, detail(c)) | {"check": None} if c.reveals and not args.reveal else {}
+        rows = [{**asdict(c.resolved()), "check": c.check or None, **hide(c)} for c in entries]
+        rows = [{k: v for k, v in row.items() if k != "args"} for row in rows]
+        print(json.dumps(rows, ensure_ascii=plain, indent=1))  # \u escapes keep the JSON valid
     elif args.report:
         try:
             report(notebook=args.notebook, text=args.text, status=args.status, reveal=args.reveal)
         except AssertionError as exc:
             return print(exc, file=sys.stderr) or 1
     elif args.check:
-        failures = run_checks(entries, skipped := [])
+        failures, skipped = run_checks(entries)
         print(*(f"FAIL {cid}: {err}" for cid, err in failures.items()), sep="\n", end="\n" if failures else "")
         n_pass = sum(bool(c.check) for c in entries) - len(failures) - len(skipped)
         need = f", {len(skipped)} need the stored notebooks" if skipped else ""
         print(f"{n_pass} checks pass, {len(failures)} fail{need}")
         return 1 if failures else 0
-    else:
-        print(table(entries))
+    else:  # a table: id, text §, status, the claim cut to 60 characters; then the counts
+        rows = [("id", "where", "status", "claim")]
+        cut = lambda s: s if len(s) <= 60 else s[:59] + "…"
+        rows += [(c.id, f"{c.text} {c.section}"[:24], c.status, cut(c.claim)) for c in entries]
+        w = [max(len(r[i]) for r in rows) for i in range(4)]
+        lines = [f"{r[0]:<{w[0]}}  {r[1]:<{w[1]}}  {r[2]:<{w[2]}}  {r[3]}" for r in rows]
+        print(lines[0], "-" * (sum(w) + 6), *lines[1:], "", summary(entries), sep="\n")
     return 0
 
 

@@ -1,6 +1,6 @@
 """Figures that the notebooks produce (perplexities, timings, accuracies), read from their stored outputs.
 
-A ledger entry never types such a figure in: it writes ``{10:ex89_ppl_lstm}`` and :func:`fill` puts in what
+A ledger entry never types such a figure in: it writes ``{10:ex89_ppl_lstm}`` and the ledger puts in what
 notebook 10 last printed, so a re-executed notebook updates the ledger. Where there is no ``notebooks/`` folder
 (a wheel, Colab), or the notebook does not print the figure, the text says where the figure lives instead.
 :data:`FIGURES` (``data/figures.toml``): key -> (where a reader finds it, the label the figure is printed under,
@@ -20,8 +20,7 @@ except ImportError:  # pragma: no cover (Python 3.10)
     import tomli as tomllib
 
 NOTEBOOKS_DIR = Path(__file__).resolve().parents[2] / "notebooks"
-with open(Path(__file__).parent / "data" / "figures.toml", "rb") as f:
-    FIGURES: dict[str, tuple[str, str, str]] = {k: tuple(v) for k, v in tomllib.load(f).items()}
+FIGURES: dict[str, list[str]] = tomllib.loads((Path(__file__).parent / "data" / "figures.toml").read_text("utf-8"))
 PLACEHOLDER = re.compile(r"\{(\d\d:\w+)\}")
 
 
@@ -56,26 +55,3 @@ def read(key: str, root: Path | None = None) -> str:
     if len(found) > 1:
         raise NotPrinted(f"{key}: {path.name} prints {len(found)} lines labelled {label!r} ({where}): label it apart")
     return found[0]
-
-
-def value(key: str, root: Path | None = None) -> float:
-    """The figure as a number."""
-    return float(read(key, root))
-
-
-def fill(text: str, root: Path | None = None, here: str | None = None) -> str:
-    """``text`` with every ``{NN:key}`` replaced by the stored figure, or by where to find it. In notebook ``here``
-    its own figures are pointed to, not quoted: the reader sees them above, and the stored copy may be a run older."""
-    if not isinstance(text, str):
-        raise TypeError(f"text must be a str with {{NN:key}} placeholders, got {type(text).__name__}")
-
-    def one(m: re.Match) -> str:
-        key, where = m.group(1), f"(the figure in {FIGURES[m.group(1)][0]}"
-        if key[:2] == here:
-            return where + ", above)"
-        try:
-            return read(key, root)
-        except (Unavailable, NotPrinted):
-            return where + ")"
-
-    return PLACEHOLDER.sub(one, text)
