@@ -253,12 +253,9 @@ def make_live(nb, notebook: str, out_dir: Path, static: str = "_static", models=
             continue
         if entry.needs is None:
             manifest = frames(entry)
-            dest = out_dir / static / "frames"
-            dest.mkdir(parents=True, exist_ok=True)
             page = widget_html(entry.name, manifest, f"{static}/frames", f"{static}/live.js")
-            for f in manifest["frames"]:
-                if f["image"] and not (dest / f["image"]).is_file():
-                    shutil.copyfile(Path(manifest["dir"]) / f["image"], dest / f["image"])
+            frames_to = out_dir / static / "frames"  # the images (not the manifest, which the page holds)
+            shutil.copytree(manifest["dir"], frames_to, ignore=shutil.ignore_patterns("*.json"), dirs_exist_ok=True)
             shutil.copyfile(JS, out_dir / static / "live.js")
         else:
             from transformer_nb.lecture import NotPrepared
