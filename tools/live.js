@@ -9,9 +9,9 @@
     const inputs = Array.from(root.querySelectorAll('[data-c]'));
     const fixed = Array.from(root.querySelectorAll('.tnb-live-fixed output'));
     const preload = d.frames.map((f) => {
-      if (!f.png) return null;
+      if (!f.image) return null;
       const im = new Image();
-      im.src = f.png;
+      im.src = f.image;
       return im;
     });
     const at = (el) => (el.type === 'checkbox' ? Number(el.checked) : Number(el.value));
@@ -25,8 +25,8 @@
       });
       const f = d.frames[root.tnbIndex()];
       error.textContent = f.error || '';
-      img.style.display = f.png ? '' : 'none';
-      if (f.png) img.src = f.png;
+      img.style.display = f.image ? '' : 'none';
+      if (f.image) img.src = f.image;
       f.fixed.forEach((text, i) => {
         fixed[i].textContent = text;
       });
