@@ -18,6 +18,8 @@ import pytest
 import torch
 from hypothesis import HealthCheck, settings
 
+pytest_plugins = ["pytester"]  # test_no_answer_shown.py runs nbval in a pytest session of its own, in this process
+
 HYPOTHESIS_PROFILES = {"fast": 20, "deep": 400}  # examples per property
 for _name, _n in HYPOTHESIS_PROFILES.items():
     settings.register_profile(

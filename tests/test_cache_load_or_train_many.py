@@ -1,8 +1,6 @@
 """``cache.load_or_train_many``: cached runs load, the missing ones train (in worker processes on the CPU,
 ``cache.in_workers``), with the results of training them one after the other here."""
 
-import math
-
 import pytest
 import torch
 import torch.nn as nn
@@ -29,7 +27,7 @@ def _make(name, lr, live):
             loss.backward()
             opt.step()
             losses.append(loss.item())
-        return {"loss": losses, "live": live}
+        return {"loss": losses, "live": live, "threads": torch.get_num_threads()}
 
     return cache.cache_name(f"many_{name}", config), model, config, train_fn
 
@@ -43,7 +41,9 @@ def _flags(runs: dict) -> dict:
     return {k: trained for k, (_, _, trained) in runs.items()}
 
 
-def test_runs_retrained_in_workers_that_print_nothing_give_the_serial_results(tmp_path, monkeypatch, capfd):
+def test_runs_retrained_in_workers_that_print_nothing_give_the_serial_results_in_order_on_one_thread_each(
+    tmp_path, monkeypatch, capfd
+):
     serial = {k: (m, dict(h), t) for k, (m, h, t) in _runs(tmp_path, monkeypatch, workers=1).items()}  # trained here
     files = {k: cache.cache_path(_make(**a, live=None)[0]) for k, a in ARGS.items()}
     before = {k: f.stat().st_mtime_ns for k, f in files.items()}
@@ -57,6 +57,8 @@ def test_runs_retrained_in_workers_that_print_nothing_give_the_serial_results(tm
         assert h_p["loss"] == h_s["loss"] and h_p["loss"][-1] < h_p["loss"][0]
         assert torch.equal(m_p.weight, m_s.weight) and torch.equal(m_p.bias, m_s.bias) and not m_p.training
         assert (h_p["live"], h_s["live"]) == (None, "shown")  # a worker shows nothing, a run trained here does
+        assert h_p["threads"] == 1  # cache.in_workers: each worker on one thread
+    assert parallel["a"][1]["loss"] != parallel["b"][1]["loss"]  # so results handed back out of order would show
 
 
 def test_cached_runs_load_and_only_the_missing_ones_train(tmp_path, monkeypatch):
@@ -85,11 +87,3 @@ def test_an_error_in_a_worker_is_raised_here_naming_the_run(tmp_path, monkeypatc
     name = _make(**args["bad"], live=None)[0]
     assert any(name in note and "worker process" in note for note in getattr(info.value, "__notes__", []))
     assert cache.cache_path(_make(**ARGS["a"], live=None)[0]).is_file(), "the run that finished was lost"
-
-
-def _factorial_and_threads(n):
-    return math.factorial(n), torch.get_num_threads()
-
-
-def test_in_workers_returns_the_results_in_order_each_worker_on_one_thread():
-    assert cache.in_workers(_factorial_and_threads, [(3,), (4,), (5,)]) == [(6, 1), (24, 1), (120, 1)]

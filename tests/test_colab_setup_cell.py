@@ -63,7 +63,7 @@ def run_setup_cell(tmp_path, monkeypatch):
     monkeypatch.setenv("TNB_INSTALL_FROM", str(tmp_path / "no-such.whl"))  # were pip to run, it would fail
     nb = nbformat.v4.new_notebook(cells=[nbformat.v4.new_code_cell(c) for c in cells])
     where = {"metadata": {"path": str(tmp_path)}}
-    kernel = dict(kernel_name="python3", kernel_manager_class=CurrentEnvKernelManager)
+    kernel = dict(kernel_name="python3", kernel_manager_class=CurrentEnvKernelManager, shutdown_kernel="immediate")
     NotebookClient(nb, **kernel, timeout=120, allow_errors=True, resources=where).execute()
     return nb
 

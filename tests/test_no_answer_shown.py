@@ -4,9 +4,6 @@ All with the stubs untouched) shows a solution's code or a number an exercise as
 runs the notebooks, ``tests/answer_scan_plugin.py`` checks every fresh output the same way."""
 
 import ast
-import os
-import subprocess
-import sys
 from pathlib import Path
 
 import jupytext
@@ -49,12 +46,9 @@ def test_shown_answers_finds_a_solution_or_an_answer_and_nothing_else():
     assert not shown_answers("135,270,656 and 35.27 are other numbers")
 
 
-def test_a_run_that_shows_an_answer_fails_the_cell_under_nbval(tmp_path):
+def test_a_run_that_shows_an_answer_fails_the_cell_under_nbval(pytester):
     cells = [nbformat.v4.new_code_cell("print(f'grand total: {35_270_656:,}')")]  # a kernel without torch: quick
-    path = tmp_path / "07_parameter_counting.ipynb"
-    nbformat.write(nbformat.v4.new_notebook(cells=cells), path)
-    env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(ROOT), str(ROOT / "tests")])}
+    nbformat.write(nbformat.v4.new_notebook(cells=cells), pytester.path / "07_parameter_counting.ipynb")
     args = ["--nbval-lax", "--nbval-current-env", "-p", "answer_scan_plugin", "-p", "no:cacheprovider"]
-    cmd = [sys.executable, "-m", "pytest", *args, "-o", "addopts=", "--rootdir", str(tmp_path), str(path)]
-    run = subprocess.run(cmd, capture_output=True, text=True, env=env, cwd=tmp_path, timeout=300)
-    assert run.returncode != 0 and "the answer of Exercise 8.2" in run.stdout, run.stdout + run.stderr
+    run = pytester.runpytest_inprocess(*args, "-o", "addopts=", "07_parameter_counting.ipynb")
+    assert run.ret != 0 and "the answer of Exercise 8.2" in run.stdout.str(), run.stdout.str()

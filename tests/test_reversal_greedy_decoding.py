@@ -74,7 +74,7 @@ def test_failure_table_counts():
 
 def test_forced_match_gives_greedy_decodings_exact_match():
     """One teacher-forced pass finds the sequences greedy decoding gets exactly right (a half-trained model)."""
-    recipe = replace(rv.IMPROVED, name="half", steps=100)
+    recipe = replace(rv.IMPROVED, name="half", steps=50, warmup=10)  # exact match 0.21: some right, some wrong
     model = rv.build_model(recipe.model, recipe.init, device="cpu")
     rv.train(model, recipe, seed=0)
     held = rv.heldout_set(300)

@@ -166,6 +166,7 @@ def execute(nb, workdir: Path, timeout: int) -> list[str]:
         timeout=timeout,
         startup_timeout=120,
         store_widget_state=True,
+        shutdown_kernel="immediate",  # the outputs are in: a graceful shutdown waits seconds for the kernel to exit
         record_timing=False,
         resources={"metadata": {"path": str(workdir)}},
     )

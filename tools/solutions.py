@@ -151,6 +151,7 @@ def run(path: Path, out_dir: Path | None = None, timeout: int = 600, solve: bool
         timeout=timeout,
         startup_timeout=120,
         record_timing=False,
+        shutdown_kernel="immediate",  # the outputs are in: a graceful shutdown waits seconds for the kernel to exit
         resources={"metadata": {"path": str(ROOT / "notebooks")}},
     )
     start = time.perf_counter()

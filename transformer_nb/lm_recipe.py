@@ -108,7 +108,7 @@ def cache_config(kind: str, tcfg: TrainConfig, vocab_size: int) -> dict:
 #: Notebook 10's run of the Transformer recipe per profile (notebook 14's lecture loads the same model): optimiser
 #: steps and the validation points (words each, steps between them; None: about 20 per run).
 NOTEBOOK_RUN = {
-    "quick": dict(steps=150, eval_tokens=2_000, eval_every=50),
+    "quick": dict(steps=100, eval_tokens=2_000, eval_every=50),
     "full": dict(steps=FULL_STEPS, eval_tokens=20_000, eval_every=None),
 }
 

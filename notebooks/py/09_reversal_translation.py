@@ -539,7 +539,7 @@ import tempfile
 from dataclasses import replace
 from unittest import mock
 
-TEXT_EPOCHS = pick(quick=4, full=30)             # the text's recipe: its 30 epochs (4 in the quick profile)
+TEXT_EPOCHS = pick(quick=2, full=30)             # the text's recipe: its 30 epochs (2 in the quick profile)
 COMPARE_STEPS = pick(quick=64, full=480)         # budget of each rung of the ladder (480 = 15 of the text's epochs)
 LADDER = pick(quick=rv.LADDER[:2] + rv.LADDER[-1:], full=rv.LADDER)  # the quick profile trains one rung
 COMPARE_EVAL = pick(quick=64, full=80)           # ... evaluated every this many steps
@@ -552,7 +552,7 @@ ABLATIONS = pick(quick=rv.ABLATIONS[:1], full=rv.ABLATIONS)
 # Our model leaves (almost) nothing to analyse on the held-out set. 001 §19.10.5 trains with a different recipe: 30
 # epochs over 2,000 fixed pairs in batches of 64 (960 steps), Adam at a **constant** $10^{-4}$, plain
 # cross-entropy, dropout 0.1, GELU, Xavier-uniform on every matrix. Its training loop uses neither the schedule
-# nor the label smoothing the chapter defines (`001-19.10-unused`). Run as written (`rv.TEXT_RECIPE`; 4 epochs
+# nor the label smoothing the chapter defines (`001-19.10-unused`). Run as written (`rv.TEXT_RECIPE`; 2 epochs
 # in the quick profile), it gives a model with plenty of mistakes:
 
 # %%

@@ -59,7 +59,7 @@ from transformer_nb.widgets.lm import GenerateWidget
 RETRAIN = False                                        # True: train every model again, ignoring the cache
 EX89_EPOCHS, EX89_WORDS = pick(quick=1, full=5), pick(quick=10_000, full=50_000)  # Exercise 8.9: 5 epochs, 50,000 words
 RUN = pick(**lm_recipe.NOTEBOOK_RUN)                   # the recipe's run (notebook 14 loads this model):
-STEPS = RUN["steps"]                                   # optimiser steps: 150 in the quick profile, 4,600 in the full
+STEPS = RUN["steps"]                                   # optimiser steps: 100 in the quick profile, 4,600 in the full
 LSTM_STEPS = pick(quick=30, full=lm_recipe.LSTM_FULL_STEPS)
 WORKERS = pick(quick=1, full=2)                        # 2: train two models at once, each on one CPU thread
 VAL_TOKENS = RUN["eval_tokens"]                        # validation words of each point of the training curves
@@ -229,7 +229,7 @@ print(f"{'':24s} {'valid':>8s} {'test':>8s}")
 for name, r in {**final, "unigram": UNIGRAM}.items():
     print(f"{name:24s} {r['valid']:8.1f} {r['test']:8.1f}")
 assert final["Transformer"]["valid"] < pick(quick=900, full=250), final
-if env.profile == "full":  # a model trained for 150 steps barely uses its context, so only checked here
+if env.profile == "full":  # a model trained for 100 steps barely uses its context, so only checked here
     assert final["Transformer"]["valid"] < final["Transformer, no overlap"]["valid"], final
 
 # %% [markdown]

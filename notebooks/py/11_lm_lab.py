@@ -55,7 +55,7 @@ from transformer_nb.core.output_head import frequency_ranks
 from transformer_nb.params import embedding_params, numel
 from transformer_nb.plotting import plot_curves
 
-BUDGET_S = pick(quick=2, full=20)            # seconds of training per variant in the equal-time comparison
+BUDGET_S = pick(quick=1, full=20)            # seconds of training per variant in the equal-time comparison
 COMPARE_EVAL = pick(quick=1_000, full=10_000)  # validation words each variant is scored on
 TIMED_STEPS = pick(quick=2, full=8)          # training steps timed per variant (median)
 DDP_STEPS = pick(quick=3, full=60)           # optimiser steps of each torchrun job
