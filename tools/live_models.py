@@ -5,8 +5,8 @@ vocabulary, the sizes); ``widget_html(entry, static_dir, ort)`` copies them, onn
 (``ort``: its files, from ``book.ort_files()``: npm, pinned and integrity-checked) and ``live.mjs`` under
 ``static_dir/live/`` and returns the HTML that replaces the widget's frozen output. The page decodes greedily as
 PyTorch does, a language model with a KV cache (one graph takes the prompt, then each new word with the keys and
-values before it) (tests/browser/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex
-numbers, which ONNX lacks: the exported copy turns them with cos/sin, and is checked against the model before export.
+values before it) (tests/browser/test_live_models_match_pytorch.py: the same tokens). The exported copy is
+checked against the model before export.
 
     python tools/live_models.py [folder]    # the lecture's models (`make lecture`) -> folder (build/live_models)
 """
@@ -38,28 +38,12 @@ LIVE = "live"  # static_dir/live/: the models, the vocabulary, live.mjs and onnx
 MODELS = HERE.parent / "build" / "live_models"  # where main() exports to
 
 
-class RealRoPE(nn.Module):
-    """``RoPE``'s rotation (interleaved pairs) written with cos/sin: the same numbers, no complex tensors."""
-
-    def __init__(self, rope):
-        super().__init__()
-        assert rope.pairing == "interleaved", rope.pairing
-        self.cos, self.sin = rope.cos, rope.sin
-
-    def turn(self, x, offset: int = 0):
-        c, s = self.cos[offset : offset + x.shape[-2]], self.sin[offset : offset + x.shape[-2]]
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), -1).flatten(-2)
-
-    def forward(self, q, k, q_offset=0, k_offset=0, in_place=False):
-        return self.turn(q, q_offset), self.turn(k, k_offset)
-
-
 def _adaptive_tied(head):
     """An ``adaptive_tied`` head's ``embed`` and ``log_probs`` in frequency-rank order (the order the head computes in,
     ``next_token_scores``), as the graph can hold them: every cluster's rows looked up and the right one chosen per
-    word (the head's ``embed`` gathers each cluster's words), and the clusters' log-probabilities concatenated (the
-    library's ``log_prob`` assigns slices, which export as scatters whose indices are rebuilt at every step)."""
+    word (the head's ``embed`` gathers each cluster's words), and the clusters' log-probabilities, a list the page
+    joins (the library's ``log_prob`` assigns slices, which export as scatters whose indices are rebuilt at every
+    step; a concatenation in the graph costs the page more than the join)."""
     asm, bounds = head.asm, [0, *head.asm.cutoffs]
 
     def embed(r):
@@ -72,14 +56,14 @@ def _adaptive_tied(head):
     def log_probs(h):
         lp = F.log_softmax(asm.head(h), -1)
         tails = [F.log_softmax(t(h), -1) + lp[:, asm.shortlist_size + i, None] for i, t in enumerate(asm.tail)]
-        return torch.cat([lp[:, : asm.shortlist_size], *tails], 1)
+        return [lp[:, : asm.shortlist_size], *tails]
 
     return embed, log_probs
 
 
 class _Past(KVCache):
     """One layer's keys and values so far as graph tensors, ``(1, kv_heads, P, d_head)`` each: ``append`` joins the
-    new ones (``torch.cat``: the page keeps the result, ``present``, for the next step)."""
+    new ones (``torch.cat``: the page keeps the results, ``present*``, for the next step)."""
 
     def __init__(self, k, v, capacity):
         self.k, self.v, self.length, self.capacity, self.owner = k, v, k.shape[2], capacity, None
@@ -91,22 +75,58 @@ class _Past(KVCache):
 
 class NextWord(nn.Module):
     """The language model for the page, with a KV cache: words ``w (1, T)`` at positions ``P .. P + T - 1`` and the
-    keys and values of the ``P`` words before, ``past (layers, 2, 1, kv_heads, P, d_head)`` (``P = 0`` for the
-    prompt), -> the next word's log-probabilities ``(V,)`` and ``present``: ``past`` and the ``T`` words'. An
+    keys and values of the ``P`` words before, ``past0, past1, ...`` (each layer's keys then values, ``(1, kv_heads,
+    P, d_head)``; ``P = 0`` for the prompt) -> the next word's log-probabilities ``logp0, ...`` (one per cluster of an
+    adaptive head: the page joins them, ``(1, V)`` in all) and ``present0, ...``: the past and the ``T`` words'. An
     ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's ``generate`` picks them in (its
-    greedy ties, its sampling): no reordering of the vocabulary at every step. Other heads: word ids."""
+    greedy ties, its sampling): no reordering of the vocabulary at every step. Other heads: word ids.
+
+    A step's cost in the page is the number of graph nodes it runs, not its arithmetic: the self-attention is written
+    here with every size but T and P fixed (the package's reads them from the tensors, each a few nodes), the causal
+    mask and RoPE's cos/sin rows made once for all layers; RoPE turns the interleaved pairs as ``x cos + (x R) sin``,
+    ``R`` the pair swap with a sign (ONNX has no complex numbers)."""
 
     def __init__(self, model):
         super().__init__()
-        self.m = copy.deepcopy(model)
-        if self.m.rope is not None:
-            self.m.rope = RealRoPE(self.m.rope)
+        self.m, rope = copy.deepcopy(model), model.rope
+        self.m.rope = None
+        if rope is not None:
+            assert rope.pairing == "interleaved", rope.pairing
+            d = rope.d_head
+            self.cos, self.sin, self.swap = rope.cos, rope.sin, torch.zeros(d, d)
+            (
+                self.swap[torch.arange(1, d, 2), torch.arange(0, d, 2)],
+                self.swap[torch.arange(0, d, 2), torch.arange(1, d, 2)],
+            ) = -1, 1
         if self.m.head.kind == "adaptive_tied":
             self.m.head.embed, self.m.head.log_probs = _adaptive_tied(self.m.head)
+        for layer in self.m.blocks.layers:
+            layer.self_attn.forward = self._attention(layer.self_attn)
 
-    def forward(self, w, past):
-        h, state = self.m.hidden(w, [_Past(*layer, self.m.max_len) for layer in past])
-        return self.m.head.log_probs(h[:, -1])[0], torch.stack([torch.stack((c.k, c.v)) for c in state])
+    def _attention(self, a):
+        h, kv, d = a.n_heads, a.n_kv_heads, a.d_head
+
+        def forward(x, mask=None, is_causal=True, rope=None, cache=None):
+            q, k, v = (
+                p(x).view(1, -1, n, d).transpose(1, 2) for p, n in ((a.q_proj, h), (a.k_proj, kv), (a.v_proj, kv))
+            )
+            if hasattr(self, "cos"):
+                q, k = (y * self.c + (y @ self.swap) * self.s for y in (q, k))
+            k, v = (a._share(y) for y in cache.append(k, v)) if kv != h else cache.append(k, v)
+            w = torch.softmax(q @ k.transpose(-1, -2) * d**-0.5 + (self.mask if mask is None else self.mask + mask), -1)
+            return a.out_proj((w @ v).transpose(1, 2).reshape(1, -1, h * d))
+
+        return forward
+
+    def forward(self, w, *past):
+        n, t = past[0].shape[2], w.shape[1]
+        pos = torch.arange(t) + n
+        self.mask = torch.zeros(t, n + t).masked_fill(torch.arange(n + t) > pos[:, None], float("-inf"))
+        if hasattr(self, "cos"):  # each row's angles twice: the pair's two numbers
+            self.c, self.s = (torch.stack((r[pos], r[pos]), -1).view(1, 1, t, -1) for r in (self.cos, self.sin))
+        h, state = self.m.hidden(w, [_Past(k, v, self.m.max_len) for k, v in zip(past[::2], past[1::2])])
+        logp = self.m.head.log_probs(h[:, -1])
+        return *(logp if isinstance(logp, list) else [logp]), *(x for c in state for x in (c.k, c.v))
 
 
 class NextSymbol(nn.Module):
@@ -149,15 +169,18 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
         if name != "reversal":  # traced on 2 words after 3: the causal mask and the cache both in the graph
             w, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(model)
             order = model.head.order if model.head.kind == "adaptive_tied" else torch.arange(model.vocab_size)
-            a, n = model.blocks.layers[0].self_attn, len(model.blocks.layers)
-            empty = torch.zeros(n, 2, 1, a.n_kv_heads, 0, a.d_head)
-            args, names = (w[:, 3:], wrap(w[:, :3], empty)[1]), ["w", "past"]
-            torch.testing.assert_close(wrap(*args)[0], model.log_probs(order[w])[0, -1, order])
-            axes = {"w": {1: "T"}, "past": {4: "P"}, "present": {4: "P + T"}}
+            a, n = model.blocks.layers[0].self_attn, 2 * len(model.blocks.layers)
+            empty = [torch.zeros(1, a.n_kv_heads, 0, a.d_head)] * n
+            out = wrap(w[:, :3], *empty)
+            args, parts = (w[:, 3:], *out[-n:]), len(out) - n
+            torch.testing.assert_close(torch.cat(wrap(*args)[:parts], 1), model.log_probs(order[w])[:, -1, order])
+            names, outs = ["w", *(f"past{i}" for i in range(n))], [f"logp{i}" for i in range(parts)]
+            outs += [f"present{i}" for i in range(n)]
+            axes = {"w": {1: "T"}, **{k: {2: "P"} for k in names[1:]}, **{k: {2: "P + T"} for k in outs[parts:]}}
             itos, unk = [vocab.itos[i] for i in order], order.tolist().index(vocab.unk)  # in the graph's order
-            meta = {"itos": itos, "unk": unk, "max_len": model.max_len, "past": list(empty.shape)}
+            meta = {"itos": itos, "unk": unk, "max_len": model.max_len, "past": list(empty[0].shape)}
         else:
-            args, names = (torch.tensor([[3, 5, 7, 9]]), torch.tensor([[1, 9, 7]])), ["src", "ys"]
+            args, names, outs = (torch.tensor([[3, 5, 7, 9]]), torch.tensor([[1, 9, 7]])), ["src", "ys"], None
             wrap = NextSymbol(model)
             torch.testing.assert_close(wrap(*args)[0], model.decode(args[1], model.encode(args[0]))[0, -1])
             axes = {"src": {1: "S"}, "ys": {1: "T"}}
@@ -167,7 +190,6 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
         out = folder / f"{name}.onnx"
         # TorchScript's exporter; no constant folding, which would store a transposed copy of every tied matrix
         kw = dict(dynamo=False, opset_version=OPSET, do_constant_folding=False)
-        outs = None if name == "reversal" else ["logp", "present"]
         torch.onnx.export(wrap, args, out, input_names=names, output_names=outs, dynamic_axes=axes, **kw)
     return out
 
