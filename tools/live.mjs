@@ -48,52 +48,51 @@ function random(seed) {
   };
 }
 
-// The k-th largest of x and how many of the k equal it: one pass, the k largest so far in a min-heap.
+// The k-th largest of x, how many of the k equal it and the largest: one pass, the k largest so far in a min-heap.
 function kthLargest(x, k) {
   const h = x.slice(0, k).sort(); // sorted: a min-heap
-  for (let i = k; i < x.length; i++) {
-    if (x[i] <= h[0]) continue;
+  for (let i = k, low = h[0]; i < x.length; i++) {
+    if (x[i] <= low) continue;
     h[0] = x[i];
     for (let j = 0, c = 1; c < k; j = c, c = 2 * c + 1) {
       if (c + 1 < k && h[c + 1] < h[c]) c++;
       if (h[c] >= h[j]) break;
-      [h[c], h[j]] = [h[j], h[c]];
+      const t = h[c];
+      (h[c] = h[j]), (h[j] = t);
     }
+    low = h[0];
   }
-  return [h[0], h.filter((v) => v === h[0]).length];
+  return [h[0], h.filter((v) => v === h[0]).length, Math.max(...h)];
 }
 
 // softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower indices), drawn in index order. Words
 // more than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32
 // step.
-function sample(logp, temperature, topK, rand, w) {
-  const n = logp.length, best = logp[argmax(logp)];
-  let [kth, ties] = topK > 0 && topK < n ? kthLargest(logp, topK) : [-Infinity, n], sum = 0, last = 0;
+// keep, w: room for the kept words and their weights.
+function sample(logp, temperature, topK, rand, keep, w) {
+  const n = logp.length, top = topK > 0 && topK < n;
+  let [kth, ties, best] = top ? kthLargest(logp, topK) : [-Infinity, n, logp[argmax(logp)]], sum = 0, m = 0;
   const low = Math.max(kth, best - 40 * temperature);
-  for (let i = 0; i < n; i++) // w[i]: the word's weight, 0 for a word left out
-    sum += w[i] = logp[i] >= low && (logp[i] !== kth || ties-- > 0) ? Math.exp((logp[i] - best) / temperature) : 0;
+  for (let i = 0; i < n; i++)
+    if (logp[i] >= low && (logp[i] !== kth || ties-- > 0)) (sum += w[m] = Math.exp((logp[i] - best) / temperature)), (keep[m++] = i);
   let u = rand() * sum;
-  for (let i = 0; i < n; i++) if (w[i] > 0 && ((last = i), (u -= w[i]) <= 0)) return i;
-  return last;
+  for (let j = 0; j < m; j++) if ((u -= w[j]) <= 0) return keep[j];
+  return keep[m - 1];
 }
 
 // generate(prompt, nNew, temperature, top_k, seed, name): greedy when temperature is 0 (PyTorch's tokens); name: the
 // model ("lm": notebook 10's, "capstone": 12's). Words are numbered as <name>.json's itos lists them (the head's
 // order: an adaptive head's frequency ranks, as PyTorch picks them).
-// With a KV cache, as PyTorch's: the prompt in one step (no past), then one word a step, its past (past0, past1, ...)
-// the step before's present; the log-probabilities come in parts (logp0, ...: an adaptive head's clusters), joined.
+// With a KV cache, as PyTorch's: the prompt in one step (no past), then one word a step, its past the step before's.
 export const generate = (ids, nNew, temperature = 0, topK = 0, seed = 0, name = "lm") => alone(async () => {
-  const s = await session(name), rand = random(seed), { past, itos } = await meta(name), V = itos.length;
-  const logp = new Float32Array(V), w = new Float64Array(V), feed = { w: ids64(ids) };
-  const empty = new ort.Tensor("float32", [], past);
-  for (const n of s.inputNames.slice(1)) feed[n] = empty;
+  const s = await session(name), rand = random(seed), { past, itos } = await meta(name);
+  const keep = new Int32Array(itos.length), w = new Float64Array(itos.length);
+  let feed = { w: ids64(ids), past: new ort.Tensor("float32", [], past) };
   ids = [...ids];
-  for (let i = 0, at = 0; i < nNew; i++, at = 0) {
-    const out = await s.run(feed);
-    for (const n of s.outputNames) if (n.startsWith("logp")) logp.set(out[n].data, at), (at += out[n].data.length);
-    ids.push(temperature === 0 ? argmax(logp) : sample(logp, temperature, topK, rand, w));
-    feed.w = ids64(ids.slice(-1));
-    for (const n of s.inputNames.slice(1)) feed[n] = out[n.replace("past", "present")];
+  for (let i = 0; i < nNew; i++) {
+    const { logp, present } = await s.run(feed);
+    ids.push(temperature === 0 ? argmax(logp.data) : sample(logp.data, temperature, topK, rand, keep, w));
+    feed = { w: ids64(ids.slice(-1)), past: present };
   }
   return ids;
 });
@@ -130,12 +129,14 @@ function serial(redraw) {
   };
 }
 
-// The browser first runs the wasm build's code unoptimized (several times slower) and compiles its hot parts again
-// while it runs: the first second or so of decoding. Done after the widget's first drawing, by short rounds until
-// they stop getting faster (a change the reader makes waits for one round at most); el.dataset.warm says it is done.
+// The browser first runs the wasm build's code unoptimized (several times slower) and compiles its hot parts again,
+// on other threads, while it runs: a second or two of decoding. Done after the widget's first drawing, by short rounds
+// for at least 1.5 s and until they stop getting faster (a change the reader makes waits for one round at most);
+// el.dataset.warm says it is done.
 async function warm(el, round) {
+  const t0 = performance.now();
   let best = Infinity, since = 0;
-  for (let r = 0; r < 100 && (r < 30 || since < 10); r++) {
+  for (let r = 0; r < 400 && (performance.now() - t0 < 1500 || since < 10); r++) {
     const t = performance.now();
     await round(r);
     const dt = performance.now() - t;
