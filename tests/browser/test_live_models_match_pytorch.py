@@ -45,9 +45,9 @@ DECODE = """async ([sources, prompts]) => {
 }"""
 MOVE = """async ([id, values]) => {
   const root = document.getElementById(id), pre = root.querySelector("pre"), el = root.querySelector("input");
-  const times = [], seen = (ok) => new MutationObserver((_, o) => (o.disconnect(), ok())).observe(pre, { childList: true });
+  const times = [], once = (ok) => new MutationObserver((_, o) => (o.disconnect(), ok()));
   for (const v of values) {
-    const drawn = new Promise(seen);
+    const drawn = new Promise((ok) => once(ok).observe(pre, { childList: true }));
     const t0 = performance.now();
     el.value = v;
     el.dispatchEvent(new Event("change"));
