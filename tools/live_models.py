@@ -100,9 +100,9 @@ class NextWord(nn.Module):
     """The language model for the page, with a KV cache: words ``w (1, T)`` at positions ``P .. P + T - 1`` and the
     keys and values of the ``P`` words before, ``past (2 layers, 1, kv_heads, P, d_head)`` (each layer's keys then
     values; ``P = 0`` for the prompt) -> the next word's log-probabilities ``(1, V)`` and ``present``: ``past`` and
-    the ``T`` words'. An
-    ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's ``generate`` picks them in (its
-    greedy ties, its sampling): no reordering of the vocabulary at every step. Other heads: word ids.
+    the ``T`` words'. An ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's ``generate``
+    picks them in (its greedy ties, its sampling): no reordering of the vocabulary at every step. Other heads: word
+    ids.
 
     A step's cost in the page is mostly its graph's nodes and tensors, not its arithmetic: the self-attention is
     written here with every size but T and P fixed (the package's reads them from the tensors, each a few nodes), the
