@@ -18,11 +18,15 @@ const ids64 = (a) => new ort.Tensor("int64", BigInt64Array.from(a, BigInt), [1, 
 // The arg-max, ties to the lower index as torch.argmax.
 const argmax = (x) => { let j = 0; for (let i = 1; i < x.length; i++) if (x[i] > x[j]) j = i; return j; };
 const meta = (name) => (sessions[name + ".json"] ??= fetch(here + name + ".json").then((r) => r.json()));
+// One call at a time (the sessions share one wasm instance, whose calls must not interleave): each call (a redraw,
+// a warming round, a test's) waits for the one before.
+let queue = Promise.resolve();
+const alone = (job) => (queue = queue.then(job, job));
 export const PAD = 0, BOS = 1, EOS = 2;
 
 // rv.greedy_decode for one source: the arg-max at the last position until EOS or maxNew tokens. Returns the
 // tokens (EOS included) and the cross-attention weights (layers, heads, T, S) of the last step.
-export async function reverse(src, maxNew) {
+export const reverse = (src, maxNew) => alone(async () => {
   const s = await session("reversal"), ys = [BOS];
   let cross;
   for (let t = 0; t < maxNew && ys.at(-1) !== EOS; t++) {
@@ -31,7 +35,7 @@ export async function reverse(src, maxNew) {
     ys.push(argmax(out[s.outputNames[0]].data));
   }
   return { out: ys.slice(1), cross };
-}
+});
 
 // A seeded generator (mulberry32): the page's samples are its own, not PyTorch's.
 function random(seed) {
@@ -44,53 +48,54 @@ function random(seed) {
   };
 }
 
-// The k-th largest of x and how many of the k equal it: one pass, the k largest so far in a min-heap.
+// The k-th largest of x, how many of the k equal it and the largest: one pass, the k largest so far in a min-heap.
 function kthLargest(x, k) {
   const h = x.slice(0, k).sort(); // sorted: a min-heap
-  for (let i = k; i < x.length; i++) {
-    if (x[i] <= h[0]) continue;
+  for (let i = k, low = h[0]; i < x.length; i++) {
+    if (x[i] <= low) continue;
     h[0] = x[i];
     for (let j = 0, c = 1; c < k; j = c, c = 2 * c + 1) {
       if (c + 1 < k && h[c + 1] < h[c]) c++;
       if (h[c] >= h[j]) break;
-      [h[c], h[j]] = [h[j], h[c]];
+      const t = h[c];
+      (h[c] = h[j]), (h[j] = t);
     }
+    low = h[0];
   }
-  return [h[0], h.filter((v) => v === h[0]).length];
+  return [h[0], h.filter((v) => v === h[0]).length, Math.max(...h)];
 }
 
 // softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower indices), drawn in index order. Words
 // more than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32
 // step.
-function sample(logp, temperature, topK, rand) {
-  const n = logp.length, best = logp[argmax(logp)];
-  let [kth, ties] = topK > 0 && topK < n ? kthLargest(logp, topK) : [-Infinity, n], sum = 0;
-  const low = Math.max(kth, best - 40 * temperature), keep = [], w = [];
-  for (let i = 0; i < n; i++) {
-    if (logp[i] < low || (logp[i] === kth && ties-- <= 0)) continue;
-    keep.push(i);
-    sum += w[w.push(Math.exp((logp[i] - best) / temperature)) - 1];
-  }
+// keep, w: room for the kept words and their weights.
+function sample(logp, temperature, topK, rand, keep, w) {
+  const n = logp.length, top = topK > 0 && topK < n;
+  let [kth, ties, best] = top ? kthLargest(logp, topK) : [-Infinity, n, logp[argmax(logp)]], sum = 0, m = 0;
+  const low = Math.max(kth, best - 40 * temperature);
+  for (let i = 0; i < n; i++)
+    if (logp[i] >= low && (logp[i] !== kth || ties-- > 0)) (sum += w[m] = Math.exp((logp[i] - best) / temperature)), (keep[m++] = i);
   let u = rand() * sum;
-  for (let j = 0; j < keep.length; j++) if ((u -= w[j]) <= 0) return keep[j];
-  return keep.at(-1);
+  for (let j = 0; j < m; j++) if ((u -= w[j]) <= 0) return keep[j];
+  return keep[m - 1];
 }
 
 // generate(prompt, nNew, temperature, top_k, seed, name): greedy when temperature is 0 (PyTorch's tokens); name: the
 // model ("lm": notebook 10's, "capstone": 12's). Words are numbered as <name>.json's itos lists them (the head's
 // order: an adaptive head's frequency ranks, as PyTorch picks them).
 // With a KV cache, as PyTorch's: the prompt in one step (no past), then one word a step, its past the step before's.
-export async function generate(ids, nNew, temperature = 0, topK = 0, seed = 0, name = "lm") {
-  const s = await session(name), rand = random(seed), shape = (await meta(name)).past;
-  let feed = { w: ids64(ids), past: new ort.Tensor("float32", new Float32Array(0), shape) };
+export const generate = (ids, nNew, temperature = 0, topK = 0, seed = 0, name = "lm") => alone(async () => {
+  const s = await session(name), rand = random(seed), { past, itos } = await meta(name);
+  const keep = new Int32Array(itos.length), w = new Float64Array(itos.length);
+  let feed = { w: ids64(ids), past: new ort.Tensor("float32", [], past) };
   ids = [...ids];
   for (let i = 0; i < nNew; i++) {
     const { logp, present } = await s.run(feed);
-    ids.push(temperature === 0 ? argmax(logp.data) : sample(logp.data, temperature, topK, rand));
+    ids.push(temperature === 0 ? argmax(logp.data) : sample(logp.data, temperature, topK, rand, keep, w));
     feed = { w: ids64(ids.slice(-1)), past: present };
   }
   return ids;
-}
+});
 
 // ----------------------------------------------------------------------------- the widgets
 const html = (s) => Object.assign(document.createElement("template"), { innerHTML: s.trim() }).content.firstChild;
@@ -124,6 +129,22 @@ function serial(redraw) {
   };
 }
 
+// The browser first runs the wasm build's code unoptimized (several times slower) and compiles its hot parts again,
+// on other threads, while it runs: a second or two of decoding. Done after the widget's first drawing, by short rounds
+// for at least 1.5 s and until they stop getting faster (a change the reader makes waits for one round at most);
+// el.dataset.warm says it is done.
+async function warm(el, round) {
+  const t0 = performance.now();
+  let best = Infinity, since = 0;
+  for (let r = 0; r < 400 && (performance.now() - t0 < 1500 || since < 10); r++) {
+    const t = performance.now();
+    await round(r);
+    const dt = performance.now() - t;
+    [best, since] = dt < 0.9 * best ? [dt, 0] : [best, since + 1];
+  }
+  el.dataset.warm = "";
+}
+
 async function reversalWidget(el) {
   const { maxSrc, layers, heads } = await meta("reversal");
   const heads_ = [`<option value="-1">mean of heads</option>`];
@@ -155,6 +176,7 @@ async function reversalWidget(el) {
   const draw = serial(redraw);
   for (const c of [text, layer, head]) c.addEventListener("change", draw);
   await draw();
+  await warm(el, () => reverse([3, 5, 7, 9, 4], 9));
 }
 
 async function lmWidget(el, name) {
@@ -179,6 +201,7 @@ async function lmWidget(el, name) {
   const draw = serial(redraw);
   for (const c of [prompt, temperature, topK, length, seed]) c.addEventListener("change", draw);
   await draw();
+  await warm(el, (r) => generate([1, 2, 3], 10, r % 2, 40, r, name)); // greedy, then sampled
 }
 
 export function mount(el) {

@@ -5,8 +5,8 @@ vocabulary, the sizes); ``widget_html(entry, static_dir, ort)`` copies them, onn
 (``ort``: its files, from ``book.ort_files()``: npm, pinned and integrity-checked) and ``live.mjs`` under
 ``static_dir/live/`` and returns the HTML that replaces the widget's frozen output. The page decodes greedily as
 PyTorch does, a language model with a KV cache (one graph takes the prompt, then each new word with the keys and
-values before it) (tests/browser/test_live_models_match_pytorch.py: the same tokens). RoPE turns pairs with complex
-numbers, which ONNX lacks: the exported copy turns them with cos/sin, and is checked against the model before export.
+values before it) (tests/browser/test_live_models_match_pytorch.py: the same tokens). The exported copy is
+checked against the model before export.
 
     python tools/live_models.py [folder]    # the lecture's models (`make lecture`) -> folder (build/live_models)
 """
@@ -28,6 +28,7 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package
 
+from transformer_nb.core.generation import generate
 from transformer_nb.core.multihead import KVCache
 
 # The legacy exporter lacks isneginf (the attention that keeps its weights uses it): ONNX's IsInf, negative side.
@@ -36,23 +37,6 @@ torch.onnx.register_custom_op_symbolic("aten::isneginf", lambda g, x: g.op("IsIn
 HERE = Path(__file__).resolve().parent
 LIVE = "live"  # static_dir/live/: the models, the vocabulary, live.mjs and onnxruntime-web
 MODELS = HERE.parent / "build" / "live_models"  # where main() exports to
-
-
-class RealRoPE(nn.Module):
-    """``RoPE``'s rotation (interleaved pairs) written with cos/sin: the same numbers, no complex tensors."""
-
-    def __init__(self, rope):
-        super().__init__()
-        assert rope.pairing == "interleaved", rope.pairing
-        self.cos, self.sin = rope.cos, rope.sin
-
-    def turn(self, x, offset: int = 0):
-        c, s = self.cos[offset : offset + x.shape[-2]], self.sin[offset : offset + x.shape[-2]]
-        x1, x2 = x[..., 0::2], x[..., 1::2]
-        return torch.stack((x1 * c - x2 * s, x1 * s + x2 * c), -1).flatten(-2)
-
-    def forward(self, q, k, q_offset=0, k_offset=0, in_place=False):
-        return self.turn(q, q_offset), self.turn(k, k_offset)
 
 
 def _adaptive_tied(head):
@@ -77,9 +61,32 @@ def _adaptive_tied(head):
     return embed, log_probs
 
 
+#: The models stored in 8 bits: notebook 12's, whose 33k x 128 word table alone is 17 MB in float32 (the book < 40 MB).
+LOW = ("capstone",)
+WORDS, PROMPTS = 30, 20  # the widget's new words; how many prompts measure the agreement
+
+
+def _rows(w):
+    """``w (N, M)`` in 8 bits: each row's integers -127..127 (int8) and its scale ``(N, 1)`` (its largest |weight| /
+    127): the row is ``q * scale`` to half a level."""
+    scale = w.abs().amax(1, keepdim=True).clamp_min(1e-30) / 127
+    return torch.round(w / scale).to(torch.int8), scale
+
+
+def int8(model):
+    """A copy of ``model`` whose matrices (weights with 2 dimensions; a tied one once) are what 8 bits keep of them
+    (``_rows``): what the page computes with for a model of ``LOW``."""
+    model = copy.deepcopy(model)
+    with torch.no_grad():
+        for w in model.parameters():
+            if w.dim() == 2:
+                w.copy_(torch.mul(*_rows(w)))
+    return model
+
+
 class _Past(KVCache):
     """One layer's keys and values so far as graph tensors, ``(1, kv_heads, P, d_head)`` each: ``append`` joins the
-    new ones (``torch.cat``: the page keeps the result, ``present``, for the next step)."""
+    new ones (``torch.cat``: the page keeps the results, ``present``, for the next step)."""
 
     def __init__(self, k, v, capacity):
         self.k, self.v, self.length, self.capacity, self.owner = k, v, k.shape[2], capacity, None
@@ -91,22 +98,68 @@ class _Past(KVCache):
 
 class NextWord(nn.Module):
     """The language model for the page, with a KV cache: words ``w (1, T)`` at positions ``P .. P + T - 1`` and the
-    keys and values of the ``P`` words before, ``past (layers, 2, 1, kv_heads, P, d_head)`` (``P = 0`` for the
-    prompt), -> the next word's log-probabilities ``(V,)`` and ``present``: ``past`` and the ``T`` words'. An
-    ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's ``generate`` picks them in (its
-    greedy ties, its sampling): no reordering of the vocabulary at every step. Other heads: word ids."""
+    keys and values of the ``P`` words before, ``past (2 layers, 1, kv_heads, P, d_head)`` (each layer's keys then
+    values; ``P = 0`` for the prompt) -> the next word's log-probabilities ``(1, V)`` and ``present``: ``past`` and
+    the ``T`` words'. An ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's ``generate``
+    picks them in (its greedy ties, its sampling): no reordering of the vocabulary at every step. Other heads: word
+    ids.
 
-    def __init__(self, model):
+    A step's cost in the page is mostly its graph's nodes and tensors, not its arithmetic: the self-attention is
+    written here with every size but T and P fixed (the package's reads them from the tensors, each a few nodes), the
+    causal mask and RoPE's cos/sin rows are made once for all layers, the cache is one tensor in and one out; RoPE
+    turns the interleaved pairs as ``x cos + (x R) sin``, ``R`` the pair swap with a sign (no complex numbers in
+    ONNX). ``low``: the matrices stored in 8 bits (``_rows``), multiplied back in the graph."""
+
+    def __init__(self, model, low: bool = False):
         super().__init__()
-        self.m = copy.deepcopy(model)
-        if self.m.rope is not None:
-            self.m.rope = RealRoPE(self.m.rope)
+        self.m, rope = copy.deepcopy(model), model.rope
+        self.m.rope = None
+        if rope is not None:  # each pair's angle twice, for its two numbers
+            assert rope.pairing == "interleaved", rope.pairing
+            self.cos, self.sin = (t.repeat_interleave(2, -1) for t in (rope.cos, rope.sin))
+            i, self.swap = torch.arange(0, rope.d_head, 2), torch.zeros(rope.d_head, rope.d_head)
+            self.swap[i + 1, i], self.swap[i, i + 1] = -1, 1
         if self.m.head.kind == "adaptive_tied":
             self.m.head.embed, self.m.head.log_probs = _adaptive_tied(self.m.head)
+        for layer in self.m.blocks.layers:
+            layer.self_attn.forward = self._attention(layer.self_attn)
+        self.low = {}  # low: who holds each matrix (a tied one, two modules); its int8 rows and scales are buffers
+        for mod in self.m.modules() if low else ():
+            for key, w in list(mod.named_parameters(recurse=False)):
+                if w.dim() == 2:
+                    self.low.setdefault(w, []).append((mod, key))
+                    delattr(mod, key)
+        for i, w in enumerate(self.low):  # buffers, not constants, which the exporter would store multiplied back
+            [self.register_buffer(f"{k}{i}", x) for k, x in zip(("q", "scale"), _rows(w))]
+        self.low = list(self.low.values())
+
+    def _attention(self, a):
+        h, kv, d = a.n_heads, a.n_kv_heads, a.d_head
+
+        def forward(x, mask=None, is_causal=True, rope=None, cache=None):
+            q, k, v = (
+                p(x).view(1, -1, n, d).transpose(1, 2) for p, n in ((a.q_proj, h), (a.k_proj, kv), (a.v_proj, kv))
+            )
+            if hasattr(self, "cos"):
+                q, k = (y * self.c + (y @ self.swap) * self.s for y in (q, k))
+            k, v = (a._share(y) for y in cache.append(k, v)) if kv != h else cache.append(k, v)
+            w = torch.softmax(q @ k.transpose(-1, -2) * d**-0.5 + (self.mask if mask is None else self.mask + mask), -1)
+            return a.out_proj((w @ v).transpose(1, 2).reshape(1, -1, h * d))
+
+        return forward
 
     def forward(self, w, past):
-        h, state = self.m.hidden(w, [_Past(*layer, self.m.max_len) for layer in past])
-        return self.m.head.log_probs(h[:, -1])[0], torch.stack([torch.stack((c.k, c.v)) for c in state])
+        for i, holders in enumerate(self.low):  # in the graph, which the page computes once, at load
+            full = getattr(self, f"q{i}").float() * getattr(self, f"scale{i}")
+            for mod, key in holders:
+                setattr(mod, key, full)
+        n, t, past = past.shape[3], w.shape[1], past.unbind(0)
+        pos = torch.arange(t) + n
+        self.mask = torch.zeros(t, n + t).masked_fill(torch.arange(n + t) > pos[:, None], float("-inf"))
+        if hasattr(self, "cos"):
+            self.c, self.s = self.cos[pos], self.sin[pos]
+        h, state = self.m.hidden(w, [_Past(k, v, self.m.max_len) for k, v in zip(past[::2], past[1::2])])
+        return self.m.head.log_probs(h[:, -1]), torch.stack([x for c in state for x in (c.k, c.v)])
 
 
 class NextSymbol(nn.Module):
@@ -133,13 +186,29 @@ NOTES = {
     "at temperature 0 (greedy) it writes PyTorch's words. Samples come from the page's own seeded generator, so they "
     "differ from the notebook's for the same seed; the attention figure is drawn only in the notebook.",
 }
-NOTES["capstone"] = NOTES["lm"].replace("notebook 10's trained model", "notebook 12's trained model")
+NOTES["capstone"] = (
+    NOTES["lm"]
+    .replace("notebook 10's", "notebook 12's")
+    .replace(
+        "float32 weights, exported from PyTorch): at temperature 0 (greedy) it writes PyTorch's words",
+        "exported from PyTorch, its matrices stored in 8 bits to fit in the book, a quarter of float32's size: each "
+        "row as integers -127..127 and a scale): at temperature 0 (greedy) it writes the words PyTorch writes with "
+        "those weights{agree}",
+    )
+)
+AGREE = (
+    "; with the float32 weights PyTorch writes the same {2} greedy words for {0} of {1} prompts from WikiText-2's "
+    "validation text, and finds the same most likely next word at {3}% of its first {4:,} words"
+)
 
 
-def export(name: str, model, folder: Path, vocab=None) -> Path:
+def export(name: str, model, folder: Path, vocab=None, text=None) -> Path:
     """Write ``folder/<name>.onnx`` and ``<name>.json`` (what the page needs to know) for ``name`` ``"reversal"`` or
     a language model, ``"lm"`` or ``"capstone"`` (with its ``vocab``), after checking that the exported wrapper
-    computes what ``model`` computes."""
+    computes what ``model`` computes (``int8(model)`` for a model of ``LOW``). For those, with ``text`` (word ids),
+    the json's ``agree`` says how often ``int8(model)`` decides as ``model``: for how many of ``PROMPTS`` prompts (8
+    words of ``text``, evenly spaced) it writes the same ``WORDS`` greedy words, and at what percentage of the first
+    ``4 max_len`` words of ``text`` it finds the same most likely next word."""
     from transformer_nb.widgets.reversal import _max_source_len
 
     folder.mkdir(parents=True, exist_ok=True)
@@ -147,17 +216,24 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
     with torch.no_grad(), warnings.catch_warnings():
         warnings.simplefilter("ignore")  # the tracer's notes on the package's Python-side checks
         if name != "reversal":  # traced on 2 words after 3: the causal mask and the cache both in the graph
-            w, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(model)
+            ref = int8(model) if name in LOW else model
+            w, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(ref, low=name in LOW)
             order = model.head.order if model.head.kind == "adaptive_tied" else torch.arange(model.vocab_size)
-            a, n = model.blocks.layers[0].self_attn, len(model.blocks.layers)
-            empty = torch.zeros(n, 2, 1, a.n_kv_heads, 0, a.d_head)
-            args, names = (w[:, 3:], wrap(w[:, :3], empty)[1]), ["w", "past"]
-            torch.testing.assert_close(wrap(*args)[0], model.log_probs(order[w])[0, -1, order])
-            axes = {"w": {1: "T"}, "past": {4: "P"}, "present": {4: "P + T"}}
+            a, n = model.blocks.layers[0].self_attn, 2 * len(model.blocks.layers)
+            empty = torch.zeros(n, 1, a.n_kv_heads, 0, a.d_head)
+            args, names, outs = (w[:, 3:], wrap(w[:, :3], empty)[1]), ["w", "past"], ["logp", "present"]
+            torch.testing.assert_close(wrap(*args)[0], ref.log_probs(order[w])[:, -1, order])
+            axes = {"w": {1: "T"}, "past": {3: "P"}, "present": {3: "P + T"}}
             itos, unk = [vocab.itos[i] for i in order], order.tolist().index(vocab.unk)  # in the graph's order
             meta = {"itos": itos, "unk": unk, "max_len": model.max_len, "past": list(empty.shape)}
+            if name in LOW and text is not None:
+                starts = range(0, len(text) - 8, len(text) // PROMPTS)[:PROMPTS]
+                same = sum(torch.equal(*(generate(m, text[i : i + 8], WORDS) for m in (model, ref))) for i in starts)
+                x = text[: 4 * model.max_len].view(4, -1)
+                top = (model.log_probs(x).argmax(-1) == ref.log_probs(x).argmax(-1)).double().mean().item()
+                meta["agree"] = [same, len(starts), WORDS, round(100 * top, 1), x.numel()]
         else:
-            args, names = (torch.tensor([[3, 5, 7, 9]]), torch.tensor([[1, 9, 7]])), ["src", "ys"]
+            args, names, outs = (torch.tensor([[3, 5, 7, 9]]), torch.tensor([[1, 9, 7]])), ["src", "ys"], None
             wrap = NextSymbol(model)
             torch.testing.assert_close(wrap(*args)[0], model.decode(args[1], model.encode(args[0]))[0, -1])
             axes = {"src": {1: "S"}, "ys": {1: "T"}}
@@ -167,7 +243,6 @@ def export(name: str, model, folder: Path, vocab=None) -> Path:
         out = folder / f"{name}.onnx"
         # TorchScript's exporter; no constant folding, which would store a transposed copy of every tied matrix
         kw = dict(dynamo=False, opset_version=OPSET, do_constant_folding=False)
-        outs = None if name == "reversal" else ["logp", "present"]
         torch.onnx.export(wrap, args, out, input_names=names, output_names=outs, dynamic_axes=axes, **kw)
     return out
 
@@ -196,8 +271,10 @@ def widget_html(
         elif not (live / f"{f.name}.gz").is_file():  # a quarter of the size; live.mjs unpacks it
             (live / f"{f.name}.gz").write_bytes(gzip.compress(f.read_bytes(), 9, mtime=0))
     el, said = f"tnb-live-{name}", "" if prompt is None else f' data-prompt="{html.escape(prompt)}"'
+    agree = json.loads((models / f"{name}.json").read_text()).get("agree")
+    note = NOTES[name].replace("{agree}", AGREE.format(*agree) if agree else "")
     return (
-        f'<div class="tnb-live" id="{el}" data-model="{name}"{said}><p class="tnb-serves">Live: {NOTES[name]}'
+        f'<div class="tnb-live" id="{el}" data-model="{name}"{said}><p class="tnb-serves">Live: {note}'
         f'{shows}</p></div>\n<script type="module">import {{ mount }} from "./{static_dir.name}/{LIVE}/live.mjs"; '
         f'mount(document.getElementById("{el}"));</script>'
     )
@@ -207,11 +284,13 @@ def export_lecture(name: str, folder: Path = MODELS) -> tuple[Path, str]:
     """Export the lecture's model ``name`` (``lecture.best``: the cached model the notebook trained; ``make lecture``
     trains what is missing) into ``folder``: the path, and which model it is (``lecture.describe``)."""
     from transformer_nb import lecture
+    from transformer_nb.wikitext import load_wikitext2
 
-    model, prof = lecture.best(name)
+    data = None if name == "reversal" else load_wikitext2()
+    model, prof = lecture.best(name, data=data)
     shows = lecture.describe(name, model, prof)
     model, vocab = (model, None) if name == "reversal" else model
-    path = export(name, model, folder, vocab)
+    path = export(name, model, folder, vocab, data and data.valid)
     print(f"live: {path}, {shows}")
     return path, shows
 
