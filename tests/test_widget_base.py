@@ -16,6 +16,7 @@ from transformer_nb.widgets.catalog import WIDGETS, build
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTINUOUS = {"SoftmaxTemperature", "ScalingWidget", "SinusoidFingerprint", "AlibiExplorer", "RotatePair"}
+CONTINUOUS |= {"MaskExplorer", "HeadsWidget", "DepthWidget"}
 STANDALONE = [e for e in WIDGETS if e.needs is None]
 
 
@@ -90,7 +91,7 @@ def test_fast_widgets_animate_and_slow_ones_say_they_wait(entry):
     assert bool(notes) != w.CONTINUOUS and all("release a slider" in n and w.REDRAW in n for n in notes)
 
 
-PARTIAL = sorted(CONTINUOUS - {"AlibiExplorer"} | {"MaskExplorer", "HeadsWidget", "DepthWidget", "VariantWidget"})
+PARTIAL = sorted(CONTINUOUS - {"AlibiExplorer"} | {"VariantWidget"})
 
 
 def _values(c) -> list:
@@ -125,7 +126,7 @@ def test_fast_redraws_show_what_a_fresh_widget_shows_after_any_moves(name):
     w.refresh()
     w.png()
     values, repainted = {n: _values(c) for n, c in w.controls.items() if not isinstance(c, W.Text)}, 0
-    for step in range(24):
+    for step in range(16):
         for n in rng.sample(sorted(values), min(len(values), rng.choice((1, 1, 1, 2, 3)))):
             w.controls[n].value = rng.choice(values[n])
         kept = w._background
