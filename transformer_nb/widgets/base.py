@@ -13,7 +13,8 @@ silently clamps it), and implements ``compute(**values) -> dict`` (pure, testabl
 **Animation.** A widget whose redraw takes at most ``CHEAP_MS`` (``python -m transformer_nb.widgets.timing``)
 keeps ``CONTINUOUS = True``: its sliders redraw while dragged. A slower one redraws when a slider is released
 and says so under its controls. ``update(fig, data)`` may redraw into the last figure instead of building one;
-the artists it lists in ``animated`` (whole Axes too) are then the only ones painted again (``png``).
+the artists it lists in ``animated`` (whole Axes too), all that it changed, are then the only ones painted again
+over the rest kept from the last PNG (``png``): exact while the list stays the same and one update ran since.
 
 **The book.** ``FRAMES = ((control, values or None), ...)`` names the grid of control values over which the
 book and the slides precompute the widget's frames (``tools/live.py``; ``None``: the control's own choices).
@@ -29,6 +30,7 @@ import traceback
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
+import numpy as np
 from IPython.display import display
 
 from transformer_nb.core.utils import as_int, as_real
@@ -162,15 +164,16 @@ class Widget:
 
         fig, art = self.fig, [a for a in self.animated if a.figure is self.fig]
         canvas = fig.canvas if isinstance(fig.canvas, FigureCanvasAgg) else FigureCanvasAgg(fig)
-        whole = [a for a in art if hasattr(a, "xaxis")]  # Axes painted whole: a new set needs a new background
-        if self._background is not None and self._background[0] is fig and self._background[2] == whole:
-            canvas.restore_region(self._background[1])
+        kept = self._background  # (figure, pixels, art, updates): the last PNG without ``art``
+        if kept and kept[0] is fig and kept[2] == art and self.updates - kept[3] <= 1:  # ``art``: all that changed
+            np.asarray(canvas.buffer_rgba())[:] = kept[1]
+            self._background = (*kept[:3], self.updates)
         else:
             fig.patch.set_facecolor("white")  # opaque in dark themes too
             for a in fig.findobj(lambda a: a.get_animated() != (a in art)):
                 a.set_animated(a in art)  # left out of the background
-            canvas.draw()
-            self._background = (fig, canvas.copy_from_bbox(fig.bbox), whole) if art else None
+            canvas.draw()  # kept whole: copy_from_bbox(fig.bbox) can miss the last column of pixels
+            self._background = (fig, np.array(canvas.buffer_rgba()), art, self.updates) if art else None
         for a in art:
             fig.draw_artist(a)
         rgba = Image.frombuffer("RGBA", canvas.get_width_height(), canvas.buffer_rgba(), "raw", "RGBA", 0, 1)

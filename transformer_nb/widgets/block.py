@@ -10,6 +10,8 @@ have residual connections; see, for a freshly initialised stack,
 Everything comes from one pass of ``experiments.layer_grad_norms``.
 """
 
+from functools import lru_cache
+
 import ipywidgets as W
 import matplotlib.pyplot as plt
 
@@ -18,6 +20,7 @@ from transformer_nb.widgets.base import STYLE, Widget
 
 PLACEMENTS = ("Pre-LN", "Post-LN")
 D_MODELS = (32, 64, 128)
+_grad_norms = lru_cache(layer_grad_norms)  # a move back to a setting reuses its pass (read only)
 
 
 class DepthWidget(Widget):
@@ -29,8 +32,7 @@ class DepthWidget(Widget):
     ``grad[-1] / grad[0]`` (last layer over first).
     """
 
-    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "an eighth of a second: it differentiates a fresh stack of blocks"
+    CONTINUOUS = True  # a redraw repaints what changed, under CHEAP_MS (python -m transformer_nb.widgets.timing)
 
     FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
 
@@ -46,7 +48,7 @@ class DepthWidget(Widget):
     def compute(self, depth, placement, residual, d_model):
         norm_first = placement == "Pre-LN"
         heads = 4 if d_model >= 64 else 2
-        s = g = layer_grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(0,))
+        s = g = _grad_norms(depth, norm_first, residual, d_model=d_model, n_heads=heads, seeds=(0,))
         grad = g["param"].tolist()
         data = dict(depth=depth, placement=placement, norm_first=norm_first, residual=residual, d_model=d_model)
         data.update(grad=grad, input_grad=g["input"].tolist(), rms=s["rms"].tolist(), diversity=s["diversity"].tolist())
@@ -72,7 +74,8 @@ class DepthWidget(Widget):
         return fig
 
     def update(self, fig, data) -> bool:
-        """The curves and titles of ``data`` into the figure ``draw`` made (no new figure, no layout pass)."""
+        """The curves and titles of ``data`` into the figure ``draw`` made; all is painted but the right plot's
+        axes while the depth (its x axis) stays (``Widget.png``)."""
         ax1, ax2, ax3 = fig.axes
         layers, steps = list(range(1, data["depth"] + 1)), list(range(0, data["depth"] + 1))
         ax1.lines[0].set(data=(layers, data["grad"]), color="C0" if data["norm_first"] else "C3")
@@ -89,5 +92,7 @@ class DepthWidget(Widget):
             f"d_model {data['d_model']}, at initialisation",
             fontsize=11,
         )
-        self.animated = []  # painted whole: repainting parts over a kept background drifted from a fresh figure
+        same = self.last is not None and self.last["depth"] == data["depth"]  # the right plot's x axis stays
+        right = [ax2.lines[0], *ax2.spines.values(), ax2.legend_] if same else [ax2]
+        self.animated = [ax1, *right, ax3, fig._suptitle]
         return True

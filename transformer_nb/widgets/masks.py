@@ -15,7 +15,7 @@ from matplotlib.colors import ListedColormap
 
 from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.masks import padding_mask_from_ids, self_attention_mask
-from transformer_nb.widgets.base import STYLE, Widget
+from transformer_nb.widgets.base import STYLE, Widget, painted
 
 PAD = 0
 MAX_LEN = 8
@@ -46,8 +46,7 @@ class MaskExplorer(Widget):
     ``row_sums (B, T)`` and ``has_nan`` (always False: the package never returns NaN).
     """
 
-    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a quarter of a second"
+    CONTINUOUS = True  # a redraw repaints what changed, under CHEAP_MS (python -m transformer_nb.widgets.timing)
 
     FRAMES = (("len_1", (0, 2, 5, 8)), ("pad_side", None), ("causal", None))  # the book's grid
 
@@ -95,12 +94,16 @@ class MaskExplorer(Widget):
             ax.set_ylabel("" if i % B else "query", fontsize=8)
             for r in range(MAX_LEN):  # red frames of the rows with no visible key, shown as needed
                 ax.add_patch(plt.Rectangle((-0.5, r - 0.5), 1, 1, fill=False, ec="C3", lw=2, visible=False))
-        self._fill(fig, data)
+        self._shown = None
+        self.update(fig, data)
         return fig
 
-    def _fill(self, fig, data) -> None:
-        """Draw ``data`` into the figure ``draw`` made (a fixed layout)."""
+    def update(self, fig, data) -> bool:
+        """Redraw ``data`` into the figure ``draw`` made (a fixed layout); over a kept background (``Widget.png``),
+        the columns whose tokens changed are painted again whole, those whose mask changed their images only."""
         B, T = data["ids"].shape
+        shown, last = [(data["ids"][b].tolist(), data["causal"]) for b in range(B)], self._shown or [((), None)] * B
+        changed = [b for b in range(B) if shown[b][0] != last[b][0]]
         for i, ax in enumerate(fig.axes):
             b, mask = i % B, i < B
             ax.images[0].set(data=(data["mask"][b].float() if mask else data["weights"][b]).numpy())
@@ -108,11 +111,16 @@ class MaskExplorer(Widget):
             ax.set_title(
                 f"seq {b + 1} (length {data['lengths'][b]}): mask" if mask else "attention weights", fontsize=9
             )
-            words = [WORDS[i] for i in data["ids"][b].tolist()]
-            ax.set_xticks(range(T), words, rotation=70, fontsize=8)
-            ax.set_yticks(range(T), words, fontsize=8)
+            if b in changed:
+                ax.set_xticks(range(T), [WORDS[i] for i in shown[b][0]], rotation=70, fontsize=8)
+                ax.set_yticks(range(T), [WORDS[i] for i in shown[b][0]], fontsize=8)
             for r, patch in enumerate(ax.patches):
                 patch.set(width=T, visible=r < T and bool(data["empty_rows"][b, r]))
         how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
         extra = f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
         fig.suptitle(f"blue = may attend  ·  {how}{extra if data['n_empty_rows'] else ''}", fontsize=10)
+        whole = [ax for i, ax in enumerate(fig.axes) if i % B in changed]
+        moved = [ax for i, ax in enumerate(fig.axes) if ax not in whole and shown[i % B] != last[i % B]]
+        self.animated = [*whole, *(a for ax in moved for a in painted(ax)), fig._suptitle]
+        self._shown = shown
+        return True

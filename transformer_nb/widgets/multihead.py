@@ -18,7 +18,7 @@ import torch.nn as nn
 
 from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.probes import head_stats, record_attention, uniform_distance
-from transformer_nb.widgets.base import STYLE, Widget, text_figure
+from transformer_nb.widgets.base import STYLE, Widget, painted, text_figure
 
 SENTENCES = [
     "The cat sat on the comfortable mat",
@@ -72,8 +72,7 @@ class HeadsWidget(Widget):
     ``entropy`` lists, and the uniform-attention baselines ``uniform_distance`` and ``uniform_entropy``.
     """
 
-    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a fifth of a second"
+    CONTINUOUS = True  # a redraw repaints what changed, under CHEAP_MS (python -m transformer_nb.widgets.timing)
 
     FRAMES = (("sentence", None), ("n_heads", None), ("layer", None))  # the book's grid
 
@@ -143,7 +142,7 @@ class HeadsWidget(Widget):
 
     def update(self, fig, data) -> bool:
         """The weights, titles and colour scale of ``data`` into the figure ``draw`` made for the same tokens
-        and heads (else False)."""
+        and heads (else False); only those are painted again (``Widget.png``)."""
         if not data["tokens"] or self._figs.get((data["n_heads"], *data["tokens"])) is not fig:
             return False
         w, h = data["weights"], data["n_heads"]
@@ -156,5 +155,5 @@ class HeadsWidget(Widget):
             f"uniform attention: dist {data['uniform_distance']:.2f}, H = ln T = {data['uniform_entropy']:.2f}",
             fontsize=9,
         )
-        self.animated = []  # painted whole: repainting parts over a kept background drifted from a fresh figure
+        self.animated = [*(a for ax in fig.axes[:h] for a in painted(ax)), fig.axes[-1], fig._suptitle]
         return True

@@ -71,11 +71,11 @@ class SinusoidFingerprint(Widget):
         xs = sin.get_xdata()
         sin.set_ydata(np.sin(xs * omega))
         cos.set_ydata(np.cos(xs * omega))
-        sin.set_label(f"PE[·, {2 * i}] = sin(p·ω)")
-        cos.set_label(f"PE[·, {2 * i + 1}] = cos(p·ω)")
+        legend = ax1.get_legend() or ax1.legend(handles=[sin, cos], loc="upper right", fontsize=8, ncol=2)
+        for text, label in zip(legend.get_texts(), (f"PE[·, {2 * i}] = sin(p·ω)", f"PE[·, {2 * i + 1}] = cos(p·ω)")):
+            text.set_text(label)
         dots.set_data([p, p], data["pair_values"])
         cursor.set_xdata([p, p])
-        ax1.legend(handles=[sin, cos], loc="upper right", fontsize=8, ncol=2)
         ax1.set_title(f"pair i={i}: ω={omega:.3g}, wavelength={data['wavelength']:.3g}")
         fp = data["fingerprint"].tolist()
         for dim, bar in enumerate(ax2.patches):
@@ -83,7 +83,7 @@ class SinusoidFingerprint(Widget):
             bar.set_color("gold" if dim // 2 == i else ("tab:blue" if dim % 2 == 0 else "tab:orange"))
         ax2.set_title(f"fingerprint PE[{p}]")
         # what moves; the rest (table, axes, ticks) is drawn once: see Widget.png
-        self.animated = [*ax0.lines, *ax0.patches, *ax1.lines, ax1.get_legend(), ax1.title, *ax2.patches, ax2.title]
+        self.animated = [*ax0.lines, *ax0.patches, *ax1.lines, legend, ax1.title, *ax2.patches, ax2.title]
         return True
 
 
