@@ -28,15 +28,15 @@ SLIDES = """() => Reveal.getSlides().map(s => ({
 }))"""
 LIVE_MOVE = """() => { const el = document.querySelector('section.present .tnb-live [data-c="0"]');
   el.value = String((Number(el.value) + 1) % (Number(el.max) + 1)); el.dispatchEvent(new Event('input')); }"""
-#: Each slide shown in turn (as a reader steps through), then measured: its box, what it holds, and
-#: whether what does not fit scrolls. In the slide's own pixels (reveal.js scales the whole deck).
-FIT = """() => Reveal.getSlides().map((s, k) => {
-  const at = Reveal.getIndices(s), style = getComputedStyle(s);
-  Reveal.slide(at.h, at.v);
+#: All slides laid out at once (in reveal.js's view distance), formulas typeset again as when shown (boxes as when
+#: shown one by one, to MathJax's 1-4 px), then measured: box, content, scrolling, in the slide's own pixels.
+FIT = """async () => { Reveal.configure({viewDistance: 1000}); const all = document.querySelector('.reveal .slides');
+  await new Promise(done => MathJax.Hub.Queue(['Rerender', MathJax.Hub, all], done)); Reveal.layout();
+  return Reveal.getSlides().map((s, k) => { const style = getComputedStyle(s);
   return {k, top: s.offsetTop, box: s.offsetHeight, client: s.clientHeight, content: s.scrollHeight,
           wide: s.scrollWidth > s.clientWidth + 1, scrolls: ['auto', 'scroll'].includes(style.overflowY),
           cue: style.backgroundImage.includes('gradient'), start: s.textContent.trim().slice(0, 50)};
-})"""
+})}"""
 BROKEN_IMAGES = "() => [...document.images].filter(i => !i.naturalWidth).map(i => i.src.slice(0, 80))"
 WIDGET = "script[type='application/vnd.jupyter.widget-view+json']"
 
