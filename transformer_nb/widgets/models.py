@@ -108,7 +108,7 @@ class VariantWidget(Widget):
 
     def draw(self, data):
         """The figure for this variant, in a fixed layout (so that it never depends on the values shown), filled
-        in by ``update``: per sublayer its mask over its weights, keys labelled once (under the weights)."""
+        in by ``update``: per sublayer its mask over its weights."""
         n = len(data["sublayers"])
         width = max(3.2 * n + 1.2, 5.0)
         fig, axes = plt.subplots(2, n, figsize=(width, 6.8), squeeze=False)
@@ -117,12 +117,16 @@ class VariantWidget(Widget):
             axes[0, c].imshow([[0]], cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
             im = axes[1, c].imshow([[0.0]], cmap="viridis", norm=PowerNorm(0.5, 0, 1), aspect="auto")  # softmax
             axes[0, c].set_ylabel("queries", fontsize=9)
-            axes[0, c].tick_params(labelbottom=False)  # the keys are those of the weights below
+            axes[0, c].tick_params(labelbottom=False)  # keys labelled under the weights, queries by the mask
+            axes[1, c].tick_params(labelleft=False)
+            for ax in axes[:, c]:
+                ax.tick_params(labelsize=8)
+                ax.tick_params("x", labelrotation=90)
             axes[1, c].set_xlabel("keys", fontsize=9)
             axes[1, c].set_title("weights", fontsize=10)
         bar = fig.add_axes((1 - 0.85 / width, 0.66 / 6.8, 0.12 / width, axes[1, 0].get_position().height))
         fig.colorbar(im, cax=bar, ticks=(0, 0.05, 0.2, 0.5, 1), format="%g", label="attention weight (√ scale)")
-        self._axes, self._shown = axes, [None] * 2 * n
+        self._axes, self._shown = axes, {}
         fig.suptitle("", fontsize=10)
         self._variant = data["variant"]
         self.update(fig, data)
@@ -130,7 +134,7 @@ class VariantWidget(Widget):
 
     def update(self, fig, data) -> bool:
         """``data`` into the figure ``draw`` made for the same variant (else False); only the heatmaps, titles and
-        the axes (ticks) whose labels changed are painted again (``Widget.png``)."""
+        the axes (ticks and labels) whose labels changed are painted again (``Widget.png``)."""
         if data["variant"] != self._variant:
             return False
         head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
@@ -142,15 +146,14 @@ class VariantWidget(Widget):
             short = name.replace("layers.", "L").replace("_attn", "")
             ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
             xt, yt = self._labels(data, name)
-            for k, (ax, shown) in enumerate(((ax0, (len(xt), yt)), (ax1, (xt, yt)))):
-                if shown != self._shown[2 * c + k]:
-                    ax.images[0].set_extent((-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
-                    ax.set_xticks(range(len(xt)), xt, rotation=90, fontsize=8)
-                    ax.set_yticks(range(len(yt)), yt, fontsize=8)
-                    self.animated.append(ax)
-                else:
-                    self.animated += painted(ax) if ax is ax0 else [*ax.images, *ax.spines.values()]
-                self._shown[2 * c + k] = shown
+            self.animated += [*painted(ax0), *ax1.images, *ax1.spines.values()]
+            for ax in (ax0, ax1):
+                ax.images[0].set_extent((-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
+                for axis, labels in ((ax.xaxis, xt), (ax.yaxis, yt)):
+                    if labels != self._shown.get(axis):  # its ticks, labels and their layout only
+                        axis.set_ticks(range(len(labels)), labels)
+                        self.animated.append(axis)
+                        self._shown[axis] = labels
         fig.suptitle(
             f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
             f"weights: {head}; the largest on a padded key: {data['max_weight_on_padding']:.1g}",
