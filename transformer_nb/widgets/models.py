@@ -51,9 +51,6 @@ class VariantWidget(Widget):
     largest weight any query gives a padded key (0 exactly when the masks work).
     """
 
-    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a fifth of a second"
-
     FRAMES = (("variant", None), ("layer", None), ("head", ("mean", 0, 1)))  # the book's grid
 
     def __init__(self, variant: str = "encoder-decoder"):
