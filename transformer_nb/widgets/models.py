@@ -113,12 +113,9 @@ class VariantWidget(Widget):
         for c in range(n):
             axes[0, c].imshow([[0]], cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
             im = axes[1, c].imshow([[0.0]], cmap="viridis", norm=PowerNorm(0.5, 0, 1), aspect="auto")  # softmax
-            axes[0, c].set_ylabel("queries", fontsize=9)
-            axes[0, c].tick_params(labelbottom=False)  # keys labelled under the weights, queries by the mask
-            axes[1, c].tick_params(labelleft=False)
-            for ax in axes[:, c]:
-                ax.tick_params(labelsize=8)
-                ax.tick_params("x", labelrotation=90)
+            axes[0, c].set_ylabel("queries", fontsize=9)  # queries labelled by the mask, keys under the weights
+            axes[0, c].tick_params(labelbottom=False, labelsize=8)
+            axes[1, c].tick_params(labelleft=False, labelsize=8, labelrotation=90)
             axes[1, c].set_xlabel("keys", fontsize=9)
             axes[1, c].set_title("weights", fontsize=10)
         bar = fig.add_axes((1 - 0.85 / width, 0.66 / 6.8, 0.12 / width, axes[1, 0].get_position().height))
@@ -138,14 +135,12 @@ class VariantWidget(Widget):
         self.animated = [fig._suptitle]
         for c, name in enumerate(data["sublayers"]):
             ax0, ax1 = self._axes[:, c]
-            ax0.images[0].set_data(data["masks"][name].int().numpy())
-            ax1.images[0].set_data(data["weights"][name].detach().numpy())
             short = name.replace("layers.", "L").replace("_attn", "")
             ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
             xt, yt = self._labels(data, name)
             self.animated += [*painted(ax0), *ax1.images, *ax1.spines.values()]
-            for ax in (ax0, ax1):
-                ax.images[0].set_extent((-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
+            for ax, values in ((ax0, data["masks"][name].int()), (ax1, data["weights"][name].detach())):
+                ax.images[0].set(data=values.numpy(), extent=(-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
                 for axis, labels in ((ax.xaxis, xt), (ax.yaxis, yt)):
                     if labels != self._shown.get(axis):  # its ticks, labels and their layout only
                         axis.set_ticks(range(len(labels)), labels)
