@@ -16,7 +16,7 @@ from transformer_nb.widgets.catalog import WIDGETS, build
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTINUOUS = {"SoftmaxTemperature", "ScalingWidget", "SinusoidFingerprint", "AlibiExplorer", "RotatePair"}
-CONTINUOUS |= {"MaskExplorer", "HeadsWidget", "DepthWidget"}
+CONTINUOUS |= {"MaskExplorer", "HeadsWidget", "DepthWidget", "VariantWidget"}
 STANDALONE = [e for e in WIDGETS if e.needs is None]
 
 
@@ -91,7 +91,7 @@ def test_fast_widgets_animate_and_slow_ones_say_they_wait(entry):
     assert bool(notes) != w.CONTINUOUS and all("release a slider" in n and w.REDRAW in n for n in notes)
 
 
-PARTIAL = sorted(CONTINUOUS - {"AlibiExplorer"} | {"VariantWidget"})
+PARTIAL = sorted(CONTINUOUS - {"AlibiExplorer"})
 
 
 def _values(c) -> list:

@@ -12,6 +12,7 @@ which keys each query may see, which does not depend on training.
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
+from matplotlib.colors import PowerNorm
 
 from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
@@ -49,9 +50,6 @@ class VariantWidget(Widget):
     of row 0 of the batch; ``src_keep``/``tgt_keep`` of that row; ``max_weight_on_padding``: the
     largest weight any query gives a padded key (0 exactly when the masks work).
     """
-
-    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a fifth of a second"
 
     FRAMES = (("variant", None), ("layer", None), ("head", ("mean", 0, 1)))  # the book's grid
 
@@ -107,48 +105,50 @@ class VariantWidget(Widget):
 
     def draw(self, data):
         """The figure for this variant, in a fixed layout (so that it never depends on the values shown), filled
-        in by ``update``."""
+        in by ``update``: per sublayer its mask over its weights."""
         n = len(data["sublayers"])
-        width = max(3.6 * n + 0.6, 5.0)
+        width = max(3.2 * n + 1.2, 5.0)
         fig, axes = plt.subplots(2, n, figsize=(width, 6.8), squeeze=False)
-        fig.subplots_adjust(0.65 / width, 0.66 / 6.8, 1 - 0.56 / width, 1 - 1.02 / 6.8, 0.31, 0.51)  # fixed
-        self._cells, self._shown = [], [None] * n
+        fig.subplots_adjust(0.65 / width, 0.66 / 6.8, 1 - 1.1 / width, 1 - 1.02 / 6.8, 0.31, 0.3)  # fixed
         for c in range(n):
             axes[0, c].imshow([[0]], cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
-            im = axes[1, c].imshow([[0.0]], cmap="viridis", vmin=0, vmax=1, aspect="auto")
-            self._cells.append((axes[0, c], axes[1, c], fig.colorbar(im, ax=axes[1, c], fraction=0.046, pad=0.04)))
-            for ax in axes[:, c]:
-                ax.set_xlabel("keys", fontsize=9)
-            axes[0, c].set_ylabel("queries", fontsize=9)
+            im = axes[1, c].imshow([[0.0]], cmap="viridis", norm=PowerNorm(0.5, 0, 1), aspect="auto")  # softmax
+            axes[0, c].set_ylabel("queries", fontsize=9)  # queries labelled by the mask, keys under the weights
+            axes[0, c].tick_params(labelbottom=False, labelsize=8)
+            axes[1, c].tick_params(labelleft=False, labelsize=8, labelrotation=90)
+            axes[1, c].set_xlabel("keys", fontsize=9)
+            axes[1, c].set_title("weights", fontsize=10)
+        bar = fig.add_axes((1 - 0.85 / width, 0.66 / 6.8, 0.12 / width, axes[1, 0].get_position().height))
+        fig.colorbar(im, cax=bar, ticks=(0, 0.05, 0.2, 0.5, 1), format="%g", label="attention weight (√ scale)")
+        self._axes, self._shown = axes, {}
         fig.suptitle("", fontsize=10)
         self._variant = data["variant"]
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
-        """``data`` into the figure ``draw`` made for the same variant (else False); only the columns whose
-        sequences changed are painted again whole, else only the heatmaps, titles and colour bars (``Widget.png``)."""
+        """``data`` into the figure ``draw`` made for the same variant (else False); only the heatmaps, titles and
+        the axes (ticks and labels) whose labels changed are painted again (``Widget.png``)."""
         if data["variant"] != self._variant:
             return False
         head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
         self.animated = [fig._suptitle]
-        for c, ((ax0, ax1, bar), name) in enumerate(zip(self._cells, data["sublayers"])):
-            weights = data["weights"][name].detach().numpy()
-            ax0.images[0].set_data(data["masks"][name].int().numpy())
-            ax1.images[0].set(data=weights, clim=(0, weights.max()))
+        for c, name in enumerate(data["sublayers"]):
+            ax0, ax1 = self._axes[:, c]
             short = name.replace("layers.", "L").replace("_attn", "")
             ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
-            ax1.set_title(f"weights ({head})", fontsize=10)
-            xt, yt = ticks = self._labels(data, name)
-            for ax in (ax0, ax1) if ticks != self._shown[c] else ():
-                ax.images[0].set_extent((-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
-                ax.set_xticks(range(len(xt)), xt, rotation=90, fontsize=8)
-                ax.set_yticks(range(len(yt)), yt, fontsize=8)
-            self.animated += [ax0, ax1, bar.ax] if ticks != self._shown[c] else [*painted(ax0), *painted(ax1), bar.ax]
-            self._shown[c] = ticks
+            xt, yt = self._labels(data, name)
+            self.animated += [*painted(ax0), *ax1.images, *ax1.spines.values()]
+            for ax, values in ((ax0, data["masks"][name].int()), (ax1, data["weights"][name].detach())):
+                ax.images[0].set(data=values.numpy(), extent=(-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
+                for axis, labels in ((ax.xaxis, xt), (ax.yaxis, yt)):
+                    if labels != self._shown.get(axis):  # its ticks, labels and their layout only
+                        axis.set_ticks(range(len(labels)), labels)
+                        self.animated.append(axis)
+                        self._shown[axis] = labels
         fig.suptitle(
             f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
-            f"largest weight on a padded key: {data['max_weight_on_padding']:.1g}",
+            f"weights: {head}; the largest on a padded key: {data['max_weight_on_padding']:.1g}",
             fontsize=10,
         )
         return True
