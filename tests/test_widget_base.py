@@ -126,7 +126,7 @@ def test_fast_redraws_show_what_a_fresh_widget_shows_after_any_moves(name):
     w.refresh()
     w.png()
     values, repainted = {n: _values(c) for n, c in w.controls.items() if not isinstance(c, W.Text)}, 0
-    for step in range(16):
+    for step in range(8):
         for n in rng.sample(sorted(values), min(len(values), rng.choice((1, 1, 1, 2, 3)))):
             w.controls[n].value = rng.choice(values[n])
         kept = w._background
