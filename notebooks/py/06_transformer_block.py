@@ -32,7 +32,7 @@
 # **Serves:** 000 §8.5 (8.5.1–8.5.6), Exercise 8.8; 001 §19.3–19.6; 002 "The Transformer Block", "Pre-Norm vs
 # Post-Norm"; 003 (trace a token through a block); 004 §7–9, §11.
 #
-# **Runtime on 2 CPU cores:** quick ~20 s, full ~80 s (most of it the toy training of section
+# **Runtime on 2 CPU cores:** quick ~10 s, full ~80 s (most of it the toy training of section
 # 7).
 
 # %%

@@ -26,7 +26,7 @@
 # **Serves:** 000 §8.3.5, §8.5.4, Exercise 8.2, Exercise 8.4; 001 §19.8.3–19.8.4, §19.13.5; 002 "Parameter Count
 # per Block", "KV Cache"; 003 (model sizes, the quadratic bottleneck); 004 §5.7.
 #
-# **Runtime on 2 CPU cores:** quick ~10 s, full ~10 s (nothing here trains).
+# **Runtime on 2 CPU cores:** quick ~5 s, full ~10 s (nothing here trains).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.

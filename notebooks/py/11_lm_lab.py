@@ -13,7 +13,7 @@
 # **Serves:** 001 §19.11.3 (weight tying), §19.13 (mixed precision, optimisers), §19.14.1 (the KV cache); 000
 # §8.6.2; Grave et al. 2017 (adaptive softmax), Baevski & Auli 2019 (adaptive input), Jordan et al. 2024 (Muon).
 #
-# **Runtime on 2 CPU cores:** quick ~40 s, full ~5 min.
+# **Runtime on 2 CPU cores:** quick ~25 s, full ~5 min.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.

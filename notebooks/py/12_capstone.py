@@ -14,7 +14,7 @@
 # blocks, stacked) and 8.9 (its model, trained on WikiText-2); 001 §19.11.3 (weight tying); 002 (the causal LM
 # objective).
 #
-# **Runtime on 2 CPU cores:** quick ~25 s, full ~3 min cold, of which about 2.5 min train the model (the training
+# **Runtime on 2 CPU cores:** quick ~20 s, full ~3 min cold, of which about 2.5 min train the model (the training
 # cell prints how long); a re-run loads the trained model from the cache.
 
 # %%

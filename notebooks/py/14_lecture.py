@@ -14,7 +14,7 @@
 # **Serves:** all five texts, through the widgets of notebooks 00–10: 000 §8.2–8.6; 001 §19.2–19.11; 002;
 # 003; 004 §4–§13.
 #
-# **Runtime on 2 CPU cores:** quick ~15 s, full ~15 s with warm caches (`make lecture` first, once: it trains the
+# **Runtime on 2 CPU cores:** quick ~10 s, full ~15 s with warm caches (`make lecture` first, once: it trains the
 # missing lecture-sized models of 09, 10 and 12, the ones their quick runs train).
 
 # %%
