@@ -214,7 +214,7 @@ REVEAL = Package(
     ),
 )
 SLIDE_PACKAGES = (REVEAL, HTML_MANAGER)
-# tools/live_models.py's: ONNX Runtime's wasm build (one thread, no WebGPU), which runs the models of notebooks 09, 10 and 12
+# tools/live_models.py's: ONNX Runtime's wasm build (one thread, no WebGPU); it runs notebooks 09's, 10's, 12's models
 ORT_WEB = Package(
     "onnxruntime-web",
     "1.24.3",
