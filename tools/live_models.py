@@ -179,23 +179,30 @@ class NextSymbol(nn.Module):
         return logits, torch.cat([a.last_weights for a in self.cross])
 
 
-NOTES = {
-    "reversal": "notebook 09's trained model, run in this page by ONNX Runtime Web (float32 weights, exported from "
-    "PyTorch): greedy decoding gives PyTorch's tokens.",
-    "lm": "notebook 10's trained model, run in this page by ONNX Runtime Web (float32 weights, exported from PyTorch): "
-    "at temperature 0 (greedy) it writes PyTorch's words. Samples come from the page's own seeded generator, so they "
-    "differ from the notebook's for the same seed; the attention figure is drawn only in the notebook.",
-}
-NOTES["capstone"] = (
-    NOTES["lm"]
-    .replace("notebook 10's", "notebook 12's")
-    .replace(
-        "float32 weights, exported from PyTorch): at temperature 0 (greedy) it writes PyTorch's words",
-        "exported from PyTorch, its matrices stored in 8 bits to fit in the book, a quarter of float32's size: each "
-        "row as integers -127..127 and a scale): at temperature 0 (greedy) it writes the words PyTorch writes with "
-        "those weights{agree}",
-    )
+FLOAT32 = "float32 weights, exported from PyTorch"
+SAMPLES = (
+    " Samples come from the page's own seeded generator, so they differ from the notebook's for the same seed; the "
+    "attention figure is drawn only in the notebook."
 )
+EIGHT_BITS = (
+    "exported from PyTorch, its matrices stored in 8 bits to fit in the book, a quarter of float32's size: each row "
+    "as integers -127..127 and a scale"
+)
+
+
+def _note(notebook: str, how: str, gives: str) -> str:
+    return f"notebook {notebook}'s trained model, run in this page by ONNX Runtime Web ({how}): {gives}"
+
+
+NOTES = {
+    "reversal": _note("09", FLOAT32, "greedy decoding gives PyTorch's tokens."),
+    "lm": _note("10", FLOAT32, "at temperature 0 (greedy) it writes PyTorch's words." + SAMPLES),
+    "capstone": _note(
+        "12",
+        EIGHT_BITS,
+        "at temperature 0 (greedy) it writes the words PyTorch writes with those weights{agree}." + SAMPLES,
+    ),
+}
 AGREE = (
     "; with the float32 weights PyTorch writes the same {2} greedy words for {0} of {1} prompts from WikiText-2's "
     "validation text, and finds the same most likely next word at {3}% of its first {4:,} words"
