@@ -32,7 +32,6 @@ class DepthWidget(Widget):
     ``grad[-1] / grad[0]`` (last layer over first).
     """
 
-    CONTINUOUS = True  # a redraw repaints what changed, under CHEAP_MS (python -m transformer_nb.widgets.timing)
 
     FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
 

@@ -46,7 +46,6 @@ class MaskExplorer(Widget):
     ``row_sums (B, T)`` and ``has_nan`` (always False: the package never returns NaN).
     """
 
-    CONTINUOUS = True  # a redraw repaints what changed, under CHEAP_MS (python -m transformer_nb.widgets.timing)
 
     FRAMES = (("len_1", (0, 2, 5, 8)), ("pad_side", None), ("causal", None))  # the book's grid
 

@@ -72,7 +72,6 @@ class HeadsWidget(Widget):
     ``entropy`` lists, and the uniform-attention baselines ``uniform_distance`` and ``uniform_entropy``.
     """
 
-    CONTINUOUS = True  # a redraw repaints what changed, under CHEAP_MS (python -m transformer_nb.widgets.timing)
 
     FRAMES = (("sentence", None), ("n_heads", None), ("layer", None))  # the book's grid
 
