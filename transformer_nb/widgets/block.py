@@ -32,7 +32,6 @@ class DepthWidget(Widget):
     ``grad[-1] / grad[0]`` (last layer over first).
     """
 
-
     FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
 
     def __init__(self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64):

@@ -46,7 +46,6 @@ class MaskExplorer(Widget):
     ``row_sums (B, T)`` and ``has_nan`` (always False: the package never returns NaN).
     """
 
-
     FRAMES = (("len_1", (0, 2, 5, 8)), ("pad_side", None), ("causal", None))  # the book's grid
 
     def __init__(self, lengths=(5, 3, 7), pad_side: str = "right", causal: bool = True):

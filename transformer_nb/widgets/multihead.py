@@ -72,7 +72,6 @@ class HeadsWidget(Widget):
     ``entropy`` lists, and the uniform-attention baselines ``uniform_distance`` and ``uniform_entropy``.
     """
 
-
     FRAMES = (("sentence", None), ("n_heads", None), ("layer", None))  # the book's grid
 
     def __init__(self, sentence: str = SENTENCES[0], n_heads: int = 4, layer: int = 1):
