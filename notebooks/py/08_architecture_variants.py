@@ -28,7 +28,7 @@
 # **Serves:** 000 §8.6 (8.6.1–8.6.5, Table 8.2); 001 §19.7–19.8, §19.11 (19.11.2–19.11.3); 003 "The Three
 # Transformer Families", "Decoder Block and Encoder-Decoder Interaction", "PyTorch and TensorFlow"; 004 §12–14.
 #
-# **Runtime on 2 CPU cores:** quick ~5 s, full ~30 s (nothing here trains).
+# **Runtime on 2 CPU cores:** quick ~5 s, full ~10 s (nothing here trains).
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
