@@ -95,6 +95,8 @@ NAMES = QUANTITIES | {  # a notebook's figure, as a number or as text; the softm
     "printed": figures.read,
     "softmax": sm,
     "entropy": lambda p: -(p * p.log()).sum(),
+    "dots": lambda n, d, seed: (rand(n, d, seed=seed) * rand(n, d, seed=seed + 1)).sum(-1),  # n random q·k
+    **dict(torch=torch, nn=nn, F=F, rand=rand),  # PyTorch's own layers and functions, for one-line comparisons
 }
 
 
@@ -104,25 +106,12 @@ def values(cases: list[dict], **given) -> None:
     for case in cases:
         kw = {k: torch.tensor(v, dtype=F64) if isinstance(v, list) else v for k, v in (given | case).items()}
         of, expect, tol, unit = kw.pop("of"), kw.pop("is"), kw.pop("tol", 0), kw.pop("unit", 1)
-        got = QUANTITIES[of](**kw) if of in QUANTITIES else eval(of, {"__builtins__": {}}, vars(math) | NAMES | kw)
+        got = QUANTITIES[of](**kw) if of in QUANTITIES else eval(of, vars(math) | NAMES | kw | {"__builtins__": {}})
         gap = (torch.as_tensor(got, dtype=F64) / unit - torch.as_tensor(expect, dtype=F64)).abs().max()
         assert gap <= tol, f"{of} = {got / unit}, not within {tol} of {expect}"
 
 
-# --- scaling, softmax, masks
-def dot_variance(d: int, n: int, seeds: list, tol: float, mean_tol: float = 0.0, aligned: bool = False):
-    """Dot products of independent unit-variance vectors: mean 0, variance d (1 once divided by √d)."""
-    q, k = rand(n, d, seed=seeds[0]), rand(n, d, seed=seeds[1])
-    s = (q * k).sum(-1)
-    close(s.var() / d, 1.0, tol)
-    close((s / d**0.5).var(), 1.0, tol)
-    assert not mean_tol or abs(float(s.mean())) <= mean_tol
-    assert not aligned or abs(float(((q * q).sum(-1) / d**0.5).mean()) - d**0.5) <= 0.05  # k = q: near √d
-
-
 # --- attention's structure and cost
-
-
 def shapes():
     """The shapes the texts' code and walk-throughs state, as PyTorch's modules produce them."""
     torch.manual_seed(0)
@@ -225,12 +214,6 @@ def ex87():
     assert int(((sim[0, 1:] - sim[0, :-1]) > 0).nonzero()[0]) == 11
 
 
-def table_params():
-    assert nn.Embedding(512, 768).weight.numel() == 512 * 768
-    with contextlib.suppress(IndexError):
-        raise AssertionError(f"a row for position 512: {nn.Embedding(512, 8)(torch.tensor([512]))}")
-
-
 def embedding_scale():
     torch.manual_seed(0)
     pe_rms = float(sinusoidal(64, 512).pow(2).mean().sqrt())
@@ -243,16 +226,6 @@ def embedding_scale():
 
 
 # --- blocks, norms, FFN
-def residual_grad():
-    x = torch.randn(5, requires_grad=True)
-    (x + 0.0 * torch.tanh(x)).sum().backward()
-    assert torch.equal(x.grad, torch.ones(5))
-
-
-def norms():
-    """RMSNorm computes what the texts write."""
-    x = rand(3, 8)
-    assert torch.allclose(nn.RMSNorm(8, eps=1e-6, dtype=F64)(x), x / (x.pow(2).mean(-1, keepdim=True) + 1e-6).sqrt())
 
 
 def batchnorm_one():
@@ -264,18 +237,6 @@ def batchnorm_one():
     )
     with contextlib.suppress(ValueError):  # B·T = 1: one value per channel
         raise AssertionError(f"BatchNorm1d normalised one value per channel: {bn(torch.randn(1, 8, 1))}")
-
-
-def gelu():
-    z = torch.linspace(-6, 6, 2001, dtype=F64)
-    tanh = 0.5 * z * (1 + torch.tanh(math.sqrt(2 / math.pi) * (z + 0.044715 * z**3)))
-    assert torch.allclose(tanh, F.gelu(z, approximate="tanh"), atol=1e-12) and (tanh - F.gelu(z)).abs().max() < 1e-3
-    assert torch.allclose(F.gelu(z), z * 0.5 * (1 + torch.erf(z / math.sqrt(2))), atol=1e-12)  # x · Φ(x)
-
-
-def swiglu():
-    x, w1, w2 = (rand(*shape, seed=s, dtype=torch.float32) for s, shape in enumerate([(4, 8), (8, 16), (8, 16)]))
-    assert torch.allclose(F.silu(x @ w1) * (x @ w2), (x @ w1) * torch.sigmoid(x @ w1) * (x @ w2), atol=1e-6)
 
 
 def ffn_keys_values():
@@ -304,12 +265,6 @@ def modules():
     emb, head = nn.Embedding(100, 8), nn.Linear(8, 100, bias=False)
     head.weight = emb.weight
     assert emb.weight.dim() == 2 and sum(p.numel() for p in nn.ModuleList([emb, head]).parameters()) == 100 * 8
-
-
-def jacobian_product():
-    w = rand(4, 4) * 0.5
-    jac = torch.autograd.functional.jacobian(lambda h0: w @ (w @ (w @ h0)), torch.zeros(4, dtype=F64))
-    assert torch.allclose(jac, torch.linalg.matrix_power(w, 3), atol=1e-12)  # h_t = W h_(t-1), three steps
 
 
 # --- training
