@@ -28,7 +28,6 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from . import figures
-from .figures import tomllib
 
 __all__ = ["cite", "claims", "counts", "get", "markdown", "report", "run_checks"]
 CONFIRMED, WRONG, IMPRECISE, NOT_CHECKABLE = "confirmed", "wrong", "imprecise", "not checkable here"
@@ -90,7 +89,7 @@ class Claim:
 
 DATA = Path(__file__).parent / "data"
 LEDGER = tuple(
-    Claim(text=t, **e) for t in TEXTS for e in tomllib.loads((DATA / f"{t}.toml").read_text("utf-8"))["claim"]
+    Claim(text=t, **e) for t in TEXTS for e in figures.tomllib.loads((DATA / f"{t}.toml").read_text("utf-8"))["claim"]
 )
 
 
@@ -178,21 +177,14 @@ def report(notebook=None, text=None, status=None, reveal: bool = False) -> None:
     scope = ", ".join(f"{k} {v}" for k, v in (("notebook", notebook), ("text", text), ("status", status)) if v)
     ran = f"{sum(bool(c.check) for c in entries)} checks run{'' if failures else ', all pass'}"
     print(f"Claims ledger ({scope or 'all'}): {summary(entries)}; {ran}")
+    wrap = lambda label, s: textwrap.fill(s, 100, initial_indent=f"  {label:<8} ", subsequent_indent=" " * 11)
     for c in (c.resolved(here=notebook) for c in entries):  # a notebook's own figures are above it
         mark = " ✗ check FAILS" if c.id in failures else " ✓ checked" if c.check else ""
         mark = " (check needs the stored notebooks)" if c.id in skipped else mark
-        body = [("claim:", c.claim), ("verdict:", detail(c))]
-        if not c.reveals or reveal:
-            found = c.value if c.status == CONFIRMED else ""
-            body[1:] = [
-                (LABELS.get(c.status, ""), c.correct),
-                ("why:", c.why),
-                ("found:", found),
-                ("source:", c.source),
-            ]
-        wrap = lambda label, s: textwrap.fill(s, 100, initial_indent=f"  {label:<8} ", subsequent_indent=" " * 11)
+        found = [(LABELS.get(c.status), c.correct), ("why:", c.why), ("found:", c.value * (c.status == CONFIRMED))]
+        body = found + [("source:", c.source)] if reveal or not c.reveals else [("verdict:", detail(c))]
         head = f"\n{c.id} · {c.text} {c.section} · {c.status.upper()}{mark}"
-        print(head, *(wrap(k, s) for k, s in body if k and s), sep="\n")
+        print(head, *(wrap(k, s) for k, s in [("claim:", c.claim), *body] if k and s), sep="\n")
     if failures:
         raise AssertionError("ledger checks failed: " + "; ".join(f"{k}: {v}" for k, v in failures.items()))
 
