@@ -18,8 +18,6 @@ cite entries by id instead of repeating a refutation::
 an exercise's answer withhold it everywhere unless asked (``reveal=True``, ``--reveal``).
 """
 
-from __future__ import annotations
-
 import contextlib
 import difflib
 import textwrap
@@ -73,7 +71,7 @@ class Claim:
     check: str = ""
     args: dict = field(default_factory=dict)
 
-    def resolved(self, here: str | None = None) -> Claim:
+    def resolved(self, here: str | None = None) -> "Claim":
         """This entry with every ``{NN:key}`` replaced by the figure notebook NN stored (see :mod:`.figures`), or by
         where to find it; in notebook ``here`` its own figures are pointed to, not quoted: the reader sees them
         above, and the stored copy may be a run older."""
@@ -87,10 +85,8 @@ class Claim:
         return replace(self, **{n: figures.PLACEHOLDER.sub(fill, getattr(self, n)) for n in PROSE})
 
 
-DATA = Path(__file__).parent / "data"
-LEDGER = tuple(
-    Claim(text=t, **e) for t in TEXTS for e in figures.tomllib.loads((DATA / f"{t}.toml").read_text("utf-8"))["claim"]
-)
+DATA = {t: figures.tomllib.loads((Path(__file__).parent / "data" / f"{t}.toml").read_text("utf-8")) for t in TEXTS}
+LEDGER = tuple(Claim(text=t, **e) for t in TEXTS for e in DATA[t]["claim"])
 
 
 def get(claim_id: str) -> Claim:
@@ -193,7 +189,6 @@ def markdown(entries=None, reveal: bool = False) -> str:
     """A Markdown table for a notebook: id, section, verdict, the claim, and what is correct or found
     (withheld for an entry that gives away an exercise's answer, unless ``reveal``)."""
     esc = lambda s: s.replace("|", "\\|").replace("\n", " ")
-    out = ["| id | § | verdict | the text says | correct / exactly / why / found |", "|---|---|---|---|---|"]
-    for c in (c.resolved() for c in _entries(entries, reveal)):
-        out.append(f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(detail(c, reveal))} |")
-    return "\n".join(out)
+    row = lambda c: f"| `{c.id}` | {esc(c.section)} | **{c.status}** | {esc(c.claim)} | {esc(detail(c, reveal))} |"
+    head = "| id | § | verdict | the text says | correct / exactly / why / found |\n|---|---|---|---|---|"
+    return "\n".join([head, *(row(c.resolved()) for c in _entries(entries, reveal))])

@@ -11,7 +11,6 @@ python -m transformer_nb.claims --json --reveal          # include what gives aw
 import argparse
 import json
 import sys
-from dataclasses import asdict
 
 from . import NOTEBOOKS, STATUSES, TEXTS, claims, detail, report, run_checks, summary
 
@@ -35,9 +34,8 @@ def main(argv=None) -> int:
         sys.stdout.reconfigure(errors="backslashreplace")  # escape what it cannot print
     if args.json:  # every field but the check's args; figures filled in; answers withheld unless --reveal
         hide = lambda c: dict.fromkeys(WITHHELD, detail(c)) | {"check": None} if c.reveals and not args.reveal else {}
-        rows = [{**asdict(c.resolved()), "check": c.check or None, **hide(c)} for c in entries]
-        rows = [{k: v for k, v in row.items() if k != "args"} for row in rows]
-        print(json.dumps(rows, ensure_ascii=plain, indent=1))  # \u escapes keep the JSON valid
+        rows = [{**vars(c.resolved()), "check": c.check or None, **hide(c)} for c in entries]
+        print(json.dumps([{k: v for k, v in r.items() if k != "args"} for r in rows], ensure_ascii=plain, indent=1))
     elif args.report:
         try:
             report(notebook=args.notebook, text=args.text, status=args.status, reveal=args.reveal)

@@ -65,9 +65,9 @@ def layers(preset_name: str, kind: str, n: int = 6) -> int:
     return n * (formulas.encoder_layer_params(cfg) + (cross if kind == "decoder" else 0))
 
 
-# What `values` can recompute by name: the package's counts and a few computations; any other `of` is the text's
-# arithmetic or a comparison, a formula over the case's numbers, math's functions, these quantities and figures.
-QUANTITIES = {
+# What `values` can recompute by name (`of = "params"`): the package's counts and a few computations; any other `of`
+# is the text's arithmetic or a comparison, a formula over the case's numbers, math's functions and these names.
+NAMES = {
     "params": lambda preset_name, **change: formulas.param_breakdown(PRESETS[preset_name].with_(**change))["total"],
     "attention": lambda preset_name, **change: formulas.attention_params(PRESETS[preset_name].with_(**change)),
     "ffn": lambda preset_name, **change: formulas.ffn_params(PRESETS[preset_name].with_(**change)),
@@ -83,13 +83,9 @@ QUANTITIES = {
     "score_rank": lambda t, d, width: torch.linalg.matrix_rank(  # a head of this width, t random tokens
         (rand(t, d) @ rand(d, d, seed=1)[:, :width]) @ (rand(t, d) @ rand(d, d, seed=2)[:, :width]).T
     ),
-}
-
-
-NAMES = QUANTITIES | {  # a notebook's figure, as a number or as text; the softmax and entropy of scores
-    "figure": lambda key: float(figures.read(key)),
+    "figure": lambda key: float(figures.read(key)),  # a notebook's figure, as a number or as text
     "printed": figures.read,
-    "softmax": sm,
+    "softmax": sm,  # the softmax and entropy of scores
     "entropy": lambda p: -(p * p.log()).sum(),
     "dots": lambda n, d, seed: (rand(n, d, seed=seed) * rand(n, d, seed=seed + 1)).sum(-1),  # n random q·k
     **dict(torch=torch, nn=nn, F=F, rand=rand),  # PyTorch's own layers and functions, for one-line comparisons
@@ -102,7 +98,7 @@ def values(cases: list[dict], **given) -> None:
     for case in cases:
         kw = {k: torch.tensor(v, dtype=F64) if isinstance(v, list) else v for k, v in (given | case).items()}
         of, expect, tol, unit = kw.pop("of"), kw.pop("is"), kw.pop("tol", 0), kw.pop("unit", 1)
-        got = QUANTITIES[of](**kw) if of in QUANTITIES else eval(of, vars(math) | NAMES | kw | {"__builtins__": {}})
+        got = NAMES[of](**kw) if of in NAMES else eval(of, vars(math) | NAMES | kw | {"__builtins__": {}})
         gap = (torch.as_tensor(got, dtype=F64) / unit - torch.as_tensor(expect, dtype=F64)).abs().max()
         assert gap <= tol, f"{of} = {got / unit}, not within {tol} of {expect}"
 
@@ -151,12 +147,10 @@ def recompute_flops():
 
 
 def gqa_quadratic_unchanged():
-    flops = []
-    for g in (8, 2, 1):  # h = 8 query heads sharing g key heads
+    for g in (8, 2, 1):  # h = 8 query heads sharing g key heads: every query head still scores all T² pairs
         with FlopCounterMode(display=False) as counter, torch.device("meta"):
             torch.empty(1, 8, 256, 16) @ torch.empty(1, g, 256, 16).repeat_interleave(8 // g, dim=1).mT
-        flops.append(counter.get_total_flops())
-    assert flops == [2 * 8 * 256 * 256 * 16] * 3  # every query head still scores all T² pairs
+        assert counter.get_total_flops() == 2 * 8 * 256 * 256 * 16, g
     assert memory.kv_cache_bytes(1, 8, 16, 256) == 4 * memory.kv_cache_bytes(1, 2, 16, 256)  # the cache shrinks
 
 
@@ -183,9 +177,8 @@ def online_softmax():
 
 # --- positions
 def rotation():
-    pe, k = sinusoidal(300, 64), 7
-    c, s = torch.cos(k * sinusoid_frequencies(64)), torch.sin(k * sinusoid_frequencies(64))
-    sin, cos = pe[:-k, 0::2], pe[:-k, 1::2]  # [sin, cos] @ [[c, -s], [s, c]], every pair at once
+    pe, k, w = sinusoidal(300, 64), 7, sinusoid_frequencies(64)
+    c, s, sin, cos = torch.cos(k * w), torch.sin(k * w), pe[:-k, 0::2], pe[:-k, 1::2]  # [sin, cos] @ [[c, -s], [s, c]]
     assert torch.allclose(pe[k:, 0::2], sin * c + cos * s, atol=1e-9)
     assert torch.allclose(pe[k:, 1::2], -sin * s + cos * c, atol=1e-9) and sinusoidal(200, 32).abs().max() <= 1
 
@@ -220,10 +213,9 @@ def embedding_scale():
 
 def batchnorm_one():
     bn, x = nn.BatchNorm1d(8).train(), rand(1, 8, 16, dtype=torch.float32)  # (B, C, T) with B = 1
-    y, later = bn(x), x.clone()  # runs: each channel's mean and variance come from the one sequence's 16 positions
-    later[..., -1] += 1.0  # change only the last position: the first position's output changes
-    assert torch.allclose(y.mean(dim=(0, 2)), torch.zeros(8), atol=1e-6)
-    assert not torch.allclose(bn(later)[..., 0], y[..., 0])
+    y, later = bn(x), x + (torch.arange(16) == 15)  # later: only the last position changed
+    assert torch.allclose(y.mean(dim=(0, 2)), torch.zeros(8), atol=1e-6)  # runs: statistics over the 16 positions
+    assert not torch.allclose(bn(later)[..., 0], y[..., 0])  # so the first position's output depends on the last
     with contextlib.suppress(ValueError):  # B·T = 1: one value per channel
         raise AssertionError(f"BatchNorm1d normalised one value per channel: {bn(torch.randn(1, 8, 1))}")
 
@@ -238,8 +230,7 @@ def ffn_keys_values():
 def ffn_position_wise():
     torch.manual_seed(0)
     ffn, x = nn.Sequential(nn.Linear(16, 64), nn.GELU(), nn.Linear(64, 16)), rand(2, 5, 16, dtype=torch.float32)
-    x2 = x.clone()
-    x2[:, 3] += 1.0  # change one token: no other position's output moves
+    x2 = x + (torch.arange(5) == 3)[:, None]  # change one token (position 3): no other position's output moves
     with torch.no_grad():
         y, alone = ffn(x), torch.stack([ffn(x[:, t]) for t in range(5)], 1)  # one weight set for every position
         moved = (ffn(x2) - y).abs().amax(dim=(0, 2))

@@ -7,8 +7,6 @@ notebook 10 last printed, so a re-executed notebook updates the ledger. Where th
 the pattern that follows the label). Only the standard library: the notebook tests load this file on its own.
 """
 
-from __future__ import annotations
-
 import json
 import re
 from functools import lru_cache
