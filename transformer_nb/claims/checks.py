@@ -79,7 +79,6 @@ NAMES = {
     "frequency": lambda d_model, i: sinusoid_frequencies(d_model)[i],
     "wavelength": lambda d_model: 2 * math.pi / sinusoid_frequencies(d_model)[-1],
     "alibi_slope": lambda n_heads, i: alibi_slopes(n_heads)[i],
-    "softmax_top": lambda top, others: sm(torch.tensor([top] + [0.0] * others))[0],  # the weight of one score
     "score_rank": lambda t, d, width: torch.linalg.matrix_rank(  # a head of this width, t random tokens
         (rand(t, d) @ rand(d, d, seed=1)[:, :width]) @ (rand(t, d) @ rand(d, d, seed=2)[:, :width]).T
     ),
