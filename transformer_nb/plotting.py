@@ -6,7 +6,6 @@ cell ends with ``plt.show()``.
 
 import time
 
-import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -48,6 +47,8 @@ def heatmap(
         raise TypeError(f"matrix must be a tensor or an array of numbers, got {type(matrix).__name__}") from None
     if m.ndim != 2:
         raise ValueError(f"heatmap needs a 2-D matrix, got shape {tuple(m.shape)}")
+    import matplotlib.pyplot as plt  # here: a process that trains without a figure (torchrun) never loads it
+
     ax = ax or plt.subplots(figsize=(4, 3.4))[1]
     im = ax.imshow(m, cmap=cmap, vmin=vmin, vmax=vmax, aspect="auto")
     if xlabels is not None:
@@ -79,6 +80,8 @@ def heatmaps(matrices, titles=None, xlabels=None, ylabels=None, ncols=4, size=3.
     n = len(matrices)
     ncols = min(as_int("ncols", ncols, minimum=1), n)
     nrows = (n + ncols - 1) // ncols
+    import matplotlib.pyplot as plt
+
     fig, axes = plt.subplots(nrows, ncols, figsize=(size * ncols + 0.5, size * nrows), squeeze=False)
     for i, ax in enumerate(axes.flat):
         if i >= n:
@@ -103,6 +106,8 @@ def plot_curves(curves, xlabel="", ylabel="", title=None, ax=None, logy=False, m
     """Plot ``curves``: a dict ``label -> (xs, ys)``. Returns the axes."""
     if not isinstance(curves, dict) or not all(isinstance(c, (tuple, list)) and len(c) == 2 for c in curves.values()):
         raise TypeError(f"curves must be a dict label -> (xs, ys), got {curves!r:.80}")
+    import matplotlib.pyplot as plt
+
     ax = ax or plt.subplots(figsize=(5.5, 3.5))[1]
     for label, (xs, ys) in curves.items():
         ax.plot(_np(xs), _np(ys), label=label, marker=marker)
@@ -192,6 +197,7 @@ class LiveLoss:
 
     def draw(self) -> None:
         """Redraw the figure in place (a display handle update in Jupyter)."""
+        import matplotlib.pyplot as plt
         from IPython.display import display
 
         panels = self.layout()
