@@ -11,7 +11,8 @@ ARGS = {"a": dict(name="a", lr=0.1), "b": dict(name="b", lr=0.2)}
 
 
 def _make(name, lr, live):
-    """A tiny run: a linear model fitted to a line by a few SGD steps (module level: the workers import it).
+    """A tiny run: a linear model fitted to a line by a few gradient steps (module level: the workers import it;
+    written out, as torch.optim's first use costs a worker a second importing torch._dynamo).
     ``lr < 0`` fails in training."""
     torch.manual_seed(0)
     model, config = nn.Linear(1, 1), {"name": name, "lr": lr}
@@ -19,13 +20,13 @@ def _make(name, lr, live):
     def train_fn(m):
         if lr < 0:
             raise ValueError(f"a negative learning rate {lr}")
-        x = torch.linspace(-1, 1, 16)[:, None]
-        opt, losses = torch.optim.SGD(m.parameters(), lr=lr), []
+        x, losses = torch.linspace(-1, 1, 16)[:, None], []
         for _ in range(5):
             loss = (m(x) - 3 * x).pow(2).mean()
-            opt.zero_grad()
-            loss.backward()
-            opt.step()
+            grads = torch.autograd.grad(loss, list(m.parameters()))
+            with torch.no_grad():
+                for p, g in zip(m.parameters(), grads):
+                    p -= lr * g
             losses.append(loss.item())
         return {"loss": losses, "live": live, "threads": torch.get_num_threads()}
 
