@@ -51,7 +51,7 @@ CAPSTONE_TRAIN.update(bf16=True, seed=0)
 #: Nearly all of a step is the output layer (33,278 scores per word), so a step costs in proportion to its words:
 #: 8 windows x 600 steps (0.22 s a step on 2 idle cores, 133 s) reached a lower validation loss than 16 x 400 (0.45 s
 #: a step; 152 to 204 s in three runs): 6.36 against 6.39 nats on 10,000 words, reading a quarter fewer words.
-CAPSTONE_RUN = {"quick": dict(steps=40, eval_tokens=2_048, eval_points=4)}
+CAPSTONE_RUN = {"quick": dict(steps=24, eval_tokens=2_048, eval_points=4)}
 CAPSTONE_RUN["full"] = dict(steps=600, eval_tokens=10_000, eval_points=10)
 #: Final validation losses (nats, on the profile's ``eval_tokens`` first validation words) of correct models, per
 #: profile and initialisation, for seeds 0, 1, 2 (``CAPSTONE_TRAIN["seed"]``: the weights and the batches): "package"
@@ -61,12 +61,12 @@ CAPSTONE_RUN["full"] = dict(steps=600, eval_tokens=10_000, eval_points=10)
 #: positions beside N(0, 0.02) words end at 6.67 in the full profile: step 5 refuses them.)
 MEASURED_FINAL_LOSS = {
     "full": {"package": [6.36, 6.36, 6.34], "default": [6.41, 6.40, 6.43]},
-    "quick": {"package": [7.41, 7.37, 7.34], "default": [7.39, 7.37, 7.32]},
+    "quick": {"package": [7.89, 7.94, 7.87], "default": [7.87, 7.96, 7.87]},
 }
 #: The validation loss (nats) the run must end below, per profile: at least 0.2 above every measured correct run
 #: (margins 0.24 in quick, 0.27 in full), and in the full profile clearly below the unigram model's loss on the
 #: same 10,000 words (ln 974 = 6.88; ln 965 = 6.87 on all of them).
-LOSS_THRESHOLD = {"quick": 7.65, "full": 6.7}
+LOSS_THRESHOLD = {"quick": 8.2, "full": 6.7}
 
 
 WHO = ("reference", "student")  # whose model a cache entry holds
