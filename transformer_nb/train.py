@@ -50,9 +50,7 @@ class Progress:
 
 def rank_and_world() -> tuple[int, int]:
     """``(rank, world_size)`` of this process: ``(0, 1)`` outside ``torch.distributed``."""
-    if dist.is_available() and dist.is_initialized():
-        return dist.get_rank(), dist.get_world_size()
-    return 0, 1
+    return (dist.get_rank(), dist.get_world_size()) if dist.is_available() and dist.is_initialized() else (0, 1)
 
 
 def unwrap(model: nn.Module) -> nn.Module:
@@ -123,8 +121,7 @@ def train(
         live = LiveLoss(total=total, title=title, plot=None if live else False, disable=not bar or rank > 0)
     hist = {"loss": [], "lr": [], "grad_norm": [], "step_seconds": [], "eval_step": [], "eval_train_seconds": []}
     hist.update(steps=0, train_seconds=0.0, eval_seconds=0.0, stopped=False)
-    losses = torch.zeros(log_every, device=device)  # this log period's losses and norms, on the device
-    norms = torch.zeros(log_every, device=device)
+    losses, norms = torch.zeros(2, log_every, device=device)  # this log period's losses and norms, on the device
     pending = 0  # steps whose loss is still on the device
     last_eval_s = 0.0
 
