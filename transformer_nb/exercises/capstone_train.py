@@ -51,7 +51,7 @@ CAPSTONE_TRAIN.update(bf16=True, seed=0)
 #: Nearly all of a step is the output layer (33,278 scores per word), so a step costs in proportion to its words:
 #: 8 windows x 600 steps (0.22 s a step on 2 idle cores, 133 s) reached a lower validation loss than 16 x 400 (0.45 s
 #: a step; 152 to 204 s in three runs): 6.36 against 6.39 nats on 10,000 words, reading a quarter fewer words.
-CAPSTONE_RUN = {"quick": dict(steps=24, eval_tokens=2_048, eval_points=4)}
+CAPSTONE_RUN = {"quick": dict(steps=24, eval_tokens=2_048, eval_points=2)}
 CAPSTONE_RUN["full"] = dict(steps=600, eval_tokens=10_000, eval_points=10)
 #: Final validation losses (nats, on the profile's ``eval_tokens`` first validation words) of correct models, per
 #: profile and initialisation, for seeds 0, 1, 2 (``CAPSTONE_TRAIN["seed"]``: the weights and the batches): "package"
