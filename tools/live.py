@@ -15,7 +15,6 @@ varied. The frames are cached in ``build/frames`` under a digest of the sources 
 
 from __future__ import annotations
 
-import ast
 import fcntl
 import hashlib
 import html
@@ -32,6 +31,7 @@ JS = Path(__file__).with_name("live.js")
 MOST = 16  # slider values a derived grid keeps
 SHOW = re.compile(r"^\s*(\w+)\(.*\)\.show\(\)", flags=re.M)
 VIEW = "application/vnd.jupyter.widget-view+json"
+IMPORTS = re.compile(r"^\s*(?:from|import)\s+(transformer_nb[\w.]*)", flags=re.M)
 
 try:  # the trained models' widgets (09, 10) run in the page when tools/live_models.py is there
     import live_models
@@ -88,12 +88,8 @@ def _sources(module: str, seen: set) -> set:
         path = base / "__init__.py" if base.is_dir() else base.with_suffix(".py")
         if path.is_file() and path not in seen:
             seen.add(path)
-            for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
-                names = [node.module or ""] if isinstance(node, ast.ImportFrom) else []
-                names += [a.name for a in node.names] if isinstance(node, ast.Import) else []
-                for name in names:
-                    if name.startswith("transformer_nb"):
-                        _sources(name, seen)
+            for name in IMPORTS.findall(path.read_text(encoding="utf-8")):  # not ast: a tenth of the time
+                _sources(name, seen)
     return seen
 
 

@@ -14,7 +14,9 @@ checked against the model before export.
 from __future__ import annotations
 
 import copy
+import fcntl
 import gzip
+import hashlib
 import html
 import json
 import shutil
@@ -289,7 +291,8 @@ def widget_html(
 
 def export_lecture(name: str, folder: Path = MODELS) -> tuple[Path, str]:
     """Export the lecture's model ``name`` (``lecture.best``: the cached model the notebook trained; ``make lecture``
-    trains what is missing) into ``folder``: the path, and which model it is (``lecture.describe``)."""
+    trains what is missing) into ``folder``, unless there from the same weights and code: the path, and which model
+    it is (``lecture.describe``)."""
     from transformer_nb import lecture
     from transformer_nb.wikitext import load_wikitext2
 
@@ -297,7 +300,19 @@ def export_lecture(name: str, folder: Path = MODELS) -> tuple[Path, str]:
     model, prof = lecture.best(name, data=data)
     shows = lecture.describe(name, model, prof)
     model, vocab = (model, None) if name == "reversal" else model
-    path = export(name, model, folder, vocab, data and data.valid)
+    path, text = folder / f"{name}.onnx", data and data.valid
+    # exported once for the same weights, words and code (the book and the slides want it, maybe in parallel)
+    h = hashlib.sha256(repr((torch.__version__, model, vocab and vocab.itos)).encode())
+    files, tensors = [Path(__file__), *HERE.parent.glob("transformer_nb/**/*.py")], [*model.state_dict().values(), text]
+    for b in [*map(Path.read_bytes, sorted(files)), *(t.cpu().numpy().tobytes() for t in tensors if t is not None)]:
+        h.update(b)
+    folder.mkdir(parents=True, exist_ok=True)
+    with open(folder / f"{name}.digest", "a+") as done:  # another process exporting it: wait
+        fcntl.flock(done, fcntl.LOCK_EX)
+        if done.seek(0) or done.read() != h.hexdigest():
+            done.truncate(0)  # until the export is complete
+            export(name, model, folder, vocab, text)
+            done.write(h.hexdigest())
     print(f"live: {path}, {shows}")
     return path, shows
 
