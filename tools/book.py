@@ -643,8 +643,7 @@ def main(argv=None) -> int:
         return 0
     out = args.out.resolve()
     if args.execute:
-        sys.path.insert(0, str(ROOT / "tools"))
-        import refresh
+        import refresh  # tools/, on the path since import live
 
         status = refresh.main(["--all", "--out", str(out)])
         if status:

@@ -147,8 +147,9 @@ def test_widgets_and_maths_render_offline(book_site, book_page):
     """The first and the last page typeset their maths, and no file the pages asked for (these and, before,
     every widget's) is missing, while nothing outside localhost can be reached."""
     page, maths = book_page, 0
-    for name in book_site["ends"]:
-        page.goto(f"{book_site['url']}/{name}.html", wait_until="load")
+    for name in reversed(book_site["ends"]):  # the last first: the page the widgets' test leaves open
+        if not page.url.endswith(f"/{name}.html"):
+            page.goto(f"{book_site['url']}/{name}.html", wait_until="load")
         parsed, shown, errors = typeset(page)
         assert parsed == shown, f"{name}: {parsed} formulas found, {shown} rendered"
         assert not errors, f"{name}: MathJax reports {errors} errors"

@@ -88,13 +88,12 @@ class Lab:
         for d in dirs.values():
             d.mkdir(parents=True, exist_ok=True)
         # settings: render every cell (no windowing), no news/update toasts over the screenshots
-        ext = dirs["settings"] / "@jupyterlab"
-        (ext / "notebook-extension").mkdir(parents=True, exist_ok=True)
-        (ext / "notebook-extension" / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-        (ext / "apputils-extension").mkdir(parents=True, exist_ok=True)
-        (ext / "apputils-extension" / "notification.jupyterlab-settings").write_text(
-            json.dumps({"fetchNews": "false", "checkForUpdates": False})
-        )
+        for rel, setting in {
+            "notebook-extension/tracker": {"windowingMode": "none"},
+            "apputils-extension/notification": {"fetchNews": "false", "checkForUpdates": False},
+        }.items():
+            (dirs["settings"] / "@jupyterlab" / rel).parent.mkdir(parents=True, exist_ok=True)
+            (dirs["settings"] / "@jupyterlab" / f"{rel}.jupyterlab-settings").write_text(json.dumps(setting))
         kernel_python = os.environ.get("TNB_BROWSER_KERNEL_PYTHON")
         if kernel_python:  # "python3" in this server means that interpreter
             spec = dirs["data"] / "kernels" / "python3"
@@ -146,12 +145,16 @@ class Lab:
         pytest.fail(f"JupyterLab did not answer on {self.url} within {timeout:.0f} s:\n{self.log_tail()}")
 
     def stop(self):
+        """Kill the kernels first (Linux: their ids from /proc; each leads a session of its own), which the server
+        would wait 3 s for, then stop the server, which finds them gone, and anything left in its process group."""
+        tasks = Path(f"/proc/{self.proc.pid}/task")
+        for kernel in [int(k) for f in tasks.glob("*/children") for k in f.read_text().split()]:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(kernel, signal.SIGKILL)
         if self.proc.poll() is None:
-            try:
+            with contextlib.suppress(subprocess.TimeoutExpired, ProcessLookupError):
                 os.killpg(self.proc.pid, signal.SIGTERM)  # the server shuts its kernels down
                 self.proc.wait(timeout=15)
-            except (subprocess.TimeoutExpired, ProcessLookupError):
-                pass
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(self.proc.pid, signal.SIGKILL)  # anything left in its process group
         self.proc.wait()
