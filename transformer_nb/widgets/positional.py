@@ -145,6 +145,8 @@ class AlibiExplorer(Widget):
                 line.set_data(keys, data["weights"][h].numpy())
                 line.set_color(cmap(h / max(n - 1, 1)))
                 line.set_label(f"head {h + 1}")
+            else:  # as draw leaves it: the legend's "best" place counts hidden lines too
+                line.set_data([0], [0])
         ax1.set(xlim=(0, data["query"]), ylim=(0, 1.05 * float(data["weights"].max())))
         ax1.set_title(f"query at {data['query']}, equal content scores")
         if n != self._legend_for:  # the legend depends on the number of heads only
