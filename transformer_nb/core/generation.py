@@ -14,7 +14,7 @@ Shapes: ``prompt (T0,)`` int64 -> ``(T0 + n_new,)`` on the model's device; logit
 
 from __future__ import annotations
 
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
 import torch
 
@@ -40,12 +40,17 @@ def sample_next(
     logits: torch.Tensor, temperature: float = 1.0, top_k: int | None = None, generator: torch.Generator | None = None
 ) -> torch.Tensor:
     """Pick the next token from ``logits (B, V)``: greedy when ``temperature == 0``, else sample
-    from ``softmax(top_k_filter(logits) / temperature)``. Returns ``(B,)`` int64. A row whose
-    logits are all ``-inf`` (nothing to pick), NaN or ``+inf`` is a ``ValueError``."""
+    from ``softmax(top_k_filter(logits) / temperature)``: with ``top_k``, among the ``k`` kept words only (in column
+    order; the same distribution, a draw some 20x cheaper than over all ``V``). Returns ``(B,)`` int64. A row whose
+    logits are all ``-inf`` (nothing to pick), NaN or ``+inf`` is an error."""
     if temperature == 0:
         return logits.argmax(dim=-1)
-    probs = torch.softmax(top_k_filter(logits.float(), top_k) / temperature, dim=-1)
-    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
+    logits, kept = logits.float(), None
+    if top_k and top_k < logits.shape[-1]:
+        kept = torch.topk(top_k_filter(logits, top_k), top_k).indices.sort(-1).values  # (B, k): the kept words
+        logits = logits.gather(-1, kept)
+    pick = torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)  # (B, 1)
+    return (pick if kept is None else kept.gather(-1, pick)).squeeze(-1)
 
 
 def _pick(head: OutputHead, h: torch.Tensor, temperature, top_k, gen) -> torch.Tensor:
@@ -92,7 +97,8 @@ def generate(
     was_training = model.training
     model.eval()
     try:
-        with no_onednn(), model.head.lookup_table():
+        # The table costs about what embedding 100 words one at a time does (V = 33,278, d = 128): long runs only.
+        with no_onednn(), model.head.lookup_table() if n_new > 100 else nullcontext():
             gen = None if seed is None else torch.Generator(device=device).manual_seed(int(seed))
             n, window = prompt.numel(), model.max_len
             out = torch.empty(n + n_new, dtype=torch.long, device=device)

@@ -14,7 +14,7 @@ import torch
 from transformer_nb.core.generation import generate
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import record_attention
-from transformer_nb.widgets.base import STYLE, Widget
+from transformer_nb.widgets.base import STYLE, Widget, painted
 
 MAX_SEED = 2**31 - 1  # the seed box clamps to 0..MAX_SEED (torch takes seeds below 2**64)
 MAX_SHOWN = 24  # columns of the attention figure: the last token and the tokens before it
@@ -73,19 +73,33 @@ class GenerateWidget(Widget):
         return data
 
     def draw(self, data):
-        size = (10, 2.0 + 0.22 * len(data["row_labels"]))
-        fig, (ax_t, ax) = plt.subplots(2, 1, figsize=size, gridspec_kw={"height_ratios": [1, 3]})
+        """The layout depends on the model only (its rows), so ``update`` redraws any continuation in place."""
+        rows, height = len(data["row_labels"]), 2.5 + 0.22 * len(data["row_labels"])  # inches
+        fig = plt.figure(figsize=(10, height))
+        ax_t = fig.add_axes((0.062, 1 - 0.75 / height, 0.928, 0.6 / height))
         ax_t.axis("off")
+        ax_t.text(0, 1, "", va="top", family="monospace", fontsize=9)
+        ax_t.text(0, 0, "", fontsize=8, color="tab:red", va="bottom")
+        ax = fig.add_axes((0.062, 1.4 / height, 0.928, 0.22 * rows / height))  # room below for 20-letter words
+        ax.imshow(data["attention"].numpy(), aspect="auto", cmap="viridis", vmin=0)
+        ax.set_yticks(range(rows), data["row_labels"], fontsize=7)
+        self.update(fig, data)
+        return fig
+
+    def update(self, fig, data) -> bool:
+        """Text, attention, words and title of ``data`` into the figure ``draw`` made."""
+        ax_t, ax = fig.axes
         prompt = self.vocab.decode(data["prompt_ids"])
         wrapped = textwrap.wrap(f"{prompt} ▶ {data['continuation']}", 110, max_lines=4, placeholder=" …")
-        ax_t.text(0, 1, "\n".join(wrapped), va="top", family="monospace", fontsize=9, wrap=True)
-        if data["unknown"]:
-            unknown = f"not in the vocabulary (-> <unk>): {', '.join(data['unknown'])}"
-            ax_t.text(0, 0, unknown, fontsize=8, color="tab:red", va="bottom")
-        ax.imshow(data["attention"].numpy(), aspect="auto", cmap="viridis", vmin=0)
-        ax.set_xticks(range(len(data["tokens"])), data["tokens"], rotation=60, ha="right", fontsize=8)
-        ax.set_yticks(range(len(data["row_labels"])), data["row_labels"], fontsize=7)
+        ax_t.texts[0].set_text("\n".join(wrapped))
+        unknown = ", ".join(data["unknown"])
+        ax_t.texts[1].set_text(f"not in the vocabulary (-> <unk>): {unknown}" if unknown else "")
+        attention, tokens = data["attention"].numpy(), [t if len(t) <= 20 else t[:19] + "…" for t in data["tokens"]]
+        ax.images[0].set_data(attention)
+        ax.images[0].set_clim(0, attention.max())
+        ax.images[0].set_extent((-0.5, len(tokens) - 0.5, len(attention) - 0.5, -0.5))
+        ax.set_xticks(range(len(tokens)), tokens, rotation=60, ha="right", fontsize=8)
         nxt = self.vocab.itos[int(data["ids"][-1])]
         ax.set_title(f"attention of the last input token '{data['tokens'][-1]}' (which predicted '{nxt}')", fontsize=9)
-        fig.tight_layout()
-        return fig
+        self.animated = [*ax_t.texts, *painted(ax), ax.xaxis]  # the row labels stay: see Widget.png
+        return True

@@ -89,25 +89,34 @@ class ReversalWidget(Widget):
         return data
 
     def draw(self, data):
+        """A layout that depends on the number of lines above the map only, so ``update`` redraws into it."""
         if data["error"]:
             return text_figure(data["error"], "crimson", (5.4, 4.8))
-        fig, ax = plt.subplots(figsize=(5.4, 4.8))
-        head = "mean of heads" if data["head"] < 0 else f"head {data['head'] + 1}"
-        heatmap(
-            data["cross"],
-            xlabels=data["src"],
-            ylabels=[_label(t) for t in data["outputs"]],
-            ax=ax,
-            vmin=0,
-            vmax=1,
-            xlabel="source token (key)",
-            ylabel="output token (query)",
-            title=f"cross-attention, decoder layer {data['layer'] + 1}, {head}",
-        )
-        verdict = "✓ correct" if data["correct"] else f"✗ expected {data['expected']}"
-        lines = [f"output {data['pred']}{'' if data['ended'] else ' (no EOS)'}", verdict]
-        if data["outside_training"]:
-            lines.append("(length outside the training range 3–8)")
-        fig.suptitle("\n".join(lines), fontsize=9)
-        fig.tight_layout(rect=(0, 0, 1, 1 - 0.055 * len(lines)))
+        top = 0.94 - 0.055 * len(_verdict(data))
+        fig, ax = plt.subplots(figsize=(5.4, 4.8), gridspec_kw=dict(left=0.14, right=0.915, bottom=0.12, top=top))
+        heatmap(data["cross"], ax=ax, vmin=0, vmax=1, xlabel="source token (key)", ylabel="output token (query)")
+        fig.suptitle("\n".join(_verdict(data)), fontsize=9)
+        self.update(fig, data)
         return fig
+
+    def update(self, fig, data) -> bool:
+        """The map, its labels and the verdict of ``data`` into a figure ``draw`` made for as many lines."""
+        if data["error"] or not fig.axes[0].images or fig.get_suptitle().count("\n") != len(_verdict(data)) - 1:
+            return False  # the message, or the map after it, or another number of lines: a new figure
+        ax = fig.axes[0]
+        cross = data["cross"].numpy()
+        ax.images[0].set_data(cross)
+        ax.images[0].set_extent((-0.5, cross.shape[1] - 0.5, cross.shape[0] - 0.5, -0.5))
+        ax.set_xticks(range(len(data["src"])), [str(s) for s in data["src"]])
+        ax.set_yticks(range(len(data["outputs"])), [_label(t) for t in data["outputs"]])
+        head = "mean of heads" if data["head"] < 0 else f"head {data['head'] + 1}"
+        ax.set_title(f"cross-attention, decoder layer {data['layer'] + 1}, {head}")
+        self.animated = [ax, fig.suptitle("\n".join(_verdict(data)), fontsize=9)]  # the colour bar stays: Widget.png
+        return True
+
+
+def _verdict(data) -> list:
+    """The lines above the map: the output and whether it is right."""
+    lines = [f"output {data['pred']}{'' if data['ended'] else ' (no EOS)'}"]
+    lines.append("✓ correct" if data["correct"] else f"✗ expected {data['expected']}")
+    return lines + ["(length outside the training range 3–8)"] * data["outside_training"]
