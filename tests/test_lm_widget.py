@@ -11,21 +11,22 @@ from transformer_nb.wikitext import Vocab
 WORDS = "<eos> the history of learning a an is was in on at to and cat dog".split()  # noqa: SIM905
 
 
-def tiny_lm(**kw):
-    """A seeded, untrained two-layer Transformer LM over ``WORDS``."""
+def tiny_lm():
+    """A seeded, untrained two-layer LM over ``WORDS`` of notebook 10's kind: RoPE and the tied adaptive head."""
     torch.manual_seed(0)
-    return Transformer(vocab=len(Vocab(WORDS)), d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64, **kw)
+    n = len(Vocab(WORDS))
+    sizes = dict(d_model=16, n_heads=2, d_ff=32, n_layers=2, max_len=64, positions="rope", adaptive=True)
+    return Transformer(vocab=n, ranks=frequency_ranks(torch.arange(n).repeat(3), n), cutoffs=(4, 8), **sizes)
 
 
 def test_widget_generates_and_follows_its_controls():
-    w = GenerateWidget(tiny_lm(output_bias=True), Vocab(WORDS), prompt="the history of machine learning", length=10)
+    w = GenerateWidget(tiny_lm(), Vocab(WORDS), prompt="the history of machine learning", length=10)
     w.refresh()
-    last = w.last
+    last, first = w.last, w.last["ids"].clone()
     assert last["ids"].numel() == 5 + 10 and last["unknown"] == ["machine"]
-    assert last["attention"].shape == (2 * 2, 14)  # layers x heads rows, one column per token
-    assert torch.allclose(last["attention_full"].sum(-1), torch.ones(4), atol=1e-5)
-    assert len(last["continuation"].split()) == 10 and w.fig is not None
-    first = last["ids"].clone()
+    assert last["attention"].shape == (2 * 2, 14) and w.fig is not None  # layers x heads rows, a column per token
+    assert torch.allclose(last["attention_full"].sum(-1), torch.ones(4), atol=1e-5)  # RoPE too
+    assert len(last["continuation"].split()) == 10
     w.controls["seed"].value = 1
     assert not torch.equal(w.last["ids"], first)  # another seed, another sample
     w.controls["temperature"].value = 0.0  # greedy: the seed no longer matters
@@ -41,14 +42,3 @@ def test_widget_generates_and_follows_its_controls():
 def test_widget_needs_a_transformer():
     with pytest.raises(TypeError, match="needs a decoder-only Transformer"):
         GenerateWidget(torch.nn.LSTM(4, 4), Vocab(WORDS))
-
-
-def test_widget_works_with_the_recipe_kind_of_model():
-    """RoPE positions and the tied adaptive head (notebook 10's recipe): attention rows still sum to 1."""
-    n = len(Vocab(WORDS))
-    ranks = frequency_ranks(torch.arange(n).repeat(3), n)
-    model = tiny_lm(positions="rope", adaptive=True, ranks=ranks, cutoffs=(4, 8), div_value=2.0)
-    w = GenerateWidget(model, Vocab(WORDS), prompt="the cat", length=6, top_k=0, temperature=0.0)
-    w.refresh()
-    assert w.last["ids"].numel() == 2 + 6
-    assert torch.allclose(w.last["attention_full"].sum(-1), torch.ones(4), atol=1e-5)

@@ -17,16 +17,12 @@ def w():
 def test_widget_decodes_what_is_typed_and_draws_its_cross_attention(w):
     assert w.last["src"] == [3, 5, 7, 9, 4] and w.last["expected"] == [4, 9, 7, 5, 3] and w.fig is not None
     cross = w.last["cross"]
-    assert cross.shape == (len(w.last["outputs"]), 5)
-    assert torch.allclose(cross.sum(-1), torch.ones(cross.shape[0]), atol=1e-5)
-    assert w.last["correct"] == (w.last["ended"] and w.last["pred"] == w.last["expected"])
+    assert cross.shape == (len(w.last["outputs"]), 5) and torch.allclose(cross.sum(-1), torch.tensor(1.0), atol=1e-5)
     w.controls["text"].value = "12, 11, 10"
     assert w.last["src"] == [12, 11, 10] and w.last["cross"].shape[1] == 3 and not w.last["outside_training"]
     mean = w.last["cross"]
     w.controls["head"].value = 0
     assert not torch.allclose(mean, w.last["cross"])
-    w.controls["layer"].value = 0
-    assert w.last["layer"] == 0 and w.updates == 4
     w.controls["text"].value = " ".join(["4"] * w.max_src)  # the longest allowed decodes
     assert w.last["error"] is None and w.last["outside_training"]
 

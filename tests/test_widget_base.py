@@ -10,9 +10,12 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import numpy as np
 import pytest
+from test_lm_widget import WORDS, tiny_lm
 
+from transformer_nb import reversal as rv
 from transformer_nb.widgets.base import CHEAP_MS, Widget, _error_message, error_html
 from transformer_nb.widgets.catalog import WIDGETS, build
+from transformer_nb.wikitext import Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTINUOUS = {"SoftmaxTemperature", "ScalingWidget", "SinusoidFingerprint", "AlibiExplorer", "RotatePair"}
@@ -91,24 +94,31 @@ def test_fast_widgets_animate_and_slow_ones_say_they_wait(entry):
     assert bool(notes) != w.CONTINUOUS and all("release a slider" in n and w.REDRAW in n for n in notes)
 
 
-PARTIAL = sorted(CONTINUOUS - {"AlibiExplorer"})
+PARTIAL = sorted(CONTINUOUS - {"AlibiExplorer"}) + ["ReversalWidget", "GenerateWidget"]
+CHOICES = {
+    "text": ["3 5 7 9 4", "3 5 7", "12 11 10 9 8 7", "3 x", "4 " * 9],
+    "length": [2, 5, 30],
+    "prompt": ["the cat"],
+}
 
 
-def _values(c) -> list:
-    """Every value control ``c`` offers."""
+def _values(name, c) -> list:
+    """The values control ``c`` offers (some: a few that change the figure's shape; a seed box: its first 1000)."""
+    if name in CHOICES or isinstance(c, W.Text):
+        return CHOICES.get(name, [c.value])
     if hasattr(c, "options"):
         return [o[1] if isinstance(o, tuple) else o for o in c.options]
     if isinstance(c, W.Checkbox):
         return [False, True]
-    steps = range(round((c.max - c.min) / c.step) + 1)
+    steps = range(min(1000, round((c.max - c.min) / c.step) + 1))
     if isinstance(c, W.FloatLogSlider):
         return [c.base ** (c.min + k * c.step) for k in steps]
     return [type(c.value)(c.min + k * c.step) for k in steps]
 
 
-def _fresh_pixels(entry, values: dict) -> np.ndarray:
+def _fresh_pixels(entry, values: dict, models) -> np.ndarray:
     """What a widget built afresh and drawn once at ``values`` shows."""
-    w = build(entry)
+    w = build(entry, models)
     for name, v in values.items():
         w.controls[name].unobserve(w.refresh, names="value")
         w.controls[name].value = v
@@ -120,20 +130,22 @@ def _fresh_pixels(entry, values: dict) -> np.ndarray:
 @pytest.mark.parametrize("name", PARTIAL)
 def test_fast_redraws_show_what_a_fresh_widget_shows_after_any_moves(name):
     """These widgets repaint only what moves over a kept background (Widget.png): after each of a random sequence
-    of moves (one control, or several between two PNGs as the book sets a frame), the pixels of a fresh widget."""
+    of moves (one control, or several between two PNGs as the book sets a frame), the pixels of a fresh widget.
+    The model widgets run untrained models: a source of another length, a bad one, a prompt word not known."""
     entry, rng = next(e for e in WIDGETS if e.name == name), random.Random(0)
-    w = build(entry)
+    tiny = {"reversal": rv.build_model(rv.MODEL, "xavier_embeddings", seed=0).eval(), "lm": (tiny_lm(), Vocab(WORDS))}
+    w = build(entry, tiny)
     w.refresh()
     w.png()
-    values, repainted = {n: _values(c) for n, c in w.controls.items() if not isinstance(c, W.Text)}, 0
+    values, repainted = {n: _values(n, c) for n, c in w.controls.items()}, 0
     for step in range(8):
         for n in rng.sample(sorted(values), min(len(values), rng.choice((1, 1, 1, 2, 3)))):
             w.controls[n].value = rng.choice(values[n])
         kept = w._background
         w.png()
-        repainted += kept is not None and w._background[1] is kept[1]
+        repainted += bool(kept and w._background and w._background[1] is kept[1])
         moved = w.values()
-        assert np.array_equal(np.asarray(w.fig.canvas.buffer_rgba()), _fresh_pixels(entry, moved)), (step, moved)
+        assert np.array_equal(np.asarray(w.fig.canvas.buffer_rgba()), _fresh_pixels(entry, moved, tiny)), (step, moved)
     assert repainted, "nothing was painted over a kept background"
 
 

@@ -45,12 +45,11 @@ def sample_next(
     logits are all ``-inf`` (nothing to pick), NaN or ``+inf`` is an error."""
     if temperature == 0:
         return logits.argmax(dim=-1)
-    logits, kept = logits.float(), None
-    if top_k and top_k < logits.shape[-1]:
-        kept = torch.topk(top_k_filter(logits, top_k), top_k).indices.sort(-1).values  # (B, k): the kept words
-        logits = logits.gather(-1, kept)
-    pick = torch.multinomial(torch.softmax(logits / temperature, dim=-1), 1, generator=generator)  # (B, 1)
-    return (pick if kept is None else kept.gather(-1, pick)).squeeze(-1)
+    if top_k and top_k < logits.shape[-1]:  # a draw among the kept words (B, k) only
+        kept = torch.topk(top_k_filter(logits.float(), top_k), top_k).indices.sort(-1).values
+        return kept.gather(-1, sample_next(logits.gather(-1, kept), temperature, generator=generator)[:, None])[:, 0]
+    probs = torch.softmax(logits.float() / temperature, dim=-1)
+    return torch.multinomial(probs, 1, generator=generator).squeeze(-1)
 
 
 def _pick(head: OutputHead, h: torch.Tensor, temperature, top_k, gen) -> torch.Tensor:

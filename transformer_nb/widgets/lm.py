@@ -30,7 +30,7 @@ class GenerateWidget(Widget):
     """
 
     CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a few seconds: it generates word by word"
+    REDRAW = "a tenth of a second per 30 words: it generates word by word"
 
     def __init__(
         self,
@@ -63,8 +63,7 @@ class GenerateWidget(Widget):
         with torch.no_grad(), record_attention(self.model) as mods:
             self.model.hidden(ids[:-1][None])  # the attention that predicted the last word (no KV cache)
             rows = torch.cat([m.last_weights[0, :, -1, :] for m in mods])  # (L·h, T)
-        shown = min(MAX_SHOWN, rows.shape[1])
-        n_heads = mods[0].n_heads
+        shown, n_heads = min(MAX_SHOWN, rows.shape[1]), mods[0].n_heads
         data = dict(prompt_ids=prompt_ids, ids=ids, continuation=self.vocab.decode(ids[prompt_ids.numel() :]))
         data.update(tokens=[self.vocab.itos[i] for i in ids[:-1][-shown:].tolist()], attention=rows[:, -shown:])
         data.update(attention_full=rows, row_labels=[f"L{i // n_heads} h{i % n_heads}" for i in range(rows.shape[0])])
@@ -76,10 +75,8 @@ class GenerateWidget(Widget):
         """The layout depends on the model only (its rows), so ``update`` redraws any continuation in place."""
         rows, height = len(data["row_labels"]), 2.5 + 0.22 * len(data["row_labels"])  # inches
         fig = plt.figure(figsize=(10, height))
-        ax_t = fig.add_axes((0.062, 1 - 0.75 / height, 0.928, 0.6 / height))
-        ax_t.axis("off")
-        ax_t.text(0, 1, "", va="top", family="monospace", fontsize=9)
-        ax_t.text(0, 0, "", fontsize=8, color="tab:red", va="bottom")
+        fig.text(0.062, 1 - 0.15 / height, "", va="top", family="monospace", fontsize=9)
+        fig.text(0.062, 1 - 0.75 / height, "", fontsize=8, color="tab:red", va="bottom")
         ax = fig.add_axes((0.062, 1.4 / height, 0.928, 0.22 * rows / height))  # room below for 20-letter words
         ax.imshow(data["attention"].numpy(), aspect="auto", cmap="viridis", vmin=0)
         ax.set_yticks(range(rows), data["row_labels"], fontsize=7)
@@ -88,18 +85,14 @@ class GenerateWidget(Widget):
 
     def update(self, fig, data) -> bool:
         """Text, attention, words and title of ``data`` into the figure ``draw`` made."""
-        ax_t, ax = fig.axes
+        ax, (text, unknown) = fig.axes[0], fig.texts
         prompt = self.vocab.decode(data["prompt_ids"])
-        wrapped = textwrap.wrap(f"{prompt} ▶ {data['continuation']}", 110, max_lines=4, placeholder=" …")
-        ax_t.texts[0].set_text("\n".join(wrapped))
-        unknown = ", ".join(data["unknown"])
-        ax_t.texts[1].set_text(f"not in the vocabulary (-> <unk>): {unknown}" if unknown else "")
-        attention, tokens = data["attention"].numpy(), [t if len(t) <= 20 else t[:19] + "…" for t in data["tokens"]]
-        ax.images[0].set_data(attention)
-        ax.images[0].set_clim(0, attention.max())
-        ax.images[0].set_extent((-0.5, len(tokens) - 0.5, len(attention) - 0.5, -0.5))
+        text.set_text(textwrap.fill(f"{prompt} ▶ {data['continuation']}", 110, max_lines=4, placeholder=" …"))
+        unknown.set_text(f"not in the vocabulary (-> <unk>): {', '.join(data['unknown'])}" if data["unknown"] else "")
+        a, tokens = data["attention"].numpy(), [t if len(t) <= 20 else t[:19] + "…" for t in data["tokens"]]
+        ax.images[0].set(data=a, clim=(0, a.max()), extent=(-0.5, a.shape[1] - 0.5, a.shape[0] - 0.5, -0.5))
         ax.set_xticks(range(len(tokens)), tokens, rotation=60, ha="right", fontsize=8)
         nxt = self.vocab.itos[int(data["ids"][-1])]
         ax.set_title(f"attention of the last input token '{data['tokens'][-1]}' (which predicted '{nxt}')", fontsize=9)
-        self.animated = [*ax_t.texts, *painted(ax), ax.xaxis]  # the row labels stay: see Widget.png
+        self.animated = [text, unknown, *painted(ax), ax.xaxis]  # the row labels stay: see Widget.png
         return True

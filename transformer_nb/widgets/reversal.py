@@ -37,23 +37,17 @@ class ReversalWidget(Widget):
     output symbols whose attention peaks at the mirrored source position).
     """
 
-    CONTINUOUS = False  # slower than CHEAP_MS (python -m transformer_nb.widgets.timing)
-    REDRAW = "a second"
-
     def __init__(self, model, text: str = "3 5 7 9 4"):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a reversal model (an nn.Module), got {type(model).__name__}")
         self.model, self.max_src = model, _max_source_len(model)
         n_layers, n_heads = len(model.decoder.layers), model.decoder.layers[0].cross_attn.n_heads
         heads = [("mean of heads", -1)] + [(f"head {h + 1}", h) for h in range(n_heads)]
+        layers = [(f"decoder layer {i + 1}", i) for i in range(n_layers)]
         super().__init__(
             dict(text=text),
             text=W.Text(description="source", continuous_update=False, placeholder="symbols 3..12, e.g. 3 5 7 9 4"),
-            layer=W.Dropdown(
-                options=[(f"decoder layer {i + 1}", i) for i in range(n_layers)],
-                value=n_layers - 1,
-                description="layer",
-            ),
+            layer=W.Dropdown(options=layers, value=n_layers - 1, description="layer"),
             head=W.Dropdown(options=heads, value=-1, description="head"),
         )
 
@@ -89,34 +83,26 @@ class ReversalWidget(Widget):
         return data
 
     def draw(self, data):
-        """A layout that depends on the number of lines above the map only, so ``update`` redraws into it."""
+        """A layout that does not depend on ``data``, so ``update`` redraws into it."""
         if data["error"]:
             return text_figure(data["error"], "crimson", (5.4, 4.8))
-        top = 0.94 - 0.055 * len(_verdict(data))
-        fig, ax = plt.subplots(figsize=(5.4, 4.8), gridspec_kw=dict(left=0.14, right=0.915, bottom=0.12, top=top))
+        fig, ax = plt.subplots(figsize=(5.4, 4.8), gridspec_kw=dict(left=0.14, right=0.915, bottom=0.12, top=0.83))
         heatmap(data["cross"], ax=ax, vmin=0, vmax=1, xlabel="source token (key)", ylabel="output token (query)")
-        fig.suptitle("\n".join(_verdict(data)), fontsize=9)
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
-        """The map, its labels and the verdict of ``data`` into a figure ``draw`` made for as many lines."""
-        if data["error"] or not fig.axes[0].images or fig.get_suptitle().count("\n") != len(_verdict(data)) - 1:
-            return False  # the message, or the map after it, or another number of lines: a new figure
-        ax = fig.axes[0]
-        cross = data["cross"].numpy()
-        ax.images[0].set_data(cross)
-        ax.images[0].set_extent((-0.5, cross.shape[1] - 0.5, cross.shape[0] - 0.5, -0.5))
+        """The map, its labels and the verdict of ``data`` into the figure ``draw`` made."""
+        if data["error"] or not fig.axes[0].images:
+            return False  # the message, or the map after it: a new figure
+        ax, cross = fig.axes[0], data["cross"].numpy()
+        ax.images[0].set(data=cross, extent=(-0.5, cross.shape[1] - 0.5, cross.shape[0] - 0.5, -0.5))
         ax.set_xticks(range(len(data["src"])), [str(s) for s in data["src"]])
         ax.set_yticks(range(len(data["outputs"])), [_label(t) for t in data["outputs"]])
         head = "mean of heads" if data["head"] < 0 else f"head {data['head'] + 1}"
         ax.set_title(f"cross-attention, decoder layer {data['layer'] + 1}, {head}")
-        self.animated = [ax, fig.suptitle("\n".join(_verdict(data)), fontsize=9)]  # the colour bar stays: Widget.png
+        verdict = "✓ correct" if data["correct"] else f"✗ expected {' '.join(map(str, data['expected']))}"
+        outside = "  (a length outside the training range 3–8)" if data["outside_training"] else ""
+        lines = f"output {' '.join(map(str, data['pred']))}{'' if data['ended'] else ' (no EOS)'}\n{verdict}{outside}"
+        self.animated = [ax, fig.suptitle(lines, fontsize=9)]  # the colour bar stays: see Widget.png
         return True
-
-
-def _verdict(data) -> list:
-    """The lines above the map: the output and whether it is right."""
-    lines = [f"output {data['pred']}{'' if data['ended'] else ' (no EOS)'}"]
-    lines.append("✓ correct" if data["correct"] else f"✗ expected {data['expected']}")
-    return lines + ["(length outside the training range 3–8)"] * data["outside_training"]
