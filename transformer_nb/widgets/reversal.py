@@ -37,6 +37,9 @@ class ReversalWidget(Widget):
     output symbols whose attention peaks at the mirrored source position).
     """
 
+    CONTINUOUS = False  # cheap (~40 ms: python -m transformer_nb.widgets.timing), but it has no slider to animate
+    REDRAW = "a twentieth of a second"
+
     def __init__(self, model, text: str = "3 5 7 9 4"):
         if not isinstance(model, torch.nn.Module):
             raise TypeError(f"model must be a reversal model (an nn.Module), got {type(model).__name__}")
@@ -60,10 +63,8 @@ class ReversalWidget(Widget):
         if self.max_src is not None and len(src) > self.max_src:
             rows = self.max_src + 1 + EXTRA_STEPS
             too_long = f"{len(src)} symbols is too long: this model decodes at most {self.max_src} "
-            return {
-                **data,
-                "error": too_long + f"(its position tables have {rows} rows); it was trained on {MIN_LEN}..{MAX_LEN}",
-            }
+            too_long += f"(its position tables have {rows} rows); it was trained on {MIN_LEN}..{MAX_LEN}"
+            return {**data, "error": too_long}
         device = next(self.model.parameters()).device
         src_t = torch.tensor([src], device=device)
         out = greedy_decode(self.model, src_t, max_new=len(src) + EXTRA_STEPS)[0].tolist()
@@ -101,8 +102,8 @@ class ReversalWidget(Widget):
         ax.set_yticks(range(len(data["outputs"])), [_label(t) for t in data["outputs"]])
         head = "mean of heads" if data["head"] < 0 else f"head {data['head'] + 1}"
         ax.set_title(f"cross-attention, decoder layer {data['layer'] + 1}, {head}")
-        verdict = "✓ correct" if data["correct"] else f"✗ expected {' '.join(map(str, data['expected']))}"
-        outside = "  (a length outside the training range 3–8)" if data["outside_training"] else ""
-        lines = f"output {' '.join(map(str, data['pred']))}{'' if data['ended'] else ' (no EOS)'}\n{verdict}{outside}"
+        verdict = "✓ correct" if data["correct"] else f"✗ expected {data['expected']}"
+        outside = f"  (trained on lengths {MIN_LEN}–{MAX_LEN})" if data["outside_training"] else ""
+        lines = f"output {data['pred']}{'' if data['ended'] else ' (no EOS)'}\n{verdict}{outside}"
         self.animated = [ax, fig.suptitle(lines, fontsize=9)]  # the colour bar stays: see Widget.png
         return True
