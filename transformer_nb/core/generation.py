@@ -41,7 +41,7 @@ def sample_next(
 ) -> torch.Tensor:
     """Pick the next token from ``logits (B, V)``: greedy when ``temperature == 0``, else sample
     from ``softmax(top_k_filter(logits) / temperature)``: with ``top_k``, among the ``k`` kept words only (in column
-    order; the same distribution, a draw some 20x cheaper than over all ``V``). Returns ``(B,)`` int64. A row whose
+    order; the same distribution, in a third of the time at V = 33,278, k = 40). Returns ``(B,)`` int64. A row whose
     logits are all ``-inf`` (nothing to pick), NaN or ``+inf`` is an error."""
     if temperature == 0:
         return logits.argmax(dim=-1)
