@@ -80,6 +80,10 @@ class GenerateWidget(Widget):
         ax = fig.add_axes((0.062, 1.4 / height, 0.928, 0.22 * rows / height))  # room below for 20-letter words
         ax.imshow(data["attention"].numpy(), aspect="auto", cmap="viridis", vmin=0)
         ax.set_yticks(range(rows), data["row_labels"], fontsize=7)
+        ax.set_xticks([])  # the words: plain texts below the columns, cheaper to redraw than tick labels
+        under = ax.get_xaxis_text1_transform(7)[0]  # where a tick label would sit
+        for i in range(MAX_SHOWN):
+            ax.text(i, 0, "", transform=under, rotation=60, ha="right", va="top", fontsize=8, clip_on=False)
         self.update(fig, data)
         return fig
 
@@ -91,8 +95,9 @@ class GenerateWidget(Widget):
         unknown.set_text(f"not in the vocabulary (-> <unk>): {', '.join(data['unknown'])}" if data["unknown"] else "")
         a, tokens = data["attention"].numpy(), [t if len(t) <= 20 else t[:19] + "…" for t in data["tokens"]]
         ax.images[0].set(data=a, clim=(0, a.max()), extent=(-0.5, a.shape[1] - 0.5, a.shape[0] - 0.5, -0.5))
-        ax.set_xticks(range(len(tokens)), tokens, rotation=60, ha="right", fontsize=8)
+        for label, word in zip(ax.texts, tokens + [""] * MAX_SHOWN):
+            label.set_text(word)
         nxt = self.vocab.itos[int(data["ids"][-1])]
         ax.set_title(f"attention of the last input token '{data['tokens'][-1]}' (which predicted '{nxt}')", fontsize=9)
-        self.animated = [text, unknown, *painted(ax), ax.xaxis]  # the row labels stay: see Widget.png
+        self.animated = [text, unknown, *painted(ax), *ax.texts]  # the row labels stay: see Widget.png
         return True
