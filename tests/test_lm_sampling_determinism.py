@@ -4,7 +4,7 @@ import model_helpers
 import pytest
 import torch
 
-from transformer_nb.core.generation import generate, sample_next
+from transformer_nb.core.generation import generate, sample_next, top_k_filter
 from transformer_nb.core.output_head import HEADS
 from transformer_nb.lstm import LSTMLM
 
@@ -36,6 +36,13 @@ def test_low_temperature_concentrates_high_temperature_spreads():
     hot = sample_next(logits, 10.0, generator=g)
     assert (cold == 9).float().mean() > 0.9  # p(top) = 0.965 at T = 0.1
     assert len(set(hot.tolist())) == 10
+
+
+def test_top_k_draws_the_same_words_whether_or_not_logits_tie_at_the_kth():
+    logits = torch.randn(300, 50, generator=torch.Generator().manual_seed(0)).mul(2).round()  # ties everywhere
+    for k in (1, 5, 20):  # filtered, no tie is left at the k-th value: the same k words, the shortcut's path
+        draws = [sample_next(x, 0.7, k, torch.Generator().manual_seed(k)) for x in (logits, top_k_filter(logits, k))]
+        assert torch.equal(*draws)
 
 
 @pytest.mark.parametrize("head", HEADS)
