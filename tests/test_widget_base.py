@@ -95,11 +95,7 @@ def test_fast_widgets_animate_and_slow_ones_say_they_wait(entry):
 
 
 PARTIAL = sorted(CONTINUOUS - {"AlibiExplorer"}) + ["ReversalWidget", "GenerateWidget"]
-CHOICES = {
-    "text": ["3 5 7 9 4", "3 5 7", "12 11 10 9 8 7", "3 x", "4 " * 9],
-    "length": [2, 5, 30],
-    "prompt": ["the cat"],
-}
+CHOICES = dict(text=["3 5 7 9 4", "3 5 7", "12 11 10 9 8 7", "3 x", "4 " * 9], length=[2, 5, 30], prompt=["the cat"])
 
 
 def _values(name, c) -> list:

@@ -46,10 +46,9 @@ def sample_next(
     if temperature == 0:
         return logits.argmax(dim=-1)
     if top_k and top_k < logits.shape[-1]:  # a draw among the kept words (B, k) only
-        v, kept = torch.topk(logits.float(), top_k + 1)  # no tie at the k-th value: its first k are top_k_filter's
-        if not bool((v[:, top_k - 1] > v[:, top_k]).all()) or bool(v.isnan().any()):
-            kept = torch.topk(top_k_filter(logits.float(), top_k), top_k).indices
-        kept = kept[:, :top_k].sort(-1).values
+        v, i = torch.topk(logits.float(), top_k + 1)  # no tie at the k-th value: its first k are top_k_filter's
+        tie = not bool((v[:, top_k - 1] > v[:, top_k]).all()) or bool(v.isnan().any())
+        kept = (torch.topk(top_k_filter(logits.float(), top_k), top_k).indices if tie else i[:, :top_k]).sort(-1).values
         return kept.gather(-1, sample_next(logits.gather(-1, kept), temperature, generator=generator)[:, None])[:, 0]
     probs = torch.softmax(logits.float() / temperature, dim=-1)
     return torch.multinomial(probs, 1, generator=generator).squeeze(-1)

@@ -120,12 +120,6 @@ class Widget:
     def values(self) -> dict:
         return {name: c.value for name, c in self.controls.items()}
 
-    def compute(self, **values) -> dict:
-        raise NotImplementedError
-
-    def draw(self, data):
-        raise NotImplementedError
-
     def update(self, fig, data) -> bool:
         """Optional: redraw ``data`` into ``fig`` (the figure drawn last) and return True, which
         spares building a new figure; return False to have ``draw`` build one."""

@@ -67,9 +67,7 @@ class GenerateWidget(Widget):
         data = dict(prompt_ids=prompt_ids, ids=ids, continuation=self.vocab.decode(ids[prompt_ids.numel() :]))
         data.update(tokens=[self.vocab.itos[i] for i in ids[:-1][-shown:].tolist()], attention=rows[:, -shown:])
         data.update(attention_full=rows, row_labels=[f"L{i // n_heads} h{i % n_heads}" for i in range(rows.shape[0])])
-        data.update(unknown=[w for w in words if w not in self.vocab])
-        data.update(settings=dict(temperature=temperature, top_k=top_k, length=length, seed=seed))
-        return data
+        return data | dict(unknown=[w for w in words if w not in self.vocab])
 
     def draw(self, data):
         """The layout depends on the model only (its rows), so ``update`` redraws any continuation in place."""
@@ -77,13 +75,12 @@ class GenerateWidget(Widget):
         fig = plt.figure(figsize=(10, height))
         fig.text(0.062, 1 - 0.15 / height, "", va="top", family="monospace", fontsize=9)
         fig.text(0.062, 1 - 0.75 / height, "", fontsize=8, color="tab:red", va="bottom")
-        ax = fig.add_axes((0.062, 1.4 / height, 0.928, 0.22 * rows / height))  # room below for 20-letter words
+        ax = fig.add_axes((0.062, 1.4 / height, 0.928, 0.22 * rows / height), xticks=[])  # room for 20-letter words
         ax.imshow(data["attention"].numpy(), aspect="auto", cmap="viridis", vmin=0)
         ax.set_yticks(range(rows), data["row_labels"], fontsize=7)
-        ax.set_xticks([])  # the words: plain texts below the columns, cheaper to redraw than tick labels
-        under = ax.get_xaxis_text1_transform(7)[0]  # where a tick label would sit
-        for i in range(MAX_SHOWN):
-            ax.text(i, 0, "", transform=under, rotation=60, ha="right", va="top", fontsize=8, clip_on=False)
+        under = dict(transform=ax.get_xaxis_text1_transform(7)[0], rotation=60, ha="right", va="top", clip_on=False)
+        for i in range(MAX_SHOWN):  # the words: plain texts where tick labels would sit, cheaper to redraw
+            ax.text(i, 0, "", fontsize=8, **under)
         self.update(fig, data)
         return fig
 
