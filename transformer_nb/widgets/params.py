@@ -59,7 +59,6 @@ class ParamCalculator(Widget):
     def __init__(self, preset: str = "gpt2-small", check_numel: bool = True):
         self.check_numel, self._applying = check_numel, False
         narrow = W.Layout(width="220px")
-        self._base = PRESETS["gpt2-small"]  # the controls start at GPT-2 small
         super().__init__(
             dict(preset=preset),
             preset=W.Dropdown(options=[CUSTOM, *PRESETS], description="start from", style=STYLE),
@@ -87,7 +86,7 @@ class ParamCalculator(Widget):
     def _apply_preset(self, name: str) -> None:
         if name == CUSTOM:
             return
-        cfg = self._base = PRESETS[name]
+        cfg = PRESETS[name]
         values = dict(arch=cfg.arch, d_model=cfg.d_model, n_layers=cfg.n_layers, n_heads=cfg.n_heads)
         values.update(n_kv_heads=cfg.kv_heads, ffn_ratio=cfg.ff / cfg.d_model, activation=cfg.activation)
         values.update(vocab=cfg.vocab, tie=cfg.tie_output, positions=cfg.positions)
@@ -103,7 +102,7 @@ class ParamCalculator(Widget):
     ) -> TransformerConfig:
         """The ``TransformerConfig`` the controls describe (BERT/LLaMA details kept from the chosen preset); an
         impossible one raises ``ValueError`` here, when it is made."""
-        base = self._base if preset != CUSTOM else PRESETS["gpt2-small"]
+        base = PRESETS[preset if preset != CUSTOM else "gpt2-small"]
         fields = dict(name=base.name if preset != CUSTOM else "custom", arch=arch, d_model=d_model, n_layers=n_layers)
         fields.update(n_heads=n_heads, n_kv_heads=n_kv_heads, d_ff=max(1, round(ffn_ratio * d_model)))
         fields.update(activation=activation, vocab=vocab, tie_output=tie and base.lm_head, positions=positions)
