@@ -13,6 +13,9 @@ from pathlib import Path
 import pytest
 from test_widgets_in_browser import CHROMIUM_ARGS, playwright_and_chromium
 
+# Once true, the page's models have loaded and warmed their wasm (tools/live.mjs): the page is ready for a reader.
+WARM = "() => [...document.querySelectorAll('.tnb-live[data-model]')].every((w) => w.dataset.warm !== undefined)"
+
 
 class Quiet(http.server.SimpleHTTPRequestHandler):
     def log_message(self, *args):

@@ -26,7 +26,7 @@ import pytest
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "tools"))
-from static_site import bundled, offline_page, serve  # noqa: E402
+from static_site import WARM, bundled, offline_page, serve  # noqa: E402
 from test_widgets_in_browser import ROOT  # noqa: E402
 
 from transformer_nb.widgets.catalog import WIDGETS, build  # noqa: E402
@@ -119,13 +119,14 @@ def python_side(name: str, values: str) -> tuple[list, str]:
 
 
 def test_every_widget_is_live_offline(book_site, book_page):
-    """On each widget's page and on the lecture page, moving the widget's first control redraws it within
-    REDRAW_MS (median of 10 moves), and for three values of that control the image shown is, pixel for
-    pixel, the Python widget's PNG for the control values the page shows. A frozen widget fails."""
+    """On each widget's page and on the lecture page (once its models have loaded), moving the widget's first
+    control redraws it within REDRAW_MS (median of 10 moves), and for three values of that control the image shown
+    is, pixel for pixel, the Python widget's PNG for the control values the page shows. A frozen widget fails."""
     page, medians = book_page, {}
     names = [e.notebook for e in LIVE] + ([LECTURE] if LECTURE in book_site["pages"] else [])
     for notebook in dict.fromkeys(names):
         page.goto(f"{book_site['url']}/{notebook}.html", wait_until="load")
+        page.wait_for_function(WARM, timeout=120_000)  # the lecture page's models loaded: a reader's page at rest
         for e in [e for e in LIVE if notebook in (e.notebook, LECTURE)]:
             assert page.locator(f".tnb-live[data-widget='{e.name}']").count() == 1, f"{notebook}: no live {e.name}"
             moved = page.evaluate(MOVE, e.name)

@@ -18,7 +18,7 @@ from types import SimpleNamespace
 import nbformat
 import pytest
 import torch
-from static_site import bundled, offline_page, serve
+from static_site import WARM, bundled, offline_page, serve
 
 from transformer_nb import reversal as rv
 from transformer_nb.core.generation import generate
@@ -58,7 +58,6 @@ MOVE = """async ([id, values]) => {
   }
   return { times, shown: pre.textContent };
 }"""
-WARM = "() => [...document.querySelectorAll('.tnb-live[data-model]')].every((w) => w.dataset.warm !== undefined)"
 MOVES = {
     "lm": [f"w{i} w{2 * i} w7" for i in range(10)],
     "reversal": [f"3 {i % 10 + 3} 5 {12 - i % 9}" for i in range(10)],
