@@ -449,12 +449,13 @@ SOLUTIONS_RUN = "tests/test_notebooks_pass_with_their_solutions.py"
 def _run_order(item, quick_s: dict) -> tuple:
     """Where ``item``'s file comes in a session: the notebooks under nbval, longest first (``notebooks/runtimes.json``,
     quick profile), then the widgets in the browser and the solutions run, which load the models those notebooks
-    cached, then everything else in collection order."""
+    cached, then the longest unit-test file (~35 s, last in the alphabet: it left one worker idle at the end), then
+    everything else in collection order."""
     path = Path(str(item.path)).resolve()
     if path.suffix == ".ipynb":
         return 0, -quick_s.get(path.stem, 0.0)
     rel = path.relative_to(ROOT).as_posix() if path.is_relative_to(ROOT) else ""
-    return {WIDGETS_IN_BROWSER: 1, SOLUTIONS_RUN: 2}.get(rel, 3), 0.0
+    return {WIDGETS_IN_BROWSER: 1, SOLUTIONS_RUN: 2, "tests/test_widget_base.py": 3}.get(rel, 4), 0.0
 
 
 def pytest_collection_modifyitems(session, config, items):
