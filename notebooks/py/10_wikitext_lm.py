@@ -12,7 +12,7 @@
 #
 # **Serves:** 000 §8.6.2, Exercise 8.9; 001 §19.11.3, §19.13, §19.14.1; 002 (LM objective, KV cache); 004 §12, §13.2.
 #
-# **Runtime on 2 CPU cores:** quick ~30 s, full ~14 min.
+# **Runtime on 2 CPU cores:** quick ~25 s, full ~14 min.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
