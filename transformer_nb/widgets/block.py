@@ -32,6 +32,8 @@ class DepthWidget(Widget):
     ``grad[-1] / grad[0]`` (last layer over first).
     """
 
+    CONTINUOUS = False  # ~65 ms in the kernel, 250-300 ms from key press to new image in the browser (tests/browser)
+    REDRAW = "a quarter of a second: it runs a forward and backward pass"
     FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
 
     def __init__(self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64):
