@@ -309,7 +309,8 @@ def export_lecture(name: str, folder: Path = MODELS) -> tuple[Path, str]:
     folder.mkdir(parents=True, exist_ok=True)
     with open(folder / f"{name}.digest", "a+") as done:  # another process exporting it: wait
         fcntl.flock(done, fcntl.LOCK_EX)
-        if done.seek(0) or done.read() != h.hexdigest():
+        done.seek(0)  # "a+" opened it at the end
+        if done.read() != h.hexdigest():
             done.truncate(0)  # until the export is complete
             export(name, model, folder, vocab, text)
             done.write(h.hexdigest())
