@@ -89,11 +89,11 @@ def test_a_step_past_its_limit_is_stopped_with_its_children(tmp_path):
         "print('child', p.pid, flush=True); time.sleep(60)"
     )
     t0 = time.monotonic()
-    rec = gpu_check.run_step(gpu_check.Step("hang", [PY, "-c", child], 3), tmp_path)
+    rec = gpu_check.run_step(gpu_check.Step("hang", [PY, "-c", child], 1), tmp_path)
     assert rec["status"] == "timed out" and rec["returncode"] is None
     assert time.monotonic() - t0 < 20
     log = (tmp_path / "hang.log").read_text()
-    assert "stopped after its limit of 3 s" in log
+    assert "stopped after its limit of 1 s" in log
     pid = int(log.split("child ", 1)[1].split()[0])
     deadline = time.monotonic() + 10
     while _alive(pid) and time.monotonic() < deadline:

@@ -41,7 +41,7 @@ def mirror(monkeypatch, tmp_path):
     """A local mirror at ``TNB_DATA_URL``; no TNB_DATA_DIR; an empty user cache."""
     handler = type("Handler", (_Handler,), {"routes": {}, "hits": []})
     server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
-    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread = threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True)  # shutdown() waits a poll
     thread.start()
     monkeypatch.delenv("TNB_DATA_DIR", raising=False)
     monkeypatch.setattr(wikitext_files, "beside_checkout", lambda: None)  # no data beside the checkout

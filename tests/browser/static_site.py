@@ -27,7 +27,7 @@ def serve(folder: Path):
     """``http://127.0.0.1:PORT`` serving ``folder`` until the block ends."""
     server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), functools.partial(Quiet, directory=str(folder)))
     server.daemon_threads = True
-    threading.Thread(target=server.serve_forever, daemon=True).start()
+    threading.Thread(target=server.serve_forever, args=(0.05,), daemon=True).start()  # shutdown() waits a poll
     try:
         yield f"http://127.0.0.1:{server.server_address[1]}"
     finally:
