@@ -90,8 +90,8 @@ export const generate = (ids, nNew, temperature = 0, topK = 0, seed = 0, name = 
   let feed = { w: ids64(ids), past: new ort.Tensor("float32", [], past) };
   ids = [...ids];
   for (let i = 0; i < nNew; i++) {
-    const { logp, present } = await s.run(feed);
-    ids.push(temperature === 0 ? argmax(logp.data) : sample(logp.data, temperature, topK, rand, keep, w));
+    const { scores, present } = await s.run(feed);
+    ids.push(temperature === 0 ? argmax(scores.data) : sample(scores.data, temperature, topK, rand, keep, w));
     feed = { w: ids64(ids.slice(-1)), past: present };
   }
   return ids;
