@@ -85,31 +85,55 @@ def int8(model):
     return model
 
 
+class _Attention(torch.autograd.Function):
+    """Causal self-attention after a cache, exported as ONNX Runtime's MultiHeadAttention (com.microsoft): one node
+    instead of a dozen. Queries, keys and values ``(1, T, d_model)`` and the keys and values before, ``(1, heads, P,
+    d_head)`` each -> the output ``(1, T, d_model)`` and the keys and values so far, ``(1, heads, P + T, d_head)``."""
+
+    @staticmethod
+    def forward(ctx, q, k, v, past_k, past_v, heads):
+        t = q.shape[1]
+        split = lambda x: x.view(1, t, heads, -1).transpose(1, 2)
+        k, v = torch.cat((past_k, split(k)), 2), torch.cat((past_v, split(v)), 2)
+        causal = torch.ones(t, k.shape[2], dtype=torch.bool).tril(k.shape[2] - t)
+        return F.scaled_dot_product_attention(split(q), k, v, causal).transpose(1, 2).reshape(q.shape), k, v
+
+    @staticmethod
+    def symbolic(g, q, k, v, past_k, past_v, heads):
+        none = g.op("prim::Constant")  # an input left out
+        none.setType(torch._C.OptionalType.ofTensor())
+        args = (q, k, v, none, none, none, past_k, past_v)
+        out = g.op("com.microsoft::MultiHeadAttention", *args, num_heads_i=heads, unidirectional_i=1, outputs=3)
+        [y.setType(x.type().with_sizes([None] * x.type().dim())) for y, x in zip(out, (q, past_k, past_v))]
+        return out
+
+
 class NextWord(nn.Module):
     """The language model for the page, with a KV cache: words ``w (1, T)`` at positions ``P .. P + T - 1`` and the
-    keys and values of the ``P`` words before, ``past (layers x 2 kv_heads, P, d_head)`` (each layer's keys then
+    keys and values of the ``P`` words before, ``past (1, layers x 2 heads, P, d_head)`` (each layer's keys then
     values) -> the next word's ``scores (1, V)``, its log-probabilities up to a constant, and ``present``: ``past``
     and the ``T`` words'. An ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's
     ``generate`` picks them in (its greedy ties, its sampling): no reordering of the vocabulary at every step; its
     scores are its log-probabilities. Other heads: word ids, their logits (no log-softmax over the vocabulary at every
     step: picking a word needs only their differences).
 
-    A step's cost in the page is mostly its graph's nodes, not its arithmetic, so the Pre-LN blocks are written here
-    for that: activations ``(T, d_model)`` (a linear layer is one Gemm), a layer's queries, keys and values one
-    projection, every size but T and P fixed (the package reads them from the tensors, each a few nodes), the causal
-    mask and RoPE's cos/sin rows made once for all layers, the cache one tensor in and one out; RoPE turns the
-    interleaved pairs as ``x cos + (x R) sin``, ``R`` the pair swap with a sign (no complex numbers in ONNX). ``low``:
-    the matrices stored in 8 bits (``_rows``), multiplied back in the graph."""
+    A step's cost in the page is the weights it reads (the capstone's head alone, 17 MB) and its graph's nodes (a few
+    microseconds each), so the Pre-LN blocks are written here with few: activations ``(T, d_model)`` (a linear layer is
+    one Gemm), a layer's queries, keys and values one projection and its attention one node (``_Attention``), RoPE's
+    cos/sin rows made once for all layers, the cache one tensor in and one out; RoPE turns the interleaved pairs as
+    ``x cos + (x R) sin``, ``R`` the pair swap with a sign in each head (no complex numbers in ONNX). ``low``: the
+    matrices stored in 8 bits (``_rows``), multiplied back in the graph."""
 
     def __init__(self, model, low: bool = False):
         super().__init__()
-        self.m, rope = copy.deepcopy(model), model.rope
-        assert model.cfg.norm_first and model.alibi is None, model.cfg
+        self.m, rope, a = copy.deepcopy(model), model.rope, model.blocks.layers[0].self_attn
+        assert model.cfg.norm_first and model.alibi is None and a.n_kv_heads == a.n_heads, model.cfg
         if rope is not None:  # each pair's angle twice, for its two numbers
             assert rope.pairing == "interleaved", rope.pairing
             self.cos, self.sin = (t.repeat_interleave(2, -1) for t in (rope.cos, rope.sin))
-            i, self.swap = torch.arange(0, rope.d_head, 2), torch.zeros(rope.d_head, rope.d_head)
-            self.swap[i + 1, i], self.swap[i, i + 1] = -1, 1
+            i, swap = torch.arange(0, rope.d_head, 2), torch.zeros(rope.d_head, rope.d_head)
+            swap[i + 1, i], swap[i, i + 1] = -1, 1
+            self.swap = torch.block_diag(*[swap] * a.n_heads)
         if self.m.head.kind == "adaptive_tied":
             self.m.head.embed, self.m.head.log_probs = _adaptive_tied(self.m.head)
         self.low = {}  # low: who holds each matrix (a tied one, two modules); its int8 rows and scales are buffers
@@ -122,39 +146,30 @@ class NextWord(nn.Module):
             [self.register_buffer(f"{k}{i}", x) for k, x in zip(("q", "scale"), _rows(w))]
         self.low = list(self.low.values())
 
-    def _attention(self, a, x, past):
-        """``a``'s self-attention of ``x (T, d_model)`` after ``past (2 kv_heads, P, d_head)``: its output and
-        ``present``."""
-        h, g, d, p = a.n_heads, a.n_kv_heads, a.d_head, (a.q_proj, a.k_proj, a.v_proj)
-        b = None if a.q_proj.bias is None else torch.cat([f.bias for f in p])
-        y = F.linear(x, torch.cat([f.weight for f in p]), b).view(-1, h + 2 * g, d).transpose(0, 1)
-        if hasattr(self, "cos"):
-            qk, v = y.split([h + g, g])
-            y = torch.cat((qk * self.c + (qk @ self.swap) * self.s, v))
-        q, kv = y.split([h, 2 * g])
-        present = torch.cat((past, kv), 1)
-        k, v = (y.repeat_interleave(h // g, 0) for y in present.split(g)) if g != h else present.split(g)
-        w = torch.softmax(q @ k.transpose(-1, -2) * d**-0.5 + self.mask, -1)
-        return a.out_proj((w @ v).transpose(0, 1).reshape(-1, h * d)), present
-
     def forward(self, w, past):
         for i, holders in enumerate(self.low):  # in the graph, which the page computes once, at load
             full = getattr(self, f"q{i}").float() * getattr(self, f"scale{i}")
             for mod, key in holders:
                 setattr(mod, key, full)
-        n, t, m = past.shape[1], w.shape[1], self.m
-        pos = torch.arange(n, n + t)
-        self.mask = torch.where(torch.arange(n + t) > pos[:, None], float("-inf"), 0.0)
+        m, heads = self.m, self.m.blocks.layers[0].self_attn.n_heads
+        n, past = past.shape[2], past.split(heads, 1)
         if hasattr(self, "cos"):
-            self.c, self.s = self.cos[pos], self.sin[pos]
+            pos = torch.arange(n, n + w.shape[1])
+            c, s = (t[pos].repeat(1, heads) for t in (self.cos, self.sin))
         x, state = m._embed(w, n)[0], []
-        for layer, kv in zip(m.blocks.layers, past.split(past.shape[0] // len(m.blocks.layers))):
-            y, kv = self._attention(layer.self_attn, layer.norm1(x), kv)
-            x = x + y
+        for layer, past_k, past_v in zip(m.blocks.layers, past[::2], past[1::2]):
+            a = layer.self_attn
+            p = (a.q_proj, a.k_proj, a.v_proj)
+            b = None if a.q_proj.bias is None else torch.cat([f.bias for f in p])
+            q, k, v = F.linear(layer.norm1(x), torch.cat([f.weight for f in p]), b)[None].split(a.d_model, -1)
+            if hasattr(self, "cos"):
+                q, k = (y * c + (y @ self.swap) * s for y in (q, k))
+            y, k, v = _Attention.apply(q, k, v, past_k, past_v, heads)
+            x = x + a.out_proj(y[0])
             x = x + layer.ff(layer.norm2(x))
-            state.append(kv)
+            state += [k, v]
         h = m.blocks.norm(x[-1:])
-        return (m.head.log_probs(h) if m.head.adaptive else m.head.logits(h)), torch.cat(state)
+        return (m.head.log_probs(h) if m.head.adaptive else m.head.logits(h)), torch.cat(state, 1)
 
 
 class NextSymbol(nn.Module):
@@ -222,10 +237,10 @@ def export(name: str, model, folder: Path, vocab=None, text=None) -> Path:
             w, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(ref, low=name in LOW)
             order = model.head.order if model.head.kind == "adaptive_tied" else torch.arange(model.vocab_size)
             a, n = model.blocks.layers[0].self_attn, 2 * len(model.blocks.layers)
-            empty = torch.zeros(n * a.n_kv_heads, 0, a.d_head)
+            empty = torch.zeros(1, n * a.n_heads, 0, a.d_head)
             args, names, outs = (w[:, 3:], wrap(w[:, :3], empty)[1]), ["w", "past"], ["scores", "present"]
             torch.testing.assert_close(wrap(*args)[0].log_softmax(-1), ref.log_probs(order[w])[:, -1, order])
-            axes = {"w": {1: "T"}, "past": {1: "P"}, "present": {1: "P + T"}}
+            axes = {"w": {1: "T"}, "past": {2: "P"}, "present": {2: "P + T"}}
             itos, unk = [vocab.itos[i] for i in order], order.tolist().index(vocab.unk)  # in the graph's order
             meta = {"itos": itos, "unk": unk, "max_len": model.max_len, "past": list(empty.shape)}
             if name in LOW and text is not None:
