@@ -65,16 +65,16 @@ function kthLargest(x, k) {
   return [h[0], h.filter((v) => v === h[0]).length, Math.max(...h)];
 }
 
-// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower indices), drawn in index order. Words
-// more than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32
-// step.
+// softmax(top_k_filter(scores) / temperature), scores the log-probabilities up to a constant: the k largest (ties to
+// the lower indices), drawn in index order. Words more than 40 temperatures below the best are left out: e^-40 each,
+// 33k of them weigh less than the generator's 2^-32 step.
 // keep, w: room for the kept words and their weights.
-function sample(logp, temperature, topK, rand, keep, w) {
-  const n = logp.length, top = topK > 0 && topK < n;
-  let [kth, ties, best] = top ? kthLargest(logp, topK) : [-Infinity, n, logp[argmax(logp)]], sum = 0, m = 0;
+function sample(scores, temperature, topK, rand, keep, w) {
+  const n = scores.length, top = topK > 0 && topK < n;
+  let [kth, ties, best] = top ? kthLargest(scores, topK) : [-Infinity, n, scores[argmax(scores)]], sum = 0, m = 0;
   const low = Math.max(kth, best - 40 * temperature);
   for (let i = 0; i < n; i++)
-    if (logp[i] >= low && (logp[i] !== kth || ties-- > 0)) (sum += w[m] = Math.exp((logp[i] - best) / temperature)), (keep[m++] = i);
+    if (scores[i] >= low && (scores[i] !== kth || ties-- > 0)) (sum += w[m] = Math.exp((scores[i] - best) / temperature)), (keep[m++] = i);
   let u = rand() * sum;
   for (let j = 0; j < m; j++) if ((u -= w[j]) <= 0) return keep[j];
   return keep[m - 1];

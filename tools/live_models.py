@@ -127,7 +127,7 @@ class NextWord(nn.Module):
     def __init__(self, model, low: bool = False):
         super().__init__()
         self.m, rope, a = copy.deepcopy(model), model.rope, model.blocks.layers[0].self_attn
-        assert model.cfg.norm_first and model.alibi is None and a.n_kv_heads == a.n_heads, model.cfg
+        assert model.cfg.norm_first and model.cfg.bias and model.alibi is None and a.n_kv_heads == a.n_heads, model.cfg
         if rope is not None:  # each pair's angle twice, for its two numbers
             assert rope.pairing == "interleaved", rope.pairing
             self.cos, self.sin = (t.repeat_interleave(2, -1) for t in (rope.cos, rope.sin))
@@ -159,9 +159,8 @@ class NextWord(nn.Module):
         x, state = m._embed(w, n)[0], []
         for layer, past_k, past_v in zip(m.blocks.layers, past[::2], past[1::2]):
             a = layer.self_attn
-            p = (a.q_proj, a.k_proj, a.v_proj)
-            b = None if a.q_proj.bias is None else torch.cat([f.bias for f in p])
-            q, k, v = F.linear(layer.norm1(x), torch.cat([f.weight for f in p]), b)[None].split(a.d_model, -1)
+            p = [(f.weight, f.bias) for f in (a.q_proj, a.k_proj, a.v_proj)]
+            q, k, v = F.linear(layer.norm1(x), *map(torch.cat, zip(*p)))[None].split(a.d_model, -1)
             if hasattr(self, "cos"):
                 q, k = (y * c + (y @ self.swap) * s for y in (q, k))
             y, k, v = _Attention.apply(q, k, v, past_k, past_v, heads)
