@@ -133,7 +133,7 @@ class NextWord(nn.Module):
             self.cos, self.sin = (t.repeat_interleave(2, -1) for t in (rope.cos, rope.sin))
             i, swap = torch.arange(0, rope.d_head, 2), torch.zeros(rope.d_head, rope.d_head)
             swap[i + 1, i], swap[i, i + 1] = -1, 1
-            self.swap = torch.block_diag(*[swap] * a.n_heads)
+            self.register_buffer("swap", torch.block_diag(*[swap] * a.n_heads))  # a buffer: stored once
         if self.m.head.kind == "adaptive_tied":
             self.m.head.embed, self.m.head.log_probs = _adaptive_tied(self.m.head)
         self.low = {}  # low: who holds each matrix (a tied one, two modules); its int8 rows and scales are buffers
