@@ -16,7 +16,7 @@ const session = (name) =>
   (sessions[name] ??= (unpacked ??= unpackWasm()).then(() => ort.InferenceSession.create(here + name + ".onnx")));
 const ids64 = (a) => new ort.Tensor("int64", BigInt64Array.from(a, BigInt), [1, a.length]);
 // The arg-max, ties to the lower index as torch.argmax.
-const argmax = (x) => { let j = 0; for (let i = 1; i < x.length; i++) if (x[i] > x[j]) j = i; return j; };
+const argmax = (x) => { let j = 0, best = x[0]; for (let i = 1; i < x.length; i++) if (x[i] > best) best = x[(j = i)]; return j; };
 const meta = (name) => (sessions[name + ".json"] ??= fetch(here + name + ".json").then((r) => r.json()));
 // One call at a time (the sessions share one wasm instance, whose calls must not interleave): each call (a redraw,
 // a warming round, a test's) waits for the one before.
@@ -48,33 +48,36 @@ function random(seed) {
   };
 }
 
-// The k-th largest of x, how many of the k equal it and the largest: one pass, the k largest so far in a min-heap.
-function kthLargest(x, k) {
-  const h = x.slice(0, k).sort(); // sorted: a min-heap
-  for (let i = k, low = h[0]; i < x.length; i++) {
+// The indices of the k largest of x (ties to the lower indices), in index order: one pass, a min-heap of them (the
+// least, of equal ones the last, at its root).
+function largest(x, k) {
+  const less = (a, b) => x[a] < x[b] || (x[a] === x[b] && a > b);
+  const h = Int32Array.from({ length: k }, (_, i) => i).sort((a, b) => x[a] - x[b] || b - a); // sorted: a heap
+  for (let i = k, low = x[h[0]]; i < x.length; i++) {
     if (x[i] <= low) continue;
-    h[0] = x[i];
+    h[0] = i;
     for (let j = 0, c = 1; c < k; j = c, c = 2 * c + 1) {
-      if (c + 1 < k && h[c + 1] < h[c]) c++;
-      if (h[c] >= h[j]) break;
+      if (c + 1 < k && less(h[c + 1], h[c])) c++;
+      if (!less(h[c], h[j])) break;
       const t = h[c];
       (h[c] = h[j]), (h[j] = t);
     }
-    low = h[0];
+    low = x[h[0]];
   }
-  return [h[0], h.filter((v) => v === h[0]).length, Math.max(...h)];
+  return h.sort();
 }
 
-// softmax(top_k_filter(logp) / temperature): the k largest (ties to the lower indices), drawn in index order. Words
-// more than 40 temperatures below the best are left out: e^-40 each, 33k of them weigh less than the generator's 2^-32
-// step.
+// softmax(top_k_filter(scores) / temperature), scores the log-probabilities up to a constant: the k largest (ties to
+// the lower indices), drawn in index order. Words more than 40 temperatures below the best are left out: e^-40 each,
+// 33k of them weigh less than the generator's 2^-32 step.
 // keep, w: room for the kept words and their weights.
-function sample(logp, temperature, topK, rand, keep, w) {
-  const n = logp.length, top = topK > 0 && topK < n;
-  let [kth, ties, best] = top ? kthLargest(logp, topK) : [-Infinity, n, logp[argmax(logp)]], sum = 0, m = 0;
-  const low = Math.max(kth, best - 40 * temperature);
-  for (let i = 0; i < n; i++)
-    if (logp[i] >= low && (logp[i] !== kth || ties-- > 0)) (sum += w[m] = Math.exp((logp[i] - best) / temperature)), (keep[m++] = i);
+function sample(scores, temperature, topK, rand, keep, w) {
+  const top = topK > 0 && topK < scores.length ? largest(scores, topK) : null;
+  const best = top ? Math.max(...Array.from(top, (i) => scores[i])) : scores[argmax(scores)];
+  let sum = 0, m = 0;
+  const add = (i) => scores[i] >= best - 40 * temperature && ((sum += w[m] = Math.exp((scores[i] - best) / temperature)), (keep[m++] = i));
+  if (top) top.forEach(add);
+  else for (let i = 0; i < scores.length; i++) add(i);
   let u = rand() * sum;
   for (let j = 0; j < m; j++) if ((u -= w[j]) <= 0) return keep[j];
   return keep[m - 1];
@@ -90,8 +93,8 @@ export const generate = (ids, nNew, temperature = 0, topK = 0, seed = 0, name = 
   let feed = { w: ids64(ids), past: new ort.Tensor("float32", [], past) };
   ids = [...ids];
   for (let i = 0; i < nNew; i++) {
-    const { logp, present } = await s.run(feed);
-    ids.push(temperature === 0 ? argmax(logp.data) : sample(logp.data, temperature, topK, rand, keep, w));
+    const { scores, present } = await s.run(feed);
+    ids.push(temperature === 0 ? argmax(scores.data) : sample(scores.data, temperature, topK, rand, keep, w));
     feed = { w: ids64(ids.slice(-1)), past: present };
   }
   return ids;

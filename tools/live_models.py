@@ -31,7 +31,6 @@ import torch.nn.functional as F
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # this checkout's package
 
-from transformer_nb.core.multihead import KVCache
 
 # The legacy exporter lacks isneginf (the attention that keeps its weights uses it): ONNX's IsInf, negative side.
 OPSET = 17
@@ -86,45 +85,57 @@ def int8(model):
     return model
 
 
-class _Past(KVCache):
-    """One layer's keys and values so far as graph tensors, ``(1, kv_heads, P, d_head)`` each: ``append`` joins the
-    new ones (``torch.cat``: the page keeps the results, ``present``, for the next step)."""
+class _Attention(torch.autograd.Function):
+    """Causal self-attention after a cache, exported as ONNX Runtime's MultiHeadAttention (com.microsoft): one node
+    instead of a dozen. Queries, keys and values ``(1, T, d_model)`` and the keys and values before, ``(1, heads, P,
+    d_head)`` each -> the output ``(1, T, d_model)`` and the keys and values so far, ``(1, heads, P + T, d_head)``."""
 
-    def __init__(self, k, v, capacity):
-        self.k, self.v, self.length, self.capacity, self.owner = k, v, k.shape[2], capacity, None
+    @staticmethod
+    def forward(ctx, q, k, v, past_k, past_v, heads):
+        t = q.shape[1]
+        split = lambda x: x.view(1, t, heads, -1).transpose(1, 2)
+        k, v = torch.cat((past_k, split(k)), 2), torch.cat((past_v, split(v)), 2)
+        causal = torch.ones(t, k.shape[2], dtype=torch.bool).tril(k.shape[2] - t)
+        return F.scaled_dot_product_attention(split(q), k, v, causal).transpose(1, 2).reshape(q.shape), k, v
 
-    def append(self, k, v, owner=None):
-        self.k, self.v = torch.cat((self.k, k), 2), torch.cat((self.v, v), 2)
-        return self.k, self.v
+    @staticmethod
+    def symbolic(g, q, k, v, past_k, past_v, heads):
+        none = g.op("prim::Constant")  # an input left out
+        none.setType(torch._C.OptionalType.ofTensor())
+        args = (q, k, v, none, none, none, past_k, past_v)
+        out = g.op("com.microsoft::MultiHeadAttention", *args, num_heads_i=heads, unidirectional_i=1, outputs=3)
+        [y.setType(x.type().with_sizes([None] * x.type().dim())) for y, x in zip(out, (q, past_k, past_v))]
+        return out
 
 
 class NextWord(nn.Module):
     """The language model for the page, with a KV cache: words ``w (1, T)`` at positions ``P .. P + T - 1`` and the
-    keys and values of the ``P`` words before, ``past (2 layers, 1, kv_heads, P, d_head)`` (each layer's keys then
-    values; ``P = 0`` for the prompt) -> the next word's log-probabilities ``(1, V)`` and ``present``: ``past`` and
-    the ``T`` words'. An ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's ``generate``
-    picks them in (its greedy ties, its sampling): no reordering of the vocabulary at every step. Other heads: word
-    ids.
+    keys and values of the ``P`` words before, ``past (1, layers x 2 heads, P, d_head)`` (each layer's keys then
+    values) -> the next word's ``scores (1, V)``, its log-probabilities up to a constant, and ``present``: ``past``
+    and the ``T`` words'. An ``adaptive_tied`` head numbers the words by frequency rank, the order PyTorch's
+    ``generate`` picks them in (its greedy ties, its sampling): no reordering of the vocabulary at every step; its
+    scores are its log-probabilities. Other heads: word ids, their logits (no log-softmax over the vocabulary at every
+    step: picking a word needs only their differences).
 
-    A step's cost in the page is mostly its graph's nodes and tensors, not its arithmetic: the self-attention is
-    written here with every size but T and P fixed (the package's reads them from the tensors, each a few nodes), the
-    causal mask and RoPE's cos/sin rows are made once for all layers, the cache is one tensor in and one out; RoPE
-    turns the interleaved pairs as ``x cos + (x R) sin``, ``R`` the pair swap with a sign (no complex numbers in
-    ONNX). ``low``: the matrices stored in 8 bits (``_rows``), multiplied back in the graph."""
+    A step's cost in the page is the weights it reads (the capstone's head alone, 17 MB) and its graph's nodes (a few
+    microseconds each), so the Pre-LN blocks are written here with few: activations ``(T, d_model)`` (a linear layer is
+    one Gemm), a layer's queries, keys and values one projection and its attention one node (``_Attention``), RoPE's
+    cos/sin rows made once for all layers, the cache one tensor in and one out; RoPE turns the interleaved pairs as
+    ``x cos + (x R) sin``, ``R`` the pair swap with a sign in each head (no complex numbers in ONNX). ``low``: the
+    matrices stored in 8 bits (``_rows``), multiplied back in the graph."""
 
     def __init__(self, model, low: bool = False):
         super().__init__()
-        self.m, rope = copy.deepcopy(model), model.rope
-        self.m.rope = None
+        self.m, rope, a = copy.deepcopy(model), model.rope, model.blocks.layers[0].self_attn
+        assert model.cfg.norm_first and model.cfg.bias and model.alibi is None and a.n_kv_heads == a.n_heads, model.cfg
         if rope is not None:  # each pair's angle twice, for its two numbers
             assert rope.pairing == "interleaved", rope.pairing
             self.cos, self.sin = (t.repeat_interleave(2, -1) for t in (rope.cos, rope.sin))
-            i, self.swap = torch.arange(0, rope.d_head, 2), torch.zeros(rope.d_head, rope.d_head)
-            self.swap[i + 1, i], self.swap[i, i + 1] = -1, 1
+            i, swap = torch.arange(0, rope.d_head, 2), torch.zeros(rope.d_head, rope.d_head)
+            swap[i + 1, i], swap[i, i + 1] = -1, 1
+            self.register_buffer("swap", torch.block_diag(*[swap] * a.n_heads))  # a buffer: stored once
         if self.m.head.kind == "adaptive_tied":
             self.m.head.embed, self.m.head.log_probs = _adaptive_tied(self.m.head)
-        for layer in self.m.blocks.layers:
-            layer.self_attn.forward = self._attention(layer.self_attn)
         self.low = {}  # low: who holds each matrix (a tied one, two modules); its int8 rows and scales are buffers
         for mod in self.m.modules() if low else ():
             for key, w in list(mod.named_parameters(recurse=False)):
@@ -135,33 +146,29 @@ class NextWord(nn.Module):
             [self.register_buffer(f"{k}{i}", x) for k, x in zip(("q", "scale"), _rows(w))]
         self.low = list(self.low.values())
 
-    def _attention(self, a):
-        h, kv, d = a.n_heads, a.n_kv_heads, a.d_head
-
-        def forward(x, mask=None, is_causal=True, rope=None, cache=None):
-            q, k, v = (
-                p(x).view(1, -1, n, d).transpose(1, 2) for p, n in ((a.q_proj, h), (a.k_proj, kv), (a.v_proj, kv))
-            )
-            if hasattr(self, "cos"):
-                q, k = (y * self.c + (y @ self.swap) * self.s for y in (q, k))
-            k, v = (a._share(y) for y in cache.append(k, v)) if kv != h else cache.append(k, v)
-            w = torch.softmax(q @ k.transpose(-1, -2) * d**-0.5 + (self.mask if mask is None else self.mask + mask), -1)
-            return a.out_proj((w @ v).transpose(1, 2).reshape(1, -1, h * d))
-
-        return forward
-
     def forward(self, w, past):
         for i, holders in enumerate(self.low):  # in the graph, which the page computes once, at load
             full = getattr(self, f"q{i}").float() * getattr(self, f"scale{i}")
             for mod, key in holders:
                 setattr(mod, key, full)
-        n, t, past = past.shape[3], w.shape[1], past.unbind(0)
-        pos = torch.arange(t) + n
-        self.mask = torch.zeros(t, n + t).masked_fill(torch.arange(n + t) > pos[:, None], float("-inf"))
+        m, heads = self.m, self.m.blocks.layers[0].self_attn.n_heads
+        n, past = past.shape[2], past.split(heads, 1)
         if hasattr(self, "cos"):
-            self.c, self.s = self.cos[pos], self.sin[pos]
-        h, state = self.m.hidden(w, [_Past(k, v, self.m.max_len) for k, v in zip(past[::2], past[1::2])])
-        return self.m.head.log_probs(h[:, -1]), torch.stack([x for c in state for x in (c.k, c.v)])
+            pos = torch.arange(n, n + w.shape[1])
+            c, s = (t[pos].repeat(1, heads) for t in (self.cos, self.sin))
+        x, state = m._embed(w, n)[0], []
+        for layer, past_k, past_v in zip(m.blocks.layers, past[::2], past[1::2]):
+            a = layer.self_attn
+            p = [(f.weight, f.bias) for f in (a.q_proj, a.k_proj, a.v_proj)]
+            q, k, v = F.linear(layer.norm1(x), *map(torch.cat, zip(*p)))[None].split(a.d_model, -1)
+            if hasattr(self, "cos"):
+                q, k = (y * c + (y @ self.swap) * s for y in (q, k))
+            y, k, v = _Attention.apply(q, k, v, past_k, past_v, heads)
+            x = x + a.out_proj(y[0])
+            x = x + layer.ff(layer.norm2(x))
+            state += [k, v]
+        h = m.blocks.norm(x[-1:])
+        return (m.head.log_probs(h) if m.head.adaptive else m.head.logits(h)), torch.cat(state, 1)
 
 
 class NextSymbol(nn.Module):
@@ -240,10 +247,10 @@ def export(name: str, model, folder: Path, vocab=None, text=None) -> Path:
             w, wrap = torch.tensor([[5, 17, 3, 250, 9]]) % model.vocab_size, NextWord(ref, low=name in LOW)
             order = model.head.order if model.head.kind == "adaptive_tied" else torch.arange(model.vocab_size)
             a, n = model.blocks.layers[0].self_attn, 2 * len(model.blocks.layers)
-            empty = torch.zeros(n, 1, a.n_kv_heads, 0, a.d_head)
-            args, names, outs = (w[:, 3:], wrap(w[:, :3], empty)[1]), ["w", "past"], ["logp", "present"]
-            torch.testing.assert_close(wrap(*args)[0], ref.log_probs(order[w])[:, -1, order])
-            axes = {"w": {1: "T"}, "past": {3: "P"}, "present": {3: "P + T"}}
+            empty = torch.zeros(1, n * a.n_heads, 0, a.d_head)
+            args, names, outs = (w[:, 3:], wrap(w[:, :3], empty)[1]), ["w", "past"], ["scores", "present"]
+            torch.testing.assert_close(wrap(*args)[0].log_softmax(-1), ref.log_probs(order[w])[:, -1, order])
+            axes = {"w": {1: "T"}, "past": {2: "P"}, "present": {2: "P + T"}}
             itos, unk = [vocab.itos[i] for i in order], order.tolist().index(vocab.unk)  # in the graph's order
             meta = {"itos": itos, "unk": unk, "max_len": model.max_len, "past": list(empty.shape)}
             if name in LOW and text is not None:

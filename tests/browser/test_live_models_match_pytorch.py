@@ -60,6 +60,7 @@ MOVE = """async ([id, values]) => {
 }"""
 MOVES = {
     "lm": [f"w{i} w{2 * i} w7" for i in range(10)],
+    "capstone": [f"w{i} w{2 * i} w7" for i in range(10)],
     "reversal": [f"3 {i % 10 + 3} 5 {12 - i % 9}" for i in range(10)],
 }
 
