@@ -68,8 +68,15 @@ class DepthWidget(Widget):
         ax3.plot([0], [1], marker=".", ms=3, color="C1", label="stream RMS (right axis)")
         ax3.set(ylabel="stream RMS")
         ax2.legend(handles=ax2.lines + ax3.lines, fontsize=8, loc="lower left")
-        ax2.set_title("the residual stream", fontsize=10)
         ax2.grid(alpha=0.3)
+        # titles and labels placed once where the tick labels put them, not measured again at each redraw (ax1's
+        # y label still is: its tick labels' width varies)
+        for ax, title in ((ax1, ""), (ax2, "the residual stream"), (ax3, "")):
+            ax.set_title(title, fontsize=10, y=1)
+        for ax in (ax1, ax2):
+            ax.xaxis.set_label_coords(0.5, -0.11)
+        ax2.yaxis.set_label_coords(-0.128, 0.5)
+        ax3.yaxis.set_label_coords(1.1, 0.5)
         self.update(fig, data)
         return fig
 
