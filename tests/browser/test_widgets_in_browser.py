@@ -230,25 +230,6 @@ ARM = """([id, idx]) => {
       rec.end = performance.now();
   }, {capture: true});
 }"""
-TRACE = """() => {
-  const w = window.__tnb_watch, t0 = performance.timeOrigin + w.start;
-  const out = [`load ${(w.end - w.start).toFixed(0)}`];
-  for (const [now, dir, ch, type, date, keys, bufs, st] of window.__tnb_log.splice(0)) {
-    if (now < t0 - 5) continue;
-    out.push(`${dir[0]}:${type}${st ? '/' + st : ''}${keys ? '[' + keys + ']' : ''}${bufs ? '{' + bufs + '}' : ''} k${(date - t0).toFixed(0)} b${(now - t0).toFixed(0)}`);
-  }
-  return out.join(' | ');
-}"""
-HOOK = """() => {
-  window.__tnb_log = [];
-  const k = window.__tnb_nb.sessionContext.session.kernel;
-  k.anyMessage.connect((_, {msg, direction}) => {
-    const c = msg.content || {};
-    const keys = c.data && c.data.state ? JSON.stringify(c.data.state).slice(0, 60) : (c.data && c.data.method) || '';
-    window.__tnb_log.push([performance.timeOrigin + performance.now(), direction, msg.channel, msg.header.msg_type,
-      Date.parse(msg.header.date), keys, (msg.buffers || []).map(b => b.byteLength).join(','), c.execution_state || '']);
-  });
-}"""
 WATCHED = "() => window.__tnb_watch.end !== null && window.__tnb_watch.start !== null"
 REDRAW_LIMIT_MS = float(os.environ.get("TNB_REDRAW_MS", "250"))  # else the widget must update on release
 #: the limit applies to the fastest of ``REDRAW_PRESSES`` presses: ``make test`` runs this file beside notebooks that
@@ -290,7 +271,6 @@ def page(browser_tools, lab, request):
     pg.nb_id, state = pg.evaluate(OPEN_AND_RUN, ["notebooks/widgets.ipynb", RUN_S * 1000])
     errors = pg.evaluate("() => window.__tnb_kernel_errors.splice(0)")  # a cell's error is on iopub too
     assert not errors, "a cell raised:\n" + "\n".join(errors)
-    pg.evaluate(HOOK)
     assert state == "done", f"the notebook did not open, start its kernel and run within {RUN_S:.0f} s"
     return pg
 
@@ -420,9 +400,6 @@ def _redraw_time(page, nb_id: str, idx: int, cell, label: str, act, times: list)
         except Exception:
             break  # e.g. a slider at its end: the timed presses so far stand
         times.append(_stopwatch(page))
-        if os.environ.get("TNB_TRACE"):
-            page.wait_for_function(IDLE, timeout=CHANGE_S * 1000)
-            print(label, page.evaluate(TRACE))
     page.wait_for_function(IDLE, timeout=CHANGE_S * 1000)
     timed = sorted(t for t in times if t is not None)
     if not timed:

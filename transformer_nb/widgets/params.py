@@ -54,7 +54,7 @@ class ParamCalculator(Widget):
     message) when the controls describe an impossible model (e.g. heads that do not divide d_model).
     """
 
-    CONTINUOUS = False  # about 300 ms from key press to new image in the browser (tests/browser)
+    CONTINUOUS = False  # ~120 ms from key press to new image in the browser (tests/browser)
     REDRAW = "a third of a second: it rebuilds the model on the meta device to check the count"
 
     def __init__(self, preset: str = "gpt2-small", check_numel: bool = True):
