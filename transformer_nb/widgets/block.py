@@ -69,14 +69,10 @@ class DepthWidget(Widget):
         ax3.set(ylabel="stream RMS")
         ax2.legend(handles=ax2.lines + ax3.lines, fontsize=8, loc="lower left")
         ax2.grid(alpha=0.3)
-        # titles and labels placed once where the tick labels put them, not measured again at each redraw (ax1's
-        # y label still is: its tick labels' width varies)
-        for ax, title in ((ax1, ""), (ax2, "the residual stream"), (ax3, "")):
+        for ax, title in ((ax1, ""), (ax2, "the residual stream"), (ax3, "")):  # placed once, not at each redraw
             ax.set_title(title, fontsize=10, y=1)
-        for ax in (ax1, ax2):
             ax.xaxis.set_label_coords(0.5, -0.11)
-        ax2.yaxis.set_label_coords(-0.128, 0.5)
-        ax3.yaxis.set_label_coords(1.1, 0.5)
+        ax2.yaxis.set_label_coords(-0.128, 0.5), ax3.yaxis.set_label_coords(1.1, 0.5)  # ax1's moves with its ticks
         self.update(fig, data)
         return fig
 

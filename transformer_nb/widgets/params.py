@@ -138,15 +138,8 @@ class ParamCalculator(Widget):
         ax1.set_xlabel("parameters")
         ax1.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: _fmt(x)))
         ax1.set_title(" \n ", fontsize=10, loc="left")
-        wedges = {"width": 0.45, "edgecolor": "white"}  # the ring: its angles set by update
-        ax2.pie(
-            [1] * len(cats),
-            colors=[COLORS[c] for c in cats],
-            startangle=90,
-            counterclock=False,
-            wedgeprops=wedges,
-            labeldistance=None,
-        )
+        ring = dict(width=0.45, edgecolor="white")  # its angles set by update
+        ax2.pie([1] * len(cats), colors=[COLORS[c] for c in cats], wedgeprops=ring, labeldistance=None)
         ax2.text(0, 0, "", ha="center", va="center", fontsize=12, weight="bold")
         ax2.set_title("share of the total", fontsize=10)
         self._cats = cats
