@@ -405,6 +405,7 @@ def _redraw_time(page, nb_id: str, idx: int, cell, label: str, act, times: list)
     if not timed:
         return [f"{label}: the redraw could not be timed"]
     ms, median = timed[0], timed[len(timed) // 2]
+    print(f"{label}: key press to new image in {', '.join(f'{t:.0f}' for t in timed)} ms")  # pytest -s shows it
     if ms > REDRAW_LIMIT_MS and not on_release:
         return [
             f"{label}: a redraw takes {ms:.0f} ms (the fastest of {len(timed)} presses; median {median:.0f} ms), "

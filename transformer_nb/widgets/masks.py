@@ -90,6 +90,9 @@ class MaskExplorer(Widget):
             ax.imshow([[0.0]], cmap=MASK_CMAP if i < B else "viridis", vmin=0, vmax=1, aspect="equal")
             ax.set_xlabel("key" if i >= B else "", fontsize=8)
             ax.set_ylabel("" if i % B else "query", fontsize=8)
+            # less to redraw: no tick marks, the keys under the weights only, titles and labels placed once
+            ax.tick_params(left=False, bottom=False, labelbottom=i >= B)
+            ax.set_title(" ", y=1), ax.xaxis.set_label_coords(0.5, -0.28), ax.yaxis.set_label_coords(-0.27, 0.5)
             for r in range(MAX_LEN):  # red frames of the rows with no visible key, shown as needed
                 ax.add_patch(plt.Rectangle((-0.5, r - 0.5), 1, 1, fill=False, ec="C3", lw=2, visible=False))
         self._shown = None

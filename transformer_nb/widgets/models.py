@@ -117,6 +117,10 @@ class VariantWidget(Widget):
             axes[0, c].tick_params(labelbottom=False, labelsize=8)
             axes[1, c].tick_params(labelleft=False, labelsize=8, labelrotation=90)
             axes[1, c].set_xlabel("keys", fontsize=9)
+            for ax in axes[:, c]:  # no tick marks, labels placed once beside the longest tick label: less to redraw
+                ax.tick_params(left=False, bottom=False)
+                ax.yaxis.set_label_coords(-0.37 / (ax.get_position().width * width), 0.5)
+                ax.xaxis.set_label_coords(0.5, -0.37 / (ax.get_position().height * 6.8))
             axes[1, c].set_title("weights", fontsize=10)
         bar = fig.add_axes((1 - 0.85 / width, 0.66 / 6.8, 0.12 / width, axes[1, 0].get_position().height))
         fig.colorbar(im, cax=bar, ticks=(0, 0.05, 0.2, 0.5, 1), format="%g", label="attention weight (√ scale)")

@@ -117,7 +117,7 @@ class AlibiExplorer(Widget):
         ax = axes[0]
         ax.bar(range(1, 17), np.zeros(16))
         ax.set(xlabel="head (blue: geometric base, orange: interpolated)", ylabel="log2(slope)")
-        ax.set(ylim=(-8.5, 0), title=" ")
+        ax.set(xlim=(0.4, 16.6), ylim=(-8.5, 0), title=" ")  # fixed: a redraw paints bars and title only
         ax = axes[1]
         for _ in range(16):
             ax.plot([0], [0])
@@ -137,7 +137,7 @@ class AlibiExplorer(Widget):
             if h < n:
                 bar.set_height(s[h])
                 bar.set_color("tab:orange" if data["interpolated"][h] else "tab:blue")
-        ax0.set(xlim=(0.4, n + 0.6), title=f"ALiBi slopes, {n} heads")
+        ax0.set_title(f"ALiBi slopes, {n} heads")
         cmap, keys = plt.get_cmap("viridis"), np.arange(data["query"] + 1)
         for h, line in enumerate(ax1.lines):
             line.set_visible(h < n)
@@ -155,4 +155,5 @@ class AlibiExplorer(Widget):
                 ax1.get_legend().remove()
             if n <= 8:
                 ax1.legend(handles=ax1.lines[:n], fontsize=7, ncol=2)
+        self.animated = [*ax0.patches, ax0.title, ax1]  # see Widget.png: ax1 whole (its limits follow the data)
         return True
