@@ -55,7 +55,7 @@ class ParamCalculator(Widget):
     """
 
     CONTINUOUS = False  # ~120 ms from key press to new image in the browser (tests/browser)
-    REDRAW = "a third of a second: it rebuilds the model on the meta device to check the count"
+    REDRAW = "a tenth of a second: it rebuilds the model on the meta device to check the count"
 
     def __init__(self, preset: str = "gpt2-small", check_numel: bool = True):
         self.check_numel, self._applying = check_numel, False
