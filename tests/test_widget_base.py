@@ -19,7 +19,7 @@ from transformer_nb.wikitext import Vocab
 
 ROOT = Path(__file__).resolve().parents[1]
 CONTINUOUS = {"SoftmaxTemperature", "ScalingWidget", "SinusoidFingerprint", "AlibiExplorer", "RotatePair"}
-CONTINUOUS |= {"MaskExplorer", "HeadsWidget", "VariantWidget"}
+CONTINUOUS |= {"MaskExplorer", "HeadsWidget", "VariantWidget", "ParamCalculator"}
 STANDALONE = [e for e in WIDGETS if e.needs is None]
 
 

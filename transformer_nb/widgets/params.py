@@ -54,9 +54,6 @@ class ParamCalculator(Widget):
     message) when the controls describe an impossible model (e.g. heads that do not divide d_model).
     """
 
-    CONTINUOUS = False  # ~120 ms from key press to new image in the browser (tests/browser)
-    REDRAW = "a tenth of a second: it rebuilds the model on the meta device to check the count"
-
     def __init__(self, preset: str = "gpt2-small", check_numel: bool = True):
         self.check_numel, self._applying = check_numel, False
         narrow = W.Layout(width="220px")
