@@ -127,8 +127,8 @@ def _fresh_pixels(entry, values: dict, models) -> np.ndarray:
 def test_redraws_into_the_last_figure_show_what_a_fresh_widget_shows_after_any_moves(name):
     """These widgets redraw into their last figure, most repainting only what moves over a kept background
     (Widget.png): along a random sequence of 8 moves (one control, or several between two PNGs as the book sets a
-    frame), after every second one the pixels of a fresh widget (a state that a move leaves behind stays to be seen).
-    The model widgets run untrained models: a source of another length, a bad one, a prompt word not known."""
+    frame), after the fourth and the eighth the pixels of a fresh widget (a state that a move leaves behind stays to be
+    seen). The model widgets run untrained models: a source of another length, a bad one, a prompt word not known."""
     entry, rng = next(e for e in WIDGETS if e.name == name), random.Random(0)
     tiny = {"reversal": rv.build_model(rv.MODEL, "xavier_embeddings", seed=0).eval(), "lm": (tiny_lm(), Vocab(WORDS))}
     w = build(entry, tiny)
@@ -142,7 +142,7 @@ def test_redraws_into_the_last_figure_show_what_a_fresh_widget_shows_after_any_m
         w.png()
         repainted += bool(kept and w._background and w._background[1] is kept[1])
         moved = w.values()
-        if step % 2:
+        if step % 4 == 3:
             fresh = _fresh_pixels(entry, moved, tiny)
             assert np.array_equal(np.asarray(w.fig.canvas.buffer_rgba()), fresh), (step, moved)
     assert repainted or not w.animated, "nothing was painted over a kept background"
