@@ -134,10 +134,14 @@ lint: $(INSTALLED)
 # PYTHONDONTWRITEBYTECODE= (empty: unset): where the environment sets it, every worker, kernel and subprocess would
 # compile the package and rewrite the tests' assertions from source again (collection: 8.0 s of CPU, 5.6 s with them).
 TEST_ENV := PYTHONDONTWRITEBYTECODE= GLIBC_TUNABLES=glibc.malloc.mmap_threshold=1073741824:glibc.malloc.trim_threshold=1073741824
+# WARM: the notebook kernels start as forks of a process that has imported torch, matplotlib and ipykernel
+# (tools/warm_kernels.py; a kernel starts as usual until it is ready).
+WARM := build/warm-kernels.sock
 test: $(INSTALLED)
-	@rm -rf build/test-cache && mkdir -p build/test-cache
-	@status=0; \
-	$(RUN) $(TEST_ENV) TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" $(if $(filter 1,$(TEST_WORKERS)),,OMP_NUM_THREADS=1) \
+	@rm -rf build/test-cache $(WARM) && mkdir -p build/test-cache
+	@status=0; $(RUN) $(TEST_ENV) $(BIN)/python tools/warm_kernels.py $(WARM) & trap "kill $$! 2>/dev/null; rm -f $(WARM)" EXIT; \
+	$(RUN) $(TEST_ENV) TNB_WARM_KERNELS="$(CURDIR)/$(WARM)" PYTHONPATH="$(CURDIR)/tools/warm$${PYTHONPATH:+:$$PYTHONPATH}" \
+	  TNB_PROFILE=quick TNB_CACHE_DIR="$(CURDIR)/build/test-cache" $(if $(filter 1,$(TEST_WORKERS)),,OMP_NUM_THREADS=1) \
 	  $(BIN)/python -m pytest tests $(NOTEBOOKS) $(NBVAL) --solutions -n $(TEST_WORKERS) --dist loadfile --no-loadscope-reorder \
 	  --durations=0 --durations-min=1 || status=$$?; \
 	echo "make test finished in $$(( $$(date +%s) - $(MAKE_START) )) s (install included), exit $$status"; \
