@@ -17,7 +17,7 @@ from matplotlib.colors import PowerNorm
 from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import capture_masks, record_attention
-from transformer_nb.widgets.base import STYLE, Widget, painted
+from transformer_nb.widgets.base import STYLE, Widget
 from transformer_nb.widgets.masks import MASK_CMAP
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
@@ -124,35 +124,39 @@ class VariantWidget(Widget):
             axes[1, c].set_title("weights", fontsize=10)
         bar = fig.add_axes((1 - 0.85 / width, 0.66 / 6.8, 0.12 / width, axes[1, 0].get_position().height))
         fig.colorbar(im, cax=bar, ticks=(0, 0.05, 0.2, 0.5, 1), format="%g", label="attention weight (√ scale)")
-        self._axes, self._shown = axes, {}
-        fig.suptitle("", fontsize=10)
-        self._variant = data["variant"]
+        self._axes, self._shown, self._variant = axes, {}, data["variant"]
+        fig.suptitle(" ", fontsize=10)
+        self._note = fig.text(0.5, 0.955, "", ha="center", va="top", fontsize=10)  # the line that heads change
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
-        """``data`` into the figure ``draw`` made for the same variant (else False); only the heatmaps, titles and
-        the axes (ticks and labels) whose labels changed are painted again (``Widget.png``)."""
+        """``data`` into the figure ``draw`` made for the same variant (else False); only the heatmaps, the line
+        under the title and the axes (ticks and labels) whose labels changed are painted again (``Widget.png``);
+        a change of the titles (another layer) draws the whole figure again."""
         if data["variant"] != self._variant:
             return False
+        titles = [fig._suptitle, *(ax.title for ax in self._axes[0])]
+        before = [t.get_text() for t in titles]
+        fig.suptitle(f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)", fontsize=10)
         head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
-        self.animated = [fig._suptitle]
+        self._note.set_text(f"weights: {head}; the largest on a padded key: {data['max_weight_on_padding']:.1g}")
+        self.animated = [self._note]
         for c, name in enumerate(data["sublayers"]):
             ax0, ax1 = self._axes[:, c]
             short = name.replace("layers.", "L").replace("_attn", "")
             ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
             xt, yt = self._labels(data, name)
-            self.animated += [*painted(ax0), *ax1.images, *ax1.spines.values()]
-            for ax, values in ((ax0, data["masks"][name].int()), (ax1, data["weights"][name].detach())):
+            self.animated += [*ax0.images, *ax0.spines.values(), *ax1.images, *ax1.spines.values()]
+            for ax, values, axis, labels in (
+                (ax0, data["masks"][name].int(), ax0.yaxis, yt),  # the queries, beside the mask
+                (ax1, data["weights"][name].detach(), ax1.xaxis, xt),  # the keys, under the weights
+            ):
                 ax.images[0].set(data=values.numpy(), extent=(-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
-                for axis, labels in ((ax.xaxis, xt), (ax.yaxis, yt)):
-                    if labels != self._shown.get(axis):  # its ticks, labels and their layout only
-                        axis.set_ticks(range(len(labels)), labels)
-                        self.animated.append(axis)
-                        self._shown[axis] = labels
-        fig.suptitle(
-            f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
-            f"weights: {head}; the largest on a padded key: {data['max_weight_on_padding']:.1g}",
-            fontsize=10,
-        )
+                if labels != self._shown.get(axis):  # its ticks, labels and their layout only
+                    axis.set_ticks(range(len(labels)), labels)
+                    self.animated.append(axis)
+                    self._shown[axis] = labels
+        if [t.get_text() for t in titles] != before:
+            self.invalidate()
         return True
