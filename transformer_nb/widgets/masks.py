@@ -90,21 +90,25 @@ class MaskExplorer(Widget):
             ax.imshow([[0.0]], cmap=MASK_CMAP if i < B else "viridis", vmin=0, vmax=1, aspect="equal")
             ax.set_xlabel("key" if i >= B else "", fontsize=8)
             ax.set_ylabel("" if i % B else "query", fontsize=8)
-            # less to redraw: no tick marks, the keys under the weights only, titles and labels placed once
-            ax.tick_params(left=False, bottom=False, labelbottom=i >= B)
-            ax.set_title(" ", y=1), ax.xaxis.set_label_coords(0.5, -0.28), ax.yaxis.set_label_coords(-0.27, 0.5)
+            # less to redraw: no tick marks, the queries beside the mask and the keys under the weights only (the
+            # same tokens: a column is one sequence), titles and labels placed once
+            ax.tick_params(left=False, bottom=False, labelbottom=i >= B, labelleft=i < B)
+            ax.set_title(" ", y=1), ax.xaxis.set_label_coords(0.5, -0.28)
+            ax.yaxis.set_label_coords(-0.27 if i < B else -0.06, 0.5)
             for r in range(MAX_LEN):  # red frames of the rows with no visible key, shown as needed
                 ax.add_patch(plt.Rectangle((-0.5, r - 0.5), 1, 1, fill=False, ec="C3", lw=2, visible=False))
         self._shown = None
+        fig.suptitle(" ", fontsize=10)
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
         """Redraw ``data`` into the figure ``draw`` made (a fixed layout); over a kept background (``Widget.png``),
-        the columns whose tokens changed are painted again whole, those whose mask changed their images only."""
+        the columns whose mask changed have their images, frames and mask title painted again, and their labels too
+        if their tokens changed; a new line above them draws the whole figure again."""
         B, T = data["ids"].shape
         shown, last = [(data["ids"][b].tolist(), data["causal"]) for b in range(B)], self._shown or [((), None)] * B
-        changed = [b for b in range(B) if shown[b][0] != last[b][0]]
+        self.animated, before = [], fig._suptitle.get_text()
         for i, ax in enumerate(fig.axes):
             b, mask = i % B, i < B
             ax.images[0].set(data=(data["mask"][b].float() if mask else data["weights"][b]).numpy())
@@ -112,16 +116,19 @@ class MaskExplorer(Widget):
             ax.set_title(
                 f"seq {b + 1} (length {data['lengths'][b]}): mask" if mask else "attention weights", fontsize=9
             )
-            if b in changed:
-                ax.set_xticks(range(T), [WORDS[i] for i in shown[b][0]], rotation=70, fontsize=8)
-                ax.set_yticks(range(T), [WORDS[i] for i in shown[b][0]], fontsize=8)
+            words = [WORDS[i] for i in shown[b][0]]
+            if shown[b][0] != last[b][0]:  # the queries beside the mask, the keys under the weights
+                axis = ax.yaxis if mask else ax.xaxis
+                axis.set_ticks(range(T), words, fontsize=8, rotation=0 if mask else 70)
+                self.animated.append(axis)
             for r, patch in enumerate(ax.patches):
                 patch.set(width=T, visible=r < T and bool(data["empty_rows"][b, r]))
+            if shown[b] != last[b]:
+                self.animated += painted(ax) if mask else [*ax.images, *ax.patches, *ax.spines.values()]
         how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
         extra = f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
         fig.suptitle(f"blue = may attend  ·  {how}{extra if data['n_empty_rows'] else ''}", fontsize=10)
-        whole = [ax for i, ax in enumerate(fig.axes) if i % B in changed]
-        moved = [ax for i, ax in enumerate(fig.axes) if ax not in whole and shown[i % B] != last[i % B]]
-        self.animated = [*whole, *(a for ax in moved for a in painted(ax)), fig._suptitle]
+        if fig._suptitle.get_text() != before:
+            self.invalidate()
         self._shown = shown
         return True
