@@ -51,6 +51,13 @@ def _word(word: str) -> TextPath:
     return path.transformed(Affine2D().translate(-path.get_extents().x1, -2.9))
 
 
+def token_label(ax, at: tuple, turn: float = 0, gap: float = 0) -> PathPatch:
+    """A label of ``ax`` to show a ``_word`` (``.set(path=_word(...))``): its right end at ``at`` = ``(x, y,
+    transform)``, ``gap`` points before it, turned by ``turn`` degrees; it moves with the axes' limits."""
+    place = Affine2D().translate(-gap, 0).rotate_deg(turn).scale(1 / 72) + ax.figure.dpi_scale_trans
+    return ax.add_patch(PathPatch(_word("?"), fc="k", lw=0, clip_on=False, transform=place + ScaledTranslation(*at)))
+
+
 class MaskExplorer(Widget):
     """Three length sliders, padding side, causal toggle -> masks (top) and attention weights (bottom).
 
@@ -112,10 +119,7 @@ class MaskExplorer(Widget):
                 ax.add_patch(plt.Rectangle((-0.5, r - 0.5), 1, 1, fill=False, ec="C3", lw=2, visible=False))
             for r in range(MAX_LEN):  # then the tokens: ax.patches[MAX_LEN:]
                 at = (r, -0.03, ax.get_xaxis_transform()) if i >= B else (-0.03, r, ax.get_yaxis_transform())
-                place = (
-                    Affine2D().rotate_deg(70 * (i >= B)).scale(1 / 72) + fig.dpi_scale_trans + ScaledTranslation(*at)
-                )
-                ax.add_patch(PathPatch(_word("?"), fc="k", lw=0, clip_on=False, transform=place))
+                token_label(ax, at, 70 * (i >= B))
         fig.suptitle(" ", fontsize=10)
         self.update(fig, data)
         return fig

@@ -18,7 +18,7 @@ from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import capture_masks, record_attention
 from transformer_nb.widgets.base import STYLE, Widget
-from transformer_nb.widgets.masks import MASK_CMAP
+from transformer_nb.widgets.masks import MASK_CMAP, _word, token_label
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 VOCAB, PAD = 20, 0
@@ -114,26 +114,27 @@ class VariantWidget(Widget):
             axes[0, c].imshow([[0]], cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
             im = axes[1, c].imshow([[0.0]], cmap="viridis", norm=PowerNorm(0.5, 0, 1), aspect="auto")  # softmax
             axes[0, c].set_ylabel("queries", fontsize=9)  # queries labelled by the mask, keys under the weights
-            axes[0, c].tick_params(labelbottom=False, labelsize=8)
-            axes[1, c].tick_params(labelleft=False, labelsize=8, labelrotation=90)
             axes[1, c].set_xlabel("keys", fontsize=9)
-            for ax in axes[:, c]:  # no tick marks, labels placed once beside the longest tick label: less to redraw
-                ax.tick_params(left=False, bottom=False)
+            for ax in axes[:, c]:  # no ticks: the labels as shapes (masks._word); axis labels placed once
+                ax.tick_params(left=False, bottom=False, labelleft=False, labelbottom=False)
                 ax.yaxis.set_label_coords(-0.37 / (ax.get_position().width * width), 0.5)
                 ax.xaxis.set_label_coords(0.5, -0.37 / (ax.get_position().height * 6.8))
+            for r in range(self.controls["src_len"].max + self.controls["src_pad"].max):  # the longest row's labels
+                token_label(axes[0, c], (0, r, axes[0, c].get_yaxis_transform()), gap=3.5)
+                token_label(axes[1, c], (r, 0, axes[1, c].get_xaxis_transform()), 90, gap=3.5)
             axes[1, c].set_title("weights", fontsize=10)
         bar = fig.add_axes((1 - 0.85 / width, 0.66 / 6.8, 0.12 / width, axes[1, 0].get_position().height))
         fig.colorbar(im, cax=bar, ticks=(0, 0.05, 0.2, 0.5, 1), format="%g", label="attention weight (√ scale)")
-        self._axes, self._shown, self._variant = axes, {}, data["variant"]
+        self._axes, self._variant = axes, data["variant"]
         fig.suptitle(" ", fontsize=10)
         self._note = fig.text(0.5, 0.955, "", ha="center", va="top", fontsize=10)  # the line that heads change
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
-        """``data`` into the figure ``draw`` made for the same variant (else False); only the heatmaps, the line
-        under the title and the axes (ticks and labels) whose labels changed are painted again (``Widget.png``);
-        a change of the titles (another layer) draws the whole figure again."""
+        """``data`` into the figure ``draw`` made for the same variant (else False); only the heatmaps, their labels
+        and the line under the title are painted again (``Widget.png``); a change of the titles (another layer)
+        draws the whole figure again."""
         if data["variant"] != self._variant:
             return False
         titles = [fig._suptitle, *(ax.title for ax in self._axes[0])]
@@ -147,16 +148,11 @@ class VariantWidget(Widget):
             short = name.replace("layers.", "L").replace("_attn", "")
             ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
             xt, yt = self._labels(data, name)
-            self.animated += [*ax0.images, *ax0.spines.values(), *ax1.images, *ax1.spines.values()]
-            for ax, values, axis, labels in (
-                (ax0, data["masks"][name].int(), ax0.yaxis, yt),  # the queries, beside the mask
-                (ax1, data["weights"][name].detach(), ax1.xaxis, xt),  # the keys, under the weights
-            ):
+            for ax, values, labels in ((ax0, data["masks"][name].int(), yt), (ax1, data["weights"][name].detach(), xt)):
                 ax.images[0].set(data=values.numpy(), extent=(-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
-                if labels != self._shown.get(axis):  # its ticks, labels and their layout only
-                    axis.set_ticks(range(len(labels)), labels)
-                    self.animated.append(axis)
-                    self._shown[axis] = labels
+                for r, label in enumerate(ax.patches):
+                    label.set(path=_word(labels[min(r, len(labels) - 1)]), visible=r < len(labels))
+                self.animated += [*ax.images, *ax.patches, *ax.spines.values()]
         if [t.get_text() for t in titles] != before:
             self.invalidate()
         return True
