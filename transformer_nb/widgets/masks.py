@@ -55,7 +55,7 @@ def token_label(ax, at: tuple, turn: float = 0, gap: float = 0) -> PathPatch:
     """A label of ``ax`` to show a ``_word`` (``.set(path=_word(...))``): its right end at ``at`` = ``(x, y,
     transform)``, ``gap`` points before it, turned by ``turn`` degrees; it moves with the axes' limits."""
     place = Affine2D().translate(-gap, 0).rotate_deg(turn).scale(1 / 72) + ax.figure.dpi_scale_trans
-    return ax.add_patch(PathPatch(_word("?"), fc="k", lw=0, clip_on=False, transform=place + ScaledTranslation(*at)))
+    return ax.add_artist(PathPatch(_word("?"), fc="k", lw=0, clip_on=False, transform=place + ScaledTranslation(*at)))
 
 
 class MaskExplorer(Widget):
@@ -112,7 +112,7 @@ class MaskExplorer(Widget):
             ax.set_ylabel("" if i % B else "query", fontsize=8)
             # no ticks: the tokens (a column is one sequence) as shapes (_word), the queries beside the mask, the keys
             # under the weights; titles and axis labels placed once
-            ax.tick_params(left=False, bottom=False, labelbottom=False, labelleft=False)
+            ax.set(xticks=[], yticks=[])
             ax.set_title(" ", y=1), ax.xaxis.set_label_coords(0.5, -0.28)
             ax.yaxis.set_label_coords(-0.27 if i < B else -0.06, 0.5)
             for r in range(MAX_LEN):  # red frames of the rows with no visible key, shown as needed
@@ -120,15 +120,13 @@ class MaskExplorer(Widget):
             for r in range(MAX_LEN):  # then the tokens: ax.patches[MAX_LEN:]
                 at = (r, -0.03, ax.get_xaxis_transform()) if i >= B else (-0.03, r, ax.get_yaxis_transform())
                 token_label(ax, at, 70 * (i >= B))
-        fig.suptitle(" ", fontsize=10)
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
         """Redraw ``data`` into the figure ``draw`` made (a fixed layout); over a kept background (``Widget.png``),
-        the images, frames, tokens and mask titles are painted again; a new line above them draws all again."""
+        the images, frames, tokens, mask titles and the line above them are painted again: the same for any control."""
         B, T = data["ids"].shape
-        before = fig._suptitle.get_text()
         for i, ax in enumerate(fig.axes):
             b, mask = i % B, i < B
             ax.images[0].set(data=(data["mask"][b].float() if mask else data["weights"][b]).numpy())
@@ -142,10 +140,9 @@ class MaskExplorer(Widget):
         how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
         extra = f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
         fig.suptitle(f"blue = may attend  ·  {how}{extra if data['n_empty_rows'] else ''}", fontsize=10)
-        if fig._suptitle.get_text() != before:
-            self.invalidate()
+        titled = fig.axes[:B]  # the masks' titles change, "attention weights" stays
         self.animated = [
-            *(a for ax in fig.axes for a in painted(ax) if a is not ax.title),
-            *(ax.title for ax in fig.axes[:B]),
+            *(a for ax in fig.axes for a in painted(ax) if ax in titled or a is not ax.title),
+            fig._suptitle,
         ]
         return True

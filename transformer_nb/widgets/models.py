@@ -116,7 +116,7 @@ class VariantWidget(Widget):
             axes[0, c].set_ylabel("queries", fontsize=9)  # queries labelled by the mask, keys under the weights
             axes[1, c].set_xlabel("keys", fontsize=9)
             for ax in axes[:, c]:  # no ticks: the labels as shapes (masks._word); axis labels placed once
-                ax.tick_params(left=False, bottom=False, labelleft=False, labelbottom=False)
+                ax.set(xticks=[], yticks=[])
                 ax.yaxis.set_label_coords(-0.37 / (ax.get_position().width * width), 0.5)
                 ax.xaxis.set_label_coords(0.5, -0.37 / (ax.get_position().height * 6.8))
             for r in range(self.controls["src_len"].max + self.controls["src_pad"].max):  # the longest row's labels
