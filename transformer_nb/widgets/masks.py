@@ -44,18 +44,20 @@ def make_batch(lengths, pad_side: str = "right") -> torch.Tensor:
 
 
 @lru_cache
-def _word(word: str) -> TextPath:
-    """``word`` as a shape 8 points high, its right end and its middle at (0, 0): a label that paints 20 times faster
-    than a Text, so that every label can be painted again at every redraw."""
+def word_shape(word: str) -> TextPath:
+    """``word`` as a shape 8 points high, its right end and its middle at (0, 0): a label that paints some 15 times
+    faster than a Text, so that every label can be painted again at every redraw."""
     path = TextPath((0, 0), word, size=8)
     return path.transformed(Affine2D().translate(-path.get_extents().x1, -2.9))
 
 
 def token_label(ax, at: tuple, turn: float = 0, gap: float = 0) -> PathPatch:
-    """A label of ``ax`` to show a ``_word`` (``.set(path=_word(...))``): its right end at ``at`` = ``(x, y,
+    """A label of ``ax`` to show a ``word_shape`` (``.set(path=word_shape(...))``): its right end at ``at`` = ``(x, y,
     transform)``, ``gap`` points before it, turned by ``turn`` degrees; it moves with the axes' limits."""
     place = Affine2D().translate(-gap, 0).rotate_deg(turn).scale(1 / 72) + ax.figure.dpi_scale_trans
-    return ax.add_artist(PathPatch(_word("?"), fc="k", lw=0, clip_on=False, transform=place + ScaledTranslation(*at)))
+    return ax.add_artist(
+        PathPatch(word_shape("?"), fc="k", lw=0, clip_on=False, transform=place + ScaledTranslation(*at))
+    )
 
 
 class MaskExplorer(Widget):
@@ -110,8 +112,8 @@ class MaskExplorer(Widget):
             ax.imshow([[0.0]], cmap=MASK_CMAP if i < B else "viridis", vmin=0, vmax=1, aspect="equal")
             ax.set_xlabel("key" if i >= B else "", fontsize=8)
             ax.set_ylabel("" if i % B else "query", fontsize=8)
-            # no ticks: the tokens (a column is one sequence) as shapes (_word), the queries beside the mask, the keys
-            # under the weights; titles and axis labels placed once
+            # no ticks: the tokens (a column is one sequence) as shapes (word_shape), the queries beside the mask, the
+            # keys under the weights; titles and axis labels placed once
             ax.set(xticks=[], yticks=[])
             ax.set_title(" ", y=1), ax.xaxis.set_label_coords(0.5, -0.28)
             ax.yaxis.set_label_coords(-0.27 if i < B else -0.06, 0.5)
@@ -136,7 +138,7 @@ class MaskExplorer(Widget):
             )
             for r, (frame, token) in enumerate(zip(ax.patches, ax.patches[MAX_LEN:])):
                 frame.set(width=T, visible=r < T and bool(data["empty_rows"][b, r]))
-                token.set(path=_word(WORDS[data["ids"][b, min(r, T - 1)]]), visible=r < T)
+                token.set(path=word_shape(WORDS[data["ids"][b, min(r, T - 1)]]), visible=r < T)
         how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
         extra = f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
         fig.suptitle(f"blue = may attend  ·  {how}{extra if data['n_empty_rows'] else ''}", fontsize=10)

@@ -18,7 +18,7 @@ from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import capture_masks, record_attention
 from transformer_nb.widgets.base import STYLE, Widget
-from transformer_nb.widgets.masks import MASK_CMAP, _word, token_label
+from transformer_nb.widgets.masks import MASK_CMAP, token_label, word_shape
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 VOCAB, PAD = 20, 0
@@ -115,7 +115,7 @@ class VariantWidget(Widget):
             im = axes[1, c].imshow([[0.0]], cmap="viridis", norm=PowerNorm(0.5, 0, 1), aspect="auto")  # softmax
             axes[0, c].set_ylabel("queries", fontsize=9)  # queries labelled by the mask, keys under the weights
             axes[1, c].set_xlabel("keys", fontsize=9)
-            for ax in axes[:, c]:  # no ticks: the labels as shapes (masks._word); axis labels placed once
+            for ax in axes[:, c]:  # no ticks: the labels as shapes (masks.word_shape); axis labels placed once
                 ax.set(xticks=[], yticks=[])
                 ax.yaxis.set_label_coords(-0.37 / (ax.get_position().width * width), 0.5)
                 ax.xaxis.set_label_coords(0.5, -0.37 / (ax.get_position().height * 6.8))
@@ -151,7 +151,7 @@ class VariantWidget(Widget):
             for ax, values, labels in ((ax0, data["masks"][name].int(), yt), (ax1, data["weights"][name].detach(), xt)):
                 ax.images[0].set(data=values.numpy(), extent=(-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
                 for r, label in enumerate(ax.patches):
-                    label.set(path=_word(labels[min(r, len(labels) - 1)]), visible=r < len(labels))
+                    label.set(path=word_shape(labels[min(r, len(labels) - 1)]), visible=r < len(labels))
                 self.animated += [*ax.images, *ax.patches, *ax.spines.values()]
         if [t.get_text() for t in titles] != before:
             self.invalidate()
