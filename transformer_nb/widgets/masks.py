@@ -20,7 +20,7 @@ from matplotlib.transforms import Affine2D, ScaledTranslation
 
 from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.masks import padding_mask_from_ids, self_attention_mask
-from transformer_nb.widgets.base import STYLE, Widget, painted
+from transformer_nb.widgets.base import STYLE, Widget
 
 PAD = 0
 MAX_LEN = 8
@@ -43,19 +43,21 @@ def make_batch(lengths, pad_side: str = "right") -> torch.Tensor:
     return ids
 
 
-@lru_cache
-def word_shape(word: str) -> TextPath:
-    """``word`` as a shape 8 points high, its right end and its middle at (0, 0): a label that paints some 15 times
-    faster than a Text, so that every label can be painted again at every redraw."""
-    path = TextPath((0, 0), word, size=8)
-    return path.transformed(Affine2D().translate(-path.get_extents().x1, -2.9))
+@lru_cache(maxsize=1024)
+def word_shape(word: str, size: float = 8, align: float = 1) -> TextPath:
+    """``word`` as a shape ``size`` points high, (0, 0) at its middle height and at ``align`` of its width (0: its
+    start, 0.5: its centre, 1: its end): a label that paints some 15 times faster than a Text, so that every label
+    can be painted again at every redraw."""
+    path = TextPath((0, 0), word, size=size)
+    box = path.get_extents()
+    return path.transformed(Affine2D().translate(-box.x0 - align * box.width, -0.3625 * size))
 
 
-def token_label(ax, at: tuple, turn: float = 0, gap: float = 0) -> PathPatch:
-    """A label of ``ax`` to show a ``word_shape`` (``.set(path=word_shape(...))``): its right end at ``at`` = ``(x, y,
-    transform)``, ``gap`` points before it, turned by ``turn`` degrees; it moves with the axes' limits."""
-    place = Affine2D().translate(-gap, 0).rotate_deg(turn).scale(1 / 72) + ax.figure.dpi_scale_trans
-    return ax.add_artist(
+def token_label(parent, at: tuple, turn: float = 0, gap: float = 0, up: float = 0) -> PathPatch:
+    """A shape of ``parent`` (Axes or Figure) to show a ``word_shape`` (``.set(path=word_shape(...))``): its anchor
+    at ``at`` = ``(x, y, transform)``, ``gap`` points back and ``up`` points up, turned by ``turn`` degrees."""
+    place = Affine2D().translate(-gap, up).rotate_deg(turn).scale(1 / 72) + parent.figure.dpi_scale_trans
+    return parent.add_artist(
         PathPatch(word_shape("?"), fc="k", lw=0, clip_on=False, transform=place + ScaledTranslation(*at))
     )
 
@@ -115,13 +117,16 @@ class MaskExplorer(Widget):
             # no ticks: the tokens (a column is one sequence) as shapes (word_shape), the queries beside the mask, the
             # keys under the weights; titles and axis labels placed once
             ax.set(xticks=[], yticks=[])
-            ax.set_title(" ", y=1), ax.xaxis.set_label_coords(0.5, -0.28)
+            ax.set_title("" if i < B else "attention weights", fontsize=9, y=1), ax.xaxis.set_label_coords(0.5, -0.28)
             ax.yaxis.set_label_coords(-0.27 if i < B else -0.06, 0.5)
             for r in range(MAX_LEN):  # red frames of the rows with no visible key, shown as needed
                 ax.add_patch(plt.Rectangle((-0.5, r - 0.5), 1, 1, fill=False, ec="C3", lw=2, visible=False))
             for r in range(MAX_LEN):  # then the tokens: ax.patches[MAX_LEN:]
                 at = (r, -0.03, ax.get_xaxis_transform()) if i >= B else (-0.03, r, ax.get_yaxis_transform())
                 token_label(ax, at, 70 * (i >= B))
+            if i < B:  # the mask's title, a shape too: ax.patches[-1]
+                token_label(ax, (0.5, 1, ax.transAxes), up=9.3)
+        self._line = token_label(fig, (0.5, 0.98, fig.transFigure), up=-4)  # the line above the figure
         self.update(fig, data)
         return fig
 
@@ -133,18 +138,13 @@ class MaskExplorer(Widget):
             b, mask = i % B, i < B
             ax.images[0].set(data=(data["mask"][b].float() if mask else data["weights"][b]).numpy())
             ax.images[0].set_extent((-0.5, T - 0.5, T - 0.5, -0.5))
-            ax.set_title(
-                f"seq {b + 1} (length {data['lengths'][b]}): mask" if mask else "attention weights", fontsize=9
-            )
-            for r, (frame, token) in enumerate(zip(ax.patches, ax.patches[MAX_LEN:])):
+            for r, (frame, token) in enumerate(zip(ax.patches[:MAX_LEN], ax.patches[MAX_LEN:])):
                 frame.set(width=T, visible=r < T and bool(data["empty_rows"][b, r]))
                 token.set(path=word_shape(WORDS[data["ids"][b, min(r, T - 1)]]), visible=r < T)
+            if mask:
+                ax.patches[-1].set(path=word_shape(f"seq {b + 1} (length {data['lengths'][b]}): mask", 9, 0.5))
         how = ("padding AND causal" if data["causal"] else "padding only") + f", padded on the {data['pad_side']}"
         extra = f"  ·  {data['n_empty_rows']} query row(s) with no visible key (red): weights 0, not NaN"
-        fig.suptitle(f"blue = may attend  ·  {how}{extra if data['n_empty_rows'] else ''}", fontsize=10)
-        titled = fig.axes[:B]  # the masks' titles change, "attention weights" stays
-        self.animated = [
-            *(a for ax in fig.axes for a in painted(ax) if ax in titled or a is not ax.title),
-            fig._suptitle,
-        ]
+        self._line.set(path=word_shape(f"blue = may attend  ·  {how}{extra if data['n_empty_rows'] else ''}", 10, 0.5))
+        self.animated = [*(a for ax in fig.axes for a in (*ax.images, *ax.patches, *ax.spines.values())), self._line]
         return True
