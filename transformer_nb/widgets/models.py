@@ -106,7 +106,7 @@ class VariantWidget(Widget):
     def draw(self, data):
         """The figure for this variant, in a fixed layout (so that it never depends on the values shown), filled
         in by ``update``: per sublayer its mask over its weights."""
-        n = len(data["sublayers"])
+        n, self._longest = len(data["sublayers"]), self.controls["src_len"].max + self.controls["src_pad"].max
         width = max(3.2 * n + 1.2, 5.0)
         fig, axes = plt.subplots(2, n, figsize=(width, 6.8), squeeze=False)
         fig.subplots_adjust(0.65 / width, 0.66 / 6.8, 1 - 1.1 / width, 1 - 1.02 / 6.8, 0.31, 0.3)  # fixed
@@ -119,40 +119,40 @@ class VariantWidget(Widget):
                 ax.set(xticks=[], yticks=[])
                 ax.yaxis.set_label_coords(-0.37 / (ax.get_position().width * width), 0.5)
                 ax.xaxis.set_label_coords(0.5, -0.37 / (ax.get_position().height * 6.8))
-            for r in range(self.controls["src_len"].max + self.controls["src_pad"].max):  # the longest row's labels
+            for r in range(self._longest):  # the labels of the longest row
                 token_label(axes[0, c], (0, r, axes[0, c].get_yaxis_transform()), gap=3.5)
                 token_label(axes[1, c], (r, 0, axes[1, c].get_xaxis_transform()), 90, gap=3.5)
+            for up in (21.3, 9.6):  # then the mask's title, two lines of shapes too
+                token_label(axes[0, c], (0.5, 1, axes[0, c].transAxes), up=up)
             axes[1, c].set_title("weights", fontsize=10)
         bar = fig.add_axes((1 - 0.85 / width, 0.66 / 6.8, 0.12 / width, axes[1, 0].get_position().height))
         fig.colorbar(im, cax=bar, ticks=(0, 0.05, 0.2, 0.5, 1), format="%g", label="attention weight (√ scale)")
         self._axes, self._variant = axes, data["variant"]
-        fig.suptitle(" ", fontsize=10)
-        self._note = fig.text(0.5, 0.955, "", ha="center", va="top", fontsize=10)  # the line that heads change
+        self._lines = [token_label(fig, (0.5, y, fig.transFigure), up=-4) for y in (0.98, 0.955)]  # above the figure
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
-        """``data`` into the figure ``draw`` made for the same variant (else False); only the heatmaps, their labels
-        and the line under the title are painted again (``Widget.png``); a change of the titles (another layer)
-        draws the whole figure again."""
+        """``data`` into the figure ``draw`` made for the same variant (else False); the heatmaps, their labels and
+        titles and the lines above them, shapes of ``masks.word_shape``, are painted again (``Widget.png``)."""
         if data["variant"] != self._variant:
             return False
-        titles = [fig._suptitle, *(ax.title for ax in self._axes[0])]
-        before = [t.get_text() for t in titles]
-        fig.suptitle(f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)", fontsize=10)
         head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
-        self._note.set_text(f"weights: {head}; the largest on a padded key: {data['max_weight_on_padding']:.1g}")
-        self.animated = [self._note]
+        lines = [f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)"]
+        lines.append(f"weights: {head}; the largest on a padded key: {data['max_weight_on_padding']:.1g}")
+        self.animated = []
         for c, name in enumerate(data["sublayers"]):
             ax0, ax1 = self._axes[:, c]
             short = name.replace("layers.", "L").replace("_attn", "")
-            ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
+            for shape, line in zip(ax0.patches[-2:], (short, f"mask: {data['labels'][name]}")):
+                shape.set(path=word_shape(line, 10, 0.5))
             xt, yt = self._labels(data, name)
             for ax, values, labels in ((ax0, data["masks"][name].int(), yt), (ax1, data["weights"][name].detach(), xt)):
                 ax.images[0].set(data=values.numpy(), extent=(-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
-                for r, label in enumerate(ax.patches):
+                for r, label in enumerate(ax.patches[: self._longest]):
                     label.set(path=word_shape(labels[min(r, len(labels) - 1)]), visible=r < len(labels))
                 self.animated += [*ax.images, *ax.patches, *ax.spines.values()]
-        if [t.get_text() for t in titles] != before:
-            self.invalidate()
+        for shape, line in zip(self._lines, lines):
+            shape.set(path=word_shape(line, 10, 0.5))
+        self.animated += self._lines
         return True
