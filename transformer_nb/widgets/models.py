@@ -17,8 +17,8 @@ from matplotlib.colors import PowerNorm
 from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import capture_masks, record_attention
-from transformer_nb.widgets.base import STYLE, Widget, painted
-from transformer_nb.widgets.masks import MASK_CMAP
+from transformer_nb.widgets.base import STYLE, Widget
+from transformer_nb.widgets.masks import MASK_CMAP, token_label, word_shape
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 VOCAB, PAD = 20, 0
@@ -106,7 +106,7 @@ class VariantWidget(Widget):
     def draw(self, data):
         """The figure for this variant, in a fixed layout (so that it never depends on the values shown), filled
         in by ``update``: per sublayer its mask over its weights."""
-        n = len(data["sublayers"])
+        n, self._longest = len(data["sublayers"]), self.controls["src_len"].max + self.controls["src_pad"].max
         width = max(3.2 * n + 1.2, 5.0)
         fig, axes = plt.subplots(2, n, figsize=(width, 6.8), squeeze=False)
         fig.subplots_adjust(0.65 / width, 0.66 / 6.8, 1 - 1.1 / width, 1 - 1.02 / 6.8, 0.31, 0.3)  # fixed
@@ -114,45 +114,45 @@ class VariantWidget(Widget):
             axes[0, c].imshow([[0]], cmap=MASK_CMAP, vmin=0, vmax=1, aspect="auto")
             im = axes[1, c].imshow([[0.0]], cmap="viridis", norm=PowerNorm(0.5, 0, 1), aspect="auto")  # softmax
             axes[0, c].set_ylabel("queries", fontsize=9)  # queries labelled by the mask, keys under the weights
-            axes[0, c].tick_params(labelbottom=False, labelsize=8)
-            axes[1, c].tick_params(labelleft=False, labelsize=8, labelrotation=90)
             axes[1, c].set_xlabel("keys", fontsize=9)
-            for ax in axes[:, c]:  # no tick marks, labels placed once beside the longest tick label: less to redraw
-                ax.tick_params(left=False, bottom=False)
+            for ax in axes[:, c]:  # no ticks: the labels as shapes (masks.word_shape); axis labels placed once
+                ax.set(xticks=[], yticks=[])
                 ax.yaxis.set_label_coords(-0.37 / (ax.get_position().width * width), 0.5)
                 ax.xaxis.set_label_coords(0.5, -0.37 / (ax.get_position().height * 6.8))
+            for r in range(self._longest):  # the labels of the longest row
+                token_label(axes[0, c], (0, r, axes[0, c].get_yaxis_transform()), gap=3.5)
+                token_label(axes[1, c], (r, 0, axes[1, c].get_xaxis_transform()), 90, gap=3.5)
+            for up in (21.3, 9.6):  # then the mask's title, two lines of shapes too
+                token_label(axes[0, c], (0.5, 1, axes[0, c].transAxes), up=up)
             axes[1, c].set_title("weights", fontsize=10)
         bar = fig.add_axes((1 - 0.85 / width, 0.66 / 6.8, 0.12 / width, axes[1, 0].get_position().height))
         fig.colorbar(im, cax=bar, ticks=(0, 0.05, 0.2, 0.5, 1), format="%g", label="attention weight (√ scale)")
-        self._axes, self._shown = axes, {}
-        fig.suptitle("", fontsize=10)
-        self._variant = data["variant"]
+        self._axes, self._variant = axes, data["variant"]
+        self._lines = [token_label(fig, (0.5, y, fig.transFigure), up=-4) for y in (0.98, 0.955)]  # above the figure
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
-        """``data`` into the figure ``draw`` made for the same variant (else False); only the heatmaps, titles and
-        the axes (ticks and labels) whose labels changed are painted again (``Widget.png``)."""
+        """``data`` into the figure ``draw`` made for the same variant (else False); the heatmaps, their labels and
+        titles and the lines above them, shapes of ``masks.word_shape``, are painted again (``Widget.png``)."""
         if data["variant"] != self._variant:
             return False
         head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
-        self.animated = [fig._suptitle]
+        lines = [f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)"]
+        lines.append(f"weights: {head}; the largest on a padded key: {data['max_weight_on_padding']:.1g}")
+        self.animated = []
         for c, name in enumerate(data["sublayers"]):
             ax0, ax1 = self._axes[:, c]
             short = name.replace("layers.", "L").replace("_attn", "")
-            ax0.set_title(f"{short}\nmask: {data['labels'][name]}", fontsize=10)
+            for shape, line in zip(ax0.patches[-2:], (short, f"mask: {data['labels'][name]}")):
+                shape.set(path=word_shape(line, 10, 0.5))
             xt, yt = self._labels(data, name)
-            self.animated += [*painted(ax0), *ax1.images, *ax1.spines.values()]
-            for ax, values in ((ax0, data["masks"][name].int()), (ax1, data["weights"][name].detach())):
+            for ax, values, labels in ((ax0, data["masks"][name].int(), yt), (ax1, data["weights"][name].detach(), xt)):
                 ax.images[0].set(data=values.numpy(), extent=(-0.5, len(xt) - 0.5, len(yt) - 0.5, -0.5))
-                for axis, labels in ((ax.xaxis, xt), (ax.yaxis, yt)):
-                    if labels != self._shown.get(axis):  # its ticks, labels and their layout only
-                        axis.set_ticks(range(len(labels)), labels)
-                        self.animated.append(axis)
-                        self._shown[axis] = labels
-        fig.suptitle(
-            f"{data['variant']}, layer {data['layer']}   (blue = may attend, grey = blocked)\n"
-            f"weights: {head}; the largest on a padded key: {data['max_weight_on_padding']:.1g}",
-            fontsize=10,
-        )
+                for r, label in enumerate(ax.patches[: self._longest]):
+                    label.set(path=word_shape(labels[min(r, len(labels) - 1)]), visible=r < len(labels))
+                self.animated += [*ax.images, *ax.patches, *ax.spines.values()]
+        for shape, line in zip(self._lines, lines):
+            shape.set(path=word_shape(line, 10, 0.5))
+        self.animated += self._lines
         return True

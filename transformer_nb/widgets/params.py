@@ -132,9 +132,9 @@ class ParamCalculator(Widget):
         ax1.invert_yaxis()
         for _ in cats:
             ax1.text(0, 0, "", va="center", fontsize=9)
-        ax1.set_xlabel("parameters")
-        ax1.xaxis.set_major_formatter(plt.FuncFormatter(lambda x, _: _fmt(x)))
-        ax1.set_title(" \n ", fontsize=10, loc="left")
+        ax1.set_xlabel("parameters (each bar says how many)")
+        ax1.tick_params(bottom=False, labelbottom=False)  # its scale changes at each redraw; the labels say it
+        ax1.set_title(" \n ", fontsize=10, loc="left", y=1)  # placed once, not at each redraw
         ring = dict(width=0.45, edgecolor="white")  # its angles set by update
         ax2.pie([1] * len(cats), colors=[COLORS[c] for c in cats], wedgeprops=ring, labeldistance=None)
         ax2.text(0, 0, "", ha="center", va="center", fontsize=12, weight="bold")
@@ -164,7 +164,7 @@ class ParamCalculator(Widget):
         for wedge, start, end in zip(ax2.patches, ends, ends[1:]):
             wedge.set(theta1=end, theta2=start)
         ax2.texts[0].set_text(_fmt(b["total"]))
-        self.animated = [ax1, *ax2.patches, ax2.texts[0]]  # the ring's title and the layout stay: see Widget.png
+        self.animated = [*ax1.patches, *ax1.texts, ax1._left_title, *ax2.patches, ax2.texts[0]]  # see Widget.png
         check = ""
         if data["numel"] is not None:
             check = "  ✓ = numel on meta" if data["numel"] == b["total"] else f"  ✗ numel {data['numel']:,}"
