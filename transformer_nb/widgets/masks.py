@@ -22,6 +22,8 @@ from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.masks import padding_mask_from_ids, self_attention_mask
 from transformer_nb.widgets.base import STYLE, Widget
 
+__all__ = ["MaskExplorer", "make_batch"]  # word_shape and token_label serve the widgets only
+
 PAD = 0
 MAX_LEN = 8
 D_K = 8  # width of the random queries and keys
