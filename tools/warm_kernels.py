@@ -49,7 +49,7 @@ def child(conn: socket.socket, ask: dict, fds: list) -> None:
 
         torch.set_num_threads(int(os.environ.get("OMP_NUM_THREADS") or os.cpu_count()))
         matplotlib.rcParams["backend"] = os.environ.setdefault("MPLBACKEND", INLINE)
-        conn.send(str(os.getpid()).encode())
+        conn.send(f"pid {os.getpid()}".encode())
         threading.Thread(target=lambda: (conn.recv(1), os._exit(1)), daemon=True).start()  # the requester gone: end
         runpy.run_module("ipykernel_launcher", run_name="__main__", alter_sys=True)
         code = 0
@@ -57,7 +57,7 @@ def child(conn: socket.socket, ask: dict, fds: list) -> None:
         code = e.code if isinstance(e.code, int) else 1
     finally:
         try:
-            conn.send(str(code).encode())
+            conn.send(f"exit {code}".encode())
         finally:
             os._exit(code)
 

@@ -14,10 +14,12 @@ if sys.orig_argv[1:3] == ["-m", "ipykernel_launcher"] and os.environ.get("TNB_WA
         s = socket.socket(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         s.connect(os.environ["TNB_WARM_KERNELS"])
         socket.send_fds(s, [json.dumps(ask).encode()], [0, 1, 2])
-        pid = json.loads(s.recv(1 << 10) or "null")
+        said = s.recv(64).split()
     except OSError:
-        pid = None
-    if pid:  # else refused (another Python, other settings): start as usual
+        said = []
+    if said[:1] == [b"pid"]:  # else refused (another Python, other settings) or failed: start as usual
+        pid = int(said[1])
         for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP, signal.SIGQUIT):
             signal.signal(sig, lambda n, _: os.kill(pid, n))
-        os._exit(int(s.recv(1 << 10) or 1))  # the kernel's exit code, or 1 if it vanished
+        said = s.recv(64).split()
+        os._exit(int(said[1]) if said[:1] == [b"exit"] else 1)  # the kernel's exit code, or 1 if it vanished
