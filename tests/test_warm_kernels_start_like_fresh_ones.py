@@ -15,8 +15,9 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))
 from refresh import CurrentEnvKernelManager  # noqa: E402
 
-PROBE = "import os, torch, matplotlib.pyplot as plt\nprint(os.getcwd(), os.environ['PROBE'], torch.get_num_threads(), "
-PROBE += "plt.get_backend(), os.getppid())\nplt.plot([1]); plt.show()"
+PROBE = "import os, subprocess, torch, matplotlib.pyplot as plt\nprint(os.getcwd(), os.environ['PROBE'], "
+PROBE += "torch.get_num_threads(), plt.get_backend(), subprocess.run('exit 3', shell=True).returncode, os.getppid())"
+PROBE += "\nplt.plot([1]); plt.show()"
 
 
 def _run(env: dict, where: Path, cells=(PROBE, "__import__('time').sleep(60)")) -> tuple:
@@ -41,7 +42,7 @@ def test_a_warm_kernel_sees_what_a_fresh_one_sees(tmp_path):
         warm = {**env, "TNB_WARM_KERNELS": str(sock), "PYTHONPATH": str(ROOT / "tools" / "warm")}
         (fresh, parent), (forked, forked_parent) = _run(env, tmp_path), _run(warm, tmp_path)
         inline = "module://matplotlib_inline.backend_inline"
-        assert forked == fresh == (f"{tmp_path} x y 2 {inline}", [["image/png", "text/plain"]], ["KeyboardInterrupt"])
+        assert forked == fresh == (f"{tmp_path} x y 2 {inline} 3", [["image/png", "text/plain"]], ["KeyboardInterrupt"])
         assert (parent, forked_parent) == (os.getpid(), server.pid)
         assert not subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True).stdout  # nothing left
         assert _run({**warm, "MPLBACKEND": "agg"}, tmp_path, [PROBE])[1] == os.getpid()  # refused: a fresh kernel

@@ -31,6 +31,7 @@ def child(conn: socket.socket, ask: dict, fds: list) -> None:
     """In the fork: become the kernel ``ask`` describes; never returns."""
     code = 1
     try:
+        signal.signal(signal.SIGCHLD, signal.SIG_DFL)  # not the server's SIG_IGN: the kernel waits for its children
         os.setsid()
         for fd, std in zip(fds, (0, 1, 2)):
             os.dup2(fd, std)
