@@ -44,7 +44,12 @@ def test_a_warm_kernel_sees_what_a_fresh_one_sees(tmp_path):
         inline = "module://matplotlib_inline.backend_inline"
         assert forked == fresh == (f"{tmp_path} x y 2 {inline} 3", [["image/png", "text/plain"]], ["KeyboardInterrupt"])
         assert (parent, forked_parent) == (os.getpid(), server.pid)
-        assert not subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True).stdout  # nothing left
+        for _ in range(100):  # the fork ends once it sees its requester gone: nothing is left
+            if not subprocess.run(["pgrep", "-P", str(server.pid)], capture_output=True).stdout:
+                break
+            time.sleep(0.1)
+        else:
+            raise AssertionError("a forked kernel outlived its requester by 10 s")
         assert _run({**warm, "MPLBACKEND": "agg"}, tmp_path, [PROBE])[1] == os.getpid()  # refused: a fresh kernel
     finally:
         server.kill()
