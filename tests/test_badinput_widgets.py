@@ -27,10 +27,7 @@ CASES = {
         W + "attention.ScalingWidget", lambda: attention.ScalingWidget(d_k=100), ValueError, "d_k must be one of"
     ),
     "ScalingWidget_refuses_n_keys_the_slider_would_clamp": Case(
-        W + "attention.ScalingWidget",
-        lambda: attention.ScalingWidget(n_keys=0),
-        ValueError,
-        "n_keys must lie in [2, 32]",
+        W + "attention.ScalingWidget", lambda: attention.ScalingWidget(n_keys=0), ValueError, "lie in [2, 32]"
     ),
     "softmax_stats_refuses_an_empty_tensor": Case(
         W + "attention.softmax_stats", lambda: attention.softmax_stats(torch.zeros(0)), TypeError, "non-empty float"

@@ -10,6 +10,7 @@ have residual connections; see, for a freshly initialised stack,
 Everything comes from one pass of ``experiments.layer_grad_norms``.
 """
 
+import asyncio
 from functools import lru_cache
 
 import ipywidgets as W
@@ -32,8 +33,8 @@ class DepthWidget(Widget):
     ``grad[-1] / grad[0]`` (last layer over first).
     """
 
-    CONTINUOUS = False  # ~70 ms pass + ~50 ms PNG in the kernel (the pass: experiments.layer_grad_norms)
-    REDRAW = "a quarter of a second: it runs a forward and backward pass"
+    CONTINUOUS = False  # a new setting: ~60 ms pass (experiments.layer_grad_norms) + ~15 ms figure and PNG
+    REDRAW = "a tenth of a second: it runs a forward and backward pass"
     FRAMES = (("depth", (2, 6, 12, 24, 48)), ("placement", None), ("residual", None))  # the book's grid
 
     def __init__(self, depth: int = 24, placement: str = "Post-LN", residual: bool = True, d_model: int = 64):
@@ -55,45 +56,62 @@ class DepthWidget(Widget):
         data.update(ratio=grad[-1] / grad[0])
         return data
 
+    def refresh(self, *_):
+        """Redraw (``Widget.refresh``), then compute the passes one step away while the kernel is idle."""
+        out = super().refresh()
+        self._prefetch()
+        return out
+
+    def _prefetch(self):
+        """Queue the pass of each setting one step of a control away (depth ± 2, the other placement, residuals
+        toggled, the next d_model) on the kernel's event loop, one per turn, so that a step finds its pass done;
+        none without a running loop (headless), and none left once a control has moved on."""
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            return
+        v, start = self.values(), self.updates
+        other = PLACEMENTS[v["placement"] == PLACEMENTS[0]]
+        wider = D_MODELS[(D_MODELS.index(v["d_model"]) + 1) % len(D_MODELS)]
+        steps = [dict(v, depth=v["depth"] + 2), dict(v, depth=v["depth"] - 2), dict(v, placement=other)]
+        steps += [dict(v, residual=not v["residual"]), dict(v, d_model=wider)]
+        todo = [s for s in steps if 2 <= s["depth"] <= 48]
+
+        def step():
+            if todo and self.updates == start:
+                self.compute(**todo.pop(0))
+                loop.call_soon(step)
+
+        loop.call_soon(step)
+
     def draw(self, data):
-        """The figure, in a fixed layout (so that it never depends on the values shown), filled in by ``update``."""
+        """The figure on fixed axes (every setting on the same scales: all 288 fit), filled in by ``update``."""
         fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(10, 3.6))
-        fig.subplots_adjust(left=0.1, right=0.94, bottom=0.132, top=0.868, wspace=0.22)
+        fig.subplots_adjust(left=0.08, right=0.94, bottom=0.132, top=0.8, wspace=0.22)
         ax1.semilogy([1], [1], marker="o", ms=3)
-        ax1.set(xlabel="layer (1 = next to the input)", ylabel="‖∂loss/∂θ_layer‖")
+        ax1.set(xlim=(0, 49), ylim=(1e-3, 1e2), xlabel="layer (1 = next to the input)", ylabel="‖∂loss/∂θ_layer‖")
+        ax1.set_title(" ", fontsize=10)
         ax1.grid(alpha=0.3, which="both")
-        ax2.semilogy([0], [1], marker="o", ms=3, color="C2", label="token diversity (left axis)")
-        ax2.set(ylim=(1e-8, 2.0), xlabel="after layer", ylabel="token diversity (log)")
+        ax2.semilogy([0], [1], marker="o", ms=3, color="C2", label="token diversity (left axis, log)")
+        ax2.set(xlim=(-1, 49), ylim=(1e-8, 2.0), xlabel="after layer", ylabel="token diversity")
         ax3 = ax2.twinx()
         ax3.plot([0], [1], marker=".", ms=3, color="C1", label="stream RMS (right axis)")
-        ax3.set(ylabel="stream RMS")
-        ax2.legend(handles=ax2.lines + ax3.lines, fontsize=8, loc="lower left")
+        ax3.set(ylim=(0, 9), ylabel="stream RMS")
+        ax2.legend(handles=ax2.lines + ax3.lines, fontsize=8, loc="lower center", bbox_to_anchor=(0.5, 1), ncols=2)
         ax2.grid(alpha=0.3)
-        for ax, title in ((ax1, ""), (ax2, "the residual stream"), (ax3, "")):  # placed once, not at each redraw
-            ax.set_title(title, fontsize=10, y=1)
-            ax.xaxis.set_label_coords(0.5, -0.11)
-        ax2.yaxis.set_label_coords(-0.128, 0.5), ax3.yaxis.set_label_coords(1.1, 0.5)  # ax1's moves with its ticks
+        fig.suptitle("a freshly initialised stack (one seed)", fontsize=11)
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
-        """The curves and titles of ``data`` into the figure ``draw`` made; all is painted again but the right plot's
-        fixed y axis and title (``Widget.png``)."""
+        """The curves and the left title of ``data`` into the figure ``draw`` made: only those are painted again
+        (``Widget.png``)."""
         ax1, ax2, ax3 = fig.axes
         layers, steps = list(range(1, data["depth"] + 1)), list(range(0, data["depth"] + 1))
         ax1.lines[0].set(data=(layers, data["grad"]), color="C0" if data["norm_first"] else "C3")
         ax2.lines[0].set_data(steps, [max(v, 1e-9) for v in data["diversity"]])
         ax3.lines[0].set_data(steps, data["rms"])
-        for ax in (ax1, ax2):
-            ax.relim()
-            ax.autoscale_view()
-        ax3.set_ylim(0, 1.15 * max(data["rms"]))
-        ax1.set_title(f"gradient per layer: last/first = {data['ratio']:.2f}", fontsize=10)
-        res = "with" if data["residual"] else "WITHOUT"
-        fig.suptitle(
-            f"{data['depth']} {data['placement']} blocks {res} residual connections, "
-            f"d_model {data['d_model']}, at initialisation",
-            fontsize=11,
-        )
-        self.animated = [ax1, ax2.xaxis, ax2.lines[0], *ax2.spines.values(), ax2.legend_, ax3, fig._suptitle]
+        res = "" if data["residual"] else " without residuals"
+        ax1.set_title(f"{data['depth']} {data['placement']} blocks{res}: last/first = {data['ratio']:.2f}", fontsize=10)
+        self.animated = [*ax1.lines, ax1.title, *ax2.lines, *ax3.lines]
         return True

@@ -1,11 +1,11 @@
 """Generation from the trained WikiText-2 language model (notebook 10).
 
 ``GenerateWidget(model, vocab)``: type a prompt, set the temperature (0 = greedy), top-k
-(0 = off), the number of new words and the seed; see the continuation, and the attention
-that the **last** token pays to the tokens before it, one row per layer and head.
+(0 = off), the number of new words and the seed; see the continuation (text, above the figure), and the
+attention that the **last** token pays to the tokens before it, one row per layer and head.
 """
 
-import textwrap
+import html
 
 import ipywidgets as W
 import matplotlib.pyplot as plt
@@ -29,8 +29,8 @@ class GenerateWidget(Widget):
     ``row_labels``, and ``unknown`` (prompt words that became ``<unk>``).
     """
 
-    CONTINUOUS = False  # ~80 ms idle (python -m transformer_nb.widgets.timing), over CHEAP_MS on a loaded machine
-    REDRAW = "a tenth of a second per 30 words: it generates word by word"
+    CONTINUOUS = False  # ~60 ms idle (python -m transformer_nb.widgets.timing), over CHEAP_MS on a loaded machine
+    REDRAW = "a tenth of a second per 40 words: it generates word by word"
 
     def __init__(
         self,
@@ -44,7 +44,7 @@ class GenerateWidget(Widget):
     ):
         if not isinstance(model, Transformer) or model.cfg.arch != "decoder":
             raise TypeError(f"GenerateWidget needs a decoder-only Transformer, got {type(model).__name__}")
-        self.model, self.vocab = model, vocab
+        self.model, self.vocab, self.text = model, vocab, W.HTML()
         max_new = max(1, min(100, model.max_len - 32))
         super().__init__(
             dict(prompt=prompt, temperature=temperature, top_k=top_k, length=min(length, max_new), seed=seed),
@@ -69,13 +69,17 @@ class GenerateWidget(Widget):
         data.update(attention_full=rows, row_labels=[f"L{i // n_heads} h{i % n_heads}" for i in range(rows.shape[0])])
         return data | dict(unknown=[w for w in words if w not in self.vocab])
 
+    def layout(self):
+        """``Widget.layout`` with the text (prompt ▶ continuation) above the figure."""
+        box = super().layout()
+        box.children = (*box.children[:-1], self.text, box.children[-1])
+        return box
+
     def draw(self, data):
         """The layout depends on the model only (its rows), so ``update`` redraws any continuation in place."""
-        rows, height = len(data["row_labels"]), 2.5 + 0.22 * len(data["row_labels"])  # inches
+        rows, height = len(data["row_labels"]), 1.6 + 0.22 * len(data["row_labels"])  # inches
         fig = plt.figure(figsize=(10, height))
-        fig.text(0.062, 1 - 0.15 / height, "", va="top", family="monospace", fontsize=9)
-        fig.text(0.062, 1 - 0.75 / height, "", fontsize=8, color="tab:red", va="bottom")
-        ax = fig.add_axes((0.062, 1.4 / height, 0.928, 0.22 * rows / height), xticks=[])  # room for 20-letter words
+        ax = fig.add_axes((0.062, 1.3 / height, 0.928, 0.22 * rows / height), xticks=[])  # room for 20-letter words
         ax.imshow(data["attention"].numpy(), aspect="auto", cmap="viridis", vmin=0)
         ax.set_yticks(range(rows), data["row_labels"], fontsize=7)
         under = dict(transform=ax.get_xaxis_text1_transform(7)[0], rotation=60, ha="right", va="top", clip_on=False)
@@ -85,16 +89,17 @@ class GenerateWidget(Widget):
         return fig
 
     def update(self, fig, data) -> bool:
-        """Text, attention, words and title of ``data`` into the figure ``draw`` made."""
-        ax, (text, unknown) = fig.axes[0], fig.texts
-        prompt = self.vocab.decode(data["prompt_ids"])
-        text.set_text(textwrap.fill(f"{prompt} ▶ {data['continuation']}", 110, max_lines=4, placeholder=" …"))
-        unknown.set_text(f"not in the vocabulary (-> <unk>): {', '.join(data['unknown'])}" if data["unknown"] else "")
+        """The text (an HTML line: the page draws it), attention, words and title of ``data`` into the figure
+        ``draw`` made."""
+        ax = fig.axes[0]
+        unknown = f"\nnot in the vocabulary (-> <unk>): {', '.join(data['unknown'])}" if data["unknown"] else ""
+        text = f"{self.vocab.decode(data['prompt_ids'])} ▶ {data['continuation']}{unknown}"
+        self.text.value = f'<pre style="white-space:pre-wrap;margin:0">{html.escape(text)}</pre>'
         a, tokens = data["attention"].numpy(), [t if len(t) <= 20 else t[:19] + "…" for t in data["tokens"]]
         ax.images[0].set(data=a, clim=(0, a.max()), extent=(-0.5, a.shape[1] - 0.5, a.shape[0] - 0.5, -0.5))
         for label, word in zip(ax.texts, tokens + [""] * MAX_SHOWN):
             label.set_text(word)
         nxt = self.vocab.itos[int(data["ids"][-1])]
         ax.set_title(f"attention of the last input token '{data['tokens'][-1]}' (which predicted '{nxt}')", fontsize=9)
-        self.animated = [text, unknown, *painted(ax), *ax.texts]  # the row labels stay: see Widget.png
+        self.animated = [*painted(ax), *ax.texts]  # the row labels stay: see Widget.png
         return True

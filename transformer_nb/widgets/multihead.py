@@ -15,6 +15,7 @@ import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 import torch.nn as nn
+from matplotlib.colors import PowerNorm
 
 from transformer_nb.core.multihead import MultiHeadAttention
 from transformer_nb.probes import head_stats, record_attention, uniform_distance
@@ -28,6 +29,7 @@ SENTENCES = [
 ]
 ORDERS = ("as typed", "reversed", "shuffled")
 MAX_TOKENS = 16
+SCALE = PowerNorm(0.5, vmin=0, vmax=1)  # colours of the weights: fixed, so that sharpness shows; square-root spaced
 D_MODEL, N_LAYERS = 32, 2
 
 
@@ -126,7 +128,7 @@ class HeadsWidget(Widget):
         )
         n = len(toks)
         for i, ax in enumerate(axes.flat):  # h = nrows * ncols: 1, 2, 4 or 8 heads
-            im = ax.imshow(torch.zeros(n, n).numpy(), vmin=0, vmax=0.35, cmap="viridis")
+            im = ax.imshow(torch.zeros(n, n).numpy(), norm=SCALE, cmap="viridis")
             ax.set_xticks(range(n), toks, rotation=60, ha="right", fontsize=8)
             ax.set_yticks(range(n), toks if i % ncols == 0 else [""] * n, fontsize=8)
             ax.set_title("head 1: dist 0.00, H 0.00", fontsize=9)
@@ -139,19 +141,21 @@ class HeadsWidget(Widget):
         return fig
 
     def update(self, fig, data) -> bool:
-        """The weights, titles and colour scale of ``data`` into the figure ``draw`` made for the same tokens
-        and heads (else False); only those are painted again (``Widget.png``)."""
+        """The weights and titles of ``data`` into the figure ``draw`` made for the same tokens and heads (else
+        False); only the heads are painted again (``Widget.png``), the rest too when the figure's title changes."""
         if not data["tokens"] or self._figs.get((data["n_heads"], *data["tokens"])) is not fig:
             return False
         w, h = data["weights"], data["n_heads"]
         for i, ax in enumerate(fig.axes[:h]):
-            ax.images[0].set(data=w[i].numpy(), clim=(0, float(w.max())))
+            ax.images[0].set_data(w[i].numpy())
             ax.set_title(f"head {i + 1}: dist {data['distance'][i]:.2f}, H {data['entropy'][i]:.2f}", fontsize=9)
         note = " (first 16 words)" if data["truncated"] else ""
-        fig.suptitle(
-            f"layer {data['layer']} of {N_LAYERS}, {h} head(s), W_Q × {data['sharpness']:g}{note}; "
-            f"uniform attention: dist {data['uniform_distance']:.2f}, H = ln T = {data['uniform_entropy']:.2f}",
-            fontsize=9,
+        title = (
+            f"layer {data['layer']} of {N_LAYERS}, {h} head(s){note}; "
+            f"uniform attention: dist {data['uniform_distance']:.2f}, H = ln T = {data['uniform_entropy']:.2f}"
         )
-        self.animated = [*(a for ax in fig.axes[:h] for a in painted(ax)), fig.axes[-1], fig._suptitle]
+        if fig._suptitle is None or fig._suptitle.get_text() != title:
+            fig.suptitle(title, fontsize=9)
+            self.invalidate()  # the title is drawn with the rest: only the heads change with the sharpness
+        self.animated = [a for ax in fig.axes[:h] for a in painted(ax)]
         return True
