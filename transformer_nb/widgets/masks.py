@@ -8,21 +8,16 @@ Rows with no key left to attend to (e.g. left padding + causal) are marked: they
 weights, never NaN.
 """
 
-from functools import lru_cache
-
 import ipywidgets as W
 import matplotlib.pyplot as plt
 import torch
 from matplotlib.colors import ListedColormap
-from matplotlib.patches import PathPatch
-from matplotlib.textpath import TextPath
-from matplotlib.transforms import Affine2D, ScaledTranslation
 
 from transformer_nb.core.attention import scaled_dot_product_attention
 from transformer_nb.core.masks import padding_mask_from_ids, self_attention_mask
-from transformer_nb.widgets.base import STYLE, Widget
+from transformer_nb.widgets.base import STYLE, Widget, token_label, word_shape
 
-__all__ = ["MaskExplorer", "make_batch"]  # word_shape and token_label serve the widgets only
+__all__ = ["MaskExplorer", "make_batch"]
 
 PAD = 0
 MAX_LEN = 8
@@ -43,25 +38,6 @@ def make_batch(lengths, pad_side: str = "right") -> torch.Tensor:
         start = 0 if pad_side == "right" else T - n
         ids[b, start : start + n] = torch.arange(1, n + 1)
     return ids
-
-
-@lru_cache(maxsize=1024)
-def word_shape(word: str, size: float = 8, align: float = 1) -> TextPath:
-    """``word`` as a shape ``size`` points high, (0, 0) at its middle height and at ``align`` of its width (0: its
-    start, 0.5: its centre, 1: its end): a label that paints some 15 times faster than a Text, so that every label
-    can be painted again at every redraw."""
-    path = TextPath((0, 0), word, size=size)
-    box = path.get_extents()
-    return path.transformed(Affine2D().translate(-box.x0 - align * box.width, -0.3625 * size))
-
-
-def token_label(parent, at: tuple, turn: float = 0, gap: float = 0, up: float = 0) -> PathPatch:
-    """A shape of ``parent`` (Axes or Figure) to show a ``word_shape`` (``.set(path=word_shape(...))``): its anchor
-    at ``at`` = ``(x, y, transform)``, ``gap`` points back and ``up`` points up, turned by ``turn`` degrees."""
-    place = Affine2D().translate(-gap, up).rotate_deg(turn).scale(1 / 72) + parent.figure.dpi_scale_trans
-    return parent.add_artist(
-        PathPatch(word_shape("?"), fc="k", lw=0, clip_on=False, transform=place + ScaledTranslation(*at))
-    )
 
 
 class MaskExplorer(Widget):

@@ -17,8 +17,8 @@ from matplotlib.colors import PowerNorm
 from transformer_nb.core.masks import padding_mask
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import capture_masks, record_attention
-from transformer_nb.widgets.base import STYLE, Widget
-from transformer_nb.widgets.masks import MASK_CMAP, token_label, word_shape
+from transformer_nb.widgets.base import STYLE, Widget, token_label, word_shape
+from transformer_nb.widgets.masks import MASK_CMAP
 
 VARIANTS = ("encoder-only", "decoder-only", "encoder-decoder")
 VOCAB, PAD = 20, 0
@@ -115,7 +115,7 @@ class VariantWidget(Widget):
             im = axes[1, c].imshow([[0.0]], cmap="viridis", norm=PowerNorm(0.5, 0, 1), aspect="auto")  # softmax
             axes[0, c].set_ylabel("queries", fontsize=9)  # queries labelled by the mask, keys under the weights
             axes[1, c].set_xlabel("keys", fontsize=9)
-            for ax in axes[:, c]:  # no ticks: the labels as shapes (masks.word_shape); axis labels placed once
+            for ax in axes[:, c]:  # no ticks: the labels as shapes (base.word_shape); axis labels placed once
                 ax.set(xticks=[], yticks=[])
                 ax.yaxis.set_label_coords(-0.37 / (ax.get_position().width * width), 0.5)
                 ax.xaxis.set_label_coords(0.5, -0.37 / (ax.get_position().height * 6.8))
@@ -134,7 +134,7 @@ class VariantWidget(Widget):
 
     def update(self, fig, data) -> bool:
         """``data`` into the figure ``draw`` made for the same variant (else False); the heatmaps, their labels and
-        titles and the lines above them, shapes of ``masks.word_shape``, are painted again (``Widget.png``)."""
+        titles and the lines above them, shapes of ``base.word_shape``, are painted again (``Widget.png``)."""
         if data["variant"] != self._variant:
             return False
         head = "mean of heads" if data["head"] == "mean" else f"head {data['head']}"
