@@ -23,7 +23,7 @@ def test_widget_generates_and_follows_its_controls():
     w = GenerateWidget(tiny_lm(), Vocab(WORDS), prompt="the history of machine learning", length=10)
     w.refresh()
     last, first = w.last, w.last["ids"].clone()
-    assert last["ids"].numel() == 5 + 10 and last["unknown"] == ["machine"]
+    assert last["ids"].numel() == 5 + 10 and last["unknown"] == ["machine"] and "&lt;unk&gt;): machine" in w.text.value
     assert last["attention"].shape == (2 * 2, 14) and w.fig is not None  # layers x heads rows, a column per token
     assert torch.allclose(last["attention_full"].sum(-1), torch.ones(4), atol=1e-5)  # RoPE too
     assert len(last["continuation"].split()) == 10
