@@ -16,7 +16,7 @@
 # **Serves:** 001 §19.8.2, §19.9.1–19.9.3 (teacher forcing, label smoothing, the learning-rate schedule),
 # §19.10.1–19.10.5 (the toy task), §19.13.1 (gradient clipping); 000 §8.6.3 (encoder–decoder); 004 §13.3.
 #
-# **Runtime on 2 CPU cores:** quick ~25 s, full ~4.5 min.
+# **Runtime on 2 CPU cores:** quick ~25 s, full ~3.5 min.
 
 # %%
 # Setup. In Colab only: install the companion (Colab's torch is kept) and WikiText-2.
