@@ -77,7 +77,7 @@ class HeadsWidget(Widget):
     FRAMES = (("sentence", None), ("n_heads", None), ("layer", None))  # the book's grid
 
     def __init__(self, sentence: str = SENTENCES[0], n_heads: int = 4, layer: int = 1):
-        buttons, self._figs = {**STYLE, "button_width": "40px"}, {}  # the last 8 figures, by heads and tokens
+        buttons, self._figs = {**STYLE, "button_width": "40px"}, {}  # the last 8 figures, by heads and words
         super().__init__(
             dict(sentence=sentence, n_heads=n_heads, layer=layer),
             sentence=W.Combobox(
@@ -119,7 +119,7 @@ class HeadsWidget(Widget):
         if not data["tokens"]:
             return text_figure(data["message"], size=(5, 1))
         toks, h = data["tokens"], data["n_heads"]
-        if (fig := self._figs.get((h, *toks))) is not None and self.update(fig, data):
+        if (fig := self._figs.get((h, data["truncated"], *toks))) is not None and self.update(fig, data):
             return fig
         ncols, nrows = min(h, 4), max(h // 4, 1)  # 1, 2, 4 or 8 heads
         size = 2.6 if len(toks) <= 8 else 3.4
@@ -133,29 +133,26 @@ class HeadsWidget(Widget):
             ax.set_yticks(range(n), toks if i % ncols == 0 else [""] * n, fontsize=8)
             ax.set_title("head 1: dist 0.00, H 0.00", fontsize=9)
         fig.colorbar(im, ax=axes, fraction=0.03, pad=0.02, label="attention weight")
-        fig.suptitle("layer 1", fontsize=9)
+        note = " (first 16 words)" if data["truncated"] else ""  # the title holds for every layer and sharpness
+        fig.suptitle(
+            f"{h} head(s){note}; uniform attention: dist {data['uniform_distance']:.2f}, "
+            f"H = ln T = {data['uniform_entropy']:.2f}",
+            fontsize=9,
+        )
         fig.get_layout_engine().execute(fig)
         fig.set_layout_engine("none")
-        self._figs = {(h, *toks): fig, **dict(list(self._figs.items())[:7])}
+        self._figs = {(h, data["truncated"], *toks): fig, **dict(list(self._figs.items())[:7])}
         self.update(fig, data)
         return fig
 
     def update(self, fig, data) -> bool:
         """The weights and titles of ``data`` into the figure ``draw`` made for the same tokens and heads (else
-        False); only the heads are painted again (``Widget.png``), the rest too when the figure's title changes."""
-        if not data["tokens"] or self._figs.get((data["n_heads"], *data["tokens"])) is not fig:
+        False); only the heads are painted again (``Widget.png``)."""
+        if not data["tokens"] or self._figs.get((data["n_heads"], data["truncated"], *data["tokens"])) is not fig:
             return False
         w, h = data["weights"], data["n_heads"]
         for i, ax in enumerate(fig.axes[:h]):
             ax.images[0].set_data(w[i].numpy())
             ax.set_title(f"head {i + 1}: dist {data['distance'][i]:.2f}, H {data['entropy'][i]:.2f}", fontsize=9)
-        note = " (first 16 words)" if data["truncated"] else ""
-        title = (
-            f"layer {data['layer']} of {N_LAYERS}, {h} head(s){note}; "
-            f"uniform attention: dist {data['uniform_distance']:.2f}, H = ln T = {data['uniform_entropy']:.2f}"
-        )
-        if fig._suptitle is None or fig._suptitle.get_text() != title:
-            fig.suptitle(title, fontsize=9)
-            self.invalidate()  # the title is drawn with the rest: only the heads change with the sharpness
         self.animated = [a for ax in fig.axes[:h] for a in painted(ax)]
         return True
