@@ -14,7 +14,7 @@ import torch
 from transformer_nb.core.generation import generate
 from transformer_nb.core.transformer import Transformer
 from transformer_nb.probes import record_attention
-from transformer_nb.widgets.base import STYLE, Widget, painted
+from transformer_nb.widgets.base import STYLE, Widget, painted, token_label, word_shape
 
 MAX_SEED = 2**31 - 1  # the seed box clamps to 0..MAX_SEED (torch takes seeds below 2**64)
 MAX_SHOWN = 24  # columns of the attention figure: the last token and the tokens before it
@@ -82,9 +82,8 @@ class GenerateWidget(Widget):
         ax = fig.add_axes((0.062, 1.3 / height, 0.928, 0.22 * rows / height), xticks=[])  # room for 20-letter words
         ax.imshow(data["attention"].numpy(), aspect="auto", cmap="viridis", vmin=0)
         ax.set_yticks(range(rows), data["row_labels"], fontsize=7)
-        under = dict(transform=ax.get_xaxis_text1_transform(7)[0], rotation=60, ha="right", va="top", clip_on=False)
-        for i in range(MAX_SHOWN):  # the words: plain texts where tick labels would sit, cheaper to redraw
-            ax.text(i, 0, "", fontsize=8, **under)
+        for i in range(MAX_SHOWN):  # the words where tick labels would sit, shapes (base.word_shape): cheap to redraw
+            token_label(ax, (i, 0, ax.get_xaxis_transform()), 60, gap=3)
         self.update(fig, data)
         return fig
 
@@ -97,9 +96,9 @@ class GenerateWidget(Widget):
         self.text.value = f'<pre style="white-space:pre-wrap;margin:0">{html.escape(text)}</pre>'
         a, tokens = data["attention"].numpy(), [t if len(t) <= 20 else t[:19] + "…" for t in data["tokens"]]
         ax.images[0].set(data=a, clim=(0, a.max()), extent=(-0.5, a.shape[1] - 0.5, a.shape[0] - 0.5, -0.5))
-        for label, word in zip(ax.texts, tokens + [""] * MAX_SHOWN):
-            label.set_text(word)
+        for label, word in zip(ax.patches, tokens + [""] * MAX_SHOWN):
+            label.set(path=word_shape(word) if word else label.get_path(), visible=bool(word))
         nxt = self.vocab.itos[int(data["ids"][-1])]
         ax.set_title(f"attention of the last input token '{data['tokens'][-1]}' (which predicted '{nxt}')", fontsize=9)
-        self.animated = [*painted(ax), *ax.texts]  # the row labels stay: see Widget.png
+        self.animated = painted(ax)  # the words among its patches; the row labels stay: see Widget.png
         return True
